@@ -1,0 +1,41 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { Client, Store } from '../../engine/store/port.ts';
+import { constantTimeEqual } from '../../engine/triggers/webhook.ts';
+import { allTenantScopes, isScope, operatorScope } from './scopes.ts';
+
+export interface ClientCredentials {
+  client_id: string;
+  client_secret: string;
+  tenant: string | null;
+  scopes: string[];
+}
+
+const hashSecret = (secret: string) => createHash('sha256').update(secret).digest('base64url');
+
+/**
+ * Create OAuth client credentials. The secret is shown once and stored only as a hash (it is 32
+ * random bytes, so SHA-256 suffices; no password stretching is needed).
+ */
+export async function createClientCredentials(
+  store: Store,
+  options: { tenantId?: string; scopes?: string[]; operator?: boolean },
+): Promise<ClientCredentials> {
+  const operator = options.operator ?? false;
+  if (!operator && !options.tenantId) throw new Error('a tenant client needs --tenant <id>');
+  if (options.tenantId && !(await store.getTenant(options.tenantId))) throw new Error(`no tenant ${options.tenantId}: create it first`);
+  const unknown = (options.scopes ?? []).filter((scope) => !isScope(scope));
+  if (unknown.length > 0) throw new Error(`unknown scope(s): ${unknown.join(', ')}`);
+  const scopes = options.scopes?.length ? options.scopes : operator ? [...allTenantScopes, operatorScope] : [...allTenantScopes];
+  const clientId = `trb_${randomBytes(9).toString('base64url')}`;
+  const clientSecret = randomBytes(32).toString('base64url');
+  await store.createClient({ clientId, tenantId: options.tenantId ?? null, secretHash: hashSecret(clientSecret), scopes, operator });
+  return { client_id: clientId, client_secret: clientSecret, tenant: options.tenantId ?? null, scopes };
+}
+
+/** The client these credentials name, if the secret matches (compared in constant time). */
+export async function authenticateClient(store: Store, clientId: string, clientSecret: string): Promise<Client | undefined> {
+  const client = await store.getClient(clientId);
+  // Hash even for an unknown id, so the answer takes as long either way.
+  const presented = hashSecret(clientSecret);
+  return client && constantTimeEqual(presented, client.secretHash) ? client : undefined;
+}

@@ -1,0 +1,62 @@
+import { exportJWK, generateKeyPair, importJWK, SignJWT, type JWK } from 'jose';
+import type { Keyring } from '../../engine/secrets/keyring.ts';
+import type { Client, Store } from '../../engine/store/port.ts';
+
+export const TOKEN_LIFETIME_SECONDS = 86_400;
+const ALGORITHM = 'ES256';
+const KEY_CONTEXT = 'signing-key';
+
+/**
+ * The embedded OAuth 2.0 issuer (client credentials). Its signing key lives in the store, sealed
+ * with the secrets keyring, so every API process signs with the same key and publishes the same JWKS.
+ */
+export class TokenIssuer {
+  private signingKey?: Promise<{ kid: string; key: CryptoKey | Uint8Array }>;
+
+  constructor(private readonly store: Store, private readonly keyring: Keyring, readonly issuer: string, readonly audience: string) {}
+
+  async issue(client: Client): Promise<{ access_token: string; token_type: 'Bearer'; expires_in: number; scope: string }> {
+    const { kid, key } = await this.key();
+    const scope = client.scopes.join(' ');
+    const accessToken = await new SignJWT({ scope, ...(client.tenantId ? { tenant_id: client.tenantId } : {}), ...(client.operator ? { operator: true } : {}) })
+      .setProtectedHeader({ alg: ALGORITHM, kid, typ: 'at+jwt' })
+      .setIssuer(this.issuer)
+      .setAudience(this.audience)
+      .setSubject(client.clientId)
+      .setIssuedAt()
+      .setExpirationTime(`${TOKEN_LIFETIME_SECONDS}s`)
+      .sign(key);
+    return { access_token: accessToken, token_type: 'Bearer', expires_in: TOKEN_LIFETIME_SECONDS, scope };
+  }
+
+  async jwks(): Promise<{ keys: JWK[] }> {
+    await this.key();
+    const keys = await this.store.listSigningKeys();
+    return { keys: keys.map((key) => ({ ...key.publicJwk, kid: key.kid, alg: ALGORITHM, use: 'sig' }) as JWK) };
+  }
+
+  private key() {
+    this.signingKey ??= this.loadOrCreate().catch((error) => {
+      this.signingKey = undefined;
+      throw error;
+    });
+    return this.signingKey;
+  }
+
+  private async loadOrCreate() {
+    let [stored] = await this.store.listSigningKeys();
+    if (!stored) {
+      const { privateKey, publicKey } = await generateKeyPair(ALGORITHM, { extractable: true });
+      const kid = `k${Date.now().toString(36)}`;
+      await this.store.addSigningKey({
+        kid,
+        sealedPrivateJwk: this.keyring.seal(JSON.stringify(await exportJWK(privateKey)), KEY_CONTEXT),
+        publicJwk: { ...(await exportJWK(publicKey)) } as Record<string, unknown>,
+      });
+      // Another process may have created one at the same time: all use the newest stored.
+      [stored] = await this.store.listSigningKeys();
+    }
+    const jwk = JSON.parse(this.keyring.open(stored.sealedPrivateJwk, KEY_CONTEXT)) as JWK;
+    return { kid: stored.kid, key: await importJWK(jwk, ALGORITHM) };
+  }
+}

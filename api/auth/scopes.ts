@@ -1,0 +1,20 @@
+/** Scopes a tenant client can hold; a route names the one it needs. */
+export const tenantScopes = {
+  'flows:read': 'Read editable flows, published flows and their versions.',
+  'flows:write': 'Create, change, delete, validate, publish, activate and deactivate flows.',
+  'variables:read': 'Read global variables.',
+  'variables:write': 'Create, replace and delete global variables.',
+  'secrets:read': 'List secret variables (names and fingerprints, never values).',
+  'secrets:write': 'Create, replace and delete secret variables.',
+  'runs:read': 'Read runs and their steps.',
+} as const;
+
+export const operatorScope = 'platform:admin';
+
+export type Scope = keyof typeof tenantScopes | typeof operatorScope;
+
+export const allTenantScopes = Object.keys(tenantScopes) as Array<keyof typeof tenantScopes>;
+
+export function isScope(value: string): value is Scope {
+  return value === operatorScope || value in tenantScopes;
+}

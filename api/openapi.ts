@@ -1,0 +1,141 @@
+import { resourceSchemas } from '../engine/resources.ts';
+import { operatorScope, tenantScopes } from './auth/scopes.ts';
+import { seedTags, type RouteSpec } from './route.ts';
+
+const problemSchema = {
+  type: 'object',
+  description: 'RFC 9457 problem details. Validation failures list each bad field with its JSON path.',
+  required: ['type', 'title', 'status'],
+  properties: {
+    type: { type: 'string' }, title: { type: 'string' }, status: { type: 'integer' }, detail: { type: 'string' },
+    errors: {
+      type: 'array',
+      items: { type: 'object', required: ['path', 'message'], properties: { path: { type: 'string' }, message: { type: 'string' }, node: { type: 'string' } } },
+    },
+  },
+};
+
+const problem = (description: string) => ({ description, content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } } });
+const json = (schema: object) => ({ 'application/json': { schema } });
+
+/** Replace every occurrence of a published resource schema by a $ref to it. */
+function withRefs(schema: unknown, names: Map<object, string>, root = true): unknown {
+  if (schema === null || typeof schema !== 'object') return schema;
+  const name = names.get(schema);
+  if (name && !root) return { $ref: `#/components/schemas/${name}` };
+  if (Array.isArray(schema)) return schema.map((item) => withRefs(item, names, false));
+  return Object.fromEntries(Object.entries(schema).map(([key, value]) => [key, withRefs(value, names, false)]));
+}
+
+/** Query and path parameters of a route, from its JSON Schemas. */
+function parameters(route: RouteSpec) {
+  const from = (where: 'query' | 'path', schema: { properties?: Record<string, object>; required?: readonly string[] } | undefined) =>
+    Object.entries(schema?.properties ?? {}).map(([name, property]) => ({
+      name, in: where, required: where === 'path' || (schema?.required ?? []).includes(name), schema: property,
+    }));
+  return [
+    { name: 'tenant_id', in: 'header', required: true, description: 'The tenant this request works in.', schema: { type: 'string' } },
+    ...from('path', route.params as never),
+    ...from('query', route.query as never),
+  ];
+}
+
+/** OpenAPI 3.1, generated from the same JSON Schemas the server validates with. */
+export function openApiDocument(routes: RouteSpec[], version: string) {
+  const names = new Map<object, string>(Object.entries(resourceSchemas).map(([name, schema]) => [schema, name]));
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const route of routes) {
+    const responses: Record<string, unknown> = {};
+    for (const [status, response] of Object.entries(route.responses)) {
+      responses[status] = response.schema ? { description: response.description, content: json(response.schema) } : { description: response.description };
+    }
+    Object.assign(responses, {
+      400: problem('Invalid request, or the tenant_id header is missing.'),
+      401: problem('No, invalid or expired bearer token.'),
+      403: problem(`The token does not grant this tenant, or lacks the scope ${route.scope}.`),
+    });
+    (paths[route.path] ??= {})[route.method] = {
+      tags: [route.tag],
+      summary: route.summary,
+      ...(route.description ? { description: route.description } : {}),
+      operationId: `${route.method}${route.path.replace(/^\/api\/v1/, '').replace(/\{(\w+)\}/g, 'By_$1').replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ?? '').toUpperCase())}`,
+      security: [{ oauth2: [route.scope] }],
+      parameters: parameters(route),
+      ...(route.body ? { requestBody: { required: true, content: json(route.body) } } : {}),
+      responses,
+    };
+  }
+  Object.assign(paths, platformPaths());
+  return withRefs({
+    openapi: '3.1.0',
+    info: {
+      title: 'Tributary API',
+      version,
+      description: 'Multi-tenant integration runtime. Every /api request carries Authorization: Bearer <token> and tenant_id: <tenant>.',
+    },
+    jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
+    tags: Object.entries(seedTags).map(([name, label]) => ({ name, description: label })),
+    paths,
+    components: {
+      schemas: { ...resourceSchemas, Problem: problemSchema },
+      securitySchemes: {
+        oauth2: {
+          type: 'oauth2',
+          description: 'OAuth 2.0 client credentials; the token is a JWT validated against the issuer\'s JWKS.',
+          flows: { clientCredentials: { tokenUrl: '/oauth/token', scopes: { ...tenantScopes, [operatorScope]: 'Operator: every tenant, platform routes, the queue dashboard.' } } },
+        },
+      },
+    },
+  }, names) as Record<string, unknown>;
+}
+
+/** Routes outside /api: token issuer, flow URLs, health. */
+function platformPaths() {
+  return {
+    '/oauth/token': {
+      post: {
+        tags: ['Platform'], summary: 'Issue an access token (OAuth 2.0 client credentials)', security: [],
+        requestBody: {
+          required: true,
+          content: json({
+            type: 'object', required: ['grant_type', 'client_id', 'client_secret'],
+            properties: { grant_type: { const: 'client_credentials' }, client_id: { type: 'string' }, client_secret: { type: 'string' }, audience: { type: 'string' } },
+          }),
+        },
+        responses: {
+          200: {
+            description: 'A bearer token.',
+            content: json({ type: 'object', properties: { access_token: { type: 'string' }, token_type: { const: 'Bearer' }, expires_in: { type: 'integer' }, scope: { type: 'string' } } }),
+          },
+          400: problem('Malformed request or unsupported grant type.'),
+          401: problem('Unknown client or wrong secret.'),
+        },
+      },
+    },
+    '/.well-known/jwks.json': { get: { tags: ['Platform'], summary: 'The issuer\'s public signing keys', security: [], responses: { 200: { description: 'A JWK set.' } } } },
+    '/hooks/{tenantId}/{flowKey}': {
+      post: {
+        tags: ['Flow'], summary: 'A flow URL: start a run of the active version with this message', security: [],
+        description: 'Persisted and enqueued before the answer. A repeated Idempotency-Key (or the trigger\'s delivery id header) returns the first message.',
+        parameters: [
+          { name: 'tenantId', in: 'path', required: true, schema: { type: 'string' } },
+          { name: 'flowKey', in: 'path', required: true, schema: { type: 'string' } },
+          { name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string' } },
+        ],
+        requestBody: { content: json({ description: 'Any JSON.' }) },
+        responses: {
+          202: { description: 'Accepted: it will run.', content: json({ type: 'object', properties: { messageId: { type: 'string' }, runId: { type: 'string' } } }) },
+          200: { description: 'A repeated delivery: the first message, nothing new runs.' },
+          401: problem('The delivery fails the trigger\'s verification.'),
+          404: problem('No active flow at this URL.'),
+          413: problem('The body is over the size limit.'),
+          503: problem('Not stored: retry later.'),
+        },
+      },
+    },
+    '/healthz': { get: { tags: ['Platform'], summary: 'The process is up', security: [], responses: { 200: { description: 'Up.' } } } },
+    '/readyz': {
+      get: { tags: ['Platform'], summary: 'Store and Redis answer, workers are consuming', security: [], responses: { 200: { description: 'Ready.' }, 503: { description: 'Not ready, with the failing checks.' } } },
+    },
+  };
+}

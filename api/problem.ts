@@ -1,0 +1,53 @@
+import type { ErrorRequestHandler, Response } from 'express';
+import type { Logger } from 'pino';
+import { ConflictError, NotFoundError, ValidationError, type FieldError } from '../engine/errors.ts';
+
+/** An RFC 9457 problem: every error the API answers has this shape. */
+export class HttpProblem extends Error {
+  constructor(
+    readonly status: number,
+    readonly title: string,
+    readonly detail?: string,
+    readonly extra: { errors?: FieldError[]; headers?: Record<string, string>; [member: string]: unknown } = {},
+  ) {
+    super(detail ?? title);
+  }
+}
+
+export function sendProblem(res: Response, problem: HttpProblem) {
+  const { headers, ...members } = problem.extra;
+  if (headers) res.set(headers);
+  res.status(problem.status).type('application/problem+json').json({
+    type: 'about:blank',
+    title: problem.title,
+    status: problem.status,
+    ...(problem.detail === undefined ? {} : { detail: problem.detail }),
+    ...members,
+  });
+}
+
+/** Maps every error to a problem; internal faults are logged with the request id and told only by that id. */
+export function problemHandler(logger: Logger): ErrorRequestHandler {
+  return (error, req, res, _next) => {
+    const problem = toProblem(error);
+    if (problem.status >= 500) {
+      (req as { log?: Logger }).log?.error({ err: error }, 'request failed') ?? logger.error({ err: error }, 'request failed');
+    }
+    if (res.headersSent) return;
+    sendProblem(res, problem);
+  };
+}
+
+function toProblem(error: unknown): HttpProblem {
+  if (error instanceof HttpProblem) return error;
+  if (error instanceof ValidationError) return new HttpProblem(400, 'Invalid request', error.message, { errors: error.errors });
+  if (error instanceof ConflictError) return new HttpProblem(409, 'Conflict', error.message);
+  if (error instanceof NotFoundError) return new HttpProblem(404, 'Not found', error.message);
+  // body-parser's own errors carry a status and a type.
+  const parser = error as { status?: number; type?: string; limit?: number };
+  if (parser.type === 'entity.too.large') return new HttpProblem(413, 'Payload too large', `the body exceeds the limit of ${parser.limit} bytes`);
+  if (parser.type === 'entity.parse.failed') return new HttpProblem(400, 'Malformed JSON', 'the body is not valid JSON');
+  if (parser.type === 'encoding.unsupported' || parser.type === 'charset.unsupported') return new HttpProblem(415, 'Unsupported encoding');
+  if (typeof parser.status === 'number' && parser.status >= 400 && parser.status < 500) return new HttpProblem(parser.status, 'Bad request');
+  return new HttpProblem(500, 'Internal error', 'the request could not be completed; the request id identifies it in the logs');
+}

@@ -1,0 +1,116 @@
+import { Router, type Request, type Response } from 'express';
+import type { FromSchema, JSONSchema } from 'json-schema-to-ts';
+import { SchemaValidator } from '../engine/json-schema.ts';
+import { authorize, type Principal, type TokenVerifier } from './auth/verifier.ts';
+import type { Scope } from './auth/scopes.ts';
+import { HttpProblem } from './problem.ts';
+
+/** The seed's API tags, with the seed's label of each. */
+export const seedTags = {
+  Batch: 'batch processing', BatchTask: 'batch task management', BlockedTopic: 'blocked topics', Dashboard: 'dashboards',
+  DataSpace: 'data spaces', Destination: 'destination configuration', EditableFlow: 'flow editing', Flow: 'flow management',
+  GlobalVariable: 'global variables', IngressIncrementalField: 'incremental fields', Logs: 'logging and monitoring',
+  LowCodeAction: 'low-code actions', MessageInfo: 'message information', MessageQueue: 'message queues', Metadata: 'metadata',
+  Platform: 'platform operations', PlatformGlobal: 'global platform settings', PlatformTenantGlobal: 'tenant-specific platform settings',
+  Queue: 'queues', SecretGlobalVariable: 'secret variables', Statistic: 'statistics and analytics', Tenant: 'tenant management',
+  Test: 'testing', UserSettings: 'user settings', Version: 'version information',
+} as const;
+export type SeedTag = keyof typeof seedTags;
+
+type Schema = JSONSchema & object;
+type Infer<S> = S extends Schema ? FromSchema<S> : undefined;
+
+export interface RouteContext<Body, Query, Params> {
+  body: Body;
+  query: Query;
+  params: Params;
+  tenantId: string;
+  principal: Principal;
+  req: Request;
+}
+
+export interface RouteResult {
+  status?: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+export interface RouteSpec<B extends Schema | undefined = Schema | undefined, Q extends Schema | undefined = Schema | undefined, P extends Schema | undefined = Schema | undefined> {
+  method: 'get' | 'post' | 'put' | 'delete';
+  /** OpenAPI style: `/api/v1/flows/{id}`. */
+  path: string;
+  tag: SeedTag;
+  summary: string;
+  description?: string;
+  scope: Scope;
+  params?: P;
+  query?: Q;
+  body?: B;
+  responses: Record<number, { description: string; schema?: Schema }>;
+  handle(ctx: RouteContext<NoInfer<Infer<B>>, NoInfer<Infer<Q>>, NoInfer<Infer<P>>>): Promise<RouteResult>;
+}
+
+/** A tenant API route: bearer token, `tenant_id` header, scope, validated params, query and body. */
+export function defineRoute<const B extends Schema | undefined = undefined, const Q extends Schema | undefined = undefined, const P extends Schema | undefined = undefined>(
+  spec: RouteSpec<B, Q, P>,
+): RouteSpec {
+  return spec as unknown as RouteSpec;
+}
+
+/** Registers routes on a router; validation errors name each bad field (`$.body.nodes[0].id`). */
+export function mountRoutes(routes: RouteSpec[], verifier: TokenVerifier): Router {
+  const router = Router();
+  for (const route of routes) {
+    const validators = {
+      params: route.params && new SchemaValidator(route.params, 'path parameters', { coerce: true }),
+      query: route.query && new SchemaValidator(route.query, 'query parameters', { coerce: true }),
+      body: route.body && new SchemaValidator(route.body, 'request body'),
+    };
+    router[route.method](route.path.replace(/\{(\w+)\}/g, ':$1'), async (req: Request, res: Response) => {
+      const principal = await verifier.verify(req.get('authorization'));
+      const tenantId = req.get('tenant_id');
+      if (!tenantId) throw new HttpProblem(400, 'Missing tenant', 'every request needs the header tenant_id: <tenant id>', { errors: [{ path: '$.headers.tenant_id', message: 'is required' }] });
+      authorize(principal, tenantId, route.scope);
+      const params = validators.params ? validators.params.validate({ ...req.params }, '$.params') : req.params;
+      const query = validators.query ? validators.query.validate({ ...(req.query as object) }, '$.query') : {};
+      const body = validators.body ? validators.body.validate(requestBody(req), '$.body') : undefined;
+      const result = await route.handle({ body, query, params, tenantId, principal, req } as RouteContext<never, never, never>);
+      if (result.headers) res.set(result.headers);
+      if (result.body === undefined) res.status(result.status ?? 204).end();
+      else res.status(result.status ?? 200).json(result.body);
+    });
+  }
+  return router;
+}
+
+/** The parsed JSON body; an empty request counts as `{}`, any other media type is refused. */
+function requestBody(req: Request): unknown {
+  if (req.body !== undefined) return req.body;
+  const empty = req.headers['transfer-encoding'] === undefined && (req.headers['content-length'] ?? '0') === '0';
+  if (empty) return {};
+  throw new HttpProblem(415, 'Unsupported media type', 'send the body as application/json');
+}
+
+/** `first`/`after` paging, the same on every list. */
+export const MAX_PAGE_SIZE = 200;
+export const DEFAULT_PAGE_SIZE = 50;
+export const pageQuerySchema = {
+  first: { type: 'integer', minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE, description: `Page size (at most ${MAX_PAGE_SIZE}).` },
+  after: { type: 'string', maxLength: 400, description: 'The endCursor of the previous page.' },
+} as const;
+
+/** The connection shape of the seed, for a list of `item`. */
+export function connectionSchema<const Item extends Schema>(item: Item) {
+  return {
+    type: 'object',
+    additionalProperties: false,
+    required: ['nodes', 'pageInfo'],
+    properties: {
+      nodes: { type: 'array', items: item },
+      pageInfo: {
+        type: 'object', additionalProperties: false, required: ['hasNextPage', 'endCursor'],
+        properties: { hasNextPage: { type: 'boolean' }, endCursor: { type: ['string', 'null'] } },
+      },
+    },
+  } as const;
+}

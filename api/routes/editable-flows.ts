@@ -1,0 +1,120 @@
+import { ValidationError, type FieldError } from '../../engine/errors.ts';
+import { validateFlow } from '../../engine/flow/compile.ts';
+import { flowDocumentSchema, type FlowDocument } from '../../engine/flow/schema.ts';
+import { newId } from '../../engine/ids.ts';
+import { flowSchema, flowVersionSchema } from '../../engine/resources.ts';
+import { NotFoundError } from '../../engine/errors.ts';
+import type { ApiContext } from '../context.ts';
+import { connectionSchema, defineRoute, pageQuerySchema } from '../route.ts';
+
+const base = '/api/v1/editable-flows';
+export const idParams = { type: 'object', required: ['id'], properties: { id: { type: 'string' } } } as const;
+const fieldErrorSchema = {
+  type: 'object', required: ['path', 'message'],
+  properties: { path: { type: 'string' }, message: { type: 'string' }, node: { type: 'string' } },
+} as const;
+
+export function editableFlowRoutes({ store, intake, compile }: ApiContext) {
+  /** Every problem of a document, with paths from the request body's root. */
+  const check = (document: unknown, prefix: string): FieldError[] =>
+    validateFlow(document, compile).map((error) => ({ ...error, path: prefix + error.path.slice(1) }));
+  const assertValid = (document: unknown, prefix: string) => {
+    const errors = check(document, prefix);
+    if (errors.length > 0) throw new ValidationError('The flow document is not valid', errors);
+  };
+  const load = async (tenantId: string, id: string) => {
+    const flow = await store.getFlow(tenantId, id);
+    if (!flow) throw new NotFoundError(`no flow ${id}`);
+    return flow;
+  };
+
+  return [
+    defineRoute({
+      method: 'post', path: base, tag: 'EditableFlow', scope: 'flows:write',
+      summary: 'Create a draft flow',
+      description: 'The body is a flow document. It is validated as on publish; every error names its node and field.',
+      body: flowDocumentSchema,
+      responses: { 201: { description: 'The new flow, with its draft.', schema: flowSchema } },
+      async handle({ tenantId, body }) {
+        assertValid(body, '$.body');
+        const flow = await store.createFlow(tenantId, { id: newId(), key: body.key, name: body.name, draft: body });
+        return { status: 201, body: flow, headers: { Location: `${base}/${flow.id}` } };
+      },
+    }),
+    defineRoute({
+      method: 'get', path: base, tag: 'EditableFlow', scope: 'flows:read',
+      summary: 'List flows with their drafts',
+      query: { type: 'object', additionalProperties: false, properties: pageQuerySchema },
+      responses: { 200: { description: 'A page of flows.', schema: connectionSchema(flowSchema) } },
+      handle: async ({ tenantId, query }) => ({ body: await store.listFlows(tenantId, {}, query) }),
+    }),
+    defineRoute({
+      method: 'get', path: `${base}/{id}`, tag: 'EditableFlow', scope: 'flows:read',
+      summary: 'Get a flow and its draft', params: idParams,
+      responses: { 200: { description: 'The flow.', schema: flowSchema } },
+      handle: async ({ tenantId, params }) => ({ body: await load(tenantId, params.id) }),
+    }),
+    defineRoute({
+      method: 'put', path: `${base}/{id}`, tag: 'EditableFlow', scope: 'flows:write',
+      summary: 'Replace the draft',
+      description: 'Send the revision you read: if the draft changed since, the answer is 409 and nothing is written.',
+      params: idParams,
+      body: {
+        type: 'object', additionalProperties: false, required: ['revision', 'document'],
+        properties: { revision: { type: 'integer', minimum: 1 }, document: flowDocumentSchema },
+      },
+      responses: { 200: { description: 'The flow with its new draft and revision.', schema: flowSchema } },
+      async handle({ tenantId, params, body }) {
+        assertValid(body.document, '$.body.document');
+        const before = await load(tenantId, params.id);
+        const flow = await store.replaceDraft(tenantId, params.id, body.revision, body.document);
+        intake.invalidate(tenantId, before.key);
+        return { body: flow };
+      },
+    }),
+    defineRoute({
+      method: 'delete', path: `${base}/{id}`, tag: 'EditableFlow', scope: 'flows:write',
+      summary: 'Delete a flow, its draft and its versions (its runs stay in the history)', params: idParams,
+      responses: { 204: { description: 'Deleted.' } },
+      async handle({ tenantId, params }) {
+        const flow = await load(tenantId, params.id);
+        await store.deleteFlow(tenantId, params.id);
+        intake.invalidate(tenantId, flow.key);
+        return { status: 204 };
+      },
+    }),
+    defineRoute({
+      method: 'post', path: `${base}/{id}/validate`, tag: 'EditableFlow', scope: 'flows:read',
+      summary: 'Validate the draft, or the document in the body',
+      params: idParams,
+      body: { type: 'object', additionalProperties: false, properties: { document: { type: 'object' } } },
+      responses: {
+        200: {
+          description: 'Whether it can be published, and every problem.',
+          schema: { type: 'object', required: ['valid', 'errors'], properties: { valid: { type: 'boolean' }, errors: { type: 'array', items: fieldErrorSchema } } },
+        },
+      },
+      async handle({ tenantId, params, body }) {
+        const document = body.document ?? (await load(tenantId, params.id)).draft;
+        const errors = check(document, body.document ? '$.body.document' : '$.draft');
+        return { body: { valid: errors.length === 0, errors } };
+      },
+    }),
+    defineRoute({
+      method: 'post', path: `${base}/{id}/publish`, tag: 'EditableFlow', scope: 'flows:write',
+      summary: 'Publish the draft as a new immutable version and make it the active one',
+      description: 'With `revision`, publishing fails with 409 if the draft changed since you read it.',
+      params: idParams,
+      body: { type: 'object', additionalProperties: false, properties: { revision: { type: 'integer', minimum: 1 } } },
+      responses: { 201: { description: 'The new version.', schema: flowVersionSchema } },
+      async handle({ tenantId, params, body }) {
+        const flow = await load(tenantId, params.id);
+        assertValid(flow.draft, '$.draft');
+        // Publish exactly the draft that was validated: a concurrent edit makes this a 409.
+        const version = await store.publishFlow(tenantId, flow.id, body.revision ?? flow.revision, flow.draft as FlowDocument);
+        intake.invalidate(tenantId, flow.key);
+        return { status: 201, body: version, headers: { Location: `/api/v1/flows/${flow.id}/versions/${version.version}` } };
+      },
+    }),
+  ];
+}

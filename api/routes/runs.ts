@@ -1,0 +1,36 @@
+import { NotFoundError } from '../../engine/errors.ts';
+import { runSchema, runStatuses, stepSchema } from '../../engine/resources.ts';
+import type { ApiContext } from '../context.ts';
+import { connectionSchema, defineRoute, pageQuerySchema } from '../route.ts';
+import { idParams } from './editable-flows.ts';
+
+export function runRoutes({ store }: ApiContext) {
+  const base = '/api/v1/runs';
+  return [
+    defineRoute({
+      method: 'get', path: base, tag: 'MessageInfo', scope: 'runs:read',
+      summary: 'List runs, newest first',
+      query: {
+        type: 'object', additionalProperties: false,
+        properties: { ...pageQuerySchema, flowId: { type: 'string', format: 'uuid' }, status: { enum: runStatuses } },
+      },
+      responses: { 200: { description: 'A page of runs.', schema: connectionSchema(runSchema) } },
+      handle: async ({ tenantId, query }) => ({
+        body: await store.listRuns(tenantId, { flowId: query.flowId, status: query.status }, { first: query.first, after: query.after }),
+      }),
+    }),
+    defineRoute({
+      method: 'get', path: `${base}/{id}`, tag: 'MessageInfo', scope: 'runs:read',
+      summary: 'Get a run with its steps (status, attempts, timing, output or error of each node; secrets redacted)',
+      params: idParams,
+      responses: {
+        200: { description: 'The run.', schema: { type: 'object', properties: { ...runSchema.properties, steps: { type: 'array', items: stepSchema } } } },
+      },
+      async handle({ tenantId, params }) {
+        const found = await store.getRun(tenantId, params.id);
+        if (!found) throw new NotFoundError(`no run ${params.id}`);
+        return { body: { ...found.run, steps: found.steps } };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,171 @@
+import type { ChildProcess } from 'node:child_process';
+import http from 'node:http';
+import path from 'node:path';
+import { pino, type Logger } from 'pino';
+import { createApp, type Readiness } from '../api/app.ts';
+import { TokenIssuer } from '../api/auth/issuer.ts';
+import { TokenVerifier } from '../api/auth/verifier.ts';
+import type { CompileOptions } from '../engine/flow/compile.ts';
+import { Intake } from '../engine/intake.ts';
+import { OperationRegistry, type OperationDefinition } from '../engine/operations.ts';
+import { inspectQueue } from '../engine/queue/health.ts';
+import { RunQueue, RunWorker } from '../engine/queue/run-queue.ts';
+import { Executor } from '../engine/runtime/executor.ts';
+import { CompiledFlowCache } from '../engine/runtime/flow-cache.ts';
+import { Keyring } from '../engine/secrets/keyring.ts';
+import type { Store } from '../engine/store/port.ts';
+import { PgDriver } from '../engine/store/sql/pg-driver.ts';
+import { PgliteDriver } from '../engine/store/sql/pglite-driver.ts';
+import { SqlStore } from '../engine/store/sql/sql-store.ts';
+import { allOperations } from '../operations/index.ts';
+import { serveAdminSocket, storeAdmin } from './admin.ts';
+import { baseUrl, type Config } from './config.ts';
+import { DataDirLock, embeddedKeyring } from './data-dir.ts';
+import { redisAnswers, redisOptions, startEmbeddedRedis } from './redis.ts';
+
+export const VERSION = '0.1.0';
+
+/** Paths of secrets and credentials pino masks in any logged object: a second fence, not the first. */
+const REDACT = ['authorization', 'password', 'secret', 'token', 'client_secret', 'config.auth', '*.authorization', '*.password', '*.secret', '*.client_secret', '*.token'];
+
+export function createLogger(config: Pick<Config, 'logLevel'>): Logger {
+  return pino({ level: config.logLevel, redact: { paths: REDACT, censor: '[REDACTED]' } });
+}
+
+export interface Roles {
+  api: boolean;
+  worker: boolean;
+  /** Start redis-server as a child when nothing answers at REDIS_URL (the one-process `serve`). */
+  embeddedRedis?: boolean;
+}
+
+/** The embedded store (PGlite under DATA_DIR, with its lock) or PostgreSQL at DATABASE_URL. */
+export async function openStore(config: Config): Promise<{ store: Store; keyring: Keyring; lock?: DataDirLock }> {
+  if (config.databaseUrl) {
+    if (!config.secretsKey) throw new Error('SECRETS_KEY is required with DATABASE_URL: every process must seal and open secrets with the same keys');
+    const store = await SqlStore.open(new PgDriver({ connectionString: config.databaseUrl, schema: config.databaseSchema }));
+    return { store, keyring: Keyring.parse(config.secretsKey) };
+  }
+  const lock = DataDirLock.acquire(config.dataDir);
+  try {
+    const store = await SqlStore.open(await PgliteDriver.open(path.join(config.dataDir, 'pglite'), config.databaseSchema));
+    return { store, keyring: config.secretsKey ? Keyring.parse(config.secretsKey) : embeddedKeyring(config.dataDir), lock };
+  } catch (error) {
+    lock.release();
+    throw error;
+  }
+}
+
+/** A running Tributary: API, worker, or both, over one store and one Redis. */
+export class Platform {
+  private constructor(
+    readonly config: Config,
+    readonly store: Store,
+    readonly queue: RunQueue,
+    readonly logger: Logger,
+    readonly url: string,
+    private readonly parts: {
+      worker?: RunWorker;
+      server?: http.Server;
+      adminSocket?: http.Server;
+      redisChild?: ChildProcess;
+      lock?: DataDirLock;
+    },
+  ) {}
+
+  static async start(config: Config, roles: Roles, options: { logger?: Logger; operations?: OperationDefinition<any>[] } = {}): Promise<Platform> {
+    const logger = options.logger ?? createLogger(config);
+    if ((!roles.api || !roles.worker) && !config.databaseUrl) {
+      throw new Error('separate API and worker processes share a server database: set DATABASE_URL=postgres://...');
+    }
+    let redisChild: ChildProcess | undefined;
+    if (roles.embeddedRedis && !(await redisAnswers(config.redisUrl))) {
+      redisChild = await startEmbeddedRedis(config.redisUrl, config.dataDir);
+      logger.info({ redisUrl: config.redisUrl }, 'started an embedded redis-server');
+    }
+    const { store, keyring, lock } = await openStore(config);
+    const compile: CompileOptions = {
+      registry: new OperationRegistry(options.operations ?? allOperations),
+      limits: { timeoutMs: config.expressionTimeoutMs, maxDepth: 300 },
+      defaultTimeoutMs: config.nodeTimeoutMs,
+    };
+    const flows = new CompiledFlowCache(store, compile);
+    const queue = new RunQueue({ connection: redisOptions(config.redisUrl, 'producer'), prefix: config.redisPrefix });
+
+    let worker: RunWorker | undefined;
+    if (roles.worker) {
+      const executor = new Executor({ store, flows, keyring, logger, maxOutputBytes: config.maxStepOutputBytes, maxRetryDelayMs: 3_600_000 });
+      worker = new RunWorker(executor, store, {
+        connection: redisOptions(config.redisUrl, 'worker'), prefix: config.redisPrefix, concurrency: config.workerConcurrency,
+        lockDurationMs: config.workerLockMs, stalledIntervalMs: config.workerStalledIntervalMs, logger,
+      });
+      await worker.start();
+    }
+
+    let server: http.Server | undefined;
+    let adminSocket: http.Server | undefined;
+    let url = baseUrl(config);
+    if (roles.api) {
+      const intake = new Intake({ store, queue, flows, keyring, cacheTtlMs: config.intakeCacheTtlMs });
+      const issuer = new TokenIssuer(store, keyring, config.authIssuer, config.authAudience);
+      const verifier = new TokenVerifier({
+        issuer: config.authIssuer, audience: config.authAudience,
+        jwksUrl: () => new URL(config.authJwksUrl ?? `${url}/.well-known/jwks.json`),
+      });
+      const app = createApp({
+        context: { store, intake, keyring, compile }, issuer, verifier, logger, bodyLimitBytes: config.bodyLimitBytes,
+        readiness: () => readiness(store, queue, config), queues: [queue.queue], version: VERSION,
+      });
+      server = http.createServer(app);
+      await new Promise<void>((resolve, reject) => server!.once('error', reject).listen(config.port, config.host, resolve));
+      url = baseUrl(config, (server.address() as { port: number }).port);
+    }
+    if (lock) adminSocket = await serveAdminSocket(storeAdmin(store), config.dataDir);
+    return new Platform(config, store, queue, logger, url, { worker, server, adminSocket, redisChild, lock });
+  }
+
+  /** Graceful stop: no new requests or jobs, in-flight work finished (or released after the grace period). */
+  async close() {
+    const { worker, server, adminSocket, redisChild, lock } = this.parts;
+    await Promise.all([closeServer(server), closeServer(adminSocket)]);
+    await worker?.close(this.config.shutdownGraceMs);
+    await this.queue.close();
+    await this.store.close();
+    redisChild?.kill('SIGTERM');
+    lock?.release();
+  }
+}
+
+function closeServer(server: http.Server | undefined) {
+  if (!server) return Promise.resolve();
+  server.closeIdleConnections();
+  return new Promise<void>((resolve) => server.close(() => resolve()));
+}
+
+async function readiness(store: Store, queue: RunQueue, config: Config): Promise<Readiness> {
+  const checks: Record<string, unknown> = {};
+  let ready = true;
+  try {
+    await store.ping();
+    checks.store = 'ok';
+  } catch (error) {
+    checks.store = (error as Error).message;
+    ready = false;
+  }
+  try {
+    const report = await inspectQueue(queue.queue);
+    Object.assign(checks, report);
+    const problems: string[] = [];
+    if (/^(allkeys|volatile)-/.test(report.maxmemoryPolicy)) problems.push(`Redis evicts keys (maxmemory-policy ${report.maxmemoryPolicy}); BullMQ needs noeviction`);
+    if (report.liveWorkers === 0) problems.push('no worker is consuming');
+    if (report.oldestWaitingMs > config.readyMaxQueueAgeMs) problems.push(`the oldest waiting run is ${Math.round(report.oldestWaitingMs / 1000)} s old`);
+    if (problems.length > 0) {
+      checks.problems = problems;
+      ready = false;
+    }
+  } catch (error) {
+    checks.redis = (error as Error).message;
+    ready = false;
+  }
+  return { ready, checks };
+}

@@ -1,0 +1,70 @@
+/**
+ * Errors are values with a kind, so the engine decides what to do without parsing messages:
+ * - `retryable`: a transient fault (network, timeout, 429, 5xx); retried with backoff, spends an attempt.
+ * - `permanent`: retrying cannot help (validation, 4xx); the run fails at once with this reason.
+ * - `later`: "not yet" (a dependency is not ready); delayed without spending an attempt.
+ */
+export type ErrorKind = 'retryable' | 'permanent' | 'later';
+
+export interface OperationErrorOptions {
+  /** Wait at least this long before the next try (e.g. a Retry-After header). */
+  retryAfterMs?: number;
+  /** Structured, secret-free facts for the run record (status code, remote error code...). */
+  details?: Record<string, unknown>;
+  cause?: unknown;
+}
+
+export class OperationError extends Error {
+  override readonly name = 'OperationError';
+  readonly retryAfterMs?: number;
+  readonly details?: Record<string, unknown>;
+
+  constructor(readonly kind: ErrorKind, message: string, options: OperationErrorOptions = {}) {
+    super(message, { cause: options.cause });
+    this.retryAfterMs = options.retryAfterMs;
+    this.details = options.details;
+  }
+}
+
+export const retryable = (message: string, options?: OperationErrorOptions) => new OperationError('retryable', message, options);
+export const permanent = (message: string, options?: OperationErrorOptions) => new OperationError('permanent', message, options);
+export const later = (message: string, options?: OperationErrorOptions) => new OperationError('later', message, options);
+
+/** Anything thrown that is not an OperationError is treated as a retryable fault of unknown origin. */
+export function toOperationError(error: unknown): OperationError {
+  if (error instanceof OperationError) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  return new OperationError('retryable', message, { cause: error });
+}
+
+/** The serialisable form stored in run and step records (schema in resources.ts). */
+export type { ErrorRecord } from './resources.ts';
+import type { ErrorRecord } from './resources.ts';
+
+export function toErrorRecord(error: OperationError): ErrorRecord {
+  return error.details ? { kind: error.kind, message: error.message, details: error.details } : { kind: error.kind, message: error.message };
+}
+
+/** A validation failure: each entry names the JSON path of the bad field. */
+export interface FieldError {
+  path: string;
+  message: string;
+  /** The flow node the field belongs to, when there is one. */
+  node?: string;
+}
+
+export class ValidationError extends Error {
+  override readonly name = 'ValidationError';
+  constructor(message: string, readonly errors: FieldError[]) {
+    super(message);
+  }
+}
+
+/** A write based on a stale revision (optimistic concurrency). */
+export class ConflictError extends Error {
+  override readonly name = 'ConflictError';
+}
+
+export class NotFoundError extends Error {
+  override readonly name = 'NotFoundError';
+}

@@ -1,0 +1,169 @@
+import { ValidationError, type FieldError } from '../errors.ts';
+import { fieldErrors, SchemaValidator } from '../json-schema.ts';
+import type { OperationRegistry, RegisteredOperation } from '../operations.ts';
+import type { Expression, ExpressionLimits } from './expression.ts';
+import { flowDocumentSchema, type FlowDocument, type WebhookTriggerConfig } from './schema.ts';
+import { emptyReferences, mergeReferences, TemplateCompiler, type References, type Template } from './template.ts';
+
+export interface RetryPolicy {
+  maxAttempts: number;
+  backoffMs: number;
+}
+
+export interface CompiledEdge {
+  from: string;
+  when?: Expression;
+}
+
+export interface CompiledNode {
+  id: string;
+  operation: RegisteredOperation;
+  config: Template;
+  retry: RetryPolicy;
+  timeoutMs: number;
+  incoming: CompiledEdge[];
+}
+
+/** A validated flow version, ready to run: nodes in graph order, every expression compiled. */
+export interface CompiledFlow {
+  key: string;
+  trigger: { type: 'webhook'; config: WebhookTriggerConfig };
+  nodes: CompiledNode[];
+  references: References;
+}
+
+export interface CompileOptions {
+  registry: OperationRegistry;
+  limits: ExpressionLimits;
+  defaultTimeoutMs: number;
+}
+
+const documentValidator = new SchemaValidator<FlowDocument>(flowDocumentSchema, 'flow document');
+const TRIGGER = 'trigger';
+
+/** Every problem of a flow document, each naming its node and field. Empty when it can be published. */
+export function validateFlow(document: unknown, options: CompileOptions): FieldError[] {
+  return analyse(document, options).errors;
+}
+
+/** Compile a flow document or throw a ValidationError listing every problem. */
+export function compileFlow(document: unknown, options: CompileOptions): CompiledFlow {
+  const { errors, flow } = analyse(document, options);
+  if (!flow) throw new ValidationError('The flow document is not valid', errors);
+  return flow;
+}
+
+function analyse(input: unknown, options: CompileOptions): { errors: FieldError[]; flow?: CompiledFlow } {
+  // Validation fills defaults in place: work on a copy so the caller's document stays as written.
+  const document = structuredClone(input);
+  const schemaErrors = documentValidator.errors(document);
+  if (schemaErrors.length > 0) return { errors: schemaErrors };
+  const doc = document as FlowDocument;
+  const errors: FieldError[] = [];
+  const indexById = new Map<string, number>();
+
+  doc.nodes.forEach((node, index) => {
+    if (indexById.has(node.id)) errors.push({ path: `$.nodes[${index}].id`, message: `duplicates the id of node ${indexById.get(node.id)}`, node: node.id });
+    else indexById.set(node.id, index);
+  });
+
+  const incoming = new Map<string, CompiledEdge[]>(doc.nodes.map((node) => [node.id, []]));
+  const references = emptyReferences();
+  doc.edges.forEach((edge, index) => {
+    if (edge.from !== TRIGGER && !indexById.has(edge.from)) errors.push({ path: `$.edges[${index}].from`, message: `names no node: ${edge.from}` });
+    if (!indexById.has(edge.to)) errors.push({ path: `$.edges[${index}].to`, message: `names no node: ${edge.to}` });
+    let when: Expression | undefined;
+    if (edge.when !== undefined) {
+      const compiler = new TemplateCompiler(options.limits);
+      when = compiler.compilePredicate(edge.when, `$.edges[${index}].when`);
+      errors.push(...compiler.errors);
+      mergeReferences(references, compiler.references);
+    }
+    incoming.get(edge.to)?.push({ from: edge.from, when });
+  });
+
+  const compiledNodes = new Map<string, CompiledNode>();
+  doc.nodes.forEach((node, index) => {
+    const path = `$.nodes[${index}]`;
+    const operation = options.registry.get(node.operation);
+    if (!operation) {
+      errors.push({ path: `${path}.operation`, message: `is not a registered operation: ${node.operation}`, node: node.id });
+      return;
+    }
+    const config = node.config ?? {};
+    const compiler = new TemplateCompiler(options.limits, node.id);
+    const template = compiler.compile(config, `${path}.config`);
+    errors.push(...compiler.errors);
+    mergeReferences(references, compiler.references);
+    errors.push(...staticConfigErrors(operation, config, compiler.dynamicPointers, `${path}.config`, node.id));
+    compiledNodes.set(node.id, {
+      id: node.id,
+      operation,
+      config: template,
+      retry: { maxAttempts: node.retry?.maxAttempts ?? 5, backoffMs: node.retry?.backoffMs ?? 1000 },
+      timeoutMs: node.timeoutMs ?? options.defaultTimeoutMs,
+      incoming: incoming.get(node.id) ?? [],
+    });
+  });
+
+  const order = graphOrder(doc, incoming, errors);
+  if (errors.length > 0) return { errors };
+  return {
+    errors,
+    flow: {
+      key: doc.key,
+      trigger: { type: doc.trigger.type, config: doc.trigger.config ?? {} },
+      nodes: order.map((id) => compiledNodes.get(id)!),
+      references,
+    },
+  };
+}
+
+/**
+ * Check a node's config against its operation's schema where the value is known before run time.
+ * Errors at or under a `{{ }}` value are deferred: the resolved config is validated on every run.
+ */
+function staticConfigErrors(operation: RegisteredOperation, config: object, dynamicPointers: string[], prefix: string, node: string): FieldError[] {
+  const errors = operation.config.rawErrors(config);
+  const isDynamic = (pointer: string) => dynamicPointers.some((dynamic) => pointer === dynamic || pointer.startsWith(`${dynamic}/`));
+  return fieldErrors(errors.filter((error) => !isDynamic(error.instancePath)), prefix).map((error) => ({ ...error, node }));
+}
+
+/** Topological order (document order among peers); reports cycles and nodes the trigger cannot reach. */
+function graphOrder(doc: FlowDocument, incoming: Map<string, CompiledEdge[]>, errors: FieldError[]): string[] {
+  const outgoing = new Map<string, string[]>([[TRIGGER, []], ...doc.nodes.map((node) => [node.id, []] as [string, string[]])]);
+  for (const [to, edges] of incoming) for (const edge of edges) outgoing.get(edge.from)?.push(to);
+
+  const reachable = new Set<string>([TRIGGER]);
+  const stack = [TRIGGER];
+  while (stack.length > 0) {
+    for (const next of outgoing.get(stack.pop()!) ?? []) {
+      if (reachable.has(next)) continue;
+      reachable.add(next);
+      stack.push(next);
+    }
+  }
+
+  // Only edges from reachable nodes can ever fire; an unreachable node is reported once, not as a cycle downstream.
+  const pending = new Map<string, number>();
+  for (const [to, edges] of incoming) pending.set(to, edges.filter((edge) => reachable.has(edge.from)).length);
+
+  const order: string[] = [];
+  const ready = [TRIGGER];
+  while (ready.length > 0) {
+    for (const next of outgoing.get(ready.shift()!) ?? []) {
+      const left = pending.get(next)! - 1;
+      pending.set(next, left);
+      if (left === 0) {
+        order.push(next);
+        ready.push(next);
+      }
+    }
+  }
+
+  doc.nodes.forEach((node, index) => {
+    if (!reachable.has(node.id)) errors.push({ path: `$.nodes[${index}]`, message: 'is not reachable from the trigger', node: node.id });
+    else if (!order.includes(node.id)) errors.push({ path: `$.nodes[${index}]`, message: 'is part of a cycle', node: node.id });
+  });
+  return order;
+}

@@ -1,0 +1,74 @@
+import jsonata from 'jsonata';
+import { permanent } from '../errors.ts';
+
+/** Guardrails for every expression; JSONata checks them cooperatively at each evaluation step. */
+export interface ExpressionLimits {
+  /** Wall-clock budget of one evaluation. */
+  timeoutMs: number;
+  /** Maximum evaluation depth (deep recursion fails instead of exhausting the stack). */
+  maxDepth: number;
+}
+
+export const defaultExpressionLimits: ExpressionLimits = { timeoutMs: 1000, maxDepth: 300 };
+
+export type Bindings = Record<string, unknown>;
+
+/** A JSONata expression compiled once at publish time; runs never recompile. */
+export class Expression {
+  private readonly compiled: jsonata.Expression;
+
+  constructor(readonly source: string, private readonly limits: ExpressionLimits) {
+    // Throws JSONata's syntax error (with position) for the caller to report against the field.
+    this.compiled = jsonata(source, { timeout: limits.timeoutMs, stack: limits.maxDepth, sequence: 1_000_000 });
+  }
+
+  async evaluate(bindings: Bindings): Promise<unknown> {
+    const { timeoutMs } = this.limits;
+    let timer: NodeJS.Timeout | undefined;
+    // JSONata's own timeout is cooperative; the race also bounds time spent in async functions.
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(permanent(`expression timed out after ${timeoutMs} ms: ${this.source}`)), timeoutMs);
+    });
+    try {
+      return await Promise.race([this.compiled.evaluate(bindings.input ?? {}, bindings), deadline]);
+    } catch (error) {
+      throw expressionFailure(this.source, error);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
+function expressionFailure(source: string, error: unknown) {
+  if (error instanceof Error && error.name === 'OperationError') return error;
+  const detail = error && typeof error === 'object' && 'message' in error ? String((error as { message: unknown }).message) : String(error);
+  // A failing expression is a fault of the flow document: retrying cannot help.
+  return permanent(`expression failed: ${detail} (in ${source})`);
+}
+
+/** The JSONata error text without JSONata's internals, for validation messages. */
+export function describeSyntaxError(error: unknown): string {
+  if (error && typeof error === 'object' && 'message' in error) {
+    const { message, position } = error as { message: string; position?: number };
+    return position === undefined ? message : `${message} (at character ${position})`;
+  }
+  return String(error);
+}
+
+/** JSONata's `$boolean` rules, so conditions mean the same in edges, filters and expressions. */
+export function truthy(value: unknown): boolean {
+  if (value === undefined || value === null) return false;
+  if (Array.isArray(value)) return value.some(truthy);
+  switch (typeof value) {
+    case 'boolean':
+      return value;
+    case 'string':
+      return value.length > 0;
+    case 'number':
+      return value !== 0;
+    case 'object':
+      return Object.keys(value).length > 0;
+    default:
+      return false;
+  }
+}

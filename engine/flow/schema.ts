@@ -1,0 +1,101 @@
+import type { FromSchema } from 'json-schema-to-ts';
+
+const identifier = '^[A-Za-z_][A-Za-z0-9_]{0,63}$';
+
+export const webhookTriggerConfigSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    verify: {
+      description: 'How a delivery proves it comes from the sender. Secrets are named, never inlined.',
+      oneOf: [
+        { type: 'object', additionalProperties: false, required: ['type'], properties: { type: { const: 'none' } } },
+        {
+          type: 'object', additionalProperties: false, required: ['type', 'header', 'secret'],
+          description: 'A shared secret sent as-is in a header.',
+          properties: { type: { const: 'header' }, header: { type: 'string', minLength: 1 }, secret: { type: 'string', pattern: identifier } },
+        },
+        {
+          type: 'object', additionalProperties: false, required: ['type', 'header', 'secret'],
+          description: 'HMAC-SHA256 of the raw body, keyed with the secret, in a header.',
+          properties: {
+            type: { const: 'hmac-sha256' },
+            header: { type: 'string', minLength: 1 },
+            secret: { type: 'string', pattern: identifier },
+            encoding: { enum: ['base64', 'hex'], description: 'Digest encoding; hex when omitted.' },
+            prefix: { type: 'string', description: 'Text before the digest in the header, e.g. "sha256=".' },
+          },
+        },
+      ],
+    },
+    deliveryIdHeader: {
+      type: 'string', minLength: 1,
+      description: 'Header carrying the sender\'s delivery id, used to drop repeated deliveries. Idempotency-Key is always honoured.',
+    },
+  },
+} as const;
+
+export const flowDocumentSchema = {
+  title: 'FlowDocument',
+  description: 'A flow: a trigger, then nodes that each run a registered operation, joined by edges.',
+  type: 'object',
+  additionalProperties: false,
+  required: ['key', 'name', 'trigger', 'nodes', 'edges'],
+  properties: {
+    key: { type: 'string', pattern: '^[a-z0-9][a-z0-9-]{0,62}$', description: 'URL-safe, unique per tenant; part of the flow URL.' },
+    name: { type: 'string', minLength: 1, maxLength: 200 },
+    description: { type: 'string', maxLength: 4000 },
+    trigger: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['type'],
+      properties: {
+        type: { enum: ['webhook'] },
+        config: { ...webhookTriggerConfigSchema, default: {} },
+      },
+    },
+    nodes: {
+      type: 'array',
+      minItems: 1,
+      maxItems: 200,
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['id', 'operation'],
+        properties: {
+          id: { type: 'string', pattern: identifier, not: { const: 'trigger' }, description: 'Referenced as $steps.<id>.' },
+          name: { type: 'string', maxLength: 200 },
+          operation: { type: 'string', minLength: 1 },
+          config: { type: 'object', default: {} },
+          retry: {
+            type: 'object',
+            additionalProperties: false,
+            properties: {
+              maxAttempts: { type: 'integer', minimum: 1, maximum: 25, default: 5 },
+              backoffMs: { type: 'integer', minimum: 0, maximum: 3_600_000, default: 1000, description: 'First delay; doubles on each retry, with jitter.' },
+            },
+          },
+          timeoutMs: { type: 'integer', minimum: 1, maximum: 900_000 },
+        },
+      },
+    },
+    edges: {
+      type: 'array',
+      maxItems: 1000,
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['from', 'to'],
+        properties: {
+          from: { type: 'string', description: '"trigger" or a node id.' },
+          to: { type: 'string' },
+          when: { type: 'string', description: 'A {{ predicate }}; the edge is followed only when it holds.' },
+        },
+      },
+    },
+  },
+} as const;
+
+export type FlowDocument = FromSchema<typeof flowDocumentSchema>;
+export type FlowNode = FlowDocument['nodes'][number];
+export type WebhookTriggerConfig = FromSchema<typeof webhookTriggerConfigSchema>;

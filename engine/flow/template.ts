@@ -1,0 +1,166 @@
+import type { FieldError } from '../errors.ts';
+import { describeSyntaxError, Expression, type Bindings, type ExpressionLimits } from './expression.ts';
+import { jsonPath } from '../json-schema.ts';
+
+/**
+ * Config values may carry JSONata in `{{ }}`:
+ * - a string that is exactly `{{ expr }}` becomes the expression's value, with its type;
+ * - `{{ expr }}` inside a longer string is interpolated as text.
+ * Templates are compiled once; a template without expressions evaluates to its constant.
+ */
+export interface Template {
+  readonly isStatic: boolean;
+  evaluate(bindings: Bindings): Promise<unknown>;
+}
+
+/** Names of `$vars` / `$secrets` a flow reads, so a run loads only those ('*' when read dynamically). */
+export interface References {
+  vars: Set<string> | '*';
+  secrets: Set<string> | '*';
+}
+
+export const emptyReferences = (): References => ({ vars: new Set(), secrets: new Set() });
+
+const WHOLE = /^\{\{([\s\S]*)\}\}$/;
+const PART = /\{\{([\s\S]*?)\}\}/g;
+
+export class TemplateCompiler {
+  readonly errors: FieldError[] = [];
+  /** JSON-pointer paths (relative to the compiled value) of every dynamic string, for relaxed schema checks. */
+  readonly dynamicPointers: string[] = [];
+  readonly references: References = emptyReferences();
+
+  constructor(private readonly limits: ExpressionLimits, private readonly node?: string) {}
+
+  compile(value: unknown, path: string, pointer = ''): Template {
+    if (typeof value === 'string') return this.compileString(value, path, pointer);
+    if (Array.isArray(value)) {
+      const items = value.map((item, index) => this.compile(item, `${path}[${index}]`, `${pointer}/${index}`));
+      return items.every((item) => item.isStatic) ? constant(value) : new ArrayTemplate(items);
+    }
+    if (value !== null && typeof value === 'object') {
+      const entries = Object.entries(value).map(([key, item]) => [key, this.compile(item, jsonPath('', key).replace('$', path), `${pointer}/${key}`)] as const);
+      return entries.every(([, item]) => item.isStatic) ? constant(value) : new ObjectTemplate(entries);
+    }
+    return constant(value);
+  }
+
+  /** An edge condition: must be a whole `{{ predicate }}`. */
+  compilePredicate(source: string, path: string): Expression | undefined {
+    const whole = WHOLE.exec(source.trim());
+    if (!whole) {
+      this.errors.push(this.error(path, 'must be a single {{ expression }}'));
+      return undefined;
+    }
+    return this.expression(whole[1], path);
+  }
+
+  private compileString(value: string, path: string, pointer: string): Template {
+    if (!value.includes('{{')) return constant(value);
+    this.dynamicPointers.push(pointer);
+    const whole = WHOLE.exec(value);
+    if (whole && !whole[1].includes('{{')) {
+      const expression = this.expression(whole[1], path);
+      return expression ? new ExpressionTemplate(expression) : constant(value);
+    }
+    const parts: Array<string | Expression> = [];
+    let last = 0;
+    for (const match of value.matchAll(PART)) {
+      if (match.index > last) parts.push(value.slice(last, match.index));
+      const expression = this.expression(match[1], path);
+      if (expression) parts.push(expression);
+      last = match.index + match[0].length;
+    }
+    if (last < value.length) parts.push(value.slice(last));
+    return new InterpolationTemplate(parts);
+  }
+
+  private expression(source: string, path: string): Expression | undefined {
+    if (source.trim() === '') {
+      this.errors.push(this.error(path, 'has an empty {{ }} expression'));
+      return undefined;
+    }
+    try {
+      const expression = new Expression(source.trim(), this.limits);
+      this.collectReferences(source);
+      return expression;
+    } catch (error) {
+      this.errors.push(this.error(path, `expression does not compile: ${describeSyntaxError(error)}`));
+      return undefined;
+    }
+  }
+
+  private collectReferences(source: string) {
+    for (const kind of ['vars', 'secrets'] as const) {
+      const named = [...source.matchAll(new RegExp(`\\$${kind}\\.([A-Za-z_][A-Za-z0-9_]*)`, 'g'))].map((m) => m[1]);
+      const mentions = source.split(`$${kind}`).length - 1;
+      const current = this.references[kind];
+      if (current === '*') continue;
+      if (mentions > named.length) this.references[kind] = '*';
+      else for (const name of named) current.add(name);
+    }
+  }
+
+  private error(path: string, message: string): FieldError {
+    return this.node === undefined ? { path, message } : { path, message, node: this.node };
+  }
+}
+
+export function mergeReferences(target: References, source: References) {
+  for (const kind of ['vars', 'secrets'] as const) {
+    const from = source[kind];
+    const into = target[kind];
+    if (into === '*') continue;
+    if (from === '*') target[kind] = '*';
+    else for (const name of from) into.add(name);
+  }
+}
+
+function constant(value: unknown): Template {
+  const resolved = Promise.resolve(value);
+  return { isStatic: true, evaluate: () => resolved };
+}
+
+class ExpressionTemplate implements Template {
+  readonly isStatic = false;
+  constructor(private readonly expression: Expression) {}
+  evaluate(bindings: Bindings) {
+    return this.expression.evaluate(bindings);
+  }
+}
+
+class InterpolationTemplate implements Template {
+  readonly isStatic = false;
+  constructor(private readonly parts: Array<string | Expression>) {}
+  async evaluate(bindings: Bindings) {
+    let text = '';
+    for (const part of this.parts) text += typeof part === 'string' ? part : asText(await part.evaluate(bindings));
+    return text;
+  }
+}
+
+class ArrayTemplate implements Template {
+  readonly isStatic = false;
+  constructor(private readonly items: Template[]) {}
+  evaluate(bindings: Bindings) {
+    return Promise.all(this.items.map((item) => item.evaluate(bindings)));
+  }
+}
+
+class ObjectTemplate implements Template {
+  readonly isStatic = false;
+  constructor(private readonly entries: ReadonlyArray<readonly [string, Template]>) {}
+  async evaluate(bindings: Bindings) {
+    const result: Record<string, unknown> = {};
+    for (const [key, template] of this.entries) {
+      const value = await template.evaluate(bindings);
+      if (value !== undefined) result[key] = value;
+    }
+    return result;
+  }
+}
+
+function asText(value: unknown): string {
+  if (value === undefined || value === null) return '';
+  return typeof value === 'string' ? value : JSON.stringify(value);
+}

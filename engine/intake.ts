@@ -1,0 +1,95 @@
+import type { CompiledFlow } from './flow/compile.ts';
+import { newId } from './ids.ts';
+import type { RunQueue } from './queue/run-queue.ts';
+import type { CompiledFlowCache } from './runtime/flow-cache.ts';
+import { secretContext } from './runtime/executor.ts';
+import type { Keyring } from './secrets/keyring.ts';
+import type { Store } from './store/port.ts';
+import { headerValue, keptHeaders, verifyDelivery, type Headers } from './triggers/webhook.ts';
+
+/** The active version behind a flow URL, with what verifying a delivery needs. */
+interface ActiveTrigger {
+  flowId: string;
+  version: number;
+  flow: CompiledFlow;
+  verificationSecrets: string[];
+}
+
+export interface Delivery {
+  tenantId: string;
+  flowKey: string;
+  rawBody: Buffer;
+  body: unknown;
+  headers: Headers;
+  query: Record<string, unknown>;
+}
+
+export type IntakeResult =
+  | { outcome: 'accepted' | 'duplicate'; messageId: string; runId: string }
+  | { outcome: 'no-flow' }
+  | { outcome: 'unverified' };
+
+export interface IntakeOptions {
+  store: Store;
+  queue: RunQueue;
+  flows: CompiledFlowCache;
+  keyring: Keyring;
+  /** How long a flow URL's resolution is reused; publish/activate in this process clears it at once. */
+  cacheTtlMs: number;
+}
+
+/**
+ * Accepts webhook deliveries: resolve the flow URL from the store (never from in-process
+ * registration), verify, persist message and run, enqueue, and only then report acceptance.
+ * A repeated delivery id returns the first message and runs nothing new.
+ */
+export class Intake {
+  private readonly triggers = new Map<string, { expires: number; trigger: Promise<ActiveTrigger | undefined> }>();
+
+  constructor(private readonly options: IntakeOptions) {}
+
+  async accept(delivery: Delivery): Promise<IntakeResult> {
+    const trigger = await this.resolve(delivery.tenantId, delivery.flowKey);
+    if (!trigger) return { outcome: 'no-flow' };
+    const { config } = trigger.flow.trigger;
+    if (!verifyDelivery(config.verify, delivery.rawBody, delivery.headers, trigger.verificationSecrets)) return { outcome: 'unverified' };
+
+    const deliveryId = headerValue(delivery.headers, 'idempotency-key') ?? (config.deliveryIdHeader ? headerValue(delivery.headers, config.deliveryIdHeader) : undefined);
+    const message = {
+      tenantId: delivery.tenantId, id: newId(), flowId: trigger.flowId, flowVersion: trigger.version, deliveryId: deliveryId ?? null,
+      body: delivery.body, headers: keptHeaders(delivery.headers, config.verify), query: delivery.query,
+    };
+    const { duplicate, messageId, run } = await this.options.store.acceptMessage(message, newId());
+    // A duplicate whose run never reached the queue (the first answer was a 503) is enqueued now.
+    if (!duplicate || run.status === 'queued') await this.options.queue.enqueue({ tenantId: run.tenantId, runId: run.id });
+    return { outcome: duplicate ? 'duplicate' : 'accepted', messageId, runId: run.id };
+  }
+
+  /** Forget a flow URL's resolution (after publish, activate, deactivate or delete). */
+  invalidate(tenantId: string, flowKey: string) {
+    this.triggers.delete(`${tenantId}\0${flowKey}`);
+  }
+
+  private resolve(tenantId: string, flowKey: string): Promise<ActiveTrigger | undefined> {
+    const key = `${tenantId}\0${flowKey}`;
+    const now = Date.now();
+    const cached = this.triggers.get(key);
+    if (cached && cached.expires > now) return cached.trigger;
+    const trigger = this.load(tenantId, flowKey);
+    this.triggers.set(key, { expires: now + this.options.cacheTtlMs, trigger });
+    trigger.catch(() => this.triggers.delete(key));
+    return trigger;
+  }
+
+  private async load(tenantId: string, flowKey: string): Promise<ActiveTrigger | undefined> {
+    const { store, flows, keyring } = this.options;
+    const record = await store.findFlowByKey(tenantId, flowKey);
+    if (!record || !record.active || record.activeVersion === null) return undefined;
+    const flow = await flows.get(tenantId, record.id, record.activeVersion);
+    const verify = flow.trigger.config.verify;
+    const verificationSecrets = verify && verify.type !== 'none'
+      ? (await store.sealedSecrets(tenantId, [verify.secret])).map((sealed) => keyring.open(sealed, secretContext(tenantId, sealed.name)))
+      : [];
+    return { flowId: record.id, version: record.activeVersion, flow, verificationSecrets };
+  }
+}

@@ -1,0 +1,54 @@
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import { ValidationError, type FieldError } from './errors.ts';
+
+// ajv-formats is published as CommonJS; under NodeNext its default export is the module object.
+const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
+
+/** One ajv instance per process: schemas are compiled once. */
+export const ajv = addFormats(new Ajv({ allErrors: true, strict: true, allowUnionTypes: true, useDefaults: true, coerceTypes: false }));
+/** For query strings and path parameters, which arrive as text: `?first=10` becomes a number. */
+const coercingAjv = addFormats(new Ajv({ allErrors: true, strict: true, allowUnionTypes: true, useDefaults: true, coerceTypes: true }));
+
+/** Convert ajv's pointer-style paths into JSON paths (`$.nodes[1].config.url`). */
+export function jsonPath(instancePath: string, extra?: string): string {
+  let path = '$';
+  const segments = instancePath === '' ? [] : instancePath.slice(1).split('/');
+  if (extra !== undefined) segments.push(extra);
+  for (const raw of segments) {
+    const segment = raw.replace(/~1/g, '/').replace(/~0/g, '~');
+    path += /^\d+$/.test(segment) ? `[${segment}]` : /^[A-Za-z_$][\w$]*$/.test(segment) ? `.${segment}` : `[${JSON.stringify(segment)}]`;
+  }
+  return path;
+}
+
+export function fieldErrors(errors: ErrorObject[] | null | undefined, prefix = '$'): FieldError[] {
+  return (errors ?? []).map((error) => {
+    const extra = error.keyword === 'required' ? String(error.params.missingProperty)
+      : error.keyword === 'additionalProperties' ? String(error.params.additionalProperty) : undefined;
+    const path = jsonPath(error.instancePath, extra);
+    const message = error.keyword === 'additionalProperties' ? 'is not a known field' : error.message ?? 'is invalid';
+    return { path: prefix + path.slice(1), message };
+  });
+}
+
+/** A compiled schema that either returns the typed value or throws a ValidationError listing every bad field. */
+export class SchemaValidator<T> {
+  private readonly validateFn: ValidateFunction;
+  constructor(readonly schema: object, private readonly what: string, options: { coerce?: boolean } = {}) {
+    this.validateFn = (options.coerce ? coercingAjv : ajv).compile(schema);
+  }
+
+  validate(value: unknown, prefix = '$'): T {
+    if (this.validateFn(value)) return value as T;
+    throw new ValidationError(`Invalid ${this.what}`, fieldErrors(this.validateFn.errors, prefix));
+  }
+
+  errors(value: unknown, prefix = '$'): FieldError[] {
+    return fieldErrors(this.rawErrors(value), prefix);
+  }
+
+  rawErrors(value: unknown): ErrorObject[] {
+    return this.validateFn(value) ? [] : [...(this.validateFn.errors ?? [])];
+  }
+}

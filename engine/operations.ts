@@ -1,0 +1,96 @@
+import type { Logger } from 'pino';
+import type { FromSchema, JSONSchema } from 'json-schema-to-ts';
+import { SchemaValidator } from './json-schema.ts';
+
+/** What the trigger handed to the run: the webhook's body, headers (verification headers removed) and query. */
+export interface MessageInput {
+  messageId: string;
+  receivedAt: string;
+  body: unknown;
+  headers: Record<string, string>;
+  query: Record<string, unknown>;
+}
+
+/** Returned by an operation to end the run early with a non-failure status (see `ctx.stop`). */
+export class StopSignal {
+  constructor(readonly status: 'filtered' | 'skipped', readonly reason: string) {}
+}
+
+export interface OperationContext<Config> {
+  /** The node's config with every `{{ }}` resolved, validated against the operation's schema. */
+  config: Config;
+  input: MessageInput;
+  /** Outputs of the nodes that ran before this one, by node id. */
+  steps: Readonly<Record<string, unknown>>;
+  /** Bound to tenant, flow, run and node. Never log secrets: resolved config values may hold them. */
+  logger: Logger;
+  /** Stable per run and node (the same on every retry and after a crash): pass it to the systems you call. */
+  idempotencyKey: string;
+  /** Fires when the node times out or the worker shuts down. */
+  signal: AbortSignal;
+  tenantId: string;
+  flowId: string;
+  runId: string;
+  nodeId: string;
+  /** 1 on the first try of this node, 2 on its first retry... */
+  attempt: number;
+  /**
+   * A memoized sub-step: `fn` runs once per run; its result is checkpointed and returned again on a
+   * retry or after a crash. Use it around each side effect of a multi-step operation.
+   */
+  step<T>(name: string, fn: () => Promise<T>): Promise<T>;
+  /** End the run here with `filtered` or `skipped` and this reason; later nodes do not run. */
+  stop(status: StopSignal['status'], reason: string): StopSignal;
+}
+
+export interface OperationDefinition<Config = unknown> {
+  /** Unique, dotted lower-case name used in flow documents (`http.request`). */
+  name: string;
+  title: string;
+  description: string;
+  configSchema: JSONSchema & object;
+  /** Set for operations kept for existing flows; `successor` names the replacement. */
+  deprecated?: { successor: string };
+  /** True when running the operation changes an outside system. */
+  sideEffects: boolean;
+  run(ctx: OperationContext<Config>): Promise<unknown>;
+}
+
+/** Declares an operation; the config type is derived from its JSON Schema. */
+export function defineOperation<const Schema extends JSONSchema & object>(
+  definition: Omit<OperationDefinition, 'configSchema' | 'run'> & {
+    configSchema: Schema;
+    // NoInfer: the schema alone decides the config type; inferring it back from `run` is slow and ambiguous.
+    run(ctx: OperationContext<NoInfer<FromSchema<Schema>>>): Promise<unknown>;
+  },
+): OperationDefinition<any> {
+  return definition as unknown as OperationDefinition<any>;
+}
+
+export interface RegisteredOperation {
+  definition: OperationDefinition<any>;
+  config: SchemaValidator<unknown>;
+}
+
+/** The operations a process knows; each config schema is compiled once, here. */
+export class OperationRegistry {
+  private readonly operations = new Map<string, RegisteredOperation>();
+
+  constructor(definitions: Iterable<OperationDefinition<any>> = []) {
+    for (const definition of definitions) this.register(definition);
+  }
+
+  register(definition: OperationDefinition<any>): this {
+    if (this.operations.has(definition.name)) throw new Error(`operation ${definition.name} is registered twice`);
+    this.operations.set(definition.name, { definition, config: new SchemaValidator(definition.configSchema, `${definition.name} config`) });
+    return this;
+  }
+
+  get(name: string): RegisteredOperation | undefined {
+    return this.operations.get(name);
+  }
+
+  list(): OperationDefinition<any>[] {
+    return [...this.operations.values()].map((operation) => operation.definition);
+  }
+}

@@ -1,0 +1,149 @@
+import { DelayedError, Queue, UnrecoverableError, Worker, type ConnectionOptions, type Job } from 'bullmq';
+import type { Logger } from 'pino';
+import type { Executor } from '../runtime/executor.ts';
+import type { Store } from '../store/port.ts';
+import { HEARTBEAT_INTERVAL_MS, HEARTBEAT_TTL_MS, heartbeatKey, ioredisOf } from './health.ts';
+import { newId } from '../ids.ts';
+
+export const RUN_QUEUE = 'runs';
+
+/** A job names its run and nothing else: bodies live in the store, secrets never leave it. */
+export interface RunJobData {
+  tenantId: string;
+  runId: string;
+}
+
+export interface QueueOptions {
+  connection: ConnectionOptions;
+  /** Redis key prefix: one per deployment (or per test file). */
+  prefix: string;
+}
+
+/**
+ * Job attempts cover faults outside the flow (the store or Redis unreachable, a crash while
+ * recording). Node-level retries are counted in the run's checkpoints and never spend these.
+ */
+const JOB_ATTEMPTS = 10;
+
+export class RunQueue {
+  readonly queue: Queue<RunJobData>;
+
+  constructor(options: QueueOptions) {
+    this.queue = new Queue<RunJobData>(RUN_QUEUE, {
+      connection: options.connection,
+      prefix: options.prefix,
+      defaultJobOptions: {
+        attempts: JOB_ATTEMPTS,
+        backoff: { type: 'exponential', delay: 2000 },
+        removeOnComplete: { age: 24 * 3600, count: 10_000 },
+        removeOnFail: { age: 14 * 24 * 3600 },
+      },
+    });
+    // Errors surface on the calls that fail; an unhandled 'error' event would end the process.
+    this.queue.on('error', () => {});
+  }
+
+  /** The job id is the run id: adding a run that is already queued is a no-op. */
+  async enqueue(job: RunJobData): Promise<void> {
+    await this.queue.add('run', job, { jobId: job.runId });
+  }
+
+  close() {
+    return this.queue.close();
+  }
+}
+
+export interface WorkerOptions extends QueueOptions {
+  concurrency: number;
+  /** How long a job's lock lasts without renewal; a killed worker's job is taken over after it. */
+  lockDurationMs: number;
+  /** How often workers look for jobs whose lock expired. */
+  stalledIntervalMs: number;
+  logger: Logger;
+}
+
+/** Takes run jobs and hands them to the executor; translates its outcome into BullMQ terms. */
+export class RunWorker {
+  readonly worker: Worker<RunJobData>;
+  private readonly shutdown = new AbortController();
+  private readonly id = newId();
+  private heartbeat?: NodeJS.Timeout;
+
+  constructor(private readonly executor: Executor, private readonly store: Store, private readonly options: WorkerOptions) {
+    this.worker = new Worker<RunJobData>(RUN_QUEUE, (job, token) => this.process(job, token), {
+      connection: options.connection,
+      prefix: options.prefix,
+      concurrency: options.concurrency,
+      lockDuration: options.lockDurationMs,
+      stalledInterval: options.stalledIntervalMs,
+      // A job whose worker died is taken over (its completed nodes are not run again); only a job
+      // that keeps killing its workers is given up.
+      maxStalledCount: 3,
+      autorun: false,
+    });
+    this.worker.on('failed', (job, error) => void this.onFailed(job, error));
+    this.worker.on('error', (error) => options.logger.error({ err: error }, 'worker error'));
+  }
+
+  async start() {
+    void this.worker.run();
+    await this.worker.waitUntilReady();
+    await this.beat();
+    this.heartbeat = setInterval(() => void this.beat(), HEARTBEAT_INTERVAL_MS).unref();
+  }
+
+  /** Readiness counts workers whose heartbeat is fresh; a worker that stopped consuming stops beating. */
+  private async beat() {
+    if (!this.worker.isRunning() || this.worker.closing) return;
+    try {
+      const client = await ioredisOf(this.worker.client);
+      const key = heartbeatKey({ opts: { prefix: this.options.prefix }, name: RUN_QUEUE });
+      const now = Date.now();
+      await client.multi().zadd(key, now, this.id).zremrangebyscore(key, '-inf', now - HEARTBEAT_TTL_MS * 4).exec();
+    } catch (error) {
+      this.options.logger.warn({ err: error }, 'worker heartbeat failed');
+    }
+  }
+
+  private async process(job: Job<RunJobData>, token: string | undefined) {
+    const { tenantId, runId } = job.data;
+    const outcome = await this.executor.execute(tenantId, runId, this.shutdown.signal);
+    if (outcome.kind === 'wait') {
+      // Not a failure: the job sleeps without spending a BullMQ attempt.
+      await job.moveToDelayed(Date.now() + outcome.delayMs, token);
+      throw new DelayedError();
+    }
+    if (outcome.kind === 'finished' && outcome.status === 'failed') {
+      // The run is already recorded as failed; fail the job too so the dashboard shows it, without retries.
+      throw new UnrecoverableError(outcome.error?.message ?? 'run failed');
+    }
+    return outcome.kind === 'finished' ? { status: outcome.status } : { status: 'gone' };
+  }
+
+  /** When BullMQ gives up on a job (attempts spent), the run records why; a finished run stays as it is. */
+  private async onFailed(job: Job<RunJobData> | undefined, error: Error) {
+    if (!job || error instanceof UnrecoverableError || error.name === 'UnrecoverableError') return;
+    if (job.attemptsMade < (job.opts.attempts ?? 1) && !error.message.includes('stalled more than')) return;
+    try {
+      await this.store.finishRun(job.data.tenantId, job.data.runId, 'failed', { kind: 'retryable', message: `gave up after ${job.attemptsMade} attempts: ${error.message}` });
+    } catch (failure) {
+      this.options.logger.error({ err: failure, runId: job.data.runId }, 'could not record the failed run');
+    }
+  }
+
+  /**
+   * Stop taking jobs and let those in flight finish; after `graceMs` their operations are aborted
+   * (they record a retry). Checkpoints make a later takeover safe either way.
+   */
+  async close(graceMs = 10_000) {
+    clearInterval(this.heartbeat);
+    const timer = setTimeout(() => this.shutdown.abort(new Error('worker shutting down')), graceMs);
+    try {
+      const client = await ioredisOf(this.worker.client);
+      await client.zrem(heartbeatKey({ opts: { prefix: this.options.prefix }, name: RUN_QUEUE }), this.id).catch(() => {});
+      await this.worker.close();
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}

@@ -1,0 +1,166 @@
+import type { FromSchema } from 'json-schema-to-ts';
+import { flowDocumentSchema } from './flow/schema.ts';
+
+/**
+ * One JSON Schema per resource: the TypeScript record types below are derived from them, the API
+ * validates with them, and the OpenAPI document publishes them.
+ */
+const timestamp = { type: 'string', format: 'date-time' } as const;
+const nullableTimestamp = { type: ['string', 'null'], format: 'date-time' } as const;
+const uuid = { type: 'string', format: 'uuid' } as const;
+
+export const errorRecordSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['kind', 'message'],
+  properties: {
+    kind: { enum: ['retryable', 'permanent', 'later'], description: 'retryable: transient; permanent: retrying cannot help; later: not yet.' },
+    message: { type: 'string' },
+    details: { type: 'object' },
+    node: { type: 'string', description: 'The node that failed.' },
+  },
+} as const;
+
+export const tenantSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['id', 'name', 'status', 'createdAt'],
+  properties: {
+    id: { type: 'string', pattern: '^[a-z0-9][a-z0-9-]{0,62}$' },
+    name: { type: 'string' },
+    status: { enum: ['active', 'suspended'] },
+    createdAt: timestamp,
+  },
+} as const;
+
+export const flowSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['tenantId', 'id', 'key', 'name', 'draft', 'revision', 'activeVersion', 'latestVersion', 'active', 'createdAt', 'updatedAt'],
+  properties: {
+    tenantId: { type: 'string' },
+    id: uuid,
+    key: { type: 'string' },
+    name: { type: 'string' },
+    draft: flowDocumentSchema,
+    revision: { type: 'integer', description: 'Bumped on every draft change; send it back to replace or publish (optimistic concurrency).' },
+    activeVersion: { type: ['integer', 'null'], description: 'The published version its URL runs, if any.' },
+    latestVersion: { type: ['integer', 'null'] },
+    active: { type: 'boolean' },
+    createdAt: timestamp,
+    updatedAt: timestamp,
+  },
+} as const;
+
+export const flowVersionSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['tenantId', 'flowId', 'version', 'document', 'publishedAt'],
+  properties: { tenantId: { type: 'string' }, flowId: uuid, version: { type: 'integer' }, document: flowDocumentSchema, publishedAt: timestamp },
+} as const;
+
+export const variableSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['name', 'value', 'createdAt', 'updatedAt'],
+  properties: { name: { type: 'string' }, value: {}, createdAt: timestamp, updatedAt: timestamp },
+} as const;
+
+export const secretInfoSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['name', 'keyId', 'fingerprint', 'createdAt', 'updatedAt'],
+  description: 'A secret as the API shows it: never its value.',
+  properties: {
+    name: { type: 'string' },
+    keyId: { type: 'string', description: 'Id of the key that sealed the value.' },
+    fingerprint: { type: 'string', description: 'Keyed digest: equal values have equal fingerprints.' },
+    createdAt: timestamp,
+    updatedAt: timestamp,
+  },
+} as const;
+
+export const messageSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['tenantId', 'id', 'flowId', 'flowVersion', 'deliveryId', 'body', 'headers', 'query', 'receivedAt'],
+  properties: {
+    tenantId: { type: 'string' },
+    id: uuid,
+    flowId: uuid,
+    flowVersion: { type: 'integer' },
+    deliveryId: { type: ['string', 'null'] },
+    body: {},
+    headers: { type: 'object', additionalProperties: { type: 'string' } },
+    query: { type: 'object' },
+    receivedAt: timestamp,
+  },
+} as const;
+
+export const runStatuses = ['queued', 'running', 'waiting', 'succeeded', 'failed', 'filtered', 'skipped', 'cancelled'] as const;
+export const terminalRunStatuses = ['succeeded', 'failed', 'filtered', 'skipped', 'cancelled'] as const;
+export const stepStatuses = ['succeeded', 'failed', 'waiting', 'filtered', 'skipped'] as const;
+
+export const runSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['tenantId', 'id', 'flowId', 'flowVersion', 'messageId', 'status', 'attempts', 'error', 'createdAt', 'startedAt', 'finishedAt'],
+  properties: {
+    tenantId: { type: 'string' },
+    id: uuid,
+    flowId: uuid,
+    flowVersion: { type: 'integer' },
+    messageId: uuid,
+    status: { enum: runStatuses },
+    attempts: { type: 'integer', description: 'How many times a worker took the run up.' },
+    error: { anyOf: [errorRecordSchema, { type: 'null' }] },
+    createdAt: timestamp,
+    startedAt: nullableTimestamp,
+    finishedAt: nullableTimestamp,
+  },
+} as const;
+
+export const stepSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['runId', 'key', 'nodeId', 'status', 'attempts', 'output', 'error', 'startedAt', 'finishedAt'],
+  description: 'The checkpoint of one node, or of one memoized sub-step (key = <node>/<name>).',
+  properties: {
+    runId: uuid,
+    key: { type: 'string' },
+    nodeId: { type: 'string' },
+    status: { enum: stepStatuses },
+    attempts: { type: 'integer', description: 'Failed tries so far (not counting "later" waits), plus one when it succeeded.' },
+    output: { description: 'The node\'s output, secrets redacted.' },
+    error: { anyOf: [errorRecordSchema, { type: 'null' }] },
+    startedAt: timestamp,
+    finishedAt: nullableTimestamp,
+  },
+} as const;
+
+export type ErrorRecord = FromSchema<typeof errorRecordSchema>;
+export type Tenant = FromSchema<typeof tenantSchema>;
+export type Flow = FromSchema<typeof flowSchema>;
+export type FlowVersion = FromSchema<typeof flowVersionSchema>;
+export type Variable = FromSchema<typeof variableSchema>;
+export type SecretInfo = FromSchema<typeof secretInfoSchema>;
+export type Message = FromSchema<typeof messageSchema>;
+export type Run = FromSchema<typeof runSchema>;
+export type Step = FromSchema<typeof stepSchema>;
+export type RunStatus = (typeof runStatuses)[number];
+export type TerminalRunStatus = (typeof terminalRunStatuses)[number];
+export type StepStatus = (typeof stepStatuses)[number];
+
+/** The resources the OpenAPI document publishes under components.schemas. */
+export const resourceSchemas = {
+  FlowDocument: flowDocumentSchema,
+  Flow: flowSchema,
+  FlowVersion: flowVersionSchema,
+  Variable: variableSchema,
+  SecretInfo: secretInfoSchema,
+  Message: messageSchema,
+  Run: runSchema,
+  Step: stepSchema,
+  ErrorRecord: errorRecordSchema,
+  Tenant: tenantSchema,
+};

@@ -1,0 +1,34 @@
+import { NotFoundError } from '../errors.ts';
+import { compileFlow, type CompiledFlow, type CompileOptions } from '../flow/compile.ts';
+import type { Store } from '../store/port.ts';
+
+/**
+ * Compiled published versions, keyed by tenant, flow and version. Versions are immutable, so an
+ * entry never goes stale; the map is bounded (least recently used out) and a miss compiles once
+ * even when many runs ask at the same time.
+ */
+export class CompiledFlowCache {
+  private readonly entries = new Map<string, Promise<CompiledFlow>>();
+
+  constructor(private readonly store: Store, private readonly options: CompileOptions, private readonly capacity = 1000) {}
+
+  get(tenantId: string, flowId: string, version: number): Promise<CompiledFlow> {
+    const key = `${tenantId}\0${flowId}\0${version}`;
+    let entry = this.entries.get(key);
+    if (entry) {
+      this.entries.delete(key);
+    } else {
+      entry = this.load(tenantId, flowId, version);
+      entry.catch(() => this.entries.delete(key));
+    }
+    this.entries.set(key, entry);
+    if (this.entries.size > this.capacity) this.entries.delete(this.entries.keys().next().value!);
+    return entry;
+  }
+
+  private async load(tenantId: string, flowId: string, version: number) {
+    const stored = await this.store.getFlowVersion(tenantId, flowId, version);
+    if (!stored) throw new NotFoundError(`flow ${flowId} has no version ${version} (deleted?)`);
+    return compileFlow(stored.document, this.options);
+  }
+}

@@ -1,0 +1,104 @@
+import type { ErrorRecord } from '../errors.ts';
+import type { FlowDocument } from '../flow/schema.ts';
+import type { SealedValue } from '../secrets/keyring.ts';
+import { terminalRunStatuses, type Flow, type FlowVersion, type Message, type Run, type RunStatus, type SecretInfo, type Step, type Tenant, type TerminalRunStatus, type Variable } from '../resources.ts';
+
+export type { Flow, FlowVersion, Message, Run, RunStatus, SecretInfo, Step, StepStatus, Tenant, TerminalRunStatus, Variable } from '../resources.ts';
+export { runStatuses, stepStatuses, terminalRunStatuses } from '../resources.ts';
+
+/**
+ * The persistence port. The engine and the API speak only this; adapters (SQL on PGlite or
+ * PostgreSQL, later MongoDB) implement it. Every tenant-owned record is read and written with its
+ * tenant id: there is no method that reaches across tenants except the operator's tenant and
+ * client bookkeeping.
+ */
+export interface Store {
+  ping(): Promise<void>;
+  close(): Promise<void>;
+
+  createTenant(tenant: { id: string; name: string }): Promise<Tenant>;
+  getTenant(id: string): Promise<Tenant | undefined>;
+  createClient(client: Omit<Client, 'createdAt'>): Promise<Client>;
+  getClient(clientId: string): Promise<Client | undefined>;
+  listSigningKeys(): Promise<SigningKey[]>;
+  addSigningKey(key: Omit<SigningKey, 'createdAt'>): Promise<void>;
+
+  createFlow(tenantId: string, flow: { id: string; key: string; name: string; draft: FlowDocument }): Promise<Flow>;
+  getFlow(tenantId: string, id: string): Promise<Flow | undefined>;
+  findFlowByKey(tenantId: string, key: string): Promise<Flow | undefined>;
+  listFlows(tenantId: string, filter: { published?: boolean }, page: PageRequest): Promise<Page<Flow>>;
+  /** Replace the draft if `expectedRevision` is current; otherwise ConflictError. */
+  replaceDraft(tenantId: string, id: string, expectedRevision: number, draft: FlowDocument): Promise<Flow>;
+  deleteFlow(tenantId: string, id: string): Promise<boolean>;
+  /** Store `document` as the next immutable version and make it the active one. */
+  publishFlow(tenantId: string, id: string, expectedRevision: number | undefined, document: FlowDocument): Promise<FlowVersion>;
+  setFlowActive(tenantId: string, id: string, active: boolean): Promise<Flow>;
+  getFlowVersion(tenantId: string, flowId: string, version: number): Promise<FlowVersion | undefined>;
+  listFlowVersions(tenantId: string, flowId: string, page: PageRequest): Promise<Page<FlowVersion>>;
+
+  putVariable(tenantId: string, name: string, value: unknown): Promise<{ variable: Variable; created: boolean }>;
+  getVariable(tenantId: string, name: string): Promise<Variable | undefined>;
+  listVariables(tenantId: string, page: PageRequest): Promise<Page<Variable>>;
+  deleteVariable(tenantId: string, name: string): Promise<boolean>;
+  /** Values by name for a run; `'*'` loads all of the tenant's. */
+  variableValues(tenantId: string, names: Iterable<string> | '*'): Promise<Record<string, unknown>>;
+
+  putSecret(tenantId: string, name: string, sealed: SealedValue): Promise<{ secret: SecretInfo; created: boolean }>;
+  listSecrets(tenantId: string, page: PageRequest): Promise<Page<SecretInfo>>;
+  deleteSecret(tenantId: string, name: string): Promise<boolean>;
+  sealedSecrets(tenantId: string, names: Iterable<string> | '*'): Promise<Array<{ name: string } & SealedValue>>;
+
+  /**
+   * Record an inbound message and its run in one transaction. A message whose delivery id was
+   * already recorded for the flow is a duplicate: nothing is written and the first one is returned.
+   */
+  acceptMessage(message: Omit<Message, 'receivedAt'>, runId: string): Promise<{ duplicate: boolean; messageId: string; run: Run }>;
+  loadRunState(tenantId: string, runId: string): Promise<RunState | undefined>;
+  /** Mark a run running and count the attempt, unless it already finished (then undefined). */
+  startRun(tenantId: string, runId: string): Promise<Run | undefined>;
+  /** Record a non-terminal wait (a retry or "later"); never touches a finished run. */
+  markRunWaiting(tenantId: string, runId: string, error: ErrorRecord): Promise<void>;
+  /** Finish a run; a run that already finished keeps its first outcome. Returns whether it changed. */
+  finishRun(tenantId: string, runId: string, status: TerminalRunStatus, error: ErrorRecord | null): Promise<boolean>;
+  saveStep(tenantId: string, step: Step): Promise<void>;
+  getRun(tenantId: string, runId: string): Promise<{ run: Run; steps: Step[] } | undefined>;
+  listRuns(tenantId: string, filter: { flowId?: string; status?: RunStatus }, page: PageRequest): Promise<Page<Run>>;
+}
+
+export interface PageRequest {
+  first: number;
+  after?: string;
+}
+
+/** The connection shape of the seed: `{nodes, pageInfo: {hasNextPage, endCursor}}`. */
+export interface Page<T> {
+  nodes: T[];
+  pageInfo: { hasNextPage: boolean; endCursor: string | null };
+}
+
+export interface Client {
+  clientId: string;
+  /** Null for an operator client, which may act for every tenant. */
+  tenantId: string | null;
+  /** SHA-256 of the secret; secrets are 32 random bytes, so a fast hash is enough. */
+  secretHash: string;
+  scopes: string[];
+  operator: boolean;
+  createdAt: string;
+}
+
+export interface SigningKey {
+  kid: string;
+  /** The private JWK, sealed with the secrets keyring. */
+  sealedPrivateJwk: SealedValue;
+  publicJwk: Record<string, unknown>;
+  createdAt: string;
+}
+
+export const isTerminal = (status: RunStatus): status is TerminalRunStatus => (terminalRunStatuses as readonly string[]).includes(status);
+
+export interface RunState {
+  run: Run;
+  message: Message;
+  steps: Step[];
+}

@@ -1,0 +1,138 @@
+import type { SqlDriver } from './driver.ts';
+
+/** Versioned, append-only: a released migration never changes; a change is a new entry. */
+export const migrations: Array<{ version: number; name: string; sql: string }> = [
+  {
+    version: 1,
+    name: 'flow runtime',
+    sql: `
+      create table tenants (
+        id text primary key,
+        name text not null,
+        status text not null default 'active',
+        created_at timestamptz not null default now()
+      );
+      create table clients (
+        client_id text primary key,
+        tenant_id text references tenants(id) on delete cascade,
+        secret_hash text not null,
+        scopes jsonb not null,
+        operator boolean not null default false,
+        created_at timestamptz not null default now()
+      );
+      create table signing_keys (
+        kid text primary key,
+        sealed_private_jwk jsonb not null,
+        public_jwk jsonb not null,
+        created_at timestamptz not null default now()
+      );
+      create table flows (
+        tenant_id text not null references tenants(id) on delete cascade,
+        id uuid not null,
+        key text not null,
+        name text not null,
+        draft jsonb not null,
+        revision integer not null default 1,
+        active_version integer,
+        latest_version integer,
+        active boolean not null default false,
+        created_at timestamptz not null default now(),
+        updated_at timestamptz not null default now(),
+        primary key (tenant_id, id),
+        unique (tenant_id, key)
+      );
+      create table flow_versions (
+        tenant_id text not null,
+        flow_id uuid not null,
+        version integer not null,
+        document jsonb not null,
+        published_at timestamptz not null default now(),
+        primary key (tenant_id, flow_id, version),
+        foreign key (tenant_id, flow_id) references flows (tenant_id, id) on delete cascade
+      );
+      create table variables (
+        tenant_id text not null references tenants(id) on delete cascade,
+        name text not null,
+        value jsonb not null,
+        created_at timestamptz not null default now(),
+        updated_at timestamptz not null default now(),
+        primary key (tenant_id, name)
+      );
+      create table secrets (
+        tenant_id text not null references tenants(id) on delete cascade,
+        name text not null,
+        key_id text not null,
+        ciphertext text not null,
+        fingerprint text not null,
+        created_at timestamptz not null default now(),
+        updated_at timestamptz not null default now(),
+        primary key (tenant_id, name)
+      );
+      -- Messages and runs outlive a deleted flow: they are the tenant's history.
+      create table messages (
+        tenant_id text not null references tenants(id) on delete cascade,
+        id uuid not null,
+        flow_id uuid not null,
+        flow_version integer not null,
+        delivery_id text,
+        body jsonb not null,
+        headers jsonb not null,
+        query jsonb not null,
+        received_at timestamptz not null default now(),
+        primary key (tenant_id, id),
+        unique (tenant_id, flow_id, delivery_id)
+      );
+      create table runs (
+        tenant_id text not null references tenants(id) on delete cascade,
+        id uuid not null,
+        flow_id uuid not null,
+        flow_version integer not null,
+        message_id uuid not null,
+        status text not null,
+        attempts integer not null default 0,
+        error jsonb,
+        created_at timestamptz not null default now(),
+        started_at timestamptz,
+        finished_at timestamptz,
+        primary key (tenant_id, id)
+      );
+      create index runs_by_flow on runs (tenant_id, flow_id, id desc);
+      create index runs_by_status on runs (tenant_id, status, id desc);
+      create table steps (
+        tenant_id text not null,
+        run_id uuid not null,
+        key text not null,
+        node_id text not null,
+        status text not null,
+        attempts integer not null,
+        output jsonb,
+        error jsonb,
+        started_at timestamptz not null,
+        finished_at timestamptz,
+        primary key (tenant_id, run_id, key),
+        foreign key (tenant_id, run_id) references runs (tenant_id, id) on delete cascade
+      );
+    `,
+  },
+];
+
+/**
+ * Apply pending migrations in one transaction: all or none. The advisory lock makes concurrent
+ * starters (several API and worker processes) take turns; on PGlite there is only one.
+ */
+export async function migrate(driver: SqlDriver): Promise<number[]> {
+  return driver.transaction(async (tx) => {
+    await tx.query('select pg_advisory_xact_lock(7263541)');
+    await tx.query(`create table if not exists schema_migrations (
+      version integer primary key, name text not null, applied_at timestamptz not null default now())`);
+    const done = new Set((await tx.query<{ version: number }>('select version from schema_migrations')).map((row) => row.version));
+    const applied: number[] = [];
+    for (const migration of migrations) {
+      if (done.has(migration.version)) continue;
+      await tx.exec(migration.sql);
+      await tx.query('insert into schema_migrations (version, name) values ($1, $2)', [migration.version, migration.name]);
+      applied.push(migration.version);
+    }
+    return applied;
+  });
+}

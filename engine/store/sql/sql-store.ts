@@ -1,0 +1,391 @@
+import { ConflictError, NotFoundError, ValidationError, type ErrorRecord } from '../../errors.ts';
+import type { FlowDocument } from '../../flow/schema.ts';
+import type { SealedValue } from '../../secrets/keyring.ts';
+import type {
+  Client, Flow, FlowVersion, Message, Page, PageRequest, Run, RunState, RunStatus, SecretInfo, SigningKey, Step, Store, Tenant,
+  TerminalRunStatus, Variable,
+} from '../port.ts';
+import type { SqlDriver } from './driver.ts';
+import { migrate } from './migrations.ts';
+
+type Row = Record<string, any>;
+
+const iso = (value: unknown): string => (value instanceof Date ? value.toISOString() : new Date(String(value)).toISOString());
+const isoOrNull = (value: unknown): string | null => (value === null || value === undefined ? null : iso(value));
+const json = (value: unknown): string => JSON.stringify(value ?? null);
+const TERMINAL = `('succeeded','failed','filtered','skipped','cancelled')`;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** Ids are UUIDs: anything else names no record (and must not reach a uuid column as an error). */
+const isUuid = (id: string) => UUID.test(id);
+
+/** Cursors are opaque to clients: base64url of the last sort key, checked on the way back in. */
+const encodeCursor = (key: string) => Buffer.from(key).toString('base64url');
+function decodeCursor(cursor: string | undefined, shape: RegExp = /^[\s\S]{1,200}$/): string | null {
+  if (cursor === undefined) return null;
+  const key = Buffer.from(cursor, 'base64url').toString();
+  if (!shape.test(key)) throw new ValidationError('Invalid cursor', [{ path: '$.after', message: 'is not a cursor of this list' }]);
+  return key;
+}
+
+function page<T>(rows: Row[], request: PageRequest, map: (row: Row) => T, cursorOf: (row: Row) => string): Page<T> {
+  const hasNextPage = rows.length > request.first;
+  const visible = hasNextPage ? rows.slice(0, request.first) : rows;
+  const last = visible[visible.length - 1];
+  return { nodes: visible.map(map), pageInfo: { hasNextPage, endCursor: last ? encodeCursor(cursorOf(last)) : null } };
+}
+
+const toTenant = (r: Row): Tenant => ({ id: r.id, name: r.name, status: r.status, createdAt: iso(r.created_at) });
+const toClient = (r: Row): Client => ({
+  clientId: r.client_id, tenantId: r.tenant_id, secretHash: r.secret_hash, scopes: r.scopes, operator: r.operator, createdAt: iso(r.created_at),
+});
+const toFlow = (r: Row): Flow => ({
+  tenantId: r.tenant_id, id: r.id, key: r.key, name: r.name, draft: r.draft, revision: r.revision,
+  activeVersion: r.active_version, latestVersion: r.latest_version, active: r.active,
+  createdAt: iso(r.created_at), updatedAt: iso(r.updated_at),
+});
+const toVersion = (r: Row): FlowVersion => ({
+  tenantId: r.tenant_id, flowId: r.flow_id, version: r.version, document: r.document, publishedAt: iso(r.published_at),
+});
+const toVariable = (r: Row): Variable => ({ name: r.name, value: r.value, createdAt: iso(r.created_at), updatedAt: iso(r.updated_at) });
+const toSecretInfo = (r: Row): SecretInfo => ({
+  name: r.name, keyId: r.key_id, fingerprint: r.fingerprint, createdAt: iso(r.created_at), updatedAt: iso(r.updated_at),
+});
+const toMessage = (r: Row): Message => ({
+  tenantId: r.tenant_id, id: r.id, flowId: r.flow_id, flowVersion: r.flow_version, deliveryId: r.delivery_id,
+  body: r.body, headers: r.headers, query: r.query, receivedAt: iso(r.received_at),
+});
+const toRun = (r: Row): Run => ({
+  tenantId: r.tenant_id, id: r.id, flowId: r.flow_id, flowVersion: r.flow_version, messageId: r.message_id, status: r.status,
+  attempts: r.attempts, error: r.error, createdAt: iso(r.created_at), startedAt: isoOrNull(r.started_at), finishedAt: isoOrNull(r.finished_at),
+});
+const toStep = (r: Row): Step => ({
+  runId: r.run_id, key: r.key, nodeId: r.node_id, status: r.status, attempts: r.attempts, output: r.output, error: r.error,
+  startedAt: iso(r.started_at), finishedAt: isoOrNull(r.finished_at),
+});
+
+const isUniqueViolation = (error: unknown) => (error as { code?: string })?.code === '23505';
+
+/** The store on PostgreSQL's dialect: the same SQL runs on PGlite and on a PostgreSQL server. */
+export class SqlStore implements Store {
+  constructor(private readonly db: SqlDriver) {}
+
+  static async open(db: SqlDriver): Promise<SqlStore> {
+    await migrate(db);
+    return new SqlStore(db);
+  }
+
+  async ping() {
+    await this.db.query('select 1');
+  }
+
+  close() {
+    return this.db.close();
+  }
+
+  // --- tenants, clients, signing keys -------------------------------------------------------
+
+  async createTenant(tenant: { id: string; name: string }) {
+    try {
+      const [row] = await this.db.query('insert into tenants (id, name) values ($1, $2) returning *', [tenant.id, tenant.name]);
+      return toTenant(row);
+    } catch (error) {
+      if (isUniqueViolation(error)) throw new ConflictError(`tenant ${tenant.id} exists already`);
+      throw error;
+    }
+  }
+
+  async getTenant(id: string) {
+    const [row] = await this.db.query('select * from tenants where id = $1', [id]);
+    return row ? toTenant(row) : undefined;
+  }
+
+  async createClient(client: Omit<Client, 'createdAt'>) {
+    const [row] = await this.db.query(
+      'insert into clients (client_id, tenant_id, secret_hash, scopes, operator) values ($1, $2, $3, $4::jsonb, $5) returning *',
+      [client.clientId, client.tenantId, client.secretHash, json(client.scopes), client.operator],
+    );
+    return toClient(row);
+  }
+
+  async getClient(clientId: string) {
+    const [row] = await this.db.query('select * from clients where client_id = $1', [clientId]);
+    return row ? toClient(row) : undefined;
+  }
+
+  async listSigningKeys(): Promise<SigningKey[]> {
+    const rows = await this.db.query('select * from signing_keys order by created_at desc');
+    return rows.map((r: Row) => ({ kid: r.kid, sealedPrivateJwk: r.sealed_private_jwk, publicJwk: r.public_jwk, createdAt: iso(r.created_at) }));
+  }
+
+  async addSigningKey(key: Omit<SigningKey, 'createdAt'>) {
+    await this.db.query('insert into signing_keys (kid, sealed_private_jwk, public_jwk) values ($1, $2::jsonb, $3::jsonb) on conflict do nothing', [
+      key.kid, json(key.sealedPrivateJwk), json(key.publicJwk),
+    ]);
+  }
+
+  // --- flows ----------------------------------------------------------------------------------
+
+  async createFlow(tenantId: string, flow: { id: string; key: string; name: string; draft: FlowDocument }) {
+    try {
+      const [row] = await this.db.query('insert into flows (tenant_id, id, key, name, draft) values ($1, $2, $3, $4, $5::jsonb) returning *', [
+        tenantId, flow.id, flow.key, flow.name, json(flow.draft),
+      ]);
+      return toFlow(row);
+    } catch (error) {
+      if (isUniqueViolation(error)) throw new ConflictError(`a flow with key "${flow.key}" exists already`);
+      throw error;
+    }
+  }
+
+  async getFlow(tenantId: string, id: string) {
+    if (!isUuid(id)) return undefined;
+    const [row] = await this.db.query('select * from flows where tenant_id = $1 and id = $2', [tenantId, id]);
+    return row ? toFlow(row) : undefined;
+  }
+
+  async findFlowByKey(tenantId: string, key: string) {
+    const [row] = await this.db.query('select * from flows where tenant_id = $1 and key = $2', [tenantId, key]);
+    return row ? toFlow(row) : undefined;
+  }
+
+  async listFlows(tenantId: string, filter: { published?: boolean }, request: PageRequest) {
+    const rows = await this.db.query(
+      `select * from flows where tenant_id = $1 and ($2::uuid is null or id > $2::uuid)
+         and ($3::boolean is null or (latest_version is not null) = $3) order by id limit $4`,
+      [tenantId, decodeCursor(request.after, UUID), filter.published ?? null, request.first + 1],
+    );
+    return page(rows, request, toFlow, (r) => r.id);
+  }
+
+  async replaceDraft(tenantId: string, id: string, expectedRevision: number, draft: FlowDocument) {
+    if (!isUuid(id)) throw new NotFoundError(`no flow ${id}`);
+    const [row] = await this.db.query(
+      `update flows set draft = $4::jsonb, key = $5, name = $6, revision = revision + 1, updated_at = now()
+        where tenant_id = $1 and id = $2 and revision = $3 returning *`,
+      [tenantId, id, expectedRevision, json(draft), draft.key, draft.name],
+    ).catch((error) => {
+      if (isUniqueViolation(error)) throw new ConflictError(`a flow with key "${draft.key}" exists already`);
+      throw error;
+    });
+    if (row) return toFlow(row);
+    throw await this.missingOrStale(tenantId, id, expectedRevision);
+  }
+
+  private async missingOrStale(tenantId: string, id: string, expectedRevision: number) {
+    const current = await this.getFlow(tenantId, id);
+    if (!current) return new NotFoundError(`no flow ${id}`);
+    return new ConflictError(`the flow is at revision ${current.revision}, not ${expectedRevision}: read it again and reapply your change`);
+  }
+
+  async deleteFlow(tenantId: string, id: string) {
+    if (!isUuid(id)) return false;
+    const rows = await this.db.query('delete from flows where tenant_id = $1 and id = $2 returning id', [tenantId, id]);
+    return rows.length > 0;
+  }
+
+  async publishFlow(tenantId: string, id: string, expectedRevision: number | undefined, document: FlowDocument) {
+    if (!isUuid(id)) throw new NotFoundError(`no flow ${id}`);
+    const version = await this.db.transaction(async (tx) => {
+      const [flow] = await tx.query(
+        `update flows set latest_version = coalesce(latest_version, 0) + 1, active_version = coalesce(latest_version, 0) + 1,
+                active = true, updated_at = now()
+          where tenant_id = $1 and id = $2 and ($3::integer is null or revision = $3) returning latest_version`,
+        [tenantId, id, expectedRevision ?? null],
+      );
+      if (!flow) return undefined;
+      const [row] = await tx.query('insert into flow_versions (tenant_id, flow_id, version, document) values ($1, $2, $3, $4::jsonb) returning *', [
+        tenantId, id, flow.latest_version, json(document),
+      ]);
+      return toVersion(row);
+    });
+    // Diagnosed after the transaction: PGlite runs one statement at a time and would wait on itself.
+    if (!version) throw await this.missingOrStale(tenantId, id, expectedRevision ?? 0);
+    return version;
+  }
+
+  async setFlowActive(tenantId: string, id: string, active: boolean) {
+    if (!isUuid(id)) throw new NotFoundError(`no flow ${id}`);
+    const [row] = await this.db.query(
+      'update flows set active = $3, updated_at = now() where tenant_id = $1 and id = $2 and active_version is not null returning *',
+      [tenantId, id, active],
+    );
+    if (row) return toFlow(row);
+    if (await this.getFlow(tenantId, id)) throw new ConflictError('the flow has no published version yet: publish it first');
+    throw new NotFoundError(`no flow ${id}`);
+  }
+
+  async getFlowVersion(tenantId: string, flowId: string, version: number) {
+    if (!isUuid(flowId)) return undefined;
+    const [row] = await this.db.query('select * from flow_versions where tenant_id = $1 and flow_id = $2 and version = $3', [tenantId, flowId, version]);
+    return row ? toVersion(row) : undefined;
+  }
+
+  async listFlowVersions(tenantId: string, flowId: string, request: PageRequest) {
+    if (!isUuid(flowId)) return { nodes: [], pageInfo: { hasNextPage: false, endCursor: null } };
+    const after = decodeCursor(request.after, /^\d{1,9}$/);
+    const rows = await this.db.query(
+      `select * from flow_versions where tenant_id = $1 and flow_id = $2 and ($3::integer is null or version < $3::integer)
+        order by version desc limit $4`,
+      [tenantId, flowId, after === null ? null : Number(after), request.first + 1],
+    );
+    return page(rows, request, toVersion, (r) => String(r.version));
+  }
+
+  // --- variables and secrets ------------------------------------------------------------------
+
+  async putVariable(tenantId: string, name: string, value: unknown) {
+    const [row] = await this.db.query(
+      `insert into variables (tenant_id, name, value) values ($1, $2, $3::jsonb)
+       on conflict (tenant_id, name) do update set value = excluded.value, updated_at = now()
+       returning *, (xmax = 0) as created`,
+      [tenantId, name, json(value)],
+    );
+    return { variable: toVariable(row), created: row.created };
+  }
+
+  async getVariable(tenantId: string, name: string) {
+    const [row] = await this.db.query('select * from variables where tenant_id = $1 and name = $2', [tenantId, name]);
+    return row ? toVariable(row) : undefined;
+  }
+
+  async listVariables(tenantId: string, request: PageRequest) {
+    const rows = await this.db.query('select * from variables where tenant_id = $1 and ($2::text is null or name > $2) order by name limit $3', [
+      tenantId, decodeCursor(request.after), request.first + 1,
+    ]);
+    return page(rows, request, toVariable, (r) => r.name);
+  }
+
+  async deleteVariable(tenantId: string, name: string) {
+    return (await this.db.query('delete from variables where tenant_id = $1 and name = $2 returning name', [tenantId, name])).length > 0;
+  }
+
+  async variableValues(tenantId: string, names: Iterable<string> | '*') {
+    const rows = await this.db.query<Row>(
+      'select name, value from variables where tenant_id = $1 and ($2::text[] is null or name = any($2::text[]))',
+      [tenantId, names === '*' ? null : [...names]],
+    );
+    return Object.fromEntries(rows.map((r) => [r.name, r.value]));
+  }
+
+  async putSecret(tenantId: string, name: string, sealed: SealedValue) {
+    const [row] = await this.db.query(
+      `insert into secrets (tenant_id, name, key_id, ciphertext, fingerprint) values ($1, $2, $3, $4, $5)
+       on conflict (tenant_id, name) do update set key_id = excluded.key_id, ciphertext = excluded.ciphertext,
+         fingerprint = excluded.fingerprint, updated_at = now()
+       returning name, key_id, fingerprint, created_at, updated_at, (xmax = 0) as created`,
+      [tenantId, name, sealed.keyId, sealed.ciphertext, sealed.fingerprint],
+    );
+    return { secret: toSecretInfo(row), created: row.created };
+  }
+
+  async listSecrets(tenantId: string, request: PageRequest) {
+    const rows = await this.db.query(
+      `select name, key_id, fingerprint, created_at, updated_at from secrets
+        where tenant_id = $1 and ($2::text is null or name > $2) order by name limit $3`,
+      [tenantId, decodeCursor(request.after), request.first + 1],
+    );
+    return page(rows, request, toSecretInfo, (r) => r.name);
+  }
+
+  async deleteSecret(tenantId: string, name: string) {
+    return (await this.db.query('delete from secrets where tenant_id = $1 and name = $2 returning name', [tenantId, name])).length > 0;
+  }
+
+  async sealedSecrets(tenantId: string, names: Iterable<string> | '*') {
+    const rows = await this.db.query<Row>(
+      'select name, key_id, ciphertext, fingerprint from secrets where tenant_id = $1 and ($2::text[] is null or name = any($2::text[]))',
+      [tenantId, names === '*' ? null : [...names]],
+    );
+    return rows.map((r) => ({ name: r.name, keyId: r.key_id, ciphertext: r.ciphertext, fingerprint: r.fingerprint }));
+  }
+
+  // --- messages, runs, steps ------------------------------------------------------------------
+
+  async acceptMessage(message: Omit<Message, 'receivedAt'>, runId: string) {
+    // One statement: the message and its run are written together or not at all.
+    const [accepted] = await this.db.query(
+      `with m as (
+         insert into messages (tenant_id, id, flow_id, flow_version, delivery_id, body, headers, query)
+         values ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8::jsonb)
+         on conflict (tenant_id, flow_id, delivery_id) do nothing returning id
+       )
+       insert into runs (tenant_id, id, flow_id, flow_version, message_id, status)
+       select $1, $9, $3, $4, m.id, 'queued' from m returning *`,
+      [message.tenantId, message.id, message.flowId, message.flowVersion, message.deliveryId, json(message.body), json(message.headers),
+        json(message.query), runId],
+    );
+    if (accepted) return { duplicate: false, messageId: message.id, run: toRun(accepted) };
+    const [first] = await this.db.query(
+      `select r.* from messages m join runs r on r.tenant_id = m.tenant_id and r.message_id = m.id
+        where m.tenant_id = $1 and m.flow_id = $2 and m.delivery_id = $3 order by r.id limit 1`,
+      [message.tenantId, message.flowId, message.deliveryId],
+    );
+    return { duplicate: true, messageId: first.message_id, run: toRun(first) };
+  }
+
+  async loadRunState(tenantId: string, runId: string): Promise<RunState | undefined> {
+    if (!isUuid(runId)) return undefined;
+    const [row] = await this.db.query(
+      `select to_jsonb(r.*) as run, to_jsonb(m.*) as message,
+              coalesce((select jsonb_agg(to_jsonb(s.*)) from steps s where s.tenant_id = r.tenant_id and s.run_id = r.id), '[]'::jsonb) as steps
+         from runs r join messages m on m.tenant_id = r.tenant_id and m.id = r.message_id
+        where r.tenant_id = $1 and r.id = $2`,
+      [tenantId, runId],
+    );
+    if (!row) return undefined;
+    return { run: toRun(row.run), message: toMessage(row.message), steps: (row.steps as Row[]).map(toStep) };
+  }
+
+  async startRun(tenantId: string, runId: string) {
+    const [row] = await this.db.query(
+      `update runs set status = 'running', attempts = attempts + 1, started_at = coalesce(started_at, now())
+        where tenant_id = $1 and id = $2 and status not in ${TERMINAL} returning *`,
+      [tenantId, runId],
+    );
+    return row ? toRun(row) : undefined;
+  }
+
+  async markRunWaiting(tenantId: string, runId: string, error: ErrorRecord) {
+    await this.db.query(`update runs set status = 'waiting', error = $3::jsonb where tenant_id = $1 and id = $2 and status not in ${TERMINAL}`, [
+      tenantId, runId, json(error),
+    ]);
+  }
+
+  async finishRun(tenantId: string, runId: string, status: TerminalRunStatus, error: ErrorRecord | null) {
+    const rows = await this.db.query(
+      `update runs set status = $3, error = $4::jsonb, finished_at = now()
+        where tenant_id = $1 and id = $2 and status not in ${TERMINAL} returning id`,
+      [tenantId, runId, status, json(error)],
+    );
+    return rows.length > 0;
+  }
+
+  async saveStep(tenantId: string, step: Step) {
+    await this.db.query(
+      `insert into steps (tenant_id, run_id, key, node_id, status, attempts, output, error, started_at, finished_at)
+       values ($1, $2, $3, $4, $5, $6, $7::jsonb, $8::jsonb, $9, $10)
+       on conflict (tenant_id, run_id, key) do update set status = excluded.status, attempts = excluded.attempts,
+         output = excluded.output, error = excluded.error, started_at = excluded.started_at, finished_at = excluded.finished_at`,
+      [tenantId, step.runId, step.key, step.nodeId, step.status, step.attempts, json(step.output), json(step.error), step.startedAt, step.finishedAt],
+    );
+  }
+
+  async getRun(tenantId: string, runId: string) {
+    if (!isUuid(runId)) return undefined;
+    const [run] = await this.db.query('select * from runs where tenant_id = $1 and id = $2', [tenantId, runId]);
+    if (!run) return undefined;
+    const steps = await this.db.query('select * from steps where tenant_id = $1 and run_id = $2 order by started_at, key', [tenantId, runId]);
+    return { run: toRun(run), steps: steps.map(toStep) };
+  }
+
+  async listRuns(tenantId: string, filter: { flowId?: string; status?: RunStatus }, request: PageRequest) {
+    if (filter.flowId !== undefined && !isUuid(filter.flowId)) return { nodes: [], pageInfo: { hasNextPage: false, endCursor: null } };
+    const rows = await this.db.query(
+      `select * from runs where tenant_id = $1 and ($2::uuid is null or flow_id = $2::uuid) and ($3::text is null or status = $3)
+         and ($4::uuid is null or id < $4::uuid) order by id desc limit $5`,
+      [tenantId, filter.flowId ?? null, filter.status ?? null, decodeCursor(request.after, UUID), request.first + 1],
+    );
+    return page(rows, request, toRun, (r) => r.id);
+  }
+}

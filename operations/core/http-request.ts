@@ -1,0 +1,127 @@
+import { permanent, retryable } from '../../engine/errors.ts';
+import { defineOperation } from '../../engine/operations.ts';
+import { oauth1Header } from './oauth1.ts';
+
+const text = { type: 'string', minLength: 1 } as const;
+
+export const MAX_RESPONSE_BYTES = 10 * 1024 * 1024;
+
+export const httpRequest = defineOperation({
+  name: 'http.request',
+  title: 'HTTP request',
+  description:
+    'Calls an HTTP endpoint; the output is {status, headers, body}. 429, 5xx and network errors are retried; other 4xx fail the run. ' +
+    'Sends the node\'s idempotency key so the receiver can drop repeats.',
+  sideEffects: true,
+  configSchema: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['url'],
+    properties: {
+      method: { enum: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD'], default: 'GET' },
+      url: { type: 'string', pattern: '^https?://' },
+      headers: { type: 'object', additionalProperties: { type: 'string' }, default: {} },
+      query: { type: 'object', additionalProperties: { type: ['string', 'number', 'boolean'] }, default: {} },
+      body: { description: 'Sent as JSON unless it is a string.' },
+      timeoutMs: { type: 'integer', minimum: 1, maximum: 300_000, default: 30_000 },
+      maxResponseBytes: { type: 'integer', minimum: 1, maximum: MAX_RESPONSE_BYTES, default: 5 * 1024 * 1024 },
+      idempotencyKeyHeader: {
+        type: ['string', 'null'], default: 'Idempotency-Key',
+        description: 'Header that carries the idempotency key; null sends none.',
+      },
+      auth: {
+        oneOf: [
+          { type: 'object', additionalProperties: false, required: ['type'], properties: { type: { const: 'none' } } },
+          { type: 'object', additionalProperties: false, required: ['type', 'token'], properties: { type: { const: 'bearer' }, token: text } },
+          {
+            type: 'object', additionalProperties: false, required: ['type', 'username', 'password'],
+            properties: { type: { const: 'basic' }, username: { type: 'string' }, password: { type: 'string' } },
+          },
+          {
+            type: 'object', additionalProperties: false, required: ['type', 'header', 'value'],
+            properties: { type: { const: 'apiKey' }, header: text, value: text },
+          },
+          {
+            type: 'object', additionalProperties: false, required: ['type', 'consumerKey', 'consumerSecret', 'token', 'tokenSecret'],
+            description: 'Token-based authentication (OAuth 1.0a, HMAC-SHA256), e.g. NetSuite TBA; realm = account id.',
+            properties: {
+              type: { const: 'oauth1' }, consumerKey: text, consumerSecret: text, token: text, tokenSecret: text, realm: { type: 'string' },
+            },
+          },
+        ],
+      },
+    },
+  },
+  async run(ctx) {
+    const { config } = ctx;
+    const url = new URL(config.url);
+    for (const [name, value] of Object.entries(config.query ?? {})) url.searchParams.append(name, String(value));
+    const method = config.method ?? 'GET';
+    const headers = new Headers(config.headers ?? {});
+    if (config.idempotencyKeyHeader !== null) headers.set(config.idempotencyKeyHeader ?? 'Idempotency-Key', ctx.idempotencyKey);
+    let body: string | undefined;
+    if (config.body !== undefined && method !== 'GET' && method !== 'HEAD') {
+      body = typeof config.body === 'string' ? config.body : JSON.stringify(config.body);
+      if (!headers.has('content-type')) headers.set('content-type', typeof config.body === 'string' ? 'text/plain' : 'application/json');
+    }
+    const auth = config.auth;
+    if (auth?.type === 'bearer') headers.set('authorization', `Bearer ${auth.token}`);
+    if (auth?.type === 'basic') headers.set('authorization', `Basic ${Buffer.from(`${auth.username}:${auth.password}`).toString('base64')}`);
+    if (auth?.type === 'apiKey') headers.set(auth.header, auth.value);
+    // Signed per attempt: a retry carries a fresh nonce and timestamp.
+    if (auth?.type === 'oauth1') headers.set('authorization', oauth1Header(method, url.toString(), auth));
+
+    let response: Response;
+    try {
+      response = await fetch(url, { method, headers, body, signal: AbortSignal.any([ctx.signal, AbortSignal.timeout(config.timeoutMs ?? 30_000)]) });
+    } catch (error) {
+      const reason = error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error);
+      throw retryable(`${method} ${url.origin}${url.pathname} failed: ${reason}`, { details: { url: `${url.origin}${url.pathname}` } });
+    }
+    const responseBody = await readBody(response, config.maxResponseBytes ?? 5 * 1024 * 1024);
+    const result = { status: response.status, headers: Object.fromEntries(response.headers), body: responseBody };
+    if (response.ok) return result;
+
+    const details = { status: response.status, body: preview(responseBody) };
+    const message = `${method} ${url.origin}${url.pathname} answered ${response.status}`;
+    if (response.status === 429 || response.status >= 500) throw retryable(message, { details, retryAfterMs: retryAfter(response.headers.get('retry-after')) });
+    throw permanent(message, { details });
+  },
+});
+
+/** Reads at most `limit` bytes: a larger response fails the node instead of exhausting memory. */
+async function readBody(response: Response, limit: number): Promise<unknown> {
+  const declared = Number(response.headers.get('content-length') ?? 0);
+  if (declared > limit) throw permanent(`response of ${declared} bytes exceeds maxResponseBytes (${limit})`);
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  if (response.body) {
+    for await (const chunk of response.body) {
+      size += chunk.byteLength;
+      if (size > limit) throw permanent(`response exceeds maxResponseBytes (${limit})`);
+      chunks.push(chunk);
+    }
+  }
+  const text = Buffer.concat(chunks).toString('utf8');
+  if (text.length > 0 && /[/+]json\b/i.test(response.headers.get('content-type') ?? '')) {
+    try {
+      return JSON.parse(text);
+    } catch {
+      return text;
+    }
+  }
+  return text;
+}
+
+function preview(body: unknown) {
+  const textual = typeof body === 'string' ? body : JSON.stringify(body);
+  return textual.length > 2000 ? `${textual.slice(0, 2000)}…` : body;
+}
+
+function retryAfter(header: string | null): number | undefined {
+  if (!header) return undefined;
+  const seconds = Number(header);
+  if (Number.isFinite(seconds)) return seconds * 1000;
+  const date = Date.parse(header);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
+}

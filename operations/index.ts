@@ -1,0 +1,5 @@
+import type { OperationDefinition } from '../engine/operations.ts';
+import { coreOperations } from './core/index.ts';
+
+/** Every operation family this build ships. */
+export const allOperations: OperationDefinition<any>[] = [...coreOperations];

@@ -1,0 +1,115 @@
+import { describe, expect, it } from 'vitest';
+import { compileFlow, validateFlow, type CompileOptions } from '../engine/flow/compile.ts';
+import { TemplateCompiler } from '../engine/flow/template.ts';
+import { OperationRegistry } from '../engine/operations.ts';
+import { allOperations } from '../operations/index.ts';
+import example from '../flows/orders-to-erp.json' with { type: 'json' };
+
+const options: CompileOptions = { registry: new OperationRegistry(allOperations), limits: { timeoutMs: 200, maxDepth: 100 }, defaultTimeoutMs: 30_000 };
+const flow = (nodes: object[], edges: object[], extra: object = {}) => ({ key: 'k', name: 'n', trigger: { type: 'webhook' }, nodes, edges, ...extra });
+const map = { id: 'map', operation: 'transform', config: { expression: '{{ $input.body }}' } };
+
+describe('flow validation', () => {
+  it('accepts the example flow', () => {
+    expect(validateFlow(example, options)).toEqual([]);
+  });
+
+  it('reports schema errors with their JSON paths', () => {
+    const errors = validateFlow({ key: 'Bad Key', name: 'n', trigger: { type: 'webhook' }, nodes: [{ id: 'a' }], edges: [], extra: 1 }, options);
+    expect(errors).toEqual(expect.arrayContaining([
+      expect.objectContaining({ path: '$.key' }),
+      expect.objectContaining({ path: '$.nodes[0].operation', message: expect.stringContaining('required') }),
+      expect.objectContaining({ path: '$.extra' }),
+    ]));
+  });
+
+  it('names the node and field of duplicate ids, unknown operations and bad config', () => {
+    const errors = validateFlow(flow([
+      map,
+      { id: 'map', operation: 'transform', config: { expression: 1 } },
+      { id: 'x', operation: 'no.such.op' },
+      { id: 'send', operation: 'http.request', config: { url: 'ftp://nope', method: 'BREW' } },
+    ], [{ from: 'trigger', to: 'map' }, { from: 'map', to: 'x' }, { from: 'map', to: 'send' }]), options);
+    expect(errors).toEqual(expect.arrayContaining([
+      { path: '$.nodes[1].id', message: expect.stringContaining('duplicates'), node: 'map' },
+      { path: '$.nodes[2].operation', message: expect.stringContaining('no.such.op'), node: 'x' },
+      expect.objectContaining({ path: '$.nodes[3].config.url', node: 'send' }),
+      expect.objectContaining({ path: '$.nodes[3].config.method', node: 'send' }),
+    ]));
+  });
+
+  it('defers checks of config values given as expressions to run time', () => {
+    const send = { id: 'send', operation: 'http.request', config: { url: '{{ $vars.URL }}', method: '{{ "POST" }}', timeoutMs: '{{ 5 * 1000 }}' } };
+    expect(validateFlow(flow([send], [{ from: 'trigger', to: 'send' }]), options)).toEqual([]);
+  });
+
+  it('reports expressions that do not compile, with node and field', () => {
+    const errors = validateFlow(flow([{ id: 'map', operation: 'transform', config: { expression: '{{ $input.( }}' } }], [
+      { from: 'trigger', to: 'map', when: '{{ $input.body.ok = }}' },
+    ]), options);
+    expect(errors).toEqual(expect.arrayContaining([
+      expect.objectContaining({ path: '$.nodes[0].config.expression', node: 'map', message: expect.stringContaining('does not compile') }),
+      expect.objectContaining({ path: '$.edges[0].when', message: expect.stringContaining('does not compile') }),
+    ]));
+  });
+
+  it('reports edges to unknown nodes, cycles and unreachable nodes', () => {
+    const errors = validateFlow(flow([
+      map,
+      { id: 'a', operation: 'transform', config: { expression: 1 } },
+      { id: 'b', operation: 'transform', config: { expression: 2 } },
+      { id: 'lonely', operation: 'transform', config: { expression: 3 } },
+    ], [
+      { from: 'trigger', to: 'map' }, { from: 'map', to: 'a' }, { from: 'a', to: 'b' }, { from: 'b', to: 'a' }, { from: 'ghost', to: 'map' },
+    ]), options);
+    expect(errors).toEqual(expect.arrayContaining([
+      expect.objectContaining({ path: '$.edges[4].from', message: expect.stringContaining('ghost') }),
+      expect.objectContaining({ path: '$.nodes[1]', node: 'a', message: 'is part of a cycle' }),
+      expect.objectContaining({ path: '$.nodes[2]', node: 'b', message: 'is part of a cycle' }),
+      expect.objectContaining({ path: '$.nodes[3]', node: 'lonely', message: 'is not reachable from the trigger' }),
+    ]));
+  });
+
+  it('orders nodes so each runs after everything it depends on', () => {
+    const compiled = compileFlow(flow([
+      { id: 'last', operation: 'transform', config: { expression: 1 } },
+      { id: 'first', operation: 'transform', config: { expression: 1 } },
+      { id: 'middle', operation: 'transform', config: { expression: 1 } },
+    ], [{ from: 'middle', to: 'last' }, { from: 'trigger', to: 'first' }, { from: 'first', to: 'middle' }, { from: 'first', to: 'last' }]), options);
+    expect(compiled.nodes.map((node) => node.id)).toEqual(['first', 'middle', 'last']);
+  });
+
+  it('records which variables and secrets a flow reads', () => {
+    const compiled = compileFlow(flow([
+      { id: 'send', operation: 'http.request', config: { url: '{{ $vars.ERP_URL }}/x', auth: { type: 'bearer', token: '{{ $secrets.ERP_TOKEN }}' } } },
+    ], [{ from: 'trigger', to: 'send' }]), options);
+    expect(compiled.references.vars).toEqual(new Set(['ERP_URL']));
+    expect(compiled.references.secrets).toEqual(new Set(['ERP_TOKEN']));
+  });
+});
+
+describe('templates', () => {
+  const compile = (value: unknown) => {
+    const compiler = new TemplateCompiler({ timeoutMs: 200, maxDepth: 100 });
+    const template = compiler.compile(value, '$');
+    expect(compiler.errors).toEqual([]);
+    return template;
+  };
+  const bindings = { input: { body: { id: 7, items: [1, 2, 3] } }, steps: {}, vars: { HOST: 'erp.example' }, secrets: {} };
+
+  it('keeps the type of a whole {{ }} and interpolates text', async () => {
+    expect(await compile('{{ $input.body.id }}').evaluate(bindings)).toBe(7);
+    expect(await compile('{{ $sum($input.body.items) }}').evaluate(bindings)).toBe(6);
+    expect(await compile('https://{{ $vars.HOST }}/orders/{{ $input.body.id }}').evaluate(bindings)).toBe('https://erp.example/orders/7');
+    expect(await compile({ nested: ['{{ $input.body.id + 1 }}', 'plain'] }).evaluate(bindings)).toEqual({ nested: [8, 'plain'] });
+  });
+
+  it('evaluates an object constructor with nested braces', async () => {
+    expect(await compile("{{ {'id': $input.body.id, 'inner': {'n': 1}} }}").evaluate(bindings)).toEqual({ id: 7, inner: { n: 1 } });
+  });
+
+  it('fails a runaway expression with a clear, permanent error instead of stalling', async () => {
+    const runaway = compile('{{ ( $f := function($n) { $f($n + 1) }; $f(0) ) }}');
+    await expect(runaway.evaluate(bindings)).rejects.toMatchObject({ kind: 'permanent', message: expect.stringContaining('expression failed') });
+  });
+});

@@ -1,0 +1,147 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ConflictError, NotFoundError, ValidationError } from '../engine/errors.ts';
+import type { FlowDocument } from '../engine/flow/schema.ts';
+import { newId } from '../engine/ids.ts';
+import type { Store } from '../engine/store/port.ts';
+import { PgDriver } from '../engine/store/sql/pg-driver.ts';
+import { PgliteDriver } from '../engine/store/sql/pglite-driver.ts';
+import { SqlStore } from '../engine/store/sql/sql-store.ts';
+import { POSTGRES_URL } from './support/harness.ts';
+
+const adapters: Array<[string, () => Promise<{ store: Store; cleanup: () => Promise<void> }>]> = [
+  ['PGlite', async () => {
+    const store = await SqlStore.open(await PgliteDriver.open());
+    return { store, cleanup: () => store.close() };
+  }],
+  ['PostgreSQL', async () => {
+    const schema = `contract_${randomBytes(5).toString('hex')}`;
+    const admin = new pg.Client({ connectionString: POSTGRES_URL });
+    await admin.connect();
+    await admin.query(`create schema ${schema}`);
+    const store = await SqlStore.open(new PgDriver({ connectionString: POSTGRES_URL, schema }));
+    return {
+      store,
+      cleanup: async () => {
+        await store.close();
+        await admin.query(`drop schema ${schema} cascade`);
+        await admin.end();
+      },
+    };
+  }],
+];
+
+const doc = (key: string): FlowDocument => ({
+  key, name: key, trigger: { type: 'webhook', config: {} }, nodes: [{ id: 'a', operation: 'transform', config: { expression: 1 } }], edges: [{ from: 'trigger', to: 'a' }],
+});
+
+describe.each(adapters)('store contract on %s', (_name, open) => {
+  let store: Store;
+  let cleanup: () => Promise<void>;
+  beforeAll(async () => {
+    ({ store, cleanup } = await open());
+    await store.createTenant({ id: 'a', name: 'A' });
+    await store.createTenant({ id: 'b', name: 'B' });
+  });
+  afterAll(() => cleanup());
+
+  it('refuses a second tenant with the same id', async () => {
+    await expect(store.createTenant({ id: 'a', name: 'again' })).rejects.toBeInstanceOf(ConflictError);
+  });
+
+  it('scopes flows by tenant: the same key in two tenants, invisible to each other', async () => {
+    const flowA = await store.createFlow('a', { id: newId(), key: 'shared', name: 'A', draft: doc('shared') });
+    const flowB = await store.createFlow('b', { id: newId(), key: 'shared', name: 'B', draft: doc('shared') });
+    expect(await store.getFlow('b', flowA.id)).toBeUndefined();
+    expect((await store.findFlowByKey('a', 'shared'))?.id).toBe(flowA.id);
+    expect((await store.findFlowByKey('b', 'shared'))?.id).toBe(flowB.id);
+    expect(await store.deleteFlow('b', flowA.id)).toBe(false);
+    await expect(store.createFlow('a', { id: newId(), key: 'shared', name: 'dup', draft: doc('shared') })).rejects.toBeInstanceOf(ConflictError);
+  });
+
+  it('replaces a draft only at the current revision', async () => {
+    const flow = await store.createFlow('a', { id: newId(), key: 'occ', name: 'occ', draft: doc('occ') });
+    const next = await store.replaceDraft('a', flow.id, 1, { ...doc('occ'), name: 'renamed' });
+    expect(next.revision).toBe(2);
+    expect(next.name).toBe('renamed');
+    await expect(store.replaceDraft('a', flow.id, 1, doc('occ'))).rejects.toBeInstanceOf(ConflictError);
+    await expect(store.replaceDraft('b', flow.id, 2, doc('occ'))).rejects.toBeInstanceOf(NotFoundError);
+    await expect(store.replaceDraft('a', 'not-a-uuid', 2, doc('occ'))).rejects.toBeInstanceOf(NotFoundError);
+  });
+
+  it('publishes immutable, numbered versions and activates the latest', async () => {
+    const flow = await store.createFlow('a', { id: newId(), key: 'pub', name: 'pub', draft: doc('pub') });
+    expect((await store.publishFlow('a', flow.id, 1, doc('pub'))).version).toBe(1);
+    await store.replaceDraft('a', flow.id, 1, { ...doc('pub'), name: 'v2' });
+    await expect(store.publishFlow('a', flow.id, 1, doc('pub'))).rejects.toBeInstanceOf(ConflictError);
+    const v2 = await store.publishFlow('a', flow.id, 2, { ...doc('pub'), name: 'v2' });
+    expect(v2.version).toBe(2);
+    const current = await store.getFlow('a', flow.id);
+    expect(current).toMatchObject({ activeVersion: 2, latestVersion: 2, active: true });
+    expect((await store.getFlowVersion('a', flow.id, 1))?.document.name).toBe('pub');
+    expect(await store.getFlowVersion('b', flow.id, 1)).toBeUndefined();
+    const versions = await store.listFlowVersions('a', flow.id, { first: 1 });
+    expect(versions.nodes.map((v) => v.version)).toEqual([2]);
+    const rest = await store.listFlowVersions('a', flow.id, { first: 1, after: versions.pageInfo.endCursor! });
+    expect(rest.nodes.map((v) => v.version)).toEqual([1]);
+    expect(rest.pageInfo.hasNextPage).toBe(false);
+    expect((await store.setFlowActive('a', flow.id, false)).active).toBe(false);
+  });
+
+  it('pages lists with opaque cursors and rejects forged ones', async () => {
+    for (const name of ['V1', 'V2', 'V3']) await store.putVariable('a', name, { n: name });
+    const first = await store.listVariables('a', { first: 2 });
+    expect(first.nodes.map((v) => v.name)).toEqual(['V1', 'V2']);
+    expect(first.pageInfo.hasNextPage).toBe(true);
+    const second = await store.listVariables('a', { first: 2, after: first.pageInfo.endCursor! });
+    expect(second.nodes.map((v) => v.name)).toEqual(['V3']);
+    expect(second.pageInfo.hasNextPage).toBe(false);
+    expect((await store.listVariables('b', { first: 10 })).nodes).toEqual([]);
+    await expect(store.listRuns('a', {}, { first: 5, after: Buffer.from('nope').toString('base64url') })).rejects.toBeInstanceOf(ValidationError);
+  });
+
+  it('reports whether a put created or replaced, and keeps JSON values as JSON', async () => {
+    expect((await store.putVariable('a', 'J', [1, { x: null }])).created).toBe(true);
+    const replaced = await store.putVariable('a', 'J', 'text');
+    expect(replaced.created).toBe(false);
+    expect(replaced.variable.value).toBe('text');
+    expect(await store.variableValues('a', ['J', 'MISSING'])).toEqual({ J: 'text' });
+  });
+
+  it('keeps sealed secrets per tenant and lists them without ciphertext', async () => {
+    await store.putSecret('a', 'TOKEN', { keyId: 'k', ciphertext: 'iv.body', fingerprint: 'fp' });
+    const listed = await store.listSecrets('a', { first: 10 });
+    expect(listed.nodes).toEqual([expect.objectContaining({ name: 'TOKEN', keyId: 'k', fingerprint: 'fp' })]);
+    expect(JSON.stringify(listed)).not.toContain('iv.body');
+    expect(await store.sealedSecrets('b', '*')).toEqual([]);
+  });
+
+  it('accepts a delivery id once per flow and returns the first message to repeats', async () => {
+    const flow = await store.createFlow('a', { id: newId(), key: 'dedupe', name: 'd', draft: doc('dedupe') });
+    const message = (id: string) => ({ tenantId: 'a', id, flowId: flow.id, flowVersion: 1, deliveryId: 'delivery-1', body: { n: 1 }, headers: {}, query: {} });
+    const first = await store.acceptMessage(message(newId()), newId());
+    const again = await store.acceptMessage(message(newId()), newId());
+    expect(first.duplicate).toBe(false);
+    expect(again).toMatchObject({ duplicate: true, messageId: first.messageId, run: { id: first.run.id } });
+    const other = await store.acceptMessage({ ...message(newId()), tenantId: 'b' }, newId());
+    expect(other.duplicate).toBe(false);
+  });
+
+  it('never changes a finished run, and counts attempts', async () => {
+    const flow = await store.createFlow('a', { id: newId(), key: 'runs', name: 'r', draft: doc('runs') });
+    const { run } = await store.acceptMessage({ tenantId: 'a', id: newId(), flowId: flow.id, flowVersion: 1, deliveryId: null, body: null, headers: {}, query: {} }, newId());
+    expect((await store.startRun('a', run.id))?.attempts).toBe(1);
+    await store.saveStep('a', { runId: run.id, key: 'a', nodeId: 'a', status: 'succeeded', attempts: 1, output: { big: 2 ** 40 }, error: null, startedAt: new Date().toISOString(), finishedAt: new Date().toISOString() });
+    expect(await store.finishRun('a', run.id, 'succeeded', null)).toBe(true);
+    expect(await store.finishRun('a', run.id, 'failed', { kind: 'permanent', message: 'late' })).toBe(false);
+    await store.markRunWaiting('a', run.id, { kind: 'later', message: 'late' });
+    expect(await store.startRun('a', run.id)).toBeUndefined();
+    const state = await store.loadRunState('a', run.id);
+    expect(state?.run).toMatchObject({ status: 'succeeded', attempts: 1, error: null });
+    expect(state?.steps).toEqual([expect.objectContaining({ key: 'a', output: { big: 2 ** 40 } })]);
+    expect(await store.loadRunState('b', run.id)).toBeUndefined();
+    expect((await store.listRuns('a', { flowId: flow.id, status: 'succeeded' }, { first: 10 })).nodes.map((r) => r.id)).toEqual([run.id]);
+    expect((await store.listRuns('b', {}, { first: 10 })).nodes.every((r) => r.tenantId === 'b')).toBe(true);
+  });
+});

@@ -1,0 +1,195 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import { pino, type Logger } from 'pino';
+import { storeAdmin } from '../../bin/admin.ts';
+import { loadConfig, type Config } from '../../bin/config.ts';
+import { Platform, type Roles } from '../../bin/platform.ts';
+import { Keyring } from '../../engine/secrets/keyring.ts';
+
+export const POSTGRES_URL = process.env.TEST_DATABASE_URL ?? 'postgres://root@127.0.0.1:5432/test';
+export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+export type StoreKind = 'pglite' | 'postgres';
+
+/** A fresh, isolated environment for one test file: its own schema (or data dir) and Redis prefix. */
+export function isolatedConfig(kind: StoreKind, overrides: Partial<Config> = {}): Config {
+  const suffix = randomBytes(5).toString('hex');
+  const base = loadConfig({});
+  return {
+    ...base,
+    port: 0,
+    host: '127.0.0.1',
+    dataDir: mkdtempSync(path.join(os.tmpdir(), 'tributary-test-')),
+    databaseUrl: kind === 'postgres' ? POSTGRES_URL : undefined,
+    databaseSchema: kind === 'postgres' ? `test_${suffix}` : undefined,
+    secretsKey: Keyring.generateEntry('test'),
+    redisUrl: REDIS_URL,
+    redisPrefix: `test-${suffix}`,
+    logLevel: 'info',
+    workerStalledIntervalMs: 2000,
+    ...overrides,
+  };
+}
+
+/** A logger whose lines the test can read: to prove what never reaches the logs. */
+export function capturingLogger(): { logger: Logger; lines: string[] } {
+  const lines: string[] = [];
+  const stream = new Writable({
+    write(chunk, _encoding, done) {
+      lines.push(chunk.toString());
+      done();
+    },
+  });
+  return { logger: pino({ level: 'debug', redact: { paths: ['authorization', '*.authorization'], censor: '[REDACTED]' } }, stream), lines };
+}
+
+export interface TestPlatform {
+  platform: Platform;
+  config: Config;
+  lines: string[];
+  url: string;
+  /** Create a tenant and a client; returns an API caller bound to it. */
+  tenant(id: string, scopes?: string[]): Promise<ApiClient>;
+  operator(): Promise<ApiClient>;
+  close(): Promise<void>;
+}
+
+export async function startTestPlatform(kind: StoreKind, roles: Roles = { api: true, worker: true }, overrides: Partial<Config> = {}): Promise<TestPlatform> {
+  const config = isolatedConfig(kind, overrides);
+  const { logger, lines } = capturingLogger();
+  const platform = await Platform.start(config, roles, { logger });
+  const admin = storeAdmin(platform.store);
+  const clientFor = async (tenantId: string | undefined, request: { scopes?: string[]; operator?: boolean }) => {
+    const credentials = await admin.createClient({ tenantId, ...request });
+    const token = await getToken(platform.url, credentials.client_id, credentials.client_secret);
+    return new ApiClient(platform.url, token, tenantId ?? '', credentials);
+  };
+  return {
+    platform,
+    config,
+    lines,
+    url: platform.url,
+    tenant: async (id, scopes) => {
+      await admin.createTenant({ id });
+      return clientFor(id, { scopes });
+    },
+    operator: () => clientFor(undefined, { operator: true }),
+    close: async () => {
+      await platform.close();
+      await dropIsolation(config);
+    },
+  };
+}
+
+export async function dropIsolation(config: Config) {
+  rmSync(config.dataDir, { recursive: true, force: true });
+  if (config.databaseSchema) {
+    const client = new pg.Client({ connectionString: POSTGRES_URL });
+    await client.connect();
+    await client.query(`drop schema if exists ${config.databaseSchema} cascade`);
+    await client.end();
+  }
+  const redis = new Redis(REDIS_URL);
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${config.redisPrefix}:*`, 'COUNT', 500);
+    if (keys.length > 0) await redis.del(...keys);
+    cursor = next;
+  } while (cursor !== '0');
+  redis.disconnect();
+}
+
+export async function getToken(url: string, clientId: string, clientSecret: string): Promise<string> {
+  const response = await fetch(`${url}/oauth/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret, audience: 'tributary-api' }),
+  });
+  if (!response.ok) throw new Error(`token request failed: ${response.status} ${await response.text()}`);
+  return ((await response.json()) as { access_token: string }).access_token;
+}
+
+export interface ApiResponse<T = any> {
+  status: number;
+  body: T;
+  headers: Headers;
+  text: string;
+}
+
+export class ApiClient {
+  constructor(
+    readonly url: string,
+    readonly token: string,
+    readonly tenantId: string,
+    readonly credentials: { client_id: string; client_secret: string },
+  ) {}
+
+  /** Call an /api route as this client (`tenant_id` defaults to the client's own tenant). */
+  async call<T = any>(method: string, route: string, body?: unknown, headers: Record<string, string> = {}): Promise<ApiResponse<T>> {
+    const response = await fetch(`${this.url}${route}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${this.token}`,
+        tenant_id: this.tenantId,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...headers,
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await response.text();
+    return { status: response.status, body: text ? JSON.parse(text) : undefined, headers: response.headers, text };
+  }
+
+  as(tenantId: string) {
+    return new ApiClient(this.url, this.token, tenantId, this.credentials);
+  }
+
+  /** Create, then publish a flow document; returns the flow id. */
+  async publish(document: object): Promise<string> {
+    const created = await this.call('POST', '/api/v1/editable-flows', document);
+    if (created.status !== 201) throw new Error(`create failed: ${created.text}`);
+    const published = await this.call('POST', `/api/v1/editable-flows/${created.body.id}/publish`);
+    if (published.status !== 201) throw new Error(`publish failed: ${published.text}`);
+    return created.body.id;
+  }
+
+  /** Wait until the run reaches a finished status; returns it with its steps. */
+  async settledRun(runId: string): Promise<any> {
+    return eventually(async () => {
+      const run = await this.call('GET', `/api/v1/runs/${runId}`);
+      if (!['succeeded', 'failed', 'filtered', 'skipped', 'cancelled'].includes(run.body?.status)) throw new Error(`run is ${run.body?.status}`);
+      return run.body;
+    });
+  }
+}
+
+export async function sendWebhook(url: string, tenantId: string, flowKey: string, body: unknown, headers: Record<string, string> = {}) {
+  const response = await fetch(`${url}/hooks/${tenantId}/${flowKey}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const text = await response.text();
+  return { status: response.status, body: text ? JSON.parse(text) : undefined, headers: response.headers };
+}
+
+/**
+ * Retry `probe` until it stops throwing. This bounds a wait for an eventual state (a run finishing
+ * in a worker); it asserts nothing about speed.
+ */
+export async function eventually<T>(probe: () => Promise<T>, limitMs = 60_000): Promise<T> {
+  const deadline = Date.now() + limitMs;
+  for (;;) {
+    try {
+      return await probe();
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+}

@@ -1,0 +1,11 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    // Each file isolates itself (schema, data dir, Redis prefix), so files run in parallel.
+    fileParallelism: true,
+    testTimeout: 120_000,
+    hookTimeout: 120_000,
+  },
+});
