@@ -5,6 +5,7 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     // Each file isolates itself (schema, data dir, Redis prefix), so files run in parallel.
     fileParallelism: true,
+    reporters: ['default', './test/support/summary-reporter.ts'],
     testTimeout: 120_000,
     hookTimeout: 120_000,
   },

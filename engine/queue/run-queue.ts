@@ -25,6 +25,12 @@ export interface QueueOptions {
  */
 const JOB_ATTEMPTS = 10;
 
+/**
+ * BullMQ waits for a connection indefinitely; intake must answer within a sender's window
+ * (Shopify allows 5 s), so an enqueue that does not complete in time counts as failed.
+ */
+export const ENQUEUE_TIMEOUT_MS = 3000;
+
 export class RunQueue {
   readonly queue: Queue<RunJobData>;
 
@@ -45,7 +51,15 @@ export class RunQueue {
 
   /** The job id is the run id: adding a run that is already queued is a no-op. */
   async enqueue(job: RunJobData): Promise<void> {
-    await this.queue.add('run', job, { jobId: job.runId });
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`Redis did not take the job within ${ENQUEUE_TIMEOUT_MS} ms`)), ENQUEUE_TIMEOUT_MS);
+    });
+    try {
+      await Promise.race([this.queue.add('run', job, { jobId: job.runId }), timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   close() {

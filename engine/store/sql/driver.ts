@@ -6,6 +6,8 @@ export interface SqlExecutor {
 }
 
 export interface SqlDriver extends SqlExecutor {
+  /** The schema every statement works in, when not the default one; migrations create it. */
+  readonly schema?: string;
   /** Runs `fn` in one transaction: committed when it resolves, rolled back when it throws. */
   transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T>;
   close(): Promise<void>;

@@ -123,6 +123,7 @@ export const migrations: Array<{ version: number; name: string; sql: string }> =
 export async function migrate(driver: SqlDriver): Promise<number[]> {
   return driver.transaction(async (tx) => {
     await tx.query('select pg_advisory_xact_lock(7263541)');
+    if (driver.schema) await tx.exec(`create schema if not exists ${driver.schema}`);
     await tx.query(`create table if not exists schema_migrations (
       version integer primary key, name text not null, applied_at timestamptz not null default now())`);
     const done = new Set((await tx.query<{ version: number }>('select version from schema_migrations')).map((row) => row.version));

@@ -11,9 +11,11 @@ export interface PgDriverOptions {
 /** PostgreSQL through a `pg` pool: for separate API and worker processes. */
 export class PgDriver implements SqlDriver {
   private readonly pool: pg.Pool;
+  readonly schema?: string;
 
   constructor(options: PgDriverOptions) {
     const schema = options.schema ? assertIdentifier(options.schema) : undefined;
+    this.schema = schema;
     this.pool = new pg.Pool({
       connectionString: options.connectionString,
       max: options.maxConnections ?? 10,

@@ -1,0 +1,172 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createClientCredentials } from '../api/auth/clients.ts';
+import example from '../flows/orders-to-erp.json' with { type: 'json' };
+import { getToken, sendWebhook, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
+
+let env: TestPlatform;
+let a: ApiClient;
+let b: ApiClient;
+let flowA: string;
+
+beforeAll(async () => {
+  env = await startTestPlatform('postgres', { api: true, worker: true }, { bodyLimitBytes: 64 * 1024 });
+  a = await env.tenant('tenant-a');
+  b = await env.tenant('tenant-b');
+  flowA = await a.publish(example);
+  await a.call('PUT', '/api/v1/global-variables/ERP_URL', { value: 'http://127.0.0.1:9' });
+  await a.call('PUT', '/api/v1/secret-global-variables/ERP_TOKEN', { value: 'tok-a-very-secret' });
+});
+afterAll(() => env?.close());
+
+/** Every /api route of the OpenAPI document, with its path parameters filled for tenant A's data. */
+async function apiOperations() {
+  const document = await (await fetch(`${env.url}/openapi.json`)).json();
+  const operations: Array<{ method: string; path: string; scope: string }> = [];
+  for (const [path, methods] of Object.entries<any>(document.paths)) {
+    if (!path.startsWith('/api/')) continue;
+    for (const [method, operation] of Object.entries<any>(methods)) {
+      const filled = path.replace('{id}', flowA).replace('{name}', 'ERP_URL').replace('{version}', '1');
+      operations.push({ method: method.toUpperCase(), path: filled, scope: operation.security[0].oauth2[0] });
+    }
+  }
+  return operations;
+}
+
+const bodyFor = (method: string, path: string) =>
+  method === 'GET' || method === 'DELETE' ? undefined
+    : path.endsWith('/editable-flows') ? example
+      : path.includes('/editable-flows/') && method === 'PUT' ? { revision: 1, document: example }
+        : path.includes('variables/') ? { value: 'x' } : {};
+
+describe('authentication and authorization on every route', () => {
+  it('answers 401 without a token, 401 with a bad one, 400 without tenant_id, 403 for another tenant', async () => {
+    const operations = await apiOperations();
+    expect(operations.length).toBeGreaterThanOrEqual(17);
+    for (const { method, path } of operations) {
+      const body = bodyFor(method, path);
+      const noToken = await fetch(`${env.url}${path}`, { method, headers: { tenant_id: 'tenant-a', 'content-type': 'application/json' }, body: body && JSON.stringify(body) });
+      expect(noToken.status, `${method} ${path} without token`).toBe(401);
+      expect(noToken.headers.get('content-type')).toMatch(/application\/problem\+json/);
+      const forged = await fetch(`${env.url}${path}`, { method, headers: { authorization: `Bearer ${a.token.slice(0, -4)}AAAA`, tenant_id: 'tenant-a' } });
+      expect(forged.status, `${method} ${path} with a forged token`).toBe(401);
+      const noTenant = await a.call(method, path, body, { tenant_id: '' });
+      expect(noTenant.status, `${method} ${path} without tenant_id`).toBe(400);
+      const otherTenant = await b.as('tenant-a').call(method, path, body);
+      expect(otherTenant.status, `${method} ${path} as tenant B`).toBe(403);
+    }
+  });
+
+  it('answers 403 when the token lacks the route\'s scope', async () => {
+    const credentials = await createClientCredentials(env.platform.store, { tenantId: 'tenant-a', scopes: ['runs:read'] });
+    const reader = await getToken(env.url, credentials.client_id, credentials.client_secret);
+    for (const { method, path, scope } of await apiOperations()) {
+      if (scope === 'runs:read') continue;
+      const response = await fetch(`${env.url}${path}`, { method, headers: { authorization: `Bearer ${reader}`, tenant_id: 'tenant-a' } });
+      expect(response.status, `${method} ${path} needs ${scope}`).toBe(403);
+    }
+  });
+
+  it('refuses wrong client secrets and unknown grant types at the token endpoint', async () => {
+    const post = (body: object) => fetch(`${env.url}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const wrong = await post({ grant_type: 'client_credentials', client_id: a.credentials.client_id, client_secret: 'nope' });
+    expect(wrong.status).toBe(401);
+    expect(await wrong.json()).toMatchObject({ error: 'invalid_client' });
+    expect((await post({ grant_type: 'password', client_id: 'x', client_secret: 'y' })).status).toBe(400);
+    const missing = await post({ grant_type: 'client_credentials' });
+    expect(missing.status).toBe(400);
+    expect((await missing.json()).errors).toEqual(expect.arrayContaining([expect.objectContaining({ path: '$.body.client_id' })]));
+  });
+
+  it('lets an operator act for any tenant', async () => {
+    const operator = await env.operator();
+    expect((await operator.as('tenant-a').call('GET', `/api/v1/editable-flows/${flowA}`)).status).toBe(200);
+  });
+});
+
+describe('tenant isolation', () => {
+  it('tenant B cannot read, change, publish, delete or trigger what tenant A owns', async () => {
+    expect((await b.call('GET', `/api/v1/editable-flows/${flowA}`)).status).toBe(404);
+    expect((await b.call('GET', `/api/v1/flows/${flowA}`)).status).toBe(404);
+    expect((await b.call('PUT', `/api/v1/editable-flows/${flowA}`, { revision: 1, document: example })).status).toBe(404);
+    expect((await b.call('POST', `/api/v1/editable-flows/${flowA}/publish`)).status).toBe(404);
+    expect((await b.call('POST', `/api/v1/flows/${flowA}/deactivate`)).status).toBe(404);
+    expect((await b.call('DELETE', `/api/v1/editable-flows/${flowA}`)).status).toBe(404);
+    expect((await b.call('GET', '/api/v1/editable-flows')).body.nodes).toEqual([]);
+    expect((await b.call('GET', '/api/v1/global-variables/ERP_URL')).status).toBe(404);
+    expect((await b.call('GET', '/api/v1/global-variables')).body.nodes).toEqual([]);
+    expect((await b.call('GET', '/api/v1/secret-global-variables')).body.nodes).toEqual([]);
+    expect((await b.call('DELETE', '/api/v1/secret-global-variables/ERP_TOKEN')).status).toBe(404);
+    expect((await sendWebhook(env.url, 'tenant-b', 'orders-to-erp', { id: 1 })).status).toBe(404);
+
+    const accepted = await sendWebhook(env.url, 'tenant-a', 'orders-to-erp', { id: 1 });
+    expect(accepted.status).toBe(202);
+    expect((await b.call('GET', `/api/v1/runs/${accepted.body.runId}`)).status).toBe(404);
+    expect((await b.call('GET', '/api/v1/runs')).body.nodes).toEqual([]);
+    expect((await a.call('GET', `/api/v1/runs/${accepted.body.runId}`)).status).toBe(200);
+    // Tenant A's flow still exists and is unchanged.
+    expect((await a.call('GET', `/api/v1/editable-flows/${flowA}`)).body).toMatchObject({ revision: 1, active: true });
+  });
+});
+
+describe('request validation', () => {
+  it('answers problem+json naming each bad field', async () => {
+    const response = await a.call('POST', '/api/v1/editable-flows', {
+      ...example, key: 'bad-flow', nodes: [{ id: 'send', operation: 'http.request', config: { url: 'not a url', method: 'BREW' } }], edges: [{ from: 'trigger', to: 'send' }],
+    });
+    expect(response.status).toBe(400);
+    expect(response.headers.get('content-type')).toMatch(/application\/problem\+json/);
+    expect(response.body.errors).toEqual(expect.arrayContaining([
+      { path: '$.body.nodes[0].config.url', message: expect.any(String), node: 'send' },
+      { path: '$.body.nodes[0].config.method', message: expect.any(String), node: 'send' },
+    ]));
+  });
+
+  it('never answers 500 to malformed input', async () => {
+    const raw = (path: string, init: RequestInit) => fetch(`${env.url}${path}`, { ...init, headers: { authorization: `Bearer ${a.token}`, tenant_id: 'tenant-a', ...init.headers } });
+    const malformed = await raw('/api/v1/editable-flows', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"key": ' });
+    expect(malformed.status).toBe(400);
+    const wrongType = await raw('/api/v1/editable-flows', { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'hello' });
+    expect(wrongType.status).toBe(415);
+    const tooLarge = await raw('/api/v1/global-variables/BIG', { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ value: 'x'.repeat(70_000) }) });
+    expect(tooLarge.status).toBe(413);
+    for (const path of ['/api/v1/runs/%00', '/api/v1/runs?first=0', '/api/v1/runs?first=abc', '/api/v1/runs?after=%%%', '/api/v1/flows/1/versions/x', '/api/v1/runs?status=nope']) {
+      const response = await raw(path, { method: 'GET' });
+      expect(response.status, path).toBeGreaterThanOrEqual(400);
+      expect(response.status, path).toBeLessThan(500);
+    }
+    const hook = await fetch(`${env.url}/hooks/tenant-a/orders-to-erp`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{not json' });
+    expect(hook.status).toBe(400);
+    const bigHook = await fetch(`${env.url}/hooks/tenant-a/orders-to-erp`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ x: 'y'.repeat(70_000) }) });
+    expect(bigHook.status).toBe(413);
+  });
+
+  it('refuses a stale revision with 409 and keeps the newer draft', async () => {
+    const created = await a.call('POST', '/api/v1/editable-flows', { ...example, key: 'occ-flow' });
+    const first = await a.call('PUT', `/api/v1/editable-flows/${created.body.id}`, { revision: 1, document: { ...example, key: 'occ-flow', name: 'first' } });
+    expect(first.body.revision).toBe(2);
+    const stale = await a.call('PUT', `/api/v1/editable-flows/${created.body.id}`, { revision: 1, document: { ...example, key: 'occ-flow', name: 'second' } });
+    expect(stale.status).toBe(409);
+    expect((await a.call('GET', `/api/v1/editable-flows/${created.body.id}`)).body.name).toBe('first');
+    expect((await a.call('POST', `/api/v1/editable-flows/${created.body.id}/publish`, { revision: 1 })).status).toBe(409);
+  });
+
+  it('keeps secrets write-only', async () => {
+    const put = await a.call('PUT', '/api/v1/secret-global-variables/OTHER', { value: 'shh-value-123' });
+    expect(put.status).toBe(201);
+    const list = await a.call('GET', '/api/v1/secret-global-variables');
+    expect(list.body.nodes.map((secret: { name: string }) => secret.name)).toEqual(['ERP_TOKEN', 'OTHER']);
+    expect(put.text + list.text).not.toContain('shh-value-123');
+    expect(env.lines.join('')).not.toContain('shh-value-123');
+  });
+});
+
+describe('OpenAPI document', () => {
+  it('tags every route with a seed tag and describes each tag with the seed label', async () => {
+    const document = await (await fetch(`${env.url}/openapi.json`)).json();
+    expect(document.openapi).toBe('3.1.0');
+    const tags = new Set(document.tags.map((tag: { name: string }) => tag.name));
+    for (const methods of Object.values<any>(document.paths)) for (const operation of Object.values<any>(methods)) expect(tags.has(operation.tags[0])).toBe(true);
+    expect(document.tags).toContainEqual({ name: 'EditableFlow', description: 'flow editing' });
+    expect(document.paths['/api/v1/editable-flows'].post.requestBody.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/FlowDocument' });
+  });
+});

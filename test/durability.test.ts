@@ -1,0 +1,91 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Platform } from '../bin/platform.ts';
+import { capturingLogger, eventually, sendWebhook, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
+import { Receiver } from './support/receiver.ts';
+
+// Separate API and worker processes on PostgreSQL, as in production.
+let env: TestPlatform;
+let acme: ApiClient;
+let receiver: Receiver;
+const workers: ChildProcess[] = [];
+
+beforeAll(async () => {
+  env = await startTestPlatform('postgres', { api: true, worker: false }, { workerLockMs: 2000, workerStalledIntervalMs: 1000 });
+  acme = await env.tenant('acme');
+  receiver = await new Receiver().start();
+  await acme.call('PUT', '/api/v1/global-variables/ERP_URL', { value: receiver.url });
+});
+afterAll(async () => {
+  for (const worker of workers) worker.kill('SIGKILL');
+  await receiver?.close();
+  await env?.close();
+});
+
+/** `tributary worker` as its own OS process, on the test's schema and Redis prefix. */
+function startWorker(): ChildProcess {
+  const { config } = env;
+  const child = spawn(process.execPath, ['bin/tributary.js', 'worker'], {
+    env: {
+      ...process.env, DATABASE_URL: config.databaseUrl, DATABASE_SCHEMA: config.databaseSchema, SECRETS_KEY: config.secretsKey,
+      REDIS_URL: config.redisUrl, REDIS_PREFIX: config.redisPrefix, WORKER_LOCK_MS: '2000', WORKER_STALLED_INTERVAL_MS: '1000', LOG_LEVEL: 'warn',
+    },
+    stdio: 'ignore',
+  });
+  workers.push(child);
+  return child;
+}
+
+const received = (path: string) => receiver.requests.filter((request) => request.url === path);
+const post = (id: string, path: string) => ({
+  id, operation: 'http.request', config: { method: 'POST', url: `{{ $vars.ERP_URL }}${path}`, body: { order: '{{ $input.body.id }}' } }, timeoutMs: 600_000,
+});
+
+describe('durability', () => {
+  it('finishes a run whose worker was killed mid-run, without repeating completed nodes', async () => {
+    receiver.script({ status: 200 }, 'hang');
+    await acme.publish({
+      key: 'crash', name: 'crash', trigger: { type: 'webhook' }, nodes: [post('first', '/first'), post('second', '/second')],
+      edges: [{ from: 'trigger', to: 'first' }, { from: 'first', to: 'second' }],
+    });
+    const doomed = startWorker();
+    const accepted = await sendWebhook(env.url, 'acme', 'crash', { id: 77 });
+    expect(accepted.status).toBe(202);
+    // The first side effect is done and checkpointed; the worker now hangs inside the second.
+    await eventually(async () => expect(received('/second')).toHaveLength(1));
+    doomed.kill('SIGKILL');
+    await new Promise((resolve) => doomed.once('exit', resolve));
+
+    startWorker();
+    const run = await acme.settledRun(accepted.body.runId);
+    expect(run.status).toBe('succeeded');
+    expect(run.attempts).toBe(2);
+    expect(received('/first')).toHaveLength(1);
+    expect(received('/second')).toHaveLength(2);
+    expect(received('/second').map((request) => request.headers['idempotency-key'])).toEqual([`${run.id}.second`, `${run.id}.second`]);
+  });
+
+  it('answers 503 when Redis is down, and loses nothing when the sender retries', async () => {
+    const { logger } = capturingLogger();
+    const broken = await Platform.start({ ...env.config, redisUrl: 'redis://127.0.0.1:1' }, { api: true, worker: false }, { logger });
+    try {
+      await acme.publish({ key: 'outage', name: 'outage', trigger: { type: 'webhook' }, nodes: [post('send', '/outage')], edges: [{ from: 'trigger', to: 'send' }] });
+      const refused = await sendWebhook(broken.url, 'acme', 'outage', { id: 5 }, { 'Idempotency-Key': 'outage-1' });
+      expect(refused.status).toBe(503);
+      expect(refused.headers.get('retry-after')).toBe('5');
+    } finally {
+      await broken.close();
+    }
+    const retried = await sendWebhook(env.url, 'acme', 'outage', { id: 5 }, { 'Idempotency-Key': 'outage-1' });
+    expect(retried.status).toBe(200);
+    const run = await acme.settledRun(retried.body.runId);
+    expect(run.status).toBe('succeeded');
+    expect(received('/outage')).toHaveLength(1);
+  });
+
+  it('reports readiness from the store, Redis and live workers', async () => {
+    const ready = await (await fetch(`${env.url}/readyz`)).json();
+    expect(ready).toMatchObject({ ready: true, checks: { store: 'ok', redis: 'ok', maxmemoryPolicy: 'noeviction' } });
+    expect(ready.checks.liveWorkers).toBeGreaterThanOrEqual(1);
+  });
+});
