@@ -4,7 +4,8 @@ import type { RunQueue } from './queue/run-queue.ts';
 import type { CompiledFlowCache } from './runtime/flow-cache.ts';
 import { secretContext } from './runtime/executor.ts';
 import type { Keyring } from './secrets/keyring.ts';
-import type { Store } from './store/port.ts';
+import type { AcceptedMessage, NewMessage, Store } from './store/port.ts';
+import { GroupCommit } from './group-commit.ts';
 import { headerValue, keptHeaders, verifyDelivery, type Headers } from './triggers/webhook.ts';
 
 /** The active version behind a flow URL, with what verifying a delivery needs. */
@@ -45,8 +46,20 @@ export interface IntakeOptions {
  */
 export class Intake {
   private readonly triggers = new Map<string, { expires: number; trigger: Promise<ActiveTrigger | undefined> }>();
+  private readonly commits: GroupCommit<{ message: NewMessage; runId: string }, AcceptedMessage>;
 
-  constructor(private readonly options: IntakeOptions) {}
+  constructor(private readonly options: IntakeOptions) {
+    this.commits = new GroupCommit((batch) => this.persist(batch), { maxBatch: 200, maxInFlight: 4 });
+  }
+
+  /** Store a batch of messages, then enqueue their runs; only then is any of them accepted. */
+  private async persist(batch: Array<{ message: NewMessage; runId: string }>): Promise<AcceptedMessage[]> {
+    const results = await this.options.store.acceptMessages(batch);
+    // A duplicate whose run never reached the queue (its first answer was a 503) is enqueued now.
+    const jobs = results.filter((result) => !result.duplicate || result.run.status === 'queued').map(({ run }) => ({ tenantId: run.tenantId, runId: run.id }));
+    await this.options.queue.enqueue(jobs);
+    return results;
+  }
 
   async accept(delivery: Delivery): Promise<IntakeResult> {
     const trigger = await this.resolve(delivery.tenantId, delivery.flowKey);
@@ -59,9 +72,7 @@ export class Intake {
       tenantId: delivery.tenantId, id: newId(), flowId: trigger.flowId, flowVersion: trigger.version, deliveryId: deliveryId ?? null,
       body: delivery.body, headers: keptHeaders(delivery.headers, config.verify), query: delivery.query,
     };
-    const { duplicate, messageId, run } = await this.options.store.acceptMessage(message, newId());
-    // A duplicate whose run never reached the queue (the first answer was a 503) is enqueued now.
-    if (!duplicate || run.status === 'queued') await this.options.queue.enqueue({ tenantId: run.tenantId, runId: run.id });
+    const { duplicate, messageId, run } = await this.commits.submit({ message, runId: newId() });
     return { outcome: duplicate ? 'duplicate' : 'accepted', messageId, runId: run.id };
   }
 

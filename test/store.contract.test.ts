@@ -117,30 +117,36 @@ describe.each(adapters)('store contract on %s', (_name, open) => {
     expect(await store.sealedSecrets('b', '*')).toEqual([]);
   });
 
-  it('accepts a delivery id once per flow and returns the first message to repeats', async () => {
+  it('accepts a delivery id once per flow and returns the first message to repeats, also within one batch', async () => {
     const flow = await store.createFlow('a', { id: newId(), key: 'dedupe', name: 'd', draft: doc('dedupe') });
-    const message = (id: string) => ({ tenantId: 'a', id, flowId: flow.id, flowVersion: 1, deliveryId: 'delivery-1', body: { n: 1 }, headers: {}, query: {} });
-    const first = await store.acceptMessage(message(newId()), newId());
-    const again = await store.acceptMessage(message(newId()), newId());
+    const message = (tenantId: string, deliveryId: string | null) => ({
+      message: { tenantId, id: newId(), flowId: flow.id, flowVersion: 1, deliveryId, body: { n: 1 }, headers: {}, query: {} }, runId: newId(),
+    });
+    const [first, sameBatch, other, anonymous] = await store.acceptMessages([message('a', 'd-1'), message('a', 'd-1'), message('b', 'd-1'), message('a', null)]);
     expect(first.duplicate).toBe(false);
-    expect(again).toMatchObject({ duplicate: true, messageId: first.messageId, run: { id: first.run.id } });
-    const other = await store.acceptMessage({ ...message(newId()), tenantId: 'b' }, newId());
+    expect(sameBatch).toMatchObject({ duplicate: true, messageId: first.messageId, run: { id: first.run.id } });
     expect(other.duplicate).toBe(false);
+    expect(anonymous.duplicate).toBe(false);
+    const [later] = await store.acceptMessages([message('a', 'd-1')]);
+    expect(later).toMatchObject({ duplicate: true, messageId: first.messageId, run: { id: first.run.id, status: 'queued' } });
   });
 
   it('never changes a finished run, and counts attempts', async () => {
     const flow = await store.createFlow('a', { id: newId(), key: 'runs', name: 'r', draft: doc('runs') });
-    const { run } = await store.acceptMessage({ tenantId: 'a', id: newId(), flowId: flow.id, flowVersion: 1, deliveryId: null, body: null, headers: {}, query: {} }, newId());
-    expect((await store.startRun('a', run.id))?.attempts).toBe(1);
-    await store.saveStep('a', { runId: run.id, key: 'a', nodeId: 'a', status: 'succeeded', attempts: 1, output: { big: 2 ** 40 }, error: null, startedAt: new Date().toISOString(), finishedAt: new Date().toISOString() });
-    expect(await store.finishRun('a', run.id, 'succeeded', null)).toBe(true);
-    expect(await store.finishRun('a', run.id, 'failed', { kind: 'permanent', message: 'late' })).toBe(false);
-    await store.markRunWaiting('a', run.id, { kind: 'later', message: 'late' });
-    expect(await store.startRun('a', run.id)).toBeUndefined();
-    const state = await store.loadRunState('a', run.id);
+    const [{ run }] = await store.acceptMessages([{ message: { tenantId: 'a', id: newId(), flowId: flow.id, flowVersion: 1, deliveryId: null, body: null, headers: {}, query: {} }, runId: newId() }]);
+    expect((await store.beginRun('a', run.id))?.run).toMatchObject({ status: 'running', attempts: 1 });
+    const now = new Date().toISOString();
+    const step = { runId: run.id, key: 'a', nodeId: 'a', status: 'succeeded' as const, attempts: 1, output: { big: 2 ** 40, none: null }, error: null, startedAt: now, finishedAt: now };
+    expect(await store.saveProgress('a', run.id, [step])).toBe(false);
+    expect(await store.saveProgress('a', run.id, [], { status: 'waiting', error: { kind: 'later', message: 'not yet' } })).toBe(true);
+    expect((await store.getRun('a', run.id))?.run).toMatchObject({ status: 'waiting', error: { kind: 'later', message: 'not yet' } });
+    expect(await store.saveProgress('a', run.id, [], { status: 'succeeded', error: null })).toBe(true);
+    expect(await store.saveProgress('a', run.id, [], { status: 'failed', error: { kind: 'permanent', message: 'late' } })).toBe(false);
+    const state = await store.beginRun('a', run.id);
     expect(state?.run).toMatchObject({ status: 'succeeded', attempts: 1, error: null });
-    expect(state?.steps).toEqual([expect.objectContaining({ key: 'a', output: { big: 2 ** 40 } })]);
-    expect(await store.loadRunState('b', run.id)).toBeUndefined();
+    expect(state?.run.finishedAt).not.toBeNull();
+    expect(state?.steps).toEqual([expect.objectContaining({ key: 'a', output: { big: 2 ** 40, none: null } })]);
+    expect(await store.beginRun('b', run.id)).toBeUndefined();
     expect((await store.listRuns('a', { flowId: flow.id, status: 'succeeded' }, { first: 10 })).nodes.map((r) => r.id)).toEqual([run.id]);
     expect((await store.listRuns('b', {}, { first: 10 })).nodes.every((r) => r.tenantId === 'b')).toBe(true);
   });

@@ -49,14 +49,15 @@ export class RunQueue {
     this.queue.on('error', () => {});
   }
 
-  /** The job id is the run id: adding a run that is already queued is a no-op. */
-  async enqueue(job: RunJobData): Promise<void> {
+  /** The job id is the run id: adding a run that is already queued is a no-op. One round trip for all. */
+  async enqueue(jobs: RunJobData[]): Promise<void> {
+    if (jobs.length === 0) return;
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`Redis did not take the job within ${ENQUEUE_TIMEOUT_MS} ms`)), ENQUEUE_TIMEOUT_MS);
+      timer = setTimeout(() => reject(new Error(`Redis did not take the jobs within ${ENQUEUE_TIMEOUT_MS} ms`)), ENQUEUE_TIMEOUT_MS);
     });
     try {
-      await Promise.race([this.queue.add('run', job, { jobId: job.runId }), timeout]);
+      await Promise.race([this.queue.addBulk(jobs.map((data) => ({ name: 'run', data, opts: { jobId: data.runId } }))), timeout]);
     } finally {
       clearTimeout(timer);
     }
@@ -139,7 +140,8 @@ export class RunWorker {
     if (!job || error instanceof UnrecoverableError || error.name === 'UnrecoverableError') return;
     if (job.attemptsMade < (job.opts.attempts ?? 1) && !error.message.includes('stalled more than')) return;
     try {
-      await this.store.finishRun(job.data.tenantId, job.data.runId, 'failed', { kind: 'retryable', message: `gave up after ${job.attemptsMade} attempts: ${error.message}` });
+      const reason = { kind: 'retryable' as const, message: `gave up after ${job.attemptsMade} attempts: ${error.message}` };
+      await this.store.saveProgress(job.data.tenantId, job.data.runId, [], { status: 'failed', error: reason });
     } catch (failure) {
       this.options.logger.error({ err: failure, runId: job.data.runId }, 'could not record the failed run');
     }

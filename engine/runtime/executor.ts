@@ -1,10 +1,10 @@
 import type { Logger } from 'pino';
-import { OperationError, permanent, retryable, toErrorRecord, toOperationError, type ErrorRecord } from '../errors.ts';
+import { NotFoundError, OperationError, permanent, retryable, toErrorRecord, toOperationError, type ErrorRecord } from '../errors.ts';
 import type { CompiledFlow, CompiledNode } from '../flow/compile.ts';
 import { truthy, type Bindings } from '../flow/expression.ts';
 import { StopSignal, type MessageInput, type OperationContext } from '../operations.ts';
 import type { Keyring } from '../secrets/keyring.ts';
-import { isTerminal, type RunState, type Step, type Store, type TerminalRunStatus } from '../store/port.ts';
+import { isTerminal, type RunOutcome, type RunState, type Step, type Store, type TerminalRunStatus } from '../store/port.ts';
 import type { CompiledFlowCache } from './flow-cache.ts';
 import { redactSecrets } from './redact.ts';
 
@@ -30,6 +30,9 @@ export interface ExecutorOptions {
 const TRIGGER = 'trigger';
 const LATER_DEFAULT_MS = 60_000;
 
+/** The additional data a secret is sealed with: its tenant and name. */
+export const secretContext = (tenantId: string, name: string) => `secret\0${tenantId}\0${name}`;
+
 /**
  * Runs one pass over a run: nodes in graph order, each completed node checkpointed, so a later pass
  * (a retry, or another worker after a crash) resumes after the last completed node and never
@@ -40,7 +43,7 @@ export class Executor {
 
   async execute(tenantId: string, runId: string, shutdown: AbortSignal): Promise<PassOutcome> {
     const { store } = this.options;
-    const state = await store.loadRunState(tenantId, runId);
+    const state = await store.beginRun(tenantId, runId);
     if (!state) return { kind: 'gone' };
     if (isTerminal(state.run.status)) return { kind: 'finished', status: state.run.status, error: state.run.error ?? undefined };
 
@@ -48,11 +51,13 @@ export class Executor {
     try {
       flow = await this.options.flows.get(tenantId, state.run.flowId, state.run.flowVersion);
     } catch (error) {
-      if (error instanceof Error && error.name === 'NotFoundError') return this.finish(state, 'failed', permanent(error.message));
-      throw error;
+      if (!(error instanceof NotFoundError)) throw error;
+      const record = toErrorRecord(permanent(error.message));
+      await store.saveProgress(tenantId, runId, [], { status: 'failed', error: record });
+      return { kind: 'finished', status: 'failed', error: record };
     }
-    if (!(await store.startRun(tenantId, runId))) return this.execute(tenantId, runId, shutdown);
-    return new RunPass(this.options, state, flow, await this.secretValues(tenantId, flow), shutdown).run(await this.variables(tenantId, flow));
+    const [vars, secrets] = await Promise.all([this.variables(tenantId, flow), this.secretValues(tenantId, flow)]);
+    return new RunPass(this.options, state, flow, secrets, shutdown).run(vars);
   }
 
   private async variables(tenantId: string, flow: CompiledFlow) {
@@ -66,24 +71,21 @@ export class Executor {
     const sealed = await this.options.store.sealedSecrets(tenantId, names);
     return Object.fromEntries(sealed.map((secret) => [secret.name, this.options.keyring.open(secret, secretContext(tenantId, secret.name))]));
   }
-
-  private async finish(state: RunState, status: TerminalRunStatus, error?: OperationError): Promise<PassOutcome> {
-    const record = error ? toErrorRecord(error) : undefined;
-    await this.options.store.finishRun(state.run.tenantId, state.run.id, status, record ?? null);
-    return { kind: 'finished', status, error: record };
-  }
 }
 
-/** The additional data a secret is sealed with: its tenant and name. */
-export const secretContext = (tenantId: string, name: string) => `secret\0${tenantId}\0${name}`;
-
-/** One pass over one run: holds the run's bindings and checkpoints. */
+/**
+ * One pass over one run. Checkpoints of side-effecting nodes are written as soon as the node
+ * returns; those of pure nodes (`sideEffects: false`) wait for the next write, since running a pure
+ * node again after a crash changes nothing outside. One pass thus writes little more than once per
+ * side effect.
+ */
 class RunPass {
   private readonly checkpoints: Map<string, Step>;
   private readonly outputs: Record<string, unknown> = {};
   private readonly input: MessageInput;
   private readonly secretList: string[];
-  private readonly logger: Logger;
+  private readonly unsaved: Step[] = [];
+  private logger?: Logger;
 
   constructor(
     private readonly options: ExecutorOptions,
@@ -96,12 +98,12 @@ class RunPass {
     const { message } = state;
     this.input = { messageId: message.id, receivedAt: message.receivedAt, body: message.body, headers: message.headers, query: message.query };
     this.secretList = Object.values(secrets).filter((value) => value.length > 0);
-    this.logger = options.logger.child({ tenantId: state.run.tenantId, flowId: state.run.flowId, runId: state.run.id });
   }
 
   async run(vars: Record<string, unknown>): Promise<PassOutcome> {
     const bindings: Bindings = { input: this.input, steps: this.outputs, vars, secrets: this.secrets };
     const done = new Set<string>([TRIGGER]);
+    const last = this.flow.nodes[this.flow.nodes.length - 1];
     for (const node of this.flow.nodes) {
       if (!(await this.activated(node, done, bindings))) continue;
       const checkpoint = this.checkpoints.get(node.id);
@@ -113,8 +115,10 @@ class RunPass {
       const outcome = await this.runNode(node, bindings, checkpoint);
       if (outcome) return outcome;
       done.add(node.id);
+      // A side effect is recorded before anything else happens; after the last node, the run's end records it.
+      if (node.operation.definition.sideEffects && node !== last) await this.save();
     }
-    return this.finish('succeeded');
+    return this.end({ status: 'succeeded', error: null });
   }
 
   private async activated(node: CompiledNode, done: Set<string>, bindings: Bindings) {
@@ -133,7 +137,6 @@ class RunPass {
     const step = (status: Step['status'], attempts: number, output: unknown, error: ErrorRecord | null): Step => ({
       runId: this.state.run.id, key: node.id, nodeId: node.id, status, attempts, output, error, startedAt, finishedAt: new Date().toISOString(),
     });
-    const save = (record: Step) => this.options.store.saveStep(this.state.run.tenantId, record);
 
     let result: unknown;
     try {
@@ -142,33 +145,31 @@ class RunPass {
       const error = this.redactError(toOperationError(thrown));
       const record: ErrorRecord = { ...toErrorRecord(error), node: node.id };
       if (error.kind === 'later') {
-        await save(step('waiting', failuresSoFar, null, record));
-        await this.options.store.markRunWaiting(this.state.run.tenantId, this.state.run.id, record);
-        return { kind: 'wait', delayMs: this.cap(error.retryAfterMs ?? LATER_DEFAULT_MS), reason: error.message };
+        this.unsaved.push(step('waiting', failuresSoFar, null, record));
+        return this.wait(record, error.retryAfterMs ?? LATER_DEFAULT_MS, error.message);
       }
       if (error.kind === 'retryable' && attempt < node.retry.maxAttempts) {
-        await save(step('waiting', attempt, null, record));
-        await this.options.store.markRunWaiting(this.state.run.tenantId, this.state.run.id, record);
-        return { kind: 'wait', delayMs: this.cap(Math.max(error.retryAfterMs ?? 0, backoff(node.retry.backoffMs, attempt))), reason: error.message };
+        this.unsaved.push(step('waiting', attempt, null, record));
+        return this.wait(record, Math.max(error.retryAfterMs ?? 0, backoff(node.retry.backoffMs, attempt)), error.message);
       }
       const final = error.kind === 'retryable' ? { ...record, message: `gave up after ${attempt} attempts: ${record.message}` } : record;
-      await save(step('failed', attempt, null, final));
-      this.logger.warn({ nodeId: node.id, error: final }, 'run failed');
-      return this.finishWith('failed', final);
+      this.unsaved.push(step('failed', attempt, null, final));
+      this.log().warn({ nodeId: node.id, error: final }, 'run failed');
+      return this.end({ status: 'failed', error: final });
     }
 
     if (result instanceof StopSignal) {
-      await save(step(result.status, attempt, { reason: result.reason }, null));
-      return this.finishWith(result.status, null);
+      this.unsaved.push(step(result.status, attempt, { reason: result.reason }, null));
+      return this.end({ status: result.status, error: null });
     }
     const output = redactSecrets(result ?? null, this.secretList);
     const size = Buffer.byteLength(JSON.stringify(output));
     if (size > this.options.maxOutputBytes) {
       const record: ErrorRecord = { kind: 'permanent', message: `output of ${size} bytes exceeds the limit of ${this.options.maxOutputBytes}`, node: node.id };
-      await save(step('failed', attempt, null, record));
-      return this.finishWith('failed', record);
+      this.unsaved.push(step('failed', attempt, null, record));
+      return this.end({ status: 'failed', error: record });
     }
-    await save(step('succeeded', attempt, output, null));
+    this.unsaved.push(step('succeeded', attempt, output, null));
     this.outputs[node.id] = output;
     return undefined;
   }
@@ -196,11 +197,16 @@ class RunPass {
 
   private context(node: CompiledNode, config: unknown, attempt: number, signal: AbortSignal): OperationContext<unknown> {
     const { run } = this.state;
+    const pass = this;
+    let logger: Logger | undefined;
     return {
       config,
       input: this.input,
       steps: this.outputs,
-      logger: this.logger.child({ nodeId: node.id }),
+      // Created on first use: most operations never log.
+      get logger() {
+        return (logger ??= pass.log().child({ nodeId: node.id }));
+      },
       idempotencyKey: `${run.id}.${node.id}`,
       signal,
       tenantId: run.tenantId,
@@ -223,9 +229,25 @@ class RunPass {
       runId: this.state.run.id, key, nodeId: node.id, status: 'succeeded', attempts: 1,
       output: redactSecrets(value ?? null, this.secretList), error: null, startedAt, finishedAt: new Date().toISOString(),
     };
-    await this.options.store.saveStep(this.state.run.tenantId, record);
+    this.unsaved.push(record);
+    await this.save();
     this.checkpoints.set(key, record);
     return value;
+  }
+
+  private async save(outcome?: RunOutcome) {
+    const steps = this.unsaved.splice(0);
+    await this.options.store.saveProgress(this.state.run.tenantId, this.state.run.id, steps, outcome);
+  }
+
+  private async wait(error: ErrorRecord, delayMs: number, reason: string): Promise<PassOutcome> {
+    await this.save({ status: 'waiting', error });
+    return { kind: 'wait', delayMs: Math.min(Math.max(0, delayMs), this.options.maxRetryDelayMs), reason };
+  }
+
+  private async end(outcome: RunOutcome & { status: TerminalRunStatus }): Promise<PassOutcome> {
+    await this.save(outcome);
+    return outcome.error ? { kind: 'finished', status: outcome.status, error: outcome.error } : { kind: 'finished', status: outcome.status };
   }
 
   private redactError(error: OperationError): OperationError {
@@ -235,17 +257,9 @@ class RunPass {
     return new OperationError(error.kind, message, { retryAfterMs: error.retryAfterMs, details });
   }
 
-  private cap(delayMs: number) {
-    return Math.min(Math.max(0, delayMs), this.options.maxRetryDelayMs);
-  }
-
-  private finish(status: TerminalRunStatus) {
-    return this.finishWith(status, null);
-  }
-
-  private async finishWith(status: TerminalRunStatus, error: ErrorRecord | null): Promise<PassOutcome> {
-    await this.options.store.finishRun(this.state.run.tenantId, this.state.run.id, status, error);
-    return error ? { kind: 'finished', status, error } : { kind: 'finished', status };
+  private log(): Logger {
+    const { run } = this.state;
+    return (this.logger ??= this.options.logger.child({ tenantId: run.tenantId, flowId: run.flowId, runId: run.id }));
   }
 }
 

@@ -49,18 +49,21 @@ export interface Store {
   sealedSecrets(tenantId: string, names: Iterable<string> | '*'): Promise<Array<{ name: string } & SealedValue>>;
 
   /**
-   * Record an inbound message and its run in one transaction. A message whose delivery id was
-   * already recorded for the flow is a duplicate: nothing is written and the first one is returned.
+   * Record inbound messages with their runs, all in one statement. A message whose delivery id was
+   * already recorded for its flow is a duplicate: nothing is written for it and the first one is
+   * returned. Results come in the order of `messages`.
    */
-  acceptMessage(message: Omit<Message, 'receivedAt'>, runId: string): Promise<{ duplicate: boolean; messageId: string; run: Run }>;
-  loadRunState(tenantId: string, runId: string): Promise<RunState | undefined>;
-  /** Mark a run running and count the attempt, unless it already finished (then undefined). */
-  startRun(tenantId: string, runId: string): Promise<Run | undefined>;
-  /** Record a non-terminal wait (a retry or "later"); never touches a finished run. */
-  markRunWaiting(tenantId: string, runId: string, error: ErrorRecord): Promise<void>;
-  /** Finish a run; a run that already finished keeps its first outcome. Returns whether it changed. */
-  finishRun(tenantId: string, runId: string, status: TerminalRunStatus, error: ErrorRecord | null): Promise<boolean>;
-  saveStep(tenantId: string, step: Step): Promise<void>;
+  acceptMessages(messages: Array<{ message: NewMessage; runId: string }>): Promise<AcceptedMessage[]>;
+  /**
+   * Take a run up: mark it running and count the attempt, and return it with its message and
+   * checkpoints. A finished run is returned as it is, unchanged.
+   */
+  beginRun(tenantId: string, runId: string): Promise<RunState | undefined>;
+  /**
+   * Save checkpoints and, optionally, the run's new status, in one statement. A finished run keeps
+   * its first outcome; returns whether the status was written.
+   */
+  saveProgress(tenantId: string, runId: string, steps: Step[], outcome?: RunOutcome): Promise<boolean>;
   getRun(tenantId: string, runId: string): Promise<{ run: Run; steps: Step[] } | undefined>;
   listRuns(tenantId: string, filter: { flowId?: string; status?: RunStatus }, page: PageRequest): Promise<Page<Run>>;
 }
@@ -96,6 +99,19 @@ export interface SigningKey {
 }
 
 export const isTerminal = (status: RunStatus): status is TerminalRunStatus => (terminalRunStatuses as readonly string[]).includes(status);
+
+export type NewMessage = Omit<Message, 'receivedAt'>;
+
+export interface AcceptedMessage {
+  duplicate: boolean;
+  messageId: string;
+  run: Run;
+}
+
+export interface RunOutcome {
+  status: 'waiting' | TerminalRunStatus;
+  error: ErrorRecord | null;
+}
 
 export interface RunState {
   run: Run;

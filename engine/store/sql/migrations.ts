@@ -99,6 +99,7 @@ export const migrations: Array<{ version: number; name: string; sql: string }> =
       create index runs_by_flow on runs (tenant_id, flow_id, id desc);
       create index runs_by_status on runs (tenant_id, status, id desc);
       create table steps (
+        seq bigint generated always as identity, -- the order steps were first recorded in
         tenant_id text not null,
         run_id uuid not null,
         key text not null,

@@ -1,9 +1,9 @@
-import { ConflictError, NotFoundError, ValidationError, type ErrorRecord } from '../../errors.ts';
+import { ConflictError, NotFoundError, ValidationError } from '../../errors.ts';
 import type { FlowDocument } from '../../flow/schema.ts';
 import type { SealedValue } from '../../secrets/keyring.ts';
 import type {
-  Client, Flow, FlowVersion, Message, Page, PageRequest, Run, RunState, RunStatus, SecretInfo, SigningKey, Step, Store, Tenant,
-  TerminalRunStatus, Variable,
+  AcceptedMessage, Client, Flow, FlowVersion, Message, NewMessage, Page, PageRequest, Run, RunOutcome, RunState, RunStatus, SecretInfo,
+  SigningKey, Step, Store, Tenant, Variable,
 } from '../port.ts';
 import type { SqlDriver } from './driver.ts';
 import { migrate } from './migrations.ts';
@@ -302,20 +302,36 @@ export class SqlStore implements Store {
 
   // --- messages, runs, steps ------------------------------------------------------------------
 
-  async acceptMessage(message: Omit<Message, 'receivedAt'>, runId: string) {
-    // One statement: the message and its run are written together or not at all.
-    const [accepted] = await this.db.query(
-      `with m as (
+  async acceptMessages(batch: Array<{ message: NewMessage; runId: string }>): Promise<AcceptedMessage[]> {
+    const rows = batch.map(({ message, runId }) => ({
+      tenant_id: message.tenantId, id: message.id, flow_id: message.flowId, flow_version: message.flowVersion,
+      delivery_id: message.deliveryId, body: message.body ?? null, headers: message.headers, query: message.query, run_id: runId,
+    }));
+    // One statement for the whole batch: messages and their runs are written together or not at all.
+    const inserted = await this.db.query(
+      `with input as (
+         select * from jsonb_to_recordset($1::jsonb) as x(tenant_id text, id uuid, flow_id uuid, flow_version integer,
+           delivery_id text, body jsonb, headers jsonb, query jsonb, run_id uuid)
+       ), m as (
          insert into messages (tenant_id, id, flow_id, flow_version, delivery_id, body, headers, query)
-         values ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8::jsonb)
-         on conflict (tenant_id, flow_id, delivery_id) do nothing returning id
+         select tenant_id, id, flow_id, flow_version, delivery_id, coalesce(body, 'null'::jsonb), headers, query from input
+         on conflict (tenant_id, flow_id, delivery_id) do nothing returning tenant_id, id
        )
        insert into runs (tenant_id, id, flow_id, flow_version, message_id, status)
-       select $1, $9, $3, $4, m.id, 'queued' from m returning *`,
-      [message.tenantId, message.id, message.flowId, message.flowVersion, message.deliveryId, json(message.body), json(message.headers),
-        json(message.query), runId],
+       select i.tenant_id, i.run_id, i.flow_id, i.flow_version, i.id, 'queued' from input i join m on m.tenant_id = i.tenant_id and m.id = i.id
+       returning *`,
+      [JSON.stringify(rows)],
     );
-    if (accepted) return { duplicate: false, messageId: message.id, run: toRun(accepted) };
+    const byMessage = new Map(inserted.map((row) => [row.message_id as string, toRun(row)]));
+    const results: AcceptedMessage[] = [];
+    for (const { message } of batch) {
+      const run = byMessage.get(message.id);
+      results.push(run ? { duplicate: false, messageId: message.id, run } : await this.firstDelivery(message));
+    }
+    return results;
+  }
+
+  private async firstDelivery(message: NewMessage): Promise<AcceptedMessage> {
     const [first] = await this.db.query(
       `select r.* from messages m join runs r on r.tenant_id = m.tenant_id and r.message_id = m.id
         where m.tenant_id = $1 and m.flow_id = $2 and m.delivery_id = $3 order by r.id limit 1`,
@@ -324,58 +340,52 @@ export class SqlStore implements Store {
     return { duplicate: true, messageId: first.message_id, run: toRun(first) };
   }
 
-  async loadRunState(tenantId: string, runId: string): Promise<RunState | undefined> {
+  async beginRun(tenantId: string, runId: string): Promise<RunState | undefined> {
     if (!isUuid(runId)) return undefined;
     const [row] = await this.db.query(
-      `select to_jsonb(r.*) as run, to_jsonb(m.*) as message,
-              coalesce((select jsonb_agg(to_jsonb(s.*)) from steps s where s.tenant_id = r.tenant_id and s.run_id = r.id), '[]'::jsonb) as steps
-         from runs r join messages m on m.tenant_id = r.tenant_id and m.id = r.message_id
-        where r.tenant_id = $1 and r.id = $2`,
+      `with started as (
+         update runs set status = 'running', attempts = attempts + 1, started_at = coalesce(started_at, now())
+          where tenant_id = $1 and id = $2 and status not in ${TERMINAL} returning *
+       ), run as (
+         select * from started union all select * from runs where tenant_id = $1 and id = $2 and not exists (select 1 from started)
+       )
+       select to_jsonb(run.*) as run, to_jsonb(m.*) as message,
+              coalesce((select jsonb_agg(to_jsonb(s.*)) from steps s where s.tenant_id = $1 and s.run_id = $2), '[]'::jsonb) as steps
+         from run join messages m on m.tenant_id = run.tenant_id and m.id = run.message_id`,
       [tenantId, runId],
     );
     if (!row) return undefined;
     return { run: toRun(row.run), message: toMessage(row.message), steps: (row.steps as Row[]).map(toStep) };
   }
 
-  async startRun(tenantId: string, runId: string) {
-    const [row] = await this.db.query(
-      `update runs set status = 'running', attempts = attempts + 1, started_at = coalesce(started_at, now())
-        where tenant_id = $1 and id = $2 and status not in ${TERMINAL} returning *`,
-      [tenantId, runId],
+  async saveProgress(tenantId: string, runId: string, steps: Step[], outcome?: RunOutcome): Promise<boolean> {
+    const rows = steps.map((step) => ({
+      key: step.key, node_id: step.nodeId, status: step.status, attempts: step.attempts, output: step.output ?? null, error: step.error,
+      started_at: step.startedAt, finished_at: step.finishedAt,
+    }));
+    const updated = await this.db.query(
+      `with saved as (
+         insert into steps (tenant_id, run_id, key, node_id, status, attempts, output, error, started_at, finished_at)
+         select $1, $2, key, node_id, status, attempts, output, error, started_at, finished_at
+           from jsonb_to_recordset($3::jsonb) as x(key text, node_id text, status text, attempts integer, output jsonb, error jsonb,
+                started_at timestamptz, finished_at timestamptz)
+         on conflict (tenant_id, run_id, key) do update set status = excluded.status, attempts = excluded.attempts,
+           output = excluded.output, error = excluded.error, started_at = excluded.started_at, finished_at = excluded.finished_at
+         returning 1
+       )
+       update runs set status = $4, error = $5::jsonb, finished_at = case when $4 = 'waiting' then null else now() end
+        where tenant_id = $1 and id = $2 and $4::text is not null and status not in ${TERMINAL}
+       returning id`,
+      [tenantId, runId, JSON.stringify(rows), outcome?.status ?? null, json(outcome?.error ?? null)],
     );
-    return row ? toRun(row) : undefined;
-  }
-
-  async markRunWaiting(tenantId: string, runId: string, error: ErrorRecord) {
-    await this.db.query(`update runs set status = 'waiting', error = $3::jsonb where tenant_id = $1 and id = $2 and status not in ${TERMINAL}`, [
-      tenantId, runId, json(error),
-    ]);
-  }
-
-  async finishRun(tenantId: string, runId: string, status: TerminalRunStatus, error: ErrorRecord | null) {
-    const rows = await this.db.query(
-      `update runs set status = $3, error = $4::jsonb, finished_at = now()
-        where tenant_id = $1 and id = $2 and status not in ${TERMINAL} returning id`,
-      [tenantId, runId, status, json(error)],
-    );
-    return rows.length > 0;
-  }
-
-  async saveStep(tenantId: string, step: Step) {
-    await this.db.query(
-      `insert into steps (tenant_id, run_id, key, node_id, status, attempts, output, error, started_at, finished_at)
-       values ($1, $2, $3, $4, $5, $6, $7::jsonb, $8::jsonb, $9, $10)
-       on conflict (tenant_id, run_id, key) do update set status = excluded.status, attempts = excluded.attempts,
-         output = excluded.output, error = excluded.error, started_at = excluded.started_at, finished_at = excluded.finished_at`,
-      [tenantId, step.runId, step.key, step.nodeId, step.status, step.attempts, json(step.output), json(step.error), step.startedAt, step.finishedAt],
-    );
+    return updated.length > 0;
   }
 
   async getRun(tenantId: string, runId: string) {
     if (!isUuid(runId)) return undefined;
     const [run] = await this.db.query('select * from runs where tenant_id = $1 and id = $2', [tenantId, runId]);
     if (!run) return undefined;
-    const steps = await this.db.query('select * from steps where tenant_id = $1 and run_id = $2 order by started_at, key', [tenantId, runId]);
+    const steps = await this.db.query('select * from steps where tenant_id = $1 and run_id = $2 order by seq', [tenantId, runId]);
     return { run: toRun(run), steps: steps.map(toStep) };
   }
 

@@ -1,0 +1,56 @@
+/**
+ * The processes the benchmark measures, each in its own OS process so the load generator and the
+ * receiver do not share its event loop. Prints `READY <detail>` once it can be measured.
+ */
+import express from 'express';
+import jsonata from 'jsonata';
+import { Worker } from 'bullmq';
+import { loadConfig } from '../bin/config.ts';
+import { Platform } from '../bin/platform.ts';
+import { redisOptions } from '../bin/redis.ts';
+import { truthy } from '../engine/flow/expression.ts';
+import { newId } from '../engine/ids.ts';
+import { pino } from 'pino';
+import { BENCH_FLOW, BASELINE, MAP_EXPRESSION, FILTER_EXPRESSION } from './flows.ts';
+
+const mode = process.argv[2];
+
+if (mode === 'bare-express') {
+  // The machine's ceiling for a JSON endpoint on Express 5.
+  const app = express();
+  app.post('/hooks/:tenant/:key', express.json({ limit: '1mb' }), (req, res) => void res.status(202).json({ messageId: newId(), received: req.body !== undefined }));
+  const server = app.listen(0, '127.0.0.1', () => console.log(`READY http://127.0.0.1:${(server.address() as { port: number }).port}`));
+} else if (mode === 'tributary') {
+  // Tributary as configured by the environment (embedded serve, or API only on PostgreSQL).
+  const config = { ...loadConfig(), port: 0, host: '127.0.0.1' };
+  const roles = { api: true, worker: process.env.BENCH_WORKER === '1' };
+  const platform = await Platform.start(config, roles, { logger: pino({ level: 'silent' }) });
+  await platform.store.createTenant({ id: 'bench', name: 'bench' }).catch(() => {});
+  await platform.store.putVariable('bench', 'RECEIVER', process.env.BENCH_RECEIVER ?? 'http://127.0.0.1:9');
+  const flow = await platform.store.createFlow('bench', { id: newId(), key: BENCH_FLOW.key, name: BENCH_FLOW.name, draft: BENCH_FLOW });
+  await platform.store.publishFlow('bench', flow.id, flow.revision, BENCH_FLOW);
+  console.log(`READY ${platform.url}`);
+  process.on('SIGTERM', () => void platform.close().then(() => process.exit(0)));
+} else if (mode === 'bullmq-baseline') {
+  // The same work written by hand on raw BullMQ: same expressions, same HTTP call, same concurrency.
+  const config = loadConfig();
+  const map = jsonata(MAP_EXPRESSION);
+  const filter = jsonata(FILTER_EXPRESSION);
+  const receiver = process.env.BENCH_RECEIVER!;
+  const worker = new Worker(BASELINE.queue, async (job) => {
+    const bindings = { input: job.data };
+    const mapped = await map.evaluate(job.data, bindings);
+    if (!truthy(await filter.evaluate(job.data, bindings))) return;
+    const response = await fetch(`${receiver}/orders`, {
+      method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': `${job.id}.send` }, body: JSON.stringify(mapped),
+    });
+    await response.arrayBuffer();
+    if (!response.ok) throw new Error(`receiver answered ${response.status}`);
+  }, { connection: redisOptions(config.redisUrl, 'worker'), prefix: config.redisPrefix, concurrency: config.workerConcurrency });
+  await worker.waitUntilReady();
+  console.log('READY baseline');
+  process.on('SIGTERM', () => void worker.close().then(() => process.exit(0)));
+} else {
+  console.error(`unknown mode ${mode}`);
+  process.exit(2);
+}

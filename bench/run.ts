@@ -1,0 +1,209 @@
+/**
+ * `npm run bench`: Tributary measured beside the machine's limits, in the same run.
+ * (a) intake: POST /hooks at 50 connections vs a bare Express 5 JSON handler;
+ * (b) engine: transform -> filter -> http.request runs per second vs a hand-written BullMQ worker.
+ * Needs Redis and PostgreSQL as for `npm test`. Prints a JSON line and a markdown table.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import autocannon from 'autocannon';
+import { Queue } from 'bullmq';
+import pg from 'pg';
+import { redisOptions } from '../bin/redis.ts';
+import { Keyring } from '../engine/secrets/keyring.ts';
+import { BASELINE, sampleOrder } from './flows.ts';
+
+const POSTGRES_URL = process.env.TEST_DATABASE_URL ?? 'postgres://root@127.0.0.1:5432/test';
+const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const INTAKE_SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const ENGINE_RUNS = Number(process.env.BENCH_RUNS ?? 2000);
+const CONNECTIONS = 50;
+
+const children: ChildProcess[] = [];
+const schemas: string[] = [];
+const dirs: string[] = [];
+
+function isolation() {
+  const suffix = randomBytes(4).toString('hex');
+  const schema = `bench_${suffix}`;
+  schemas.push(schema);
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'tributary-bench-'));
+  dirs.push(dataDir);
+  return { DATABASE_SCHEMA: schema, REDIS_PREFIX: `bench-${suffix}`, DATA_DIR: dataDir, SECRETS_KEY: Keyring.generateEntry('bench'), REDIS_URL, LOG_LEVEL: 'silent' };
+}
+
+/** Start a benchmark process and wait for its READY line. */
+function start(args: string[], env: Record<string, string>, ready = /READY ?(.*)|Tributary .* worker consuming/): Promise<{ child: ChildProcess; detail: string }> {
+  const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  return new Promise((resolve, reject) => {
+    let output = '';
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      const match = ready.exec(output);
+      if (match) resolve({ child, detail: (match[1] ?? '').trim() });
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited with ${code}: ${output}`)));
+  });
+}
+
+async function stop(child: ChildProcess) {
+  if (child.exitCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 15_000))]);
+  child.kill('SIGKILL');
+}
+
+/** A receiver standing in for an ERP: counts requests, resolves when it has seen `target`. */
+async function startReceiver() {
+  let count = 0;
+  let waiter: { target: number; resolve: () => void } | undefined;
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      count++;
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
+      if (waiter && count >= waiter.target) waiter.resolve();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
+    reset: () => void (count = 0),
+    waitFor: (target: number) => new Promise<void>((resolve) => (count >= target ? resolve() : (waiter = { target, resolve }))),
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+interface IntakeFigures { requestsPerSecond: number; p50Ms: number; p99Ms: number; errors: number; non2xx: number }
+
+async function loadIntake(url: string): Promise<IntakeFigures> {
+  const options = {
+    url: `${url}/hooks/bench/bench`, method: 'POST' as const, connections: CONNECTIONS, headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(sampleOrder(1)),
+  };
+  await autocannon({ ...options, duration: 2 }); // warm-up: JIT, caches, connection pools
+  const result = await autocannon({ ...options, duration: INTAKE_SECONDS });
+  return { requestsPerSecond: Math.round(result.requests.average), p50Ms: result.latency.p50, p99Ms: result.latency.p99, errors: result.errors, non2xx: result.non2xx };
+}
+
+async function postMessages(url: string, count: number) {
+  let next = 0;
+  const send = async () => {
+    while (next < count) {
+      const id = next++;
+      const response = await fetch(`${url}/hooks/bench/bench`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(sampleOrder(id)) });
+      if (response.status !== 202) throw new Error(`intake answered ${response.status}`);
+      await response.arrayBuffer();
+    }
+  };
+  await Promise.all(Array.from({ length: CONNECTIONS }, send));
+}
+
+async function main() {
+  const tsx = ['--import', 'tsx'];
+  const results: Record<string, unknown> = { machine: { cpus: os.cpus().length, node: process.version }, connections: CONNECTIONS };
+  const receiver = await startReceiver();
+
+  // (a) intake
+  const bare = await start([...tsx, 'bench/child.ts', 'bare-express'], {});
+  const bareFigures = await loadIntake(bare.detail);
+  await stop(bare.child);
+
+  const embeddedEnv = isolation();
+  const embedded = await start([...tsx, 'bench/child.ts', 'tributary'], { ...embeddedEnv, BENCH_WORKER: '1', BENCH_RECEIVER: receiver.url, DATABASE_URL: '' });
+  const embeddedFigures = await loadIntake(embedded.detail);
+  await stop(embedded.child);
+
+  const apiEnv = { ...isolation(), DATABASE_URL: POSTGRES_URL };
+  const api = await start([...tsx, 'bench/child.ts', 'tributary'], { ...apiEnv, BENCH_RECEIVER: receiver.url });
+  const apiFigures = await loadIntake(api.detail);
+  await stop(api.child);
+  results.intake = {
+    bareExpress: bareFigures,
+    embeddedServe: { ...embeddedFigures, ratio: +(embeddedFigures.requestsPerSecond / bareFigures.requestsPerSecond).toFixed(2) },
+    apiOnPostgres: { ...apiFigures, ratio: +(apiFigures.requestsPerSecond / bareFigures.requestsPerSecond).toFixed(2) },
+  };
+
+  // (b) engine: fill the queue first, then time workers draining it.
+  const engineEnv = { ...isolation(), DATABASE_URL: POSTGRES_URL };
+  const intake = await start([...tsx, 'bench/child.ts', 'tributary'], { ...engineEnv, BENCH_RECEIVER: receiver.url });
+  await postMessages(intake.detail, ENGINE_RUNS);
+  receiver.reset();
+  const engineStart = performance.now();
+  const worker = await start(['bin/tributary.js', 'worker'], engineEnv);
+  const workerReady = performance.now();
+  await receiver.waitFor(ENGINE_RUNS);
+  const engineSeconds = (performance.now() - workerReady) / 1000;
+  await stop(worker.child);
+  await stop(intake.child);
+
+  const baselineEnv = isolation();
+  const queue = new Queue(BASELINE.queue, { connection: redisOptions(REDIS_URL, 'producer'), prefix: baselineEnv.REDIS_PREFIX });
+  for (let i = 0; i < ENGINE_RUNS; i += 500) {
+    await queue.addBulk(Array.from({ length: Math.min(500, ENGINE_RUNS - i) }, (_, k) => ({ name: 'run', data: { body: sampleOrder(i + k), headers: {}, query: {} } })));
+  }
+  receiver.reset();
+  const baseline = await start([...tsx, 'bench/child.ts', 'bullmq-baseline'], { ...baselineEnv, BENCH_RECEIVER: receiver.url });
+  const baselineReady = performance.now();
+  await receiver.waitFor(ENGINE_RUNS);
+  const baselineSeconds = (performance.now() - baselineReady) / 1000;
+  await stop(baseline.child);
+  await queue.obliterate({ force: true });
+  await queue.close();
+
+  const tributaryRate = ENGINE_RUNS / engineSeconds;
+  const baselineRate = ENGINE_RUNS / baselineSeconds;
+  results.engine = {
+    runs: ENGINE_RUNS,
+    tributaryRunsPerSecond: Math.round(tributaryRate),
+    bullmqBaselineRunsPerSecond: Math.round(baselineRate),
+    ratio: +(tributaryRate / baselineRate).toFixed(2),
+    workerStartSeconds: +((workerReady - engineStart) / 1000).toFixed(2),
+  };
+  await receiver.close();
+
+  console.log(JSON.stringify(results));
+  const intakeResults = results.intake as Record<string, IntakeFigures & { ratio?: number }>;
+  const engine = results.engine as Record<string, number>;
+  console.log(`
+| measure | Tributary | limit of the machine | ratio |
+|---|---|---|---|
+| intake, embedded serve (PGlite + worker), req/s | ${intakeResults.embeddedServe.requestsPerSecond} (p50 ${intakeResults.embeddedServe.p50Ms} ms, p99 ${intakeResults.embeddedServe.p99Ms} ms) | bare Express ${intakeResults.bareExpress.requestsPerSecond} (p50 ${intakeResults.bareExpress.p50Ms} ms, p99 ${intakeResults.bareExpress.p99Ms} ms) | ${intakeResults.embeddedServe.ratio} |
+| intake, API on PostgreSQL, req/s | ${intakeResults.apiOnPostgres.requestsPerSecond} (p50 ${intakeResults.apiOnPostgres.p50Ms} ms, p99 ${intakeResults.apiOnPostgres.p99Ms} ms) | bare Express ${intakeResults.bareExpress.requestsPerSecond} | ${intakeResults.apiOnPostgres.ratio} |
+| engine, transform -> filter -> http.request, runs/s | ${engine.tributaryRunsPerSecond} | raw BullMQ worker ${engine.bullmqBaselineRunsPerSecond} | ${engine.ratio} |
+`);
+}
+
+async function cleanup() {
+  for (const child of children) child.kill('SIGKILL');
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  const client = new pg.Client({ connectionString: POSTGRES_URL });
+  await client.connect();
+  for (const schema of schemas) await client.query(`drop schema if exists ${schema} cascade`);
+  await client.end();
+  const { Redis } = await import('ioredis');
+  const redis = new Redis(REDIS_URL);
+  for (const prefix of ['bench-']) {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+      if (keys.length > 0) await redis.del(...keys);
+      cursor = next;
+    } while (cursor !== '0');
+  }
+  redis.disconnect();
+}
+
+main().then(cleanup, async (error) => {
+  console.error(error);
+  await cleanup();
+  process.exit(1);
+});
