@@ -38,7 +38,9 @@ function isolation() {
 
 /** Start a benchmark process and wait for its READY line. */
 function start(args: string[], env: Record<string, string>, ready = /READY ?(.*)|Tributary .* worker consuming/): Promise<{ child: ChildProcess; detail: string }> {
-  const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  // BENCH_NODE_FLAGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") profiles the measured processes.
+  const flags = process.env.BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? [];
+  const child = spawn(process.execPath, [...flags, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   children.push(child);
   return new Promise((resolve, reject) => {
     let output = '';

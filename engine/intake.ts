@@ -56,7 +56,7 @@ export class Intake {
   private async persist(batch: Array<{ message: NewMessage; runId: string }>): Promise<AcceptedMessage[]> {
     const results = await this.options.store.acceptMessages(batch);
     // A duplicate whose run never reached the queue (its first answer was a 503) is enqueued now.
-    const jobs = results.filter((result) => !result.duplicate || result.run.status === 'queued').map(({ run }) => ({ tenantId: run.tenantId, runId: run.id }));
+    const jobs = results.filter((result) => !result.duplicate || result.run.status === 'queued').map(({ run }) => ({ tenantId: run.tenantId, runId: run.id, flowId: run.flowId, flowVersion: run.flowVersion }));
     await this.options.queue.enqueue(jobs);
     return results;
   }

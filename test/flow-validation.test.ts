@@ -113,3 +113,24 @@ describe('templates', () => {
     await expect(runaway.evaluate(bindings)).rejects.toMatchObject({ kind: 'permanent', message: expect.stringContaining('expression failed') });
   });
 });
+
+describe('plain paths', () => {
+  // Plain paths skip JSONata; these pin that the answer is JSONata's all the same.
+  const bindings = {
+    input: { body: { id: 7, name: 'x', nothing: null, items: [{ sku: 'a' }, { sku: 'b' }], nested: { deep: { value: 3 } } } },
+    steps: { map: { id: 7 } }, vars: { URL: 'http://erp' }, secrets: {},
+  };
+  const sources = [
+    '$input.body.id', '$input.body.name.length', '$input.body.nothing', '$input.body.nothing.x', '$input.body.items', '$input.body.items.sku',
+    '$input.body.nested.deep.value', '$input.body.missing.deep', '$steps.map', '$vars.URL', '$vars.MISSING', '$input',
+  ];
+  for (const source of sources) {
+    it(`${source} evaluates as in JSONata`, async () => {
+      const compiler = new TemplateCompiler({ timeoutMs: 200, maxDepth: 100 });
+      const template = compiler.compile(`{{ ${source} }}`, '$');
+      const jsonataValue = await (await import('jsonata')).default(source).evaluate(bindings.input, bindings);
+      // Compared as JSON, as outputs are stored (JSONata's sequences carry extra own properties).
+      expect(JSON.stringify(await template.evaluate(bindings))).toEqual(JSON.stringify(jsonataValue));
+    });
+  }
+});

@@ -13,16 +13,43 @@ export const defaultExpressionLimits: ExpressionLimits = { timeoutMs: 1000, maxD
 
 export type Bindings = Record<string, unknown>;
 
+/** `$vars.ERP_URL`, `$steps.map.id`: a binding and plain field names, the commonest expressions. */
+const PLAIN_PATH = /^\$([A-Za-z_][A-Za-z0-9_]*)((?:\.[A-Za-z_][A-Za-z0-9_]*)*)$/;
+/** Signals that a plain path met an array, where JSONata's sequence rules apply. */
+const NEEDS_JSONATA = Symbol('needs JSONata');
+
 /** A JSONata expression compiled once at publish time; runs never recompile. */
 export class Expression {
   private readonly compiled: jsonata.Expression;
+  private readonly path?: { binding: string; fields: string[] };
 
   constructor(readonly source: string, private readonly limits: ExpressionLimits) {
     // Throws JSONata's syntax error (with position) for the caller to report against the field.
     this.compiled = jsonata(source, { timeout: limits.timeoutMs, stack: limits.maxDepth, sequence: 1_000_000 });
+    const plain = PLAIN_PATH.exec(source);
+    if (plain) this.path = { binding: plain[1], fields: plain[2] === '' ? [] : plain[2].slice(1).split('.') };
   }
 
   async evaluate(bindings: Bindings): Promise<unknown> {
+    if (this.path) {
+      const value = this.walk(bindings);
+      if (value !== NEEDS_JSONATA) return value;
+    }
+    return this.evaluateJsonata(bindings);
+  }
+
+  /** A plain path read directly, with JSONata's result wherever no array is involved. */
+  private walk(bindings: Bindings): unknown {
+    let value: unknown = bindings[this.path!.binding];
+    for (const field of this.path!.fields) {
+      if (Array.isArray(value)) return NEEDS_JSONATA;
+      if (value === null || typeof value !== 'object') return undefined;
+      value = (value as Record<string, unknown>)[field];
+    }
+    return Array.isArray(value) ? NEEDS_JSONATA : value;
+  }
+
+  private async evaluateJsonata(bindings: Bindings): Promise<unknown> {
     const { timeoutMs } = this.limits;
     let timer: NodeJS.Timeout | undefined;
     // JSONata's own timeout is cooperative; the race also bounds time spent in async functions.

@@ -7,10 +7,15 @@ import { newId } from '../ids.ts';
 
 export const RUN_QUEUE = 'runs';
 
-/** A job names its run and nothing else: bodies live in the store, secrets never leave it. */
+/**
+ * A job names its run and the flow version it is pinned to, nothing else: bodies live in the
+ * store, secrets never leave it. The version lets a worker prepare the run before reading it.
+ */
 export interface RunJobData {
   tenantId: string;
   runId: string;
+  flowId: string;
+  flowVersion: number;
 }
 
 export interface QueueOptions {
@@ -121,8 +126,7 @@ export class RunWorker {
   }
 
   private async process(job: Job<RunJobData>, token: string | undefined) {
-    const { tenantId, runId } = job.data;
-    const outcome = await this.executor.execute(tenantId, runId, this.shutdown.signal);
+    const outcome = await this.executor.execute(job.data, this.shutdown.signal);
     if (outcome.kind === 'wait') {
       // Not a failure: the job sleeps without spending a BullMQ attempt.
       await job.moveToDelayed(Date.now() + outcome.delayMs, token);

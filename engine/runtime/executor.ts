@@ -41,35 +41,24 @@ export const secretContext = (tenantId: string, name: string) => `secret\0${tena
 export class Executor {
   constructor(private readonly options: ExecutorOptions) {}
 
-  async execute(tenantId: string, runId: string, shutdown: AbortSignal): Promise<PassOutcome> {
-    const { store } = this.options;
-    const state = await store.beginRun(tenantId, runId);
-    if (!state) return { kind: 'gone' };
-    if (isTerminal(state.run.status)) return { kind: 'finished', status: state.run.status, error: state.run.error ?? undefined };
-
+  async execute(job: { tenantId: string; runId: string; flowId: string; flowVersion: number }, shutdown: AbortSignal): Promise<PassOutcome> {
+    const { store, keyring } = this.options;
+    const { tenantId, runId } = job;
     let flow: CompiledFlow;
     try {
-      flow = await this.options.flows.get(tenantId, state.run.flowId, state.run.flowVersion);
+      // The compiled version is cached: knowing what the run reads, one statement fetches it all.
+      flow = await this.options.flows.get(tenantId, job.flowId, job.flowVersion);
     } catch (error) {
       if (!(error instanceof NotFoundError)) throw error;
       const record = toErrorRecord(permanent(error.message));
       await store.saveProgress(tenantId, runId, [], { status: 'failed', error: record });
       return { kind: 'finished', status: 'failed', error: record };
     }
-    const [vars, secrets] = await Promise.all([this.variables(tenantId, flow), this.secretValues(tenantId, flow)]);
-    return new RunPass(this.options, state, flow, secrets, shutdown).run(vars);
-  }
-
-  private async variables(tenantId: string, flow: CompiledFlow) {
-    const names = flow.references.vars;
-    return names !== '*' && names.size === 0 ? {} : this.options.store.variableValues(tenantId, names);
-  }
-
-  private async secretValues(tenantId: string, flow: CompiledFlow): Promise<Record<string, string>> {
-    const names = flow.references.secrets;
-    if (names !== '*' && names.size === 0) return {};
-    const sealed = await this.options.store.sealedSecrets(tenantId, names);
-    return Object.fromEntries(sealed.map((secret) => [secret.name, this.options.keyring.open(secret, secretContext(tenantId, secret.name))]));
+    const state = await store.beginRun(tenantId, runId, flow.references);
+    if (!state) return { kind: 'gone' };
+    if (isTerminal(state.run.status)) return { kind: 'finished', status: state.run.status, error: state.run.error ?? undefined };
+    const secrets = Object.fromEntries(state.sealedSecrets.map((sealed) => [sealed.name, keyring.open(sealed, secretContext(tenantId, sealed.name))]));
+    return new RunPass(this.options, state, flow, secrets, shutdown).run(state.vars);
   }
 }
 

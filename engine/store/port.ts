@@ -55,10 +55,11 @@ export interface Store {
    */
   acceptMessages(messages: Array<{ message: NewMessage; runId: string }>): Promise<AcceptedMessage[]>;
   /**
-   * Take a run up: mark it running and count the attempt, and return it with its message and
-   * checkpoints. A finished run is returned as it is, unchanged.
+   * Take a run up: mark it running and count the attempt, and return it with its message,
+   * checkpoints and the variables and sealed secrets it reads, in one round trip. A finished run
+   * is returned as it is, unchanged.
    */
-  beginRun(tenantId: string, runId: string): Promise<RunState | undefined>;
+  beginRun(tenantId: string, runId: string, reads?: RunReads): Promise<RunState | undefined>;
   /**
    * Save checkpoints and, optionally, the run's new status, in one statement. A finished run keeps
    * its first outcome; returns whether the status was written.
@@ -113,8 +114,16 @@ export interface RunOutcome {
   error: ErrorRecord | null;
 }
 
+/** Names of the variables and secrets a run reads; '*' for all of the tenant's. */
+export interface RunReads {
+  vars: Iterable<string> | '*';
+  secrets: Iterable<string> | '*';
+}
+
 export interface RunState {
   run: Run;
   message: Message;
   steps: Step[];
+  vars: Record<string, unknown>;
+  sealedSecrets: Array<{ name: string } & SealedValue>;
 }

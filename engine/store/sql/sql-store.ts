@@ -2,7 +2,7 @@ import { ConflictError, NotFoundError, ValidationError } from '../../errors.ts';
 import type { FlowDocument } from '../../flow/schema.ts';
 import type { SealedValue } from '../../secrets/keyring.ts';
 import type {
-  AcceptedMessage, Client, Flow, FlowVersion, Message, NewMessage, Page, PageRequest, Run, RunOutcome, RunState, RunStatus, SecretInfo,
+  AcceptedMessage, Client, Flow, FlowVersion, Message, NewMessage, Page, PageRequest, Run, RunOutcome, RunReads, RunState, RunStatus, SecretInfo,
   SigningKey, Step, Store, Tenant, Variable,
 } from '../port.ts';
 import type { SqlDriver } from './driver.ts';
@@ -340,8 +340,9 @@ export class SqlStore implements Store {
     return { duplicate: true, messageId: first.message_id, run: toRun(first) };
   }
 
-  async beginRun(tenantId: string, runId: string): Promise<RunState | undefined> {
+  async beginRun(tenantId: string, runId: string, reads: RunReads = { vars: [], secrets: [] }): Promise<RunState | undefined> {
     if (!isUuid(runId)) return undefined;
+    const names = (wanted: Iterable<string> | '*') => (wanted === '*' ? [true, []] : [false, [...wanted]]);
     const [row] = await this.db.query(
       `with started as (
          update runs set status = 'running', attempts = attempts + 1, started_at = coalesce(started_at, now())
@@ -350,12 +351,18 @@ export class SqlStore implements Store {
          select * from started union all select * from runs where tenant_id = $1 and id = $2 and not exists (select 1 from started)
        )
        select to_jsonb(run.*) as run, to_jsonb(m.*) as message,
-              coalesce((select jsonb_agg(to_jsonb(s.*)) from steps s where s.tenant_id = $1 and s.run_id = $2), '[]'::jsonb) as steps
+              coalesce((select jsonb_agg(to_jsonb(s.*) order by s.seq) from steps s where s.tenant_id = $1 and s.run_id = $2), '[]'::jsonb) as steps,
+              (select coalesce(jsonb_object_agg(v.name, v.value), '{}'::jsonb) from variables v
+                where v.tenant_id = $1 and ($3::boolean or v.name = any($4::text[]))) as vars,
+              (select coalesce(jsonb_agg(jsonb_build_object('name', x.name, 'keyId', x.key_id, 'ciphertext', x.ciphertext, 'fingerprint', x.fingerprint)), '[]'::jsonb)
+                 from secrets x where x.tenant_id = $1 and ($5::boolean or x.name = any($6::text[]))) as sealed_secrets
          from run join messages m on m.tenant_id = run.tenant_id and m.id = run.message_id`,
-      [tenantId, runId],
+      [tenantId, runId, ...names(reads.vars), ...names(reads.secrets)],
     );
     if (!row) return undefined;
-    return { run: toRun(row.run), message: toMessage(row.message), steps: (row.steps as Row[]).map(toStep) };
+    return {
+      run: toRun(row.run), message: toMessage(row.message), steps: (row.steps as Row[]).map(toStep), vars: row.vars, sealedSecrets: row.sealed_secrets,
+    };
   }
 
   async saveProgress(tenantId: string, runId: string, steps: Step[], outcome?: RunOutcome): Promise<boolean> {
