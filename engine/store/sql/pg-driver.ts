@@ -25,8 +25,17 @@ export class PgDriver implements SqlDriver {
     this.pool.on('error', () => {});
   }
 
+  /** Statements are prepared once per connection and then sent by name: no text to resend, no re-planning. */
+  private readonly statementNames = new Map<string, string>();
+
+  private prepared(text: string, values?: unknown[]): pg.QueryConfig {
+    let name = this.statementNames.get(text);
+    if (!name) this.statementNames.set(text, (name = `tributary_${this.statementNames.size}`));
+    return { name, text, values };
+  }
+
   async query<Row>(text: string, params?: unknown[]): Promise<Row[]> {
-    return (await this.pool.query(text, params)).rows as Row[];
+    return (await this.pool.query(this.prepared(text, params))).rows as Row[];
   }
 
   async exec(script: string) {
@@ -38,7 +47,7 @@ export class PgDriver implements SqlDriver {
     try {
       await client.query('begin');
       const result = await fn({
-        query: async <Row>(text: string, params?: unknown[]) => (await client.query(text, params)).rows as Row[],
+        query: async <Row>(text: string, params?: unknown[]) => (await client.query(this.prepared(text, params))).rows as Row[],
         exec: async (script: string) => void (await client.query(script)),
       });
       await client.query('commit');
