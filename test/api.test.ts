@@ -170,3 +170,20 @@ describe('OpenAPI document', () => {
     expect(document.paths['/api/v1/editable-flows'].post.requestBody.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/FlowDocument' });
   });
 });
+
+describe('queue dashboard', () => {
+  it('is for operators only: Basic with an operator client, or an operator token', async () => {
+    expect((await fetch(`${env.url}/admin/queues`)).status).toBe(401);
+    const tenantBasic = Buffer.from(`${a.credentials.client_id}:${a.credentials.client_secret}`).toString('base64');
+    expect((await fetch(`${env.url}/admin/queues`, { headers: { authorization: `Basic ${tenantBasic}` } })).status).toBe(401);
+    expect((await fetch(`${env.url}/admin/queues`, { headers: { authorization: `Bearer ${a.token}` } })).status).toBe(401);
+    const operator = await env.operator();
+    const basic = Buffer.from(`${operator.credentials.client_id}:${operator.credentials.client_secret}`).toString('base64');
+    const page = await fetch(`${env.url}/admin/queues`, { headers: { authorization: `Basic ${basic}` } });
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain('<html');
+    const queues = await fetch(`${env.url}/admin/queues/api/queues`, { headers: { authorization: `Bearer ${operator.token}` } });
+    expect(queues.status).toBe(200);
+    expect(JSON.stringify(await queues.json())).toContain('"runs"');
+  });
+});
