@@ -65,12 +65,12 @@ export function createApp(options: AppOptions): Express {
   });
   app.get('/openapi.json', (_req, res) => void res.json(openapi));
   app.use(tokenRoutes(context.store, options.issuer, bodyLimitBytes));
-  app.use(hookRoutes(context.intake, bodyLimitBytes, logger));
+  app.use(hookRoutes(context.intake, bodyLimitBytes));
   const [guard, dashboard] = dashboardRoutes(options.queues, context.store, options.verifier);
   app.use(DASHBOARD_PATH, guard, dashboard);
   app.use('/api', express.json({ limit: bodyLimitBytes, type: ['application/json', 'application/*+json'] }));
   app.use(mountRoutes(routes, options.verifier));
   app.use((req, _res, next) => next(new HttpProblem(404, 'Not found', `no route ${req.method} ${req.path}`)));
-  app.use(problemHandler(logger));
+  app.use(problemHandler());
   return app;
 }

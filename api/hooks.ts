@@ -1,5 +1,4 @@
 import express, { Router, type Request, type Response } from 'express';
-import type { Logger } from 'pino';
 import type { Intake } from '../engine/intake.ts';
 import { HttpProblem, sendProblem } from './problem.ts';
 
@@ -10,7 +9,7 @@ const SEGMENT = /^[A-Za-z0-9][A-Za-z0-9-]{0,62}$/;
  * the trigger's verification applies. The raw body is kept for signatures and parsed here.
  * The answer comes only after the message and its job are persisted: 202 means it will run.
  */
-export function hookRoutes(intake: Intake, bodyLimitBytes: number, logger: Logger): Router {
+export function hookRoutes(intake: Intake, bodyLimitBytes: number): Router {
   const router = Router();
   router.post('/hooks/:tenantId/:flowKey', express.raw({ type: () => true, limit: bodyLimitBytes }), async (req: Request, res: Response) => {
     const { tenantId, flowKey } = req.params as { tenantId: string; flowKey: string };
@@ -23,7 +22,7 @@ export function hookRoutes(intake: Intake, bodyLimitBytes: number, logger: Logge
       result = await intake.accept({ tenantId, flowKey, rawBody, body, headers: req.headers, query: { ...(req.query as object) } });
     } catch (error) {
       // Not persisted, or not enqueued: say so, so the sender retries. Nothing was accepted.
-      (req as { log?: Logger }).log?.error({ err: error }, 'intake failed') ?? logger.error({ err: error }, 'intake failed');
+      req.log.error({ err: error }, 'intake failed');
       return sendProblem(res, new HttpProblem(503, 'Not accepted', 'the message could not be stored; retry later', { headers: { 'Retry-After': '5' } }));
     }
     switch (result.outcome) {

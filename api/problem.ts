@@ -1,5 +1,4 @@
 import type { ErrorRequestHandler, Response } from 'express';
-import type { Logger } from 'pino';
 import { ConflictError, NotFoundError, ValidationError, type FieldError } from '../engine/errors.ts';
 
 /** An RFC 9457 problem: every error the API answers has this shape. */
@@ -27,12 +26,10 @@ export function sendProblem(res: Response, problem: HttpProblem) {
 }
 
 /** Maps every error to a problem; internal faults are logged with the request id and told only by that id. */
-export function problemHandler(logger: Logger): ErrorRequestHandler {
+export function problemHandler(): ErrorRequestHandler {
   return (error, req, res, _next) => {
     const problem = toProblem(error);
-    if (problem.status >= 500) {
-      (req as { log?: Logger }).log?.error({ err: error }, 'request failed') ?? logger.error({ err: error }, 'request failed');
-    }
+    if (problem.status >= 500) req.log.error({ err: error }, 'request failed');
     if (res.headersSent) return;
     sendProblem(res, problem);
   };

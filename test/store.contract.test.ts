@@ -106,7 +106,6 @@ describe.each(adapters)('store contract on %s', (_name, open) => {
     const replaced = await store.putVariable('a', 'J', 'text');
     expect(replaced.created).toBe(false);
     expect(replaced.variable.value).toBe('text');
-    expect(await store.variableValues('a', ['J', 'MISSING'])).toEqual({ J: 'text' });
   });
 
   it('keeps sealed secrets per tenant and lists them without ciphertext', async () => {
@@ -114,7 +113,8 @@ describe.each(adapters)('store contract on %s', (_name, open) => {
     const listed = await store.listSecrets('a', { first: 10 });
     expect(listed.nodes).toEqual([expect.objectContaining({ name: 'TOKEN', keyId: 'k', fingerprint: 'fp' })]);
     expect(JSON.stringify(listed)).not.toContain('iv.body');
-    expect(await store.sealedSecrets('b', '*')).toEqual([]);
+    expect(await store.sealedSecrets('a', ['TOKEN', 'MISSING'])).toEqual([{ name: 'TOKEN', keyId: 'k', ciphertext: 'iv.body', fingerprint: 'fp' }]);
+    expect(await store.sealedSecrets('b', ['TOKEN'])).toEqual([]);
   });
 
   it('accepts a delivery id once per flow and returns the first message to repeats, also within one batch', async () => {
@@ -149,5 +149,20 @@ describe.each(adapters)('store contract on %s', (_name, open) => {
     expect(await store.beginRun('b', run.id)).toBeUndefined();
     expect((await store.listRuns('a', { flowId: flow.id, status: 'succeeded' }, { first: 10 })).nodes.map((r) => r.id)).toEqual([run.id]);
     expect((await store.listRuns('b', {}, { first: 10 })).nodes.every((r) => r.tenantId === 'b')).toBe(true);
+  });
+
+  it('begins a run with exactly the variables and sealed secrets it reads, from its own tenant', async () => {
+    const flow = await store.createFlow('b', { id: newId(), key: 'reads', name: 'r', draft: doc('reads') });
+    await store.putVariable('b', 'WANTED', 1);
+    await store.putVariable('b', 'OTHER', 2);
+    await store.putSecret('b', 'KEY', { keyId: 'k', ciphertext: 'c', fingerprint: 'f' });
+    const accept = async () => (await store.acceptMessages([{ message: { tenantId: 'b', id: newId(), flowId: flow.id, flowVersion: 1, deliveryId: null, body: 1, headers: {}, query: {} }, runId: newId() }]))[0].run;
+    const named = await store.beginRun('b', (await accept()).id, { vars: ['WANTED', 'V1'], secrets: ['KEY'] });
+    expect(named?.vars).toEqual({ WANTED: 1 });
+    expect(named?.sealedSecrets).toEqual([{ name: 'KEY', keyId: 'k', ciphertext: 'c', fingerprint: 'f' }]);
+    const all = await store.beginRun('b', (await accept()).id, { vars: '*', secrets: [] });
+    expect(all?.vars).toEqual({ WANTED: 1, OTHER: 2 });
+    expect(all?.sealedSecrets).toEqual([]);
+    expect((await store.beginRun('b', (await accept()).id))?.vars).toEqual({});
   });
 });

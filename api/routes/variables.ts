@@ -1,5 +1,5 @@
 import { NotFoundError } from '../../engine/errors.ts';
-import { secretContext } from '../../engine/runtime/executor.ts';
+import { secretContext } from '../../engine/secrets/keyring.ts';
 import { secretInfoSchema, variableSchema } from '../../engine/resources.ts';
 import type { ApiContext } from '../context.ts';
 import { connectionSchema, defineRoute, pageQuerySchema } from '../route.ts';

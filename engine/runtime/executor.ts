@@ -3,7 +3,7 @@ import { NotFoundError, OperationError, permanent, retryable, toErrorRecord, toO
 import type { CompiledFlow, CompiledNode } from '../flow/compile.ts';
 import { truthy, type Bindings } from '../flow/expression.ts';
 import { StopSignal, type MessageInput, type OperationContext } from '../operations.ts';
-import type { Keyring } from '../secrets/keyring.ts';
+import { secretContext, type Keyring } from '../secrets/keyring.ts';
 import { isTerminal, type RunOutcome, type RunState, type Step, type Store, type TerminalRunStatus } from '../store/port.ts';
 import type { CompiledFlowCache } from './flow-cache.ts';
 import { redactSecrets } from './redact.ts';
@@ -29,9 +29,6 @@ export interface ExecutorOptions {
 
 const TRIGGER = 'trigger';
 const LATER_DEFAULT_MS = 60_000;
-
-/** The additional data a secret is sealed with: its tenant and name. */
-export const secretContext = (tenantId: string, name: string) => `secret\0${tenantId}\0${name}`;
 
 /**
  * Runs one pass over a run: nodes in graph order, each completed node checkpointed, so a later pass

@@ -64,6 +64,9 @@ export class Keyring {
   }
 }
 
+/** The additional data a tenant's secret variable is sealed with: its tenant and name. */
+export const secretContext = (tenantId: string, name: string) => `secret\0${tenantId}\0${name}`;
+
 export interface SealedValue {
   keyId: string;
   ciphertext: string;

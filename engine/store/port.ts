@@ -40,13 +40,12 @@ export interface Store {
   getVariable(tenantId: string, name: string): Promise<Variable | undefined>;
   listVariables(tenantId: string, page: PageRequest): Promise<Page<Variable>>;
   deleteVariable(tenantId: string, name: string): Promise<boolean>;
-  /** Values by name for a run; `'*'` loads all of the tenant's. */
-  variableValues(tenantId: string, names: Iterable<string> | '*'): Promise<Record<string, unknown>>;
 
   putSecret(tenantId: string, name: string, sealed: SealedValue): Promise<{ secret: SecretInfo; created: boolean }>;
   listSecrets(tenantId: string, page: PageRequest): Promise<Page<SecretInfo>>;
   deleteSecret(tenantId: string, name: string): Promise<boolean>;
-  sealedSecrets(tenantId: string, names: Iterable<string> | '*'): Promise<Array<{ name: string } & SealedValue>>;
+  /** Sealed values of the named secrets (a trigger's verification key). */
+  sealedSecrets(tenantId: string, names: Iterable<string>): Promise<Array<{ name: string } & SealedValue>>;
 
   /**
    * Record inbound messages with their runs, all in one statement. A message whose delivery id was

@@ -260,14 +260,6 @@ export class SqlStore implements Store {
     return (await this.db.query('delete from variables where tenant_id = $1 and name = $2 returning name', [tenantId, name])).length > 0;
   }
 
-  async variableValues(tenantId: string, names: Iterable<string> | '*') {
-    const rows = await this.db.query<Row>(
-      'select name, value from variables where tenant_id = $1 and ($2::text[] is null or name = any($2::text[]))',
-      [tenantId, names === '*' ? null : [...names]],
-    );
-    return Object.fromEntries(rows.map((r) => [r.name, r.value]));
-  }
-
   async putSecret(tenantId: string, name: string, sealed: SealedValue) {
     const [row] = await this.db.query(
       `insert into secrets (tenant_id, name, key_id, ciphertext, fingerprint) values ($1, $2, $3, $4, $5)
@@ -292,10 +284,10 @@ export class SqlStore implements Store {
     return (await this.db.query('delete from secrets where tenant_id = $1 and name = $2 returning name', [tenantId, name])).length > 0;
   }
 
-  async sealedSecrets(tenantId: string, names: Iterable<string> | '*') {
+  async sealedSecrets(tenantId: string, names: Iterable<string>) {
     const rows = await this.db.query<Row>(
-      'select name, key_id, ciphertext, fingerprint from secrets where tenant_id = $1 and ($2::text[] is null or name = any($2::text[]))',
-      [tenantId, names === '*' ? null : [...names]],
+      'select name, key_id, ciphertext, fingerprint from secrets where tenant_id = $1 and name = any($2::text[])',
+      [tenantId, [...names]],
     );
     return rows.map((r) => ({ name: r.name, keyId: r.key_id, ciphertext: r.ciphertext, fingerprint: r.fingerprint }));
   }
