@@ -3,6 +3,7 @@ import express, { type Express } from 'express';
 import type { Logger } from 'pino';
 import { pinoHttp } from 'pino-http';
 import { newId } from '../engine/ids.ts';
+import { unstorableJson } from '../engine/json-text.ts';
 import type { TokenIssuer } from './auth/issuer.ts';
 import type { TokenVerifier } from './auth/verifier.ts';
 import type { ApiContext } from './context.ts';
@@ -33,6 +34,12 @@ export interface AppOptions {
   /** Queues the operator dashboard shows. */
   queues: Queue[];
   version: string;
+}
+
+/** Bodies the store could not keep are refused before they are parsed. */
+function refuseUnstorable(_req: unknown, _res: unknown, raw: Buffer) {
+  const reason = unstorableJson(raw);
+  if (reason) throw new HttpProblem(400, 'Invalid body', `the body ${reason}`, { errors: [{ path: '$.body', message: reason }] });
 }
 
 export function apiRoutes(context: ApiContext): RouteSpec[] {
@@ -68,7 +75,7 @@ export function createApp(options: AppOptions): Express {
   app.use(hookRoutes(context.intake, bodyLimitBytes));
   const [guard, dashboard] = dashboardRoutes(options.queues, context.store, options.verifier);
   app.use(DASHBOARD_PATH, guard, dashboard);
-  app.use('/api', express.json({ limit: bodyLimitBytes, type: ['application/json', 'application/*+json'] }));
+  app.use('/api', express.json({ limit: bodyLimitBytes, type: ['application/json', 'application/*+json'], verify: refuseUnstorable }));
   app.use(mountRoutes(routes, options.verifier));
   app.use((req, _res, next) => next(new HttpProblem(404, 'Not found', `no route ${req.method} ${req.path}`)));
   app.use(problemHandler());

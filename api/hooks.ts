@@ -1,5 +1,6 @@
 import express, { Router, type Request, type Response } from 'express';
 import type { Intake } from '../engine/intake.ts';
+import { unstorableJson } from '../engine/json-text.ts';
 import { HttpProblem, sendProblem } from './problem.ts';
 
 const SEGMENT = /^[A-Za-z0-9][A-Za-z0-9-]{0,62}$/;
@@ -16,10 +17,13 @@ export function hookRoutes(intake: Intake, bodyLimitBytes: number): Router {
     if (!SEGMENT.test(tenantId) || !SEGMENT.test(flowKey)) throw noFlow();
     const rawBody = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
     const body = parseBody(rawBody, req.get('content-type'));
+    const query = { ...(req.query as object) };
+    const badQuery = unstorableJson(JSON.stringify(query));
+    if (badQuery) throw new HttpProblem(400, 'Invalid query', `the query string ${badQuery}`, { errors: [{ path: '$.query', message: badQuery }] });
 
     let result;
     try {
-      result = await intake.accept({ tenantId, flowKey, rawBody, body, headers: req.headers, query: { ...(req.query as object) } });
+      result = await intake.accept({ tenantId, flowKey, rawBody, body, headers: req.headers, query });
     } catch (error) {
       // Not persisted, or not enqueued: say so, so the sender retries. Nothing was accepted.
       req.log.error({ err: error }, 'intake failed');
@@ -46,6 +50,8 @@ function parseBody(raw: Buffer, contentType: string | undefined): unknown {
   if (contentType && !/[/+]json\b/i.test(contentType)) {
     throw new HttpProblem(415, 'Unsupported media type', 'a flow URL takes JSON (Content-Type: application/json)');
   }
+  const unstorable = unstorableJson(raw);
+  if (unstorable) throw new HttpProblem(400, 'Invalid body', `the body ${unstorable}`, { errors: [{ path: '$.body', message: unstorable }] });
   try {
     return JSON.parse(raw.toString('utf8'));
   } catch (error) {

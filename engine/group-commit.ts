@@ -19,13 +19,20 @@ export class GroupCommit<Item, Result> {
     });
   }
 
+  private async flushEach(batch: typeof this.pending) {
+    for (const entry of batch) {
+      await this.flush([entry.item]).then(([result]) => entry.resolve(result), entry.reject);
+    }
+  }
+
   private drain() {
     while (this.inFlight < this.options.maxInFlight && this.pending.length > 0) {
       const batch = this.pending.splice(0, this.options.maxBatch);
       this.inFlight++;
       this.flush(batch.map((entry) => entry.item)).then(
         (results) => batch.forEach((entry, index) => entry.resolve(results[index])),
-        (error) => batch.forEach((entry) => entry.reject(error)),
+        // One bad item must not fail the others: retry each on its own, so each gets its own answer.
+        (error) => (batch.length === 1 ? batch[0].reject(error) : this.flushEach(batch)),
       ).finally(() => {
         this.inFlight--;
         this.drain();

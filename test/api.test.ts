@@ -136,6 +136,14 @@ describe('request validation', () => {
     }
     const hook = await fetch(`${env.url}/hooks/tenant-a/orders-to-erp`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{not json' });
     expect(hook.status).toBe(400);
+    for (const body of ['{"a":"x\\u0000y"}', '{"a":'.repeat(150) + '1' + '}'.repeat(150)]) {
+      const hookResponse = await fetch(`${env.url}/hooks/tenant-a/orders-to-erp`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      expect(hookResponse.status).toBe(400);
+      expect((await hookResponse.json()).errors).toEqual([{ path: '$.body', message: expect.any(String) }]);
+      const apiResponse = await raw('/api/v1/global-variables/ODD', { method: 'PUT', headers: { 'content-type': 'application/json' }, body: `{"value": ${body}}` });
+      expect(apiResponse.status).toBe(400);
+    }
+    expect((await fetch(`${env.url}/hooks/tenant-a/orders-to-erp?x=%00`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).status).toBe(400);
     const bigHook = await fetch(`${env.url}/hooks/tenant-a/orders-to-erp`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ x: 'y'.repeat(70_000) }) });
     expect(bigHook.status).toBe(413);
   });

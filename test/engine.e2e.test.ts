@@ -77,6 +77,14 @@ describe('a webhook through a published flow', () => {
     expect(received('/rejects')).toHaveLength(1);
   });
 
+  it('stores an output carrying \\u0000 with U+FFFD in its place', async () => {
+    receiver.script({ status: 200, body: { note: 'nul\u0000here' } });
+    await acme.publish(flow('nul-output', [map, post('send', '/nul')], [{ from: 'trigger', to: 'map' }, { from: 'map', to: 'send' }]));
+    const run = await acme.settledRun((await sendWebhook(env.url, 'acme', 'nul-output', { id: 4 })).body.runId);
+    expect(run.status).toBe('succeeded');
+    expect(run.steps[1].output.body).toEqual({ note: 'nul\ufffdhere' });
+  });
+
   it('gives up after the node\'s attempts and says so', async () => {
     receiver.script({ status: 500 }, { status: 500 }, { status: 500 });
     await acme.publish(flow('gives-up', [map, post('send', '/down')], [{ from: 'trigger', to: 'map' }, { from: 'map', to: 'send' }]));

@@ -7,6 +7,7 @@ import { secretContext, type Keyring } from '../secrets/keyring.ts';
 import { isTerminal, type RunOutcome, type RunState, type Step, type Store, type TerminalRunStatus } from '../store/port.ts';
 import type { CompiledFlowCache } from './flow-cache.ts';
 import { redactSecrets } from './redact.ts';
+import { storableJson } from '../json-text.ts';
 
 /** What the queue should do with the job after one pass of the executor. */
 export type PassOutcome =
@@ -148,8 +149,8 @@ class RunPass {
       this.unsaved.push(step(result.status, attempt, { reason: result.reason }, null));
       return this.end({ status: result.status, error: null });
     }
-    const output = redactSecrets(result ?? null, this.secretList);
-    const size = Buffer.byteLength(JSON.stringify(output));
+    const { text, value: output } = storableJson(redactSecrets(result ?? null, this.secretList));
+    const size = Buffer.byteLength(text);
     if (size > this.options.maxOutputBytes) {
       const record: ErrorRecord = { kind: 'permanent', message: `output of ${size} bytes exceeds the limit of ${this.options.maxOutputBytes}`, node: node.id };
       this.unsaved.push(step('failed', attempt, null, record));
@@ -213,7 +214,7 @@ class RunPass {
     const value = await fn();
     const record: Step = {
       runId: this.state.run.id, key, nodeId: node.id, status: 'succeeded', attempts: 1,
-      output: redactSecrets(value ?? null, this.secretList), error: null, startedAt, finishedAt: new Date().toISOString(),
+      output: storableJson(redactSecrets(value ?? null, this.secretList)).value, error: null, startedAt, finishedAt: new Date().toISOString(),
     };
     this.unsaved.push(record);
     await this.save();

@@ -1,0 +1,49 @@
+import { describe, expect, it } from 'vitest';
+import { GroupCommit } from '../engine/group-commit.ts';
+import { MAX_JSON_DEPTH, storableJson, unstorableJson } from '../engine/json-text.ts';
+
+describe('unstorableJson', () => {
+  it('accepts ordinary JSON, escaped backslashes and brackets inside strings', () => {
+    expect(unstorableJson('{"a": [1, {"b": "x\\\\u0000 is text, [[[ too"}]}')).toBeUndefined();
+    expect(unstorableJson('['.repeat(MAX_JSON_DEPTH) + ']'.repeat(MAX_JSON_DEPTH))).toBeUndefined();
+  });
+
+  it('refuses \\u0000 in strings and nesting deeper than the limit', () => {
+    expect(unstorableJson('{"a": "x\\u0000"}')).toMatch(/u0000/);
+    expect(unstorableJson('{"\\u0000": 1}')).toMatch(/u0000/);
+    expect(unstorableJson('['.repeat(MAX_JSON_DEPTH + 1) + ']'.repeat(MAX_JSON_DEPTH + 1))).toMatch(/deeper/);
+  });
+
+  it('stores a value with \\u0000 as U+FFFD, and leaves others untouched', () => {
+    const clean = { a: 'b' };
+    expect(storableJson(clean).value).toBe(clean);
+    expect(storableJson({ a: 'x\u0000y' }).value).toEqual({ a: 'x\ufffdy' });
+  });
+});
+
+describe('GroupCommit', () => {
+  it('writes concurrent items together, and answers each with its own result', async () => {
+    const batches: number[][] = [];
+    const commits = new GroupCommit<number, number>(async (items) => {
+      batches.push(items);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      return items.map((item) => item * 10);
+    }, { maxBatch: 50, maxInFlight: 1 });
+    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => commits.submit(i)));
+    expect(results).toEqual(Array.from({ length: 20 }, (_, i) => i * 10));
+    expect(batches.length).toBeLessThan(20);
+    expect(batches.flat().sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, i) => i));
+  });
+
+  it('fails only the poisoned item of a batch', async () => {
+    const commits = new GroupCommit<number, number>(async (items) => {
+      await new Promise((resolve) => setTimeout(resolve, 1));
+      if (items.includes(13)) throw new Error('poison');
+      return items;
+    }, { maxBatch: 50, maxInFlight: 1 });
+    const outcomes = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => commits.submit(i)));
+    expect(outcomes.filter((outcome) => outcome.status === 'rejected')).toHaveLength(1);
+    expect(outcomes[13]).toMatchObject({ status: 'rejected', reason: new Error('poison') });
+    expect(outcomes[14]).toEqual({ status: 'fulfilled', value: 14 });
+  });
+});
