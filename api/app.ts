@@ -1,14 +1,13 @@
 import type { Queue } from 'bullmq';
 import express, { type Express } from 'express';
 import type { Logger } from 'pino';
-import { pinoHttp } from 'pino-http';
-import { newId } from '../engine/ids.ts';
 import { unstorableJson } from '../engine/json-text.ts';
 import type { TokenIssuer } from './auth/issuer.ts';
 import type { TokenVerifier } from './auth/verifier.ts';
 import type { ApiContext } from './context.ts';
 import { dashboardRoutes, DASHBOARD_PATH } from './dashboard.ts';
 import { hookRoutes } from './hooks.ts';
+import { requestLog } from './request-log.ts';
 import { openApiDocument } from './openapi.ts';
 import { HttpProblem, problemHandler } from './problem.ts';
 import { mountRoutes, type RouteSpec } from './route.ts';
@@ -53,17 +52,7 @@ export function createApp(options: AppOptions): Express {
   const openapi = openApiDocument(routes, options.version);
   const app = express();
   app.disable('x-powered-by');
-  app.use(pinoHttp({
-    logger,
-    genReqId: (req, res) => {
-      const id = (typeof req.headers['x-request-id'] === 'string' && req.headers['x-request-id'].slice(0, 100)) || newId();
-      res.setHeader('x-request-id', id);
-      return id;
-    },
-    autoLogging: { ignore: (req) => req.url === '/healthz' || req.url === '/readyz' },
-    // Only what an operator needs; headers are left out entirely (they carry tokens and signatures).
-    serializers: { req: (req) => ({ id: req.id, method: req.method, url: req.url }), res: (res) => ({ statusCode: res.statusCode }) },
-  }));
+  app.use(requestLog(logger, new Set(['/healthz', '/readyz'])));
 
   app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
   app.get('/readyz', async (_req, res) => {
@@ -72,12 +61,12 @@ export function createApp(options: AppOptions): Express {
   });
   app.get('/openapi.json', (_req, res) => void res.json(openapi));
   app.use(tokenRoutes(context.store, options.issuer, bodyLimitBytes));
-  app.use(hookRoutes(context.intake, bodyLimitBytes));
+  app.use(hookRoutes(context.intake, bodyLimitBytes, logger));
   const [guard, dashboard] = dashboardRoutes(options.queues, context.store, options.verifier);
   app.use(DASHBOARD_PATH, guard, dashboard);
   app.use('/api', express.json({ limit: bodyLimitBytes, type: ['application/json', 'application/*+json'], verify: refuseUnstorable }));
   app.use(mountRoutes(routes, options.verifier));
   app.use((req, _res, next) => next(new HttpProblem(404, 'Not found', `no route ${req.method} ${req.path}`)));
-  app.use(problemHandler());
+  app.use(problemHandler(logger));
   return app;
 }

@@ -1,4 +1,5 @@
 import express, { Router, type Request, type Response } from 'express';
+import type { Logger } from 'pino';
 import type { Intake } from '../engine/intake.ts';
 import { unstorableJson } from '../engine/json-text.ts';
 import { HttpProblem, sendProblem } from './problem.ts';
@@ -10,7 +11,7 @@ const SEGMENT = /^[A-Za-z0-9][A-Za-z0-9-]{0,62}$/;
  * the trigger's verification applies. The raw body is kept for signatures and parsed here.
  * The answer comes only after the message and its job are persisted: 202 means it will run.
  */
-export function hookRoutes(intake: Intake, bodyLimitBytes: number): Router {
+export function hookRoutes(intake: Intake, bodyLimitBytes: number, logger: Logger): Router {
   const router = Router();
   router.post('/hooks/:tenantId/:flowKey', express.raw({ type: () => true, limit: bodyLimitBytes }), async (req: Request, res: Response) => {
     const { tenantId, flowKey } = req.params as { tenantId: string; flowKey: string };
@@ -26,7 +27,7 @@ export function hookRoutes(intake: Intake, bodyLimitBytes: number): Router {
       result = await intake.accept({ tenantId, flowKey, rawBody, body, headers: req.headers, query });
     } catch (error) {
       // Not persisted, or not enqueued: say so, so the sender retries. Nothing was accepted.
-      req.log.error({ err: error }, 'intake failed');
+      logger.error({ reqId: req.id, err: error }, 'intake failed');
       return sendProblem(res, new HttpProblem(503, 'Not accepted', 'the message could not be stored; retry later', { headers: { 'Retry-After': '5' } }));
     }
     switch (result.outcome) {

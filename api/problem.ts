@@ -1,4 +1,5 @@
 import type { ErrorRequestHandler, Response } from 'express';
+import type { Logger } from 'pino';
 import { ConflictError, NotFoundError, ValidationError, type FieldError } from '../engine/errors.ts';
 
 /** An RFC 9457 problem: every error the API answers has this shape. */
@@ -26,10 +27,10 @@ export function sendProblem(res: Response, problem: HttpProblem) {
 }
 
 /** Maps every error to a problem; internal faults are logged with the request id and told only by that id. */
-export function problemHandler(): ErrorRequestHandler {
+export function problemHandler(logger: Logger): ErrorRequestHandler {
   return (error, req, res, _next) => {
     const problem = toProblem(error);
-    if (problem.status >= 500) req.log.error({ err: error }, 'request failed');
+    if (problem.status >= 500) logger.error({ reqId: req.id, err: error }, 'request failed');
     if (res.headersSent) return;
     sendProblem(res, problem);
   };

@@ -77,6 +77,12 @@ describe('authentication and authorization on every route', () => {
     expect((await missing.json()).errors).toEqual(expect.arrayContaining([expect.objectContaining({ path: '$.body.client_id' })]));
   });
 
+  it('echoes a plausible x-request-id and makes one otherwise', async () => {
+    expect((await a.call('GET', '/api/v1/runs', undefined, { 'x-request-id': 'trace-123' })).headers.get('x-request-id')).toBe('trace-123');
+    expect((await a.call('GET', '/api/v1/runs', undefined, { 'x-request-id': 'bad id with spaces' })).headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+    expect(env.lines.some((line) => line.includes('"reqId":"trace-123"') && line.includes('"path":"/api/v1/runs"'))).toBe(true);
+  });
+
   it('lets an operator act for any tenant', async () => {
     const operator = await env.operator();
     expect((await operator.as('tenant-a').call('GET', `/api/v1/editable-flows/${flowA}`)).status).toBe(200);

@@ -47,3 +47,15 @@ describe('GroupCommit', () => {
     expect(outcomes[14]).toEqual({ status: 'fulfilled', value: 14 });
   });
 });
+
+describe('newId', () => {
+  it('makes distinct UUIDv7s that sort by creation time', async () => {
+    const { newId } = await import('../engine/ids.ts');
+    const ids = Array.from({ length: 5000 }, () => newId());
+    expect(new Set(ids).size).toBe(ids.length);
+    for (const id of ids) expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    const before = newId();
+    await new Promise((resolve) => setTimeout(resolve, 3));
+    expect(newId() > before).toBe(true);
+  });
+});

@@ -1,0 +1,33 @@
+import type { RequestHandler } from 'express';
+import type { Logger } from 'pino';
+import { newId } from '../engine/ids.ts';
+
+declare module 'http' {
+  interface IncomingMessage {
+    /** The request id: the caller's `x-request-id` when it is a plausible one, else a new one. */
+    id: string;
+  }
+}
+
+const REQUEST_ID = /^[\w.:-]{1,100}$/;
+
+/**
+ * Request ids and one log line per request (method, path, status, duration; never headers or the
+ * query string, which can carry credentials). pino-http did the same at about 40 % of a bare
+ * handler's throughput on the benchmark machine; this costs next to nothing when nothing is logged.
+ */
+export function requestLog(logger: Logger, quietPaths: ReadonlySet<string>): RequestHandler {
+  return (req, res, next) => {
+    const incoming = req.headers['x-request-id'];
+    const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : newId();
+    req.id = id;
+    res.setHeader('x-request-id', id);
+    if (logger.isLevelEnabled('info') && !quietPaths.has(req.path)) {
+      const started = performance.now();
+      res.once('finish', () => {
+        logger.info({ reqId: id, method: req.method, path: req.path, status: res.statusCode, ms: Math.round(performance.now() - started) }, 'request');
+      });
+    }
+    next();
+  };
+}
