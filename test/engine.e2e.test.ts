@@ -85,6 +85,22 @@ describe('a webhook through a published flow', () => {
     expect(run.steps[1].output.body).toEqual({ note: 'nul\ufffdhere' });
   });
 
+  it('fails a node whose response is over maxResponseBytes, and retries one that does not answer in time', async () => {
+    receiver.script({ status: 200, body: { big: 'x'.repeat(5000) } }, 'hang');
+    await acme.publish(flow('limits', [
+      { id: 'big', operation: 'http.request', config: { url: '{{ $vars.ERP_URL }}/big-answer', maxResponseBytes: 1000 } },
+    ], [{ from: 'trigger', to: 'big' }]));
+    const big = await acme.settledRun((await sendWebhook(env.url, 'acme', 'limits', {})).body.runId);
+    expect(big.error).toMatchObject({ kind: 'permanent', message: expect.stringContaining('exceeds maxResponseBytes (1000)') });
+    await acme.publish(flow('slow', [
+      { id: 'slow', operation: 'http.request', config: { url: '{{ $vars.ERP_URL }}/slow', timeoutMs: 200 }, retry: { maxAttempts: 2, backoffMs: 10 } },
+    ], [{ from: 'trigger', to: 'slow' }]));
+    const slow = await acme.settledRun((await sendWebhook(env.url, 'acme', 'slow', {})).body.runId);
+    expect(slow.status).toBe('succeeded');
+    expect(slow.steps[0].attempts).toBe(2);
+    expect(received('/slow')).toHaveLength(2);
+  });
+
   it('gives up after the node\'s attempts and says so', async () => {
     receiver.script({ status: 500 }, { status: 500 }, { status: 500 });
     await acme.publish(flow('gives-up', [map, post('send', '/down')], [{ from: 'trigger', to: 'map' }, { from: 'map', to: 'send' }]));

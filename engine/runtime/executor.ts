@@ -163,26 +163,34 @@ class RunPass {
 
   private async invoke(node: CompiledNode, bindings: Bindings, attempt: number): Promise<unknown> {
     const config = node.operation.config.validate(await node.config.evaluate(bindings), `$.nodes.${node.id}.config`);
-    const controller = new AbortController();
-    const abort = () => controller.abort(this.shutdown.reason);
-    this.shutdown.addEventListener('abort', abort, { once: true });
+    // The abort signal is made only for operations that ask for it (an AbortController is not free).
+    let controller: AbortController | undefined;
+    const abortOnShutdown = () => controller?.abort(this.shutdown.reason);
+    const signal = () => {
+      if (!controller) {
+        controller = new AbortController();
+        if (this.shutdown.aborted) controller.abort(this.shutdown.reason);
+        else this.shutdown.addEventListener('abort', abortOnShutdown, { once: true });
+      }
+      return controller.signal;
+    };
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
         const error = retryable(`node timed out after ${node.timeoutMs} ms`);
-        controller.abort(error);
+        controller?.abort(error);
         reject(error);
       }, node.timeoutMs);
     });
     try {
-      return await Promise.race([node.operation.definition.run(this.context(node, config, attempt, controller.signal)), timeout]);
+      return await Promise.race([node.operation.definition.run(this.context(node, config, attempt, signal)), timeout]);
     } finally {
       clearTimeout(timer);
-      this.shutdown.removeEventListener('abort', abort);
+      if (controller) this.shutdown.removeEventListener('abort', abortOnShutdown);
     }
   }
 
-  private context(node: CompiledNode, config: unknown, attempt: number, signal: AbortSignal): OperationContext<unknown> {
+  private context(node: CompiledNode, config: unknown, attempt: number, signal: () => AbortSignal): OperationContext<unknown> {
     const { run } = this.state;
     const pass = this;
     let logger: Logger | undefined;
@@ -194,8 +202,10 @@ class RunPass {
       get logger() {
         return (logger ??= pass.log().child({ nodeId: node.id }));
       },
+      get signal() {
+        return signal();
+      },
       idempotencyKey: `${run.id}.${node.id}`,
-      signal,
       tenantId: run.tenantId,
       flowId: run.flowId,
       runId: run.id,

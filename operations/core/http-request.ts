@@ -1,4 +1,4 @@
-import { permanent, retryable } from '../../engine/errors.ts';
+import { OperationError, permanent, retryable } from '../../engine/errors.ts';
 import { defineOperation } from '../../engine/operations.ts';
 import { oauth1Header } from './oauth1.ts';
 
@@ -71,14 +71,26 @@ export const httpRequest = defineOperation({
     // Signed per attempt: a retry carries a fresh nonce and timestamp.
     if (auth?.type === 'oauth1') headers.set('authorization', oauth1Header(method, url.toString(), auth));
 
+    const timeoutMs = config.timeoutMs ?? 30_000;
+    // One controller for both the node's signal (timeout, shutdown) and this request's own timeout.
+    const controller = new AbortController();
+    const stop = () => controller.abort(ctx.signal.reason);
+    ctx.signal.addEventListener('abort', stop, { once: true });
+    const timer = setTimeout(() => controller.abort(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
     let response: Response;
+    let responseBody: unknown;
     try {
-      response = await fetch(url, { method, headers, body, signal: AbortSignal.any([ctx.signal, AbortSignal.timeout(config.timeoutMs ?? 30_000)]) });
+      response = await fetch(url, { method, headers, body, signal: controller.signal });
+      responseBody = await readBody(response, config.maxResponseBytes ?? 5 * 1024 * 1024);
     } catch (error) {
-      const reason = error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error);
+      if (error instanceof OperationError) throw error;
+      const reason = controller.signal.aborted && controller.signal.reason instanceof Error ? controller.signal.reason.message
+        : error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error);
       throw retryable(`${method} ${url.origin}${url.pathname} failed: ${reason}`, { details: { url: `${url.origin}${url.pathname}` } });
+    } finally {
+      clearTimeout(timer);
+      ctx.signal.removeEventListener('abort', stop);
     }
-    const responseBody = await readBody(response, config.maxResponseBytes ?? 5 * 1024 * 1024);
     const result = { status: response.status, headers: Object.fromEntries(response.headers), body: responseBody };
     if (response.ok) return result;
 
@@ -91,8 +103,25 @@ export const httpRequest = defineOperation({
 
 /** Reads at most `limit` bytes: a larger response fails the node instead of exhausting memory. */
 async function readBody(response: Response, limit: number): Promise<unknown> {
-  const declared = Number(response.headers.get('content-length') ?? 0);
-  if (declared > limit) throw permanent(`response of ${declared} bytes exceeds maxResponseBytes (${limit})`);
+  const declared = response.headers.get('content-length');
+  if (declared !== null && Number(declared) > limit) {
+    await response.body?.cancel();
+    throw permanent(`response of ${declared} bytes exceeds maxResponseBytes (${limit})`);
+  }
+  // A declared length that fits is read in one go; otherwise the body is streamed and counted.
+  const bytes = declared !== null ? Buffer.from(await response.arrayBuffer()) : await readCapped(response, limit);
+  const text = bytes.toString('utf8');
+  if (text.length > 0 && /[/+]json\b/i.test(response.headers.get('content-type') ?? '')) {
+    try {
+      return JSON.parse(text);
+    } catch {
+      return text;
+    }
+  }
+  return text;
+}
+
+async function readCapped(response: Response, limit: number): Promise<Buffer> {
   const chunks: Uint8Array[] = [];
   let size = 0;
   if (response.body) {
@@ -102,15 +131,7 @@ async function readBody(response: Response, limit: number): Promise<unknown> {
       chunks.push(chunk);
     }
   }
-  const text = Buffer.concat(chunks).toString('utf8');
-  if (text.length > 0 && /[/+]json\b/i.test(response.headers.get('content-type') ?? '')) {
-    try {
-      return JSON.parse(text);
-    } catch {
-      return text;
-    }
-  }
-  return text;
+  return Buffer.concat(chunks);
 }
 
 function preview(body: unknown) {
