@@ -114,18 +114,26 @@ async function main() {
   const results: Record<string, unknown> = { machine: { cpus: os.cpus().length, node: process.version }, connections: CONNECTIONS };
   const receiver = await startReceiver();
 
-  // (a) intake
+  const only = process.env.BENCH_ONLY;
+  if (only !== 'engine') await measureIntake(results, receiver.url);
+  if (only !== 'intake') await measureEngine(results, receiver);
+  await receiver.close();
+  report(results);
+}
+
+async function measureIntake(results: Record<string, unknown>, receiverUrl: string) {
+  const tsx = ['--import', 'tsx'];
   const bare = await start([...tsx, 'bench/child.ts', 'bare-express'], {});
   const bareFigures = await loadIntake(bare.detail);
   await stop(bare.child);
 
   const embeddedEnv = isolation();
-  const embedded = await start([...tsx, 'bench/child.ts', 'tributary'], { ...embeddedEnv, BENCH_WORKER: '1', BENCH_RECEIVER: receiver.url, DATABASE_URL: '' });
+  const embedded = await start([...tsx, 'bench/child.ts', 'tributary'], { ...embeddedEnv, BENCH_WORKER: '1', BENCH_RECEIVER: receiverUrl, DATABASE_URL: '' });
   const embeddedFigures = await loadIntake(embedded.detail);
   await stop(embedded.child);
 
   const apiEnv = { ...isolation(), DATABASE_URL: POSTGRES_URL };
-  const api = await start([...tsx, 'bench/child.ts', 'tributary'], { ...apiEnv, BENCH_RECEIVER: receiver.url });
+  const api = await start([...tsx, 'bench/child.ts', 'tributary'], { ...apiEnv, BENCH_RECEIVER: receiverUrl });
   const apiFigures = await loadIntake(api.detail);
   await stop(api.child);
   results.intake = {
@@ -133,8 +141,11 @@ async function main() {
     embeddedServe: { ...embeddedFigures, ratio: +(embeddedFigures.requestsPerSecond / bareFigures.requestsPerSecond).toFixed(2) },
     apiOnPostgres: { ...apiFigures, ratio: +(apiFigures.requestsPerSecond / bareFigures.requestsPerSecond).toFixed(2) },
   };
+}
 
-  // (b) engine: fill the queue first, then time workers draining it.
+/** (b) engine: fill the queue first, then time a worker draining it. */
+async function measureEngine(results: Record<string, unknown>, receiver: Awaited<ReturnType<typeof startReceiver>>) {
+  const tsx = ['--import', 'tsx'];
   const engineEnv = { ...isolation(), DATABASE_URL: POSTGRES_URL };
   const intake = await start([...tsx, 'bench/child.ts', 'tributary'], { ...engineEnv, BENCH_RECEIVER: receiver.url });
   await postMessages(intake.detail, ENGINE_RUNS);
@@ -170,18 +181,21 @@ async function main() {
     ratio: +(tributaryRate / baselineRate).toFixed(2),
     workerStartSeconds: +((workerReady - engineStart) / 1000).toFixed(2),
   };
-  await receiver.close();
+}
 
+function report(results: Record<string, unknown>) {
   console.log(JSON.stringify(results));
-  const intakeResults = results.intake as Record<string, IntakeFigures & { ratio?: number }>;
-  const engine = results.engine as Record<string, number>;
-  console.log(`
-| measure | Tributary | limit of the machine | ratio |
-|---|---|---|---|
-| intake, embedded serve (PGlite + worker), req/s | ${intakeResults.embeddedServe.requestsPerSecond} (p50 ${intakeResults.embeddedServe.p50Ms} ms, p99 ${intakeResults.embeddedServe.p99Ms} ms) | bare Express ${intakeResults.bareExpress.requestsPerSecond} (p50 ${intakeResults.bareExpress.p50Ms} ms, p99 ${intakeResults.bareExpress.p99Ms} ms) | ${intakeResults.embeddedServe.ratio} |
-| intake, API on PostgreSQL, req/s | ${intakeResults.apiOnPostgres.requestsPerSecond} (p50 ${intakeResults.apiOnPostgres.p50Ms} ms, p99 ${intakeResults.apiOnPostgres.p99Ms} ms) | bare Express ${intakeResults.bareExpress.requestsPerSecond} | ${intakeResults.apiOnPostgres.ratio} |
-| engine, transform -> filter -> http.request, runs/s | ${engine.tributaryRunsPerSecond} | raw BullMQ worker ${engine.bullmqBaselineRunsPerSecond} | ${engine.ratio} |
-`);
+  const rows = ['| measure | Tributary | limit of the machine | ratio |', '|---|---|---|---|'];
+  const intake = results.intake as Record<string, IntakeFigures & { ratio?: number }> | undefined;
+  if (intake) {
+    const bare = intake.bareExpress;
+    const row = (name: string, figures: IntakeFigures & { ratio?: number }) =>
+      `| ${name}, req/s | ${figures.requestsPerSecond} (p50 ${figures.p50Ms} ms, p99 ${figures.p99Ms} ms) | bare Express ${bare.requestsPerSecond} (p50 ${bare.p50Ms} ms, p99 ${bare.p99Ms} ms) | ${figures.ratio} |`;
+    rows.push(row('intake, embedded serve (PGlite + worker)', intake.embeddedServe), row('intake, API on PostgreSQL', intake.apiOnPostgres));
+  }
+  const engine = results.engine as Record<string, number> | undefined;
+  if (engine) rows.push(`| engine, transform -> filter -> http.request, runs/s | ${engine.tributaryRunsPerSecond} | raw BullMQ worker ${engine.bullmqBaselineRunsPerSecond} | ${engine.ratio} |`);
+  console.log(`\n${rows.join('\n')}\n`);
 }
 
 async function cleanup() {
