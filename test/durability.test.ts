@@ -17,23 +17,40 @@ beforeAll(async () => {
   await acme.call('PUT', '/api/v1/global-variables/ERP_URL', { value: receiver.url });
 });
 afterAll(async () => {
-  for (const worker of workers) worker.kill('SIGKILL');
+  await stopWorkers();
   await receiver?.close();
   await env?.close();
 });
 
-/** `tributary worker` as its own OS process, on the test's schema and Redis prefix. */
-function startWorker(): ChildProcess {
+/** `tributary worker` as its own OS process, on the test's schema and Redis prefix; resolves once it consumes. */
+async function startWorker(): Promise<ChildProcess> {
   const { config } = env;
   const child = spawn(process.execPath, ['bin/tributary.js', 'worker'], {
     env: {
       ...process.env, DATABASE_URL: config.databaseUrl, DATABASE_SCHEMA: config.databaseSchema, SECRETS_KEY: config.secretsKey,
       REDIS_URL: config.redisUrl, REDIS_PREFIX: config.redisPrefix, WORKER_LOCK_MS: '2000', WORKER_STALLED_INTERVAL_MS: '1000', LOG_LEVEL: 'warn',
     },
-    stdio: 'ignore',
+    stdio: ['ignore', 'ignore', 'pipe'],
   });
   workers.push(child);
+  await new Promise<void>((resolve, reject) => {
+    let output = '';
+    child.stderr!.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.includes('worker consuming')) resolve();
+    });
+    child.once('exit', (code) => reject(new Error(`worker exited with ${code}: ${output}`)));
+  });
   return child;
+}
+
+async function stopWorkers() {
+  for (const worker of workers.splice(0)) {
+    if (worker.exitCode !== null || worker.signalCode !== null) continue;
+    const exited = new Promise((resolve) => worker.once('exit', resolve));
+    worker.kill('SIGKILL');
+    await exited;
+  }
 }
 
 const received = (path: string) => receiver.requests.filter((request) => request.url === path);
@@ -48,7 +65,7 @@ describe('durability', () => {
       key: 'crash', name: 'crash', trigger: { type: 'webhook' }, nodes: [post('first', '/first'), post('second', '/second')],
       edges: [{ from: 'trigger', to: 'first' }, { from: 'first', to: 'second' }],
     });
-    const doomed = startWorker();
+    const doomed = await startWorker();
     const accepted = await sendWebhook(env.url, 'acme', 'crash', { id: 77 });
     expect(accepted.status).toBe(202);
     // The first side effect is done and checkpointed; the worker now hangs inside the second.
@@ -56,13 +73,29 @@ describe('durability', () => {
     doomed.kill('SIGKILL');
     await new Promise((resolve) => doomed.once('exit', resolve));
 
-    startWorker();
+    await startWorker();
     const run = await acme.settledRun(accepted.body.runId);
     expect(run.status).toBe('succeeded');
     expect(run.attempts).toBe(2);
     expect(received('/first')).toHaveLength(1);
     expect(received('/second')).toHaveLength(2);
     expect(received('/second').map((request) => request.headers['idempotency-key'])).toEqual([`${run.id}.second`, `${run.id}.second`]);
+  });
+
+  it('drains on SIGTERM: the run in flight finishes, then the worker exits', async () => {
+    receiver.script({ status: 200, delayMs: 1500 });
+    await acme.publish({ key: 'drain', name: 'drain', trigger: { type: 'webhook' }, nodes: [post('slow', '/drain')], edges: [{ from: 'trigger', to: 'slow' }] });
+    await stopWorkers();
+    const worker = await startWorker();
+    const accepted = await sendWebhook(env.url, 'acme', 'drain', { id: 8 });
+    await eventually(async () => expect(received('/drain')).toHaveLength(1));
+    const exited = new Promise<number | null>((resolve) => worker.once('exit', resolve));
+    worker.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    const run = (await acme.call('GET', `/api/v1/runs/${accepted.body.runId}`)).body;
+    expect(run).toMatchObject({ status: 'succeeded', attempts: 1 });
+    expect(received('/drain')).toHaveLength(1);
+    await startWorker(); // for the tests that follow
   });
 
   it('answers 503 when Redis is down, and loses nothing when the sender retries', async () => {

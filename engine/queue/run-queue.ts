@@ -139,11 +139,12 @@ export class RunWorker {
     return outcome.kind === 'finished' ? { status: outcome.status } : { status: 'gone' };
   }
 
-  /** When BullMQ gives up on a job (attempts spent), the run records why; a finished run stays as it is. */
+  /** When BullMQ gives up on a job (attempts spent, or stalled too often), the run records why; a finished run stays as it is. */
   private async onFailed(job: Job<RunJobData> | undefined, error: Error) {
-    if (!job || error instanceof UnrecoverableError || error.name === 'UnrecoverableError') return;
-    if (job.attemptsMade < (job.opts.attempts ?? 1) && !error.message.includes('stalled more than')) return;
+    if (!job || error instanceof UnrecoverableError) return;
     try {
+      // A failed attempt that will be retried leaves the job waiting or delayed; only a final failure leaves it failed.
+      if ((await job.getState()) !== 'failed') return;
       const reason = { kind: 'retryable' as const, message: `gave up after ${job.attemptsMade} attempts: ${error.message}` };
       await this.store.saveProgress(job.data.tenantId, job.data.runId, [], { status: 'failed', error: reason });
     } catch (failure) {

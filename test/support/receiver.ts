@@ -7,7 +7,7 @@ export interface ReceivedRequest {
   body: string;
 }
 
-type Reply = { status: number; body?: unknown; headers?: Record<string, string> } | 'hang';
+type Reply = { status: number; body?: unknown; headers?: Record<string, string>; delayMs?: number } | 'hang';
 
 /**
  * A local HTTP endpoint standing in for an outside system: records every request and answers
@@ -32,7 +32,9 @@ export class Receiver {
           this.hanging.add(res);
           return;
         }
-        res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers }).end(JSON.stringify(reply.body ?? {}));
+        const send = () => res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers }).end(JSON.stringify(reply.body ?? {}));
+        if (reply.delayMs) setTimeout(send, reply.delayMs);
+        else send();
       });
     });
     await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
