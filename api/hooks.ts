@@ -33,6 +33,8 @@ export function hookRoutes(intake: Intake, bodyLimitBytes: number, logger: Logge
     switch (result.outcome) {
       case 'no-flow':
         throw noFlow();
+      case 'invalid':
+        throw new HttpProblem(400, 'Invalid delivery', `${result.field} ${result.reason}`, { errors: [{ path: result.field, message: result.reason }] });
       case 'unverified':
         throw new HttpProblem(401, 'Unverified delivery', 'the delivery does not carry the verification the flow requires');
       case 'duplicate':

@@ -27,7 +27,11 @@ export interface Delivery {
 export type IntakeResult =
   | { outcome: 'accepted' | 'duplicate'; messageId: string; runId: string }
   | { outcome: 'no-flow' }
-  | { outcome: 'unverified' };
+  | { outcome: 'unverified' }
+  | { outcome: 'invalid'; field: string; reason: string };
+
+/** Longest delivery id kept (it is a unique index key). */
+export const MAX_DELIVERY_ID_LENGTH = 256;
 
 export interface IntakeOptions {
   store: Store;
@@ -66,7 +70,11 @@ export class Intake {
     const { config } = trigger.flow.trigger;
     if (!verifyDelivery(config.verify, delivery.rawBody, delivery.headers, trigger.verificationSecrets)) return { outcome: 'unverified' };
 
-    const deliveryId = headerValue(delivery.headers, 'idempotency-key') ?? (config.deliveryIdHeader ? headerValue(delivery.headers, config.deliveryIdHeader) : undefined);
+    const deliveryIdHeader = headerValue(delivery.headers, 'idempotency-key') !== undefined ? 'idempotency-key' : config.deliveryIdHeader;
+    const deliveryId = deliveryIdHeader ? headerValue(delivery.headers, deliveryIdHeader) : undefined;
+    if (deliveryId !== undefined && deliveryId.length > MAX_DELIVERY_ID_LENGTH) {
+      return { outcome: 'invalid', field: `$.headers["${deliveryIdHeader!.toLowerCase()}"]`, reason: `is longer than ${MAX_DELIVERY_ID_LENGTH} characters` };
+    }
     const message = {
       tenantId: delivery.tenantId, id: newId(), flowId: trigger.flowId, flowVersion: trigger.version, deliveryId: deliveryId ?? null,
       body: delivery.body, headers: keptHeaders(delivery.headers, config.verify), query: delivery.query,

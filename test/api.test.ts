@@ -149,6 +149,9 @@ describe('request validation', () => {
       const apiResponse = await raw('/api/v1/global-variables/ODD', { method: 'PUT', headers: { 'content-type': 'application/json' }, body: `{"value": ${body}}` });
       expect(apiResponse.status).toBe(400);
     }
+    const longKey = await fetch(`${env.url}/hooks/tenant-a/orders-to-erp`, { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': 'k'.repeat(300) }, body: '{}' });
+    expect(longKey.status).toBe(400);
+    expect((await longKey.json()).errors).toEqual([{ path: '$.headers["idempotency-key"]', message: expect.stringContaining('256') }]);
     expect((await fetch(`${env.url}/hooks/tenant-a/orders-to-erp?x=%00`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).status).toBe(400);
     const bigHook = await fetch(`${env.url}/hooks/tenant-a/orders-to-erp`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ x: 'y'.repeat(70_000) }) });
     expect(bigHook.status).toBe(413);

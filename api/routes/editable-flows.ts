@@ -1,9 +1,8 @@
-import { ValidationError, type FieldError } from '../../engine/errors.ts';
+import { NotFoundError, ValidationError, type FieldError } from '../../engine/errors.ts';
 import { validateFlow } from '../../engine/flow/compile.ts';
 import { flowDocumentSchema, type FlowDocument } from '../../engine/flow/schema.ts';
 import { newId } from '../../engine/ids.ts';
 import { flowSchema, flowVersionSchema } from '../../engine/resources.ts';
-import { NotFoundError } from '../../engine/errors.ts';
 import type { ApiContext } from '../context.ts';
 import { connectionSchema, defineRoute, pageQuerySchema } from '../route.ts';
 
