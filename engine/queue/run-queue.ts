@@ -112,7 +112,11 @@ export class RunWorker {
     this.heartbeat = setInterval(() => void this.beat(), HEARTBEAT_INTERVAL_MS).unref();
   }
 
-  /** Readiness counts workers whose heartbeat is fresh; a worker that stopped consuming stops beating. */
+  /**
+   * Readiness counts workers whose heartbeat is fresh; a closed or stopped worker stops beating. A
+   * worker that beats but no longer receives jobs (a half-open blocking connection) shows up in
+   * readiness as the age of the oldest waiting run instead.
+   */
   private async beat() {
     if (!this.worker.isRunning() || this.worker.closing) return;
     try {
