@@ -10,6 +10,8 @@ import { storeAdmin } from '../../bin/admin.ts';
 import { loadConfig, type Config } from '../../bin/config.ts';
 import { Platform, type Roles } from '../../bin/platform.ts';
 import { Keyring } from '../../engine/secrets/keyring.ts';
+import type { OperationDefinition } from '../../engine/operations.ts';
+import { allOperations } from '../../operations/index.ts';
 
 export const POSTGRES_URL = process.env.TEST_DATABASE_URL ?? 'postgres://root@127.0.0.1:5432/test';
 export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -59,10 +61,15 @@ export interface TestPlatform {
   close(): Promise<void>;
 }
 
-export async function startTestPlatform(kind: StoreKind, roles: Roles = { api: true, worker: true }, overrides: Partial<Config> = {}): Promise<TestPlatform> {
+export async function startTestPlatform(
+  kind: StoreKind,
+  roles: Roles = { api: true, worker: true },
+  overrides: Partial<Config> = {},
+  extraOperations: OperationDefinition<any>[] = [],
+): Promise<TestPlatform> {
   const config = isolatedConfig(kind, overrides);
   const { logger, lines } = capturingLogger();
-  const platform = await Platform.start(config, roles, { logger });
+  const platform = await Platform.start(config, roles, { logger, operations: [...allOperations, ...extraOperations] });
   const admin = storeAdmin(platform.store);
   const clientFor = async (tenantId: string | undefined, request: { scopes?: string[]; operator?: boolean }) => {
     const credentials = await admin.createClient({ tenantId, ...request });
