@@ -89,8 +89,4 @@ export class OperationRegistry {
   get(name: string): RegisteredOperation | undefined {
     return this.operations.get(name);
   }
-
-  list(): OperationDefinition<any>[] {
-    return [...this.operations.values()].map((operation) => operation.definition);
-  }
 }
