@@ -30,9 +30,16 @@ export const retryable = (message: string, options?: OperationErrorOptions) => n
 export const permanent = (message: string, options?: OperationErrorOptions) => new OperationError('permanent', message, options);
 export const later = (message: string, options?: OperationErrorOptions) => new OperationError('later', message, options);
 
-/** Anything thrown that is not an OperationError is treated as a retryable fault of unknown origin. */
+/**
+ * A ValidationError (a resolved config that breaks its schema) is permanent: retrying resolves the
+ * same config. Anything else not an OperationError is a retryable fault of unknown origin.
+ */
 export function toOperationError(error: unknown): OperationError {
   if (error instanceof OperationError) return error;
+  if (error instanceof ValidationError) {
+    const fields = error.errors.map((field) => `${field.path} ${field.message}`).join('; ');
+    return new OperationError('permanent', `${error.message}: ${fields}`, { details: { errors: error.errors }, cause: error });
+  }
   const message = error instanceof Error ? error.message : String(error);
   return new OperationError('retryable', message, { cause: error });
 }

@@ -101,6 +101,24 @@ describe('a webhook through a published flow', () => {
     expect(received('/slow')).toHaveLength(2);
   });
 
+  it('fails at once, naming the node, when a resolved config breaks its schema or an edge condition fails', async () => {
+    await acme.publish(flow('bad-config', [
+      { id: 'send', operation: 'http.request', config: { url: '{{ $input.body.target }}', method: 'POST' } },
+    ], [{ from: 'trigger', to: 'send' }]));
+    const badConfig = await acme.settledRun((await sendWebhook(env.url, 'acme', 'bad-config', { target: 'ftp://nowhere' })).body.runId);
+    expect(badConfig.status).toBe('failed');
+    expect(badConfig.error).toMatchObject({ kind: 'permanent', node: 'send', message: expect.stringContaining('config.url') });
+    expect(badConfig.attempts).toBe(1);
+
+    await acme.publish(flow('bad-edge', [map, post('send', '/never')], [
+      { from: 'trigger', to: 'map' }, { from: 'map', to: 'send', when: '{{ $error("no routing for this order") }}' },
+    ]));
+    const badEdge = await acme.settledRun((await sendWebhook(env.url, 'acme', 'bad-edge', { id: 1 })).body.runId);
+    expect(badEdge.status).toBe('failed');
+    expect(badEdge.error).toMatchObject({ kind: 'permanent', node: 'send', message: expect.stringContaining('no routing for this order') });
+    expect(received('/never')).toHaveLength(0);
+  });
+
   it('gives up after the node\'s attempts and says so', async () => {
     receiver.script({ status: 500 }, { status: 500 }, { status: 500 });
     await acme.publish(flow('gives-up', [map, post('send', '/down')], [{ from: 'trigger', to: 'map' }, { from: 'map', to: 'send' }]));

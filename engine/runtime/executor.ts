@@ -92,7 +92,15 @@ class RunPass {
     const done = new Set<string>([TRIGGER]);
     const last = this.flow.nodes[this.flow.nodes.length - 1];
     for (const node of this.flow.nodes) {
-      if (!(await this.activated(node, done, bindings))) continue;
+      let activated: boolean;
+      try {
+        activated = await this.activated(node, done, bindings);
+      } catch (thrown) {
+        // An edge condition that cannot be evaluated is a fault of the flow: retrying evaluates it the same way.
+        const error = this.redactError(toOperationError(thrown));
+        return this.end({ status: 'failed', error: { ...toErrorRecord(error), kind: 'permanent', node: node.id } });
+      }
+      if (!activated) continue;
       const checkpoint = this.checkpoints.get(node.id);
       if (checkpoint?.status === 'succeeded') {
         this.outputs[node.id] = checkpoint.output;
