@@ -165,6 +165,9 @@ describe('request validation', () => {
     expect(stale.status).toBe(409);
     expect((await a.call('GET', `/api/v1/editable-flows/${created.body.id}`)).body.name).toBe('first');
     expect((await a.call('POST', `/api/v1/editable-flows/${created.body.id}/publish`, { revision: 1 })).status).toBe(409);
+    const moved = await a.call('PUT', `/api/v1/editable-flows/${created.body.id}`, { revision: 2, document: { ...example, key: 'new-url' } });
+    expect(moved.status).toBe(400);
+    expect(moved.body.errors).toEqual([{ path: '$.body.document.key', message: expect.stringContaining('occ-flow') }]);
   });
 
   it('keeps secrets write-only', async () => {

@@ -56,7 +56,7 @@ export function editableFlowRoutes({ store, intake, compile }: ApiContext) {
     defineRoute({
       method: 'put', path: `${base}/{id}`, tag: 'EditableFlow', scope: 'flows:write',
       summary: 'Replace the draft',
-      description: 'Send the revision you read: if the draft changed since, the answer is 409 and nothing is written.',
+      description: 'Send the revision you read: if the draft changed since, the answer is 409 and nothing is written. The key cannot change.',
       params: idParams,
       body: {
         type: 'object', additionalProperties: false, required: ['revision', 'document'],
@@ -65,10 +65,14 @@ export function editableFlowRoutes({ store, intake, compile }: ApiContext) {
       responses: { 200: { description: 'The flow with its new draft and revision.', schema: flowSchema } },
       async handle({ tenantId, params, body }) {
         assertValid(body.document, '$.body.document');
-        const before = await load(tenantId, params.id);
-        const flow = await store.replaceDraft(tenantId, params.id, body.revision, body.document);
-        intake.invalidate(tenantId, before.key);
-        return { body: flow };
+        const current = await load(tenantId, params.id);
+        // The key is the flow URL: senders are configured with it, so it never moves under them.
+        if (body.document.key !== current.key) {
+          throw new ValidationError('The key of a flow cannot change', [
+            { path: '$.body.document.key', message: `must stay "${current.key}" (it is the flow URL); create a new flow for a new key` },
+          ]);
+        }
+        return { body: await store.replaceDraft(tenantId, params.id, body.revision, body.document) };
       },
     }),
     defineRoute({

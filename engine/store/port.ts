@@ -27,7 +27,7 @@ export interface Store {
   getFlow(tenantId: string, id: string): Promise<Flow | undefined>;
   findFlowByKey(tenantId: string, key: string): Promise<Flow | undefined>;
   listFlows(tenantId: string, filter: { published?: boolean }, page: PageRequest): Promise<Page<Flow>>;
-  /** Replace the draft if `expectedRevision` is current; otherwise ConflictError. */
+  /** Replace the draft if `expectedRevision` is current and the key unchanged (it is the flow URL); otherwise ConflictError. */
   replaceDraft(tenantId: string, id: string, expectedRevision: number, draft: FlowDocument): Promise<Flow>;
   deleteFlow(tenantId: string, id: string): Promise<boolean>;
   /** Store `document` as the next immutable version and make it the active one. */

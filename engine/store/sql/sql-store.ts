@@ -161,20 +161,18 @@ export class SqlStore implements Store {
   async replaceDraft(tenantId: string, id: string, expectedRevision: number, draft: FlowDocument) {
     if (!isUuid(id)) throw new NotFoundError(`no flow ${id}`);
     const [row] = await this.db.query(
-      `update flows set draft = $4::jsonb, key = $5, name = $6, revision = revision + 1, updated_at = now()
-        where tenant_id = $1 and id = $2 and revision = $3 returning *`,
-      [tenantId, id, expectedRevision, json(draft), draft.key, draft.name],
-    ).catch((error) => {
-      if (isUniqueViolation(error)) throw new ConflictError(`a flow with key "${draft.key}" exists already`);
-      throw error;
-    });
+      `update flows set draft = $4::jsonb, name = $5, revision = revision + 1, updated_at = now()
+        where tenant_id = $1 and id = $2 and revision = $3 and key = $6 returning *`,
+      [tenantId, id, expectedRevision, json(draft), draft.name, draft.key],
+    );
     if (row) return toFlow(row);
-    throw await this.missingOrStale(tenantId, id, expectedRevision);
+    throw await this.missingOrStale(tenantId, id, expectedRevision, draft.key);
   }
 
-  private async missingOrStale(tenantId: string, id: string, expectedRevision: number) {
+  private async missingOrStale(tenantId: string, id: string, expectedRevision: number, key?: string) {
     const current = await this.getFlow(tenantId, id);
     if (!current) return new NotFoundError(`no flow ${id}`);
+    if (key !== undefined && key !== current.key) return new ConflictError(`the key of flow ${id} is "${current.key}" and cannot change`);
     return new ConflictError(`the flow is at revision ${current.revision}, not ${expectedRevision}: read it again and reapply your change`);
   }
 
