@@ -17,6 +17,7 @@ export interface Config {
   secretsKey: string | undefined;
   bodyLimitBytes: number;
   workerConcurrency: number;
+  tenantConcurrency: number;
   workerLockMs: number;
   workerStalledIntervalMs: number;
   nodeTimeoutMs: number;
@@ -60,6 +61,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     secretsKey: optional('SECRETS_KEY'),
     bodyLimitBytes: bytes('BODY_LIMIT', 1024 * 1024),
     workerConcurrency: integer('WORKER_CONCURRENCY', 10, 1),
+    tenantConcurrency: integer('TENANT_CONCURRENCY', 0),
     workerLockMs: integer('WORKER_LOCK_MS', 30_000, 1000),
     workerStalledIntervalMs: integer('WORKER_STALLED_INTERVAL_MS', 30_000, 1000),
     nodeTimeoutMs: integer('NODE_TIMEOUT_MS', 30_000, 1),

@@ -97,6 +97,7 @@ export class Platform {
       const executor = new Executor({ store, flows, keyring, logger, maxOutputBytes: config.maxStepOutputBytes, maxRetryDelayMs: 3_600_000 });
       worker = new RunWorker(executor, store, {
         connection: redisOptions(config.redisUrl, 'worker'), prefix: config.redisPrefix, concurrency: config.workerConcurrency,
+        tenantConcurrency: config.tenantConcurrency,
         lockDurationMs: config.workerLockMs, stalledIntervalMs: config.workerStalledIntervalMs, logger,
       });
       await worker.start();

@@ -4,6 +4,7 @@ import type { Executor } from '../runtime/executor.ts';
 import type { Store } from '../store/port.ts';
 import { HEARTBEAT_INTERVAL_MS, HEARTBEAT_TTL_MS, heartbeatKey, ioredisOf } from './health.ts';
 import { newId } from '../ids.ts';
+import { TenantSlots } from './tenant-slots.ts';
 
 export const RUN_QUEUE = 'runs';
 
@@ -35,6 +36,9 @@ const JOB_ATTEMPTS = 10;
  * (Shopify allows 5 s), so an enqueue that does not complete in time counts as failed.
  */
 export const ENQUEUE_TIMEOUT_MS = 3000;
+
+/** How long a run waits when its tenant is at its concurrency limit (with jitter). */
+const TENANT_BUSY_DELAY_MS = 500;
 
 export class RunQueue {
   readonly queue: Queue<RunJobData>;
@@ -75,6 +79,8 @@ export class RunQueue {
 
 export interface WorkerOptions extends QueueOptions {
   concurrency: number;
+  /** Most runs of one tenant executing at once across all workers; 0 for no limit. */
+  tenantConcurrency: number;
   /** How long a job's lock lasts without renewal; a killed worker's job is taken over after it. */
   lockDurationMs: number;
   /** How often workers look for jobs whose lock expired. */
@@ -88,6 +94,7 @@ export class RunWorker {
   private readonly shutdown = new AbortController();
   private readonly id = newId();
   private heartbeat?: NodeJS.Timeout;
+  private readonly slots?: TenantSlots;
 
   constructor(private readonly executor: Executor, private readonly store: Store, private readonly options: WorkerOptions) {
     this.worker = new Worker<RunJobData>(RUN_QUEUE, (job, token) => this.process(job, token), {
@@ -101,6 +108,11 @@ export class RunWorker {
       maxStalledCount: 3,
       autorun: false,
     });
+    if (options.tenantConcurrency > 0) {
+      this.slots = new TenantSlots(() => ioredisOf(this.worker.client), {
+        prefix: options.prefix, limit: options.tenantConcurrency, leaseMs: Math.max(options.lockDurationMs, HEARTBEAT_TTL_MS),
+      });
+    }
     this.worker.on('failed', (job, error) => void this.onFailed(job, error));
     this.worker.on('error', (error) => options.logger.error({ err: error }, 'worker error'));
   }
@@ -124,13 +136,25 @@ export class RunWorker {
       const key = heartbeatKey({ opts: { prefix: this.options.prefix }, name: RUN_QUEUE });
       const now = Date.now();
       await client.multi().zadd(key, now, this.id).zremrangebyscore(key, '-inf', now - HEARTBEAT_TTL_MS * 4).exec();
+      await this.slots?.renew();
     } catch (error) {
       this.options.logger.warn({ err: error }, 'worker heartbeat failed');
     }
   }
 
   private async process(job: Job<RunJobData>, token: string | undefined) {
-    const outcome = await this.executor.execute(job.data, this.shutdown.signal);
+    const { tenantId, runId } = job.data;
+    if (this.slots && !(await this.slots.acquire(tenantId, runId))) {
+      // The tenant has its share running: come back shortly, behind other tenants' runs, no attempt spent.
+      await job.moveToDelayed(Date.now() + TENANT_BUSY_DELAY_MS / 2 + Math.random() * TENANT_BUSY_DELAY_MS, token);
+      throw new DelayedError();
+    }
+    let outcome;
+    try {
+      outcome = await this.executor.execute(job.data, this.shutdown.signal);
+    } finally {
+      await this.slots?.release(tenantId, runId);
+    }
     if (outcome.kind === 'wait') {
       // Not a failure: the job sleeps without spending a BullMQ attempt.
       await job.moveToDelayed(Date.now() + outcome.delayMs, token);

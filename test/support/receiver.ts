@@ -5,6 +5,8 @@ export interface ReceivedRequest {
   url: string;
   headers: http.IncomingHttpHeaders;
   body: string;
+  receivedAt: number;
+  answeredAt?: number;
 }
 
 type Reply = { status: number; body?: unknown; headers?: Record<string, string>; delayMs?: number } | 'hang';
@@ -17,6 +19,7 @@ export class Receiver {
   readonly requests: ReceivedRequest[] = [];
   private readonly replies: Reply[] = [];
   private readonly hanging = new Set<http.ServerResponse>();
+  private readonly slowPaths = new Map<string, number>();
   private server?: http.Server;
   url = '';
 
@@ -26,8 +29,10 @@ export class Receiver {
       req.on('data', (chunk: Buffer) => chunks.push(chunk));
       req.on('end', () => {
         const body = Buffer.concat(chunks).toString();
-        this.requests.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body });
-        const reply = this.replies.shift() ?? { status: 200, body: { received: body ? JSON.parse(body) : null } };
+        const request: ReceivedRequest = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body, receivedAt: Date.now() };
+        this.requests.push(request);
+        res.once('finish', () => (request.answeredAt = Date.now()));
+        const reply = this.replies.shift() ?? { status: 200, body: { received: body ? JSON.parse(body) : null }, delayMs: this.slowPaths.get(request.url) };
         if (reply === 'hang') {
           this.hanging.add(res);
           return;
@@ -40,6 +45,23 @@ export class Receiver {
     await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
     this.url = `http://127.0.0.1:${(this.server.address() as { port: number }).port}`;
     return this;
+  }
+
+  /** Requests to `path` are answered after `delayMs` (unless a scripted reply says otherwise). */
+  slow(path: string, delayMs: number) {
+    this.slowPaths.set(path, delayMs);
+    return this;
+  }
+
+  /** The most requests to `path` that were open at the same moment. */
+  maxConcurrent(path: string): number {
+    const events = this.requests.filter((request) => request.url === path)
+      .flatMap((request) => [[request.receivedAt, 1], [request.answeredAt ?? Infinity, -1]] as const)
+      .sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+    let open = 0;
+    let most = 0;
+    for (const [, change] of events) most = Math.max(most, (open += change));
+    return most;
   }
 
   /** The next requests get these replies, in order. */

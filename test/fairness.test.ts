@@ -1,0 +1,44 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sendWebhook, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
+import { Receiver } from './support/receiver.ts';
+
+let env: TestPlatform;
+let busy: ApiClient;
+let quiet: ApiClient;
+let receiver: Receiver;
+
+beforeAll(async () => {
+  env = await startTestPlatform('postgres', { api: true, worker: true }, { workerConcurrency: 4, tenantConcurrency: 2 });
+  busy = await env.tenant('busy');
+  quiet = await env.tenant('quiet');
+  receiver = await new Receiver().start();
+  receiver.slow('/busy', 300);
+  for (const [client, path] of [[busy, '/busy'], [quiet, '/quiet']] as const) {
+    await client.publish({
+      key: 'call', name: 'call', trigger: { type: 'webhook' },
+      nodes: [{ id: 'call', operation: 'http.request', config: { method: 'POST', url: `${receiver.url}${path}`, body: { n: '{{ $input.body.n }}' } } }],
+      edges: [{ from: 'trigger', to: 'call' }],
+    });
+  }
+});
+afterAll(async () => {
+  await receiver?.close();
+  await env?.close();
+});
+
+describe('per-tenant concurrency', () => {
+  it('keeps a busy tenant to its share, so another tenant\'s run does not wait behind its backlog', async () => {
+    const backlog = [];
+    for (let n = 0; n < 8; n++) backlog.push((await sendWebhook(env.url, 'busy', 'call', { n })).body.runId);
+    const quietRun = (await sendWebhook(env.url, 'quiet', 'call', { n: 0 })).body.runId;
+
+    expect((await quiet.settledRun(quietRun)).status).toBe('succeeded');
+    for (const runId of backlog) expect((await busy.settledRun(runId)).status).toBe('succeeded');
+
+    expect(receiver.maxConcurrent('/busy')).toBeLessThanOrEqual(2);
+    expect(receiver.requests.filter((request) => request.url === '/busy')).toHaveLength(8);
+    const [quietCall] = receiver.requests.filter((request) => request.url === '/quiet');
+    const lastBusyCall = Math.max(...receiver.requests.filter((request) => request.url === '/busy').map((request) => request.receivedAt));
+    expect(quietCall.receivedAt).toBeLessThan(lastBusyCall);
+  });
+});
