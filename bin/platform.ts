@@ -39,17 +39,23 @@ export interface Roles {
   embeddedRedis?: boolean;
 }
 
-/** The embedded store (PGlite under DATA_DIR, with its lock) or PostgreSQL at DATABASE_URL. */
-export async function openStore(config: Config): Promise<{ store: Store; keyring: Keyring; lock?: DataDirLock }> {
+/**
+ * The embedded store (PGlite under DATA_DIR, with its lock) or PostgreSQL at DATABASE_URL.
+ * `workerStore` is the store for background work: on PGlite, the same database in the background
+ * lane, so that requests are answered before runs are worked off; on PostgreSQL, the same store.
+ */
+export async function openStore(config: Config): Promise<{ store: Store; workerStore: Store; keyring: Keyring; lock?: DataDirLock }> {
   if (config.databaseUrl) {
     if (!config.secretsKey) throw new Error('SECRETS_KEY is required with DATABASE_URL: every process must seal and open secrets with the same keys');
     const store = await SqlStore.open(new PgDriver({ connectionString: config.databaseUrl, schema: config.databaseSchema }));
-    return { store, keyring: Keyring.parse(config.secretsKey) };
+    return { store, workerStore: store, keyring: Keyring.parse(config.secretsKey) };
   }
   const lock = DataDirLock.acquire(config.dataDir);
   try {
-    const store = await SqlStore.open(await PgliteDriver.open(path.join(config.dataDir, 'pglite'), config.databaseSchema));
-    return { store, keyring: config.secretsKey ? Keyring.parse(config.secretsKey) : embeddedKeyring(config.dataDir), lock };
+    const driver = await PgliteDriver.open(path.join(config.dataDir, 'pglite'), config.databaseSchema);
+    const store = await SqlStore.open(driver);
+    const keyring = config.secretsKey ? Keyring.parse(config.secretsKey) : embeddedKeyring(config.dataDir);
+    return { store, workerStore: new SqlStore(driver.background()), keyring, lock };
   } catch (error) {
     lock.release();
     throw error;
@@ -83,19 +89,19 @@ export class Platform {
       redisChild = await startEmbeddedRedis(config.redisUrl, config.dataDir);
       logger.info({ redisUrl: config.redisUrl }, 'started an embedded redis-server');
     }
-    const { store, keyring, lock } = await openStore(config);
+    const { store, workerStore, keyring, lock } = await openStore(config);
     const compile: CompileOptions = {
       registry: new OperationRegistry(options.operations ?? allOperations),
       limits: { timeoutMs: config.expressionTimeoutMs, maxDepth: 300 },
       defaultTimeoutMs: config.nodeTimeoutMs,
     };
-    const flows = new CompiledFlowCache(store, compile);
     const queue = new RunQueue({ connection: redisOptions(config.redisUrl, 'producer'), prefix: config.redisPrefix });
 
     let worker: RunWorker | undefined;
     if (roles.worker) {
-      const executor = new Executor({ store, flows, keyring, logger, maxOutputBytes: config.maxStepOutputBytes, maxRetryDelayMs: 3_600_000 });
-      worker = new RunWorker(executor, store, {
+      const flows = new CompiledFlowCache(workerStore, compile);
+      const executor = new Executor({ store: workerStore, flows, keyring, logger, maxOutputBytes: config.maxStepOutputBytes, maxRetryDelayMs: 3_600_000 });
+      worker = new RunWorker(executor, workerStore, {
         connection: redisOptions(config.redisUrl, 'worker'), prefix: config.redisPrefix, concurrency: config.workerConcurrency,
         tenantConcurrency: config.tenantConcurrency,
         lockDurationMs: config.workerLockMs, stalledIntervalMs: config.workerStalledIntervalMs, logger,
@@ -107,7 +113,7 @@ export class Platform {
     let adminSocket: http.Server | undefined;
     let url = baseUrl(config);
     if (roles.api) {
-      const intake = new Intake({ store, queue, flows, keyring, cacheTtlMs: config.intakeCacheTtlMs });
+      const intake = new Intake({ store, queue, flows: new CompiledFlowCache(store, compile), keyring, cacheTtlMs: config.intakeCacheTtlMs });
       const issuer = new TokenIssuer(store, keyring, config.authIssuer, config.authAudience);
       const verifier = new TokenVerifier({
         issuer: config.authIssuer, audience: config.authAudience,
