@@ -5,7 +5,7 @@ import type { CompiledFlowCache } from './runtime/flow-cache.ts';
 import { secretContext, type Keyring } from './secrets/keyring.ts';
 import type { AcceptedMessage, NewMessage, Store } from './store/port.ts';
 import { GroupCommit } from './group-commit.ts';
-import { headerValue, keptHeaders, verifyDelivery, type Headers } from './triggers/webhook.ts';
+import { deliveryIdHeader, headerValue, keptHeaders, verificationSecretNames, verifyDelivery, type Headers } from './triggers/webhook.ts';
 
 /** The active version behind a flow URL, with what verifying a delivery needs. */
 interface ActiveTrigger {
@@ -69,11 +69,17 @@ export class Intake {
     if (!trigger) return { outcome: 'no-flow' };
     const { config } = trigger.flow.trigger;
     if (!verifyDelivery(config.verify, delivery.rawBody, delivery.headers, trigger.verificationSecrets)) return { outcome: 'unverified' };
+    if (config.verify?.type === 'shopify' && config.verify.topic) {
+      const topic = headerValue(delivery.headers, 'x-shopify-topic');
+      if (topic !== config.verify.topic) {
+        return { outcome: 'invalid', field: '$.headers["x-shopify-topic"]', reason: `is ${topic === undefined ? 'missing' : `"${topic}"`}; this flow takes ${config.verify.topic}` };
+      }
+    }
 
-    const deliveryIdHeader = headerValue(delivery.headers, 'idempotency-key') !== undefined ? 'idempotency-key' : config.deliveryIdHeader;
-    const deliveryId = deliveryIdHeader ? headerValue(delivery.headers, deliveryIdHeader) : undefined;
+    const idHeader = headerValue(delivery.headers, 'idempotency-key') !== undefined ? 'idempotency-key' : deliveryIdHeader(config);
+    const deliveryId = idHeader ? headerValue(delivery.headers, idHeader) : undefined;
     if (deliveryId !== undefined && deliveryId.length > MAX_DELIVERY_ID_LENGTH) {
-      return { outcome: 'invalid', field: `$.headers["${deliveryIdHeader!.toLowerCase()}"]`, reason: `is longer than ${MAX_DELIVERY_ID_LENGTH} characters` };
+      return { outcome: 'invalid', field: `$.headers["${idHeader!.toLowerCase()}"]`, reason: `is longer than ${MAX_DELIVERY_ID_LENGTH} characters` };
     }
     const message = {
       tenantId: delivery.tenantId, id: newId(), flowId: trigger.flowId, flowVersion: trigger.version, deliveryId: deliveryId ?? null,
@@ -104,10 +110,9 @@ export class Intake {
     const record = await store.findFlowByKey(tenantId, flowKey);
     if (!record || !record.active || record.activeVersion === null) return undefined;
     const flow = await flows.get(tenantId, record.id, record.activeVersion);
-    const verify = flow.trigger.config.verify;
-    const verificationSecrets = verify && verify.type !== 'none'
-      ? (await store.sealedSecrets(tenantId, [verify.secret])).map((sealed) => keyring.open(sealed, secretContext(tenantId, sealed.name)))
-      : [];
+    const names = verificationSecretNames(flow.trigger.config.verify);
+    const verificationSecrets = names.length === 0 ? []
+      : (await store.sealedSecrets(tenantId, names)).map((sealed) => keyring.open(sealed, secretContext(tenantId, sealed.name)));
     return { flowId: record.id, version: record.activeVersion, flow, verificationSecrets };
   }
 }

@@ -199,3 +199,43 @@ describe('webhook verification', () => {
     expect(run.steps[0].output).toEqual({ id: 11 });
   });
 });
+
+describe('Shopify webhooks', () => {
+  // Signed as Shopify signs: HMAC-SHA256 of the raw body with the app's client secret, base64.
+  const sign = (body: string, secret: string) => createHmac('sha256', secret).update(body).digest('base64');
+  const delivery = (webhookId: string, topic = 'refunds/create') => ({
+    'X-Shopify-Topic': topic, 'X-Shopify-Webhook-Id': webhookId, 'X-Shopify-Shop-Domain': 'demo.myshopify.com',
+    'X-Shopify-API-Version': '2025-10', 'X-Shopify-Event-Id': 'event-1', 'X-Shopify-Triggered-At': '2026-11-21T10:00:00Z',
+  });
+  // Ids beyond 2^53 arrive as JSON numbers: flows key on the GID string.
+  const body = '{"id":890088186047892319,"admin_graphql_api_id":"gid://shopify/Refund/890088186047892319","order_id":450789469}';
+
+  it('verifies the signature (also with the previous secret), checks the topic and drops repeated deliveries', async () => {
+    await acme.call('PUT', '/api/v1/secret-global-variables/SHOPIFY_SECRET', { value: 'new-client-secret' });
+    await acme.call('PUT', '/api/v1/secret-global-variables/SHOPIFY_SECRET_OLD', { value: 'old-client-secret' });
+    const flowId = await acme.publish(flow('refunds', [
+      { id: 'refund', operation: 'transform', config: { expression: "{{ {'refund': $input.body.admin_graphql_api_id, 'shop': $input.headers.`x-shopify-shop-domain`, 'webhook': $input.headers.`x-shopify-webhook-id`} }}" } },
+    ], [{ from: 'trigger', to: 'refund' }], {
+      type: 'webhook', config: { verify: { type: 'shopify', secret: 'SHOPIFY_SECRET', previousSecret: 'SHOPIFY_SECRET_OLD', topic: 'refunds/create' } },
+    }));
+
+    const first = await sendWebhook(env.url, 'acme', 'refunds', body, { ...delivery('w-1'), 'X-Shopify-Hmac-Sha256': sign(body, 'new-client-secret') });
+    expect(first.status).toBe(202);
+    const again = await sendWebhook(env.url, 'acme', 'refunds', body, { ...delivery('w-1'), 'X-Shopify-Hmac-Sha256': sign(body, 'new-client-secret') });
+    expect(again).toMatchObject({ status: 200, body: { messageId: first.body.messageId, duplicate: true } });
+    const rotated = await sendWebhook(env.url, 'acme', 'refunds', body, { ...delivery('w-2'), 'X-Shopify-Hmac-Sha256': sign(body, 'old-client-secret') });
+    expect(rotated.status).toBe(202);
+
+    expect((await sendWebhook(env.url, 'acme', 'refunds', body, { ...delivery('w-3'), 'X-Shopify-Hmac-Sha256': sign(body, 'someone-else') })).status).toBe(401);
+    expect((await sendWebhook(env.url, 'acme', 'refunds', body, delivery('w-4'))).status).toBe(401);
+    const wrongTopic = await sendWebhook(env.url, 'acme', 'refunds', body, { ...delivery('w-5', 'orders/create'), 'X-Shopify-Hmac-Sha256': sign(body, 'new-client-secret') });
+    expect(wrongTopic.status).toBe(400);
+    expect(wrongTopic.body.errors).toEqual([{ path: '$.headers["x-shopify-topic"]', message: expect.stringContaining('refunds/create') }]);
+
+    const run = await acme.settledRun(first.body.runId);
+    expect(run.steps[0].output).toEqual({ refund: 'gid://shopify/Refund/890088186047892319', shop: 'demo.myshopify.com', webhook: 'w-1' });
+    await acme.settledRun(rotated.body.runId);
+    expect((await acme.call('GET', `/api/v1/runs?flowId=${flowId}`)).body.nodes).toHaveLength(2);
+  });
+});
+

@@ -16,6 +16,20 @@ export const webhookTriggerConfigSchema = {
           properties: { type: { const: 'header' }, header: { type: 'string', minLength: 1 }, secret: { type: 'string', pattern: identifier } },
         },
         {
+          type: 'object', additionalProperties: false, required: ['type', 'secret'],
+          description: 'Shopify: HMAC-SHA256 of the raw body with the app\'s client secret, base64, in X-Shopify-Hmac-Sha256. '
+            + 'Deliveries are deduplicated on X-Shopify-Webhook-Id.',
+          properties: {
+            type: { const: 'shopify' },
+            secret: { type: 'string', pattern: identifier, description: 'Secret variable holding the app\'s client secret.' },
+            previousSecret: {
+              type: 'string', pattern: identifier,
+              description: 'During a rotation Shopify may sign with the old secret for up to an hour: name it here, and remove it after.',
+            },
+            topic: { type: 'string', pattern: '^[a-z_]+/[a-z_]+$', description: 'Only deliveries whose X-Shopify-Topic is this (e.g. refunds/create).' },
+          },
+        },
+        {
           type: 'object', additionalProperties: false, required: ['type', 'header', 'secret'],
           description: 'HMAC-SHA256 of the raw body, keyed with the secret, in a header.',
           properties: {

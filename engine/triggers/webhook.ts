@@ -15,31 +15,46 @@ export function headerValue(headers: Headers, name: string): string | undefined 
   return Array.isArray(value) ? value[0] : value;
 }
 
+type Verify = WebhookTriggerConfig['verify'];
+
+/** The header a verification reads its proof from. */
+export function verificationHeader(verify: Verify): string | undefined {
+  if (!verify || verify.type === 'none') return undefined;
+  return verify.type === 'shopify' ? 'x-shopify-hmac-sha256' : verify.header.toLowerCase();
+}
+
+/** Names of the secret variables a verification needs (the current one first). */
+export function verificationSecretNames(verify: Verify): string[] {
+  if (!verify || verify.type === 'none') return [];
+  return verify.type === 'shopify' && verify.previousSecret ? [verify.secret, verify.previousSecret] : [verify.secret];
+}
+
+/** The header carrying the sender's delivery id, when the sender has one. */
+export function deliveryIdHeader(config: WebhookTriggerConfig): string | undefined {
+  return config.deliveryIdHeader ?? (config.verify?.type === 'shopify' ? 'x-shopify-webhook-id' : undefined);
+}
+
 /**
- * Whether a delivery proves its origin as the trigger requires. `secret` yields the named secret's
- * current value (and, during a rotation, previous ones); any of them may sign.
+ * Whether a delivery proves its origin as the trigger requires. `secretValues` are the values of
+ * the verification's secrets; any of them may have signed (the previous one, during a rotation).
  */
-export function verifyDelivery(
-  verify: WebhookTriggerConfig['verify'],
-  rawBody: Buffer,
-  headers: Headers,
-  secretValues: readonly string[],
-): boolean {
+export function verifyDelivery(verify: Verify, rawBody: Buffer, headers: Headers, secretValues: readonly string[]): boolean {
   if (!verify || verify.type === 'none') return true;
-  const presented = headerValue(headers, verify.header);
+  const presented = headerValue(headers, verificationHeader(verify)!);
   if (presented === undefined || secretValues.length === 0) return false;
   if (verify.type === 'header') return secretValues.some((secret) => constantTimeEqual(presented, secret));
-  const prefix = verify.prefix ?? '';
+  const encoding = verify.type === 'shopify' ? 'base64' : verify.encoding ?? 'hex';
+  const prefix = verify.type === 'shopify' ? '' : verify.prefix ?? '';
   if (!presented.startsWith(prefix)) return false;
   const digest = presented.slice(prefix.length);
-  return secretValues.some((secret) => constantTimeEqual(digest, createHmac('sha256', secret).update(rawBody).digest(verify.encoding ?? 'hex')));
+  return secretValues.some((secret) => constantTimeEqual(digest, createHmac('sha256', secret).update(rawBody).digest(encoding)));
 }
 
 const NEVER_KEPT = new Set(['authorization', 'cookie', 'proxy-authorization']);
 
 /** The headers kept with a message: lower-case names, no credentials, no verification header. */
-export function keptHeaders(headers: Headers, verify: WebhookTriggerConfig['verify']): Record<string, string> {
-  const dropped = verify && verify.type !== 'none' ? verify.header.toLowerCase() : undefined;
+export function keptHeaders(headers: Headers, verify: Verify): Record<string, string> {
+  const dropped = verificationHeader(verify);
   const kept: Record<string, string> = {};
   for (const [name, value] of Object.entries(headers)) {
     if (value === undefined || NEVER_KEPT.has(name) || name === dropped) continue;
