@@ -11,6 +11,7 @@ import { requestLog } from './request-log.ts';
 import { openApiDocument } from './openapi.ts';
 import { HttpProblem, problemHandler } from './problem.ts';
 import { mountRoutes, type RouteSpec } from './route.ts';
+import { destinationRoutes } from './routes/destinations.ts';
 import { editableFlowRoutes } from './routes/editable-flows.ts';
 import { flowRoutes } from './routes/flows.ts';
 import { runRoutes } from './routes/runs.ts';
@@ -42,7 +43,10 @@ function refuseUnstorable(_req: unknown, _res: unknown, raw: Buffer) {
 }
 
 export function apiRoutes(context: ApiContext): RouteSpec[] {
-  return [...editableFlowRoutes(context), ...flowRoutes(context), ...variableRoutes(context), ...secretRoutes(context), ...runRoutes(context)];
+  return [
+    ...editableFlowRoutes(context), ...flowRoutes(context), ...variableRoutes(context), ...secretRoutes(context), ...runRoutes(context),
+    ...destinationRoutes(context),
+  ];
 }
 
 /** The HTTP surface: thin routes over the engine. */

@@ -138,7 +138,23 @@ export const stepSchema = {
   },
 } as const;
 
+/** A destination as the API shows it: its settings, and which credentials are set — never their values. */
+export const destinationSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['name', 'type', 'settings', 'credentialsSet', 'createdAt', 'updatedAt'],
+  properties: {
+    name: { type: 'string' },
+    type: { enum: ['shopify'] },
+    settings: { type: 'object', description: 'The non-secret part of the configuration, as it was given.' },
+    credentialsSet: { type: 'array', items: { type: 'string' }, description: 'JSON paths of the credential fields that hold a value.' },
+    createdAt: timestamp,
+    updatedAt: timestamp,
+  },
+} as const;
+
 export type ErrorRecord = FromSchema<typeof errorRecordSchema>;
+export type Destination = FromSchema<typeof destinationSchema>;
 export type Tenant = FromSchema<typeof tenantSchema>;
 export type Flow = FromSchema<typeof flowSchema>;
 export type FlowVersion = FromSchema<typeof flowVersionSchema>;
@@ -163,4 +179,5 @@ export const resourceSchemas = {
   Step: stepSchema,
   ErrorRecord: errorRecordSchema,
   Tenant: tenantSchema,
+  Destination: destinationSchema,
 };

@@ -67,6 +67,9 @@ export class Keyring {
 /** The additional data a tenant's secret variable is sealed with: its tenant and name. */
 export const secretContext = (tenantId: string, name: string) => `secret\0${tenantId}\0${name}`;
 
+/** The additional data a destination's credentials are sealed with: its tenant and name. */
+export const destinationContext = (tenantId: string, name: string) => `destination\0${tenantId}\0${name}`;
+
 export interface SealedValue {
   keyId: string;
   ciphertext: string;

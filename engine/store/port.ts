@@ -1,9 +1,9 @@
 import type { ErrorRecord } from '../errors.ts';
 import type { FlowDocument } from '../flow/schema.ts';
 import type { SealedValue } from '../secrets/keyring.ts';
-import { terminalRunStatuses, type Flow, type FlowVersion, type Message, type Run, type RunStatus, type SecretInfo, type Step, type Tenant, type TerminalRunStatus, type Variable } from '../resources.ts';
+import { terminalRunStatuses, type Destination, type Flow, type FlowVersion, type Message, type Run, type RunStatus, type SecretInfo, type Step, type Tenant, type TerminalRunStatus, type Variable } from '../resources.ts';
 
-export type { Flow, FlowVersion, Message, Run, RunStatus, SecretInfo, Step, StepStatus, Tenant, TerminalRunStatus, Variable } from '../resources.ts';
+export type { Destination, Flow, FlowVersion, Message, Run, RunStatus, SecretInfo, Step, StepStatus, Tenant, TerminalRunStatus, Variable } from '../resources.ts';
 export { runStatuses, stepStatuses, terminalRunStatuses } from '../resources.ts';
 
 /**
@@ -46,6 +46,12 @@ export interface Store {
   deleteSecret(tenantId: string, name: string): Promise<boolean>;
   /** Sealed values of the named secrets (a trigger's verification key). */
   sealedSecrets(tenantId: string, names: Iterable<string>): Promise<Array<{ name: string } & SealedValue>>;
+
+  /** Create or replace a destination (settings in the clear, credentials sealed). */
+  putDestination(tenantId: string, destination: NewDestination): Promise<{ destination: Destination; created: boolean }>;
+  getDestination(tenantId: string, name: string): Promise<Destination | undefined>;
+  listDestinations(tenantId: string, page: PageRequest): Promise<Page<Destination>>;
+  deleteDestination(tenantId: string, name: string): Promise<boolean>;
 
   /**
    * Record inbound messages with their runs, all in one statement. A message whose delivery id was
@@ -101,6 +107,14 @@ export interface SigningKey {
 export const isTerminal = (status: RunStatus): status is TerminalRunStatus => (terminalRunStatuses as readonly string[]).includes(status);
 
 export type NewMessage = Omit<Message, 'receivedAt'>;
+
+export interface NewDestination {
+  name: string;
+  type: Destination['type'];
+  settings: Record<string, unknown>;
+  credentialsSet: string[];
+  sealedCredentials: SealedValue;
+}
 
 export interface AcceptedMessage {
   duplicate: boolean;

@@ -2,8 +2,8 @@ import { ConflictError, NotFoundError, ValidationError } from '../../errors.ts';
 import type { FlowDocument } from '../../flow/schema.ts';
 import type { SealedValue } from '../../secrets/keyring.ts';
 import type {
-  AcceptedMessage, Client, Flow, FlowVersion, Message, NewMessage, Page, PageRequest, Run, RunOutcome, RunReads, RunState, RunStatus, SecretInfo,
-  SigningKey, Step, Store, Tenant, Variable,
+  AcceptedMessage, Client, Destination, Flow, FlowVersion, Message, NewMessage, Page, PageRequest, Run, RunOutcome, RunReads, RunState, RunStatus, SecretInfo,
+  NewDestination, SigningKey, Step, Store, Tenant, Variable,
 } from '../port.ts';
 import type { SqlDriver } from './driver.ts';
 import { migrate } from './migrations.ts';
@@ -50,6 +50,9 @@ const toVersion = (r: Row): FlowVersion => ({
 const toVariable = (r: Row): Variable => ({ name: r.name, value: r.value, createdAt: iso(r.created_at), updatedAt: iso(r.updated_at) });
 const toSecretInfo = (r: Row): SecretInfo => ({
   name: r.name, keyId: r.key_id, fingerprint: r.fingerprint, createdAt: iso(r.created_at), updatedAt: iso(r.updated_at),
+});
+const toDestination = (r: Row): Destination => ({
+  name: r.name, type: r.type, settings: r.settings, credentialsSet: r.credentials_set, createdAt: iso(r.created_at), updatedAt: iso(r.updated_at),
 });
 const toMessage = (r: Row): Message => ({
   tenantId: r.tenant_id, id: r.id, flowId: r.flow_id, flowVersion: r.flow_version, deliveryId: r.delivery_id,
@@ -288,6 +291,37 @@ export class SqlStore implements Store {
       [tenantId, [...names]],
     );
     return rows.map((r) => ({ name: r.name, keyId: r.key_id, ciphertext: r.ciphertext, fingerprint: r.fingerprint }));
+  }
+
+  // --- destinations ---------------------------------------------------------------------------
+
+  async putDestination(tenantId: string, destination: NewDestination) {
+    const [row] = await this.db.query(
+      `insert into destinations (tenant_id, name, type, settings, credentials_set, sealed_credentials) values ($1, $2, $3, $4::jsonb, $5::jsonb, $6::jsonb)
+       on conflict (tenant_id, name) do update set type = excluded.type, settings = excluded.settings, credentials_set = excluded.credentials_set,
+         sealed_credentials = excluded.sealed_credentials, updated_at = now()
+       returning name, type, settings, credentials_set, created_at, updated_at, (xmax = 0) as created`,
+      [tenantId, destination.name, destination.type, json(destination.settings), json(destination.credentialsSet), json(destination.sealedCredentials)],
+    );
+    return { destination: toDestination(row), created: row.created };
+  }
+
+  async getDestination(tenantId: string, name: string) {
+    const [row] = await this.db.query('select name, type, settings, credentials_set, created_at, updated_at from destinations where tenant_id = $1 and name = $2', [tenantId, name]);
+    return row ? toDestination(row) : undefined;
+  }
+
+  async listDestinations(tenantId: string, request: PageRequest) {
+    const rows = await this.db.query(
+      `select name, type, settings, credentials_set, created_at, updated_at from destinations
+        where tenant_id = $1 and ($2::text is null or name > $2) order by name limit $3`,
+      [tenantId, decodeCursor(request.after), request.first + 1],
+    );
+    return page(rows, request, toDestination, (r) => r.name);
+  }
+
+  async deleteDestination(tenantId: string, name: string) {
+    return (await this.db.query('delete from destinations where tenant_id = $1 and name = $2 returning name', [tenantId, name])).length > 0;
   }
 
   // --- messages, runs, steps ------------------------------------------------------------------

@@ -1,0 +1,108 @@
+import { NotFoundError, ValidationError, type FieldError } from '../../engine/errors.ts';
+import { destinationSchema } from '../../engine/resources.ts';
+import { destinationContext } from '../../engine/secrets/keyring.ts';
+import type { ApiContext } from '../context.ts';
+import { connectionSchema, defineRoute, pageQuerySchema } from '../route.ts';
+
+const credential = { type: 'string', minLength: 1, maxLength: 4096, writeOnly: true } as const;
+
+/** The seed's "Destination configuration for the refund operation": a shop, and the ERP it sends to. */
+export const shopifyDestinationSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['type', 'operation', 'graphqlUrl', 'erp'],
+  properties: {
+    type: { const: 'shopify' },
+    operation: { type: 'string', minLength: 1, maxLength: 200, description: 'The operation it is configured for, e.g. shopify.refund-sync-to-erp.' },
+    graphqlUrl: { type: 'string', pattern: '^https?://[^\\s]+/$', description: "The shop's URL for the Admin GraphQL API, ending in a slash." },
+    adminApiAccessToken: { ...credential, description: 'Either this, or clientId and clientSecret.' },
+    clientId: { ...credential, description: 'The app\'s client ID (API key), with clientSecret.' },
+    clientSecret: credential,
+    erp: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['apiUrl', 'consumerKey', 'consumerSecret', 'tokenId', 'tokenSecret', 'accountId'],
+      description: 'Token-based (OAuth 1.0a) credentials of the ERP endpoint that receives refunds.',
+      properties: {
+        apiUrl: { type: 'string', pattern: '^https?://[^\\s]+$' },
+        consumerKey: credential,
+        consumerSecret: credential,
+        tokenId: credential,
+        tokenSecret: credential,
+        accountId: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,64}$', description: 'Account id (realm), e.g. 1234567 or 1234567_SB1.' },
+      },
+    },
+  },
+} as const;
+
+const nameParams = {
+  type: 'object', required: ['name'],
+  properties: { name: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_-]{0,63}$', description: 'Named in a node\'s config as "destination".' } },
+} as const;
+
+/** Which of the seed's two ways to reach the shop was given: exactly one must be. */
+function shopAccessErrors(body: { adminApiAccessToken?: string; clientId?: string; clientSecret?: string }): FieldError[] {
+  const token = body.adminApiAccessToken !== undefined;
+  const client = body.clientId !== undefined || body.clientSecret !== undefined;
+  if (token && client) return [{ path: '$.body.adminApiAccessToken', message: 'give either adminApiAccessToken, or clientId and clientSecret, not both' }];
+  if (!token && !client) return [{ path: '$.body', message: 'needs adminApiAccessToken, or clientId and clientSecret' }];
+  if (client && body.clientId === undefined) return [{ path: '$.body.clientId', message: 'is required with clientSecret' }];
+  if (client && body.clientSecret === undefined) return [{ path: '$.body.clientSecret', message: 'is required with clientId' }];
+  return [];
+}
+
+export function destinationRoutes({ store, keyring }: ApiContext) {
+  const base = '/api/v1/destinations';
+  return [
+    defineRoute({
+      method: 'put', path: `${base}/{name}`, tag: 'Destination', scope: 'destinations:write',
+      summary: 'Create or replace a destination',
+      description: 'Credentials are write-only: they are sealed (AES-256-GCM) and never shown again; send them all on every replace.',
+      params: nameParams,
+      body: shopifyDestinationSchema,
+      responses: { 200: { description: 'Replaced.', schema: destinationSchema }, 201: { description: 'Created.', schema: destinationSchema } },
+      async handle({ tenantId, params, body }) {
+        const errors = shopAccessErrors(body);
+        if (errors.length > 0) throw new ValidationError('Invalid destination', errors);
+        const { adminApiAccessToken, clientId, clientSecret, erp, ...settings } = body;
+        const { consumerKey, consumerSecret, tokenId, tokenSecret, ...erpSettings } = erp;
+        const credentials = { adminApiAccessToken, clientId, clientSecret, erp: { consumerKey, consumerSecret, tokenId, tokenSecret } };
+        const credentialsSet = [
+          ...Object.entries({ adminApiAccessToken, clientId, clientSecret }).filter(([, value]) => value !== undefined).map(([field]) => `$.${field}`),
+          '$.erp.consumerKey', '$.erp.consumerSecret', '$.erp.tokenId', '$.erp.tokenSecret',
+        ];
+        const { destination, created } = await store.putDestination(tenantId, {
+          name: params.name, type: body.type, settings: { ...settings, erp: erpSettings }, credentialsSet,
+          sealedCredentials: keyring.seal(JSON.stringify(credentials), destinationContext(tenantId, params.name)),
+        });
+        return { status: created ? 201 : 200, body: destination };
+      },
+    }),
+    defineRoute({
+      method: 'get', path: base, tag: 'Destination', scope: 'destinations:read',
+      summary: 'List destinations by name',
+      query: { type: 'object', additionalProperties: false, properties: pageQuerySchema },
+      responses: { 200: { description: 'A page of destinations, without credentials.', schema: connectionSchema(destinationSchema) } },
+      handle: async ({ tenantId, query }) => ({ body: await store.listDestinations(tenantId, query) }),
+    }),
+    defineRoute({
+      method: 'get', path: `${base}/{name}`, tag: 'Destination', scope: 'destinations:read',
+      summary: 'Get a destination: its settings and which credentials are set', params: nameParams,
+      responses: { 200: { description: 'The destination.', schema: destinationSchema } },
+      async handle({ tenantId, params }) {
+        const destination = await store.getDestination(tenantId, params.name);
+        if (!destination) throw new NotFoundError(`no destination ${params.name}`);
+        return { body: destination };
+      },
+    }),
+    defineRoute({
+      method: 'delete', path: `${base}/{name}`, tag: 'Destination', scope: 'destinations:write',
+      summary: 'Delete a destination', params: nameParams,
+      responses: { 204: { description: 'Deleted.' } },
+      async handle({ tenantId, params }) {
+        if (!(await store.deleteDestination(tenantId, params.name))) throw new NotFoundError(`no destination ${params.name}`);
+        return { status: 204 };
+      },
+    }),
+  ];
+}
