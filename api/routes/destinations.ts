@@ -1,8 +1,9 @@
-import { NotFoundError, ValidationError, type FieldError } from '../../engine/errors.ts';
+import { ValidationError, type FieldError } from '../../engine/errors.ts';
 import { destinationSchema } from '../../engine/resources.ts';
 import { destinationContext } from '../../engine/secrets/keyring.ts';
 import type { ApiContext } from '../context.ts';
-import { connectionSchema, defineRoute, pageQuerySchema } from '../route.ts';
+import { defineRoute } from '../route.ts';
+import { byNameRoutes } from './by-name.ts';
 
 const credential = { type: 'string', minLength: 1, maxLength: 4096, writeOnly: true } as const;
 
@@ -78,31 +79,12 @@ export function destinationRoutes({ store, keyring }: ApiContext) {
         return { status: created ? 201 : 200, body: destination };
       },
     }),
-    defineRoute({
-      method: 'get', path: base, tag: 'Destination', scope: 'destinations:read',
-      summary: 'List destinations by name',
-      query: { type: 'object', additionalProperties: false, properties: pageQuerySchema },
-      responses: { 200: { description: 'A page of destinations, without credentials.', schema: connectionSchema(destinationSchema) } },
-      handle: async ({ tenantId, query }) => ({ body: await store.listDestinations(tenantId, query) }),
-    }),
-    defineRoute({
-      method: 'get', path: `${base}/{name}`, tag: 'Destination', scope: 'destinations:read',
-      summary: 'Get a destination: its settings and which credentials are set', params: nameParams,
-      responses: { 200: { description: 'The destination.', schema: destinationSchema } },
-      async handle({ tenantId, params }) {
-        const destination = await store.getDestination(tenantId, params.name);
-        if (!destination) throw new NotFoundError(`no destination ${params.name}`);
-        return { body: destination };
-      },
-    }),
-    defineRoute({
-      method: 'delete', path: `${base}/{name}`, tag: 'Destination', scope: 'destinations:write',
-      summary: 'Delete a destination', params: nameParams,
-      responses: { 204: { description: 'Deleted.' } },
-      async handle({ tenantId, params }) {
-        if (!(await store.deleteDestination(tenantId, params.name))) throw new NotFoundError(`no destination ${params.name}`);
-        return { status: 204 };
-      },
+    ...byNameRoutes({
+      base, tag: 'Destination', noun: ['destination', 'destinations'], item: destinationSchema, nameParams,
+      scopes: { read: 'destinations:read', write: 'destinations:write' },
+      list: (tenantId, page) => store.listDestinations(tenantId, page),
+      get: (tenantId, name) => store.getDestination(tenantId, name),
+      remove: (tenantId, name) => store.deleteDestination(tenantId, name),
     }),
   ];
 }

@@ -1,14 +1,13 @@
-import { NotFoundError } from '../../engine/errors.ts';
 import { secretContext } from '../../engine/secrets/keyring.ts';
 import { secretInfoSchema, variableSchema } from '../../engine/resources.ts';
 import type { ApiContext } from '../context.ts';
-import { connectionSchema, defineRoute, pageQuerySchema } from '../route.ts';
+import { defineRoute } from '../route.ts';
+import { byNameRoutes } from './by-name.ts';
 
 const nameParams = {
   type: 'object', required: ['name'],
   properties: { name: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]{0,63}$', description: 'Referenced in flows as $vars.<name> / $secrets.<name>.' } },
 } as const;
-const pageQuery = { type: 'object', additionalProperties: false, properties: pageQuerySchema } as const;
 
 export function variableRoutes({ store }: ApiContext) {
   const base = '/api/v1/global-variables';
@@ -23,30 +22,12 @@ export function variableRoutes({ store }: ApiContext) {
         return { status: created ? 201 : 200, body: variable };
       },
     }),
-    defineRoute({
-      method: 'get', path: base, tag: 'GlobalVariable', scope: 'variables:read',
-      summary: 'List variables by name', query: pageQuery,
-      responses: { 200: { description: 'A page of variables.', schema: connectionSchema(variableSchema) } },
-      handle: async ({ tenantId, query }) => ({ body: await store.listVariables(tenantId, query) }),
-    }),
-    defineRoute({
-      method: 'get', path: `${base}/{name}`, tag: 'GlobalVariable', scope: 'variables:read',
-      summary: 'Get a variable', params: nameParams,
-      responses: { 200: { description: 'The variable.', schema: variableSchema } },
-      async handle({ tenantId, params }) {
-        const variable = await store.getVariable(tenantId, params.name);
-        if (!variable) throw new NotFoundError(`no variable ${params.name}`);
-        return { body: variable };
-      },
-    }),
-    defineRoute({
-      method: 'delete', path: `${base}/{name}`, tag: 'GlobalVariable', scope: 'variables:write',
-      summary: 'Delete a variable', params: nameParams,
-      responses: { 204: { description: 'Deleted.' } },
-      async handle({ tenantId, params }) {
-        if (!(await store.deleteVariable(tenantId, params.name))) throw new NotFoundError(`no variable ${params.name}`);
-        return { status: 204 };
-      },
+    ...byNameRoutes({
+      base, tag: 'GlobalVariable', noun: ['variable', 'variables'], item: variableSchema, nameParams,
+      scopes: { read: 'variables:read', write: 'variables:write' },
+      list: (tenantId, page) => store.listVariables(tenantId, page),
+      get: (tenantId, name) => store.getVariable(tenantId, name),
+      remove: (tenantId, name) => store.deleteVariable(tenantId, name),
     }),
   ];
 }
@@ -66,20 +47,12 @@ export function secretRoutes({ store, keyring }: ApiContext) {
         return { status: created ? 201 : 200, body: secret };
       },
     }),
-    defineRoute({
-      method: 'get', path: base, tag: 'SecretGlobalVariable', scope: 'secrets:read',
-      summary: 'List secrets: names, key ids, fingerprints and timestamps', query: pageQuery,
-      responses: { 200: { description: 'A page of secrets, without values.', schema: connectionSchema(secretInfoSchema) } },
-      handle: async ({ tenantId, query }) => ({ body: await store.listSecrets(tenantId, query) }),
-    }),
-    defineRoute({
-      method: 'delete', path: `${base}/{name}`, tag: 'SecretGlobalVariable', scope: 'secrets:write',
-      summary: 'Delete a secret', params: nameParams,
-      responses: { 204: { description: 'Deleted.' } },
-      async handle({ tenantId, params }) {
-        if (!(await store.deleteSecret(tenantId, params.name))) throw new NotFoundError(`no secret ${params.name}`);
-        return { status: 204 };
-      },
+    // Write-only: there is no route that reads one secret.
+    ...byNameRoutes({
+      base, tag: 'SecretGlobalVariable', noun: ['secret', 'secrets'], item: secretInfoSchema, nameParams,
+      scopes: { read: 'secrets:read', write: 'secrets:write' },
+      list: (tenantId, page) => store.listSecrets(tenantId, page),
+      remove: (tenantId, name) => store.deleteSecret(tenantId, name),
     }),
   ];
 }
