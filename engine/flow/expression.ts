@@ -1,5 +1,5 @@
 import jsonata from 'jsonata';
-import { permanent } from '../errors.ts';
+import { OperationError, permanent } from '../errors.ts';
 
 /** Guardrails for every expression; JSONata checks them cooperatively at each evaluation step. */
 export interface ExpressionLimits {
@@ -67,7 +67,7 @@ export class Expression {
 }
 
 function expressionFailure(source: string, error: unknown) {
-  if (error instanceof Error && error.name === 'OperationError') return error;
+  if (error instanceof OperationError) return error;
   const detail = error && typeof error === 'object' && 'message' in error ? String((error as { message: unknown }).message) : String(error);
   // A failing expression is a fault of the flow document: retrying cannot help.
   return permanent(`expression failed: ${detail} (in ${source})`);
