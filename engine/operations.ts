@@ -39,8 +39,20 @@ export interface OperationContext<Config> {
    * retry or after a crash. Use it around each side effect of a multi-step operation.
    */
   step<T>(name: string, fn: () => Promise<T>): Promise<T>;
+  /**
+   * The tenant's destination of this name, credentials opened. Their values are kept out of this
+   * run's outputs, checkpoints and errors; do not log them.
+   */
+  destination(name: string): Promise<OpenedDestination>;
   /** End the run here with `filtered` or `skipped` and this reason; later nodes do not run. */
   stop(status: StopSignal['status'], reason: string): StopSignal;
+}
+
+export interface OpenedDestination {
+  name: string;
+  type: string;
+  settings: Record<string, unknown>;
+  credentials: Record<string, unknown>;
 }
 
 export interface OperationDefinition<Config = unknown> {

@@ -16,6 +16,7 @@ export const shopifyDestinationSchema = {
     type: { const: 'shopify' },
     operation: { type: 'string', minLength: 1, maxLength: 200, description: 'The operation it is configured for, e.g. shopify.refund-sync-to-erp.' },
     graphqlUrl: { type: 'string', pattern: '^https?://[^\\s]+/$', description: "The shop's URL for the Admin GraphQL API, ending in a slash." },
+    apiVersion: { type: 'string', pattern: '^\\d{4}-\\d{2}$', description: 'Admin API version (YYYY-MM) the operations call; 2025-10 when absent.' },
     adminApiAccessToken: { ...credential, description: 'Either this, or clientId and clientSecret.' },
     clientId: { ...credential, description: 'The app\'s client ID (API key), with clientSecret.' },
     clientSecret: credential,

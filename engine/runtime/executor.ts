@@ -2,8 +2,8 @@ import type { Logger } from 'pino';
 import { NotFoundError, OperationError, permanent, retryable, toErrorRecord, toOperationError, type ErrorRecord } from '../errors.ts';
 import type { CompiledFlow, CompiledNode } from '../flow/compile.ts';
 import { truthy, type Bindings } from '../flow/expression.ts';
-import { StopSignal, type MessageInput, type OperationContext } from '../operations.ts';
-import { secretContext, type Keyring } from '../secrets/keyring.ts';
+import { StopSignal, type MessageInput, type OpenedDestination, type OperationContext } from '../operations.ts';
+import { destinationContext, secretContext, type Keyring } from '../secrets/keyring.ts';
 import { isTerminal, type RunOutcome, type RunState, type Step, type Store, type TerminalRunStatus } from '../store/port.ts';
 import type { CompiledFlowCache } from './flow-cache.ts';
 import { redactSecrets } from './redact.ts';
@@ -70,7 +70,9 @@ class RunPass {
   private readonly checkpoints: Map<string, Step>;
   private readonly outputs: Record<string, unknown> = {};
   private readonly input: MessageInput;
+  /** Every secret value this pass has opened: redacted from what it stores. */
   private readonly secretList: string[];
+  private readonly destinations = new Map<string, Promise<OpenedDestination>>();
   private readonly unsaved: Step[] = [];
   private logger?: Logger;
 
@@ -220,8 +222,29 @@ class RunPass {
       nodeId: node.id,
       attempt,
       step: (name, fn) => this.subStep(node, name, fn),
+      destination: (name) => this.destination(name),
       stop: (status, reason) => new StopSignal(status, reason),
     };
+  }
+
+  private destination(name: string): Promise<OpenedDestination> {
+    let opened = this.destinations.get(name);
+    if (!opened) {
+      opened = this.openDestination(name);
+      this.destinations.set(name, opened);
+      opened.catch(() => this.destinations.delete(name));
+    }
+    return opened;
+  }
+
+  private async openDestination(name: string): Promise<OpenedDestination> {
+    const { tenantId } = this.state.run;
+    const found = await this.options.store.getSealedDestination(tenantId, name);
+    if (!found) throw permanent(`destination "${name}" does not exist`);
+    const credentials = JSON.parse(this.options.keyring.open(found.sealedCredentials, destinationContext(tenantId, name))) as Record<string, unknown>;
+    collectStrings(credentials, this.secretList);
+    const { destination } = found;
+    return { name: destination.name, type: destination.type, settings: destination.settings as Record<string, unknown>, credentials };
   }
 
   private async subStep<T>(node: CompiledNode, name: string, fn: () => Promise<T>): Promise<T> {
@@ -265,6 +288,14 @@ class RunPass {
   private log(): Logger {
     const { run } = this.state;
     return (this.logger ??= this.options.logger.child({ tenantId: run.tenantId, flowId: run.flowId, runId: run.id }));
+  }
+}
+
+function collectStrings(value: unknown, into: string[]) {
+  if (typeof value === 'string') {
+    if (value.length > 0) into.push(value);
+  } else if (value && typeof value === 'object') {
+    for (const item of Object.values(value)) collectStrings(item, into);
   }
 }
 

@@ -52,6 +52,8 @@ export interface Store {
   getDestination(tenantId: string, name: string): Promise<Destination | undefined>;
   listDestinations(tenantId: string, page: PageRequest): Promise<Page<Destination>>;
   deleteDestination(tenantId: string, name: string): Promise<boolean>;
+  /** A destination with its sealed credentials, for the run that uses it. */
+  getSealedDestination(tenantId: string, name: string): Promise<{ destination: Destination; sealedCredentials: SealedValue } | undefined>;
 
   /**
    * Record inbound messages with their runs, all in one statement. A message whose delivery id was

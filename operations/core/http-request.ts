@@ -139,7 +139,8 @@ function preview(body: unknown) {
   return textual.length > 2000 ? `${textual.slice(0, 2000)}…` : body;
 }
 
-function retryAfter(header: string | null): number | undefined {
+/** Milliseconds a Retry-After header (seconds or an HTTP date) asks to wait. */
+export function retryAfter(header: string | null): number | undefined {
   if (!header) return undefined;
   const seconds = Number(header);
   if (Number.isFinite(seconds)) return seconds * 1000;

@@ -7,15 +7,22 @@ export interface ReceivedRequest {
   body: string;
   receivedAt: number;
   answeredAt?: number;
+  /** What it was answered (unset while it hangs). */
+  reply?: { status: number; body?: unknown };
+  /** Turned away by the receiver's guard before any scripted reply. */
+  refused?: boolean;
 }
 
-type Reply = { status: number; body?: unknown; headers?: Record<string, string>; delayMs?: number } | 'hang';
+export type Reply = { status: number; body?: unknown; headers?: Record<string, string>; delayMs?: number } | 'hang';
 
 /**
  * A local HTTP endpoint standing in for an outside system: records every request and answers
  * from a script of replies (then 200 with the parsed request body).
  */
 export class Receiver {
+  /** A guard answers a request itself (e.g. a failed signature check) by returning a reply. */
+  constructor(private readonly guard?: (request: ReceivedRequest) => Reply | undefined) {}
+
   readonly requests: ReceivedRequest[] = [];
   private readonly replies: Reply[] = [];
   private readonly hanging = new Set<http.ServerResponse>();
@@ -32,11 +39,14 @@ export class Receiver {
         const request: ReceivedRequest = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body, receivedAt: Date.now() };
         this.requests.push(request);
         res.once('finish', () => (request.answeredAt = Date.now()));
-        const reply = this.replies.shift() ?? { status: 200, body: { received: body ? JSON.parse(body) : null }, delayMs: this.slowPaths.get(request.url) };
+        const refusal = this.guard?.(request);
+        request.refused = refusal !== undefined;
+        const reply = refusal ?? this.replies.shift() ?? this.defaultReply(request);
         if (reply === 'hang') {
           this.hanging.add(res);
           return;
         }
+        request.reply = { status: reply.status, body: reply.body };
         const send = () => res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers }).end(JSON.stringify(reply.body ?? {}));
         if (reply.delayMs) setTimeout(send, reply.delayMs);
         else send();
@@ -45,6 +55,10 @@ export class Receiver {
     await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
     this.url = `http://127.0.0.1:${(this.server.address() as { port: number }).port}`;
     return this;
+  }
+
+  protected defaultReply(request: ReceivedRequest): Reply {
+    return { status: 200, body: { received: request.body ? JSON.parse(request.body) : null }, delayMs: this.slowPaths.get(request.url) };
   }
 
   /** Requests to `path` are answered after `delayMs` (unless a scripted reply says otherwise). */

@@ -311,6 +311,14 @@ export class SqlStore implements Store {
     return row ? toDestination(row) : undefined;
   }
 
+  async getSealedDestination(tenantId: string, name: string) {
+    const [row] = await this.db.query(
+      'select name, type, settings, credentials_set, sealed_credentials, created_at, updated_at from destinations where tenant_id = $1 and name = $2',
+      [tenantId, name],
+    );
+    return row ? { destination: toDestination(row), sealedCredentials: row.sealed_credentials as SealedValue } : undefined;
+  }
+
   async listDestinations(tenantId: string, request: PageRequest) {
     const rows = await this.db.query(
       `select name, type, settings, credentials_set, created_at, updated_at from destinations

@@ -1,0 +1,221 @@
+import { OperationError, permanent, retryable } from '../../engine/errors.ts';
+
+/** How to reach one shop's Admin GraphQL API: a static token, or an app's client credentials. */
+export interface ShopAccess {
+  /** The shop's URL, ending in a slash (https://example.myshopify.com/). */
+  shopUrl: string;
+  /** Admin API version label, YYYY-MM. */
+  apiVersion: string;
+  accessToken?: string;
+  clientId?: string;
+  clientSecret?: string;
+}
+
+export interface ThrottleStatus {
+  maximumAvailable: number;
+  currentlyAvailable: number;
+  restoreRate: number;
+}
+
+export interface QueryCost {
+  requestedQueryCost: number;
+  actualQueryCost: number | null;
+  throttleStatus: ThrottleStatus;
+}
+
+interface GraphqlResponse<T> {
+  data?: T;
+  errors?: Array<{ message: string; extensions?: { code?: string } }>;
+  extensions?: { cost?: QueryCost };
+}
+
+const REQUEST_TIMEOUT_MS = 30_000;
+/** Renew a client-credentials token this long before it expires. */
+const TOKEN_MARGIN_MS = 5 * 60_000;
+
+/**
+ * The cost budget of one shop as this process knows it (Shopify's leaky bucket). Concurrent runs
+ * for one shop reserve from it before sending, so they queue for points instead of throttling
+ * each other into failures; every answer corrects it with Shopify's own figures.
+ */
+class CostBudget {
+  private available = Number.POSITIVE_INFINITY;
+  private maximum = Number.POSITIVE_INFINITY;
+  private restoreRate = 50;
+  private at = Date.now();
+
+  /** Milliseconds to wait before `cost` points are there; reserves them when they are (returns 0). */
+  reserve(cost: number): number {
+    const now = Date.now();
+    this.available = Math.min(this.maximum, this.available + ((now - this.at) / 1000) * this.restoreRate);
+    this.at = now;
+    if (this.available >= cost) {
+      this.available -= cost;
+      return 0;
+    }
+    return Math.ceil(((cost - this.available) / this.restoreRate) * 1000);
+  }
+
+  /** Gives back what was reserved but not spent. */
+  refund(points: number) {
+    this.available = Math.min(this.maximum, this.available + points);
+  }
+
+  observe(status: ThrottleStatus) {
+    this.available = status.currentlyAvailable;
+    this.maximum = status.maximumAvailable;
+    this.restoreRate = status.restoreRate;
+    this.at = Date.now();
+  }
+}
+
+/** Per process: one budget per shop, one token per shop and app. */
+const budgets = new Map<string, CostBudget>();
+const tokens = new Map<string, Promise<{ token: string; expiresAt: number }>>();
+/** What each document cost last time: the estimate reserved before sending it again. */
+const knownCosts = new Map<string, number>();
+
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', abort);
+      resolve();
+    }, ms);
+    const abort = () => {
+      clearTimeout(timer);
+      reject(signal!.reason);
+    };
+    signal?.addEventListener('abort', abort, { once: true });
+  });
+
+/**
+ * A client of one shop's Admin GraphQL API. Throttling is waited out, never reported as a failure;
+ * faults come back as OperationErrors with their kind (a rejected query is permanent, an outage retryable).
+ */
+export class ShopifyAdminApi {
+  /** The cost of every query this client sent, in order (for measurement). */
+  readonly costs: QueryCost[] = [];
+  private readonly endpoint: string;
+  private readonly budget: CostBudget;
+
+  constructor(private readonly access: ShopAccess, private readonly signal?: AbortSignal) {
+    this.endpoint = new URL(`admin/api/${access.apiVersion}/graphql.json`, access.shopUrl).toString();
+    const shop = new URL(access.shopUrl).host;
+    let budget = budgets.get(shop);
+    if (!budget) budgets.set(shop, (budget = new CostBudget()));
+    this.budget = budget;
+  }
+
+  async query<T>(document: string, variables: Record<string, unknown> = {}): Promise<T> {
+    let renewedToken = false;
+    for (;;) {
+      const estimate = knownCosts.get(document) ?? 0;
+      for (let wait = this.budget.reserve(estimate); wait > 0; wait = this.budget.reserve(estimate)) await sleep(wait, this.signal);
+      const token = await this.token();
+      const response = await this.post(token, document, variables);
+      if (response.status === 401 && this.access.clientId && !renewedToken) {
+        // A token may be revoked or expire early: fetch a new one once.
+        tokens.delete(this.tokenKey());
+        renewedToken = true;
+        this.budget.refund(estimate);
+        continue;
+      }
+      const body = response.body as GraphqlResponse<T> | undefined;
+      const cost = body?.extensions?.cost;
+      if (cost) {
+        this.costs.push(cost);
+        knownCosts.set(document, cost.requestedQueryCost);
+        this.budget.observe(cost.throttleStatus);
+      } else {
+        this.budget.refund(estimate);
+      }
+      if (body?.errors?.some((error) => error.extensions?.code === 'THROTTLED')) {
+        const status = cost?.throttleStatus;
+        const needed = cost && status ? Math.max(0, cost.requestedQueryCost - status.currentlyAvailable) / status.restoreRate : 1;
+        await sleep(Math.ceil(needed * 1000) + 50, this.signal);
+        continue;
+      }
+      return this.result(response.status, body);
+    }
+  }
+
+  private result<T>(status: number, body: GraphqlResponse<T> | undefined): T {
+    const details = { status, endpoint: this.endpoint };
+    if (status === 401) throw permanent('Shopify refused the access token (401): check the destination\'s credentials', { details });
+    if (status === 402 || status === 403 || status === 404 || status === 423) {
+      const reason = typeof body?.errors === 'string' ? `: ${body.errors}` : '';
+      throw permanent(`Shopify answered ${status}${reason}`, { details });
+    }
+    if (status === 429 || status >= 500) throw retryable(`Shopify answered ${status}`, { details });
+    if (status >= 400 || !body) throw permanent(`Shopify answered ${status}`, { details });
+    if (body.errors && body.errors.length > 0) {
+      const messages = body.errors.map((error) => error.message).join('; ');
+      const internal = body.errors.every((error) => error.extensions?.code === 'INTERNAL_SERVER_ERROR');
+      throw new OperationError(internal ? 'retryable' : 'permanent', `Shopify rejected the query: ${messages}`, { details: { ...details, errors: body.errors } });
+    }
+    return body.data as T;
+  }
+
+  private async post(token: string, document: string, variables: Record<string, unknown>) {
+    return this.fetchJson(this.endpoint, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json', 'x-shopify-access-token': token },
+      body: JSON.stringify({ query: document, variables }),
+    });
+  }
+
+  private async fetchJson(url: string, init: RequestInit): Promise<{ status: number; body: unknown }> {
+    const signal = this.signal ? AbortSignal.any([this.signal, AbortSignal.timeout(REQUEST_TIMEOUT_MS)]) : AbortSignal.timeout(REQUEST_TIMEOUT_MS);
+    try {
+      const response = await fetch(url, { ...init, signal });
+      const text = await response.text();
+      let body: unknown;
+      try {
+        body = text ? JSON.parse(text) : undefined;
+      } catch {
+        body = undefined;
+      }
+      return { status: response.status, body };
+    } catch (error) {
+      const reason = error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error);
+      throw retryable(`Shopify did not answer: ${reason}`, { details: { url } });
+    }
+  }
+
+  private tokenKey() {
+    return `${new URL(this.access.shopUrl).host}\0${this.access.clientId}`;
+  }
+
+  /** The static token, or a client-credentials token cached per shop and app and renewed before it expires. */
+  private async token(): Promise<string> {
+    if (this.access.accessToken) return this.access.accessToken;
+    const key = this.tokenKey();
+    const cached = tokens.get(key);
+    if (cached) {
+      const value = await cached.catch(() => undefined);
+      if (value && value.expiresAt - TOKEN_MARGIN_MS > Date.now()) return value.token;
+      if (tokens.get(key) === cached) tokens.delete(key);
+    }
+    let pending = tokens.get(key);
+    if (!pending) {
+      const granting = this.grant();
+      tokens.set(key, granting);
+      granting.catch(() => tokens.get(key) === granting && tokens.delete(key));
+      pending = granting;
+    }
+    return (await pending).token;
+  }
+
+  private async grant(): Promise<{ token: string; expiresAt: number }> {
+    const { status, body } = await this.fetchJson(new URL('admin/oauth/access_token', this.access.shopUrl).toString(), {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
+      body: new URLSearchParams({ grant_type: 'client_credentials', client_id: this.access.clientId ?? '', client_secret: this.access.clientSecret ?? '' }),
+    });
+    const granted = body as { access_token?: string; expires_in?: number } | undefined;
+    if (status === 429 || status >= 500) throw retryable(`Shopify's token endpoint answered ${status}`);
+    if (status !== 200 || !granted?.access_token) throw permanent(`Shopify refused the client credentials (${status}): check the destination's clientId and clientSecret`);
+    return { token: granted.access_token, expiresAt: Date.now() + (granted.expires_in ?? 86_399) * 1000 };
+  }
+}

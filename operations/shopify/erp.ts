@@ -1,0 +1,86 @@
+import { OperationError, permanent, retryable } from '../../engine/errors.ts';
+import { oauth1Header } from '../core/oauth1.ts';
+import { retryAfter } from '../core/http-request.ts';
+
+/** The destination's ERP block: token-based authentication (NetSuite TBA). */
+export interface ErpAccess {
+  apiUrl: string;
+  consumerKey: string;
+  consumerSecret: string;
+  tokenId: string;
+  tokenSecret: string;
+  accountId: string;
+}
+
+export interface ErpReceipt {
+  status: number;
+  body: unknown;
+}
+
+const SEND_TIMEOUT_MS = 60_000;
+/** The ERP's own code for "too many concurrent requests for this account": a reason to wait, not to fail. */
+const CONCURRENCY_LIMIT = 'SSS_REQUEST_LIMIT_EXCEEDED';
+
+/**
+ * POSTs one JSON document to the ERP, signed with OAuth 1.0a (HMAC-SHA256, realm = the account id in
+ * upper case, a fresh nonce and timestamp on every attempt). 429, 5xx, network errors and the
+ * ERP's concurrency limit are retryable; any other refusal, including a 200 that carries an ERP
+ * error, is permanent and carries the ERP's own message.
+ */
+export async function sendToErp(erp: ErpAccess, document: unknown, options: { idempotencyKey: string; signal?: AbortSignal }): Promise<ErpReceipt> {
+  const url = new URL(erp.apiUrl);
+  const where = `${url.origin}${url.pathname}`;
+  const authorization = oauth1Header('POST', erp.apiUrl, {
+    consumerKey: erp.consumerKey, consumerSecret: erp.consumerSecret, token: erp.tokenId, tokenSecret: erp.tokenSecret, realm: erp.accountId.toUpperCase(),
+  });
+  const timeout = AbortSignal.timeout(SEND_TIMEOUT_MS);
+  let response: Response;
+  let text: string;
+  try {
+    response = await fetch(erp.apiUrl, {
+      method: 'POST',
+      headers: { authorization, 'content-type': 'application/json', accept: 'application/json', 'idempotency-key': options.idempotencyKey },
+      body: JSON.stringify(document),
+      signal: options.signal ? AbortSignal.any([options.signal, timeout]) : timeout,
+    });
+    text = await response.text();
+  } catch (error) {
+    // The ERP may have received it: the processed-refunds marker, checked first, keeps a repeat out.
+    const reason = timeout.aborted ? `no answer within ${SEND_TIMEOUT_MS} ms` : error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error);
+    throw retryable(`ERP ${where} did not answer: ${reason}`, { details: { url: where } });
+  }
+  const body = parseBody(text);
+  const erpError = erpErrorOf(body);
+  const details = { url: where, status: response.status, ...(erpError ? { erpCode: erpError.code, erpMessage: erpError.message } : {}) };
+  if (response.ok && !erpError) return { status: response.status, body };
+
+  const described = erpError ? `${erpError.code ? `${erpError.code}: ` : ''}${erpError.message}` : text.slice(0, 500) || '(empty body)';
+  const message = `ERP answered ${response.status}: ${described}`;
+  if (response.status === 429 || response.status >= 500 || erpError?.code === CONCURRENCY_LIMIT) {
+    throw retryable(message, { details, retryAfterMs: retryAfter(response.headers.get('retry-after')) });
+  }
+  throw new OperationError('permanent', message, { details });
+}
+
+function parseBody(text: string): unknown {
+  if (!text) return null;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+/**
+ * The ERP's error, in either of NetSuite's shapes: a RESTlet's `{error: {code, message}}` (possibly
+ * inside a 200) or the REST API's `{title, "o:errorDetails": [{detail, "o:errorCode"}]}`.
+ */
+function erpErrorOf(body: unknown): { code?: string; message: string } | undefined {
+  if (!body || typeof body !== 'object') return undefined;
+  const value = body as Record<string, any>;
+  if (value.error && typeof value.error === 'object') return { code: value.error.code, message: String(value.error.message ?? value.error.code ?? 'error') };
+  const detail = Array.isArray(value['o:errorDetails']) ? value['o:errorDetails'][0] : undefined;
+  if (detail) return { code: detail['o:errorCode'], message: String(detail.detail ?? value.title ?? 'error') };
+  return undefined;
+}
+

@@ -1,0 +1,3 @@
+import { refundSyncToErp } from './refund-sync-to-erp.ts';
+
+export const shopifyOperations = [refundSyncToErp];

@@ -1,0 +1,324 @@
+import { parse, validate } from 'graphql';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { orderMarkDocuments } from '../operations/shopify/order-marks.ts';
+import { refundDocuments } from '../operations/shopify/refund-query.ts';
+import { refundRecordValidator } from '../operations/shopify/refund-record.ts';
+import { erpReplies } from './support/erp-simulator.ts';
+import { eventually, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
+import { ERP_CREDENTIALS, refundFlow, refundWorld, SHOP_TOKEN, WEBHOOK_SECRET, APP_CLIENT } from './support/refund-fixture.ts';
+import { ADMIN_API_VERSIONS, adminSchema } from './support/shopify-admin-schema.ts';
+
+let env: TestPlatform;
+let acme: ApiClient;
+let world: Awaited<ReturnType<typeof refundWorld>>;
+const FLOW = 'refunds';
+
+beforeAll(async () => {
+  env = await startTestPlatform('postgres');
+  acme = await env.tenant('acme');
+  world = await refundWorld(acme);
+  await acme.publish(refundFlow(FLOW, { orderSyncRecheckSeconds: 1 }));
+});
+afterAll(async () => {
+  await world?.close();
+  await env?.close();
+});
+
+const shop = () => world.shopify.shop;
+const order = (lines = 2, extra: Partial<Parameters<ReturnType<typeof shop>['createOrder']>[0]> = {}) => shop().createOrder({
+  lines: Array.from({ length: lines }, (_, i) => ({ title: `Item ${i + 1}`, price: 10 + i, quantity: 2 })), shipping: 5, synced: true, tags: ['wholesale'], ...extra,
+});
+
+/** Deliver the refund's webhook and wait for its run; returns the run and what the ERP got for it. */
+async function sync(webhookBody: string, flowKey = FLOW) {
+  const before = world.erp.receipts().length;
+  const accepted = await world.deliver(env.url, flowKey, webhookBody);
+  expect(accepted.status).toBe(202);
+  const run = await acme.settledRun(accepted.body.runId);
+  return { run, receipts: world.erp.receipts().slice(before) as any[] };
+}
+
+const syncStep = (run: any) => run.steps.find((step: any) => step.key === 'sync');
+const exportedTags = (orderId: string) => shop().orders.get(orderId)!.tags.filter((tag: string) => tag.startsWith('IPaaS Refunds Exported'));
+const processed = (orderId: string) => JSON.parse(shop().orders.get(orderId)!.metafield({ namespace: 'refundProcessed', key: 'listOfRefundProcessed' })?.value ?? '[]');
+
+describe('GraphQL documents', () => {
+  it('are all valid against Shopify\'s real Admin schema, 2025-10 and 2026-10', () => {
+    for (const version of ADMIN_API_VERSIONS) {
+      for (const document of [...refundDocuments, ...orderMarkDocuments]) {
+        expect(validate(adminSchema(version), parse(document)).map((error) => error.message), `${version}: ${document.slice(0, 60)}`).toEqual([]);
+      }
+    }
+  });
+});
+
+describe('refund sync to ERP', () => {
+  it('sends a full refund once, as the seed\'s record, and marks the order', async () => {
+    const placed = order(2);
+    const { refund, webhookBody } = shop().createRefund(placed.id, { lines: [{ line: 0, quantity: 2 }, { line: 1, quantity: 2 }], shipping: true, note: 'damaged' });
+    const { run, receipts } = await sync(webhookBody);
+    expect(run.status).toBe('succeeded');
+    expect(receipts).toHaveLength(1);
+    const record = receipts[0];
+    refundRecordValidator.validate(record);
+    expect(Object.keys(record)).toEqual(['Shop', 'OrderId', 'Refund', 'Return', 'Transactions']);
+    expect(record.Shop).toBe(world.shopify.url);
+    expect(record.OrderId).toBe(placed.id);
+    // Ids beyond 2^53 survive: the legacy id is the exact digits, not a rounded JS number.
+    expect(record.Refund.LegacyResourceId).toBe(refund.legacyResourceId);
+    expect(BigInt(record.Refund.LegacyResourceId)).toBeGreaterThan(2n ** 53n);
+    expect(record.Refund.Note).toBe('damaged');
+    expect(record.Refund.RefundLineItems.Nodes).toHaveLength(2);
+    expect(record.Refund.RefundLineItems.PageInfo.HasNextPage).toBe(false);
+    expect(record.Refund.RefundLineItems.Nodes[0].SubtotalSet).toEqual({ ShopMoney: { Amount: 20, CurrencyCode: 'USD' }, PresentmentMoney: { Amount: 20, CurrencyCode: 'USD' } });
+    expect(record.Refund.RefundShippingLines.Nodes).toHaveLength(1);
+    expect(record.Refund.TotalRefundedSet.ShopMoney.Amount).toBeCloseTo((20 + 22) * 1.1 + 5.5, 2);
+    expect(record.Refund.Transactions.Nodes).toHaveLength(1);
+    const transaction = record.Refund.Transactions.Nodes[0];
+    expect(transaction).toMatchObject({ Kind: 'REFUND', Status: 'SUCCESS', StorePaymentsSet: { RefundSet: { AcquirerReferenceNumber: expect.any(String) } } });
+    expect(typeof transaction.ReceiptJson).toBe('string');
+    expect(transaction.Order).toEqual(record.Refund.Order);
+    expect(transaction.ParentTransaction.Id).toBe(placed.transactions[0].id);
+    expect(record.Refund.Order.CustomAttributes).toContainEqual({ Key: 'orderSynced', Value: 'TRUE' });
+    expect(record.Refund.Return).toBeNull();
+    expect(record.Return).toBeNull();
+    // The initial sale is left out of the top-level list.
+    expect(record.Transactions.map((item: any) => item.Id)).toEqual([transaction.Id]);
+    expect(typeof record.Transactions[0].ReceiptJson).toBe('string');
+
+    expect(exportedTags(placed.id)).toEqual(['IPaaS Refunds Exported: 1']);
+    expect(shop().orders.get(placed.id)!.tags).toContain('wholesale');
+    expect(processed(placed.id)).toEqual([refund.legacyResourceId]);
+    expect(syncStep(run).output).toMatchObject({ refundLegacyId: refund.legacyResourceId, tag: 'IPaaS Refunds Exported: 1', erp: { status: 200 } });
+  });
+
+  it('partial, shipping-only, duty and zero-money refunds', async () => {
+    const three = order(3);
+    const partial = await sync(shop().createRefund(three.id, { lines: [{ line: 0, quantity: 1 }, { line: 2, quantity: 2 }] }).webhookBody);
+    expect(partial.run.status).toBe('succeeded');
+    refundRecordValidator.validate(partial.receipts[0]);
+    expect(partial.receipts[0].Refund.RefundLineItems.Nodes.map((item: any) => [item.LineItem.Id, item.Quantity]))
+      .toEqual([[three.lineItems[0].id, 1], [three.lineItems[2].id, 2]]);
+
+    const shippingOnly = await sync(shop().createRefund(order(1).id, { shipping: true }).webhookBody);
+    expect(shippingOnly.run.status).toBe('succeeded');
+    refundRecordValidator.validate(shippingOnly.receipts[0]);
+    expect(shippingOnly.receipts[0].Refund.RefundLineItems.Nodes).toEqual([]);
+    expect(shippingOnly.receipts[0].Refund.RefundShippingLines.Nodes).toHaveLength(1);
+
+    const dutiable = shop().createOrder({ lines: [{ title: 'Wool coat', price: 120, quantity: 1, duty: 12.5 }], synced: true, presentment: { currency: 'EUR', rate: 0.9 } });
+    const duty = await sync(shop().createRefund(dutiable.id, { duties: true }).webhookBody);
+    expect(duty.run.status).toBe('succeeded');
+    refundRecordValidator.validate(duty.receipts[0]);
+    expect(duty.receipts[0].Refund.Duties).toEqual([{
+      AmountSet: { ShopMoney: { Amount: 12.5, CurrencyCode: 'USD' }, PresentmentMoney: { Amount: 11.25, CurrencyCode: 'EUR' } },
+      OriginalDuty: { Id: dutiable.lineItems[0].duties[0].id, HarmonizedSystemCode: '6109100010', CountryCodeOfOrigin: 'PT' },
+    }]);
+
+    const zero = await sync(shop().createRefund(order(1).id, { lines: [{ line: 0, quantity: 1, restockType: 'CANCEL' }], zeroMoney: true }).webhookBody);
+    expect(zero.run.status).toBe('succeeded');
+    refundRecordValidator.validate(zero.receipts[0]);
+    expect(zero.receipts[0].Refund.Transactions.Nodes).toEqual([]);
+    expect(zero.receipts[0].Transactions).toEqual([]);
+    expect(zero.receipts[0].Refund.TotalRefundedSet.ShopMoney.Amount).toBe(0);
+  });
+
+  it('a refund with a return: reverse fulfillment dispositions, deliveries and an exchange', async () => {
+    const placed = order(2);
+    const ret = shop().createReturn(placed.id, { lines: [{ line: 1, quantity: 1, reason: 'SIZE_TOO_SMALL' }], exchange: [{ title: 'Item 2 (L)', price: 11 }], disposition: 'RESTOCKED' });
+    const { run, receipts } = await sync(shop().createRefund(placed.id, { lines: [{ line: 1, quantity: 1 }], return: ret }).webhookBody);
+    expect(run.status).toBe('succeeded');
+    const record = receipts[0];
+    refundRecordValidator.validate(record);
+    expect(record.Refund.Return).toEqual({ Id: ret.id, Name: ret.name, Status: 'CLOSED', TotalQuantity: 1, Decline: null });
+    expect(record.Return).toMatchObject({ Id: ret.id, Order: { Id: placed.id }, ThirdPartyConfirmation: null });
+    expect(record.Return.ReturnLineItems.Nodes[0]).toMatchObject({ ReturnReason: 'SIZE_TOO_SMALL', FulfillmentLineItem: { LineItem: { Id: placed.lineItems[1].id } } });
+    const reverseLine = record.Return.ReverseFulfillmentOrders.Nodes[0].LineItems.Nodes[0];
+    expect(reverseLine.Dispositions).toEqual([{ Id: expect.stringMatching(/^gid:/), Location: { Id: expect.stringMatching(/^gid:\/\/shopify\/Location\//) }, Quantity: 1, Type: 'RESTOCKED' }]);
+    expect(reverseLine.FulfillmentLineItem.LineItem.Title).toBe('Item 2');
+    expect(record.Return.ReverseDeliveries.Nodes).toHaveLength(1);
+    expect(record.Return.ExchangeLineItems.Nodes).toHaveLength(1);
+    expect(record.Return.ExchangeLineItems.Nodes[0].LineItems[0].Title).toBe('Item 2 (L)');
+  });
+
+  it('pages through a refund with more line items than one page', async () => {
+    const big = order(27);
+    const { run, receipts } = await sync(shop().createRefund(big.id, { lines: big.lineItems.map((_: unknown, line: number) => ({ line, quantity: 1 })) }).webhookBody);
+    expect(run.status).toBe('succeeded');
+    refundRecordValidator.validate(receipts[0]);
+    expect(receipts[0].Refund.RefundLineItems.Nodes.map((item: any) => item.LineItem.Id)).toEqual(big.lineItems.map((item: any) => item.id));
+    expect(receipts[0].Refund.RefundLineItems.PageInfo.HasNextPage).toBe(false);
+    // Every query stayed within Shopify's limit of 1000 points.
+    expect(world.shopify.queries.filter((query) => query.errors)).toEqual([]);
+  });
+
+  it('two refunds of one order: the tag goes 1 -> 2, also when both are processed at once', async () => {
+    const sequential = order(2);
+    const first = shop().createRefund(sequential.id, { lines: [{ line: 0, quantity: 1 }] });
+    expect((await sync(first.webhookBody)).run.status).toBe('succeeded');
+    expect(exportedTags(sequential.id)).toEqual(['IPaaS Refunds Exported: 1']);
+    const second = shop().createRefund(sequential.id, { lines: [{ line: 1, quantity: 1 }] });
+    const secondSync = await sync(second.webhookBody);
+    expect(secondSync.run.status).toBe('succeeded');
+    expect(exportedTags(sequential.id)).toEqual(['IPaaS Refunds Exported: 2']);
+    expect(processed(sequential.id)).toEqual([first.refund.legacyResourceId, second.refund.legacyResourceId]);
+    // The top-level list holds every transaction up to this refund except the sale.
+    expect(secondSync.receipts[0].Transactions).toHaveLength(2);
+
+    const concurrent = order(3);
+    const refunds = [0, 1, 2].map((line) => shop().createRefund(concurrent.id, { lines: [{ line, quantity: 1 }] }));
+    const runs = await Promise.all(refunds.map(async ({ webhookBody }) => {
+      const accepted = await world.deliver(env.url, FLOW, webhookBody);
+      return acme.settledRun(accepted.body.runId);
+    }));
+    expect(runs.map((run) => run.status)).toEqual(['succeeded', 'succeeded', 'succeeded']);
+    expect([...processed(concurrent.id)].sort()).toEqual(refunds.map(({ refund }) => refund.legacyResourceId).sort());
+    expect(exportedTags(concurrent.id)).toEqual(['IPaaS Refunds Exported: 3']);
+  });
+
+  it('keeps an id another exporter wrote between our read and our write (compare-and-set)', async () => {
+    const placed = order(1);
+    const { refund, webhookBody } = shop().createRefund(placed.id, { lines: [{ line: 0, quantity: 1 }] });
+    world.shopify.beforeMutation = (field) => {
+      if (field !== 'metafieldsSet') return;
+      world.shopify.beforeMutation = undefined;
+      shop().mutations('2025-10').metafieldsSet({
+        metafields: [{ ownerId: placed.id, namespace: 'refundProcessed', key: 'listOfRefundProcessed', type: 'json', value: '["4242"]' }],
+      });
+    };
+    const { run } = await sync(webhookBody);
+    expect(run.status).toBe('succeeded');
+    expect(processed(placed.id)).toEqual(['4242', refund.legacyResourceId]);
+    expect(exportedTags(placed.id)).toEqual(['IPaaS Refunds Exported: 2']);
+  });
+
+  it('the same webhook delivered three times reaches the ERP once; a later redelivery is skipped', async () => {
+    const placed = order(1);
+    const { refund, webhookBody } = shop().createRefund(placed.id, { lines: [{ line: 0, quantity: 1 }] });
+    const before = world.erp.receipts().length;
+    const answers = await Promise.all([1, 2, 3].map(() => world.deliver(env.url, FLOW, webhookBody, `webhook-${refund.legacyResourceId}`)));
+    const runIds = new Set(answers.map((answer) => answer.body.runId));
+    expect(runIds.size).toBe(1);
+    expect((await acme.settledRun([...runIds][0])).status).toBe('succeeded');
+
+    // Shopify may also resend it as a new delivery (a new webhook id) after the export.
+    const resent = await world.deliver(env.url, FLOW, webhookBody);
+    const skipped = await acme.settledRun(resent.body.runId);
+    expect(skipped.status).toBe('skipped');
+    expect(syncStep(skipped).output.reason).toContain('already in the order\'s listOfRefundProcessed');
+    expect(world.erp.receipts().length - before).toBe(1);
+    expect(exportedTags(placed.id)).toEqual(['IPaaS Refunds Exported: 1']);
+  });
+
+  it('retries the ERP\'s 429 and concurrency limit with fresh signatures, then succeeds', async () => {
+    world.erp.script(erpReplies.tooManyRequests, erpReplies.concurrencyLimit);
+    const placed = order(1);
+    const requestsBefore = world.erp.requests.length;
+    const { run, receipts } = await sync(shop().createRefund(placed.id, { lines: [{ line: 0, quantity: 1 }] }).webhookBody);
+    expect(run.status).toBe('succeeded');
+    expect(receipts).toHaveLength(1);
+    const attempts = world.erp.requests.slice(requestsBefore);
+    expect(attempts.map((request) => request.reply?.status)).toEqual([429, 400, 200]);
+    // The ERP simulator turns away reused nonces: three accepted signatures mean three fresh ones.
+    expect(attempts.every((request) => !request.refused)).toBe(true);
+    expect(syncStep(run).attempts).toBe(3);
+  });
+
+  it('fails on the ERP\'s permanent 400 with its own message, and does not mark the order', async () => {
+    world.erp.script(erpReplies.invalidField);
+    const placed = order(1);
+    const { run, receipts } = await sync(shop().createRefund(placed.id, { lines: [{ line: 0, quantity: 1 }] }).webhookBody);
+    expect(run.status).toBe('failed');
+    expect(receipts).toEqual([]);
+    expect(run.error).toMatchObject({ kind: 'permanent', message: expect.stringContaining('INVALID_FLD_VALUE: You have entered an Invalid Field Value'), details: { erpCode: 'INVALID_FLD_VALUE', status: 400 } });
+    expect(exportedTags(placed.id)).toEqual([]);
+    expect(processed(placed.id)).toEqual([]);
+
+    world.erp.script(erpReplies.okWithError);
+    const caught = await sync(shop().createRefund(placed.id, { lines: [{ line: 0, quantity: 1 }] }).webhookBody);
+    expect(caught.run.status).toBe('failed');
+    expect(caught.run.error.message).toContain('period is closed');
+    expect(exportedTags(placed.id)).toEqual([]);
+  });
+
+  it('waits out a Shopify THROTTLED answer without failing', async () => {
+    const placed = order(1);
+    const { webhookBody } = shop().createRefund(placed.id, { lines: [{ line: 0, quantity: 1 }] });
+    const queriesBefore = world.shopify.queries.length;
+    world.shopify.drainBucket();
+    const { run, receipts } = await sync(webhookBody);
+    expect(run.status).toBe('succeeded');
+    expect(receipts).toHaveLength(1);
+    const queries = world.shopify.queries.slice(queriesBefore);
+    expect(queries[0]).toMatchObject({ operationName: 'RefundForErp', throttled: true });
+    expect(queries.some((query) => query.operationName === 'RefundForErp' && !query.throttled)).toBe(true);
+    expect(syncStep(run).attempts).toBe(1);
+  });
+
+  it('a refund whose order is not synced yet waits, then goes once the order is', async () => {
+    const placed = order(1, { synced: false });
+    const accepted = await world.deliver(env.url, FLOW, shop().createRefund(placed.id, { lines: [{ line: 0, quantity: 1 }] }).webhookBody);
+    const waiting = await eventually(async () => {
+      const run = (await acme.call('GET', `/api/v1/runs/${accepted.body.runId}`)).body;
+      expect(run.status).toBe('waiting');
+      expect(run.error.message).toContain('not synced to the ERP yet');
+      return run;
+    });
+    expect(waiting.error.kind).toBe('later');
+    const receiptsBefore = world.erp.receipts().length;
+    shop().markSynced(placed.id);
+    const run = await acme.settledRun(accepted.body.runId);
+    expect(run.status).toBe('succeeded');
+    expect(world.erp.receipts().length - receiptsBefore).toBe(1);
+    // Waiting spent no attempts.
+    expect(syncStep(run).attempts).toBe(1);
+
+    await acme.publish(refundFlow('refunds-no-wait', { orderSyncWaitMinutes: 0 }));
+    const late = await sync(shop().createRefund(order(1, { synced: false }).id, { lines: [{ line: 0, quantity: 1 }] }).webhookBody, 'refunds-no-wait');
+    expect(late.run.status).toBe('failed');
+    expect(late.run.error.message).toMatch(/was not marked orderSynced = TRUE within 0 minutes/);
+  });
+
+  it('answers 401 to a bad signature and records nothing', async () => {
+    const { webhookBody } = shop().createRefund(order(1).id, { lines: [{ line: 0, quantity: 1 }] });
+    const runsBefore = (await acme.call('GET', '/api/v1/runs?first=200')).body.nodes.length;
+    const forged = await world.shopify.deliverWebhook(`${env.url}/hooks/acme/${FLOW}`, { topic: 'refunds/create', body: webhookBody, secret: 'not-the-app-secret' });
+    expect(forged.status).toBe(401);
+    expect((await acme.call('GET', '/api/v1/runs?first=200')).body.nodes.length).toBe(runsBefore);
+  });
+
+  it('keeps credentials out of run records and logs', async () => {
+    const { run } = await sync(shop().createRefund(order(1).id, { lines: [{ line: 0, quantity: 1 }] }).webhookBody);
+    const runs = JSON.stringify((await acme.call('GET', '/api/v1/runs?first=200')).body) + JSON.stringify(run);
+    for (const secret of [SHOP_TOKEN, WEBHOOK_SECRET, ERP_CREDENTIALS.consumerSecret, ERP_CREDENTIALS.tokenSecret, ERP_CREDENTIALS.consumerKey, ERP_CREDENTIALS.tokenId]) {
+      expect(runs).not.toContain(secret);
+      expect(env.lines.join('')).not.toContain(secret);
+    }
+  });
+});
+
+describe('refund sync on another API version, with client credentials', () => {
+  let other: Awaited<ReturnType<typeof refundWorld>>;
+  let globex: ApiClient;
+  beforeAll(async () => {
+    globex = await env.tenant('globex');
+    other = await refundWorld(globex, { apiVersion: '2026-10', clientCredentials: true });
+    await globex.publish(refundFlow(FLOW));
+  });
+  afterAll(() => other?.close());
+
+  it('fetches a token with the client credentials grant, renews it when Shopify stops taking it, and speaks 2026-10', async () => {
+    const placed = other.shopify.shop.createOrder({ lines: [{ title: 'Lamp', price: 40, quantity: 1 }], synced: true });
+    for (let refundNo = 0; refundNo < 2; refundNo++) {
+      const { webhookBody } = other.shopify.shop.createRefund(placed.id, { lines: [{ line: 0, quantity: 1 }] });
+      const accepted = await other.deliver(env.url, FLOW, webhookBody);
+      const run = await globex.settledRun(accepted.body.runId);
+      expect(run.status).toBe('succeeded');
+      other.shopify.expireTokens();
+    }
+    expect(other.erp.receipts()).toHaveLength(2);
+    expect(other.shopify.queries.every((query) => query.version === '2026-10')).toBe(true);
+    expect(other.shopify.shop.orders.get(placed.id)!.tags).toEqual(['IPaaS Refunds Exported: 2']);
+    expect(JSON.stringify((await globex.call('GET', '/api/v1/runs?first=200')).body)).not.toContain(APP_CLIENT.clientSecret);
+  });
+});
