@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Platform } from '../bin/platform.ts';
 import { capturingLogger, eventually, sendWebhook, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
 import { Receiver } from './support/receiver.ts';
+import { refundFlow, refundWorld } from './support/refund-fixture.ts';
 
 // Separate API and worker processes on PostgreSQL, as in production.
 let env: TestPlatform;
@@ -80,6 +81,35 @@ describe('durability', () => {
     expect(received('/first')).toHaveLength(1);
     expect(received('/second')).toHaveLength(2);
     expect(received('/second').map((request) => request.headers['idempotency-key'])).toEqual([`${run.id}.second`, `${run.id}.second`]);
+  });
+
+  it('a worker killed after the ERP accepted a refund and before the order was marked: one ERP receipt, marked after recovery', async () => {
+    const world = await refundWorld(acme);
+    try {
+      await acme.publish(refundFlow('refunds'));
+      const shop = world.shopify.shop;
+      const placed = shop.createOrder({ lines: [{ title: 'Chair', price: 80, quantity: 1 }], synced: true });
+      const { webhookBody } = shop.createRefund(placed.id, { lines: [{ line: 0, quantity: 1 }] });
+      world.shopify.hang('metafieldsSet');
+      await stopWorkers();
+      const doomed = await startWorker();
+      const accepted = await world.deliver(env.url, 'refunds', webhookBody);
+      expect(accepted.status).toBe(202);
+      // The ERP has the record; the worker is stuck marking the order.
+      await eventually(async () => expect(world.shopify.held).toBe(1));
+      expect(world.erp.receipts()).toHaveLength(1);
+      doomed.kill('SIGKILL');
+      await new Promise((resolve) => doomed.once('exit', resolve));
+      world.shopify.release();
+
+      await startWorker();
+      const run = await acme.settledRun(accepted.body.runId);
+      expect(run.status).toBe('succeeded');
+      expect(world.erp.receipts()).toHaveLength(1);
+      expect(shop.orders.get(placed.id)!.tags).toEqual(['IPaaS Refunds Exported: 1']);
+    } finally {
+      await world.close();
+    }
   });
 
   it('drains on SIGTERM: the run in flight finishes, then the worker exits', async () => {

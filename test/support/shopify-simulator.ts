@@ -89,6 +89,11 @@ export class ShopifySimulator {
     this.hangOn.add(mutation);
   }
 
+  /** How many requests are held by `hang` right now. */
+  get held() {
+    return this.hanging.size;
+  }
+
   release() {
     this.hangOn.clear();
     for (const res of this.hanging) res.destroy();
