@@ -1,3 +1,4 @@
+import type { WebhookSubscriber } from '../engine/destinations.ts';
 import type { CompileOptions } from '../engine/flow/compile.ts';
 import type { Intake } from '../engine/intake.ts';
 import type { Keyring } from '../engine/secrets/keyring.ts';
@@ -9,4 +10,8 @@ export interface ApiContext {
   intake: Intake;
   keyring: Keyring;
   compile: CompileOptions;
+  /** Per destination type: who registers flow URLs as webhooks there. */
+  webhookSubscribers: Record<string, WebhookSubscriber>;
+  /** The public base URL flow URLs start with (known once the server listens). */
+  baseUrl(): string;
 }

@@ -1,6 +1,6 @@
 import type { ErrorRequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
-import { ConflictError, NotFoundError, ValidationError, type FieldError } from '../engine/errors.ts';
+import { ConflictError, NotFoundError, OperationError, ValidationError, type FieldError } from '../engine/errors.ts';
 
 /** An RFC 9457 problem: every error the API answers has this shape. */
 export class HttpProblem extends Error {
@@ -41,6 +41,12 @@ function toProblem(error: unknown): HttpProblem {
   if (error instanceof ValidationError) return new HttpProblem(400, 'Invalid request', error.message, { errors: error.errors });
   if (error instanceof ConflictError) return new HttpProblem(409, 'Conflict', error.message);
   if (error instanceof NotFoundError) return new HttpProblem(404, 'Not found', error.message);
+  // An outside system called on the request's behalf failed: its reason is told, it is not our fault.
+  if (error instanceof OperationError) {
+    return error.kind === 'permanent'
+      ? new HttpProblem(502, 'Bad gateway', error.message)
+      : new HttpProblem(503, 'Service unavailable', error.message, { headers: { 'retry-after': '5' } });
+  }
   // body-parser's own errors carry a status and a type.
   const parser = error as { status?: number; type?: string; limit?: number };
   if (parser.type === 'entity.too.large') return new HttpProblem(413, 'Payload too large', `the body exceeds the limit of ${parser.limit} bytes`);

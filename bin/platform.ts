@@ -17,7 +17,7 @@ import type { Store } from '../engine/store/port.ts';
 import { PgDriver } from '../engine/store/sql/pg-driver.ts';
 import { PgliteDriver } from '../engine/store/sql/pglite-driver.ts';
 import { SqlStore } from '../engine/store/sql/sql-store.ts';
-import { allOperations } from '../operations/index.ts';
+import { allOperations, webhookSubscribers } from '../operations/index.ts';
 import { serveAdminSocket, storeAdmin } from './admin.ts';
 import { baseUrl, type Config } from './config.ts';
 import { DataDirLock, embeddedKeyring } from './data-dir.ts';
@@ -120,7 +120,7 @@ export class Platform {
         jwksUrl: () => new URL(config.authJwksUrl ?? `${url}/.well-known/jwks.json`),
       });
       const app = createApp({
-        context: { store, intake, keyring, compile }, issuer, verifier, logger, bodyLimitBytes: config.bodyLimitBytes,
+        context: { store, intake, keyring, compile, webhookSubscribers, baseUrl: () => url }, issuer, verifier, logger, bodyLimitBytes: config.bodyLimitBytes,
         readiness: () => readiness(store, queue, config), queues: [queue.queue], version: VERSION,
       });
       server = http.createServer(app);

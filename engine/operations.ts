@@ -1,6 +1,9 @@
 import type { Logger } from 'pino';
 import type { FromSchema, JSONSchema } from 'json-schema-to-ts';
+import type { OpenedDestination } from './destinations.ts';
 import { SchemaValidator } from './json-schema.ts';
+
+export type { OpenedDestination } from './destinations.ts';
 
 /** What the trigger handed to the run: the webhook's body, headers (verification headers removed) and query. */
 export interface MessageInput {
@@ -46,13 +49,6 @@ export interface OperationContext<Config> {
   destination(name: string): Promise<OpenedDestination>;
   /** End the run here with `filtered` or `skipped` and this reason; later nodes do not run. */
   stop(status: StopSignal['status'], reason: string): StopSignal;
-}
-
-export interface OpenedDestination {
-  name: string;
-  type: string;
-  settings: Record<string, unknown>;
-  credentials: Record<string, unknown>;
 }
 
 export interface OperationDefinition<Config = unknown> {

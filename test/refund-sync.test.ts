@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { orderMarkDocuments } from '../operations/shopify/order-marks.ts';
 import { refundDocuments } from '../operations/shopify/refund-query.ts';
 import { refundRecordValidator } from '../operations/shopify/refund-record.ts';
+import { webhookDocuments } from '../operations/shopify/webhooks.ts';
 import { erpReplies } from './support/erp-simulator.ts';
 import { eventually, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
 import { ERP_CREDENTIALS, refundFlow, refundWorld, SHOP_TOKEN, WEBHOOK_SECRET, APP_CLIENT } from './support/refund-fixture.ts';
@@ -45,7 +46,7 @@ const processed = (orderId: string) => JSON.parse(shop().orders.get(orderId)!.me
 describe('GraphQL documents', () => {
   it('are all valid against Shopify\'s real Admin schema, 2025-10 and 2026-10', () => {
     for (const version of ADMIN_API_VERSIONS) {
-      for (const document of [...refundDocuments, ...orderMarkDocuments]) {
+      for (const document of [...refundDocuments, ...orderMarkDocuments, ...webhookDocuments]) {
         expect(validate(adminSchema(version), parse(document)).map((error) => error.message), `${version}: ${document.slice(0, 60)}`).toEqual([]);
       }
     }
@@ -277,6 +278,20 @@ describe('refund sync to ERP', () => {
     const late = await sync(shop().createRefund(order(1, { synced: false }).id, { lines: [{ line: 0, quantity: 1 }] }).webhookBody, 'refunds-no-wait');
     expect(late.run.status).toBe('failed');
     expect(late.run.error.message).toMatch(/was not marked orderSynced = TRUE within 0 minutes/);
+  });
+
+  it('registers the flow URL as the shop\'s refunds/create webhook in one call', async () => {
+    const flowId = (await acme.call('GET', '/api/v1/flows')).body.nodes.find((flow: any) => flow.key === FLOW).id;
+    const created = await acme.call('POST', '/api/v1/destinations/shop/webhooks', { flowId });
+    expect(created.status).toBe(201);
+    const uri = `${env.url}/hooks/acme/${FLOW}`;
+    expect(created.body).toEqual({ id: expect.stringMatching(/^gid:\/\/shopify\/WebhookSubscription\/\d+$/), topic: 'refunds/create', uri, apiVersion: '2025-10' });
+    expect(shop().webhookSubscriptions).toEqual([expect.objectContaining({ topic: 'REFUNDS_CREATE', uri, format: 'JSON' })]);
+
+    expect((await acme.call('POST', '/api/v1/destinations/elsewhere/webhooks', { flowId })).status).toBe(404);
+    const unknownFlow = await acme.call('POST', '/api/v1/destinations/shop/webhooks', { flowId: 'no-such-flow' });
+    expect(unknownFlow.status).toBe(400);
+    expect(unknownFlow.body.errors).toEqual([{ path: '$.body.flowId', message: 'no flow no-such-flow' }]);
   });
 
   it('answers 401 to a bad signature and records nothing', async () => {

@@ -1,4 +1,5 @@
-import { ValidationError, type FieldError } from '../../engine/errors.ts';
+import { openDestination } from '../../engine/destinations.ts';
+import { NotFoundError, ValidationError, type FieldError } from '../../engine/errors.ts';
 import { destinationSchema } from '../../engine/resources.ts';
 import { destinationContext } from '../../engine/secrets/keyring.ts';
 import type { ApiContext } from '../context.ts';
@@ -53,7 +54,15 @@ function shopAccessErrors(body: { adminApiAccessToken?: string; clientId?: strin
   return [];
 }
 
-export function destinationRoutes({ store, keyring }: ApiContext) {
+const subscriptionSchema = {
+  type: 'object', required: ['id', 'topic', 'uri', 'apiVersion'],
+  properties: {
+    id: { type: 'string', description: 'The subscription\'s id in the shop.' }, topic: { type: 'string' },
+    uri: { type: 'string', description: 'The flow URL the shop now delivers to.' }, apiVersion: { type: 'string', description: 'Webhook API version (YYYY-MM).' },
+  },
+} as const;
+
+export function destinationRoutes({ store, keyring, webhookSubscribers, baseUrl }: ApiContext) {
   const base = '/api/v1/destinations';
   return [
     defineRoute({
@@ -78,6 +87,33 @@ export function destinationRoutes({ store, keyring }: ApiContext) {
           sealedCredentials: keyring.seal(JSON.stringify(credentials), destinationContext(tenantId, params.name)),
         });
         return { status: created ? 201 : 200, body: destination };
+      },
+    }),
+    defineRoute({
+      method: 'post', path: `${base}/{name}/webhooks`, tag: 'Destination', scope: 'destinations:write',
+      summary: 'Register a flow URL as a webhook subscription in the destination\'s shop',
+      description: 'Replaces the seed\'s manual webhook setup: the shop delivers the topic (JSON, the destination\'s API version) to the flow\'s URL.',
+      params: nameParams,
+      body: {
+        type: 'object', additionalProperties: false, required: ['flowId'],
+        properties: {
+          flowId: { type: 'string', minLength: 1, description: 'The flow whose URL receives the deliveries.' },
+          topic: { enum: ['refunds/create'], default: 'refunds/create' },
+        },
+      },
+      responses: { 201: { description: 'Subscribed.', schema: subscriptionSchema } },
+      async handle({ tenantId, params, body }) {
+        const flow = await store.getFlow(tenantId, body.flowId);
+        if (!flow) throw new ValidationError('Unknown flow', [{ path: '$.body.flowId', message: `no flow ${body.flowId}` }]);
+        const destination = await openDestination(store, keyring, tenantId, params.name);
+        if (!destination) throw new NotFoundError(`no destination ${params.name}`);
+        const subscriber = webhookSubscribers[destination.type];
+        const topic = body.topic ?? 'refunds/create';
+        if (!subscriber?.topics.includes(topic)) {
+          throw new ValidationError('Unsupported topic', [{ path: '$.body.topic', message: `a ${destination.type} destination cannot subscribe to ${topic}` }]);
+        }
+        const uri = `${baseUrl()}/hooks/${encodeURIComponent(tenantId)}/${encodeURIComponent(flow.key)}`;
+        return { status: 201, body: await subscriber.subscribe(destination, { uri, topic }) };
       },
     }),
     ...byNameRoutes({

@@ -3,7 +3,8 @@ import { NotFoundError, OperationError, permanent, retryable, toErrorRecord, toO
 import type { CompiledFlow, CompiledNode } from '../flow/compile.ts';
 import { truthy, type Bindings } from '../flow/expression.ts';
 import { StopSignal, type MessageInput, type OpenedDestination, type OperationContext } from '../operations.ts';
-import { destinationContext, secretContext, type Keyring } from '../secrets/keyring.ts';
+import { openDestination } from '../destinations.ts';
+import { secretContext, type Keyring } from '../secrets/keyring.ts';
 import { isTerminal, type RunOutcome, type RunState, type Step, type Store, type TerminalRunStatus } from '../store/port.ts';
 import type { CompiledFlowCache } from './flow-cache.ts';
 import { redactSecrets } from './redact.ts';
@@ -238,13 +239,10 @@ class RunPass {
   }
 
   private async openDestination(name: string): Promise<OpenedDestination> {
-    const { tenantId } = this.state.run;
-    const found = await this.options.store.getSealedDestination(tenantId, name);
-    if (!found) throw permanent(`destination "${name}" does not exist`);
-    const credentials = JSON.parse(this.options.keyring.open(found.sealedCredentials, destinationContext(tenantId, name))) as Record<string, unknown>;
-    collectStrings(credentials, this.secretList);
-    const { destination } = found;
-    return { name: destination.name, type: destination.type, settings: destination.settings as Record<string, unknown>, credentials };
+    const opened = await openDestination(this.options.store, this.options.keyring, this.state.run.tenantId, name);
+    if (!opened) throw permanent(`destination "${name}" does not exist`);
+    collectStrings(opened.credentials, this.secretList);
+    return opened;
   }
 
   private async subStep<T>(node: CompiledNode, name: string, fn: () => Promise<T>): Promise<T> {

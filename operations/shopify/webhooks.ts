@@ -1,0 +1,35 @@
+import { ValidationError } from '../../engine/errors.ts';
+import type { WebhookSubscriber } from '../../engine/destinations.ts';
+import { ShopifyAdminApi } from './admin-api.ts';
+import { shopifyDestination } from './destination.ts';
+
+const SUBSCRIBE = `mutation SubscribeWebhook($topic: WebhookSubscriptionTopic!, $subscription: WebhookSubscriptionInput!) {
+  webhookSubscriptionCreate(topic: $topic, webhookSubscription: $subscription) {
+    webhookSubscription { id topic uri apiVersion { handle } }
+    userErrors { field message }
+  }
+}`;
+
+export const webhookDocuments = [SUBSCRIBE];
+
+/**
+ * The seed's manual webhook setup in one call: `webhookSubscriptionCreate` with format JSON. Shopify
+ * gives the subscription the API version of the call, i.e. the destination's `apiVersion`.
+ */
+export const shopifyWebhooks: WebhookSubscriber = {
+  topics: ['refunds/create'],
+  async subscribe(destination, { uri, topic }) {
+    const { shop } = shopifyDestination(destination);
+    const { webhookSubscriptionCreate: created } = await new ShopifyAdminApi(shop).query<{ webhookSubscriptionCreate: any }>(SUBSCRIBE, {
+      topic: topic.toUpperCase().replace(/\//g, '_'),
+      subscription: { uri, format: 'JSON' },
+    });
+    if (created.userErrors.length > 0) {
+      throw new ValidationError('Shopify refused the subscription', created.userErrors.map((error: { field?: string[]; message: string }) => ({
+        path: `$.${(error.field ?? []).join('.') || 'webhookSubscription'}`, message: error.message,
+      })));
+    }
+    const subscription = created.webhookSubscription;
+    return { id: subscription.id, topic, uri: subscription.uri, apiVersion: subscription.apiVersion.handle };
+  },
+};
