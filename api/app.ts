@@ -2,6 +2,7 @@ import type { Queue } from 'bullmq';
 import express, { type Express } from 'express';
 import type { Logger } from 'pino';
 import { unstorableJson } from '../engine/json-text.ts';
+import { adapterKeyRoutes, adapterRoutes } from './adapter.ts';
 import type { TokenIssuer } from './auth/issuer.ts';
 import type { TokenVerifier } from './auth/verifier.ts';
 import type { ApiContext } from './context.ts';
@@ -34,6 +35,8 @@ export interface AppOptions {
   /** Queues the operator dashboard shows. */
   queues: Queue[];
   version: string;
+  /** How long the adapter route waits for its run before it answers 202. */
+  adapterWaitMs: number;
 }
 
 /** Bodies the store could not keep are refused before they are parsed. */
@@ -45,7 +48,7 @@ function refuseUnstorable(_req: unknown, _res: unknown, raw: Buffer) {
 export function apiRoutes(context: ApiContext): RouteSpec[] {
   return [
     ...editableFlowRoutes(context), ...flowRoutes(context), ...variableRoutes(context), ...secretRoutes(context), ...runRoutes(context),
-    ...destinationRoutes(context),
+    ...destinationRoutes(context), ...adapterKeyRoutes(context),
   ];
 }
 
@@ -66,6 +69,7 @@ export function createApp(options: AppOptions): Express {
   app.get('/openapi.json', (_req, res) => void res.json(openapi));
   app.use(tokenRoutes(context.store, options.issuer, bodyLimitBytes));
   app.use(hookRoutes(context.intake, bodyLimitBytes, logger));
+  app.use(adapterRoutes(context, { bodyLimitBytes, waitMs: options.adapterWaitMs }));
   const [guard, dashboard] = dashboardRoutes(options.queues, context.store, options.verifier);
   app.use(DASHBOARD_PATH, guard, dashboard);
   app.use('/api', express.json({ limit: bodyLimitBytes, type: ['application/json', 'application/*+json'], verify: refuseUnstorable }));

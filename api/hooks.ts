@@ -48,7 +48,7 @@ export function hookRoutes(intake: Intake, bodyLimitBytes: number, logger: Logge
 
 const noFlow = () => new HttpProblem(404, 'No active flow', 'no active flow answers at this URL');
 
-function parseBody(raw: Buffer, contentType: string | undefined): unknown {
+export function parseBody(raw: Buffer, contentType: string | undefined): unknown {
   if (raw.length === 0) return null;
   if (contentType && !/[/+]json\b/i.test(contentType)) {
     throw new HttpProblem(415, 'Unsupported media type', 'a flow URL takes JSON (Content-Type: application/json)');

@@ -133,6 +133,29 @@ function platformPaths() {
         },
       },
     },
+    '/api/adp/{store}/egress/sync-refund-to-erp-api': {
+      post: {
+        tags: ['Destination'], deprecated: true, security: [],
+        summary: '[DEPRECATED] Refund sync to ERP through the HTTP adapter',
+        description: 'Authenticated by x-api-key (POST /api/v1/adapter-keys). The settings come in headers and are kept only sealed. '
+          + 'Runs shopify.refund-sync-to-erp on the queue and waits for it (ADAPTER_WAIT_MS). Every answer carries Deprecation and Link (successor-version).',
+        parameters: [
+          { name: 'store', in: 'path', required: true, schema: { const: 'shopify' } },
+          ...['x-api-key', 'x-store-graphql-url', 'x-store-access-token', 'x-erp-api-url', 'x-erp-consumer-key', 'x-erp-consumer-secret', 'x-erp-token-id', 'x-erp-token-secret', 'x-erp-account-id']
+            .map((name) => ({ name, in: 'header', required: true, schema: { type: 'string' } })),
+          { name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string' } },
+        ],
+        requestBody: { content: json({ description: 'The refunds/create webhook JSON (admin_graphql_api_id is required).' }) },
+        responses: {
+          200: { description: 'The run succeeded: the Refund record that was sent.' },
+          202: { description: 'Still running after the wait: its ids.', content: json({ type: 'object', properties: { messageId: { type: 'string' }, runId: { type: 'string' }, status: { type: 'string' } } }) },
+          400: problem('A settings header or the body is missing or malformed.'),
+          401: problem('x-api-key is missing or wrong.'),
+          409: problem('The refund was exported before: nothing was sent.'),
+          502: problem('The run failed: the reason (e.g. the ERP\'s message).'),
+        },
+      },
+    },
     '/healthz': { get: { tags: ['Platform'], summary: 'The process is up', security: [], responses: { 200: { description: 'Up.' } } } },
     '/readyz': {
       get: { tags: ['Platform'], summary: 'Store and Redis answer, workers are consuming', security: [], responses: { 200: { description: 'Ready.' }, 503: { description: 'Not ready, with the failing checks.' } } },

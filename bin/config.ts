@@ -26,6 +26,7 @@ export interface Config {
   intakeCacheTtlMs: number;
   readyMaxQueueAgeMs: number;
   shutdownGraceMs: number;
+  adapterWaitMs: number;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -70,6 +71,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     intakeCacheTtlMs: integer('INTAKE_CACHE_TTL_MS', 2000),
     readyMaxQueueAgeMs: integer('READY_MAX_QUEUE_AGE_MS', 120_000, 1),
     shutdownGraceMs: integer('SHUTDOWN_GRACE_MS', 10_000),
+    adapterWaitMs: integer('ADAPTER_WAIT_MS', 25_000),
   };
 }
 

@@ -121,7 +121,7 @@ export class Platform {
       });
       const app = createApp({
         context: { store, intake, keyring, compile, webhookSubscribers, baseUrl: () => url }, issuer, verifier, logger, bodyLimitBytes: config.bodyLimitBytes,
-        readiness: () => readiness(store, queue, config), queues: [queue.queue], version: VERSION,
+        readiness: () => readiness(store, queue, config), queues: [queue.queue], version: VERSION, adapterWaitMs: config.adapterWaitMs,
       });
       server = http.createServer(app);
       await new Promise<void>((resolve, reject) => server!.once('error', reject).listen(config.port, config.host, resolve));

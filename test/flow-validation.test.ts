@@ -3,15 +3,19 @@ import { compileFlow, validateFlow, type CompileOptions } from '../engine/flow/c
 import { TemplateCompiler } from '../engine/flow/template.ts';
 import { OperationRegistry } from '../engine/operations.ts';
 import { allOperations } from '../operations/index.ts';
-import example from '../flows/orders-to-erp.json' with { type: 'json' };
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 
 const options: CompileOptions = { registry: new OperationRegistry(allOperations), limits: { timeoutMs: 200, maxDepth: 100 }, defaultTimeoutMs: 30_000 };
 const flow = (nodes: object[], edges: object[], extra: object = {}) => ({ key: 'k', name: 'n', trigger: { type: 'webhook' }, nodes, edges, ...extra });
 const map = { id: 'map', operation: 'transform', config: { expression: '{{ $input.body }}' } };
 
 describe('flow validation', () => {
-  it('accepts the example flow', () => {
-    expect(validateFlow(example, options)).toEqual([]);
+  it('accepts every example flow in flows/', () => {
+    const dir = path.resolve(import.meta.dirname, '../flows');
+    const files = readdirSync(dir).filter((file) => file.endsWith('.json'));
+    expect(files.length).toBeGreaterThanOrEqual(3);
+    for (const file of files) expect(validateFlow(JSON.parse(readFileSync(path.join(dir, file), 'utf8')), options), file).toEqual([]);
   });
 
   it('reports schema errors with their JSON paths', () => {

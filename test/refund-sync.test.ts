@@ -15,7 +15,7 @@ let world: Awaited<ReturnType<typeof refundWorld>>;
 const FLOW = 'refunds';
 
 beforeAll(async () => {
-  env = await startTestPlatform('postgres');
+  env = await startTestPlatform('postgres', undefined, { adapterWaitMs: 3000 });
   acme = await env.tenant('acme');
   world = await refundWorld(acme);
   await acme.publish(refundFlow(FLOW, { orderSyncRecheckSeconds: 1 }));
@@ -335,5 +335,86 @@ describe('refund sync on another API version, with client credentials', () => {
     expect(other.shopify.queries.every((query) => query.version === '2026-10')).toBe(true);
     expect(other.shopify.shop.orders.get(placed.id)!.tags).toEqual(['IPaaS Refunds Exported: 2']);
     expect(JSON.stringify((await globex.call('GET', '/api/v1/runs?first=200')).body)).not.toContain(APP_CLIENT.clientSecret);
+  });
+});
+
+describe('the deprecated HTTP adapter route', () => {
+  const route = '/api/adp/shopify/egress/sync-refund-to-erp-api';
+  const settings = () => ({
+    'x-store-graphql-url': world.shopify.url, 'x-store-access-token': SHOP_TOKEN, 'x-erp-api-url': world.erp.apiUrl,
+    'x-erp-consumer-key': ERP_CREDENTIALS.consumerKey, 'x-erp-consumer-secret': ERP_CREDENTIALS.consumerSecret,
+    'x-erp-token-id': ERP_CREDENTIALS.tokenId, 'x-erp-token-secret': ERP_CREDENTIALS.tokenSecret, 'x-erp-account-id': ERP_CREDENTIALS.accountId,
+  });
+  const call = async (headers: Record<string, string>, body: string) => {
+    const response = await fetch(`${env.url}${route}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
+    const text = await response.text();
+    return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : undefined };
+  };
+  let apiKey: string;
+  beforeAll(async () => {
+    const created = await acme.call('POST', '/api/v1/adapter-keys');
+    expect(created.status).toBe(201);
+    expect(created.body.url).toBe(`${env.url}${route}`);
+    apiKey = created.body.apiKey;
+  });
+
+  it('runs the refund operation and answers with the record it sent; every answer says it is deprecated', async () => {
+    const placed = order(1);
+    const { refund, webhookBody } = shop().createRefund(placed.id, { lines: [{ line: 0, quantity: 2 }] });
+    const receiptsBefore = world.erp.receipts().length;
+    const answer = await call({ 'x-api-key': apiKey, ...settings() }, webhookBody);
+    expect(answer.status).toBe(200);
+    expect(answer.headers.get('deprecation')).toBe('@1767225600');
+    expect(answer.headers.get('link')).toContain('rel="successor-version"');
+    refundRecordValidator.validate(answer.body);
+    expect(answer.body.Refund.Id).toBe(refund.id);
+    expect(world.erp.receipts().slice(receiptsBefore)).toEqual([answer.body]);
+    expect(exportedTags(placed.id)).toEqual(['IPaaS Refunds Exported: 1']);
+
+    const again = await call({ 'x-api-key': apiKey, ...settings() }, webhookBody);
+    expect(again.status).toBe(409);
+    expect(again.headers.get('content-type')).toContain('application/problem+json');
+    expect(again.headers.get('deprecation')).toBe('@1767225600');
+    expect(again.body.detail).toContain('already in the order\'s listOfRefundProcessed');
+    expect(world.erp.receipts().length - receiptsBefore).toBe(1);
+
+    // The header credentials live only sealed, in a destination the adapter keeps per shop and ERP account.
+    const destinations = (await acme.call('GET', '/api/v1/destinations')).body.nodes;
+    expect(destinations.find((destination: any) => destination.name.startsWith('adp-'))).toMatchObject({ credentialsSet: expect.arrayContaining(['$.adminApiAccessToken', '$.erp.tokenSecret']) });
+    const stored = JSON.stringify((await acme.call('GET', '/api/v1/runs?first=200')).body) + JSON.stringify(destinations) + env.lines.join('');
+    for (const secret of [apiKey, SHOP_TOKEN, ERP_CREDENTIALS.consumerSecret, ERP_CREDENTIALS.tokenSecret]) expect(stored).not.toContain(secret);
+  });
+
+  it('refuses a missing or wrong key, bad settings and a body without a refund, as problems', async () => {
+    const { webhookBody } = shop().createRefund(order(1).id, { lines: [{ line: 0, quantity: 1 }] });
+    const missingKey = await call(settings(), webhookBody);
+    expect(missingKey.status).toBe(401);
+    expect(missingKey.headers.get('deprecation')).toBe('@1767225600');
+    expect((await call({ 'x-api-key': `acme.${'x'.repeat(32)}`, ...settings() }, webhookBody)).status).toBe(401);
+    expect((await call({ 'x-api-key': apiKey.replace(/^acme/, 'globex'), ...settings() }, webhookBody)).status).toBe(401);
+
+    const { 'x-erp-token-secret': _omitted, ...incomplete } = settings();
+    const badSettings = await call({ 'x-api-key': apiKey, ...incomplete, 'x-store-graphql-url': 'shop.example.com' }, webhookBody);
+    expect(badSettings.status).toBe(400);
+    expect(badSettings.body.errors.map((error: any) => error.path).sort()).toEqual(['$.headers["x-erp-token-secret"]', '$.headers["x-store-graphql-url"]']);
+
+    const noRefund = await call({ 'x-api-key': apiKey, ...settings() }, '{"id": 1}');
+    expect(noRefund.status).toBe(400);
+    expect(noRefund.body.errors).toEqual([{ path: '$.body.admin_graphql_api_id', message: expect.any(String) }]);
+  });
+
+  it('answers 202 with the ids when the run outlasts the wait, and the run still completes', async () => {
+    world.erp.script({ status: 200, body: { success: true }, delayMs: 4000 });
+    const answer = await call({ 'x-api-key': apiKey, ...settings() }, shop().createRefund(order(1).id, { lines: [{ line: 0, quantity: 1 }] }).webhookBody);
+    expect(answer.status).toBe(202);
+    expect(answer.body).toMatchObject({ messageId: expect.any(String), runId: expect.any(String), status: 'running' });
+    expect((await acme.settledRun(answer.body.runId)).status).toBe('succeeded');
+  });
+
+  it('fails with the ERP\'s reason as a problem', async () => {
+    world.erp.script(erpReplies.invalidField);
+    const answer = await call({ 'x-api-key': apiKey, ...settings() }, shop().createRefund(order(1).id, { lines: [{ line: 0, quantity: 1 }] }).webhookBody);
+    expect(answer.status).toBe(502);
+    expect(answer.body).toMatchObject({ title: 'Refund sync failed', detail: expect.stringContaining('INVALID_FLD_VALUE'), errorKind: 'permanent', runId: expect.any(String) });
   });
 });

@@ -1,3 +1,4 @@
+import type { FromSchema } from 'json-schema-to-ts';
 import { openDestination } from '../../engine/destinations.ts';
 import { NotFoundError, ValidationError, type FieldError } from '../../engine/errors.ts';
 import { destinationSchema } from '../../engine/resources.ts';
@@ -44,13 +45,13 @@ const nameParams = {
 } as const;
 
 /** Which of the seed's two ways to reach the shop was given: exactly one must be. */
-function shopAccessErrors(body: { adminApiAccessToken?: string; clientId?: string; clientSecret?: string }): FieldError[] {
+function shopAccessErrors(body: { adminApiAccessToken?: string; clientId?: string; clientSecret?: string }, at: string): FieldError[] {
   const token = body.adminApiAccessToken !== undefined;
   const client = body.clientId !== undefined || body.clientSecret !== undefined;
-  if (token && client) return [{ path: '$.body.adminApiAccessToken', message: 'give either adminApiAccessToken, or clientId and clientSecret, not both' }];
-  if (!token && !client) return [{ path: '$.body', message: 'needs adminApiAccessToken, or clientId and clientSecret' }];
-  if (client && body.clientId === undefined) return [{ path: '$.body.clientId', message: 'is required with clientSecret' }];
-  if (client && body.clientSecret === undefined) return [{ path: '$.body.clientSecret', message: 'is required with clientId' }];
+  if (token && client) return [{ path: `${at}.adminApiAccessToken`, message: 'give either adminApiAccessToken, or clientId and clientSecret, not both' }];
+  if (!token && !client) return [{ path: at, message: 'needs adminApiAccessToken, or clientId and clientSecret' }];
+  if (client && body.clientId === undefined) return [{ path: `${at}.clientId`, message: 'is required with clientSecret' }];
+  if (client && body.clientSecret === undefined) return [{ path: `${at}.clientSecret`, message: 'is required with clientId' }];
   return [];
 }
 
@@ -62,7 +63,27 @@ const subscriptionSchema = {
   },
 } as const;
 
-export function destinationRoutes({ store, keyring, webhookSubscribers, baseUrl }: ApiContext) {
+export type ShopifyDestinationBody = FromSchema<typeof shopifyDestinationSchema>;
+
+/** Validates the shop access rule, seals the credentials and stores the destination (also for the adapter route). */
+export async function putShopifyDestination({ store, keyring }: Pick<ApiContext, 'store' | 'keyring'>, tenantId: string, name: string, body: ShopifyDestinationBody, at: string) {
+  const errors = shopAccessErrors(body, at);
+  if (errors.length > 0) throw new ValidationError('Invalid destination', errors);
+  const { adminApiAccessToken, clientId, clientSecret, erp, ...settings } = body;
+  const { consumerKey, consumerSecret, tokenId, tokenSecret, ...erpSettings } = erp;
+  const credentials = { adminApiAccessToken, clientId, clientSecret, erp: { consumerKey, consumerSecret, tokenId, tokenSecret } };
+  const credentialsSet = [
+    ...Object.entries({ adminApiAccessToken, clientId, clientSecret }).filter(([, value]) => value !== undefined).map(([field]) => `$.${field}`),
+    '$.erp.consumerKey', '$.erp.consumerSecret', '$.erp.tokenId', '$.erp.tokenSecret',
+  ];
+  return store.putDestination(tenantId, {
+    name, type: body.type, settings: { ...settings, erp: erpSettings }, credentialsSet,
+    sealedCredentials: keyring.seal(JSON.stringify(credentials), destinationContext(tenantId, name)),
+  });
+}
+
+export function destinationRoutes(context: ApiContext) {
+  const { store, keyring, webhookSubscribers, baseUrl } = context;
   const base = '/api/v1/destinations';
   return [
     defineRoute({
@@ -73,19 +94,7 @@ export function destinationRoutes({ store, keyring, webhookSubscribers, baseUrl 
       body: shopifyDestinationSchema,
       responses: { 200: { description: 'Replaced.', schema: destinationSchema }, 201: { description: 'Created.', schema: destinationSchema } },
       async handle({ tenantId, params, body }) {
-        const errors = shopAccessErrors(body);
-        if (errors.length > 0) throw new ValidationError('Invalid destination', errors);
-        const { adminApiAccessToken, clientId, clientSecret, erp, ...settings } = body;
-        const { consumerKey, consumerSecret, tokenId, tokenSecret, ...erpSettings } = erp;
-        const credentials = { adminApiAccessToken, clientId, clientSecret, erp: { consumerKey, consumerSecret, tokenId, tokenSecret } };
-        const credentialsSet = [
-          ...Object.entries({ adminApiAccessToken, clientId, clientSecret }).filter(([, value]) => value !== undefined).map(([field]) => `$.${field}`),
-          '$.erp.consumerKey', '$.erp.consumerSecret', '$.erp.tokenId', '$.erp.tokenSecret',
-        ];
-        const { destination, created } = await store.putDestination(tenantId, {
-          name: params.name, type: body.type, settings: { ...settings, erp: erpSettings }, credentialsSet,
-          sealedCredentials: keyring.seal(JSON.stringify(credentials), destinationContext(tenantId, params.name)),
-        });
+        const { destination, created } = await putShopifyDestination(context, tenantId, params.name, body, '$.body');
         return { status: created ? 201 : 200, body: destination };
       },
     }),
