@@ -1,7 +1,9 @@
 /**
  * `npm run bench`: Tributary measured beside the machine's limits, in the same run.
  * (a) intake: POST /hooks at 50 connections vs a bare Express 5 JSON handler;
- * (b) engine: transform -> filter -> http.request runs per second vs a hand-written BullMQ worker.
+ * (b) engine: transform -> filter -> http.request runs per second vs a hand-written BullMQ worker;
+ * (c) refund sync: GraphQL cost, throughput against a throttled shop, webhook-to-ERP latency (bench/refund.ts).
+ * BENCH_ONLY=intake|engine|refund runs one part.
  * Needs Redis and PostgreSQL as for `npm test`. Prints a JSON line and a markdown table.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -16,6 +18,7 @@ import pg from 'pg';
 import { redisOptions } from '../bin/redis.ts';
 import { Keyring } from '../engine/secrets/keyring.ts';
 import { BASELINE, sampleOrder } from './flows.ts';
+import { measureRefunds } from './refund.ts';
 
 const POSTGRES_URL = process.env.TEST_DATABASE_URL ?? 'postgres://root@127.0.0.1:5432/test';
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -115,8 +118,9 @@ async function main() {
   const receiver = await startReceiver();
 
   const only = process.env.BENCH_ONLY;
-  if (only !== 'engine') await measureIntake(results, receiver.url);
-  if (only !== 'intake') await measureEngine(results, receiver);
+  if (!only || only === 'intake') await measureIntake(results, receiver.url);
+  if (!only || only === 'engine') await measureEngine(results, receiver);
+  if (!only || only === 'refund') await measureRefunds(results);
   await receiver.close();
   report(results);
 }
@@ -195,6 +199,15 @@ function report(results: Record<string, unknown>) {
   }
   const engine = results.engine as Record<string, number> | undefined;
   if (engine) rows.push(`| engine, transform -> filter -> http.request, runs/s | ${engine.tributaryRunsPerSecond} | raw BullMQ worker ${engine.bullmqBaselineRunsPerSecond} | ${engine.ratio} |`);
+  const refund = results.refund as any;
+  if (refund) {
+    const { typicalRefund: cost, engineAgainstThrottledShop: engineFigures, webhookToErp: latency } = refund;
+    rows.push(
+      `| refund sync, GraphQL cost of a typical refund (${cost.queries} queries) | requested ${cost.requestedCost}, actual ${cost.actualCost} points | - | - |`,
+      `| refund sync on a ${refund.shopRestoreRate} points/s shop, refunds/s | ${engineFigures.refundsPerSecond} (${engineFigures.refunds} refunds, ${engineFigures.failed} failed, ${engineFigures.throttledAnswers} THROTTLED answers waited out) | restore rate / actual cost = ${refund.refundsPerSecondAllowed} | ${(engineFigures.refundsPerSecond / refund.refundsPerSecondAllowed).toFixed(2)} |`,
+      `| refund sync, webhook -> ERP latency, unthrottled | p50 ${latency.p50Ms} ms, p99 ${latency.p99Ms} ms (${latency.refunds} refunds, one at a time) | - | - |`,
+    );
+  }
   console.log(`\n${rows.join('\n')}\n`);
 }
 

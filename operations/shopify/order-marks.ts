@@ -31,7 +31,7 @@ export interface OrderMarks {
 }
 
 /** The processed ids as stored; anything that is not a JSON array of ids counts as none. */
-export function processedIds(metafield: GraphqlNode | null | undefined): string[] {
+function processedIds(metafield: GraphqlNode | null | undefined): string[] {
   if (!metafield?.value) return [];
   try {
     const parsed = JSON.parse(metafield.value);
@@ -41,10 +41,13 @@ export function processedIds(metafield: GraphqlNode | null | undefined): string[
   }
 }
 
+/** The marks as read with the order (`OrderMarks` fragment). */
+export const marksOf = (order: GraphqlNode): OrderMarks => ({ processed: processedIds(order.metafield), tags: order.tags, metafield: order.metafield });
+
 async function readMarks(api: ShopifyAdminApi, orderId: string): Promise<OrderMarks> {
   const { order } = await api.query<{ order: GraphqlNode | null }>(ORDER_MARKS_QUERY, { id: orderId });
   if (!order) throw permanent(`order ${orderId} no longer exists`);
-  return { processed: processedIds(order.metafield), tags: order.tags, metafield: order.metafield };
+  return marksOf(order);
 }
 
 function userErrorsOf(payload: GraphqlNode | null | undefined): GraphqlNode[] {
@@ -55,10 +58,11 @@ function userErrorsOf(payload: GraphqlNode | null | undefined): GraphqlNode[] {
  * Appends the refund's legacy id to the order's processed list (compare-and-set: two refunds of one
  * order written at once cannot drop each other's id), then makes the count tag match the list.
  * Both steps re-read and converge, so running this again, or concurrently for another refund of
- * the order, ends in the same state.
+ * the order, ends in the same state. `known` (marks read earlier) saves the first read: if they are
+ * stale, the compare-and-set fails and the marks are read again.
  */
-export async function markRefundExported(api: ShopifyAdminApi, orderId: string, refundLegacyId: string): Promise<{ processed: string[]; tag: string }> {
-  let marks = await readMarks(api, orderId);
+export async function markRefundExported(api: ShopifyAdminApi, orderId: string, refundLegacyId: string, known?: OrderMarks): Promise<{ processed: string[]; tag: string }> {
+  let marks = known ?? (await readMarks(api, orderId));
   for (let round = 0; !marks.processed.includes(refundLegacyId); round++) {
     if (round === MAX_ROUNDS) throw retryable(`the processed-refunds list of order ${orderId} kept changing under us`);
     const { metafieldsSet } = await api.query<{ metafieldsSet: GraphqlNode }>(SET_PROCESSED, {

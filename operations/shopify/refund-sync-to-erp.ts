@@ -3,7 +3,7 @@ import { defineOperation } from '../../engine/operations.ts';
 import { ShopifyAdminApi } from './admin-api.ts';
 import { shopifyDestination } from './destination.ts';
 import { sendToErp } from './erp.ts';
-import { markRefundExported, processedIds } from './order-marks.ts';
+import { markRefundExported, marksOf, type OrderMarks } from './order-marks.ts';
 import { fetchRefund, type GraphqlNode } from './refund-query.ts';
 import { assembleRefundRecord, type RefundRecord } from './refund-record.ts';
 
@@ -12,7 +12,7 @@ const REFUND_GID = /^gid:\/\/shopify\/Refund\/\d+$/;
 /** What the memoized send step stores: enough to mark the order after a crash without asking again. */
 type SendOutcome =
   | { alreadyProcessed: true; refundLegacyId: string; orderId: string }
-  | { alreadyProcessed: false; refundLegacyId: string; orderId: string; record: RefundRecord; erp: { status: number; body: unknown } };
+  | { alreadyProcessed: false; refundLegacyId: string; orderId: string; record: RefundRecord; erp: { status: number; body: unknown }; marks: OrderMarks };
 
 const isSynced = (order: GraphqlNode) => (order.customAttributes as GraphqlNode[]).some((attribute) => attribute.key === 'orderSynced' && attribute.value === 'TRUE');
 
@@ -61,7 +61,8 @@ export const refundSyncToErp = defineOperation({
       const { refund } = data;
       const refundLegacyId = String(refund.legacyResourceId);
       const orderId: string = refund.order.id;
-      if (processedIds(refund.order.metafield).includes(refundLegacyId)) return { alreadyProcessed: true, refundLegacyId, orderId };
+      const marks = marksOf(refund.order);
+      if (marks.processed.includes(refundLegacyId)) return { alreadyProcessed: true, refundLegacyId, orderId };
       if ((config.requireOrderSynced ?? true) && !isSynced(refund.order)) {
         const waitedMs = Date.now() - Date.parse(ctx.input.receivedAt);
         const windowMinutes = config.orderSyncWaitMinutes ?? 1440;
@@ -72,12 +73,12 @@ export const refundSyncToErp = defineOperation({
       }
       const record = assembleRefundRecord(destination.shop.shopUrl, data);
       const erp = await sendToErp(destination.erp, record, { idempotencyKey: refundId, signal: ctx.signal });
-      return { alreadyProcessed: false, refundLegacyId, orderId, record, erp };
+      return { alreadyProcessed: false, refundLegacyId, orderId, record, erp, marks };
     });
     if (sent.alreadyProcessed) {
       return ctx.stop('skipped', `refund ${sent.refundLegacyId} is already in the order's listOfRefundProcessed: not sent again`);
     }
-    const marks = await ctx.step('mark-order', () => markRefundExported(api, sent.orderId, sent.refundLegacyId));
+    const marks = await ctx.step('mark-order', () => markRefundExported(api, sent.orderId, sent.refundLegacyId, sent.marks));
     return { refundId, refundLegacyId: sent.refundLegacyId, orderId: sent.orderId, erp: sent.erp, processedRefunds: marks.processed, tag: marks.tag, record: sent.record };
   },
 });

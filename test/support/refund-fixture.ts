@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { ApiClient } from './harness.ts';
 import { ErpSimulator, type ErpCredentials } from './erp-simulator.ts';
-import { ShopifySimulator } from './shopify-simulator.ts';
+import { ShopifySimulator, type ShopifySimulatorOptions } from './shopify-simulator.ts';
 
 /** The secret Shopify signs webhooks with (the app's client secret), as the tests' tenants store it. */
 export const WEBHOOK_SECRET = 'shpss_simulated-client-secret';
@@ -25,8 +25,8 @@ export function refundFlow(key: string, config: Record<string, unknown> = {}) {
 }
 
 /** A simulated shop and ERP, and a tenant configured for them (secret, destination "shop"). */
-export async function refundWorld(tenant: ApiClient, options: { apiVersion?: string; destination?: string; clientCredentials?: boolean } = {}) {
-  const shopify = await new ShopifySimulator({ accessToken: SHOP_TOKEN, ...APP_CLIENT }).start();
+export async function refundWorld(tenant: ApiClient, options: { apiVersion?: string; destination?: string; clientCredentials?: boolean; shop?: ShopifySimulatorOptions } = {}) {
+  const shopify = await new ShopifySimulator({ accessToken: SHOP_TOKEN, ...APP_CLIENT, ...options.shop }).start();
   const erp = await new ErpSimulator(ERP_CREDENTIALS).start();
   await tenant.call('PUT', '/api/v1/secret-global-variables/SHOPIFY_CLIENT_SECRET', { value: WEBHOOK_SECRET });
   const { consumerKey, consumerSecret, tokenId, tokenSecret, accountId } = ERP_CREDENTIALS;
