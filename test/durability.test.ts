@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Platform } from '../bin/platform.ts';
 import { capturingLogger, eventually, sendWebhook, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
 import { Receiver } from './support/receiver.ts';
+import { refundRecordValidator } from '../operations/shopify/refund-record.ts';
 import { refundFlow, refundWorld } from './support/refund-fixture.ts';
 
 // Separate API and worker processes on PostgreSQL, as in production.
@@ -106,6 +107,7 @@ describe('durability', () => {
       const run = await acme.settledRun(accepted.body.runId);
       expect(run.status).toBe('succeeded');
       expect(world.erp.receipts()).toHaveLength(1);
+      refundRecordValidator.validate(world.erp.receipts()[0]);
       expect(shop.orders.get(placed.id)!.tags).toEqual(['IPaaS Refunds Exported: 1']);
     } finally {
       await world.close();

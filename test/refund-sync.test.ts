@@ -1,13 +1,16 @@
 import { parse, validate } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { oauth1Header } from '../operations/core/oauth1.ts';
 import { orderMarkDocuments } from '../operations/shopify/order-marks.ts';
-import { refundDocuments } from '../operations/shopify/refund-query.ts';
+import { ShopifyAdminApi } from '../operations/shopify/admin-api.ts';
+import { ORDER_MARKS_QUERY, refundDocuments } from '../operations/shopify/refund-query.ts';
 import { refundRecordValidator } from '../operations/shopify/refund-record.ts';
 import { webhookDocuments } from '../operations/shopify/webhooks.ts';
 import { erpReplies } from './support/erp-simulator.ts';
 import { eventually, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
 import { ERP_CREDENTIALS, refundFlow, refundWorld, SHOP_TOKEN, WEBHOOK_SECRET, APP_CLIENT } from './support/refund-fixture.ts';
 import { ADMIN_API_VERSIONS, adminSchema } from './support/shopify-admin-schema.ts';
+import { ShopifySimulator } from './support/shopify-simulator.ts';
 
 let env: TestPlatform;
 let acme: ApiClient;
@@ -42,6 +45,40 @@ async function sync(webhookBody: string, flowKey = FLOW) {
 const syncStep = (run: any) => run.steps.find((step: any) => step.key === 'sync');
 const exportedTags = (orderId: string) => shop().orders.get(orderId)!.tags.filter((tag: string) => tag.startsWith('IPaaS Refunds Exported'));
 const processed = (orderId: string) => JSON.parse(shop().orders.get(orderId)!.metafield({ namespace: 'refundProcessed', key: 'listOfRefundProcessed' })?.value ?? '[]');
+
+describe('the simulated ERP', () => {
+  it('turns away a reused nonce, a stale timestamp, a lower-case realm and a wrong signature', async () => {
+    const { consumerKey, consumerSecret, tokenId: token, tokenSecret, accountId } = ERP_CREDENTIALS;
+    const credentials = { consumerKey, consumerSecret, token, tokenSecret, realm: accountId.toUpperCase() };
+    const post = (authorization: string) => fetch(world.erp.apiUrl, { method: 'POST', headers: { authorization, 'content-type': 'application/json' }, body: '{}' });
+    const now = String(Math.floor(Date.now() / 1000));
+    const signed = oauth1Header('POST', world.erp.apiUrl, credentials, 'nonce-once-only', now);
+    expect((await post(signed)).status).toBe(200);
+    expect((await post(signed)).status).toBe(401);
+    expect((await post(oauth1Header('POST', world.erp.apiUrl, credentials, 'fresh-nonce-1', String(Number(now) - 600)))).status).toBe(401);
+    expect((await post(oauth1Header('POST', world.erp.apiUrl, { ...credentials, realm: accountId }))).status).toBe(401);
+    expect((await post(oauth1Header('POST', world.erp.apiUrl, { ...credentials, tokenSecret: 'wrong' }))).status).toBe(401);
+  });
+});
+
+describe('the Shopify Admin client', () => {
+  it('renews a client-credentials token before it expires, without a refused call', async () => {
+    // A token that lasts 5 min 1 s is due for renewal (5 min before expiry) one second after it is issued.
+    const shopify = await new ShopifySimulator({ ...APP_CLIENT, tokenLifetimeS: 301 }).start();
+    try {
+      const api = new ShopifyAdminApi({ shopUrl: shopify.url, apiVersion: '2025-10', ...APP_CLIENT });
+      const order = shopify.shop.createOrder({ lines: [{ title: 'Mug', price: 9, quantity: 1 }] });
+      await api.query(ORDER_MARKS_QUERY, { id: order.id });
+      await api.query(ORDER_MARKS_QUERY, { id: order.id });
+      expect(shopify.counts).toEqual({ grants: 1, unauthorized: 0 });
+      await new Promise((resolve) => setTimeout(resolve, 1100));
+      await api.query(ORDER_MARKS_QUERY, { id: order.id });
+      expect(shopify.counts).toEqual({ grants: 2, unauthorized: 0 });
+    } finally {
+      await shopify.close();
+    }
+  });
+});
 
 describe('GraphQL documents', () => {
   it('are all valid against Shopify\'s real Admin schema, 2025-10 and 2026-10', () => {
@@ -212,17 +249,32 @@ describe('refund sync to ERP', () => {
   });
 
   it('retries the ERP\'s 429 and concurrency limit with fresh signatures, then succeeds', async () => {
-    world.erp.script(erpReplies.tooManyRequests, erpReplies.concurrencyLimit);
+    world.erp.script(erpReplies.tooManyRequests, erpReplies.concurrencyLimit, erpReplies.serverError);
     const placed = order(1);
     const requestsBefore = world.erp.requests.length;
     const { run, receipts } = await sync(shop().createRefund(placed.id, { lines: [{ line: 0, quantity: 1 }] }).webhookBody);
     expect(run.status).toBe('succeeded');
     expect(receipts).toHaveLength(1);
     const attempts = world.erp.requests.slice(requestsBefore);
-    expect(attempts.map((request) => request.reply?.status)).toEqual([429, 400, 200]);
-    // The ERP simulator turns away reused nonces: three accepted signatures mean three fresh ones.
+    expect(attempts.map((request) => request.reply?.status)).toEqual([429, 400, 500, 200]);
+    // The ERP simulator turns away reused nonces: four accepted signatures mean four fresh ones.
     expect(attempts.every((request) => !request.refused)).toBe(true);
-    expect(syncStep(run).attempts).toBe(3);
+    expect(syncStep(run).attempts).toBe(4);
+  });
+
+  it('gives up on an ERP that does not answer within the node\'s timeout and sends again, with the same idempotency key', async () => {
+    await acme.publish({ ...refundFlow('refunds-short-timeout'), nodes: [{ ...refundFlow('x').nodes[0], timeoutMs: 1500 }] });
+    world.erp.script('hang');
+    const placed = order(1);
+    const { refund, webhookBody } = shop().createRefund(placed.id, { lines: [{ line: 0, quantity: 1 }] });
+    const requestsBefore = world.erp.requests.length;
+    const { run, receipts } = await sync(webhookBody, 'refunds-short-timeout');
+    expect(run.status).toBe('succeeded');
+    expect(receipts).toHaveLength(1);
+    const sent = world.erp.requests.slice(requestsBefore);
+    expect(sent).toHaveLength(2);
+    expect(sent.map((request) => request.headers['idempotency-key'])).toEqual([refund.id, refund.id]);
+    expect(syncStep(run).attempts).toBe(2);
   });
 
   it('fails on the ERP\'s permanent 400 with its own message, and does not mark the order', async () => {
@@ -317,13 +369,14 @@ describe('refund sync on another API version, with client credentials', () => {
   let globex: ApiClient;
   beforeAll(async () => {
     globex = await env.tenant('globex');
-    other = await refundWorld(globex, { apiVersion: '2026-10', clientCredentials: true });
+    other = await refundWorld(globex, { apiVersion: '2026-10', clientCredentials: true, shop: { throttledStatus: 429 } });
     await globex.publish(refundFlow(FLOW));
   });
   afterAll(() => other?.close());
 
-  it('fetches a token with the client credentials grant, renews it when Shopify stops taking it, and speaks 2026-10', async () => {
+  it('fetches a token with the client credentials grant, renews it when Shopify stops taking it, speaks 2026-10, waits out a 429 THROTTLED', async () => {
     const placed = other.shopify.shop.createOrder({ lines: [{ title: 'Lamp', price: 40, quantity: 1 }], synced: true });
+    other.shopify.drainBucket();
     for (let refundNo = 0; refundNo < 2; refundNo++) {
       const { webhookBody } = other.shopify.shop.createRefund(placed.id, { lines: [{ line: 0, quantity: 1 }] });
       const accepted = await other.deliver(env.url, FLOW, webhookBody);
@@ -333,6 +386,7 @@ describe('refund sync on another API version, with client credentials', () => {
     }
     expect(other.erp.receipts()).toHaveLength(2);
     expect(other.shopify.queries.every((query) => query.version === '2026-10')).toBe(true);
+    expect(other.shopify.queries[0].throttled).toBe(true);
     expect(other.shopify.shop.orders.get(placed.id)!.tags).toEqual(['IPaaS Refunds Exported: 2']);
     expect(JSON.stringify((await globex.call('GET', '/api/v1/runs?first=200')).body)).not.toContain(APP_CLIENT.clientSecret);
   });

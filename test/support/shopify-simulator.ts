@@ -45,6 +45,8 @@ type Obj = Record<string, any>;
 export class ShopifySimulator {
   readonly shop = new Shop();
   readonly queries: QueryRecord[] = [];
+  /** Tokens issued by the client credentials grant, and requests refused for a bad token. */
+  readonly counts = { grants: 0, unauthorized: 0 };
   url = '';
   /** Runs before a mutation is applied: lets a test make another client's change land first. */
   beforeMutation?: (field: string) => void;
@@ -136,6 +138,7 @@ export class ShopifySimulator {
     if (!ADMIN_API_VERSIONS.includes(version)) return send(404, { errors: `API version ${version} is not supported` });
     const token = req.headers['x-shopify-access-token'];
     if (typeof token !== 'string' || !((this.tokens.get(token) ?? 0) > Date.now())) {
+      this.counts.unauthorized++;
       return send(401, { errors: '[API] Invalid API key or access token (unrecognized login or wrong password)' });
     }
     let request: { query?: unknown; variables?: Obj; operationName?: string };
@@ -154,6 +157,7 @@ export class ShopifySimulator {
     if (!this.options.clientId || form.get('client_id') !== this.options.clientId || form.get('client_secret') !== this.options.clientSecret) {
       return [400, { error: 'invalid_client', error_description: 'Client authentication failed' }];
     }
+    this.counts.grants++;
     const token = `shpca_${randomBytes(16).toString('hex')}`;
     this.tokens.set(token, Date.now() + this.options.tokenLifetimeS * 1000);
     return [200, { access_token: token, scope: 'read_orders,write_orders,read_returns', expires_in: this.options.tokenLifetimeS }];
