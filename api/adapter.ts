@@ -116,7 +116,11 @@ export function adapterRoutes(context: ApiContext, options: { bodyLimitBytes: nu
     if (!found || !isTerminal(found.run.status)) return res.status(202).json({ ...ids, status: found?.run.status ?? 'queued' });
     const { run, steps } = found;
     const sync = steps.find((step) => step.key === 'sync');
-    if (run.status === 'succeeded') return res.status(200).json((sync?.output as { record?: unknown } | null)?.record ?? null);
+    if (run.status === 'succeeded') {
+      // The operation keeps the record it sent in its send step's checkpoint.
+      const sent = steps.find((step) => step.key === 'sync/send-to-erp');
+      return res.status(200).json((sent?.output as { record?: unknown } | null)?.record ?? null);
+    }
     if (run.status === 'skipped') {
       return sendProblem(res, new HttpProblem(409, 'Already exported', (sync?.output as { reason?: string } | null)?.reason ?? 'the refund was exported before', ids));
     }

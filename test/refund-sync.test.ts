@@ -128,6 +128,7 @@ describe('refund sync to ERP', () => {
     expect(shop().orders.get(placed.id)!.tags).toContain('wholesale');
     expect(processed(placed.id)).toEqual([refund.legacyResourceId]);
     expect(syncStep(run).output).toMatchObject({ refundLegacyId: refund.legacyResourceId, tag: 'IPaaS Refunds Exported: 1', erp: { status: 200 } });
+    expect(run.steps.find((step: any) => step.key === 'sync/send-to-erp').output.record).toEqual(record);
   });
 
   it('partial, shipping-only, duty and zero-money refunds', async () => {

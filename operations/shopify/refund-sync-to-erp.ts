@@ -79,6 +79,8 @@ export const refundSyncToErp = defineOperation({
       return ctx.stop('skipped', `refund ${sent.refundLegacyId} is already in the order's listOfRefundProcessed: not sent again`);
     }
     const marks = await ctx.step('mark-order', () => markRefundExported(api, sent.orderId, sent.refundLegacyId, sent.marks));
-    return { refundId, refundLegacyId: sent.refundLegacyId, orderId: sent.orderId, erp: sent.erp, processedRefunds: marks.processed, tag: marks.tag, record: sent.record };
+    // The record itself stays in the send step's checkpoint (`<node>/send-to-erp`): a large refund's
+    // record must not push the node's output over its size limit after the ERP already took it.
+    return { refundId, refundLegacyId: sent.refundLegacyId, orderId: sent.orderId, erp: sent.erp, processedRefunds: marks.processed, tag: marks.tag };
   },
 });
