@@ -107,8 +107,13 @@ export function adapterRoutes(context: ApiContext, options: { bodyLimitBytes: nu
         'x-api-key': apiKey, 'x-adapter-destination': destination, 'x-store-graphql-url': settings.graphqlUrl, 'content-type': 'application/json',
         ...(idempotencyKey ? { 'idempotency-key': idempotencyKey } : {}),
       },
+    }).catch(() => {
+      // Not stored or not enqueued: nothing was accepted, the caller retries.
+      throw new HttpProblem(503, 'Not accepted', 'the call could not be stored; retry later', { headers: { 'Retry-After': '5' } });
     });
-    if (result.outcome !== 'accepted' && result.outcome !== 'duplicate') {
+    if (result.outcome === 'unverified') throw new HttpProblem(401, 'Invalid API key', 'the adapter key changed during the call');
+    if (result.outcome === 'invalid') throw new HttpProblem(400, 'Invalid call', `${result.field} ${result.reason}`, { errors: [{ path: result.field, message: result.reason }] });
+    if (result.outcome === 'no-flow') {
       throw new HttpProblem(404, 'No adapter flow', 'this tenant\'s adapter flow is missing or inactive: create an adapter key again (POST /api/v1/adapter-keys)');
     }
     const ids = { messageId: result.messageId, runId: result.runId };
