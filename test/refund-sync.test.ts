@@ -62,6 +62,22 @@ describe('the simulated ERP', () => {
 });
 
 describe('the Shopify Admin client', () => {
+  it('meets a simulated shop that rejects what real Shopify would: unknown fields, over-large pages, missing page sizes', async () => {
+    const shopify = await new ShopifySimulator({ accessToken: SHOP_TOKEN }).start();
+    try {
+      const api = new ShopifyAdminApi({ shopUrl: shopify.url, apiVersion: '2026-10', accessToken: SHOP_TOKEN });
+      const order = shopify.shop.createOrder({ lines: [{ title: 'Mug', price: 9, quantity: 1 }] });
+      await expect(api.query('query { order(id: "x") { id refundsProcessed } }')).rejects.toMatchObject({ kind: 'permanent', message: expect.stringContaining('Cannot query field "refundsProcessed" on type "Order"') });
+      await expect(api.query('query($id: ID!) { order(id: $id) { lineItems(first: 251) { nodes { id } } } }', { id: order.id })).rejects.toMatchObject({ kind: 'permanent' });
+      await expect(api.query('query($id: ID!) { order(id: $id) { lineItems { nodes { id } } } }', { id: order.id })).rejects.toMatchObject({ message: expect.stringContaining('first or last') });
+      await expect(new ShopifyAdminApi({ shopUrl: shopify.url, apiVersion: '2026-10', accessToken: 'shpat_wrong' }).query(ORDER_MARKS_QUERY, { id: order.id }))
+        .rejects.toMatchObject({ kind: 'permanent', message: expect.stringContaining('401') });
+      expect(await api.query(ORDER_MARKS_QUERY, { id: order.id })).toEqual({ order: { id: order.id, tags: [], metafield: null } });
+    } finally {
+      await shopify.close();
+    }
+  });
+
   it('renews a client-credentials token before it expires, without a refused call', async () => {
     // A token that lasts 5 min 1 s is due for renewal (5 min before expiry) one second after it is issued.
     const shopify = await new ShopifySimulator({ ...APP_CLIENT, tokenLifetimeS: 301 }).start();

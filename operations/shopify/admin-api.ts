@@ -25,7 +25,8 @@ export interface QueryCost {
 
 interface GraphqlResponse<T> {
   data?: T;
-  errors?: Array<{ message: string; extensions?: { code?: string } }>;
+  /** A list of GraphQL errors; on HTTP-level refusals (401, 404) Shopify sends a plain string instead. */
+  errors?: Array<{ message: string; extensions?: { code?: string } }> | string;
   extensions?: { cost?: QueryCost };
 }
 
@@ -130,7 +131,7 @@ export class ShopifyAdminApi {
       } else {
         this.budget.refund(estimate);
       }
-      if (body?.errors?.some((error) => error.extensions?.code === 'THROTTLED')) {
+      if (Array.isArray(body?.errors) && body.errors.some((error) => error.extensions?.code === 'THROTTLED')) {
         const status = cost?.throttleStatus;
         const needed = cost && status ? Math.max(0, cost.requestedQueryCost - status.currentlyAvailable) / status.restoreRate : 1;
         await sleep(Math.ceil(needed * 1000) + 50, this.signal);
@@ -149,7 +150,7 @@ export class ShopifyAdminApi {
     }
     if (status === 429 || status >= 500) throw retryable(`Shopify answered ${status}`, { details });
     if (status >= 400 || !body) throw permanent(`Shopify answered ${status}`, { details });
-    if (body.errors && body.errors.length > 0) {
+    if (Array.isArray(body.errors) && body.errors.length > 0) {
       const messages = body.errors.map((error) => error.message).join('; ');
       const internal = body.errors.every((error) => error.extensions?.code === 'INTERNAL_SERVER_ERROR');
       throw new OperationError(internal ? 'retryable' : 'permanent', `Shopify rejected the query: ${messages}`, { details: { ...details, errors: body.errors } });
