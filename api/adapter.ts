@@ -8,7 +8,7 @@ import { SchemaValidator } from '../engine/json-schema.ts';
 import { secretContext } from '../engine/secrets/keyring.ts';
 import { isTerminal, type Run, type Step } from '../engine/store/port.ts';
 import { constantTimeEqual } from '../engine/triggers/webhook.ts';
-import type { ApiContext } from './context.ts';
+import { activeVersionChanged, type ApiContext } from './context.ts';
 import { parseBody } from './hooks.ts';
 import { HttpProblem, sendProblem } from './problem.ts';
 import { defineRoute } from './route.ts';
@@ -136,7 +136,7 @@ export function adapterRoutes(context: ApiContext, options: { bodyLimitBytes: nu
 
 /** `POST /api/v1/adapter-keys`: a new key for the adapter route (the old one stops working), and the adapter flow. */
 export function adapterKeyRoutes(context: ApiContext) {
-  const { store, keyring, intake, baseUrl } = context;
+  const { store, keyring, baseUrl } = context;
   return [
     defineRoute({
       method: 'post', path: '/api/v1/adapter-keys', tag: 'Destination', scope: 'destinations:write',
@@ -159,7 +159,7 @@ export function adapterKeyRoutes(context: ApiContext) {
           flow = await store.createFlow(tenantId, { id: newId(), key: adapterFlow.key, name: adapterFlow.name, draft: adapterFlow });
           await store.publishFlow(tenantId, flow.id, flow.revision, adapterFlow);
         }
-        intake.invalidate(tenantId, adapterFlow.key);
+        await activeVersionChanged(context, tenantId, flow);
         return { status: 201, body: { apiKey, url: `${baseUrl()}${ADAPTER_PATH.replace(':store', 'shopify')}`, flowId: flow.id } };
       },
     }),

@@ -1,6 +1,7 @@
 import type { WebhookSubscriber } from '../engine/destinations.ts';
 import type { CompileOptions } from '../engine/flow/compile.ts';
 import type { Intake } from '../engine/intake.ts';
+import type { FlowSchedules } from '../engine/queue/schedules.ts';
 import type { Keyring } from '../engine/secrets/keyring.ts';
 import type { Store } from '../engine/store/port.ts';
 
@@ -10,8 +11,16 @@ export interface ApiContext {
   intake: Intake;
   keyring: Keyring;
   compile: CompileOptions;
+  /** Kept in step with the active version of every scheduled flow. */
+  schedules: FlowSchedules;
   /** Per destination type: who registers flow URLs as webhooks there. */
   webhookSubscribers: Record<string, WebhookSubscriber>;
   /** The public base URL flow URLs start with (known once the server listens). */
   baseUrl(): string;
+}
+
+/** After the active version of a flow changed (or the flow went): its URL and its schedule follow. */
+export async function activeVersionChanged({ intake, schedules }: Pick<ApiContext, 'intake' | 'schedules'>, tenantId: string, flow: { id: string; key: string }) {
+  intake.invalidate(tenantId, flow.key);
+  await schedules.sync(tenantId, flow.id);
 }

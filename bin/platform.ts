@@ -10,6 +10,7 @@ import { Intake } from '../engine/intake.ts';
 import { OperationRegistry, type OperationDefinition } from '../engine/operations.ts';
 import { inspectQueue } from '../engine/queue/health.ts';
 import { RunQueue, RunWorker } from '../engine/queue/run-queue.ts';
+import { FlowSchedules, TickWorker } from '../engine/queue/schedules.ts';
 import { Executor } from '../engine/runtime/executor.ts';
 import { CompiledFlowCache } from '../engine/runtime/flow-cache.ts';
 import { Keyring } from '../engine/secrets/keyring.ts';
@@ -72,6 +73,8 @@ export class Platform {
     readonly url: string,
     private readonly parts: {
       worker?: RunWorker;
+      ticks?: TickWorker;
+      schedules: FlowSchedules;
       server?: http.Server;
       adminSocket?: http.Server;
       redisChild?: ChildProcess;
@@ -96,8 +99,10 @@ export class Platform {
       defaultTimeoutMs: config.nodeTimeoutMs,
     };
     const queue = new RunQueue({ connection: redisOptions(config.redisUrl, 'producer'), prefix: config.redisPrefix });
+    const schedules = new FlowSchedules(store, { connection: redisOptions(config.redisUrl, 'producer'), prefix: config.redisPrefix });
 
     let worker: RunWorker | undefined;
+    let ticks: TickWorker | undefined;
     if (roles.worker) {
       const flows = new CompiledFlowCache(workerStore, compile);
       const executor = new Executor({ store: workerStore, flows, keyring, logger, maxOutputBytes: config.maxStepOutputBytes, maxRetryDelayMs: 3_600_000 });
@@ -107,6 +112,8 @@ export class Platform {
         lockDurationMs: config.workerLockMs, stalledIntervalMs: config.workerStalledIntervalMs, logger,
       });
       await worker.start();
+      ticks = new TickWorker(workerStore, queue, schedules, { connection: redisOptions(config.redisUrl, 'worker'), prefix: config.redisPrefix, logger });
+      await ticks.start();
     }
 
     let server: http.Server | undefined;
@@ -120,23 +127,29 @@ export class Platform {
         jwksUrl: () => new URL(config.authJwksUrl ?? `${url}/.well-known/jwks.json`),
       });
       const app = createApp({
-        context: { store, intake, keyring, compile, webhookSubscribers, baseUrl: () => url }, issuer, verifier, logger, bodyLimitBytes: config.bodyLimitBytes,
-        readiness: () => readiness(store, queue, config), queues: [queue.queue], version: VERSION, adapterWaitMs: config.adapterWaitMs,
+        context: { store, intake, keyring, compile, schedules, webhookSubscribers, baseUrl: () => url }, issuer, verifier, logger, bodyLimitBytes: config.bodyLimitBytes,
+        readiness: () => readiness(store, queue, config), queues: [queue.queue, schedules.queue], version: VERSION, adapterWaitMs: config.adapterWaitMs,
       });
       server = http.createServer(app);
       await new Promise<void>((resolve, reject) => server!.once('error', reject).listen(config.port, config.host, resolve));
       url = baseUrl(config, (server.address() as { port: number }).port);
     }
     if (lock) adminSocket = await serveAdminSocket(storeAdmin(store), config.dataDir);
-    return new Platform(config, store, queue, logger, url, { worker, server, adminSocket, redisChild, lock });
+    return new Platform(config, store, queue, logger, url, { worker, ticks, schedules, server, adminSocket, redisChild, lock });
+  }
+
+  /** The job schedulers of scheduled flows. */
+  get schedules(): FlowSchedules {
+    return this.parts.schedules;
   }
 
   /** Graceful stop: no new requests or jobs, in-flight work finished (or released after the grace period). */
   async close() {
-    const { worker, server, adminSocket, redisChild, lock } = this.parts;
+    const { worker, ticks, schedules, server, adminSocket, redisChild, lock } = this.parts;
     await Promise.all([closeServer(server), closeServer(adminSocket)]);
+    await ticks?.close();
     await worker?.close(this.config.shutdownGraceMs);
-    await this.queue.close();
+    await Promise.all([this.queue.close(), schedules.close()]);
     await this.store.close();
     redisChild?.kill('SIGTERM');
     lock?.release();

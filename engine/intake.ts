@@ -1,4 +1,4 @@
-import type { CompiledFlow } from './flow/compile.ts';
+import type { WebhookTriggerConfig } from './flow/schema.ts';
 import { newId } from './ids.ts';
 import type { RunQueue } from './queue/run-queue.ts';
 import type { CompiledFlowCache } from './runtime/flow-cache.ts';
@@ -11,7 +11,7 @@ import { deliveryIdHeader, headerValue, keptHeaders, verificationSecretNames, ve
 interface ActiveTrigger {
   flowId: string;
   version: number;
-  flow: CompiledFlow;
+  config: WebhookTriggerConfig;
   verificationSecrets: string[];
 }
 
@@ -29,6 +29,15 @@ export type IntakeResult =
   | { outcome: 'no-flow' }
   | { outcome: 'unverified' }
   | { outcome: 'invalid'; field: string; reason: string };
+
+/** Store a batch of messages with their runs, then enqueue the runs; only then is any of them accepted. */
+export async function acceptMessages(store: Store, queue: RunQueue, batch: Array<{ message: NewMessage; runId: string }>): Promise<AcceptedMessage[]> {
+  const results = await store.acceptMessages(batch);
+  // A duplicate whose run never reached the queue (its first answer was a 503) is enqueued now.
+  const jobs = results.filter((result) => !result.duplicate || result.run.status === 'queued').map(({ run }) => ({ tenantId: run.tenantId, runId: run.id, flowId: run.flowId, flowVersion: run.flowVersion }));
+  await queue.enqueue(jobs);
+  return results;
+}
 
 /** Longest delivery id kept (it is a unique index key). */
 export const MAX_DELIVERY_ID_LENGTH = 256;
@@ -55,19 +64,14 @@ export class Intake {
     this.commits = new GroupCommit((batch) => this.persist(batch), { maxBatch: 200, maxInFlight: 4 });
   }
 
-  /** Store a batch of messages, then enqueue their runs; only then is any of them accepted. */
-  private async persist(batch: Array<{ message: NewMessage; runId: string }>): Promise<AcceptedMessage[]> {
-    const results = await this.options.store.acceptMessages(batch);
-    // A duplicate whose run never reached the queue (its first answer was a 503) is enqueued now.
-    const jobs = results.filter((result) => !result.duplicate || result.run.status === 'queued').map(({ run }) => ({ tenantId: run.tenantId, runId: run.id, flowId: run.flowId, flowVersion: run.flowVersion }));
-    await this.options.queue.enqueue(jobs);
-    return results;
+  private persist(batch: Array<{ message: NewMessage; runId: string }>): Promise<AcceptedMessage[]> {
+    return acceptMessages(this.options.store, this.options.queue, batch);
   }
 
   async accept(delivery: Delivery): Promise<IntakeResult> {
     const trigger = await this.resolve(delivery.tenantId, delivery.flowKey);
     if (!trigger) return { outcome: 'no-flow' };
-    const { config } = trigger.flow.trigger;
+    const { config } = trigger;
     if (!verifyDelivery(config.verify, delivery.rawBody, delivery.headers, trigger.verificationSecrets)) return { outcome: 'unverified' };
     if (config.verify?.type === 'shopify' && config.verify.topic) {
       const topic = headerValue(delivery.headers, 'x-shopify-topic');
@@ -109,10 +113,12 @@ export class Intake {
     const { store, flows, keyring } = this.options;
     const record = await store.findFlowByKey(tenantId, flowKey);
     if (!record || !record.active || record.activeVersion === null) return undefined;
-    const flow = await flows.get(tenantId, record.id, record.activeVersion);
-    const names = verificationSecretNames(flow.trigger.config.verify);
+    const { trigger } = await flows.get(tenantId, record.id, record.activeVersion);
+    // A scheduled flow has no URL.
+    if (trigger.type !== 'webhook') return undefined;
+    const names = verificationSecretNames(trigger.config.verify);
     const verificationSecrets = names.length === 0 ? []
       : (await store.sealedSecrets(tenantId, names)).map((sealed) => keyring.open(sealed, secretContext(tenantId, sealed.name)));
-    return { flowId: record.id, version: record.activeVersion, flow, verificationSecrets };
+    return { flowId: record.id, version: record.activeVersion, config: trigger.config, verificationSecrets };
   }
 }

@@ -3,7 +3,7 @@ import { validateFlow } from '../../engine/flow/compile.ts';
 import { flowDocumentSchema, type FlowDocument } from '../../engine/flow/schema.ts';
 import { newId } from '../../engine/ids.ts';
 import { flowSchema, flowVersionSchema } from '../../engine/resources.ts';
-import type { ApiContext } from '../context.ts';
+import { activeVersionChanged, type ApiContext } from '../context.ts';
 import { connectionSchema, defineRoute, pageQuerySchema } from '../route.ts';
 
 const base = '/api/v1/editable-flows';
@@ -13,7 +13,8 @@ const fieldErrorSchema = {
   properties: { path: { type: 'string' }, message: { type: 'string' }, node: { type: 'string' } },
 } as const;
 
-export function editableFlowRoutes({ store, intake, compile }: ApiContext) {
+export function editableFlowRoutes(context: ApiContext) {
+  const { store, compile } = context;
   /** Every problem of a document, with paths from the request body's root. */
   const check = (document: unknown, prefix: string): FieldError[] =>
     validateFlow(document, compile).map((error) => ({ ...error, path: prefix + error.path.slice(1) }));
@@ -82,7 +83,7 @@ export function editableFlowRoutes({ store, intake, compile }: ApiContext) {
       async handle({ tenantId, params }) {
         const flow = await load(tenantId, params.id);
         await store.deleteFlow(tenantId, params.id);
-        intake.invalidate(tenantId, flow.key);
+        await activeVersionChanged(context, tenantId, flow);
         return { status: 204 };
       },
     }),
@@ -115,7 +116,7 @@ export function editableFlowRoutes({ store, intake, compile }: ApiContext) {
         assertValid(flow.draft, '$.draft');
         // Publish exactly the draft that was validated: a concurrent edit makes this a 409.
         const version = await store.publishFlow(tenantId, flow.id, body.revision ?? flow.revision, flow.draft as FlowDocument);
-        intake.invalidate(tenantId, flow.key);
+        await activeVersionChanged(context, tenantId, flow);
         return { status: 201, body: version, headers: { Location: `/api/v1/flows/${flow.id}/versions/${version.version}` } };
       },
     }),

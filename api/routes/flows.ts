@@ -1,6 +1,6 @@
 import { NotFoundError } from '../../engine/errors.ts';
 import { flowSchema, flowVersionSchema } from '../../engine/resources.ts';
-import type { ApiContext } from '../context.ts';
+import { activeVersionChanged, type ApiContext } from '../context.ts';
 import { connectionSchema, defineRoute, pageQuerySchema } from '../route.ts';
 import { idParams } from './editable-flows.ts';
 
@@ -10,16 +10,17 @@ const versionSummary = {
   properties: { version: { type: 'integer' }, publishedAt: { type: 'string', format: 'date-time' } },
 } as const;
 
-export function flowRoutes({ store, intake }: ApiContext) {
+export function flowRoutes(context: ApiContext) {
+  const { store } = context;
   const setActive = (active: boolean) =>
     defineRoute({
       method: 'post', path: `${base}/{id}/${active ? 'activate' : 'deactivate'}`, tag: 'Flow', scope: 'flows:write',
-      summary: active ? 'Activate: the flow URL starts runs of the active version' : 'Deactivate: the flow URL stops accepting messages',
+      summary: active ? 'Activate: the flow URL (or schedule) starts runs of the active version' : 'Deactivate: the flow URL stops accepting messages and the schedule stops',
       params: idParams,
       responses: { 200: { description: 'The flow.', schema: flowSchema } },
       async handle({ tenantId, params }) {
         const flow = await store.setFlowActive(tenantId, params.id, active);
-        intake.invalidate(tenantId, flow.key);
+        await activeVersionChanged(context, tenantId, flow);
         return { body: flow };
       },
     });

@@ -2,7 +2,8 @@ import { ValidationError, type FieldError } from '../errors.ts';
 import { fieldErrors, SchemaValidator } from '../json-schema.ts';
 import type { OperationRegistry, RegisteredOperation } from '../operations.ts';
 import type { Expression, ExpressionLimits } from './expression.ts';
-import { flowDocumentSchema, type FlowDocument, type WebhookTriggerConfig } from './schema.ts';
+import { scheduleErrors } from '../triggers/schedule.ts';
+import { flowDocumentSchema, type FlowDocument, type ScheduleTriggerConfig, type WebhookTriggerConfig } from './schema.ts';
 import { emptyReferences, mergeReferences, TemplateCompiler, type References, type Template } from './template.ts';
 
 export interface RetryPolicy {
@@ -24,10 +25,12 @@ export interface CompiledNode {
   incoming: CompiledEdge[];
 }
 
+export type CompiledTrigger = { type: 'webhook'; config: WebhookTriggerConfig } | { type: 'schedule'; config: ScheduleTriggerConfig };
+
 /** A validated flow version, ready to run: nodes in graph order, every expression compiled. */
 export interface CompiledFlow {
   key: string;
-  trigger: { type: 'webhook'; config: WebhookTriggerConfig };
+  trigger: CompiledTrigger;
   nodes: CompiledNode[];
   references: References;
 }
@@ -61,6 +64,10 @@ function analyse(input: unknown, options: CompileOptions): { errors: FieldError[
   const doc = document as FlowDocument;
   const errors: FieldError[] = [];
   const indexById = new Map<string, number>();
+  const trigger: CompiledTrigger = doc.trigger.type === 'schedule'
+    ? { type: 'schedule', config: doc.trigger.config as ScheduleTriggerConfig }
+    : { type: 'webhook', config: (doc.trigger.config ?? {}) as WebhookTriggerConfig };
+  if (trigger.type === 'schedule') errors.push(...scheduleErrors(trigger.config, '$.trigger.config'));
 
   doc.nodes.forEach((node, index) => {
     if (indexById.has(node.id)) errors.push({ path: `$.nodes[${index}].id`, message: `duplicates the id of node ${indexById.get(node.id)}`, node: node.id });
@@ -112,7 +119,7 @@ function analyse(input: unknown, options: CompileOptions): { errors: FieldError[
     errors,
     flow: {
       key: doc.key,
-      trigger: { type: doc.trigger.type, config: doc.trigger.config ?? {} },
+      trigger,
       nodes: order.map((id) => compiledNodes.get(id)!),
       references,
     },

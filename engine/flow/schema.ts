@@ -49,6 +49,17 @@ export const webhookTriggerConfigSchema = {
   },
 } as const;
 
+export const scheduleTriggerConfigSchema = {
+  type: 'object',
+  additionalProperties: false,
+  description: 'When to run: a cron pattern (with its time zone) or a fixed interval. Exactly one poll of a flow runs at a time.',
+  properties: {
+    cron: { type: 'string', minLength: 9, maxLength: 120, description: 'Five fields (minute hour day month weekday), e.g. "*/5 * * * *".' },
+    timezone: { type: 'string', minLength: 1, maxLength: 64, description: 'IANA time zone of the cron pattern; UTC when absent.' },
+    every: { type: 'string', pattern: '^[1-9]\\d{0,5}(s|m|h)$', description: 'An interval such as "30s", "5m" or "1h".' },
+  },
+} as const;
+
 export const flowDocumentSchema = {
   title: 'FlowDocument',
   description: 'A flow: a trigger, then nodes that each run a registered operation, joined by edges.',
@@ -61,12 +72,19 @@ export const flowDocumentSchema = {
     description: { type: 'string', maxLength: 4000 },
     trigger: {
       type: 'object',
-      additionalProperties: false,
       required: ['type'],
-      properties: {
-        type: { enum: ['webhook'] },
-        config: { ...webhookTriggerConfigSchema, default: {} },
-      },
+      description: 'A webhook (the flow URL receives messages) or a schedule (the flow polls).',
+      properties: { type: { enum: ['webhook', 'schedule'] } },
+      oneOf: [
+        {
+          type: 'object', additionalProperties: false, required: ['type'],
+          properties: { type: { const: 'webhook' }, config: webhookTriggerConfigSchema },
+        },
+        {
+          type: 'object', additionalProperties: false, required: ['type', 'config'],
+          properties: { type: { const: 'schedule' }, config: scheduleTriggerConfigSchema },
+        },
+      ],
     },
     nodes: {
       type: 'array',
@@ -113,3 +131,4 @@ export const flowDocumentSchema = {
 export type FlowDocument = FromSchema<typeof flowDocumentSchema>;
 export type FlowNode = FlowDocument['nodes'][number];
 export type WebhookTriggerConfig = FromSchema<typeof webhookTriggerConfigSchema>;
+export type ScheduleTriggerConfig = FromSchema<typeof scheduleTriggerConfigSchema>;

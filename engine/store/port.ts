@@ -73,6 +73,8 @@ export interface Store {
    */
   saveProgress(tenantId: string, runId: string, steps: Step[], outcome?: RunOutcome): Promise<boolean>;
   getRun(tenantId: string, runId: string): Promise<{ run: Run; steps: Step[] } | undefined>;
+  /** Whether a run of the flow has not finished yet (queued, running or waiting). */
+  hasUnfinishedRun(tenantId: string, flowId: string): Promise<boolean>;
   listRuns(tenantId: string, filter: { flowId?: string; status?: RunStatus }, page: PageRequest): Promise<Page<Run>>;
 }
 

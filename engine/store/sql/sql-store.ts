@@ -428,6 +428,14 @@ export class SqlStore implements Store {
     return { run: toRun(run), steps: steps.map(toStep) };
   }
 
+  async hasUnfinishedRun(tenantId: string, flowId: string) {
+    const rows = await this.db.query(
+      `select 1 from runs where tenant_id = $1 and flow_id = $2 and status in ('queued', 'running', 'waiting') limit 1`,
+      [tenantId, flowId],
+    );
+    return rows.length > 0;
+  }
+
   async listRuns(tenantId: string, filter: { flowId?: string; status?: RunStatus }, request: PageRequest) {
     if (filter.flowId !== undefined && !isUuid(filter.flowId)) return { nodes: [], pageInfo: { hasNextPage: false, endCursor: null } };
     const rows = await this.db.query(

@@ -1,0 +1,110 @@
+import { Queue, Worker, type Job } from 'bullmq';
+import type { Logger } from 'pino';
+import { retryable } from '../errors.ts';
+import { newId } from '../ids.ts';
+import { acceptMessages } from '../intake.ts';
+import type { Store } from '../store/port.ts';
+import { repeatOptions } from '../triggers/schedule.ts';
+import type { QueueOptions, RunQueue } from './run-queue.ts';
+
+export const TICK_QUEUE = 'ticks';
+
+/** A tick names the flow and the version its schedule was registered for. */
+export interface TickJobData {
+  tenantId: string;
+  flowId: string;
+  flowVersion: number;
+}
+
+/** One job scheduler per flow: the key is the flow, so however many processes there are, one owns each schedule. */
+const schedulerId = (tenantId: string, flowId: string) => `flow:${tenantId}:${flowId}`;
+
+/**
+ * The schedules of scheduled flows, kept in Redis as BullMQ job schedulers. After anything that
+ * changes which version of a flow is active (publish, activate, deactivate, delete), `sync` makes
+ * the flow's scheduler match it: registered, replaced (a new version), or removed.
+ */
+export class FlowSchedules {
+  readonly queue: Queue<TickJobData>;
+
+  constructor(private readonly store: Store, options: QueueOptions) {
+    this.queue = new Queue<TickJobData>(TICK_QUEUE, { connection: options.connection, prefix: options.prefix });
+    this.queue.on('error', () => {});
+  }
+
+  async sync(tenantId: string, flowId: string): Promise<void> {
+    try {
+      await this.apply(tenantId, flowId);
+    } catch (error) {
+      throw retryable(`the flow's schedule could not be updated (${(error as Error).message}): activate the flow again`);
+    }
+  }
+
+  private async apply(tenantId: string, flowId: string): Promise<void> {
+    const flow = await this.store.getFlow(tenantId, flowId);
+    const version = flow?.active && flow.activeVersion !== null ? await this.store.getFlowVersion(tenantId, flowId, flow.activeVersion) : undefined;
+    const trigger = version?.document.trigger;
+    const id = schedulerId(tenantId, flowId);
+    if (!version || trigger?.type !== 'schedule' || !trigger.config) {
+      await this.queue.removeJobScheduler(id);
+      return;
+    }
+    await this.queue.upsertJobScheduler(id, repeatOptions(trigger.config), {
+      name: 'tick',
+      data: { tenantId, flowId, flowVersion: version.version },
+      opts: { removeOnComplete: { count: 1000 }, removeOnFail: { count: 1000 } },
+    });
+  }
+
+  close() {
+    return this.queue.close();
+  }
+}
+
+/**
+ * Turns each tick into a message and a run of the flow, through the same acceptance as a webhook.
+ * A tick is dropped when its version is no longer the active one (a schedule never fires for an
+ * old version), or when a run of the flow has not finished yet (polls never overlap).
+ */
+export class TickWorker {
+  readonly worker: Worker<TickJobData>;
+
+  private readonly logger: Logger;
+
+  constructor(private readonly store: Store, private readonly runs: RunQueue, private readonly schedules: FlowSchedules, options: QueueOptions & { logger: Logger }) {
+    this.logger = options.logger;
+    this.worker = new Worker<TickJobData>(TICK_QUEUE, (job) => this.tick(job), { connection: options.connection, prefix: options.prefix, concurrency: 1, autorun: false });
+    this.worker.on('error', (error) => this.logger.error({ err: error }, 'tick worker error'));
+  }
+
+  async start() {
+    void this.worker.run();
+    await this.worker.waitUntilReady();
+  }
+
+  private async tick(job: Job<TickJobData>): Promise<{ outcome: string; runId?: string }> {
+    const { tenantId, flowId, flowVersion } = job.data;
+    const flow = await this.store.getFlow(tenantId, flowId);
+    if (!flow?.active || flow.activeVersion !== flowVersion) {
+      // A leftover of a replaced or removed schedule: make the scheduler match the flow again.
+      await this.schedules.sync(tenantId, flowId);
+      return { outcome: 'stale' };
+    }
+    if (await this.store.hasUnfinishedRun(tenantId, flowId)) {
+      this.logger.info({ tenantId, flowId }, 'tick skipped: the previous run of the flow has not finished');
+      return { outcome: 'overlap' };
+    }
+    const firedAt = new Date().toISOString();
+    const scheduledAt = new Date(job.opts.delay !== undefined ? job.timestamp + job.opts.delay : job.timestamp).toISOString();
+    const [accepted] = await acceptMessages(this.store, this.runs, [{
+      // The tick's job id is unique per scheduled time: a tick handled twice starts one run.
+      message: { tenantId, id: newId(), flowId, flowVersion, deliveryId: `tick:${job.id}`, body: { scheduledAt, firedAt }, headers: {}, query: {} },
+      runId: newId(),
+    }]);
+    return { outcome: accepted.duplicate ? 'duplicate' : 'started', runId: accepted.run.id };
+  }
+
+  close() {
+    return this.worker.close();
+  }
+}
