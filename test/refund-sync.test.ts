@@ -7,7 +7,7 @@ import { ORDER_MARKS_QUERY, refundDocuments } from '../operations/shopify/refund
 import { refundRecordValidator } from '../operations/shopify/refund-record.ts';
 import { webhookDocuments } from '../operations/shopify/webhooks.ts';
 import { erpReplies } from './support/erp-simulator.ts';
-import { eventually, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
+import { eventually, sendWebhook, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
 import { ERP_CREDENTIALS, refundFlow, refundWorld, SHOP_TOKEN, WEBHOOK_SECRET, APP_CLIENT } from './support/refund-fixture.ts';
 import { ADMIN_API_VERSIONS, adminSchema } from './support/shopify-admin-schema.ts';
 import { ShopifySimulator } from './support/shopify-simulator.ts';
@@ -406,6 +406,63 @@ describe('refund sync on another API version, with client credentials', () => {
     expect(other.shopify.queries[0].throttled).toBe(true);
     expect(other.shopify.shop.orders.get(placed.id)!.tags).toEqual(['IPaaS Refunds Exported: 2']);
     expect(JSON.stringify((await globex.call('GET', '/api/v1/runs?first=200')).body)).not.toContain(APP_CLIENT.clientSecret);
+  });
+});
+
+describe('shopify.refund-export (one order, every refund not exported yet)', () => {
+  const EXPORT = 'order-refunds';
+  beforeAll(async () => {
+    await acme.publish({
+      key: EXPORT, name: 'order refunds', trigger: { type: 'webhook' },
+      nodes: [{ id: 'export', operation: 'shopify.refund-export', config: { destination: 'shop', orderSyncRecheckSeconds: 1 }, retry: { maxAttempts: 4, backoffMs: 100 } }],
+      edges: [{ from: 'trigger', to: 'export' }],
+    });
+  });
+  const exportOrder = async (orderId: string) => {
+    const accepted = await sendWebhook(env.url, 'acme', EXPORT, { Id: orderId });
+    expect(accepted.status).toBe(202);
+    return acme.settledRun(accepted.body.runId);
+  };
+
+  it('exports the refunds whose webhooks never came, once, beside the webhook flow', async () => {
+    const placed = order(3);
+    const viaWebhook = shop().createRefund(placed.id, { lines: [{ line: 0, quantity: 1 }] });
+    expect((await sync(viaWebhook.webhookBody)).run.status).toBe('succeeded');
+    // Two more refunds whose webhooks are lost.
+    const lostDeliveries = [1, 2].map((line) => shop().createRefund(placed.id, { lines: [{ line, quantity: 1 }] }));
+    const lost = lostDeliveries.map(({ refund }) => refund);
+    const before = world.erp.receipts().length;
+
+    const run = await exportOrder(placed.id);
+    expect(run.status).toBe('succeeded');
+    expect(run.steps.find((step: any) => step.key === 'export').output)
+      .toEqual({ orderId: placed.id, exported: lost.map((refund) => refund.legacyResourceId), tag: 'IPaaS Refunds Exported: 3' });
+    const receipts = world.erp.receipts().slice(before) as any[];
+    expect(receipts.map((record) => record.Refund.Id)).toEqual(lost.map((refund) => refund.id));
+    for (const record of receipts) refundRecordValidator.validate(record);
+    expect(exportedTags(placed.id)).toEqual(['IPaaS Refunds Exported: 3']);
+    expect(run.steps.map((step: any) => step.key).sort()).toEqual([
+      'export', ...lost.flatMap((refund) => [`export/mark-order/${refund.legacyResourceId}`, `export/send-to-erp/${refund.legacyResourceId}`]),
+    ].sort());
+
+    // Nothing left: the next export of the order is skipped, and a late webhook too.
+    const again = await exportOrder(placed.id);
+    expect(again.status).toBe('skipped');
+    const late = await sync(lostDeliveries[0].webhookBody);
+    expect(late.run.status).toBe('skipped');
+    expect(world.erp.receipts().length - before).toBe(2);
+  });
+
+  it('waits for the order to be synced, and refuses a message that names no order', async () => {
+    const placed = order(1, { synced: false });
+    shop().createRefund(placed.id, { lines: [{ line: 0, quantity: 1 }] });
+    const accepted = await sendWebhook(env.url, 'acme', EXPORT, { Id: placed.id });
+    await eventually(async () => expect((await acme.call('GET', `/api/v1/runs/${accepted.body.runId}`)).body.status).toBe('waiting'));
+    shop().markSynced(placed.id);
+    expect((await acme.settledRun(accepted.body.runId)).status).toBe('succeeded');
+
+    const nameless = await acme.settledRun((await sendWebhook(env.url, 'acme', EXPORT, { id: 12 })).body.runId);
+    expect(nameless).toMatchObject({ status: 'failed', error: { kind: 'permanent', message: expect.stringContaining('names no order') } });
   });
 });
 

@@ -1,5 +1,6 @@
+import { refundExport } from './refund-export.ts';
 import { refundSyncToErp } from './refund-sync-to-erp.ts';
 import { shopifyWebhooks } from './webhooks.ts';
 
-export const shopifyOperations = [refundSyncToErp];
+export const shopifyOperations = [refundSyncToErp, refundExport];
 export { shopifyWebhooks };

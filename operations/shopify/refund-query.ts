@@ -148,6 +148,11 @@ export const FULFILLMENT_LINES_QUERY = document(`query FulfillmentLines($ids: [I
 
 export const ORDER_MARKS_QUERY = document('query OrderMarks($id: ID!) { order(id: $id) { ...OrderMarks } }');
 
+/** An order's refunds (a plain list in Shopify's schema), with what deciding which to export needs. */
+export const ORDER_REFUNDS_QUERY = document(`query OrderRefunds($id: ID!) {
+  order(id: $id) { ...OrderMarks customAttributes { key value } refunds { id legacyResourceId createdAt } }
+}`);
+
 /** A refund with every page of its connections, its order, and its return (if any) likewise complete. */
 export interface RefundData {
   refund: GraphqlNode;
@@ -205,4 +210,4 @@ async function allPages(api: ShopifyAdminApi, spec: ConnectionSpec, ownerId: str
 }
 
 /** Every GraphQL document this module sends (the tests validate each against Shopify's schema). */
-export const refundDocuments = [REFUND_QUERY, RETURN_QUERY, FULFILLMENT_LINES_QUERY, ORDER_MARKS_QUERY, ...pageDocuments.values()];
+export const refundDocuments = [REFUND_QUERY, RETURN_QUERY, FULFILLMENT_LINES_QUERY, ORDER_MARKS_QUERY, ORDER_REFUNDS_QUERY, ...pageDocuments.values()];

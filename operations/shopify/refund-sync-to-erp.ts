@@ -1,20 +1,10 @@
-import { later, permanent } from '../../engine/errors.ts';
+import { permanent } from '../../engine/errors.ts';
 import { defineOperation } from '../../engine/operations.ts';
 import { ShopifyAdminApi } from './admin-api.ts';
 import { shopifyDestination } from './destination.ts';
-import { sendToErp } from './erp.ts';
-import { markRefundExported, marksOf, type OrderMarks } from './order-marks.ts';
-import { fetchRefund, type GraphqlNode } from './refund-query.ts';
-import { assembleRefundRecord, type RefundRecord } from './refund-record.ts';
+import { exportRefund, orderSyncGateSchema } from './export-refund.ts';
 
 const REFUND_GID = /^gid:\/\/shopify\/Refund\/\d+$/;
-
-/** What the memoized send step stores: enough to mark the order after a crash without asking again. */
-type SendOutcome =
-  | { alreadyProcessed: true; refundLegacyId: string; orderId: string }
-  | { alreadyProcessed: false; refundLegacyId: string; orderId: string; record: RefundRecord; erp: { status: number; body: unknown }; marks: OrderMarks };
-
-const isSynced = (order: GraphqlNode) => (order.customAttributes as GraphqlNode[]).some((attribute) => attribute.key === 'orderSynced' && attribute.value === 'TRUE');
 
 /**
  * The seed's deprecated refund operation. One refund, from a `refunds/create` webhook: read it from
@@ -38,12 +28,7 @@ export const refundSyncToErp = defineOperation({
     properties: {
       destination: { type: 'string', minLength: 1, description: 'Name of a destination of type shopify.' },
       refundId: { type: 'string', description: 'The refund\'s GID; by default the webhook\'s admin_graphql_api_id.' },
-      requireOrderSynced: {
-        type: 'boolean', default: true,
-        description: 'Wait until the order carries the custom attribute orderSynced = TRUE (the ERP knows the order) before sending its refund.',
-      },
-      orderSyncWaitMinutes: { type: 'integer', minimum: 0, maximum: 10_080, default: 1440, description: 'How long a refund waits for its order, from its arrival.' },
-      orderSyncRecheckSeconds: { type: 'integer', minimum: 1, maximum: 86_400, default: 300, description: 'How often the order is checked again meanwhile.' },
+      ...orderSyncGateSchema,
     },
   },
   async run(ctx) {
@@ -55,32 +40,10 @@ export const refundSyncToErp = defineOperation({
     const destination = shopifyDestination(await ctx.destination(config.destination));
     const api = new ShopifyAdminApi(destination.shop, ctx.signal);
 
-    const sent = await ctx.step('send-to-erp', async (): Promise<SendOutcome> => {
-      const data = await fetchRefund(api, refundId);
-      if (!data) throw permanent(`refund ${refundId} does not exist in the shop`);
-      const { refund } = data;
-      const refundLegacyId = String(refund.legacyResourceId);
-      const orderId: string = refund.order.id;
-      const marks = marksOf(refund.order);
-      if (marks.processed.includes(refundLegacyId)) return { alreadyProcessed: true, refundLegacyId, orderId };
-      if ((config.requireOrderSynced ?? true) && !isSynced(refund.order)) {
-        const waitedMs = Date.now() - Date.parse(ctx.input.receivedAt);
-        const windowMinutes = config.orderSyncWaitMinutes ?? 1440;
-        if (waitedMs >= windowMinutes * 60_000) {
-          throw permanent(`order ${orderId} was not marked orderSynced = TRUE within ${windowMinutes} minutes of the refund's arrival`, { details: { orderId } });
-        }
-        throw later(`order ${orderId} is not synced to the ERP yet (no orderSynced = TRUE attribute)`, { retryAfterMs: (config.orderSyncRecheckSeconds ?? 300) * 1000 });
-      }
-      const record = assembleRefundRecord(destination.shop.shopUrl, data);
-      const erp = await sendToErp(destination.erp, record, { idempotencyKey: refundId, signal: ctx.signal });
-      return { alreadyProcessed: false, refundLegacyId, orderId, record, erp, marks };
-    });
-    if (sent.alreadyProcessed) {
-      return ctx.stop('skipped', `refund ${sent.refundLegacyId} is already in the order's listOfRefundProcessed: not sent again`);
+    const exported = await exportRefund(ctx, api, destination, refundId, config);
+    if (exported.alreadyProcessed) {
+      return ctx.stop('skipped', `refund ${exported.refundLegacyId} is already in the order's listOfRefundProcessed: not sent again`);
     }
-    const marks = await ctx.step('mark-order', () => markRefundExported(api, sent.orderId, sent.refundLegacyId, sent.marks));
-    // The record itself stays in the send step's checkpoint (`<node>/send-to-erp`): a large refund's
-    // record must not push the node's output over its size limit after the ERP already took it.
-    return { refundId, refundLegacyId: sent.refundLegacyId, orderId: sent.orderId, erp: sent.erp, processedRefunds: marks.processed, tag: marks.tag };
+    return { refundId, ...exported };
   },
 });

@@ -1,0 +1,76 @@
+import { later, permanent } from '../../engine/errors.ts';
+import type { OperationContext } from '../../engine/operations.ts';
+import type { ShopifyAdminApi } from './admin-api.ts';
+import type { ShopifyDestination } from './destination.ts';
+import { sendToErp } from './erp.ts';
+import { markRefundExported, marksOf, type OrderMarks } from './order-marks.ts';
+import { fetchRefund, type GraphqlNode } from './refund-query.ts';
+import { assembleRefundRecord, type RefundRecord } from './refund-record.ts';
+
+/** How long a refund waits for its order to reach the ERP (the order's custom attribute orderSynced = TRUE). */
+export interface OrderSyncGate {
+  requireOrderSynced?: boolean;
+  orderSyncWaitMinutes?: number;
+  orderSyncRecheckSeconds?: number;
+}
+
+/** The config fields of the gate, shared by the operations that export refunds. */
+export const orderSyncGateSchema = {
+  requireOrderSynced: {
+    type: 'boolean', default: true,
+    description: 'Wait until the order carries the custom attribute orderSynced = TRUE (the ERP knows the order) before sending its refunds.',
+  },
+  orderSyncWaitMinutes: { type: 'integer', minimum: 0, maximum: 10_080, default: 1440, description: 'How long a refund waits for its order, from the message\'s arrival.' },
+  orderSyncRecheckSeconds: { type: 'integer', minimum: 1, maximum: 86_400, default: 300, description: 'How often the order is checked again meanwhile.' },
+} as const;
+
+const isSynced = (order: GraphqlNode) => (order.customAttributes as GraphqlNode[]).some((attribute) => attribute.key === 'orderSynced' && attribute.value === 'TRUE');
+
+/** Throws `later` while the order is not synced, and `permanent` once the wait is over. */
+export function awaitOrderSynced(ctx: OperationContext<unknown>, order: GraphqlNode, gate: OrderSyncGate) {
+  if (!(gate.requireOrderSynced ?? true) || isSynced(order)) return;
+  const windowMinutes = gate.orderSyncWaitMinutes ?? 1440;
+  if (Date.now() - Date.parse(ctx.input.receivedAt) >= windowMinutes * 60_000) {
+    throw permanent(`order ${order.id} was not marked orderSynced = TRUE within ${windowMinutes} minutes of the message's arrival`, { details: { orderId: order.id } });
+  }
+  throw later(`order ${order.id} is not synced to the ERP yet (no orderSynced = TRUE attribute)`, { retryAfterMs: (gate.orderSyncRecheckSeconds ?? 300) * 1000 });
+}
+
+/** What the memoized send step stores: enough to mark the order after a crash without asking again. */
+type SendOutcome =
+  | { alreadyProcessed: true; refundLegacyId: string; orderId: string }
+  | { alreadyProcessed: false; refundLegacyId: string; orderId: string; record: RefundRecord; erp: { status: number; body: unknown }; marks: OrderMarks };
+
+export type RefundExport =
+  | { alreadyProcessed: true; refundLegacyId: string; orderId: string }
+  | { alreadyProcessed: false; refundLegacyId: string; orderId: string; erp: { status: number; body: unknown }; processedRefunds: string[]; tag: string };
+
+/**
+ * Exports one refund exactly once: read it (with its order and return), skip it if the order's
+ * processed list has it, wait for the order to be synced, assemble and validate the record, send it
+ * to the ERP, then mark the order. The send and the marking are memoized sub-steps (`send-to-erp`,
+ * `mark-order`, suffixed by `stepSuffix` when one node exports several refunds), so a retry or a
+ * crash after the ERP accepted the record never sends it again.
+ */
+export async function exportRefund(
+  ctx: OperationContext<unknown>, api: ShopifyAdminApi, destination: ShopifyDestination, refundId: string, gate: OrderSyncGate, stepSuffix = '',
+): Promise<RefundExport> {
+  const sent = await ctx.step(`send-to-erp${stepSuffix}`, async (): Promise<SendOutcome> => {
+    const data = await fetchRefund(api, refundId);
+    if (!data) throw permanent(`refund ${refundId} does not exist in the shop`);
+    const { refund } = data;
+    const refundLegacyId = String(refund.legacyResourceId);
+    const orderId: string = refund.order.id;
+    const marks = marksOf(refund.order);
+    if (marks.processed.includes(refundLegacyId)) return { alreadyProcessed: true, refundLegacyId, orderId };
+    awaitOrderSynced(ctx, refund.order, gate);
+    const record = assembleRefundRecord(destination.shop.shopUrl, data);
+    const erp = await sendToErp(destination.erp, record, { idempotencyKey: refundId, signal: ctx.signal });
+    return { alreadyProcessed: false, refundLegacyId, orderId, record, erp, marks };
+  });
+  if (sent.alreadyProcessed) return sent;
+  const marks = await ctx.step(`mark-order${stepSuffix}`, () => markRefundExported(api, sent.orderId, sent.refundLegacyId, sent.marks));
+  // The record stays in the send step's checkpoint: a large record must not push the node's output
+  // over its size limit after the ERP already took it.
+  return { alreadyProcessed: false, refundLegacyId: sent.refundLegacyId, orderId: sent.orderId, erp: sent.erp, processedRefunds: marks.processed, tag: marks.tag };
+}

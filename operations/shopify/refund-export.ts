@@ -1,0 +1,68 @@
+import { permanent } from '../../engine/errors.ts';
+import { defineOperation } from '../../engine/operations.ts';
+import { ShopifyAdminApi } from './admin-api.ts';
+import { shopifyDestination } from './destination.ts';
+import { marksOf } from './order-marks.ts';
+import { awaitOrderSynced, exportRefund, orderSyncGateSchema } from './export-refund.ts';
+import { ORDER_REFUNDS_QUERY, type GraphqlNode } from './refund-query.ts';
+
+const ORDER_GID = /^gid:\/\/shopify\/Order\/\d+$/;
+
+/** The order a message names: an imported order record (`Id`) or an order webhook (`admin_graphql_api_id`). */
+function orderIdOf(body: unknown): unknown {
+  const value = body as { Id?: unknown; admin_graphql_api_id?: unknown } | null;
+  return value?.Id ?? value?.admin_graphql_api_id;
+}
+
+/**
+ * The non-deprecated refund step: for one order, every refund the ERP has not received yet (not in
+ * the order's listOfRefundProcessed) is sent as the seed's Refund record and the order marked, with
+ * the guarantees of the refund operation (the same code), without relying on a webhook per refund.
+ */
+export const refundExport = defineOperation({
+  name: 'shopify.refund-export',
+  title: 'Refund export to ERP',
+  description:
+    'For one order: sends each refund not yet in the order\'s refundProcessed.listOfRefundProcessed metafield to the ERP (the Refund record, ' +
+    'token-based authentication), oldest first, marking the order after each. An order with nothing left to export ends the run as skipped.',
+  sideEffects: true,
+  configSchema: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['destination'],
+    properties: {
+      destination: { type: 'string', minLength: 1, description: 'Name of a destination of type shopify.' },
+      orderId: { type: 'string', description: 'The order\'s GID; by default the message body\'s Id (an imported order) or admin_graphql_api_id (an order webhook).' },
+      ...orderSyncGateSchema,
+    },
+  },
+  async run(ctx) {
+    const { config } = ctx;
+    const orderId = config.orderId ?? orderIdOf(ctx.input.body);
+    if (typeof orderId !== 'string' || !ORDER_GID.test(orderId)) {
+      throw permanent('the message names no order: expected an order GID like gid://shopify/Order/123', { details: { orderId: orderId ?? null } });
+    }
+    const destination = shopifyDestination(await ctx.destination(config.destination));
+    const api = new ShopifyAdminApi(destination.shop, ctx.signal);
+    const { order } = await api.query<{ order: GraphqlNode | null }>(ORDER_REFUNDS_QUERY, { id: orderId });
+    if (!order) throw permanent(`order ${orderId} does not exist in the shop`);
+    const processed = marksOf(order).processed;
+    const pending = (order.refunds as GraphqlNode[])
+      .filter((refund) => !processed.includes(String(refund.legacyResourceId)))
+      .sort((a, b) => Date.parse(a.createdAt) - Date.parse(b.createdAt));
+    if (pending.length === 0) return ctx.stop('skipped', `every refund of order ${orderId} is already in its listOfRefundProcessed`);
+    awaitOrderSynced(ctx, order, config);
+
+    const exported: string[] = [];
+    let tag: string | undefined;
+    for (const refund of pending) {
+      const result = await exportRefund(ctx, api, destination, refund.id, config, `/${refund.legacyResourceId}`);
+      if (!result.alreadyProcessed) {
+        exported.push(result.refundLegacyId);
+        tag = result.tag;
+      }
+    }
+    if (exported.length === 0) return ctx.stop('skipped', `every refund of order ${orderId} was exported meanwhile`);
+    return { orderId, exported, tag };
+  },
+});
