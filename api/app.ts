@@ -12,7 +12,9 @@ import { requestLog } from './request-log.ts';
 import { openApiDocument } from './openapi.ts';
 import { HttpProblem, problemHandler } from './problem.ts';
 import { mountRoutes, type RouteSpec } from './route.ts';
+import { batchRoutes } from './routes/batches.ts';
 import { destinationRoutes } from './routes/destinations.ts';
+import { incrementalFieldRoutes } from './routes/incremental-fields.ts';
 import { editableFlowRoutes } from './routes/editable-flows.ts';
 import { flowRoutes } from './routes/flows.ts';
 import { runRoutes } from './routes/runs.ts';
@@ -48,7 +50,7 @@ function refuseUnstorable(_req: unknown, _res: unknown, raw: Buffer) {
 export function apiRoutes(context: ApiContext): RouteSpec[] {
   return [
     ...editableFlowRoutes(context), ...flowRoutes(context), ...variableRoutes(context), ...secretRoutes(context), ...runRoutes(context),
-    ...destinationRoutes(context), ...adapterKeyRoutes(context),
+    ...destinationRoutes(context), ...adapterKeyRoutes(context), ...batchRoutes(context), ...incrementalFieldRoutes(context),
   ];
 }
 

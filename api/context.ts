@@ -1,6 +1,7 @@
 import type { WebhookSubscriber } from '../engine/destinations.ts';
 import type { CompileOptions } from '../engine/flow/compile.ts';
 import type { Intake } from '../engine/intake.ts';
+import type { RunQueue } from '../engine/queue/run-queue.ts';
 import type { FlowSchedules } from '../engine/queue/schedules.ts';
 import type { Keyring } from '../engine/secrets/keyring.ts';
 import type { Store } from '../engine/store/port.ts';
@@ -9,6 +10,8 @@ import type { Store } from '../engine/store/port.ts';
 export interface ApiContext {
   store: Store;
   intake: Intake;
+  /** Runs an API call starts (retried batch tasks) are queued here. */
+  queue: RunQueue;
   keyring: Keyring;
   compile: CompileOptions;
   /** Kept in step with the active version of every scheduled flow. */

@@ -9,7 +9,7 @@ import type { CompileOptions } from '../engine/flow/compile.ts';
 import { Intake } from '../engine/intake.ts';
 import { OperationRegistry, type OperationDefinition } from '../engine/operations.ts';
 import { inspectQueue } from '../engine/queue/health.ts';
-import { RunQueue, RunWorker } from '../engine/queue/run-queue.ts';
+import { runJob, RunQueue, RunWorker } from '../engine/queue/run-queue.ts';
 import { FlowSchedules, TickWorker } from '../engine/queue/schedules.ts';
 import { Executor } from '../engine/runtime/executor.ts';
 import { CompiledFlowCache } from '../engine/runtime/flow-cache.ts';
@@ -105,7 +105,10 @@ export class Platform {
     let ticks: TickWorker | undefined;
     if (roles.worker) {
       const flows = new CompiledFlowCache(workerStore, compile);
-      const executor = new Executor({ store: workerStore, flows, keyring, logger, maxOutputBytes: config.maxStepOutputBytes, maxRetryDelayMs: 3_600_000 });
+      const executor = new Executor({
+        store: workerStore, flows, keyring, logger, maxOutputBytes: config.maxStepOutputBytes, maxRetryDelayMs: 3_600_000,
+        enqueue: (runs) => queue.enqueue(runs.map(runJob)),
+      });
       worker = new RunWorker(executor, workerStore, {
         connection: redisOptions(config.redisUrl, 'worker'), prefix: config.redisPrefix, concurrency: config.workerConcurrency,
         tenantConcurrency: config.tenantConcurrency,
@@ -127,7 +130,7 @@ export class Platform {
         jwksUrl: () => new URL(config.authJwksUrl ?? `${url}/.well-known/jwks.json`),
       });
       const app = createApp({
-        context: { store, intake, keyring, compile, schedules, webhookSubscribers, baseUrl: () => url }, issuer, verifier, logger, bodyLimitBytes: config.bodyLimitBytes,
+        context: { store, intake, queue, keyring, compile, schedules, webhookSubscribers, baseUrl: () => url }, issuer, verifier, logger, bodyLimitBytes: config.bodyLimitBytes,
         readiness: () => readiness(store, queue, config), queues: [queue.queue, schedules.queue], version: VERSION, adapterWaitMs: config.adapterWaitMs,
       });
       server = http.createServer(app);

@@ -1,6 +1,6 @@
 import type { WebhookTriggerConfig } from './flow/schema.ts';
 import { newId } from './ids.ts';
-import type { RunQueue } from './queue/run-queue.ts';
+import { runJob, type RunQueue } from './queue/run-queue.ts';
 import type { CompiledFlowCache } from './runtime/flow-cache.ts';
 import { secretContext, type Keyring } from './secrets/keyring.ts';
 import type { AcceptedMessage, NewMessage, Store } from './store/port.ts';
@@ -34,7 +34,7 @@ export type IntakeResult =
 export async function acceptMessages(store: Store, queue: RunQueue, batch: Array<{ message: NewMessage; runId: string }>): Promise<AcceptedMessage[]> {
   const results = await store.acceptMessages(batch);
   // A duplicate whose run never reached the queue (its first answer was a 503) is enqueued now.
-  const jobs = results.filter((result) => !result.duplicate || result.run.status === 'queued').map(({ run }) => ({ tenantId: run.tenantId, runId: run.id, flowId: run.flowId, flowVersion: run.flowVersion }));
+  const jobs = results.filter((result) => !result.duplicate || result.run.status === 'queued').map(({ run }) => runJob(run));
   await queue.enqueue(jobs);
   return results;
 }

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { FromSchema, JSONSchema } from 'json-schema-to-ts';
 import type { OpenedDestination } from './destinations.ts';
+import type { BatchCounts, BatchStatus, IncrementalField } from './resources.ts';
 import { SchemaValidator } from './json-schema.ts';
 
 export type { OpenedDestination } from './destinations.ts';
@@ -47,8 +48,32 @@ export interface OperationContext<Config> {
    * run's outputs, checkpoints and errors; do not log them.
    */
   destination(name: string): Promise<OpenedDestination>;
+  /**
+   * Fan-out operations: this run's batch, created with its window on first use and the same on every
+   * later pass of the run.
+   */
+  batch(window: { from: string | null; to: string | null }): Promise<BatchHandle>;
+  /** The flow's incremental field: where its next poll starts. */
+  incrementalField: {
+    get(): Promise<IncrementalField | undefined>;
+    set(value: { field: string; value: string | null; overlapMs: number }): Promise<IncrementalField>;
+  };
+  /** Reports progress (0–100) to the queue, for the dashboard. */
+  progress(percent: number): void;
   /** End the run here with `filtered` or `skipped` and this reason; later nodes do not run. */
   stop(status: StopSignal['status'], reason: string): StopSignal;
+}
+
+export interface BatchHandle {
+  id: string;
+  /**
+   * Adds items as tasks and queues them: each runs the nodes after the fan-out node, with the item
+   * as that node's output (and as the task's input body). Items the batch holds already (by key)
+   * are dropped, unless their task never reached the queue. Returns how many were queued.
+   */
+  add(items: Array<{ key: string; item: unknown }>): Promise<number>;
+  counts(): Promise<BatchCounts>;
+  setStatus(status: BatchStatus): Promise<void>;
 }
 
 export interface OperationDefinition<Config = unknown> {
@@ -61,6 +86,11 @@ export interface OperationDefinition<Config = unknown> {
   deprecated?: { successor: string };
   /** True when running the operation changes an outside system. */
   sideEffects: boolean;
+  /**
+   * The operation fans out: its items become a batch of tasks that run the nodes after it, and the
+   * run that imported them ends after this node.
+   */
+  fanOut?: boolean;
   run(ctx: OperationContext<Config>): Promise<unknown>;
 }
 

@@ -7,6 +7,8 @@ export const tenantScopes = {
   'secrets:read': 'List secret variables (names and fingerprints, never values).',
   'secrets:write': 'Create, replace and delete secret variables.',
   'runs:read': 'Read runs and their steps.',
+  'batches:read': 'Read batches (polls) and their tasks.',
+  'batches:write': 'Retry the failed tasks of a batch.',
   'destinations:read': 'Read destinations (settings, and which credentials are set).',
   'destinations:write': 'Create, replace and delete destinations and their credentials.',
 } as const;

@@ -113,6 +113,7 @@ function analyse(input: unknown, options: CompileOptions): { errors: FieldError[
     });
   });
 
+  errors.push(...fanOutErrors(doc, compiledNodes));
   const order = graphOrder(doc, incoming, errors);
   if (errors.length > 0) return { errors };
   return {
@@ -124,6 +125,25 @@ function analyse(input: unknown, options: CompileOptions): { errors: FieldError[
       references,
     },
   };
+}
+
+/**
+ * A fan-out node's tasks start right after it, so nothing may run before it (it follows the trigger
+ * directly), and one batch per run means one fan-out node per flow.
+ */
+function fanOutErrors(doc: FlowDocument, nodes: Map<string, CompiledNode>): FieldError[] {
+  const errors: FieldError[] = [];
+  let seen = false;
+  doc.nodes.forEach((node, index) => {
+    const compiled = nodes.get(node.id);
+    if (!compiled?.operation.definition.fanOut) return;
+    if (seen) errors.push({ path: `$.nodes[${index}].operation`, message: 'a flow may have one fan-out operation', node: node.id });
+    if (compiled.incoming.some((edge) => edge.from !== TRIGGER)) {
+      errors.push({ path: `$.nodes[${index}]`, message: `${node.operation} fans out: it must follow the trigger directly`, node: node.id });
+    }
+    seen = true;
+  });
+  return errors;
 }
 
 /**

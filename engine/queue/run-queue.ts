@@ -1,7 +1,7 @@
 import { DelayedError, Queue, UnrecoverableError, Worker, type ConnectionOptions, type Job } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Executor } from '../runtime/executor.ts';
-import type { Store } from '../store/port.ts';
+import type { Run, Store } from '../store/port.ts';
 import { HEARTBEAT_INTERVAL_MS, HEARTBEAT_TTL_MS, heartbeatKey, ioredisOf } from './health.ts';
 import { newId } from '../ids.ts';
 import { TenantSlots } from './tenant-slots.ts';
@@ -18,6 +18,9 @@ export interface RunJobData {
   flowId: string;
   flowVersion: number;
 }
+
+export const runJob = (run: Pick<Run, 'tenantId' | 'id' | 'flowId' | 'flowVersion'>): RunJobData =>
+  ({ tenantId: run.tenantId, runId: run.id, flowId: run.flowId, flowVersion: run.flowVersion });
 
 export interface QueueOptions {
   connection: ConnectionOptions;
@@ -151,7 +154,7 @@ export class RunWorker {
     }
     let outcome;
     try {
-      outcome = await this.executor.execute(job.data, this.shutdown.signal);
+      outcome = await this.executor.execute(job.data, this.shutdown.signal, (percent) => void job.updateProgress(percent).catch(() => {}));
     } finally {
       await this.slots?.release(tenantId, runId);
     }

@@ -2,10 +2,11 @@ import type { Logger } from 'pino';
 import { NotFoundError, OperationError, permanent, retryable, toErrorRecord, toOperationError, type ErrorRecord } from '../errors.ts';
 import type { CompiledFlow, CompiledNode } from '../flow/compile.ts';
 import { truthy, type Bindings } from '../flow/expression.ts';
-import { StopSignal, type MessageInput, type OpenedDestination, type OperationContext } from '../operations.ts';
+import { StopSignal, type BatchHandle, type MessageInput, type OpenedDestination, type OperationContext } from '../operations.ts';
+import { newId } from '../ids.ts';
 import { openDestination } from '../destinations.ts';
 import { secretContext, type Keyring } from '../secrets/keyring.ts';
-import { isTerminal, type RunOutcome, type RunState, type Step, type Store, type TerminalRunStatus } from '../store/port.ts';
+import { isTerminal, type Run, type RunOutcome, type RunState, type Step, type Store, type TerminalRunStatus } from '../store/port.ts';
 import type { CompiledFlowCache } from './flow-cache.ts';
 import { redactSecrets } from './redact.ts';
 import { storableJson } from '../json-text.ts';
@@ -27,6 +28,8 @@ export interface ExecutorOptions {
   maxOutputBytes: number;
   /** Cap of any retry delay. */
   maxRetryDelayMs: number;
+  /** Queues runs this pass created (a fan-out node's tasks). */
+  enqueue(runs: Run[]): Promise<void>;
 }
 
 const TRIGGER = 'trigger';
@@ -40,7 +43,7 @@ const LATER_DEFAULT_MS = 60_000;
 export class Executor {
   constructor(private readonly options: ExecutorOptions) {}
 
-  async execute(job: { tenantId: string; runId: string; flowId: string; flowVersion: number }, shutdown: AbortSignal): Promise<PassOutcome> {
+  async execute(job: { tenantId: string; runId: string; flowId: string; flowVersion: number }, shutdown: AbortSignal, progress: (percent: number) => void = () => {}): Promise<PassOutcome> {
     const { store, keyring } = this.options;
     const { tenantId, runId } = job;
     let flow: CompiledFlow;
@@ -57,7 +60,7 @@ export class Executor {
     if (!state) return { kind: 'gone' };
     if (isTerminal(state.run.status)) return { kind: 'finished', status: state.run.status, error: state.run.error ?? undefined };
     const secrets = Object.fromEntries(state.sealedSecrets.map((sealed) => [sealed.name, keyring.open(sealed, secretContext(tenantId, sealed.name))]));
-    return new RunPass(this.options, state, flow, secrets, shutdown).run(state.vars);
+    return new RunPass(this.options, state, flow, secrets, shutdown, progress).run(state.vars);
   }
 }
 
@@ -83,6 +86,7 @@ class RunPass {
     private readonly flow: CompiledFlow,
     private readonly secrets: Record<string, string>,
     private readonly shutdown: AbortSignal,
+    private readonly progress: (percent: number) => void,
   ) {
     this.checkpoints = new Map(state.steps.map((step) => [step.key, step]));
     const { message } = state;
@@ -105,14 +109,16 @@ class RunPass {
       }
       if (!activated) continue;
       const checkpoint = this.checkpoints.get(node.id);
-      if (checkpoint?.status === 'succeeded') {
+      if (checkpoint?.status !== 'succeeded') {
+        const outcome = await this.runNode(node, bindings, checkpoint);
+        if (outcome) return outcome;
+      } else {
         this.outputs[node.id] = checkpoint.output;
-        done.add(node.id);
-        continue;
       }
-      const outcome = await this.runNode(node, bindings, checkpoint);
-      if (outcome) return outcome;
       done.add(node.id);
+      // The nodes after a fan-out node run in its batch's tasks, not in the run that imported the batch.
+      if (node.operation.definition.fanOut && !this.state.run.batchId) return this.end({ status: 'succeeded', error: null });
+      if (checkpoint?.status === 'succeeded') continue;
       // A side effect is recorded before anything else happens; after the last node, the run's end records it.
       if (node.operation.definition.sideEffects && node !== last) await this.save();
     }
@@ -224,7 +230,34 @@ class RunPass {
       attempt,
       step: (name, fn) => this.subStep(node, name, fn),
       destination: (name) => this.destination(name),
+      batch: (window) => this.batch(node, window),
+      incrementalField: {
+        get: () => this.options.store.getIncrementalField(run.tenantId, run.flowId),
+        set: (value) => this.options.store.putIncrementalField(run.tenantId, run.flowId, value),
+      },
+      progress: this.progress,
       stop: (status, reason) => new StopSignal(status, reason),
+    };
+  }
+
+  private async batch(node: CompiledNode, window: { from: string | null; to: string | null }): Promise<BatchHandle> {
+    const { store, enqueue } = this.options;
+    const { run } = this.state;
+    const { id } = await this.subStep(node, 'batch', async () => {
+      const created = await store.createBatch(run.tenantId, {
+        id: newId(), flowId: run.flowId, flowVersion: run.flowVersion, runId: run.id, nodeId: node.id, windowFrom: window.from, windowTo: window.to,
+      });
+      return { id: created.id };
+    });
+    return {
+      id,
+      add: async (items) => {
+        const runs = await store.addBatchTasks(run.tenantId, id, items.map((item) => ({ ...item, messageId: newId(), runId: newId() })));
+        await enqueue(runs);
+        return runs.length;
+      },
+      counts: async () => (await store.getBatch(run.tenantId, id))!.counts,
+      setStatus: (status) => store.setBatchStatus(run.tenantId, id, status),
     };
   }
 

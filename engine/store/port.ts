@@ -1,9 +1,9 @@
 import type { ErrorRecord } from '../errors.ts';
 import type { FlowDocument } from '../flow/schema.ts';
 import type { SealedValue } from '../secrets/keyring.ts';
-import { terminalRunStatuses, type Destination, type Flow, type FlowVersion, type Message, type Run, type RunStatus, type SecretInfo, type Step, type Tenant, type TerminalRunStatus, type Variable } from '../resources.ts';
+import { terminalRunStatuses, type Batch, type BatchStatus, type BatchTask, type IncrementalField, type Destination, type Flow, type FlowVersion, type Message, type Run, type RunStatus, type SecretInfo, type Step, type Tenant, type TerminalRunStatus, type Variable } from '../resources.ts';
 
-export type { Destination, Flow, FlowVersion, Message, Run, RunStatus, SecretInfo, Step, StepStatus, Tenant, TerminalRunStatus, Variable } from '../resources.ts';
+export type { Batch, BatchCounts, BatchStatus, BatchTask, IncrementalField, Destination, Flow, FlowVersion, Message, Run, RunStatus, SecretInfo, Step, StepStatus, Tenant, TerminalRunStatus, Variable } from '../resources.ts';
 export { runStatuses, stepStatuses, terminalRunStatuses } from '../resources.ts';
 
 /**
@@ -75,6 +75,28 @@ export interface Store {
   getRun(tenantId: string, runId: string): Promise<{ run: Run; steps: Step[] } | undefined>;
   /** Whether a run of the flow has not finished yet (queued, running or waiting). */
   hasUnfinishedRun(tenantId: string, flowId: string): Promise<boolean>;
+
+  /** A fan-out node's batch, with its task counts. */
+  createBatch(tenantId: string, batch: NewBatch): Promise<Batch>;
+  getBatch(tenantId: string, id: string): Promise<Batch | undefined>;
+  listBatches(tenantId: string, filter: { flowId?: string; status?: BatchStatus }, page: PageRequest): Promise<Page<Batch>>;
+  /** Moves a batch on; `succeeded` and `failed` also stamp when it finished. */
+  setBatchStatus(tenantId: string, id: string, status: BatchStatus): Promise<void>;
+  /**
+   * Adds the items the batch does not hold yet (by key), each as a task: a message (the item), a
+   * run of the flow marked with the batch, and the fan-out node's checkpoint (the item), all in one
+   * statement. Returns the new runs, to be enqueued.
+   */
+  addBatchTasks(tenantId: string, batchId: string, items: NewBatchTask[]): Promise<Run[]>;
+  listBatchTasks(tenantId: string, batchId: string, filter: { status?: RunStatus }, page: PageRequest): Promise<Page<BatchTask>>;
+  /** A new run for each failed task of the batch, in place of the failed one (which stays in the history). */
+  retryFailedTasks(tenantId: string, batchId: string, newId: () => string): Promise<Run[]>;
+
+  getIncrementalField(tenantId: string, flowId: string): Promise<IncrementalField | undefined>;
+  listIncrementalFields(tenantId: string, page: PageRequest): Promise<Page<IncrementalField>>;
+  /** Sets the field; `movedAt` changes only when the value does. */
+  putIncrementalField(tenantId: string, flowId: string, field: { field: string; value: string | null; overlapMs: number }): Promise<IncrementalField>;
+  deleteIncrementalField(tenantId: string, flowId: string): Promise<boolean>;
   listRuns(tenantId: string, filter: { flowId?: string; status?: RunStatus }, page: PageRequest): Promise<Page<Run>>;
 }
 
@@ -118,6 +140,23 @@ export interface NewDestination {
   settings: Record<string, unknown>;
   credentialsSet: string[];
   sealedCredentials: SealedValue;
+}
+
+export interface NewBatch {
+  id: string;
+  flowId: string;
+  flowVersion: number;
+  runId: string;
+  nodeId: string;
+  windowFrom: string | null;
+  windowTo: string | null;
+}
+
+export interface NewBatchTask {
+  key: string;
+  item: unknown;
+  messageId: string;
+  runId: string;
 }
 
 export interface AcceptedMessage {

@@ -30,11 +30,11 @@ export interface OrderMarks {
   metafield: GraphqlNode | null;
 }
 
-/** The processed ids as stored; anything that is not a JSON array of ids counts as none. */
-function processedIds(metafield: GraphqlNode | null | undefined): string[] {
-  if (!metafield?.value) return [];
+/** The processed ids in the metafield's value; anything that is not a JSON array of ids counts as none. */
+export function parseProcessed(value: string | null | undefined): string[] {
+  if (!value) return [];
   try {
-    const parsed = JSON.parse(metafield.value);
+    const parsed = JSON.parse(value);
     return Array.isArray(parsed) ? parsed.map(String) : [];
   } catch {
     return [];
@@ -42,7 +42,7 @@ function processedIds(metafield: GraphqlNode | null | undefined): string[] {
 }
 
 /** The marks as read with the order (`OrderMarks` fragment). */
-export const marksOf = (order: GraphqlNode): OrderMarks => ({ processed: processedIds(order.metafield), tags: order.tags, metafield: order.metafield });
+export const marksOf = (order: GraphqlNode): OrderMarks => ({ processed: parseProcessed(order.metafield?.value), tags: order.tags, metafield: order.metafield });
 
 async function readMarks(api: ShopifyAdminApi, orderId: string): Promise<OrderMarks> {
   const { order } = await api.query<{ order: GraphqlNode | null }>(ORDER_MARKS_QUERY, { id: orderId });

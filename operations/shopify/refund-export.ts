@@ -2,7 +2,8 @@ import { permanent } from '../../engine/errors.ts';
 import { defineOperation } from '../../engine/operations.ts';
 import { ShopifyAdminApi } from './admin-api.ts';
 import { shopifyDestination } from './destination.ts';
-import { marksOf } from './order-marks.ts';
+import { marksOf, parseProcessed } from './order-marks.ts';
+import type { OrderRecord } from './order-import.ts';
 import { awaitOrderSynced, exportRefund, orderSyncGateSchema } from './export-refund.ts';
 import { ORDER_REFUNDS_QUERY, type GraphqlNode } from './refund-query.ts';
 
@@ -12,6 +13,14 @@ const ORDER_GID = /^gid:\/\/shopify\/Order\/\d+$/;
 function orderIdOf(body: unknown): unknown {
   const value = body as { Id?: unknown; admin_graphql_api_id?: unknown } | null;
   return value?.Id ?? value?.admin_graphql_api_id;
+}
+
+/** Whether an imported order record (Orders > Import List) shows refunds its processed list lacks. */
+function recordShowsPending(body: unknown): boolean | undefined {
+  const record = body as Partial<OrderRecord> | null;
+  if (!record || !Array.isArray(record.Refunds) || record.Metafield === undefined) return undefined;
+  const processed = parseProcessed(record.Metafield?.Value);
+  return record.Refunds.some((refund) => !processed.includes(refund.LegacyResourceId));
 }
 
 /**
@@ -41,6 +50,11 @@ export const refundExport = defineOperation({
     const orderId = config.orderId ?? orderIdOf(ctx.input.body);
     if (typeof orderId !== 'string' || !ORDER_GID.test(orderId)) {
       throw permanent('the message names no order: expected an order GID like gid://shopify/Order/123', { details: { orderId: orderId ?? null } });
+    }
+    // An imported record that shows nothing new saves the query: the processed list only grows, and a
+    // refund made after the import changes the order, which the next poll reads again.
+    if (config.orderId === undefined && recordShowsPending(ctx.input.body) === false) {
+      return ctx.stop('skipped', `the imported order ${orderId} shows no refund missing from its listOfRefundProcessed`);
     }
     const destination = shopifyDestination(await ctx.destination(config.destination));
     const api = new ShopifyAdminApi(destination.shop, ctx.signal);

@@ -409,6 +409,8 @@ export class Shop {
     const total = order.lineItems.reduce((sum: number, item: Obj) => sum + item.price * item.quantity * (1 + item.taxRate) + (item.duty ?? 0) * item.quantity, 0)
       + (spec.shipping ?? 0) * 1.1;
     order.transactions.push(this.transaction(order, 'SALE', total, null));
+    order.totalPriceSet = money(total);
+    order.displayFinancialStatus = 'PAID';
     this.orders.set(order.id, order);
     return order;
   }
@@ -492,8 +494,14 @@ export class Shop {
     return { refund, webhookBody: restRefund(refund) };
   }
 
+  /** Sets an order's updatedAt (as if it changed then). */
+  setUpdatedAt(orderId: string, at: string) {
+    this.orders.get(orderId)!.updatedAt = at;
+  }
+
   queryRoot(): Obj {
     return {
+      orders: (args: { first?: number; last?: number; after?: string; query?: string; sortKey?: string; reverse?: boolean }) => this.searchOrders(args),
       refund: ({ id }: { id: string }) => this.refunds.get(id) ?? null,
       order: ({ id }: { id: string }) => this.orders.get(id) ?? null,
       return: ({ id }: { id: string }) => this.returns.get(id) ?? null,
@@ -515,6 +523,46 @@ export class Shop {
         };
         this.webhookSubscriptions.push(subscription);
         return { webhookSubscription: subscription, userErrors: [] };
+      },
+    };
+  }
+
+  /**
+   * `orders(query:, sortKey:)`: the search terms `updated_at` and `created_at` (with >, >=, <, <=,
+   * quoted dates) and `tag:`, joined by AND; other terms match everything. Cursors are keyset
+   * cursors over (sort value, id), as Shopify's are: an order that changes while a client pages
+   * moves in the order instead of shifting every page.
+   */
+  private searchOrders(args: { first?: number; last?: number; after?: string; query?: string; sortKey?: string; reverse?: boolean }) {
+    const terms = (args.query ?? '').split(/\s+AND\s+/i).map((term) => term.trim().replace(/^\(+|\)+$/g, '')).filter(Boolean);
+    const matches = (order: Obj) => terms.every((term) => {
+      const date = /^(updated_at|created_at):(>=|<=|>|<)?['"]?([^'"]+)['"]?$/.exec(term);
+      if (date) {
+        const value = Date.parse(order[date[1] === 'updated_at' ? 'updatedAt' : 'createdAt']);
+        const bound = Date.parse(date[3]);
+        return { '>=': value >= bound, '<=': value <= bound, '>': value > bound, '<': value < bound, '': value === bound }[date[2] ?? ''];
+      }
+      const tag = /^tag:['"]?([^'"]+)['"]?$/.exec(term);
+      return tag ? order.tags.includes(tag[1]) : true;
+    });
+    const sortValue = (order: Obj) => (args.sortKey === 'UPDATED_AT' ? order.updatedAt : args.sortKey === 'CREATED_AT' ? order.createdAt : '');
+    const compare = (a: [string, bigint], b: [string, bigint]) => (a[0] !== b[0] ? Date.parse(a[0]) - Date.parse(b[0]) : a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0);
+    const keyOf = (order: Obj): [string, bigint] => [sortValue(order), BigInt(order.legacyResourceId)];
+    let list = [...this.orders.values()].filter(matches).sort((a, b) => compare(keyOf(a), keyOf(b)));
+    if (args.reverse) list = list.reverse();
+    const cursorOf = (order: Obj) => Buffer.from(JSON.stringify([sortValue(order), order.legacyResourceId])).toString('base64url');
+    if (args.after) {
+      const [value, id] = JSON.parse(Buffer.from(args.after, 'base64url').toString());
+      const after: [string, bigint] = [value, BigInt(id)];
+      list = list.filter((order) => (args.reverse ? compare(keyOf(order), after) < 0 : compare(keyOf(order), after) > 0));
+    }
+    const size = args.first ?? args.last ?? 0;
+    const nodes = list.slice(0, size);
+    return {
+      nodes, edges: nodes.map((node) => ({ node, cursor: cursorOf(node) })),
+      pageInfo: {
+        hasNextPage: list.length > size, hasPreviousPage: Boolean(args.after),
+        startCursor: nodes.length > 0 ? cursorOf(nodes[0]) : null, endCursor: nodes.length > 0 ? cursorOf(nodes[nodes.length - 1]) : null,
       },
     };
   }

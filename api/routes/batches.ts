@@ -1,0 +1,64 @@
+import { NotFoundError } from '../../engine/errors.ts';
+import { newId } from '../../engine/ids.ts';
+import { runJob } from '../../engine/queue/run-queue.ts';
+import { batchSchema, batchStatuses, batchTaskSchema, runStatuses } from '../../engine/resources.ts';
+import type { ApiContext } from '../context.ts';
+import { connectionSchema, defineRoute, pageQuerySchema } from '../route.ts';
+import { idParams } from './editable-flows.ts';
+
+const base = '/api/v1/batches';
+
+/** Batches (seed tag Batch) and their tasks (BatchTask): each poll of a fan-out node, each item it imported. */
+export function batchRoutes({ store, queue }: ApiContext) {
+  const load = async (tenantId: string, id: string) => {
+    const batch = await store.getBatch(tenantId, id);
+    if (!batch) throw new NotFoundError(`no batch ${id}`);
+    return batch;
+  };
+  return [
+    defineRoute({
+      method: 'get', path: base, tag: 'Batch', scope: 'batches:read',
+      summary: 'List batches, newest first',
+      query: {
+        type: 'object', additionalProperties: false,
+        properties: { ...pageQuerySchema, flowId: { type: 'string', format: 'uuid' }, status: { enum: batchStatuses } },
+      },
+      responses: { 200: { description: 'A page of batches with their task counts.', schema: connectionSchema(batchSchema) } },
+      handle: async ({ tenantId, query }) => ({ body: await store.listBatches(tenantId, { flowId: query.flowId, status: query.status }, query) }),
+    }),
+    defineRoute({
+      method: 'get', path: `${base}/{id}`, tag: 'Batch', scope: 'batches:read',
+      summary: 'Get a batch: its window, status, task counts and progress', params: idParams,
+      responses: { 200: { description: 'The batch.', schema: batchSchema } },
+      handle: async ({ tenantId, params }) => ({ body: await load(tenantId, params.id) }),
+    }),
+    defineRoute({
+      method: 'get', path: `${base}/{id}/tasks`, tag: 'BatchTask', scope: 'batches:read',
+      summary: 'List the tasks of a batch in import order, with their status, error and run', params: idParams,
+      query: { type: 'object', additionalProperties: false, properties: { ...pageQuerySchema, status: { enum: runStatuses } } },
+      responses: { 200: { description: 'A page of tasks.', schema: connectionSchema(batchTaskSchema) } },
+      async handle({ tenantId, params, query }) {
+        await load(tenantId, params.id);
+        return { body: await store.listBatchTasks(tenantId, params.id, { status: query.status }, query) };
+      },
+    }),
+    defineRoute({
+      method: 'post', path: `${base}/{id}/retry`, tag: 'BatchTask', scope: 'batches:write',
+      summary: 'Retry the failed tasks of a batch',
+      description: 'Each failed task gets a new run from the same item; the failed run stays in the history. The incremental field does not move back.',
+      params: idParams,
+      responses: {
+        200: {
+          description: 'The runs started.',
+          schema: { type: 'object', required: ['retried', 'runIds'], properties: { retried: { type: 'integer' }, runIds: { type: 'array', items: { type: 'string' } } } },
+        },
+      },
+      async handle({ tenantId, params }) {
+        await load(tenantId, params.id);
+        const runs = await store.retryFailedTasks(tenantId, params.id, newId);
+        await queue.enqueue(runs.map(runJob));
+        return { body: { retried: runs.length, runIds: runs.map((run) => run.id) } };
+      },
+    }),
+  ];
+}

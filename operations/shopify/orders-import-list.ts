@@ -1,0 +1,79 @@
+import { later } from '../../engine/errors.ts';
+import { defineOperation } from '../../engine/operations.ts';
+import { ShopifyAdminApi } from './admin-api.ts';
+import { shopifyDestination } from './destination.ts';
+import { maxPageSize, ordersPage, windowQuery } from './order-import.ts';
+
+const FIELD = 'updated_at';
+/** How long the poll waits before it looks at its tasks again. */
+const TASK_CHECK_MS = 1000;
+
+/**
+ * Orders > Import List: the refund operation's successor. A poll reads the orders changed since
+ * the flow's incremental field (minus an overlap, for ties and late writes) up to now, page by
+ * page, and hands each to the rest of the flow as a batch task (deduplicated on id and
+ * updatedAt). Only when every task has settled does the field move to the end of the window, so a
+ * crash or a failure re-reads the same window and the idempotent next steps drop repeats.
+ */
+export const ordersImportList = defineOperation({
+  name: 'shopify.orders-import-list',
+  title: 'Orders > Import List',
+  description:
+    'Polls the shop for orders updated since the last poll (the flow\'s incremental field updated_at, minus the overlap) and runs the nodes after it once ' +
+    'per order, as the tasks of a batch. The field advances when every task has settled.',
+  sideEffects: false,
+  fanOut: true,
+  configSchema: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['destination'],
+    properties: {
+      destination: { type: 'string', minLength: 1, description: 'Name of a destination of type shopify.' },
+      query: { type: 'string', maxLength: 1000, description: 'A Shopify order search filter ANDed with the window, e.g. "financial_status:paid".' },
+      pageSize: {
+        type: 'integer', minimum: 1, maximum: 250, default: 50,
+        description: 'Orders per query; lowered to what fits Shopify\'s 1000-point limit per query (71 for the standard record).',
+      },
+      overlapMinutes: { type: 'integer', minimum: 0, maximum: 1440, default: 5, description: 'How far before the incremental field a poll re-reads, when the field sets none.' },
+      initialLookbackHours: { type: 'integer', minimum: 1, maximum: 1440, default: 24, description: 'Where the first poll starts (Shopify shows 60 days of orders without read_all_orders).' },
+      maxPendingTasks: { type: 'integer', minimum: 1, maximum: 10_000, default: 200, description: 'The import pauses while this many of its tasks are unfinished.' },
+    },
+  },
+  async run(ctx) {
+    const { config } = ctx;
+    const api = new ShopifyAdminApi(shopifyDestination(await ctx.destination(config.destination)).shop, ctx.signal);
+    const window = await ctx.step('window', async () => {
+      const field = await ctx.incrementalField.get();
+      const overlapMs = field?.overlapMs ?? (config.overlapMinutes ?? 5) * 60_000;
+      const start = field?.value ? Date.parse(field.value) - overlapMs : Date.now() - (config.initialLookbackHours ?? 24) * 3_600_000;
+      return { from: new Date(start).toISOString(), to: new Date().toISOString(), overlapMs };
+    });
+    const batch = await ctx.batch(window);
+    const query = windowQuery(window.from, window.to, config.query);
+    const first = maxPageSize(config.pageSize ?? 50);
+
+    // Each page is a memoized step: a later pass resumes after the last page read, and memory holds one page.
+    let after: string | null = null;
+    for (let number = 0; ; number++) {
+      const page = await ctx.step(`page-${number}`, async () => {
+        const { records, pageInfo } = await ordersPage(api, { first, after, query });
+        await batch.add(records.map((record) => ({ key: `${record.Id}@${record.UpdatedAt}`, item: record })));
+        return { count: records.length, ...pageInfo };
+      });
+      if (!page.hasNextPage) break;
+      after = page.endCursor;
+      const counts = await batch.counts();
+      if (counts.unfinished >= (config.maxPendingTasks ?? 200)) {
+        throw later(`${counts.unfinished} tasks unfinished: importing more after they settle`, { retryAfterMs: TASK_CHECK_MS });
+      }
+    }
+
+    await batch.setStatus('running');
+    const counts = await batch.counts();
+    ctx.progress(counts.progress);
+    if (counts.unfinished > 0) throw later(`waiting for ${counts.unfinished} of ${counts.total} tasks`, { retryAfterMs: TASK_CHECK_MS });
+    await ctx.step('advance', () => ctx.incrementalField.set({ field: FIELD, value: window.to, overlapMs: window.overlapMs }));
+    await batch.setStatus(counts.failed > 0 ? 'failed' : 'succeeded');
+    return { batchId: batch.id, window, counts };
+  },
+});

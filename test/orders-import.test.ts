@@ -1,0 +1,159 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ORDER_NODE_COST } from '../operations/shopify/order-import.ts';
+import { refundRecordValidator } from '../operations/shopify/refund-record.ts';
+import { erpReplies } from './support/erp-simulator.ts';
+import { eventually, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
+import { refundFlow, refundWorld } from './support/refund-fixture.ts';
+
+let env: TestPlatform;
+let acme: ApiClient;
+let world: Awaited<ReturnType<typeof refundWorld>>;
+
+beforeAll(async () => {
+  env = await startTestPlatform('postgres');
+  acme = await env.tenant('acme');
+  // A Shopify Plus-sized bucket (1000 points/s) keeps the suite quick; the 600-order import starts it empty.
+  world = await refundWorld(acme, { shop: { restoreRate: 1000, maximumAvailable: 10_000 } });
+});
+afterAll(async () => {
+  await world?.close();
+  await env?.close();
+});
+
+const shop = () => world.shopify.shop;
+
+/** The example flow from flows/, polling every second, with the given import config. */
+function importFlow(key: string, importConfig: Record<string, unknown> = {}) {
+  const document = JSON.parse(readFileSync(path.resolve(import.meta.dirname, '../flows/orders-import-list.json'), 'utf8'));
+  document.key = key;
+  document.trigger.config = { every: '1s' };
+  document.nodes[0].config = { ...document.nodes[0].config, ...importConfig };
+  document.nodes[1].retry = { maxAttempts: 3, backoffMs: 100 };
+  return document;
+}
+
+const batchesOf = async (flowId: string) => (await acme.call('GET', `/api/v1/batches?flowId=${flowId}`)).body.nodes as any[];
+/** Waits for the flow's first batch to finish, then stops the schedule; returns that batch. */
+async function firstBatch(flowId: string) {
+  const batch = await eventually(async () => {
+    const [oldest] = (await batchesOf(flowId)).slice(-1);
+    expect(['succeeded', 'failed']).toContain(oldest?.status);
+    return oldest;
+  }, 120_000);
+  await acme.call('POST', `/api/v1/flows/${flowId}/deactivate`);
+  return batch;
+}
+async function allTasks(batchId: string) {
+  const tasks: any[] = [];
+  let after: string | undefined;
+  do {
+    const page = (await acme.call('GET', `/api/v1/batches/${batchId}/tasks?first=200${after ? `&after=${after}` : ''}`)).body;
+    tasks.push(...page.nodes);
+    after = page.pageInfo.hasNextPage ? page.pageInfo.endCursor : undefined;
+  } while (after);
+  return tasks;
+}
+const exportedTags = (orderId: string) => shop().orders.get(orderId)!.tags.filter((tag: string) => tag.startsWith('IPaaS Refunds Exported'));
+
+describe('Orders > Import List', () => {
+  it('imports 600 orders across pages, once each, and exports the refunds whose webhooks never came', async () => {
+    const orders = Array.from({ length: 600 }, (_, i) => shop().createOrder({ lines: [{ title: `Item ${i}`, price: 10, quantity: 1 }], synced: true }));
+    // Every 20th order has a refund, its webhook lost.
+    const refunded = orders.filter((_, i) => i % 20 === 0).map((order) => ({ order, refund: shop().createRefund(order.id, { lines: [{ line: 0, quantity: 1 }] }).refund }));
+    const receiptsBefore = world.erp.receipts().length;
+    // The import (about 8,400 points) and the exports wait for points along the way; nothing fails for it.
+    world.shopify.drainBucket();
+    const flowId = await acme.publish(importFlow('import-600', { pageSize: 250 }));
+    const batch = await firstBatch(flowId);
+
+    expect(batch).toMatchObject({ status: 'succeeded', counts: { total: 600, unfinished: 0, failed: 0, progress: 100 } });
+    expect(batch.counts.succeeded).toBe(refunded.length);
+    expect(batch.counts.skipped).toBe(600 - refunded.length);
+    const tasks = await allTasks(batch.id);
+    expect(new Set(tasks.map((task) => task.key.split('@')[0])).size).toBe(600);
+    const receipts = world.erp.receipts().slice(receiptsBefore) as any[];
+    expect(receipts.map((record) => record.Refund.Id).sort()).toEqual(refunded.map(({ refund }) => refund.id).sort());
+    for (const record of receipts.slice(0, 5)) refundRecordValidator.validate(record);
+    for (const { order } of refunded) expect(exportedTags(order.id)).toEqual(['IPaaS Refunds Exported: 1']);
+
+    // Pages were sized to Shopify's 1000-point limit (71 of the standard record) and cost what the operation expects.
+    const pages = world.shopify.queries.filter((query) => query.operationName === 'ImportOrders' && !query.throttled);
+    expect(pages.every((query) => query.requestedQueryCost === 2 + 71 * ORDER_NODE_COST)).toBe(true);
+    expect(pages.length).toBeGreaterThanOrEqual(Math.ceil(600 / 71));
+
+    const field = (await acme.call('GET', `/api/v1/ingress-incremental-fields/${flowId}`)).body;
+    expect(field).toMatchObject({ flowId, field: 'updated_at', value: batch.windowTo, overlapMs: 300_000 });
+  });
+
+  it('reads orders that share one updated_at across a page boundary exactly once', async () => {
+    const at = new Date(Date.now() - 60_000).toISOString();
+    const tied = Array.from({ length: 7 }, () => shop().createOrder({ lines: [{ title: 'Tie', price: 5, quantity: 1 }], synced: true }));
+    for (const order of tied) shop().setUpdatedAt(order.id, at);
+    const flowId = await acme.publish(importFlow('ties', { pageSize: 3, query: 'tag:none-but-ties' }));
+    for (const order of tied) order.tags.push('none-but-ties');
+    const batch = await firstBatch(flowId);
+    expect(batch.counts.total).toBe(7);
+    expect((await allTasks(batch.id)).map((task) => task.key.split('@')[0]).sort()).toEqual(tied.map((order) => order.id).sort());
+  });
+
+  it('the webhook flow and the poll on one shop send each refund once', async () => {
+    await acme.publish(refundFlow('refunds'));
+    const order = shop().createOrder({ lines: [{ title: 'Both', price: 30, quantity: 2 }], synced: true, tags: ['both-ways'] });
+    const { refund, webhookBody } = shop().createRefund(order.id, { lines: [{ line: 0, quantity: 1 }] });
+    const receiptsBefore = world.erp.receipts().length;
+    const flowId = await acme.publish(importFlow('both', { query: 'tag:both-ways' }));
+    const delivered = await world.deliver(env.url, 'refunds', webhookBody);
+    const webhookRun = await acme.settledRun(delivered.body.runId);
+    const batch = await firstBatch(flowId);
+    expect(['succeeded', 'skipped']).toContain(webhookRun.status);
+    expect(batch.status).toBe('succeeded');
+    const receipts = (world.erp.receipts().slice(receiptsBefore) as any[]).filter((record) => record.Refund.Id === refund.id);
+    expect(receipts).toHaveLength(1);
+    expect(exportedTags(order.id)).toEqual(['IPaaS Refunds Exported: 1']);
+  });
+
+  it('retries a batch\'s failed tasks from the API, and backfills after a rewind without sending twice', async () => {
+    const order = shop().createOrder({ lines: [{ title: 'Retry', price: 12, quantity: 1 }], synced: true, tags: ['retry-me'] });
+    const { refund } = shop().createRefund(order.id, { lines: [{ line: 0, quantity: 1 }] });
+    world.erp.script(erpReplies.invalidField);
+    const flowId = await acme.publish(importFlow('retry', { query: 'tag:retry-me' }));
+    const batch = await firstBatch(flowId);
+    expect(batch).toMatchObject({ status: 'failed', counts: { total: 1, failed: 1 } });
+    const [task] = await allTasks(batch.id);
+    expect(task).toMatchObject({ status: 'failed', error: { kind: 'permanent', message: expect.stringContaining('INVALID_FLD_VALUE') }, retries: 0 });
+    // The field moved on anyway: a failed task is settled and recorded.
+    expect((await acme.call('GET', `/api/v1/ingress-incremental-fields/${flowId}`)).body.value).toBe(batch.windowTo);
+
+    const retried = await acme.call('POST', `/api/v1/batches/${batch.id}/retry`);
+    expect(retried.body).toEqual({ retried: 1, runIds: [expect.any(String)] });
+    expect((await acme.settledRun(retried.body.runIds[0])).status).toBe('succeeded');
+    expect(await allTasks(batch.id)).toEqual([expect.objectContaining({ status: 'succeeded', retries: 1, runId: retried.body.runIds[0] })]);
+    expect((await acme.call('GET', `/api/v1/batches/${batch.id}`)).body.counts).toMatchObject({ failed: 0, succeeded: 1 });
+    expect((world.erp.receipts() as any[]).filter((record) => record.Refund.Id === refund.id)).toHaveLength(1);
+
+    // Rewind an hour and poll again: the order is read again, its refund is not sent again.
+    const rewound = await acme.call('PUT', `/api/v1/ingress-incremental-fields/${flowId}`, { value: new Date(Date.now() - 3_600_000).toISOString() });
+    expect(rewound.status).toBe(200);
+    await acme.call('POST', `/api/v1/flows/${flowId}/activate`);
+    const backfill = await eventually(async () => {
+      const [newest] = await batchesOf(flowId);
+      expect(newest.id).not.toBe(batch.id);
+      expect(newest.status).toBe('succeeded');
+      return newest;
+    }, 60_000);
+    await acme.call('POST', `/api/v1/flows/${flowId}/deactivate`);
+    expect(backfill.counts).toMatchObject({ total: 1, skipped: 1 });
+    expect((world.erp.receipts() as any[]).filter((record) => record.Refund.Id === refund.id)).toHaveLength(1);
+  });
+
+  it('refuses a fan-out operation that does not follow the trigger', async () => {
+    const document = importFlow('misplaced');
+    document.nodes = [document.nodes[1], document.nodes[0]];
+    document.edges = [{ from: 'trigger', to: 'export' }, { from: 'export', to: 'import' }];
+    const created = await acme.call('POST', '/api/v1/editable-flows', document);
+    expect(created.status).toBe(400);
+    expect(created.body.errors).toContainEqual(expect.objectContaining({ path: '$.body.nodes[1]', node: 'import', message: expect.stringContaining('must follow the trigger directly') }));
+  });
+});
