@@ -4,7 +4,7 @@ import { Platform } from '../bin/platform.ts';
 import { capturingLogger, eventually, sendWebhook, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
 import { Receiver } from './support/receiver.ts';
 import { refundRecordValidator } from '../operations/shopify/refund-record.ts';
-import { refundFlow, refundWorld } from './support/refund-fixture.ts';
+import { importFlowDocument, refundFlow, refundWorld } from './support/refund-fixture.ts';
 
 // Separate API and worker processes on PostgreSQL, as in production.
 let env: TestPlatform;
@@ -109,6 +109,43 @@ describe('durability', () => {
       expect(world.erp.receipts()).toHaveLength(1);
       refundRecordValidator.validate(world.erp.receipts()[0]);
       expect(shop.orders.get(placed.id)!.tags).toEqual(['IPaaS Refunds Exported: 1']);
+    } finally {
+      await world.close();
+    }
+  });
+
+  it('a worker killed mid-batch: the batch completes after recovery, every refund reaches the ERP under its own idempotency key', async () => {
+    const world = await refundWorld(acme, { shop: { restoreRate: 1000, maximumAvailable: 10_000 } });
+    try {
+      const shop = world.shopify.shop;
+      const orders = Array.from({ length: 12 }, (_, i) => shop.createOrder({ lines: [{ title: `Lamp ${i}`, price: 20, quantity: 1 }], synced: true }));
+      const refunds = orders.map((order) => shop.createRefund(order.id, { lines: [{ line: 0, quantity: 1 }] }).refund);
+      // The ERP takes five records, then stops answering mid-send.
+      world.erp.script({ status: 200, body: { ok: 1 } }, { status: 200, body: { ok: 2 } }, { status: 200, body: { ok: 3 } }, { status: 200, body: { ok: 4 } }, { status: 200, body: { ok: 5 } }, 'hang');
+      await stopWorkers();
+      const doomed = await startWorker();
+      const document = { ...importFlowDocument(), key: 'crash-import' };
+      const flowId = await acme.publish(document);
+      await eventually(async () => expect(world.erp.requests.length).toBeGreaterThanOrEqual(6));
+      doomed.kill('SIGKILL');
+      await new Promise((resolve) => doomed.once('exit', resolve));
+      world.erp.release();
+
+      await startWorker();
+      const batch = await eventually(async () => {
+        const [oldest] = (await acme.call('GET', `/api/v1/batches?flowId=${flowId}`)).body.nodes.slice(-1);
+        expect(oldest.status).toBe('succeeded');
+        return oldest;
+      }, 90_000);
+      await acme.call('POST', `/api/v1/flows/${flowId}/deactivate`);
+      expect(batch.counts).toMatchObject({ total: 12, succeeded: 12 });
+      // Every refund reached the ERP. A task killed in the instant between the ERP's answer and its
+      // checkpoint sends again on recovery, with the same Idempotency-Key (the refund's GID), which an
+      // ERP endpoint that upserts by external id records once.
+      const accepted = world.erp.requests.filter((request) => !request.refused && request.reply && request.reply.status < 300);
+      expect([...new Set(accepted.map((request) => JSON.parse(request.body).Refund.Id))].sort()).toEqual(refunds.map((refund) => refund.id).sort());
+      for (const request of accepted) expect(request.headers['idempotency-key']).toBe(JSON.parse(request.body).Refund.Id);
+      for (const order of orders) expect(shop.orders.get(order.id)!.tags).toEqual(['IPaaS Refunds Exported: 1']);
     } finally {
       await world.close();
     }

@@ -1,11 +1,9 @@
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ORDER_NODE_COST } from '../operations/shopify/order-import.ts';
 import { refundRecordValidator } from '../operations/shopify/refund-record.ts';
 import { erpReplies } from './support/erp-simulator.ts';
 import { eventually, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
-import { refundFlow, refundWorld } from './support/refund-fixture.ts';
+import { importFlowDocument, refundFlow, refundWorld } from './support/refund-fixture.ts';
 
 let env: TestPlatform;
 let acme: ApiClient;
@@ -24,15 +22,7 @@ afterAll(async () => {
 
 const shop = () => world.shopify.shop;
 
-/** The example flow from flows/, polling every second, with the given import config. */
-function importFlow(key: string, importConfig: Record<string, unknown> = {}) {
-  const document = JSON.parse(readFileSync(path.resolve(import.meta.dirname, '../flows/orders-import-list.json'), 'utf8'));
-  document.key = key;
-  document.trigger.config = { every: '1s' };
-  document.nodes[0].config = { ...document.nodes[0].config, ...importConfig };
-  document.nodes[1].retry = { maxAttempts: 3, backoffMs: 100 };
-  return document;
-}
+const importFlow = (key: string, importConfig: Record<string, unknown> = {}) => ({ ...importFlowDocument(importConfig), key });
 
 const batchesOf = async (flowId: string) => (await acme.call('GET', `/api/v1/batches?flowId=${flowId}`)).body.nodes as any[];
 /** Waits for the flow's first batch to finish, then stops the schedule; returns that batch. */
@@ -96,6 +86,33 @@ describe('Orders > Import List', () => {
     const batch = await firstBatch(flowId);
     expect(batch.counts.total).toBe(7);
     expect((await allTasks(batch.id)).map((task) => task.key.split('@')[0]).sort()).toEqual(tied.map((order) => order.id).sort());
+  });
+
+  it('an order changed while the poll runs is imported once in it, and again by the next poll', async () => {
+    const orders = Array.from({ length: 6 }, () => shop().createOrder({ lines: [{ title: 'Moving', price: 3, quantity: 1 }], synced: true, tags: ['moving'] }));
+    let pages = 0;
+    world.shopify.beforeExecute = (_fields, operationName) => {
+      // Between the first and the second page, the first order changes.
+      if (operationName === 'ImportOrders' && ++pages === 2) shop().setUpdatedAt(orders[0].id, new Date().toISOString());
+    };
+    const flowId = await acme.publish(importFlow('moving', { pageSize: 2, query: 'tag:moving' }));
+    const first = await eventually(async () => {
+      const [oldest] = (await batchesOf(flowId)).slice(-1);
+      expect(oldest?.status).toBe('succeeded');
+      return oldest;
+    });
+    world.shopify.beforeExecute = undefined;
+    expect((await allTasks(first.id)).map((task) => task.key.split('@')[0]).sort()).toEqual(orders.map((order) => order.id).sort());
+    // The next poll re-reads from the field minus the overlap: the changed order comes again, with its new updatedAt.
+    const next = await eventually(async () => {
+      const [newest] = await batchesOf(flowId);
+      expect(newest.id).not.toBe(first.id);
+      expect(newest.status).toBe('succeeded');
+      return newest;
+    });
+    await acme.call('POST', `/api/v1/flows/${flowId}/deactivate`);
+    const keys = (await allTasks(next.id)).map((task) => task.key);
+    expect(keys).toContain(`${orders[0].id}@${shop().orders.get(orders[0].id)!.updatedAt}`);
   });
 
   it('the webhook flow and the poll on one shop send each refund once', async () => {

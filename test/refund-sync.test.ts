@@ -234,9 +234,9 @@ describe('refund sync to ERP', () => {
   it('keeps an id another exporter wrote between our read and our write (compare-and-set)', async () => {
     const placed = order(1);
     const { refund, webhookBody } = shop().createRefund(placed.id, { lines: [{ line: 0, quantity: 1 }] });
-    world.shopify.beforeMutation = (field) => {
-      if (field !== 'metafieldsSet') return;
-      world.shopify.beforeMutation = undefined;
+    world.shopify.beforeExecute = (fields) => {
+      if (!fields.includes('metafieldsSet')) return;
+      world.shopify.beforeExecute = undefined;
       shop().mutations('2025-10').metafieldsSet({
         metafields: [{ ownerId: placed.id, namespace: 'refundProcessed', key: 'listOfRefundProcessed', type: 'json', value: '["4242"]' }],
       });
@@ -442,7 +442,7 @@ describe('shopify.refund-export (one order, every refund not exported yet)', () 
     for (const record of receipts) refundRecordValidator.validate(record);
     expect(exportedTags(placed.id)).toEqual(['IPaaS Refunds Exported: 3']);
     expect(run.steps.map((step: any) => step.key).sort()).toEqual([
-      'export', ...lost.flatMap((refund) => [`export/mark-order/${refund.legacyResourceId}`, `export/send-to-erp/${refund.legacyResourceId}`]),
+      'export', 'export/pending', ...lost.flatMap((refund) => [`export/mark-order/${refund.legacyResourceId}`, `export/send-to-erp/${refund.legacyResourceId}`]),
     ].sort());
 
     // Nothing left: the next export of the order is skipped, and a late webhook too.

@@ -27,7 +27,7 @@ export const orderSyncGateSchema = {
 const isSynced = (order: GraphqlNode) => (order.customAttributes as GraphqlNode[]).some((attribute) => attribute.key === 'orderSynced' && attribute.value === 'TRUE');
 
 /** Throws `later` while the order is not synced, and `permanent` once the wait is over. */
-export function awaitOrderSynced(ctx: OperationContext<unknown>, order: GraphqlNode, gate: OrderSyncGate) {
+function awaitOrderSynced(ctx: OperationContext<unknown>, order: GraphqlNode, gate: OrderSyncGate) {
   if (!(gate.requireOrderSynced ?? true) || isSynced(order)) return;
   const windowMinutes = gate.orderSyncWaitMinutes ?? 1440;
   if (Date.now() - Date.parse(ctx.input.receivedAt) >= windowMinutes * 60_000) {

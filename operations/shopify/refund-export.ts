@@ -4,7 +4,7 @@ import { ShopifyAdminApi } from './admin-api.ts';
 import { shopifyDestination } from './destination.ts';
 import { marksOf, parseProcessed } from './order-marks.ts';
 import type { OrderRecord } from './order-import.ts';
-import { awaitOrderSynced, exportRefund, orderSyncGateSchema } from './export-refund.ts';
+import { exportRefund, orderSyncGateSchema } from './export-refund.ts';
 import { ORDER_REFUNDS_QUERY, type GraphqlNode } from './refund-query.ts';
 
 const ORDER_GID = /^gid:\/\/shopify\/Order\/\d+$/;
@@ -58,14 +58,18 @@ export const refundExport = defineOperation({
     }
     const destination = shopifyDestination(await ctx.destination(config.destination));
     const api = new ShopifyAdminApi(destination.shop, ctx.signal);
-    const { order } = await api.query<{ order: GraphqlNode | null }>(ORDER_REFUNDS_QUERY, { id: orderId });
-    if (!order) throw permanent(`order ${orderId} does not exist in the shop`);
-    const processed = marksOf(order).processed;
-    const pending = (order.refunds as GraphqlNode[])
-      .filter((refund) => !processed.includes(String(refund.legacyResourceId)))
-      .sort((a, b) => Date.parse(a.createdAt) - Date.parse(b.createdAt));
+    // The refunds to export are decided once per run (a memoized step): a pass resumed after a crash
+    // finishes the same refunds, whose sends and marks are memoized, instead of judging them anew.
+    const pending = await ctx.step('pending', async () => {
+      const { order } = await api.query<{ order: GraphqlNode | null }>(ORDER_REFUNDS_QUERY, { id: orderId });
+      if (!order) throw permanent(`order ${orderId} does not exist in the shop`);
+      const processed = marksOf(order).processed;
+      return (order.refunds as GraphqlNode[])
+        .filter((refund) => !processed.includes(String(refund.legacyResourceId)))
+        .sort((a, b) => Date.parse(a.createdAt) - Date.parse(b.createdAt))
+        .map((refund) => ({ id: refund.id as string, legacyResourceId: String(refund.legacyResourceId) }));
+    });
     if (pending.length === 0) return ctx.stop('skipped', `every refund of order ${orderId} is already in its listOfRefundProcessed`);
-    awaitOrderSynced(ctx, order, config);
 
     const exported: string[] = [];
     let tag: string | undefined;

@@ -84,8 +84,14 @@ export class Receiver {
     return this;
   }
 
-  async close() {
+  /** Drops the requests held by 'hang' replies, as a server that gave up on them. */
+  release() {
     for (const res of this.hanging) res.destroy();
+    this.hanging.clear();
+  }
+
+  async close() {
+    this.release();
     this.server?.closeAllConnections();
     await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
   }

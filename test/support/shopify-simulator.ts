@@ -48,8 +48,11 @@ export class ShopifySimulator {
   /** Tokens issued by the client credentials grant, and requests refused for a bad token. */
   readonly counts = { grants: 0, unauthorized: 0 };
   url = '';
-  /** Runs before a mutation is applied: lets a test make another client's change land first. */
-  beforeMutation?: (field: string) => void;
+  /**
+   * Runs before a query or mutation is executed, with its top-level fields: lets a test make another
+   * client's change land first.
+   */
+  beforeExecute?: (fields: string[], operationName?: string) => void;
   private server?: http.Server;
   private readonly tokens = new Map<string, number>();
   private readonly hanging = new Set<http.ServerResponse>();
@@ -205,7 +208,7 @@ export class ShopifySimulator {
       this.hanging.add(res);
       return [0, undefined];
     }
-    for (const field of mutationFields) this.beforeMutation?.(field);
+    this.beforeExecute?.(operation.selectionSet.selections.flatMap((selection) => (selection.kind === Kind.FIELD ? [selection.name.value] : [])), operation.name?.value);
     const result = await execute({
       schema, document, variableValues: variables, rootValue: operation.operation === 'mutation' ? this.shop.mutations(version) : this.shop.queryRoot(),
       fieldResolver, typeResolver: (value: Obj) => value.__typename,
