@@ -2,8 +2,9 @@
  * `npm run bench`: Tributary measured beside the machine's limits, in the same run.
  * (a) intake: POST /hooks at 50 connections vs a bare Express 5 JSON handler;
  * (b) engine: transform -> filter -> http.request runs per second vs a hand-written BullMQ worker;
- * (c) refund sync: GraphQL cost, throughput against a throttled shop, webhook-to-ERP latency (bench/refund.ts).
- * BENCH_ONLY=intake|engine|refund runs one part.
+ * (c) refund sync: GraphQL cost, throughput against a throttled shop, webhook-to-ERP latency (bench/refund.ts);
+ * (d) Orders > Import List: orders/s unthrottled and throttled, worker peak RSS at 1,000 and 10,000 orders (bench/import.ts).
+ * BENCH_ONLY=intake|engine|refund|import runs one part.
  * Needs Redis and PostgreSQL as for `npm test`. Prints a JSON line and a markdown table.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -16,8 +17,10 @@ import autocannon from 'autocannon';
 import { Queue } from 'bullmq';
 import pg from 'pg';
 import { redisOptions } from '../bin/redis.ts';
+import { ORDER_NODE_COST } from '../operations/shopify/order-import.ts';
 import { Keyring } from '../engine/secrets/keyring.ts';
 import { BASELINE, sampleOrder } from './flows.ts';
+import { measureImport } from './import.ts';
 import { measureRefunds } from './refund.ts';
 
 const POSTGRES_URL = process.env.TEST_DATABASE_URL ?? 'postgres://root@127.0.0.1:5432/test';
@@ -121,6 +124,7 @@ async function main() {
   if (!only || only === 'intake') await measureIntake(results, receiver.url);
   if (!only || only === 'engine') await measureEngine(results, receiver);
   if (!only || only === 'refund') await measureRefunds(results);
+  if (!only || only === 'import') await measureImport(results);
   await receiver.close();
   report(results);
 }
@@ -206,6 +210,15 @@ function report(results: Record<string, unknown>) {
       `| refund sync, GraphQL cost of a typical refund (${cost.queries} queries) | requested ${cost.requestedCost}, actual ${cost.actualCost} points | - | - |`,
       `| refund sync on a ${refund.shopRestoreRate} points/s shop, refunds/s | ${engineFigures.refundsPerSecond} (${engineFigures.refunds} refunds, ${engineFigures.failed} failed, ${engineFigures.throttledAnswers} THROTTLED answers waited out) | restore rate / actual cost = ${refund.refundsPerSecondAllowed} | ${(engineFigures.refundsPerSecond / refund.refundsPerSecondAllowed).toFixed(2)} |`,
       `| refund sync, webhook -> ERP latency, unthrottled | p50 ${latency.p50Ms} ms, p99 ${latency.p99Ms} ms (${latency.refunds} refunds, one at a time) | - | - |`,
+    );
+  }
+  const imported = results.import as any;
+  if (imported) {
+    const row = (name: string, figures: any) => `| ${name} | ${figures.ordersPerSecond} orders/s (${figures.orders} in ${figures.seconds} s); worker peak RSS ${figures.workerPeakRssMb} MB | - | - |`;
+    rows.push(
+      row('import, 1,000 orders, unthrottled', imported.unthrottled1k),
+      row('import, 10,000 orders, unthrottled', imported.unthrottled10k),
+      `| import on a ${imported.shopRestoreRate} points/s shop | ${imported.throttled.ordersPerSecond} orders/s (${imported.throttled.orders} orders) | restore rate / ${ORDER_NODE_COST} points per order = ${imported.throttled.boundOrdersPerSecond} | ${(imported.throttled.ordersPerSecond / imported.throttled.boundOrdersPerSecond).toFixed(2)} |`,
     );
   }
   console.log(`\n${rows.join('\n')}\n`);
