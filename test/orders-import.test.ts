@@ -3,7 +3,7 @@ import { ORDER_NODE_COST } from '../operations/shopify/order-import.ts';
 import { refundRecordValidator } from '../operations/shopify/refund-record.ts';
 import { erpReplies } from './support/erp-simulator.ts';
 import { eventually, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
-import { importFlowDocument, refundFlow, refundWorld } from './support/refund-fixture.ts';
+import { ERP_CREDENTIALS, importFlowDocument, refundFlow, refundWorld } from './support/refund-fixture.ts';
 
 let env: TestPlatform;
 let acme: ApiClient;
@@ -163,6 +163,20 @@ describe('Orders > Import List', () => {
     await acme.call('POST', `/api/v1/flows/${flowId}/deactivate`);
     expect(backfill.counts).toMatchObject({ total: 1, skipped: 1 });
     expect((world.erp.receipts() as any[]).filter((record) => record.Refund.Id === refund.id)).toHaveLength(1);
+  });
+
+  it('a poll Shopify refuses fails its batch, with the reason, and leaves the field where it was', async () => {
+    const { consumerKey, consumerSecret, tokenId, tokenSecret, accountId } = ERP_CREDENTIALS;
+    await acme.call('PUT', '/api/v1/destinations/revoked', {
+      type: 'shopify', operation: 'shopify.orders-import-list', graphqlUrl: world.shopify.url, adminApiAccessToken: 'shpat_revoked',
+      erp: { apiUrl: world.erp.apiUrl, consumerKey, consumerSecret, tokenId, tokenSecret, accountId },
+    });
+    const flowId = await acme.publish(importFlow('revoked', { destination: 'revoked' }));
+    const batch = await firstBatch(flowId);
+    expect(batch.status).toBe('failed');
+    const run = (await acme.call('GET', `/api/v1/runs/${batch.runId}`)).body;
+    expect(run).toMatchObject({ status: 'failed', error: { kind: 'permanent', message: expect.stringContaining('401') } });
+    expect((await acme.call('GET', `/api/v1/ingress-incremental-fields/${flowId}`)).status).toBe(404);
   });
 
   it('refuses a fan-out operation that does not follow the trigger', async () => {

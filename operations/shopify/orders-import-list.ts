@@ -1,4 +1,4 @@
-import { later } from '../../engine/errors.ts';
+import { later, toOperationError } from '../../engine/errors.ts';
 import { defineOperation } from '../../engine/operations.ts';
 import { ShopifyAdminApi } from './admin-api.ts';
 import { shopifyDestination } from './destination.ts';
@@ -56,7 +56,11 @@ export const ordersImportList = defineOperation({
     let after: string | null = null;
     for (let number = 0; ; number++) {
       const page = await ctx.step(`page-${number}`, async () => {
-        const { records, pageInfo } = await ordersPage(api, { first, after, query });
+        const { records, pageInfo } = await ordersPage(api, { first, after, query }).catch(async (error) => {
+          // A refusal that no retry changes ends the batch; the field stays, so the next poll reads the window again.
+          if (toOperationError(error).kind === 'permanent') await batch.setStatus('failed');
+          throw error;
+        });
         await batch.add(records.map((record) => ({ key: `${record.Id}@${record.UpdatedAt}`, item: record })));
         return { count: records.length, ...pageInfo };
       });
