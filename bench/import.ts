@@ -51,7 +51,7 @@ async function importOrders(env: TestPlatform, tenantId: string, count: number, 
       return oldest;
     }, 30 * 60_000);
     await tenant.call('POST', `/api/v1/flows/${flowId}/deactivate`);
-    const seconds = (Date.parse(batch.finishedAt) - Date.parse(batch.createdAt)) / 1000;
+    const seconds = (Date.parse(batch.finishedAt) - Date.parse(batch.startedAt)) / 1000;
     return { orders: batch.counts.total, seconds: +seconds.toFixed(1), ordersPerSecond: +(batch.counts.total / seconds).toFixed(1), workerPeakRssMb: peakRssMb(worker.child.pid!) };
   } finally {
     worker.child.kill('SIGKILL');

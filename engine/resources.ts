@@ -173,7 +173,7 @@ export const batchCountsSchema = {
 export const batchSchema = {
   type: 'object',
   additionalProperties: false,
-  required: ['tenantId', 'id', 'flowId', 'flowVersion', 'runId', 'nodeId', 'status', 'windowFrom', 'windowTo', 'counts', 'createdAt', 'finishedAt'],
+  required: ['tenantId', 'id', 'flowId', 'flowVersion', 'runId', 'nodeId', 'status', 'windowFrom', 'windowTo', 'counts', 'startedAt', 'finishedAt'],
   description: 'One poll of a flow: the items its fan-out node imported, each run as a task through the nodes after it.',
   properties: {
     tenantId: { type: 'string' },
@@ -186,7 +186,7 @@ export const batchSchema = {
     windowFrom: nullableTimestamp,
     windowTo: nullableTimestamp,
     counts: batchCountsSchema,
-    createdAt: timestamp,
+    startedAt: timestamp,
     finishedAt: nullableTimestamp,
   },
 } as const;

@@ -165,6 +165,26 @@ describe('Orders > Import List', () => {
     expect((world.erp.receipts() as any[]).filter((record) => record.Refund.Id === refund.id)).toHaveLength(1);
   });
 
+  it('imports the optional fields it is asked for, pages sized to their cost', async () => {
+    const order = shop().createOrder({ lines: Array.from({ length: 12 }, (_, i) => ({ title: `Part ${i}`, price: 2, quantity: 1 })), synced: true, tags: ['with-lines'] });
+    const queriesBefore = world.shopify.queries.length;
+    const flowId = await acme.publish(importFlow('fields', { query: 'tag:with-lines', pageSize: 250, fields: ['lineItems', 'shippingAddress', 'customer'] }));
+    const batch = await firstBatch(flowId);
+    const [task] = await allTasks(batch.id);
+    const record = (await acme.call('GET', `/api/v1/runs/${task.runId}`)).body.steps.find((step: any) => step.key === 'import').output;
+    expect(record).toMatchObject({ Id: order.id, ShippingAddress: null, Customer: null, LineItems: { PageInfo: { HasNextPage: true, EndCursor: expect.any(String) } } });
+    expect(record.LineItems.Nodes).toHaveLength(10);
+    expect(record.LineItems.Nodes[0]).toEqual({
+      Id: order.lineItems[0].id, Sku: 'SKU-PART-0', Title: 'Part 0', Quantity: 1,
+      OriginalUnitPriceSet: { ShopMoney: { Amount: 2, CurrencyCode: 'USD' }, PresentmentMoney: { Amount: 2, CurrencyCode: 'USD' } },
+      DiscountedTotalSet: { ShopMoney: { Amount: 2, CurrencyCode: 'USD' }, PresentmentMoney: { Amount: 2, CurrencyCode: 'USD' } },
+    });
+    const pages = world.shopify.queries.slice(queriesBefore).filter((query) => query.operationName === 'ImportOrders');
+    // 14 + 72 + 1 + 1 = 88 points an order: 11 orders a page.
+    expect(pages.length).toBeGreaterThan(0);
+    expect([...new Set(pages.map((query) => query.requestedQueryCost))]).toEqual([2 + 11 * 88]);
+  });
+
   it('a poll Shopify refuses fails its batch, with the reason, and leaves the field where it was', async () => {
     const { consumerKey, consumerSecret, tokenId, tokenSecret, accountId } = ERP_CREDENTIALS;
     await acme.call('PUT', '/api/v1/destinations/revoked', {

@@ -5,27 +5,58 @@ import { PROCESSED_KEY, PROCESSED_NAMESPACE, type Connection, type GraphqlNode }
  * The standard order record of Orders > Import List, in the seed's conventions (PascalCase, money
  * as numbers): what the refund export and most ERPs need to recognise an order and its refunds.
  */
-const ORDER_FIELDS = `
+const STANDARD_FIELDS = `
   id legacyResourceId name createdAt updatedAt processedAt cancelledAt displayFinancialStatus currencyCode
-  totalPriceSet { shopMoney { amount currencyCode } presentmentMoney { amount currencyCode } }
+  totalPriceSet { ...Money }
   tags customAttributes { key value }
   metafield(namespace: "${PROCESSED_NAMESPACE}", key: "${PROCESSED_KEY}") { id namespace key value }
-  refunds { id legacyResourceId createdAt totalRefundedSet { shopMoney { amount currencyCode } presentmentMoney { amount currencyCode } } }
-  transactions { id kind status gateway processedAt amountSet { shopMoney { amount currencyCode } presentmentMoney { amount currencyCode } } }`;
+  refunds { id legacyResourceId createdAt totalRefundedSet { ...Money } }
+  transactions { id kind status gateway processedAt amountSet { ...Money } }`;
 
-/** What one order of the query above costs in Shopify's points (checked by the tests against the simulator). */
+/** Line items imported per order (a connection: `PageInfo.HasNextPage` tells when an order has more). */
+export const LINE_ITEMS_PER_ORDER = 10;
+
+/** Optional parts of the record, each with its GraphQL and its cost in points per order. */
+const optionalFields = {
+  lineItems: {
+    graphql: `lineItems(first: ${LINE_ITEMS_PER_ORDER}) { nodes { id sku title quantity originalUnitPriceSet { ...Money } discountedTotalSet { ...Money } } pageInfo { hasNextPage endCursor } }`,
+    cost: 2 + LINE_ITEMS_PER_ORDER * 7,
+  },
+  shippingAddress: { graphql: 'shippingAddress { city provinceCode zip countryCodeV2 }', cost: 1 },
+  customer: { graphql: 'customer { id displayName }', cost: 1 },
+} as const;
+export type OptionalOrderField = keyof typeof optionalFields;
+export const optionalOrderFields = Object.keys(optionalFields) as OptionalOrderField[];
+
+/** What one order of the standard record costs in Shopify's points (checked by the tests against the simulator). */
 export const ORDER_NODE_COST = 14;
+export const orderNodeCost = (fields: readonly OptionalOrderField[]) => ORDER_NODE_COST + fields.reduce((sum, field) => sum + optionalFields[field].cost, 0);
 /** Shopify refuses a query over 1000 points: the page size is lowered to fit. */
-export const maxPageSize = (requested: number) => Math.max(1, Math.min(requested, Math.floor((1000 - 2) / ORDER_NODE_COST)));
+export const maxPageSize = (requested: number, fields: readonly OptionalOrderField[] = []) =>
+  Math.max(1, Math.min(requested, Math.floor((1000 - 2) / orderNodeCost(fields))));
 
-export const ORDERS_QUERY = `query ImportOrders($first: Int!, $after: String, $query: String!) {
+const MONEY_FRAGMENT = 'fragment Money on MoneyBag { shopMoney { amount currencyCode } presentmentMoney { amount currencyCode } }';
+const queries = new Map<string, string>();
+
+/** The import query for a choice of optional fields (built once per choice). */
+export function ordersQuery(fields: readonly OptionalOrderField[] = []): string {
+  const key = [...fields].sort().join(',');
+  let query = queries.get(key);
+  if (!query) {
+    const selection = [STANDARD_FIELDS, ...[...fields].sort().map((field) => optionalFields[field].graphql)].join('\n  ');
+    query = `query ImportOrders($first: Int!, $after: String, $query: String!) {
   orders(first: $first, after: $after, query: $query, sortKey: UPDATED_AT) {
-    nodes { ${ORDER_FIELDS} }
+    nodes { ${selection} }
     pageInfo { hasNextPage endCursor }
   }
-}`;
+}
+${MONEY_FRAGMENT}`;
+    queries.set(key, query);
+  }
+  return query;
+}
 
-export const orderImportDocuments = [ORDERS_QUERY];
+export const orderImportDocuments = [ordersQuery(), ordersQuery(optionalOrderFields)];
 
 const money = (value: GraphqlNode | null) => (value ? { Amount: Number(value.amount), CurrencyCode: value.currencyCode } : null);
 const moneySet = (bag: GraphqlNode | null) => (bag ? { ShopMoney: money(bag.shopMoney), PresentmentMoney: money(bag.presentmentMoney) } : null);
@@ -34,6 +65,7 @@ export type OrderRecord = ReturnType<typeof orderRecord>;
 
 export function orderRecord(order: GraphqlNode) {
   return {
+    ...optionalParts(order),
     Id: order.id as string, LegacyResourceId: String(order.legacyResourceId), Name: order.name, CreatedAt: order.createdAt, UpdatedAt: order.updatedAt as string,
     ProcessedAt: order.processedAt, CancelledAt: order.cancelledAt ?? null, DisplayFinancialStatus: order.displayFinancialStatus ?? null,
     CurrencyCode: order.currencyCode, TotalPriceSet: moneySet(order.totalPriceSet), Tags: order.tags,
@@ -49,6 +81,26 @@ export function orderRecord(order: GraphqlNode) {
   };
 }
 
+function optionalParts(order: GraphqlNode) {
+  return {
+    ...(order.lineItems !== undefined ? {
+      LineItems: {
+        Nodes: (order.lineItems.nodes as GraphqlNode[]).map((item) => ({
+          Id: item.id, Sku: item.sku ?? null, Title: item.title, Quantity: item.quantity,
+          OriginalUnitPriceSet: moneySet(item.originalUnitPriceSet), DiscountedTotalSet: moneySet(item.discountedTotalSet),
+        })),
+        PageInfo: { HasNextPage: order.lineItems.pageInfo.hasNextPage, EndCursor: order.lineItems.pageInfo.endCursor },
+      },
+    } : {}),
+    ...(order.shippingAddress !== undefined ? {
+      ShippingAddress: order.shippingAddress && {
+        City: order.shippingAddress.city, ProvinceCode: order.shippingAddress.provinceCode, Zip: order.shippingAddress.zip, CountryCode: order.shippingAddress.countryCodeV2,
+      },
+    } : {}),
+    ...(order.customer !== undefined ? { Customer: order.customer && { Id: order.customer.id, DisplayName: order.customer.displayName } } : {}),
+  };
+}
+
 /** Shopify's search syntax for the window, with the tenant's own filter ANDed. */
 export function windowQuery(from: string, to: string, filter?: string) {
   const window = `updated_at:>='${from}' AND updated_at:<='${to}'`;
@@ -56,7 +108,7 @@ export function windowQuery(from: string, to: string, filter?: string) {
 }
 
 /** One page of orders changed in the window, in updated_at order. */
-export async function ordersPage(api: ShopifyAdminApi, variables: { first: number; after: string | null; query: string }) {
-  const { orders } = await api.query<{ orders: Connection }>(ORDERS_QUERY, variables);
+export async function ordersPage(api: ShopifyAdminApi, fields: readonly OptionalOrderField[], variables: { first: number; after: string | null; query: string }) {
+  const { orders } = await api.query<{ orders: Connection }>(ordersQuery(fields), variables);
   return { records: orders.nodes.map(orderRecord), pageInfo: orders.pageInfo };
 }

@@ -2,7 +2,7 @@ import { later, toOperationError } from '../../engine/errors.ts';
 import { defineOperation } from '../../engine/operations.ts';
 import { ShopifyAdminApi } from './admin-api.ts';
 import { shopifyDestination } from './destination.ts';
-import { maxPageSize, ordersPage, windowQuery } from './order-import.ts';
+import { maxPageSize, optionalOrderFields, ordersPage, windowQuery } from './order-import.ts';
 
 const FIELD = 'updated_at';
 /** How long the poll waits before it looks at its tasks again. */
@@ -30,9 +30,13 @@ export const ordersImportList = defineOperation({
     properties: {
       destination: { type: 'string', minLength: 1, description: 'Name of a destination of type shopify.' },
       query: { type: 'string', maxLength: 1000, description: 'A Shopify order search filter ANDed with the window, e.g. "financial_status:paid".' },
+      fields: {
+        type: 'array', uniqueItems: true, items: { enum: optionalOrderFields }, default: [],
+        description: 'Optional parts of the order record beside the standard ones: lineItems (the first 10, as a connection), shippingAddress, customer. Each costs query points.',
+      },
       pageSize: {
         type: 'integer', minimum: 1, maximum: 250, default: 50,
-        description: 'Orders per query; lowered to what fits Shopify\'s 1000-point limit per query (71 for the standard record).',
+        description: 'Orders per query; lowered to what fits Shopify\'s 1000-point limit per query (71 for the standard record, 11 with lineItems).',
       },
       overlapMinutes: { type: 'integer', minimum: 0, maximum: 1440, default: 5, description: 'How far before the incremental field a poll re-reads, when the field sets none.' },
       initialLookbackHours: { type: 'integer', minimum: 1, maximum: 1440, default: 24, description: 'Where the first poll starts (Shopify shows 60 days of orders without read_all_orders).' },
@@ -50,13 +54,14 @@ export const ordersImportList = defineOperation({
     });
     const batch = await ctx.batch(window);
     const query = windowQuery(window.from, window.to, config.query);
-    const first = maxPageSize(config.pageSize ?? 50);
+    const fields = config.fields ?? [];
+    const first = maxPageSize(config.pageSize ?? 50, fields);
 
     // Each page is a memoized step: a later pass resumes after the last page read, and memory holds one page.
     let after: string | null = null;
     for (let number = 0; ; number++) {
       const page = await ctx.step(`page-${number}`, async () => {
-        const { records, pageInfo } = await ordersPage(api, { first, after, query }).catch(async (error) => {
+        const { records, pageInfo } = await ordersPage(api, fields, { first, after, query }).catch(async (error) => {
           // A refusal that no retry changes ends the batch; the field stays, so the next poll reads the window again.
           if (toOperationError(error).kind === 'permanent') await batch.setStatus('failed');
           throw error;

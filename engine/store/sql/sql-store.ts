@@ -73,7 +73,7 @@ const toBatch = (r: Row): Batch => {
       total, unfinished, succeeded: Number(r.succeeded ?? 0), failed: Number(r.failed ?? 0), skipped: Number(r.skipped ?? 0),
       progress: total === 0 ? 100 : Math.round(((total - unfinished) / total) * 1000) / 10,
     },
-    createdAt: iso(r.created_at), finishedAt: isoOrNull(r.finished_at),
+    startedAt: iso(r.created_at), finishedAt: isoOrNull(r.finished_at),
   };
 };
 const toBatchTask = (r: Row): BatchTask => ({ batchId: r.batch_id, key: r.key, runId: r.run_id, status: r.status, error: r.error, retries: r.retries });
