@@ -114,19 +114,24 @@ describe('durability', () => {
     }
   });
 
-  it('a worker killed mid-batch: the batch completes after recovery, every refund reaches the ERP under its own idempotency key', async () => {
+  it('a worker killed mid-batch: the batch completes after recovery, every refund reaches the ERP once', async () => {
     const world = await refundWorld(acme, { shop: { restoreRate: 1000, maximumAvailable: 10_000 } });
     try {
       const shop = world.shopify.shop;
       const orders = Array.from({ length: 12 }, (_, i) => shop.createOrder({ lines: [{ title: `Lamp ${i}`, price: 20, quantity: 1 }], synced: true }));
       const refunds = orders.map((order) => shop.createRefund(order.id, { lines: [{ line: 0, quantity: 1 }] }).refund);
-      // The ERP takes five records, then stops answering mid-send.
-      world.erp.script({ status: 200, body: { ok: 1 } }, { status: 200, body: { ok: 2 } }, { status: 200, body: { ok: 3 } }, { status: 200, body: { ok: 4 } }, { status: 200, body: { ok: 5 } }, 'hang');
+      // The ERP takes five records, then stops answering: the sends in flight when the worker dies get no answer.
+      world.erp.script(...[1, 2, 3, 4, 5].map((n) => ({ status: 200, body: { ok: n } })), ...Array.from({ length: 20 }, () => 'hang' as const));
       await stopWorkers();
       const doomed = await startWorker();
       const document = { ...importFlowDocument(), key: 'crash-import' };
       const flowId = await acme.publish(document);
-      await eventually(async () => expect(world.erp.requests.length).toBeGreaterThanOrEqual(6));
+      // Five tasks are done; the others hang in their sends.
+      await eventually(async () => {
+        const [batch] = (await acme.call('GET', `/api/v1/batches?flowId=${flowId}`)).body.nodes;
+        expect(batch?.counts.succeeded).toBe(5);
+        expect(world.erp.requests.length).toBeGreaterThanOrEqual(6);
+      });
       doomed.kill('SIGKILL');
       await new Promise((resolve) => doomed.once('exit', resolve));
       world.erp.release();
@@ -139,12 +144,9 @@ describe('durability', () => {
       }, 90_000);
       await acme.call('POST', `/api/v1/flows/${flowId}/deactivate`);
       expect(batch.counts).toMatchObject({ total: 12, succeeded: 12 });
-      // Every refund reached the ERP. A task killed in the instant between the ERP's answer and its
-      // checkpoint sends again on recovery, with the same Idempotency-Key (the refund's GID), which an
-      // ERP endpoint that upserts by external id records once.
-      const accepted = world.erp.requests.filter((request) => !request.refused && request.reply && request.reply.status < 300);
-      expect([...new Set(accepted.map((request) => JSON.parse(request.body).Refund.Id))].sort()).toEqual(refunds.map((refund) => refund.id).sort());
-      for (const request of accepted) expect(request.headers['idempotency-key']).toBe(JSON.parse(request.body).Refund.Id);
+      // Every refund reached the ERP once: the sends cut off by the crash were never answered, and were sent again.
+      const receipts = world.erp.receipts() as any[];
+      expect(receipts.map((record) => record.Refund.Id).sort()).toEqual(refunds.map((refund) => refund.id).sort());
       for (const order of orders) expect(shop.orders.get(order.id)!.tags).toEqual(['IPaaS Refunds Exported: 1']);
     } finally {
       await world.close();

@@ -84,10 +84,11 @@ export class Receiver {
     return this;
   }
 
-  /** Drops the requests held by 'hang' replies, as a server that gave up on them. */
+  /** Drops the requests held by 'hang' replies and the replies still scripted: a server that recovered. */
   release() {
     for (const res of this.hanging) res.destroy();
     this.hanging.clear();
+    this.replies.length = 0;
   }
 
   async close() {
