@@ -40,6 +40,19 @@ const JOB_ATTEMPTS = 10;
  */
 export const ENQUEUE_TIMEOUT_MS = 3000;
 
+/** A Redis call that must answer within ENQUEUE_TIMEOUT_MS, or fail (BullMQ itself would wait for a connection forever). */
+export async function withinEnqueueTimeout<T>(call: Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`Redis did not ${what} within ${ENQUEUE_TIMEOUT_MS} ms`)), ENQUEUE_TIMEOUT_MS);
+  });
+  try {
+    return await Promise.race([call, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** How long a run waits when its tenant is at its concurrency limit (with jitter). */
 const TENANT_BUSY_DELAY_MS = 500;
 
@@ -64,15 +77,7 @@ export class RunQueue {
   /** The job id is the run id: adding a run that is already queued is a no-op. One round trip for all. */
   async enqueue(jobs: RunJobData[]): Promise<void> {
     if (jobs.length === 0) return;
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`Redis did not take the jobs within ${ENQUEUE_TIMEOUT_MS} ms`)), ENQUEUE_TIMEOUT_MS);
-    });
-    try {
-      await Promise.race([this.queue.addBulk(jobs.map((data) => ({ name: 'run', data, opts: { jobId: data.runId } }))), timeout]);
-    } finally {
-      clearTimeout(timer);
-    }
+    await withinEnqueueTimeout(this.queue.addBulk(jobs.map((data) => ({ name: 'run', data, opts: { jobId: data.runId } }))), 'take the jobs');
   }
 
   close() {

@@ -5,7 +5,7 @@ import { newId } from '../ids.ts';
 import { acceptMessages } from '../intake.ts';
 import type { Store } from '../store/port.ts';
 import { repeatOptions } from '../triggers/schedule.ts';
-import type { QueueOptions, RunQueue } from './run-queue.ts';
+import { withinEnqueueTimeout, type QueueOptions, type RunQueue } from './run-queue.ts';
 
 export const TICK_QUEUE = 'ticks';
 
@@ -34,7 +34,7 @@ export class FlowSchedules {
 
   async sync(tenantId: string, flowId: string): Promise<void> {
     try {
-      await this.apply(tenantId, flowId);
+      await withinEnqueueTimeout(this.apply(tenantId, flowId), 'update the schedule');
     } catch (error) {
       throw retryable(`the flow's schedule could not be updated (${(error as Error).message}): activate the flow again`);
     }
