@@ -7,6 +7,7 @@ import type { TokenIssuer } from './auth/issuer.ts';
 import type { TokenVerifier } from './auth/verifier.ts';
 import type { ApiContext } from './context.ts';
 import { dashboardRoutes, DASHBOARD_PATH } from './dashboard.ts';
+import { renderDocs } from './docs.ts';
 import { hookRoutes } from './hooks.ts';
 import { requestLog } from './request-log.ts';
 import { openApiDocument } from './openapi.ts';
@@ -15,6 +16,7 @@ import { mountRoutes, type RouteSpec } from './route.ts';
 import { batchRoutes } from './routes/batches.ts';
 import { destinationRoutes } from './routes/destinations.ts';
 import { incrementalFieldRoutes } from './routes/incremental-fields.ts';
+import { metadataRoutes } from './routes/metadata.ts';
 import { editableFlowRoutes } from './routes/editable-flows.ts';
 import { flowRoutes } from './routes/flows.ts';
 import { runRoutes } from './routes/runs.ts';
@@ -51,6 +53,7 @@ export function apiRoutes(context: ApiContext): RouteSpec[] {
   return [
     ...editableFlowRoutes(context), ...flowRoutes(context), ...variableRoutes(context), ...secretRoutes(context), ...runRoutes(context),
     ...destinationRoutes(context), ...adapterKeyRoutes(context), ...batchRoutes(context), ...incrementalFieldRoutes(context),
+    ...metadataRoutes(context),
   ];
 }
 
@@ -69,6 +72,8 @@ export function createApp(options: AppOptions): Express {
     res.status(readiness.ready ? 200 : 503).json(readiness);
   });
   app.get('/openapi.json', (_req, res) => void res.json(openapi));
+  const docs = renderDocs(openapi);
+  app.get('/docs', (_req, res) => void res.type('html').send(docs));
   app.use(tokenRoutes(context.store, options.issuer, bodyLimitBytes));
   app.use(hookRoutes(context.intake, bodyLimitBytes, logger));
   app.use(adapterRoutes(context, { bodyLimitBytes, waitMs: options.adapterWaitMs }));

@@ -127,4 +127,9 @@ export class OperationRegistry {
   get(name: string): RegisteredOperation | undefined {
     return this.operations.get(name);
   }
+
+  /** Every registered operation, by name. */
+  list(): RegisteredOperation[] {
+    return [...this.operations.values()].sort((a, b) => a.definition.name.localeCompare(b.definition.name));
+  }
 }

@@ -220,7 +220,25 @@ export const incrementalFieldSchema = {
   },
 } as const;
 
+/** What a builder UI needs to render an operation: the metadata of its definition. */
+export const operationInfoSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['name', 'title', 'description', 'configSchema', 'deprecated', 'successor', 'sideEffects', 'fanOut'],
+  properties: {
+    name: { type: 'string', description: 'What a node names in `operation`.' },
+    title: { type: 'string' },
+    description: { type: 'string' },
+    configSchema: { type: 'object', description: 'The JSON Schema a node\'s config is validated with.' },
+    deprecated: { type: 'boolean' },
+    successor: { type: ['string', 'null'], description: 'The operation to use instead, when deprecated.' },
+    sideEffects: { type: 'boolean', description: 'Whether running it changes an outside system.' },
+    fanOut: { type: 'boolean', description: 'Whether its items run the following nodes as batch tasks.' },
+  },
+} as const;
+
 export type ErrorRecord = FromSchema<typeof errorRecordSchema>;
+export type OperationInfo = FromSchema<typeof operationInfoSchema>;
 export type Batch = FromSchema<typeof batchSchema>;
 export type BatchCounts = FromSchema<typeof batchCountsSchema>;
 export type BatchStatus = (typeof batchStatuses)[number];
@@ -255,4 +273,8 @@ export const resourceSchemas = {
   Batch: batchSchema,
   BatchTask: batchTaskSchema,
   IncrementalField: incrementalFieldSchema,
+  OperationInfo: operationInfoSchema,
 };
+
+/** The status enums of the resources, as the Metadata API lists them. */
+export const statusEnums = { runStatuses, stepStatuses, batchStatuses };

@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClientCredentials } from '../api/auth/clients.ts';
+import { seedTags } from '../api/route.ts';
+import { flowDocumentSchema } from '../engine/flow/schema.ts';
+import { runSchema, runStatuses } from '../engine/resources.ts';
 import example from '../flows/orders-to-erp.json' with { type: 'json' };
 import { getToken, sendWebhook, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
 
@@ -207,5 +210,37 @@ describe('queue dashboard', () => {
     const queues = await fetch(`${env.url}/admin/queues/api/queues`, { headers: { authorization: `Bearer ${operator.token}` } });
     expect(queues.status).toBe(200);
     expect(JSON.stringify(await queues.json())).toContain('"runs"');
+  });
+});
+
+describe('metadata, operations and the reference page', () => {
+  it('lists the registered operations with their config schemas, deprecation and fan-out', async () => {
+    const { nodes } = (await a.call('GET', '/api/v1/low-code-actions/operations')).body;
+    const byName = Object.fromEntries(nodes.map((operation: any) => [operation.name, operation]));
+    expect(byName['shopify.refund-sync-to-erp']).toMatchObject({
+      title: '[DEPRECATED] - Refund sync to ERP', deprecated: true, successor: 'shopify.orders-import-list', sideEffects: true, fanOut: false,
+      configSchema: expect.objectContaining({ required: ['destination'] }),
+    });
+    expect(byName['shopify.orders-import-list']).toMatchObject({ deprecated: false, successor: null, fanOut: true });
+    expect(byName.transform).toMatchObject({ sideEffects: false });
+  });
+
+  it('serves the same schemas the server validates with, and the status enums', async () => {
+    const metadata = (await a.call('GET', '/api/v1/metadata')).body;
+    expect(metadata.schemas.FlowDocument).toEqual(JSON.parse(JSON.stringify(flowDocumentSchema)));
+    expect(metadata.enums.runStatuses).toEqual([...runStatuses]);
+    expect((await a.call('GET', '/api/v1/metadata/schemas/Run')).body).toEqual(JSON.parse(JSON.stringify(runSchema)));
+    const unknown = await a.call('GET', '/api/v1/metadata/schemas/Nope');
+    expect(unknown.status).toBe(404);
+    expect(unknown.body.detail).toContain('FlowDocument');
+  });
+
+  it('renders an API reference at /docs from the OpenAPI document, every seed tag with its label', async () => {
+    const page = await fetch(`${env.url}/docs`);
+    expect(page.headers.get('content-type')).toContain('text/html');
+    const html = await page.text();
+    for (const label of Object.values(seedTags)) expect(html).toContain(label);
+    expect(html).toContain('/api/v1/batches/{id}/retry');
+    expect(html).not.toContain('<script');
   });
 });
