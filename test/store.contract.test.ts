@@ -165,4 +165,45 @@ describe.each(adapters)('store contract on %s', (_name, open) => {
     expect(all?.sealedSecrets).toEqual([]);
     expect((await store.beginRun('b', (await accept()).id))?.vars).toEqual({});
   });
+
+  it('keeps batches: tasks deduplicated by key with their seeded checkpoint, counts from their runs, failed tasks retried', async () => {
+    const flow = await store.createFlow('a', { id: newId(), key: 'batched', name: 'batched', draft: doc('batched') });
+    await store.publishFlow('a', flow.id, flow.revision, doc('batched'));
+    const [poll] = await store.acceptMessages([{ message: { tenantId: 'a', id: newId(), flowId: flow.id, flowVersion: 1, deliveryId: null, body: {}, headers: {}, query: {} }, runId: newId() }]);
+    const batch = await store.createBatch('a', { id: newId(), flowId: flow.id, flowVersion: 1, runId: poll.run.id, nodeId: 'a', windowFrom: null, windowTo: '2026-11-21T00:00:00.000Z' });
+    expect(batch).toMatchObject({ status: 'importing', counts: { total: 0, progress: 100 }, windowTo: '2026-11-21T00:00:00.000Z' });
+    const task = (key: string) => ({ key, item: { order: key }, messageId: newId(), runId: newId() });
+    const first = await store.addBatchTasks('a', batch.id, [task('o1'), task('o2')]);
+    expect(first.map((run) => run.batchId)).toEqual([batch.id, batch.id]);
+    // A repeated key adds nothing new; a task still queued is handed back to be queued again.
+    const again = await store.addBatchTasks('a', batch.id, [task('o1'), task('o3')]);
+    expect(again.map((run) => run.id).sort()).toEqual([first[0].id, again.find((run) => run.id !== first[0].id)!.id].sort());
+    expect((await store.getRun('a', first[0].id))!.steps).toEqual([expect.objectContaining({ key: 'a', status: 'succeeded', output: { order: 'o1' } })]);
+    expect(await store.getBatch('b', batch.id)).toBeUndefined();
+
+    await store.saveProgress('a', first[0].id, [], { status: 'succeeded', error: null });
+    await store.saveProgress('a', first[1].id, [], { status: 'failed', error: { kind: 'permanent', message: 'no' } });
+    expect((await store.getBatch('a', batch.id))!.counts).toEqual({ total: 3, unfinished: 1, succeeded: 1, failed: 1, skipped: 0, progress: 66.7 });
+    const retried = await store.retryFailedTasks('a', batch.id, newId);
+    expect(retried).toHaveLength(1);
+    expect((await store.getRun('a', retried[0].id))!.steps).toEqual([expect.objectContaining({ key: 'a', output: { order: 'o2' } })]);
+    const tasks = await store.listBatchTasks('a', batch.id, {}, { first: 2 });
+    expect(tasks.nodes.map((entry) => [entry.key, entry.status, entry.retries])).toEqual([['o1', 'succeeded', 0], ['o2', 'queued', 1]]);
+    expect((await store.listBatchTasks('a', batch.id, {}, { first: 2, after: tasks.pageInfo.endCursor! })).nodes.map((entry) => entry.key)).toEqual(['o3']);
+    await store.setBatchStatus('a', batch.id, 'succeeded');
+    expect((await store.listBatches('a', { flowId: flow.id }, { first: 10 })).nodes).toEqual([expect.objectContaining({ id: batch.id, status: 'succeeded', finishedAt: expect.any(String) })]);
+    expect(await store.hasUnfinishedRun('a', flow.id)).toBe(true);
+  });
+
+  it('keeps incremental fields per flow, moving movedAt only when the value changes', async () => {
+    const flowId = newId();
+    const set = await store.putIncrementalField('a', flowId, { field: 'updated_at', value: '2026-11-01T00:00:00.000Z', overlapMs: 300_000 });
+    expect(set).toMatchObject({ flowId, value: '2026-11-01T00:00:00.000Z', movedAt: expect.any(String), overlapMs: 300_000 });
+    const same = await store.putIncrementalField('a', flowId, { field: 'updated_at', value: '2026-11-01T00:00:00.000Z', overlapMs: 60_000 });
+    expect(same.movedAt).toBe(set.movedAt);
+    expect(await store.getIncrementalField('b', flowId)).toBeUndefined();
+    expect((await store.listIncrementalFields('a', { first: 10 })).nodes).toEqual([expect.objectContaining({ flowId, overlapMs: 60_000 })]);
+    expect(await store.deleteIncrementalField('a', flowId)).toBe(true);
+    expect(await store.getIncrementalField('a', flowId)).toBeUndefined();
+  });
 });
