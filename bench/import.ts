@@ -3,35 +3,13 @@
  * a 100 points/s shop (beside the bound the per-order query cost implies), and the peak RSS of the
  * worker process importing 10,000 orders against 1,000 (it must stay flat: one page in memory).
  */
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { ORDER_NODE_COST } from '../operations/shopify/order-import.ts';
-import { eventually, startTestPlatform, type TestPlatform } from '../test/support/harness.ts';
+import { eventually, spawnWorker, startTestPlatform, type TestPlatform } from '../test/support/harness.ts';
 import { importFlowDocument, refundWorld } from '../test/support/refund-fixture.ts';
 import type { ShopifySimulatorOptions } from '../test/support/shopify-simulator.ts';
 
 const RESTORE_RATE = 100;
-
-/** `tributary worker` as its own process on the platform's store and Redis, so its memory is its own. */
-function startWorker(env: TestPlatform) {
-  const { config } = env;
-  const child = spawn(process.execPath, ['bin/tributary.js', 'worker'], {
-    env: {
-      ...process.env, DATABASE_URL: config.databaseUrl, DATABASE_SCHEMA: config.databaseSchema, SECRETS_KEY: config.secretsKey,
-      REDIS_URL: config.redisUrl, REDIS_PREFIX: config.redisPrefix, LOG_LEVEL: 'warn',
-    },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  const ready = new Promise<void>((resolve, reject) => {
-    let output = '';
-    child.stderr!.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-      if (output.includes('worker consuming')) resolve();
-    });
-    child.once('exit', (code) => reject(new Error(`worker exited with ${code}: ${output}`)));
-  });
-  return { child, ready };
-}
 
 /** Peak resident set of a process, in MB (Linux). */
 const peakRssMb = (pid: number) => Math.round(Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024);
@@ -39,7 +17,8 @@ const peakRssMb = (pid: number) => Math.round(Number(/VmHWM:\s+(\d+) kB/.exec(re
 async function importOrders(env: TestPlatform, tenantId: string, count: number, shop: ShopifySimulatorOptions, drain: boolean) {
   const tenant = await env.tenant(tenantId);
   const world = await refundWorld(tenant, { shop });
-  const worker = startWorker(env);
+  // A worker process of its own, so its memory is the import's.
+  const worker = spawnWorker(env.config);
   try {
     await worker.ready;
     for (let i = 0; i < count; i++) world.shopify.shop.createOrder({ lines: [{ title: `Item ${i}`, price: 10, quantity: 1 }], synced: true });

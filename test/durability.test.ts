@@ -1,7 +1,7 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Platform } from '../bin/platform.ts';
-import { capturingLogger, eventually, sendWebhook, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
+import { capturingLogger, eventually, sendWebhook, spawnWorker, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
 import { Receiver } from './support/receiver.ts';
 import { refundRecordValidator } from '../operations/shopify/refund-record.ts';
 import { importFlowDocument, refundFlow, refundWorld } from './support/refund-fixture.ts';
@@ -24,25 +24,11 @@ afterAll(async () => {
   await env?.close();
 });
 
-/** `tributary worker` as its own OS process, on the test's schema and Redis prefix; resolves once it consumes. */
+/** A worker process on the test's schema and Redis prefix, with short locks; resolves once it consumes. */
 async function startWorker(): Promise<ChildProcess> {
-  const { config } = env;
-  const child = spawn(process.execPath, ['bin/tributary.js', 'worker'], {
-    env: {
-      ...process.env, DATABASE_URL: config.databaseUrl, DATABASE_SCHEMA: config.databaseSchema, SECRETS_KEY: config.secretsKey,
-      REDIS_URL: config.redisUrl, REDIS_PREFIX: config.redisPrefix, WORKER_LOCK_MS: '2000', WORKER_STALLED_INTERVAL_MS: '1000', LOG_LEVEL: 'warn',
-    },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  const { child, ready } = spawnWorker(env.config, { WORKER_LOCK_MS: '2000', WORKER_STALLED_INTERVAL_MS: '1000' });
   workers.push(child);
-  await new Promise<void>((resolve, reject) => {
-    let output = '';
-    child.stderr!.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-      if (output.includes('worker consuming')) resolve();
-    });
-    child.once('exit', (code) => reject(new Error(`worker exited with ${code}: ${output}`)));
-  });
+  await ready;
   return child;
 }
 

@@ -1,6 +1,6 @@
 import { permanent } from '../../engine/errors.ts';
-import type { OpenedDestination } from '../../engine/operations.ts';
-import type { ShopAccess } from './admin-api.ts';
+import type { OpenedDestination, OperationContext } from '../../engine/operations.ts';
+import { ShopifyAdminApi, type ShopAccess } from './admin-api.ts';
 import type { ErpAccess } from './erp.ts';
 
 /** The Admin API version used when a destination names none. */
@@ -26,4 +26,15 @@ export function shopifyDestination(destination: OpenedDestination): ShopifyDesti
     },
     erp: { apiUrl: settings.erp.apiUrl, accountId: settings.erp.accountId, ...credentials.erp },
   };
+}
+
+/** The config property every Shopify operation names its destination with. */
+export const destinationProperty = {
+  destination: { type: 'string', minLength: 1, description: 'Name of a destination of type shopify.' },
+} as const;
+
+/** The run's destination, and a client of its shop bound to the node's abort signal. */
+export async function openShop(ctx: OperationContext<unknown>, name: string): Promise<{ destination: ShopifyDestination; api: ShopifyAdminApi }> {
+  const destination = shopifyDestination(await ctx.destination(name));
+  return { destination, api: new ShopifyAdminApi(destination.shop, ctx.signal) };
 }

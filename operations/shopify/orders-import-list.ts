@@ -1,7 +1,6 @@
 import { later, toOperationError } from '../../engine/errors.ts';
 import { defineOperation } from '../../engine/operations.ts';
-import { ShopifyAdminApi } from './admin-api.ts';
-import { shopifyDestination } from './destination.ts';
+import { destinationProperty, openShop } from './destination.ts';
 import { maxPageSize, optionalOrderFields, ordersPage, windowQuery } from './order-import.ts';
 
 const FIELD = 'updated_at';
@@ -28,7 +27,7 @@ export const ordersImportList = defineOperation({
     additionalProperties: false,
     required: ['destination'],
     properties: {
-      destination: { type: 'string', minLength: 1, description: 'Name of a destination of type shopify.' },
+      ...destinationProperty,
       query: { type: 'string', maxLength: 1000, description: 'A Shopify order search filter ANDed with the window, e.g. "financial_status:paid".' },
       fields: {
         type: 'array', uniqueItems: true, items: { enum: optionalOrderFields }, default: [],
@@ -45,7 +44,7 @@ export const ordersImportList = defineOperation({
   },
   async run(ctx) {
     const { config } = ctx;
-    const api = new ShopifyAdminApi(shopifyDestination(await ctx.destination(config.destination)).shop, ctx.signal);
+    const { api } = await openShop(ctx, config.destination);
     const window = await ctx.step('window', async () => {
       const field = await ctx.incrementalField.get();
       const overlapMs = field?.overlapMs ?? (config.overlapMinutes ?? 5) * 60_000;

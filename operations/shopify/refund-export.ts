@@ -1,7 +1,6 @@
 import { permanent } from '../../engine/errors.ts';
 import { defineOperation } from '../../engine/operations.ts';
-import { ShopifyAdminApi } from './admin-api.ts';
-import { shopifyDestination } from './destination.ts';
+import { destinationProperty, openShop } from './destination.ts';
 import { marksOf, parseProcessed } from './order-marks.ts';
 import type { OrderRecord } from './order-import.ts';
 import { exportRefund, orderSyncGateSchema } from './export-refund.ts';
@@ -40,7 +39,7 @@ export const refundExport = defineOperation({
     additionalProperties: false,
     required: ['destination'],
     properties: {
-      destination: { type: 'string', minLength: 1, description: 'Name of a destination of type shopify.' },
+      ...destinationProperty,
       orderId: { type: 'string', description: 'The order\'s GID; by default the message body\'s Id (an imported order) or admin_graphql_api_id (an order webhook).' },
       ...orderSyncGateSchema,
     },
@@ -56,8 +55,7 @@ export const refundExport = defineOperation({
     if (config.orderId === undefined && recordShowsPending(ctx.input.body) === false) {
       return ctx.stop('skipped', `the imported order ${orderId} shows no refund missing from its listOfRefundProcessed`);
     }
-    const destination = shopifyDestination(await ctx.destination(config.destination));
-    const api = new ShopifyAdminApi(destination.shop, ctx.signal);
+    const { destination, api } = await openShop(ctx, config.destination);
     // The refunds to export are decided once per run (a memoized step): a pass resumed after a crash
     // finishes the same refunds, whose sends and marks are memoized, instead of judging them anew.
     const pending = await ctx.step('pending', async () => {

@@ -1,7 +1,6 @@
 import { permanent } from '../../engine/errors.ts';
 import { defineOperation } from '../../engine/operations.ts';
-import { ShopifyAdminApi } from './admin-api.ts';
-import { shopifyDestination } from './destination.ts';
+import { destinationProperty, openShop } from './destination.ts';
 import { exportRefund, orderSyncGateSchema } from './export-refund.ts';
 
 const REFUND_GID = /^gid:\/\/shopify\/Refund\/\d+$/;
@@ -26,7 +25,7 @@ export const refundSyncToErp = defineOperation({
     additionalProperties: false,
     required: ['destination'],
     properties: {
-      destination: { type: 'string', minLength: 1, description: 'Name of a destination of type shopify.' },
+      ...destinationProperty,
       refundId: { type: 'string', description: 'The refund\'s GID; by default the webhook\'s admin_graphql_api_id.' },
       ...orderSyncGateSchema,
     },
@@ -37,8 +36,7 @@ export const refundSyncToErp = defineOperation({
     if (typeof refundId !== 'string' || !REFUND_GID.test(refundId)) {
       throw permanent('the message names no refund: expected admin_graphql_api_id like gid://shopify/Refund/123', { details: { refundId: refundId ?? null } });
     }
-    const destination = shopifyDestination(await ctx.destination(config.destination));
-    const api = new ShopifyAdminApi(destination.shop, ctx.signal);
+    const { destination, api } = await openShop(ctx, config.destination);
 
     const exported = await exportRefund(ctx, api, destination, refundId, config);
     if (exported.alreadyProcessed) {

@@ -1,3 +1,4 @@
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -199,4 +200,24 @@ export async function eventually<T>(probe: () => Promise<T>, limitMs = 60_000): 
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
   }
+}
+
+/** `tributary worker` as its own OS process on a platform's store and Redis; `ready` resolves once it consumes. */
+export function spawnWorker(config: Config, env: Record<string, string> = {}): { child: ChildProcess; ready: Promise<void> } {
+  const child = spawn(process.execPath, ['bin/tributary.js', 'worker'], {
+    env: {
+      ...process.env, DATABASE_URL: config.databaseUrl, DATABASE_SCHEMA: config.databaseSchema, SECRETS_KEY: config.secretsKey,
+      REDIS_URL: config.redisUrl, REDIS_PREFIX: config.redisPrefix, LOG_LEVEL: 'warn', ...env,
+    },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  const ready = new Promise<void>((resolve, reject) => {
+    let output = '';
+    child.stderr!.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.includes('worker consuming')) resolve();
+    });
+    child.once('exit', (code) => reject(new Error(`worker exited with ${code}: ${output}`)));
+  });
+  return { child, ready };
 }
