@@ -104,7 +104,7 @@ export function adapterRoutes(context: ApiContext, options: { bodyLimitBytes: nu
       tenantId, flowKey: adapterFlow.key, rawBody, body, query: {},
       // Only what the run needs: the credentials stay in the sealed destination.
       headers: {
-        'x-api-key': apiKey, 'x-adapter-destination': destination, 'x-store-graphql-url': settings.graphqlUrl, 'content-type': 'application/json',
+        'x-api-key': apiKey, 'x-shopify-topic': 'refunds/create', 'x-adapter-destination': destination, 'x-store-graphql-url': settings.graphqlUrl, 'content-type': 'application/json',
         ...(idempotencyKey ? { 'idempotency-key': idempotencyKey } : {}),
       },
     }).catch(() => {

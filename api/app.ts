@@ -21,6 +21,8 @@ import { editableFlowRoutes } from './routes/editable-flows.ts';
 import { flowRoutes } from './routes/flows.ts';
 import { runRoutes } from './routes/runs.ts';
 import { secretRoutes, variableRoutes } from './routes/variables.ts';
+import { blockedTopicRoutes, messageRoutes } from './routes/messages.ts';
+import { tenantRoutes } from './routes/tenants.ts';
 import { tokenRoutes } from './token.ts';
 
 export interface Readiness {
@@ -53,7 +55,7 @@ export function apiRoutes(context: ApiContext): RouteSpec[] {
   return [
     ...editableFlowRoutes(context), ...flowRoutes(context), ...variableRoutes(context), ...secretRoutes(context), ...runRoutes(context),
     ...destinationRoutes(context), ...adapterKeyRoutes(context), ...batchRoutes(context), ...incrementalFieldRoutes(context),
-    ...metadataRoutes(context),
+    ...metadataRoutes(context), ...tenantRoutes(context), ...messageRoutes(context), ...blockedTopicRoutes(context),
   ];
 }
 
@@ -80,7 +82,7 @@ export function createApp(options: AppOptions): Express {
   const [guard, dashboard] = dashboardRoutes(options.queues, context.store, options.verifier);
   app.use(DASHBOARD_PATH, guard, dashboard);
   app.use('/api', express.json({ limit: bodyLimitBytes, type: ['application/json', 'application/*+json'], verify: refuseUnstorable }));
-  app.use(mountRoutes(routes, options.verifier));
+  app.use(mountRoutes(routes, options.verifier, context.store));
   app.use((req, _res, next) => next(new HttpProblem(404, 'Not found', `no route ${req.method} ${req.path}`)));
   app.use(problemHandler(logger));
   return app;

@@ -1,6 +1,6 @@
 import { resourceSchemas } from '../engine/resources.ts';
 import { operatorScope, tenantScopes } from './auth/scopes.ts';
-import { seedTags, type RouteSpec } from './route.ts';
+import { isOperatorRoute, seedTags, type RouteSpec } from './route.ts';
 
 const problemSchema = {
   type: 'object',
@@ -34,7 +34,7 @@ function parameters(route: RouteSpec) {
       name, in: where, required: where === 'path' || (schema?.required ?? []).includes(name), schema: property,
     }));
   return [
-    { name: 'tenant_id', in: 'header', required: true, description: 'The tenant this request works in.', schema: { type: 'string' } },
+    ...(isOperatorRoute(route) ? [] : [{ name: 'tenant_id', in: 'header', required: true, description: 'The tenant this request works in.', schema: { type: 'string' } }]),
     ...from('path', route.params as never),
     ...from('query', route.query as never),
   ];
@@ -49,10 +49,14 @@ export function openApiDocument(routes: RouteSpec[], version: string) {
     for (const [status, response] of Object.entries(route.responses)) {
       responses[status] = response.schema ? { description: response.description, content: json(response.schema) } : { description: response.description };
     }
-    Object.assign(responses, {
+    Object.assign(responses, isOperatorRoute(route) ? {
+      400: problem('Invalid request.'),
+      401: problem('No, invalid or expired bearer token.'),
+      403: problem('Not an operator token.'),
+    } : {
       400: problem('Invalid request, or the tenant_id header is missing.'),
       401: problem('No, invalid or expired bearer token.'),
-      403: problem(`The token does not grant this tenant, or lacks the scope ${route.scope}.`),
+      403: problem(`The token does not grant this tenant, lacks the scope ${route.scope}, or the tenant is suspended.`),
     });
     (paths[route.path] ??= {})[route.method] = {
       tags: [route.tag],
@@ -71,7 +75,8 @@ export function openApiDocument(routes: RouteSpec[], version: string) {
     info: {
       title: 'Tributary API',
       version,
-      description: 'Multi-tenant integration runtime. Every /api request carries Authorization: Bearer <token> and tenant_id: <tenant>.',
+      description: 'Multi-tenant integration runtime. Every /api request carries Authorization: Bearer <token> and tenant_id: <tenant>, '
+        + 'except operator routes (scope platform:admin), which act across tenants and name a tenant in the path.',
     },
     jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
     tags: Object.entries(seedTags).map(([name, label]) => ({ name, description: label })),

@@ -2,7 +2,8 @@ import { Router, type Request, type Response } from 'express';
 import type { FromSchema, JSONSchema } from 'json-schema-to-ts';
 import { SchemaValidator } from '../engine/json-schema.ts';
 import { authorize, type Principal, type TokenVerifier } from './auth/verifier.ts';
-import type { Scope } from './auth/scopes.ts';
+import { operatorScope, type Scope } from './auth/scopes.ts';
+import type { Store } from '../engine/store/port.ts';
 import { HttpProblem } from './problem.ts';
 
 /** The seed's API tags, with the seed's label of each. */
@@ -24,6 +25,7 @@ export interface RouteContext<Body, Query, Params> {
   body: Body;
   query: Query;
   params: Params;
+  /** The tenant_id header; empty on operator routes, which name their tenant in the path if any. */
   tenantId: string;
   principal: Principal;
   req: Request;
@@ -42,6 +44,7 @@ export interface RouteSpec<B extends Schema | undefined = Schema | undefined, Q 
   tag: SeedTag;
   summary: string;
   description?: string;
+  /** The operator scope makes an operator route: across tenants, without the tenant_id header. */
   scope: Scope;
   params?: P;
   query?: Q;
@@ -57,8 +60,14 @@ export function defineRoute<const B extends Schema | undefined = undefined, cons
   return spec as unknown as RouteSpec;
 }
 
-/** Registers routes on a router; validation errors name each bad field (`$.body.nodes[0].id`). */
-export function mountRoutes(routes: RouteSpec[], verifier: TokenVerifier): Router {
+export const isOperatorRoute = (route: Pick<RouteSpec, 'scope'>) => route.scope === operatorScope;
+
+/**
+ * Registers routes on a router; validation errors name each bad field (`$.body.nodes[0].id`).
+ * A tenant route needs the tenant_id header and a token that grants it; a tenant's own clients are
+ * refused while it is suspended (or gone), operators are not.
+ */
+export function mountRoutes(routes: RouteSpec[], verifier: TokenVerifier, store: Pick<Store, 'getTenant'>): Router {
   const router = Router();
   for (const route of routes) {
     const validators = {
@@ -68,9 +77,15 @@ export function mountRoutes(routes: RouteSpec[], verifier: TokenVerifier): Route
     };
     router[route.method](route.path.replace(/\{(\w+)\}/g, ':$1'), async (req: Request, res: Response) => {
       const principal = await verifier.verify(req.get('authorization'));
-      const tenantId = req.get('tenant_id');
-      if (!tenantId) throw new HttpProblem(400, 'Missing tenant', 'every request needs the header tenant_id: <tenant id>', { errors: [{ path: '$.headers.tenant_id', message: 'is required' }] });
-      authorize(principal, tenantId, route.scope);
+      const tenantId = isOperatorRoute(route) ? '' : req.get('tenant_id') ?? '';
+      if (isOperatorRoute(route)) {
+        if (!principal.operator) throw new HttpProblem(403, 'Forbidden', `an operator route: it needs an operator token (scope ${operatorScope})`);
+      } else if (!tenantId) {
+        throw new HttpProblem(400, 'Missing tenant', 'every request needs the header tenant_id: <tenant id>', { errors: [{ path: '$.headers.tenant_id', message: 'is required' }] });
+      } else {
+        authorize(principal, tenantId, route.scope);
+        if (!principal.operator) await refuseInactiveTenant(store, tenantId);
+      }
       const params = validators.params ? validators.params.validate({ ...req.params }, '$.params') : req.params;
       const query = validators.query ? validators.query.validate({ ...(req.query as object) }, '$.query') : {};
       const body = validators.body ? validators.body.validate(requestBody(req), '$.body') : undefined;
@@ -81,6 +96,12 @@ export function mountRoutes(routes: RouteSpec[], verifier: TokenVerifier): Route
     });
   }
   return router;
+}
+
+async function refuseInactiveTenant(store: Pick<Store, 'getTenant'>, tenantId: string) {
+  const tenant = await store.getTenant(tenantId);
+  if (!tenant) throw new HttpProblem(403, 'Forbidden', `tenant ${tenantId} does not exist`);
+  if (tenant.status === 'suspended') throw new HttpProblem(403, 'Tenant suspended', `tenant ${tenantId} is suspended: ${tenant.suspendedReason ?? 'no reason given'}`);
 }
 
 /** The parsed JSON body; an empty request counts as `{}`, any other media type is refused. */

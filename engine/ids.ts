@@ -15,15 +15,30 @@ function randomTail(): Buffer {
   return bytes;
 }
 
+let lastMs = 0;
+let counter = 0;
+
 /**
  * UUIDv7 (RFC 9562): time-ordered, so ids sort by creation and serve as stable page cursors.
- * The random tail makes ids from several processes in one millisecond distinct.
+ * Within a process they are strictly increasing: the 12 bits after the timestamp count ids made in
+ * the same millisecond (from a random start, borrowing the next millisecond on overflow), so
+ * messages and runs sort in the order they arrived. The random tail keeps processes apart.
  */
 export function newId(): string {
+  const tail = randomTail();
+  const now = Date.now();
+  if (now > lastMs) {
+    lastMs = now;
+    counter = tail[9] << 3;
+  } else if (++counter > 0xfff) {
+    lastMs += 1;
+    counter = 0;
+  }
   const bytes = Buffer.allocUnsafe(16);
-  bytes.writeUIntBE(Date.now(), 0, 6);
-  randomTail().copy(bytes, 6);
-  bytes[6] = 0x70 | (bytes[6] & 0x0f);
+  bytes.writeUIntBE(lastMs, 0, 6);
+  bytes[6] = 0x70 | (counter >> 8);
+  bytes[7] = counter & 0xff;
+  tail.copy(bytes, 8, 0, 8);
   bytes[8] = 0x80 | (bytes[8] & 0x3f);
   const hex = bytes.toString('hex');
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;

@@ -3,9 +3,9 @@ import { newId } from './ids.ts';
 import { runJob, type RunQueue } from './queue/run-queue.ts';
 import type { CompiledFlowCache } from './runtime/flow-cache.ts';
 import { secretContext, type Keyring } from './secrets/keyring.ts';
-import type { AcceptedMessage, NewMessage, Store } from './store/port.ts';
+import type { AcceptedMessage, HeldFilter, NewMessage, Store } from './store/port.ts';
 import { GroupCommit } from './group-commit.ts';
-import { deliveryIdHeader, headerValue, keptHeaders, verificationSecretNames, verifyDelivery, type Headers } from './triggers/webhook.ts';
+import { deliveryIdHeader, headerValue, keptHeaders, topicOf, verificationSecretNames, verifyDelivery, type Headers } from './triggers/webhook.ts';
 
 /** The active version behind a flow URL, with what verifying a delivery needs. */
 interface ActiveTrigger {
@@ -25,7 +25,7 @@ export interface Delivery {
 }
 
 export type IntakeResult =
-  | { outcome: 'accepted' | 'duplicate'; messageId: string; runId: string }
+  | { outcome: 'accepted' | 'duplicate'; messageId: string; runId: string; held: boolean }
   | { outcome: 'no-flow' }
   | { outcome: 'unverified' }
   | { outcome: 'invalid'; field: string; reason: string };
@@ -33,10 +33,28 @@ export type IntakeResult =
 /** Store a batch of messages with their runs, then enqueue the runs; only then is any of them accepted. */
 export async function acceptMessages(store: Store, queue: RunQueue, batch: Array<{ message: NewMessage; runId: string }>): Promise<AcceptedMessage[]> {
   const results = await store.acceptMessages(batch);
-  // A duplicate whose run never reached the queue (its first answer was a 503) is enqueued now.
-  const jobs = results.filter((result) => !result.duplicate || result.run.status === 'queued').map(({ run }) => runJob(run));
+  // New runs are queued unless held (they get a job when released). A duplicate whose run is still
+  // queued never reached the queue (its first answer was a 503): it is enqueued now.
+  const jobs = results.filter(({ run }) => run.status === 'queued').map(({ run }) => runJob(run));
   await queue.enqueue(jobs);
   return results;
+}
+
+/** What becomes of held runs: run them (those whose hold no longer applies), discard them, or keep them held. */
+export type HeldChoice = 'release' | 'discard' | 'keep';
+
+/** Settle held runs: released ones are queued in the store, then enqueued in arrival order. */
+export async function settleHeld(store: Store, queue: RunQueue, tenantId: string, choice: HeldChoice, filter: HeldFilter, discardReason: string) {
+  let released = 0;
+  let discarded = 0;
+  if (choice === 'release') {
+    const runs = await store.releaseHeld(tenantId, filter);
+    await queue.enqueue(runs.map(runJob));
+    released = runs.length;
+  } else if (choice === 'discard') {
+    discarded = await store.discardHeld(tenantId, filter, discardReason);
+  }
+  return { released, discarded };
 }
 
 /** Longest delivery id kept (it is a unique index key). */
@@ -87,15 +105,20 @@ export class Intake {
     }
     const message = {
       tenantId: delivery.tenantId, id: newId(), flowId: trigger.flowId, flowVersion: trigger.version, deliveryId: deliveryId ?? null,
-      body: delivery.body, headers: keptHeaders(delivery.headers, config.verify), query: delivery.query,
+      topic: topicOf(delivery.headers), body: delivery.body, headers: keptHeaders(delivery.headers, config.verify), query: delivery.query,
     };
     const { duplicate, messageId, run } = await this.commits.submit({ message, runId: newId() });
-    return { outcome: duplicate ? 'duplicate' : 'accepted', messageId, runId: run.id };
+    return { outcome: duplicate ? 'duplicate' : 'accepted', messageId, runId: run.id, held: run.status === 'held' };
   }
 
   /** Forget a flow URL's resolution (after publish, activate, deactivate or delete). */
   invalidate(tenantId: string, flowKey: string) {
     this.triggers.delete(`${tenantId}\0${flowKey}`);
+  }
+
+  /** Forget every flow URL of a tenant (it was deleted). */
+  invalidateTenant(tenantId: string) {
+    for (const key of this.triggers.keys()) if (key.startsWith(`${tenantId}\0`)) this.triggers.delete(key);
   }
 
   private resolve(tenantId: string, flowKey: string): Promise<ActiveTrigger | undefined> {

@@ -24,11 +24,13 @@ export const errorRecordSchema = {
 export const tenantSchema = {
   type: 'object',
   additionalProperties: false,
-  required: ['id', 'name', 'status', 'createdAt'],
+  required: ['id', 'name', 'status', 'suspendedReason', 'suspendedAt', 'createdAt'],
   properties: {
     id: { type: 'string', pattern: '^[a-z0-9][a-z0-9-]{0,62}$' },
     name: { type: 'string' },
-    status: { enum: ['active', 'suspended'] },
+    status: { enum: ['active', 'suspended'], description: 'A suspended tenant\'s API calls get 403; its flow URLs record messages but start no runs.' },
+    suspendedReason: { type: ['string', 'null'] },
+    suspendedAt: nullableTimestamp,
     createdAt: timestamp,
   },
 } as const;
@@ -83,13 +85,14 @@ export const secretInfoSchema = {
 export const messageSchema = {
   type: 'object',
   additionalProperties: false,
-  required: ['tenantId', 'id', 'flowId', 'flowVersion', 'deliveryId', 'body', 'headers', 'query', 'receivedAt'],
+  required: ['tenantId', 'id', 'flowId', 'flowVersion', 'deliveryId', 'topic', 'body', 'headers', 'query', 'receivedAt'],
   properties: {
     tenantId: { type: 'string' },
     id: uuid,
     flowId: uuid,
     flowVersion: { type: 'integer' },
     deliveryId: { type: ['string', 'null'] },
+    topic: { type: ['string', 'null'], description: 'What the sender says the message is about (X-Shopify-Topic, X-Topic); `schedule` for a tick, `poll` for a batch item.' },
     body: {},
     headers: { type: 'object', additionalProperties: { type: 'string' } },
     query: { type: 'object' },
@@ -97,21 +100,28 @@ export const messageSchema = {
   },
 } as const;
 
-export const runStatuses = ['queued', 'running', 'waiting', 'succeeded', 'failed', 'filtered', 'skipped', 'cancelled'] as const;
+/** What became of a message: from its latest run, or `duplicate` for a repeated delivery (which has none). */
+export const messageStatuses = ['accepted', 'duplicate', 'blocked', 'running', 'succeeded', 'failed', 'skipped'] as const;
+
+/** Why a run waits without a job: its tenant is suspended, or its message's topic is blocked. */
+export const holdReasons = ['suspended', 'topic'] as const;
+
+export const runStatuses = ['held', 'queued', 'running', 'waiting', 'succeeded', 'failed', 'filtered', 'skipped', 'cancelled'] as const;
 export const terminalRunStatuses = ['succeeded', 'failed', 'filtered', 'skipped', 'cancelled'] as const;
 export const stepStatuses = ['succeeded', 'failed', 'waiting', 'filtered', 'skipped'] as const;
 
 export const runSchema = {
   type: 'object',
   additionalProperties: false,
-  required: ['tenantId', 'id', 'flowId', 'flowVersion', 'messageId', 'status', 'attempts', 'error', 'createdAt', 'startedAt', 'finishedAt', 'batchId'],
+  required: ['tenantId', 'id', 'flowId', 'flowVersion', 'messageId', 'status', 'heldBy', 'attempts', 'error', 'createdAt', 'startedAt', 'finishedAt', 'batchId'],
   properties: {
     tenantId: { type: 'string' },
     id: uuid,
     flowId: uuid,
     flowVersion: { type: 'integer' },
     messageId: uuid,
-    status: { enum: runStatuses },
+    status: { enum: runStatuses, description: 'held: recorded but not queued (tenant suspended or topic blocked) until released or discarded.' },
+    heldBy: { anyOf: [{ enum: holdReasons }, { type: 'null' }], description: 'Why a held run is held.' },
     attempts: { type: 'integer', description: 'How many times a worker took the run up.' },
     error: { anyOf: [errorRecordSchema, { type: 'null' }] },
     createdAt: timestamp,
@@ -220,6 +230,42 @@ export const incrementalFieldSchema = {
   },
 } as const;
 
+/** A message as the MessageInfo API shows it: headers as kept (secrets never are), body capped. */
+export const messageInfoSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['id', 'flowId', 'flowVersion', 'deliveryId', 'topic', 'status', 'duplicateOf', 'headers', 'query', 'body', 'bodyBytes', 'bodyTruncated', 'receivedAt', 'runId'],
+  properties: {
+    id: uuid,
+    flowId: uuid,
+    flowVersion: { type: 'integer' },
+    deliveryId: { type: ['string', 'null'] },
+    topic: { type: ['string', 'null'] },
+    status: { enum: messageStatuses },
+    duplicateOf: { anyOf: [uuid, { type: 'null' }], description: 'For a repeated delivery: the first message with its delivery id.' },
+    headers: { type: 'object', additionalProperties: { type: 'string' }, description: 'The headers kept (signatures and credentials are not).' },
+    query: { type: 'object' },
+    body: { description: 'The body, or null when it is over the size cap (see bodyTruncated).' },
+    bodyBytes: { type: 'integer' },
+    bodyTruncated: { type: 'boolean' },
+    receivedAt: timestamp,
+    runId: { anyOf: [uuid, { type: 'null' }], description: 'Its latest run.' },
+  },
+} as const;
+
+export const blockedTopicSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['topic', 'reason', 'blockedAt', 'held'],
+  description: 'Deliveries of a blocked topic are verified, recorded and answered 2xx, but not run until released.',
+  properties: {
+    topic: { type: 'string' },
+    reason: { type: ['string', 'null'] },
+    blockedAt: timestamp,
+    held: { type: 'integer', description: 'Messages of the topic held so far.' },
+  },
+} as const;
+
 /** What a builder UI needs to render an operation: the metadata of its definition. */
 export const operationInfoSchema = {
   type: 'object',
@@ -251,6 +297,10 @@ export type FlowVersion = FromSchema<typeof flowVersionSchema>;
 export type Variable = FromSchema<typeof variableSchema>;
 export type SecretInfo = FromSchema<typeof secretInfoSchema>;
 export type Message = FromSchema<typeof messageSchema>;
+export type MessageInfo = FromSchema<typeof messageInfoSchema>;
+export type MessageStatus = (typeof messageStatuses)[number];
+export type HoldReason = (typeof holdReasons)[number];
+export type BlockedTopic = FromSchema<typeof blockedTopicSchema>;
 export type Run = FromSchema<typeof runSchema>;
 export type Step = FromSchema<typeof stepSchema>;
 export type RunStatus = (typeof runStatuses)[number];
@@ -265,6 +315,8 @@ export const resourceSchemas = {
   Variable: variableSchema,
   SecretInfo: secretInfoSchema,
   Message: messageSchema,
+  MessageInfo: messageInfoSchema,
+  BlockedTopic: blockedTopicSchema,
   Run: runSchema,
   Step: stepSchema,
   ErrorRecord: errorRecordSchema,
@@ -277,4 +329,4 @@ export const resourceSchemas = {
 };
 
 /** The status enums of the resources, as the Metadata API lists them. */
-export const statusEnums = { runStatuses, stepStatuses, batchStatuses };
+export const statusEnums = { runStatuses, stepStatuses, batchStatuses, messageStatuses };

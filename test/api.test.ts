@@ -24,14 +24,15 @@ afterAll(() => env?.close());
 /** Every /api route of the OpenAPI document, with its path parameters filled for tenant A's data. */
 async function apiOperations() {
   const document = await (await fetch(`${env.url}/openapi.json`)).json();
-  const operations: Array<{ method: string; path: string; scope: string }> = [];
+  const operations: Array<{ method: string; path: string; scope: string; operator: boolean }> = [];
   for (const [path, methods] of Object.entries<any>(document.paths)) {
     if (!path.startsWith('/api/')) continue;
     for (const [method, operation] of Object.entries<any>(methods)) {
       // The deprecated adapter route has its own key (x-api-key), tested with the refund operation.
       if (operation.security.length === 0) continue;
-      const filled = path.replace('{id}', flowA).replace('{name}', 'ERP_URL').replace('{version}', '1');
-      operations.push({ method: method.toUpperCase(), path: filled, scope: operation.security[0].oauth2[0] });
+      const filled = path.replace('{id}', flowA).replace('{name}', 'ERP_URL').replace('{version}', '1').replace('{tenantId}', 'tenant-a').replace('{topic}', 'refunds%2Fcreate');
+      const scope = operation.security[0].oauth2[0];
+      operations.push({ method: method.toUpperCase(), path: filled, scope, operator: scope === 'platform:admin' });
     }
   }
   return operations;
@@ -45,7 +46,7 @@ const bodyFor = (method: string, path: string) =>
 
 describe('authentication and authorization on every route', () => {
   it('answers 401 without a token, 401 with a bad one, 400 without tenant_id, 403 for another tenant', async () => {
-    const operations = await apiOperations();
+    const operations = (await apiOperations()).filter((operation) => !operation.operator);
     expect(operations.length).toBeGreaterThanOrEqual(17);
     for (const { method, path } of operations) {
       const body = bodyFor(method, path);
@@ -69,6 +70,21 @@ describe('authentication and authorization on every route', () => {
       const response = await fetch(`${env.url}${path}`, { method, headers: { authorization: `Bearer ${reader}`, tenant_id: 'tenant-a' } });
       expect(response.status, `${method} ${path} needs ${scope}`).toBe(403);
     }
+  });
+
+  it('answers operator routes only to operator tokens, without a tenant_id header', async () => {
+    const operations = (await apiOperations()).filter((operation) => operation.operator);
+    expect(operations.map(({ method, path }) => `${method} ${path}`)).toEqual(expect.arrayContaining(['GET /api/v1/tenants', 'POST /api/v1/tenants/tenant-a/suspend']));
+    for (const { method, path } of operations) {
+      const body = method === 'GET' || method === 'DELETE' ? undefined : {};
+      expect((await fetch(`${env.url}${path}`, { method })).status, `${method} ${path} without token`).toBe(401);
+      expect((await a.call(method, path, body)).status, `${method} ${path} as a tenant`).toBe(403);
+      expect((await b.as('tenant-a').call(method, path, body)).status, `${method} ${path} as another tenant`).toBe(403);
+    }
+    const operator = await env.operator();
+    const tenantA = await operator.call('GET', '/api/v1/tenants/tenant-a', undefined, { tenant_id: '' });
+    expect(tenantA.status).toBe(200);
+    expect(tenantA.body).toMatchObject({ id: 'tenant-a', status: 'active' });
   });
 
   it('refuses wrong client secrets and unknown grant types at the token endpoint', async () => {

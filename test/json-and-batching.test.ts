@@ -49,10 +49,11 @@ describe('GroupCommit', () => {
 });
 
 describe('newId', () => {
-  it('makes distinct UUIDv7s that sort by creation time', async () => {
+  it('makes distinct UUIDv7s that sort by creation time, also within one millisecond', async () => {
     const { newId } = await import('../engine/ids.ts');
-    const ids = Array.from({ length: 5000 }, () => newId());
+    const ids = Array.from({ length: 20_000 }, () => newId());
     expect(new Set(ids).size).toBe(ids.length);
+    expect([...ids].sort()).toEqual(ids);
     for (const id of ids) expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     const before = newId();
     await new Promise((resolve) => setTimeout(resolve, 3));

@@ -120,7 +120,7 @@ describe.each(adapters)('store contract on %s', (_name, open) => {
   it('accepts a delivery id once per flow and returns the first message to repeats, also within one batch', async () => {
     const flow = await store.createFlow('a', { id: newId(), key: 'dedupe', name: 'd', draft: doc('dedupe') });
     const message = (tenantId: string, deliveryId: string | null) => ({
-      message: { tenantId, id: newId(), flowId: flow.id, flowVersion: 1, deliveryId, body: { n: 1 }, headers: {}, query: {} }, runId: newId(),
+      message: { tenantId, id: newId(), flowId: flow.id, flowVersion: 1, deliveryId, topic: null, body: { n: 1 }, headers: {}, query: {} }, runId: newId(),
     });
     const [first, sameBatch, other, anonymous] = await store.acceptMessages([message('a', 'd-1'), message('a', 'd-1'), message('b', 'd-1'), message('a', null)]);
     expect(first.duplicate).toBe(false);
@@ -133,7 +133,7 @@ describe.each(adapters)('store contract on %s', (_name, open) => {
 
   it('never changes a finished run, and counts attempts', async () => {
     const flow = await store.createFlow('a', { id: newId(), key: 'runs', name: 'r', draft: doc('runs') });
-    const [{ run }] = await store.acceptMessages([{ message: { tenantId: 'a', id: newId(), flowId: flow.id, flowVersion: 1, deliveryId: null, body: null, headers: {}, query: {} }, runId: newId() }]);
+    const [{ run }] = await store.acceptMessages([{ message: { tenantId: 'a', id: newId(), flowId: flow.id, flowVersion: 1, deliveryId: null, topic: null, body: null, headers: {}, query: {} }, runId: newId() }]);
     expect((await store.beginRun('a', run.id))?.run).toMatchObject({ status: 'running', attempts: 1 });
     const now = new Date().toISOString();
     const step = { runId: run.id, key: 'a', nodeId: 'a', status: 'succeeded' as const, attempts: 1, output: { big: 2 ** 40, none: null }, error: null, startedAt: now, finishedAt: now };
@@ -156,7 +156,7 @@ describe.each(adapters)('store contract on %s', (_name, open) => {
     await store.putVariable('b', 'WANTED', 1);
     await store.putVariable('b', 'OTHER', 2);
     await store.putSecret('b', 'KEY', { keyId: 'k', ciphertext: 'c', fingerprint: 'f' });
-    const accept = async () => (await store.acceptMessages([{ message: { tenantId: 'b', id: newId(), flowId: flow.id, flowVersion: 1, deliveryId: null, body: 1, headers: {}, query: {} }, runId: newId() }]))[0].run;
+    const accept = async () => (await store.acceptMessages([{ message: { tenantId: 'b', id: newId(), flowId: flow.id, flowVersion: 1, deliveryId: null, topic: null, body: 1, headers: {}, query: {} }, runId: newId() }]))[0].run;
     const named = await store.beginRun('b', (await accept()).id, { vars: ['WANTED', 'V1'], secrets: ['KEY'] });
     expect(named?.vars).toEqual({ WANTED: 1 });
     expect(named?.sealedSecrets).toEqual([{ name: 'KEY', keyId: 'k', ciphertext: 'c', fingerprint: 'f' }]);
@@ -169,7 +169,7 @@ describe.each(adapters)('store contract on %s', (_name, open) => {
   it('keeps batches: tasks deduplicated by key with their seeded checkpoint, counts from their runs, failed tasks retried', async () => {
     const flow = await store.createFlow('a', { id: newId(), key: 'batched', name: 'batched', draft: doc('batched') });
     await store.publishFlow('a', flow.id, flow.revision, doc('batched'));
-    const [poll] = await store.acceptMessages([{ message: { tenantId: 'a', id: newId(), flowId: flow.id, flowVersion: 1, deliveryId: null, body: {}, headers: {}, query: {} }, runId: newId() }]);
+    const [poll] = await store.acceptMessages([{ message: { tenantId: 'a', id: newId(), flowId: flow.id, flowVersion: 1, deliveryId: null, topic: null, body: {}, headers: {}, query: {} }, runId: newId() }]);
     const batch = await store.createBatch('a', { id: newId(), flowId: flow.id, flowVersion: 1, runId: poll.run.id, nodeId: 'a', windowFrom: null, windowTo: '2026-11-21T00:00:00.000Z' });
     expect(batch).toMatchObject({ status: 'importing', counts: { total: 0, progress: 100 }, windowTo: '2026-11-21T00:00:00.000Z' });
     const task = (key: string) => ({ key, item: { order: key }, messageId: newId(), runId: newId() });
@@ -205,5 +205,83 @@ describe.each(adapters)('store contract on %s', (_name, open) => {
     expect((await store.listIncrementalFields('a', { first: 10 })).nodes).toEqual([expect.objectContaining({ flowId, overlapMs: 60_000 })]);
     expect(await store.deleteIncrementalField('a', flowId)).toBe(true);
     expect(await store.getIncrementalField('a', flowId)).toBeUndefined();
+  });
+
+  it('holds runs of a suspended tenant or a blocked topic, releases them in arrival order or discards them', async () => {
+    await store.createTenant({ id: 'held', name: 'Held' });
+    const flow = await store.createFlow('held', { id: newId(), key: 'topics', name: 't', draft: doc('topics') });
+    await store.publishFlow('held', flow.id, flow.revision, doc('topics'));
+    const deliver = async (topic: string | null, deliveryId: string | null = null) => (await store.acceptMessages([{
+      message: { tenantId: 'held', id: newId(), flowId: flow.id, flowVersion: 1, deliveryId, topic, body: { topic }, headers: {}, query: {} }, runId: newId(),
+    }]))[0];
+
+    expect((await store.blockTopic('held', 'refunds/create', 'ERP migration')).created).toBe(true);
+    expect((await store.blockTopic('held', 'refunds/create', 'still migrating')).created).toBe(false);
+    const first = await deliver('refunds/create', 'w-1');
+    const open = await deliver('orders/create');
+    expect(first.run).toMatchObject({ status: 'held', heldBy: 'topic' });
+    expect(open.run).toMatchObject({ status: 'queued', heldBy: null });
+    expect(await store.setTenantStatus('held', 'suspended', 'unpaid invoice')).toMatchObject({ status: 'suspended', suspendedReason: 'unpaid invoice', suspendedAt: expect.any(String) });
+    const whileSuspended = await deliver('orders/create');
+    const second = await deliver('refunds/create');
+    expect([whileSuspended.run.heldBy, second.run.heldBy]).toEqual(['suspended', 'suspended']);
+    // A repeated delivery is recorded, pointing at the first, and runs nothing.
+    const repeat = await deliver('refunds/create', 'w-1');
+    expect(repeat).toMatchObject({ duplicate: true, messageId: first.messageId, run: { id: first.run.id } });
+
+    expect((await store.listBlockedTopics('held', { first: 10 })).nodes).toEqual([{ topic: 'refunds/create', reason: 'still migrating', blockedAt: expect.any(String), held: 2 }]);
+    const statuses = (await store.listMessages('held', {}, { first: 10 }, 1000)).nodes.map((message) => [message.topic, message.status]);
+    expect(statuses).toEqual([['refunds/create', 'duplicate'], ['refunds/create', 'blocked'], ['orders/create', 'blocked'], ['orders/create', 'accepted'], ['refunds/create', 'blocked']]);
+    expect((await store.listMessages('held', { status: 'duplicate' }, { first: 10 }, 1000)).nodes).toEqual([
+      expect.objectContaining({ duplicateOf: first.messageId, deliveryId: null, body: null }),
+    ]);
+
+    // Resuming releases what the suspension held, except what the blocked topic still holds.
+    await store.setTenantStatus('held', 'active', null);
+    expect((await store.releaseHeld('held', { heldBy: 'suspended' })).map((run) => run.id)).toEqual([whileSuspended.run.id]);
+    expect((await store.getRun('held', second.run.id))?.run).toMatchObject({ status: 'held', heldBy: 'topic' });
+    // Still blocked: a release changes nothing.
+    expect(await store.releaseHeld('held', { topic: 'refunds/create' })).toEqual([]);
+    expect(await store.unblockTopic('held', 'refunds/create')).toBe(true);
+    expect(await store.unblockTopic('held', 'refunds/create')).toBe(false);
+    expect(await store.discardHeld('held', { topic: 'orders/create' }, 'nothing held')).toBe(0);
+    expect((await store.releaseHeld('held', { topic: 'refunds/create' })).map((run) => run.id)).toEqual([first.run.id, second.run.id]);
+
+    await store.blockTopic('held', 'refunds/create', null);
+    const third = await deliver('refunds/create');
+    expect(await store.discardHeld('held', { topic: 'refunds/create' }, 'discarded when unblocked')).toBe(1);
+    expect((await store.getRun('held', third.run.id))?.run).toMatchObject({ status: 'cancelled', heldBy: null, error: { kind: 'permanent', message: 'discarded when unblocked' } });
+    expect((await store.getMessage('held', third.messageId, 1000))?.message.status).toBe('skipped');
+    expect(await store.getMessage('a', third.messageId, 1000)).toBeUndefined();
+    expect((await store.listTenants({ status: 'active' }, { first: 100 })).nodes.map((tenant) => tenant.id)).toEqual(['a', 'b', 'held']);
+  });
+
+  it('replays a message on the flow\'s active version, only when its last run has finished', async () => {
+    const flow = await store.createFlow('a', { id: newId(), key: 'replay', name: 'r', draft: doc('replay') });
+    await store.publishFlow('a', flow.id, flow.revision, doc('replay'));
+    const [accepted] = await store.acceptMessages([{
+      message: { tenantId: 'a', id: newId(), flowId: flow.id, flowVersion: 1, deliveryId: 'r-1', topic: null, body: { big: 'x'.repeat(100) }, headers: {}, query: {} }, runId: newId(),
+    }]);
+    await expect(store.replayMessage('a', accepted.messageId, newId())).rejects.toBeInstanceOf(ConflictError);
+    await store.saveProgress('a', accepted.run.id, [], { status: 'failed', error: { kind: 'permanent', message: 'ERP down' } });
+    await store.publishFlow('a', flow.id, undefined, doc('replay'));
+    const replayed = await store.replayMessage('a', accepted.messageId, newId());
+    expect(replayed).toMatchObject({ messageId: accepted.messageId, status: 'queued', flowVersion: 2 });
+    await expect(store.replayMessage('b', accepted.messageId, newId())).rejects.toBeInstanceOf(NotFoundError);
+    const found = await store.getMessage('a', accepted.messageId, 50);
+    expect(found?.message).toMatchObject({ status: 'accepted', runId: replayed.id, body: null, bodyTruncated: true, bodyBytes: 111 });
+    expect(found?.runs.map((run) => run.id)).toEqual([accepted.run.id, replayed.id]);
+  });
+
+  it('deletes a tenant with everything it owns', async () => {
+    await store.createTenant({ id: 'gone', name: 'Gone' });
+    const flow = await store.createFlow('gone', { id: newId(), key: 'gone', name: 'g', draft: doc('gone') });
+    await store.acceptMessages([{ message: { tenantId: 'gone', id: newId(), flowId: flow.id, flowVersion: 1, deliveryId: null, topic: null, body: 1, headers: {}, query: {} }, runId: newId() }]);
+    await store.blockTopic('gone', 'x', null);
+    expect(await store.deleteTenant('gone')).toBe(true);
+    expect(await store.getTenant('gone')).toBeUndefined();
+    expect(await store.getFlow('gone', flow.id)).toBeUndefined();
+    expect((await store.listMessages('gone', {}, { first: 10 }, 10)).nodes).toEqual([]);
+    expect(await store.deleteTenant('gone')).toBe(false);
   });
 });

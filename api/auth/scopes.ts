@@ -7,6 +7,8 @@ export const tenantScopes = {
   'secrets:read': 'List secret variables (names and fingerprints, never values).',
   'secrets:write': 'Create, replace and delete secret variables.',
   'runs:read': 'Read runs and their steps.',
+  'messages:read': 'Read inbound messages, the backlog and blocked topics.',
+  'messages:write': 'Replay messages, release or discard held ones, block and unblock topics.',
   'batches:read': 'Read batches (polls) and their tasks.',
   'batches:write': 'Retry the failed tasks of a batch.',
   'destinations:read': 'Read destinations (settings, and which credentials are set).',

@@ -40,6 +40,19 @@ export class FlowSchedules {
     }
   }
 
+  /** Remove every schedule of a tenant (it was deleted). */
+  async removeTenant(tenantId: string): Promise<void> {
+    const prefix = schedulerId(tenantId, '');
+    const PAGE = 500;
+    const ids: string[] = [];
+    for (let start = 0; ; start += PAGE) {
+      const schedulers = await this.queue.getJobSchedulers(start, start + PAGE - 1, true);
+      ids.push(...schedulers.map((scheduler) => scheduler.key).filter((key) => key.startsWith(prefix)));
+      if (schedulers.length < PAGE) break;
+    }
+    await Promise.all(ids.map((id) => this.queue.removeJobScheduler(id)));
+  }
+
   private async apply(tenantId: string, flowId: string): Promise<void> {
     const flow = await this.store.getFlow(tenantId, flowId);
     const version = flow?.active && flow.activeVersion !== null ? await this.store.getFlowVersion(tenantId, flowId, flow.activeVersion) : undefined;
@@ -64,7 +77,8 @@ export class FlowSchedules {
 /**
  * Turns each tick into a message and a run of the flow, through the same acceptance as a webhook.
  * A tick is dropped when its version is no longer the active one (a schedule never fires for an
- * old version), or when a run of the flow has not finished yet (polls never overlap).
+ * old version), when the tenant is suspended, or when a run of the flow has not finished yet (polls
+ * never overlap).
  */
 export class TickWorker {
   readonly worker: Worker<TickJobData>;
@@ -90,6 +104,10 @@ export class TickWorker {
       await this.schedules.sync(tenantId, flowId);
       return { outcome: 'stale' };
     }
+    if ((await this.store.getTenant(tenantId))?.status !== 'active') {
+      this.logger.info({ tenantId, flowId }, 'tick skipped: the tenant is suspended');
+      return { outcome: 'suspended' };
+    }
     if (await this.store.hasUnfinishedRun(tenantId, flowId)) {
       this.logger.info({ tenantId, flowId }, 'tick skipped: the previous run of the flow has not finished');
       return { outcome: 'overlap' };
@@ -98,7 +116,7 @@ export class TickWorker {
     const scheduledAt = new Date(job.opts.delay !== undefined ? job.timestamp + job.opts.delay : job.timestamp).toISOString();
     const [accepted] = await acceptMessages(this.store, this.runs, [{
       // The tick's job id is unique per scheduled time: a tick handled twice starts one run.
-      message: { tenantId, id: newId(), flowId, flowVersion, deliveryId: `tick:${job.id}`, body: { scheduledAt, firedAt }, headers: {}, query: {} },
+      message: { tenantId, id: newId(), flowId, flowVersion, deliveryId: `tick:${job.id}`, topic: 'schedule', body: { scheduledAt, firedAt }, headers: {}, query: {} },
       runId: newId(),
     }]);
     return { outcome: accepted.duplicate ? 'duplicate' : 'started', runId: accepted.run.id };

@@ -1,9 +1,9 @@
 import type { ErrorRecord } from '../errors.ts';
 import type { FlowDocument } from '../flow/schema.ts';
 import type { SealedValue } from '../secrets/keyring.ts';
-import { terminalRunStatuses, type Batch, type BatchStatus, type BatchTask, type IncrementalField, type Destination, type Flow, type FlowVersion, type Message, type Run, type RunStatus, type SecretInfo, type Step, type Tenant, type TerminalRunStatus, type Variable } from '../resources.ts';
+import { terminalRunStatuses, type BlockedTopic, type HoldReason, type MessageInfo, type MessageStatus, type Batch, type BatchStatus, type BatchTask, type IncrementalField, type Destination, type Flow, type FlowVersion, type Message, type Run, type RunStatus, type SecretInfo, type Step, type Tenant, type TerminalRunStatus, type Variable } from '../resources.ts';
 
-export type { Batch, BatchCounts, BatchStatus, BatchTask, IncrementalField, Destination, Flow, FlowVersion, Message, Run, RunStatus, SecretInfo, Step, StepStatus, Tenant, TerminalRunStatus, Variable } from '../resources.ts';
+export type { BlockedTopic, HoldReason, MessageInfo, MessageStatus, Batch, BatchCounts, BatchStatus, BatchTask, IncrementalField, Destination, Flow, FlowVersion, Message, Run, RunStatus, SecretInfo, Step, StepStatus, Tenant, TerminalRunStatus, Variable } from '../resources.ts';
 export { runStatuses, stepStatuses, terminalRunStatuses } from '../resources.ts';
 
 /**
@@ -18,6 +18,11 @@ export interface Store {
 
   createTenant(tenant: { id: string; name: string }): Promise<Tenant>;
   getTenant(id: string): Promise<Tenant | undefined>;
+  listTenants(filter: { status?: Tenant['status'] }, page: PageRequest): Promise<Page<Tenant>>;
+  /** Suspend (with a reason) or resume a tenant; undefined if there is none. */
+  setTenantStatus(id: string, status: Tenant['status'], reason: string | null): Promise<Tenant | undefined>;
+  /** Remove the tenant and every record it owns (flows, messages, runs, secrets, clients...). */
+  deleteTenant(id: string): Promise<boolean>;
   createClient(client: Omit<Client, 'createdAt'>): Promise<Client>;
   getClient(clientId: string): Promise<Client | undefined>;
   listSigningKeys(): Promise<SigningKey[]>;
@@ -56,9 +61,12 @@ export interface Store {
   getSealedDestination(tenantId: string, name: string): Promise<{ destination: Destination; sealedCredentials: SealedValue } | undefined>;
 
   /**
-   * Record inbound messages with their runs, all in one statement. A message whose delivery id was
-   * already recorded for its flow is a duplicate: nothing is written for it and the first one is
-   * returned. Results come in the order of `messages`.
+   * Record inbound messages with their runs, all in one statement. A run is `held` (no job is to be
+   * queued) when its tenant is suspended or its message's topic is blocked; the decision is taken
+   * in the same statement, against the rows that suspend or block, so it cannot race a resume or
+   * an unblock. A message whose delivery id was already recorded for its flow is a duplicate: it
+   * is recorded without a body, pointing at the first, and the first one's run is returned.
+   * Results come in the order of `messages`.
    */
   acceptMessages(messages: Array<{ message: NewMessage; runId: string }>): Promise<AcceptedMessage[]>;
   /**
@@ -98,6 +106,41 @@ export interface Store {
   putIncrementalField(tenantId: string, flowId: string, field: { field: string; value: string | null; overlapMs: number }): Promise<IncrementalField>;
   deleteIncrementalField(tenantId: string, flowId: string): Promise<boolean>;
   listRuns(tenantId: string, filter: { flowId?: string; status?: RunStatus }, page: PageRequest): Promise<Page<Run>>;
+
+  /** Messages newest first; bodies over `bodyCapBytes` are left out (`bodyTruncated`). */
+  listMessages(tenantId: string, filter: MessageFilter, page: PageRequest, bodyCapBytes: number): Promise<Page<MessageInfo>>;
+  getMessage(tenantId: string, id: string, bodyCapBytes: number): Promise<{ message: MessageInfo; runs: Run[] } | undefined>;
+  /**
+   * A new queued run of the message on its flow's active version. Refused (ConflictError) for a
+   * duplicate, a batch item, a message whose latest run is unfinished, or a flow without an active
+   * version; NotFoundError when there is no such message.
+   */
+  replayMessage(tenantId: string, messageId: string, runId: string): Promise<Run>;
+
+  blockTopic(tenantId: string, topic: string, reason: string | null): Promise<{ blockedTopic: BlockedTopic; created: boolean }>;
+  listBlockedTopics(tenantId: string, page: PageRequest): Promise<Page<BlockedTopic>>;
+  unblockTopic(tenantId: string, topic: string): Promise<boolean>;
+  /**
+   * Held runs (of a hold reason and topic, when given) whose hold no longer applies become queued,
+   * and are returned in arrival order to be enqueued; those still suspended or blocked stay held
+   * (with the reason that now applies).
+   */
+  releaseHeld(tenantId: string, filter: HeldFilter): Promise<Run[]>;
+  /** Held runs become `cancelled` with `reason`; returns how many. */
+  discardHeld(tenantId: string, filter: HeldFilter, reason: string): Promise<number>;
+}
+
+export interface MessageFilter {
+  flowId?: string;
+  status?: MessageStatus;
+  topic?: string;
+  receivedFrom?: string;
+  receivedTo?: string;
+}
+
+export interface HeldFilter {
+  heldBy?: HoldReason;
+  topic?: string;
 }
 
 export interface PageRequest {

@@ -29,6 +29,17 @@ export function verificationSecretNames(verify: Verify): string[] {
   return verify.type === 'shopify' && verify.previousSecret ? [verify.secret, verify.previousSecret] : [verify.secret];
 }
 
+/** Headers senders name a delivery's topic in (Shopify's first); what topics are blocked by. */
+const TOPIC_HEADERS = ['x-shopify-topic', 'x-topic', 'x-event-type'];
+
+export function topicOf(headers: Headers): string | null {
+  for (const name of TOPIC_HEADERS) {
+    const value = headerValue(headers, name);
+    if (value) return value.slice(0, 200);
+  }
+  return null;
+}
+
 /** The header carrying the sender's delivery id, when the sender has one. */
 export function deliveryIdHeader(config: WebhookTriggerConfig): string | undefined {
   return config.deliveryIdHeader ?? (config.verify?.type === 'shopify' ? 'x-shopify-webhook-id' : undefined);

@@ -2,9 +2,10 @@ import { ConflictError, NotFoundError, ValidationError } from '../../errors.ts';
 import type { FlowDocument } from '../../flow/schema.ts';
 import type { SealedValue } from '../../secrets/keyring.ts';
 import type {
-  AcceptedMessage, Batch, BatchStatus, BatchTask, Client, Destination, IncrementalField, NewBatch, NewBatchTask, Flow, FlowVersion, Message, NewMessage, Page, PageRequest, Run, RunOutcome, RunReads, RunState, RunStatus, SecretInfo,
+  AcceptedMessage, BlockedTopic, HeldFilter, MessageFilter, MessageInfo, Batch, BatchStatus, BatchTask, Client, Destination, IncrementalField, NewBatch, NewBatchTask, Flow, FlowVersion, Message, NewMessage, Page, PageRequest, Run, RunOutcome, RunReads, RunState, RunStatus, SecretInfo,
   NewDestination, SigningKey, Step, Store, Tenant, Variable,
 } from '../port.ts';
+import { isTerminal } from '../port.ts';
 import type { SqlDriver } from './driver.ts';
 import { migrate } from './migrations.ts';
 
@@ -35,7 +36,9 @@ function page<T>(rows: Row[], request: PageRequest, map: (row: Row) => T, cursor
   return { nodes: visible.map(map), pageInfo: { hasNextPage, endCursor: last ? encodeCursor(cursorOf(last)) : null } };
 }
 
-const toTenant = (r: Row): Tenant => ({ id: r.id, name: r.name, status: r.status, createdAt: iso(r.created_at) });
+const toTenant = (r: Row): Tenant => ({
+  id: r.id, name: r.name, status: r.status, suspendedReason: r.suspended_reason ?? null, suspendedAt: isoOrNull(r.suspended_at), createdAt: iso(r.created_at),
+});
 const toClient = (r: Row): Client => ({
   clientId: r.client_id, tenantId: r.tenant_id, secretHash: r.secret_hash, scopes: r.scopes, operator: r.operator, createdAt: iso(r.created_at),
 });
@@ -56,10 +59,28 @@ const toDestination = (r: Row): Destination => ({
 });
 const toMessage = (r: Row): Message => ({
   tenantId: r.tenant_id, id: r.id, flowId: r.flow_id, flowVersion: r.flow_version, deliveryId: r.delivery_id,
-  body: r.body, headers: r.headers, query: r.query, receivedAt: iso(r.received_at),
+  topic: r.topic ?? null, body: r.body, headers: r.headers, query: r.query, receivedAt: iso(r.received_at),
 });
+const toMessageInfo = (r: Row): MessageInfo => ({
+  id: r.id, flowId: r.flow_id, flowVersion: r.flow_version, deliveryId: r.delivery_id, topic: r.topic, status: r.status, duplicateOf: r.duplicate_of,
+  headers: r.headers, query: r.query, body: r.body_truncated ? null : r.body, bodyBytes: Number(r.body_bytes), bodyTruncated: r.body_truncated,
+  receivedAt: iso(r.received_at), runId: r.run_id ?? null,
+});
+const toBlockedTopic = (r: Row): BlockedTopic => ({ topic: r.topic, reason: r.reason, blockedAt: iso(r.blocked_at), held: Number(r.held ?? 0) });
+/**
+ * Messages with their status, from the latest run: a view over messages, filtered by tenant ($1);
+ * bodies over $2 bytes are left out.
+ */
+const MESSAGE_INFO = `select * from (
+    select m.id, m.flow_id, m.flow_version, m.delivery_id, m.topic, m.duplicate_of, m.headers, m.query, m.received_at,
+      octet_length(m.body::text) as body_bytes, octet_length(m.body::text) > $2 as body_truncated, m.body, r.id as run_id,
+      case when m.duplicate_of is not null then 'duplicate' when r.status = 'held' then 'blocked' when r.status = 'queued' then 'accepted'
+           when r.status in ('running', 'waiting') then 'running' when r.status in ('succeeded', 'failed') then r.status else 'skipped' end as status
+    from messages m left join lateral (
+      select id, status from runs where tenant_id = m.tenant_id and message_id = m.id order by id desc limit 1) r on true
+    where m.tenant_id = $1) info`;
 const toRun = (r: Row): Run => ({
-  tenantId: r.tenant_id, id: r.id, flowId: r.flow_id, flowVersion: r.flow_version, messageId: r.message_id, status: r.status,
+  tenantId: r.tenant_id, id: r.id, flowId: r.flow_id, flowVersion: r.flow_version, messageId: r.message_id, status: r.status, heldBy: r.held_by ?? null,
   attempts: r.attempts, error: r.error, createdAt: iso(r.created_at), startedAt: isoOrNull(r.started_at), finishedAt: isoOrNull(r.finished_at),
   batchId: r.batch_id ?? null,
 });
@@ -129,6 +150,28 @@ export class SqlStore implements Store {
   async getTenant(id: string) {
     const [row] = await this.db.query('select * from tenants where id = $1', [id]);
     return row ? toTenant(row) : undefined;
+  }
+
+  async listTenants(filter: { status?: Tenant['status'] }, request: PageRequest) {
+    const rows = await this.db.query(
+      'select * from tenants where ($1::text is null or status = $1) and ($2::text is null or id > $2) order by id limit $3',
+      [filter.status ?? null, decodeCursor(request.after), request.first + 1],
+    );
+    return page(rows, request, toTenant, (r) => r.id);
+  }
+
+  async setTenantStatus(id: string, status: Tenant['status'], reason: string | null) {
+    const [row] = await this.db.query(
+      `update tenants set status = $2, suspended_reason = case when $2 = 'suspended' then $3 end,
+         suspended_at = case when $2 = 'suspended' then coalesce(suspended_at, now()) end where id = $1 returning *`,
+      [id, status, reason],
+    );
+    return row ? toTenant(row) : undefined;
+  }
+
+  async deleteTenant(id: string) {
+    // Every tenant-owned table references tenants (or a table that does) with on delete cascade.
+    return (await this.db.query('delete from tenants where id = $1 returning id', [id])).length > 0;
   }
 
   async createClient(client: Omit<Client, 'createdAt'>) {
@@ -364,21 +407,30 @@ export class SqlStore implements Store {
 
   async acceptMessages(batch: Array<{ message: NewMessage; runId: string }>): Promise<AcceptedMessage[]> {
     const rows = batch.map(({ message, runId }) => ({
-      tenant_id: message.tenantId, id: message.id, flow_id: message.flowId, flow_version: message.flowVersion,
-      delivery_id: message.deliveryId, body: message.body ?? null, headers: message.headers, query: message.query, run_id: runId,
+      tenant_id: message.tenantId, id: message.id, flow_id: message.flowId, flow_version: message.flowVersion, delivery_id: message.deliveryId,
+      topic: message.topic, body: message.body ?? null, headers: message.headers, query: message.query, run_id: runId,
     }));
     // One statement for the whole batch: messages and their runs are written together or not at all.
+    // The rows that hold a run are read FOR SHARE: a resume or an unblock waits for this statement,
+    // so the runs it holds are there for the release that follows.
     const inserted = await this.db.query(
       `with input as (
          select * from jsonb_to_recordset($1::jsonb) as x(tenant_id text, id uuid, flow_id uuid, flow_version integer,
-           delivery_id text, body jsonb, headers jsonb, query jsonb, run_id uuid)
+           delivery_id text, topic text, body jsonb, headers jsonb, query jsonb, run_id uuid)
+       ), suspended as (
+         select id from tenants where id in (select tenant_id from input) and status = 'suspended' for share
+       ), blocked as (
+         select tenant_id, topic from blocked_topics where (tenant_id, topic) in (select tenant_id, topic from input) for share
        ), m as (
-         insert into messages (tenant_id, id, flow_id, flow_version, delivery_id, body, headers, query)
-         select tenant_id, id, flow_id, flow_version, delivery_id, coalesce(body, 'null'::jsonb), headers, query from input
+         insert into messages (tenant_id, id, flow_id, flow_version, delivery_id, topic, body, headers, query)
+         select tenant_id, id, flow_id, flow_version, delivery_id, topic, coalesce(body, 'null'::jsonb), headers, query from input
          on conflict (tenant_id, flow_id, delivery_id) do nothing returning tenant_id, id
        )
-       insert into runs (tenant_id, id, flow_id, flow_version, message_id, status)
-       select i.tenant_id, i.run_id, i.flow_id, i.flow_version, i.id, 'queued' from input i join m on m.tenant_id = i.tenant_id and m.id = i.id
+       insert into runs (tenant_id, id, flow_id, flow_version, message_id, status, held_by)
+       select i.tenant_id, i.run_id, i.flow_id, i.flow_version, i.id, case when hold.reason is null then 'queued' else 'held' end, hold.reason
+         from input i join m on m.tenant_id = i.tenant_id and m.id = i.id
+         cross join lateral (select case when exists (select 1 from suspended s where s.id = i.tenant_id) then 'suspended'
+           when exists (select 1 from blocked b where b.tenant_id = i.tenant_id and b.topic = i.topic) then 'topic' end as reason) hold
        returning *`,
       [JSON.stringify(rows)],
     );
@@ -386,16 +438,23 @@ export class SqlStore implements Store {
     const results: AcceptedMessage[] = [];
     for (const { message } of batch) {
       const run = byMessage.get(message.id);
-      results.push(run ? { duplicate: false, messageId: message.id, run } : await this.firstDelivery(message));
+      results.push(run ? { duplicate: false, messageId: message.id, run } : await this.recordDuplicate(message));
     }
     return results;
   }
 
-  private async firstDelivery(message: NewMessage): Promise<AcceptedMessage> {
+  /** Record a repeated delivery (without its body) and return the first one's run. */
+  private async recordDuplicate(message: NewMessage): Promise<AcceptedMessage> {
     const [first] = await this.db.query(
-      `select r.* from messages m join runs r on r.tenant_id = m.tenant_id and r.message_id = m.id
-        where m.tenant_id = $1 and m.flow_id = $2 and m.delivery_id = $3 order by r.id limit 1`,
-      [message.tenantId, message.flowId, message.deliveryId],
+      `with first as (
+         select r.* from messages m join runs r on r.tenant_id = m.tenant_id and r.message_id = m.id
+          where m.tenant_id = $1 and m.flow_id = $2 and m.delivery_id = $3 order by r.id limit 1
+       ), recorded as (
+         insert into messages (tenant_id, id, flow_id, flow_version, topic, body, headers, query, duplicate_of)
+         select $1, $4, $2, flow_version, $5, 'null'::jsonb, $6::jsonb, $7::jsonb, message_id from first
+       )
+       select * from first`,
+      [message.tenantId, message.flowId, message.deliveryId, message.id, message.topic, json(message.headers), json(message.query)],
     );
     return { duplicate: true, messageId: first.message_id, run: toRun(first) };
   }
@@ -512,8 +571,8 @@ export class SqlStore implements Store {
        ), fresh as (
          select i.*, b.flow_id, b.flow_version, b.node_id from input i join task t on t.key = i.key cross join b
        ), m as (
-         insert into messages (tenant_id, id, flow_id, flow_version, delivery_id, body, headers, query)
-         select $1, message_id, flow_id, flow_version, 'batch:' || $2 || ':' || key, coalesce(item, 'null'::jsonb), '{}', '{}' from fresh
+         insert into messages (tenant_id, id, flow_id, flow_version, delivery_id, topic, body, headers, query)
+         select $1, message_id, flow_id, flow_version, 'batch:' || $2 || ':' || key, 'poll', coalesce(item, 'null'::jsonb), '{}', '{}' from fresh
        ), s as (
          insert into steps (tenant_id, run_id, key, node_id, status, attempts, output, error, started_at, finished_at)
          select $1, run_id, node_id, node_id, 'succeeded', 1, item, null, now(), now() from fresh
@@ -621,5 +680,99 @@ export class SqlStore implements Store {
       [tenantId, filter.flowId ?? null, filter.status ?? null, decodeCursor(request.after, UUID), request.first + 1],
     );
     return page(rows, request, toRun, (r) => r.id);
+  }
+
+  // --- messages, held runs, blocked topics -----------------------------------------------------
+
+  async listMessages(tenantId: string, filter: MessageFilter, request: PageRequest, bodyCapBytes: number) {
+    if (filter.flowId !== undefined && !isUuid(filter.flowId)) return { nodes: [], pageInfo: { hasNextPage: false, endCursor: null } };
+    const rows = await this.db.query(
+      `${MESSAGE_INFO} where ($3::uuid is null or flow_id = $3::uuid) and ($4::text is null or status = $4) and ($5::text is null or topic = $5)
+         and ($6::timestamptz is null or received_at >= $6::timestamptz) and ($7::timestamptz is null or received_at < $7::timestamptz)
+         and ($8::uuid is null or id < $8::uuid) order by id desc limit $9`,
+      [tenantId, bodyCapBytes, filter.flowId ?? null, filter.status ?? null, filter.topic ?? null, filter.receivedFrom ?? null, filter.receivedTo ?? null,
+        decodeCursor(request.after, UUID), request.first + 1],
+    );
+    return page(rows, request, toMessageInfo, (r) => r.id);
+  }
+
+  async getMessage(tenantId: string, id: string, bodyCapBytes: number) {
+    if (!isUuid(id)) return undefined;
+    const [row] = await this.db.query(`${MESSAGE_INFO} where id = $3`, [tenantId, bodyCapBytes, id]);
+    if (!row) return undefined;
+    const runs = await this.db.query('select * from runs where tenant_id = $1 and message_id = $2 order by id', [tenantId, row.duplicate_of ?? id]);
+    return { message: toMessageInfo(row), runs: runs.map(toRun) };
+  }
+
+  async replayMessage(tenantId: string, messageId: string, runId: string) {
+    if (!isUuid(messageId)) throw new NotFoundError(`no message ${messageId}`);
+    const [row] = await this.db.query(
+      `insert into runs (tenant_id, id, flow_id, flow_version, message_id, status)
+       select $1, $3, f.id, f.active_version, m.id, 'queued' from messages m join flows f on f.tenant_id = m.tenant_id and f.id = m.flow_id
+        where m.tenant_id = $1 and m.id = $2 and m.duplicate_of is null and f.active and f.active_version is not null
+          and not exists (select 1 from runs r where r.tenant_id = $1 and r.message_id = $2
+                            and (r.batch_id is not null or r.status in ('held', 'queued', 'running', 'waiting')))
+       returning *`,
+      [tenantId, messageId, runId],
+    );
+    if (row) return toRun(row);
+    const found = await this.getMessage(tenantId, messageId, 0);
+    if (!found) throw new NotFoundError(`no message ${messageId}`);
+    const { message, runs } = found;
+    if (message.duplicateOf) throw new ConflictError(`the message is a repeated delivery: replay the first one, ${message.duplicateOf}`);
+    if (runs.some((run) => run.batchId !== null)) throw new ConflictError('the message is a batch item: retry its batch\'s failed tasks instead');
+    const latest = runs[runs.length - 1];
+    if (latest && !isTerminal(latest.status)) throw new ConflictError(`its run ${latest.id} is ${latest.status}; ${latest.status === 'held' ? 'release it' : 'wait for it to finish'}`);
+    throw new ConflictError('the message\'s flow has no active version');
+  }
+
+  async blockTopic(tenantId: string, topic: string, reason: string | null) {
+    const [row] = await this.db.query(
+      `insert into blocked_topics (tenant_id, topic, reason) values ($1, $2, $3)
+       on conflict (tenant_id, topic) do update set reason = excluded.reason returning *, (xmax = 0) as created`,
+      [tenantId, topic, reason],
+    );
+    return { blockedTopic: toBlockedTopic(row), created: row.created };
+  }
+
+  async listBlockedTopics(tenantId: string, request: PageRequest) {
+    const rows = await this.db.query(
+      `select b.*, (select count(*) from messages m join runs r on r.tenant_id = m.tenant_id and r.message_id = m.id
+                     where m.tenant_id = b.tenant_id and m.topic = b.topic and r.status = 'held') as held
+         from blocked_topics b where b.tenant_id = $1 and ($2::text is null or b.topic > $2) order by b.topic limit $3`,
+      [tenantId, decodeCursor(request.after), request.first + 1],
+    );
+    return page(rows, request, toBlockedTopic, (r) => r.topic);
+  }
+
+  async unblockTopic(tenantId: string, topic: string) {
+    return (await this.db.query('delete from blocked_topics where tenant_id = $1 and topic = $2 returning topic', [tenantId, topic])).length > 0;
+  }
+
+  async releaseHeld(tenantId: string, filter: HeldFilter) {
+    // Each held run is judged again: still suspended, or still blocked, it stays held with that reason.
+    const rows = await this.db.query(
+      `update runs r set status = case when hold.reason is null then 'queued' else 'held' end, held_by = hold.reason
+         from messages m cross join lateral (select case
+             when exists (select 1 from tenants t where t.id = m.tenant_id and t.status = 'suspended') then 'suspended'
+             when exists (select 1 from blocked_topics b where b.tenant_id = m.tenant_id and b.topic = m.topic) then 'topic' end as reason) hold
+        where r.tenant_id = $1 and r.status = 'held' and ($2::text is null or r.held_by = $2) and m.tenant_id = r.tenant_id and m.id = r.message_id
+          and ($3::text is null or m.topic = $3)
+       returning r.*`,
+      [tenantId, filter.heldBy ?? null, filter.topic ?? null],
+    );
+    // Run ids are time-ordered: their order is the order the messages arrived in.
+    return rows.filter((row) => row.status === 'queued').map(toRun).sort((x, y) => (x.id < y.id ? -1 : 1));
+  }
+
+  async discardHeld(tenantId: string, filter: HeldFilter, reason: string) {
+    const rows = await this.db.query(
+      `update runs r set status = 'cancelled', held_by = null, finished_at = now(), error = $4::jsonb from messages m
+        where r.tenant_id = $1 and r.status = 'held' and ($2::text is null or r.held_by = $2) and m.tenant_id = r.tenant_id and m.id = r.message_id
+          and ($3::text is null or m.topic = $3)
+       returning r.id`,
+      [tenantId, filter.heldBy ?? null, filter.topic ?? null, json({ kind: 'permanent', message: reason })],
+    );
+    return rows.length;
   }
 }

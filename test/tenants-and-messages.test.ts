@@ -1,0 +1,177 @@
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually, POSTGRES_URL, sendWebhook, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
+
+/** A flow that echoes what it got: every run of it succeeds. */
+const echo = (key: string) => ({
+  key, name: key, trigger: { type: 'webhook', config: { deliveryIdHeader: 'x-shopify-webhook-id' } },
+  nodes: [{ id: 'echo', operation: 'transform', config: { expression: '{{ $input.body }}' } }],
+  edges: [{ from: 'trigger', to: 'echo' }],
+});
+
+let env: TestPlatform;
+let operator: ApiClient;
+
+beforeAll(async () => {
+  env = await startTestPlatform('postgres');
+  operator = await env.operator();
+});
+afterAll(() => env?.close());
+
+const statusOf = async (client: ApiClient, runId: string) => (await client.call('GET', `/api/v1/runs/${runId}`)).body.status;
+
+describe('Tenant (operator)', () => {
+  it('creates, lists and gets tenants; refuses a repeated id and a bad one with the field\'s path', async () => {
+    const created = await operator.call('POST', '/api/v1/tenants', { id: 'acme', name: 'Acme Ltd' });
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({ id: 'acme', name: 'Acme Ltd', status: 'active', suspendedReason: null });
+    expect((await operator.call('POST', '/api/v1/tenants', { id: 'acme' })).status).toBe(409);
+    const bad = await operator.call('POST', '/api/v1/tenants', { id: 'Not Valid' });
+    expect(bad.status).toBe(400);
+    expect(bad.body.errors).toEqual([expect.objectContaining({ path: '$.body.id' })]);
+    expect((await operator.call('GET', '/api/v1/tenants/acme')).body.name).toBe('Acme Ltd');
+    expect((await operator.call('GET', '/api/v1/tenants/nobody')).status).toBe(404);
+    const listed = await operator.call('GET', '/api/v1/tenants?first=1');
+    expect(listed.body.nodes).toHaveLength(1);
+    expect(listed.body.pageInfo.hasNextPage).toBe(false);
+  });
+
+  it('suspends a tenant: its calls get 403 with the reason, its deliveries are recorded and held; resuming runs them', async () => {
+    const shop = await env.tenant('shop-s');
+    await shop.publish(echo('orders'));
+    const suspended = await operator.call('POST', '/api/v1/tenants/shop-s/suspend', { reason: 'invoice 42 unpaid' });
+    expect(suspended.body).toMatchObject({ status: 'suspended', suspendedReason: 'invoice 42 unpaid' });
+
+    const refused = await shop.call('GET', '/api/v1/editable-flows');
+    expect(refused.status).toBe(403);
+    expect(refused.body.detail).toContain('invoice 42 unpaid');
+    // Operators still see the tenant's data.
+    expect((await operator.as('shop-s').call('GET', '/api/v1/editable-flows')).status).toBe(200);
+
+    const delivered = await sendWebhook(env.url, 'shop-s', 'orders', { order: 1 });
+    expect(delivered.status).toBe(202);
+    const run = (await operator.as('shop-s').call('GET', `/api/v1/runs/${delivered.body.runId}`)).body;
+    expect(run).toMatchObject({ status: 'held', heldBy: 'suspended' });
+    const message = await operator.as('shop-s').call('GET', `/api/v1/messages/${delivered.body.messageId}`);
+    expect(message.body).toMatchObject({ status: 'blocked', body: { order: 1 }, runs: [expect.objectContaining({ status: 'held' })] });
+
+    const resumed = await operator.call('POST', '/api/v1/tenants/shop-s/resume', {});
+    expect(resumed.body).toMatchObject({ tenant: { status: 'active', suspendedReason: null }, released: 1, discarded: 0 });
+    expect((await shop.settledRun(delivered.body.runId)).status).toBe('succeeded');
+    expect((await shop.call('GET', '/api/v1/editable-flows')).status).toBe(200);
+  });
+
+  it('deletes a tenant only when confirmed, and leaves no row of it behind', async () => {
+    const doomed = await env.tenant('doomed');
+    await doomed.publish(echo('orders'));
+    await doomed.publish({
+      key: 'poll', name: 'poll', trigger: { type: 'schedule', config: { every: '1h' } },
+      nodes: [{ id: 'echo', operation: 'transform', config: { expression: '{{ 1 }}' } }], edges: [{ from: 'trigger', to: 'echo' }],
+    });
+    await doomed.call('PUT', '/api/v1/global-variables/X', { value: 1 });
+    await doomed.call('PUT', '/api/v1/secret-global-variables/Y', { value: 'hush' });
+    await doomed.call('PUT', '/api/v1/blocked-topics/x', {});
+    const delivered = await sendWebhook(env.url, 'doomed', 'orders', { order: 1 });
+    await doomed.settledRun(delivered.body.runId);
+    expect((await env.platform.schedules.queue.getJobSchedulers()).some((scheduler) => scheduler.key.startsWith('flow:doomed:'))).toBe(true);
+
+    const unconfirmed = await operator.call('DELETE', '/api/v1/tenants/doomed?confirm=other');
+    expect(unconfirmed.status).toBe(400);
+    expect(unconfirmed.body.errors).toEqual([expect.objectContaining({ path: '$.query.confirm' })]);
+    expect((await operator.call('DELETE', '/api/v1/tenants/doomed?confirm=doomed')).status).toBe(204);
+
+    const db = new pg.Client({ connectionString: POSTGRES_URL });
+    await db.connect();
+    try {
+      const schema = env.config.databaseSchema!;
+      const tables = await db.query<{ table_name: string; column_name: string }>(
+        `select table_name, column_name from information_schema.columns where table_schema = $1 and column_name in ('tenant_id')
+         union all select 'tenants', 'id'`,
+        [schema],
+      );
+      expect(tables.rows.length).toBeGreaterThanOrEqual(14);
+      for (const { table_name, column_name } of tables.rows) {
+        const { rows } = await db.query(`select count(*)::int as n from ${schema}.${table_name} where ${column_name} = 'doomed'`);
+        expect(rows[0].n, `${table_name} rows of the deleted tenant`).toBe(0);
+      }
+    } finally {
+      await db.end();
+    }
+    expect((await env.platform.schedules.queue.getJobSchedulers()).some((scheduler) => scheduler.key.startsWith('flow:doomed:'))).toBe(false);
+    expect((await doomed.call('GET', '/api/v1/editable-flows')).status).toBe(403);
+    expect((await sendWebhook(env.url, 'doomed', 'orders', { order: 2 })).status).toBe(404);
+    expect((await operator.call('GET', '/api/v1/tenants/doomed')).status).toBe(404);
+  });
+});
+
+describe('BlockedTopic and MessageInfo', () => {
+  let shop: ApiClient;
+  beforeAll(async () => {
+    shop = await env.tenant('shop-t');
+    await shop.publish(echo('refunds'));
+  });
+  const refund = (n: number, headers: Record<string, string> = {}) => sendWebhook(env.url, 'shop-t', 'refunds', { refund: n }, { 'x-shopify-topic': 'refunds/create', ...headers });
+
+  it('records and answers deliveries of a blocked topic without running them; unblocking releases them', async () => {
+    const blocked = await shop.call('PUT', '/api/v1/blocked-topics/refunds%2Fcreate', { reason: 'ERP cut-over' });
+    expect(blocked.status).toBe(201);
+    expect(blocked.body).toMatchObject({ topic: 'refunds/create', reason: 'ERP cut-over', held: 0 });
+    const held = [await refund(1), await refund(2), await refund(3)];
+    expect(held.map((response) => response.status)).toEqual([202, 202, 202]);
+    const other = await sendWebhook(env.url, 'shop-t', 'refunds', { refund: 0 }, { 'x-shopify-topic': 'refunds/update' });
+    expect((await shop.settledRun(other.body.runId)).status).toBe('succeeded');
+    for (const response of held) expect(await statusOf(shop, response.body.runId)).toBe('held');
+    expect((await shop.call('GET', '/api/v1/blocked-topics')).body.nodes).toEqual([expect.objectContaining({ topic: 'refunds/create', held: 3 })]);
+    expect((await shop.call('GET', '/api/v1/messages?status=blocked')).body.nodes.map((message: any) => message.body)).toEqual([{ refund: 3 }, { refund: 2 }, { refund: 1 }]);
+
+    const unblocked = await shop.call('DELETE', '/api/v1/blocked-topics/refunds%2Fcreate');
+    expect(unblocked.body).toEqual({ released: 3, discarded: 0 });
+    for (const response of held) expect((await shop.settledRun(response.body.runId)).status).toBe('succeeded');
+    expect((await shop.call('DELETE', '/api/v1/blocked-topics/refunds%2Fcreate')).status).toBe(404);
+  });
+
+  it('discards what a blocked topic held when asked to', async () => {
+    await shop.call('PUT', '/api/v1/blocked-topics/refunds%2Fcreate', {});
+    const held = await refund(4);
+    const discarded = await shop.call('DELETE', '/api/v1/blocked-topics/refunds%2Fcreate?heldMessages=discard');
+    expect(discarded.body).toEqual({ released: 0, discarded: 1 });
+    expect((await shop.settledRun(held.body.runId))).toMatchObject({ status: 'cancelled', error: { message: 'discarded when refunds/create was unblocked' } });
+    expect((await shop.call('GET', `/api/v1/messages/${held.body.messageId}`)).body.status).toBe('skipped');
+  });
+
+  it('lists repeated deliveries as duplicates of the first, filters by topic, and replays a finished message', async () => {
+    const first = await refund(5, { 'x-shopify-webhook-id': 'wh-5' });
+    const again = await refund(5, { 'x-shopify-webhook-id': 'wh-5' });
+    expect(again.status).toBe(200);
+    await shop.settledRun(first.body.runId);
+    const duplicates = (await shop.call('GET', '/api/v1/messages?status=duplicate')).body.nodes;
+    expect(duplicates).toEqual([expect.objectContaining({ duplicateOf: first.body.messageId, topic: 'refunds/create', body: null, runId: null })]);
+    const byTopic = (await shop.call('GET', '/api/v1/messages?topic=refunds%2Fupdate')).body.nodes;
+    expect(byTopic.map((message: any) => message.body)).toEqual([{ refund: 0 }]);
+    const badFilter = await shop.call('GET', '/api/v1/messages?status=lost&receivedFrom=yesterday');
+    expect(badFilter.status).toBe(400);
+    expect(badFilter.body.errors.map((error: any) => error.path).sort()).toEqual(['$.query.receivedFrom', '$.query.status']);
+
+    const replayed = await shop.call('POST', `/api/v1/messages/${first.body.messageId}/replay`);
+    expect(replayed.status).toBe(202);
+    expect((await shop.settledRun(replayed.body.id)).status).toBe('succeeded');
+    const message = (await shop.call('GET', `/api/v1/messages/${first.body.messageId}`)).body;
+    expect(message.runs.map((run: any) => run.id)).toEqual([first.body.runId, replayed.body.id]);
+    expect((await shop.call('POST', `/api/v1/messages/${duplicates[0].id}/replay`)).status).toBe(409);
+    // Another tenant cannot see or replay it.
+    const stranger = await env.tenant('stranger');
+    expect((await stranger.call('GET', `/api/v1/messages/${first.body.messageId}`)).status).toBe(404);
+    expect((await stranger.call('POST', `/api/v1/messages/${first.body.messageId}/replay`)).status).toBe(404);
+    expect((await stranger.call('GET', '/api/v1/messages')).body.nodes).toEqual([]);
+  });
+
+  it('releases held messages from the message queue once their hold is lifted', async () => {
+    await shop.call('PUT', '/api/v1/blocked-topics/refunds%2Fcreate', {});
+    const held = await refund(6);
+    await shop.call('DELETE', '/api/v1/blocked-topics/refunds%2Fcreate?heldMessages=keep');
+    expect(await statusOf(shop, held.body.runId)).toBe('held');
+    const released = await shop.call('POST', '/api/v1/message-queue/held/release', { topic: 'refunds/create' });
+    expect(released.body).toEqual({ released: 1, discarded: 0 });
+    await eventually(async () => expect(await statusOf(shop, held.body.runId)).toBe('succeeded'));
+  });
+});
