@@ -22,7 +22,9 @@ import { flowRoutes } from './routes/flows.ts';
 import { runRoutes } from './routes/runs.ts';
 import { secretRoutes, variableRoutes } from './routes/variables.ts';
 import { blockedTopicRoutes, messageRoutes } from './routes/messages.ts';
+import { queueRoutes } from './routes/queues.ts';
 import { tenantRoutes } from './routes/tenants.ts';
+import { versionRoutes } from './routes/version.ts';
 import { tokenRoutes } from './token.ts';
 
 export interface Readiness {
@@ -40,7 +42,6 @@ export interface AppOptions {
   readiness: () => Promise<Readiness>;
   /** Queues the operator dashboard shows. */
   queues: Queue[];
-  version: string;
   /** How long the adapter route waits for its run before it answers 202. */
   adapterWaitMs: number;
 }
@@ -55,7 +56,8 @@ export function apiRoutes(context: ApiContext): RouteSpec[] {
   return [
     ...editableFlowRoutes(context), ...flowRoutes(context), ...variableRoutes(context), ...secretRoutes(context), ...runRoutes(context),
     ...destinationRoutes(context), ...adapterKeyRoutes(context), ...batchRoutes(context), ...incrementalFieldRoutes(context),
-    ...metadataRoutes(context), ...tenantRoutes(context), ...messageRoutes(context), ...blockedTopicRoutes(context),
+    ...metadataRoutes(context), ...tenantRoutes(context), ...messageRoutes(context), ...blockedTopicRoutes(context), ...queueRoutes(context),
+    ...versionRoutes(context),
   ];
 }
 
@@ -63,7 +65,7 @@ export function apiRoutes(context: ApiContext): RouteSpec[] {
 export function createApp(options: AppOptions): Express {
   const { context, logger, bodyLimitBytes } = options;
   const routes = apiRoutes(context);
-  const openapi = openApiDocument(routes, options.version);
+  const openapi = openApiDocument(routes, context.build.version);
   const app = express();
   app.disable('x-powered-by');
   app.use(requestLog(logger, new Set(['/healthz', '/readyz'])));

@@ -20,6 +20,8 @@ export interface ApiContext {
   webhookSubscribers: Record<string, WebhookSubscriber>;
   /** The public base URL flow URLs start with (known once the server listens). */
   baseUrl(): string;
+  /** What is running: the product version and the build's commit. */
+  build: { version: string; commit: string | null };
 }
 
 /** After the active version of a flow changed (or the flow went): its URL and its schedule follow. */

@@ -20,6 +20,7 @@ import { PgliteDriver } from '../engine/store/sql/pglite-driver.ts';
 import { SqlStore } from '../engine/store/sql/sql-store.ts';
 import { allOperations, webhookSubscribers } from '../operations/index.ts';
 import { serveAdminSocket, storeAdmin } from './admin.ts';
+import { buildCommit } from './build.ts';
 import { baseUrl, type Config } from './config.ts';
 import { DataDirLock, embeddedKeyring } from './data-dir.ts';
 import { redisAnswers, redisOptions, startEmbeddedRedis } from './redis.ts';
@@ -130,8 +131,9 @@ export class Platform {
         jwksUrl: () => new URL(config.authJwksUrl ?? `${url}/.well-known/jwks.json`),
       });
       const app = createApp({
-        context: { store, intake, queue, keyring, compile, schedules, webhookSubscribers, baseUrl: () => url }, issuer, verifier, logger, bodyLimitBytes: config.bodyLimitBytes,
-        readiness: () => readiness(store, queue, config), queues: [queue.queue, schedules.queue], version: VERSION, adapterWaitMs: config.adapterWaitMs,
+        context: { store, intake, queue, keyring, compile, schedules, webhookSubscribers, baseUrl: () => url, build: { version: VERSION, commit: buildCommit() } },
+        issuer, verifier, logger, bodyLimitBytes: config.bodyLimitBytes,
+        readiness: () => readiness(store, queue, config), queues: [queue.queue, schedules.queue], adapterWaitMs: config.adapterWaitMs,
       });
       server = http.createServer(app);
       await new Promise<void>((resolve, reject) => server!.once('error', reject).listen(config.port, config.host, resolve));

@@ -31,5 +31,7 @@ export interface WebhookSubscription {
  */
 export interface WebhookSubscriber {
   topics: readonly string[];
+  /** The outside system's API versions the family supports, the default first. */
+  apiVersions: readonly string[];
   subscribe(destination: OpenedDestination, request: { uri: string; topic: string }): Promise<WebhookSubscription>;
 }

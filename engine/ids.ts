@@ -43,3 +43,9 @@ export function newId(): string {
   const hex = bytes.toString('hex');
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
+
+/** The smallest id made at `epochMs` or later: a lower bound for ranges of time-ordered ids. */
+export function idAt(epochMs: number): string {
+  const hex = Math.max(0, Math.floor(epochMs)).toString(16).padStart(12, '0');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-7000-8000-000000000000`;
+}

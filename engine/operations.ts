@@ -82,6 +82,8 @@ export interface OperationDefinition<Config = unknown> {
   title: string;
   description: string;
   configSchema: JSONSchema & object;
+  /** Semantic version of the operation's behaviour and config (a breaking change is a new major). */
+  version: string;
   /** Set for operations kept for existing flows; `successor` names the replacement. */
   deprecated?: { successor: string };
   /** True when running the operation changes an outside system. */

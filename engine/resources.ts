@@ -270,9 +270,10 @@ export const blockedTopicSchema = {
 export const operationInfoSchema = {
   type: 'object',
   additionalProperties: false,
-  required: ['name', 'title', 'description', 'configSchema', 'deprecated', 'successor', 'sideEffects', 'fanOut'],
+  required: ['name', 'version', 'title', 'description', 'configSchema', 'deprecated', 'successor', 'sideEffects', 'fanOut'],
   properties: {
     name: { type: 'string', description: 'What a node names in `operation`.' },
+    version: { type: 'string', description: 'Semantic version of its behaviour and config.' },
     title: { type: 'string' },
     description: { type: 'string' },
     configSchema: { type: 'object', description: 'The JSON Schema a node\'s config is validated with.' },

@@ -16,6 +16,7 @@ const notYet = defineOperation({
   name: 'test.not-yet',
   title: 'Not yet, twice',
   description: 'Says "later" on its first two calls for a run, then succeeds.',
+  version: '1.0.0',
   sideEffects: false,
   configSchema: { type: 'object', additionalProperties: false, properties: {} },
   run: async (ctx) => {
@@ -28,6 +29,7 @@ const twoCalls = defineOperation({
   name: 'test.two-calls',
   title: 'Two calls',
   description: 'Posts to /first, then to /second, each a memoized sub-step; the second fails once.',
+  version: '1.0.0',
   sideEffects: true,
   configSchema: { type: 'object', additionalProperties: false, required: ['url'], properties: { url: { type: 'string' } } },
   run: async (ctx) => {

@@ -2,7 +2,7 @@ import { NotFoundError } from '../../engine/errors.ts';
 import { newId } from '../../engine/ids.ts';
 import { settleHeld } from '../../engine/intake.ts';
 import { runJob } from '../../engine/queue/run-queue.ts';
-import { blockedTopicSchema, messageInfoSchema, messageStatuses, runSchema } from '../../engine/resources.ts';
+import { blockedTopicSchema, messageInfoSchema, messageStatuses, runSchema, runStatuses } from '../../engine/resources.ts';
 import type { ApiContext } from '../context.ts';
 import { connectionSchema, defineRoute, pageQuerySchema } from '../route.ts';
 import { idParams } from './editable-flows.ts';
@@ -10,7 +10,24 @@ import { idParams } from './editable-flows.ts';
 /** Bodies larger than this are listed without their content (`bodyTruncated`); the run still has all of it. */
 export const MESSAGE_BODY_CAP_BYTES = 64 * 1024;
 
+/** Most failed runs one retry call starts. */
+const RETRY_LIMIT = 1000;
+const DAY_MS = 24 * 3600 * 1000;
+
 const topic = { type: 'string', minLength: 1, maxLength: 200 } as const;
+const countsOf = (keys: readonly string[]) => ({ type: 'object', description: `Counts per status: ${keys.join(', ')}.`, additionalProperties: { type: 'integer' } }) as const;
+const backlogSchema = {
+  type: 'object', required: ['since', 'runs', 'messages', 'oldestWaiting'],
+  properties: {
+    since: { type: 'string', format: 'date-time' },
+    runs: countsOf(runStatuses),
+    messages: countsOf(messageStatuses),
+    oldestWaiting: {
+      type: ['object', 'null'], description: 'The oldest run queued or waiting for a retry.',
+      properties: { runId: { type: 'string' }, flowId: { type: 'string' }, status: { type: 'string' }, createdAt: { type: 'string' }, ageMs: { type: 'integer' } },
+    },
+  },
+} as const;
 const topicParams = { type: 'object', required: ['topic'], properties: { topic: { ...topic, description: 'URL-encoded: refunds%2Fcreate.' } } } as const;
 export const heldOutcomeSchema = {
   type: 'object', required: ['released', 'discarded'],
@@ -65,6 +82,33 @@ export function messageRoutes({ store, queue }: ApiContext) {
         const run = await store.replayMessage(tenantId, params.id, newId());
         await queue.enqueue([runJob(run)]);
         return { status: 202, body: run };
+      },
+    }),
+    defineRoute({
+      method: 'get', path: '/api/v1/message-queue', tag: 'MessageQueue', scope: 'messages:read',
+      summary: 'The backlog: runs per status (unfinished: all; finished: since `since`), messages since `since` per status, and the oldest waiting run',
+      query: {
+        type: 'object', additionalProperties: false,
+        properties: { since: { type: 'string', format: 'date-time', description: 'Count finished runs and messages from here (default: 24 hours ago). Unfinished runs are always all counted.' } },
+      },
+      responses: { 200: { description: 'The backlog.', schema: backlogSchema } },
+      handle: async ({ tenantId, query }) => ({ body: await store.backlog(tenantId, query.since ?? new Date(Date.now() - DAY_MS).toISOString()) }),
+    }),
+    defineRoute({
+      method: 'post', path: '/api/v1/message-queue/retry-failed', tag: 'MessageQueue', scope: 'messages:write',
+      summary: 'Run again every message of a flow whose latest run failed, on the flow\'s active version',
+      description: `At most ${RETRY_LIMIT} per call, oldest first (\`more\` says whether to call again). Batch items are retried with their batch.`,
+      body: { type: 'object', additionalProperties: false, required: ['flowId'], properties: { flowId: { type: 'string', format: 'uuid' } } },
+      responses: {
+        200: {
+          description: 'The runs started.',
+          schema: { type: 'object', required: ['retried', 'runIds', 'more'], properties: { retried: { type: 'integer' }, runIds: { type: 'array', items: { type: 'string' } }, more: { type: 'boolean' } } },
+        },
+      },
+      async handle({ tenantId, body }) {
+        const { runs, more } = await store.retryFailedRuns(tenantId, body.flowId, newId, RETRY_LIMIT);
+        await queue.enqueue(runs.map(runJob));
+        return { body: { retried: runs.length, runIds: runs.map((run) => run.id), more } };
       },
     }),
     defineRoute({

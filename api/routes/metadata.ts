@@ -6,7 +6,7 @@ import { defineRoute } from '../route.ts';
 
 function operationInfos(registry: OperationRegistry): OperationInfo[] {
   return registry.list().map(({ definition }) => ({
-    name: definition.name, title: definition.title, description: definition.description, configSchema: definition.configSchema as Record<string, unknown>,
+    name: definition.name, version: definition.version, title: definition.title, description: definition.description, configSchema: definition.configSchema as Record<string, unknown>,
     deprecated: definition.deprecated !== undefined, successor: definition.deprecated?.successor ?? null,
     sideEffects: definition.sideEffects, fanOut: definition.fanOut ?? false,
   }));

@@ -4,7 +4,7 @@ import type { SealedValue } from '../secrets/keyring.ts';
 import { terminalRunStatuses, type BlockedTopic, type HoldReason, type MessageInfo, type MessageStatus, type Batch, type BatchStatus, type BatchTask, type IncrementalField, type Destination, type Flow, type FlowVersion, type Message, type Run, type RunStatus, type SecretInfo, type Step, type Tenant, type TerminalRunStatus, type Variable } from '../resources.ts';
 
 export type { BlockedTopic, HoldReason, MessageInfo, MessageStatus, Batch, BatchCounts, BatchStatus, BatchTask, IncrementalField, Destination, Flow, FlowVersion, Message, Run, RunStatus, SecretInfo, Step, StepStatus, Tenant, TerminalRunStatus, Variable } from '../resources.ts';
-export { runStatuses, stepStatuses, terminalRunStatuses } from '../resources.ts';
+export { messageStatuses, runStatuses, stepStatuses, terminalRunStatuses } from '../resources.ts';
 
 /**
  * The persistence port. The engine and the API speak only this; adapters (SQL on PGlite or
@@ -117,6 +117,15 @@ export interface Store {
    */
   replayMessage(tenantId: string, messageId: string, runId: string): Promise<Run>;
 
+  /** The tenant's backlog: unfinished runs, finished runs and messages since `since`, the oldest waiting run. */
+  backlog(tenantId: string, since: string): Promise<Backlog>;
+  /**
+   * A new queued run, on the flow's active version, for each message of the flow whose latest run
+   * failed (at most `limit`, oldest first); `more` when others remain. Batch items are left to
+   * their batch's retry.
+   */
+  retryFailedRuns(tenantId: string, flowId: string, newId: () => string, limit: number): Promise<{ runs: Run[]; more: boolean }>;
+
   blockTopic(tenantId: string, topic: string, reason: string | null): Promise<{ blockedTopic: BlockedTopic; created: boolean }>;
   listBlockedTopics(tenantId: string, page: PageRequest): Promise<Page<BlockedTopic>>;
   unblockTopic(tenantId: string, topic: string): Promise<boolean>;
@@ -136,6 +145,15 @@ export interface MessageFilter {
   topic?: string;
   receivedFrom?: string;
   receivedTo?: string;
+}
+
+export interface Backlog {
+  since: string;
+  /** Per run status: unfinished ones all, finished ones created since `since`. */
+  runs: Record<RunStatus, number>;
+  /** Per message status, of messages received since `since`. */
+  messages: Record<MessageStatus, number>;
+  oldestWaiting: { runId: string; flowId: string; status: 'queued' | 'waiting'; createdAt: string; ageMs: number } | null;
 }
 
 export interface HeldFilter {

@@ -5,6 +5,7 @@ export const filter = defineOperation({
   name: 'filter',
   title: 'Filter',
   description: 'Continues only when `condition` holds; otherwise the run ends as `filtered` (not a failure).',
+  version: '1.0.0',
   sideEffects: false,
   configSchema: {
     type: 'object',

@@ -4,6 +4,7 @@ export const transform = defineOperation({
   name: 'transform',
   title: 'Transform',
   description: 'Shapes data with JSONata: the output is the value of `expression` (usually a `{{ }}` expression).',
+  version: '1.0.0',
   sideEffects: false,
   configSchema: {
     type: 'object',

@@ -3,8 +3,11 @@ import type { OpenedDestination, OperationContext } from '../../engine/operation
 import { ShopifyAdminApi, type ShopAccess } from './admin-api.ts';
 import type { ErpAccess } from './erp.ts';
 
+/** Admin API versions the operations are tested against (the simulator serves their real schemas). */
+export const SUPPORTED_API_VERSIONS = ['2025-10', '2026-10'] as const;
+
 /** The Admin API version used when a destination names none. */
-export const DEFAULT_API_VERSION = '2025-10';
+export const DEFAULT_API_VERSION = SUPPORTED_API_VERSIONS[0];
 
 export interface ShopifyDestination {
   shop: ShopAccess;

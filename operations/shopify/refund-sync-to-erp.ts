@@ -19,6 +19,7 @@ export const refundSyncToErp = defineOperation({
     'then adds the refund to the order\'s refundProcessed.listOfRefundProcessed metafield and sets the tag "IPaaS Refunds Exported: <count>". ' +
     'A refund already in that list ends the run as skipped.',
   deprecated: { successor: 'shopify.orders-import-list' },
+  version: '1.0.0',
   sideEffects: true,
   configSchema: {
     type: 'object',

@@ -1,7 +1,7 @@
 import { ValidationError } from '../../engine/errors.ts';
 import type { WebhookSubscriber } from '../../engine/destinations.ts';
 import { ShopifyAdminApi } from './admin-api.ts';
-import { shopifyDestination } from './destination.ts';
+import { shopifyDestination, SUPPORTED_API_VERSIONS } from './destination.ts';
 
 const SUBSCRIBE = `mutation SubscribeWebhook($topic: WebhookSubscriptionTopic!, $subscription: WebhookSubscriptionInput!) {
   webhookSubscriptionCreate(topic: $topic, webhookSubscription: $subscription) {
@@ -18,6 +18,7 @@ export const webhookDocuments = [SUBSCRIBE];
  */
 export const shopifyWebhooks: WebhookSubscriber = {
   topics: ['refunds/create'],
+  apiVersions: SUPPORTED_API_VERSIONS,
   async subscribe(destination, { uri, topic }) {
     const { shop } = shopifyDestination(destination);
     const { webhookSubscriptionCreate: created } = await new ShopifyAdminApi(shop).query<{ webhookSubscriptionCreate: any }>(SUBSCRIBE, {

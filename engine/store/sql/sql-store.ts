@@ -5,7 +5,8 @@ import type {
   AcceptedMessage, BlockedTopic, HeldFilter, MessageFilter, MessageInfo, Batch, BatchStatus, BatchTask, Client, Destination, IncrementalField, NewBatch, NewBatchTask, Flow, FlowVersion, Message, NewMessage, Page, PageRequest, Run, RunOutcome, RunReads, RunState, RunStatus, SecretInfo,
   NewDestination, SigningKey, Step, Store, Tenant, Variable,
 } from '../port.ts';
-import { isTerminal } from '../port.ts';
+import { isTerminal, messageStatuses, runStatuses, type Backlog } from '../port.ts';
+import { idAt } from '../../ids.ts';
 import type { SqlDriver } from './driver.ts';
 import { migrate } from './migrations.ts';
 
@@ -67,17 +68,16 @@ const toMessageInfo = (r: Row): MessageInfo => ({
   receivedAt: iso(r.received_at), runId: r.run_id ?? null,
 });
 const toBlockedTopic = (r: Row): BlockedTopic => ({ topic: r.topic, reason: r.reason, blockedAt: iso(r.blocked_at), held: Number(r.held ?? 0) });
-/**
- * Messages with their status, from the latest run: a view over messages, filtered by tenant ($1);
- * bodies over $2 bytes are left out.
- */
+/** A message's status, from its latest run `r` (joined with LATEST_RUN). */
+const MESSAGE_STATUS = `case when m.duplicate_of is not null then 'duplicate' when r.status = 'held' then 'blocked' when r.status = 'queued' then 'accepted'
+    when r.status in ('running', 'waiting') then 'running' when r.status in ('succeeded', 'failed') then r.status else 'skipped' end`;
+const LATEST_RUN = `left join lateral (
+    select id, status, batch_id from runs where tenant_id = m.tenant_id and message_id = m.id order by id desc limit 1) r on true`;
+/** Messages with their status: a view over messages, filtered by tenant ($1); bodies over $2 bytes are left out. */
 const MESSAGE_INFO = `select * from (
     select m.id, m.flow_id, m.flow_version, m.delivery_id, m.topic, m.duplicate_of, m.headers, m.query, m.received_at,
-      octet_length(m.body::text) as body_bytes, octet_length(m.body::text) > $2 as body_truncated, m.body, r.id as run_id,
-      case when m.duplicate_of is not null then 'duplicate' when r.status = 'held' then 'blocked' when r.status = 'queued' then 'accepted'
-           when r.status in ('running', 'waiting') then 'running' when r.status in ('succeeded', 'failed') then r.status else 'skipped' end as status
-    from messages m left join lateral (
-      select id, status from runs where tenant_id = m.tenant_id and message_id = m.id order by id desc limit 1) r on true
+      octet_length(m.body::text) as body_bytes, octet_length(m.body::text) > $2 as body_truncated, m.body, r.id as run_id, ${MESSAGE_STATUS} as status
+    from messages m ${LATEST_RUN}
     where m.tenant_id = $1) info`;
 const toRun = (r: Row): Run => ({
   tenantId: r.tenant_id, id: r.id, flowId: r.flow_id, flowVersion: r.flow_version, messageId: r.message_id, status: r.status, heldBy: r.held_by ?? null,
@@ -724,6 +724,54 @@ export class SqlStore implements Store {
     const latest = runs[runs.length - 1];
     if (latest && !isTerminal(latest.status)) throw new ConflictError(`its run ${latest.id} is ${latest.status}; ${latest.status === 'held' ? 'release it' : 'wait for it to finish'}`);
     throw new ConflictError('the message\'s flow has no active version');
+  }
+
+  async backlog(tenantId: string, since: string): Promise<Backlog> {
+    const floor = idAt(Date.parse(since));
+    const [row] = await this.db.query(
+      `select
+         (select coalesce(jsonb_object_agg(status, n), '{}') from (
+            select status, count(*) as n from runs where tenant_id = $1 and status in ('held', 'queued', 'running', 'waiting') group by status
+            union all
+            select status, count(*) from runs where tenant_id = $1 and id >= $2::uuid and status not in ('held', 'queued', 'running', 'waiting') group by status) c) as runs,
+         (select coalesce(jsonb_object_agg(status, n), '{}') from (
+            select ${MESSAGE_STATUS} as status, count(*) as n from messages m ${LATEST_RUN} where m.tenant_id = $1 and m.id >= $2::uuid group by 1) c) as messages,
+         (select to_jsonb(o) from (
+            select id as "runId", flow_id as "flowId", status, created_at as "createdAt" from (
+              (select * from runs where tenant_id = $1 and status = 'queued' order by id limit 1)
+              union all (select * from runs where tenant_id = $1 and status = 'waiting' order by id limit 1)) w
+            order by id limit 1) o) as oldest`,
+      [tenantId, floor],
+    );
+    const count = <K extends string>(keys: readonly K[], counts: Record<string, unknown>) => Object.fromEntries(keys.map((key) => [key, Number(counts[key] ?? 0)])) as Record<K, number>;
+    const oldest = row.oldest as { runId: string; flowId: string; status: 'queued' | 'waiting'; createdAt: string } | null;
+    return {
+      since: new Date(since).toISOString(),
+      runs: count(runStatuses, row.runs),
+      messages: count(messageStatuses, row.messages),
+      oldestWaiting: oldest && { ...oldest, createdAt: iso(oldest.createdAt), ageMs: Math.max(0, Date.now() - Date.parse(oldest.createdAt)) },
+    };
+  }
+
+  async retryFailedRuns(tenantId: string, flowId: string, newId: () => string, limit: number) {
+    if (!isUuid(flowId)) return { runs: [], more: false };
+    // Messages of the flow whose latest run failed (not duplicates, not batch items: those have their own retry).
+    const failed = await this.db.query(
+      `select m.id from messages m ${LATEST_RUN}
+        where m.tenant_id = $1 and m.flow_id = $2 and m.duplicate_of is null and r.status = 'failed' and r.batch_id is null order by m.id limit $3`,
+      [tenantId, flowId, limit + 1],
+    );
+    const input = failed.slice(0, limit).map((row) => ({ message_id: row.id, run_id: newId() }));
+    const inserted = input.length === 0 ? [] : await this.db.query(
+      `insert into runs (tenant_id, id, flow_id, flow_version, message_id, status)
+       select $1, i.run_id, f.id, f.active_version, i.message_id, 'queued'
+         from jsonb_to_recordset($3::jsonb) as i(message_id uuid, run_id uuid)
+         join flows f on f.tenant_id = $1 and f.id = $2 and f.active and f.active_version is not null
+        where (select status from runs r where r.tenant_id = $1 and r.message_id = i.message_id order by r.id desc limit 1) = 'failed'
+       returning *`,
+      [tenantId, flowId, JSON.stringify(input)],
+    );
+    return { runs: inserted.map(toRun).sort((x, y) => (x.id < y.id ? -1 : 1)), more: failed.length > limit };
   }
 
   async blockTopic(tenantId: string, topic: string, reason: string | null) {

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, POSTGRES_URL, sendWebhook, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
@@ -173,5 +174,80 @@ describe('BlockedTopic and MessageInfo', () => {
     const released = await shop.call('POST', '/api/v1/message-queue/held/release', { topic: 'refunds/create' });
     expect(released.body).toEqual({ released: 1, discarded: 0 });
     await eventually(async () => expect(await statusOf(shop, held.body.runId)).toBe('succeeded'));
+  });
+});
+
+describe('MessageQueue', () => {
+  it('counts the backlog and retries the failed runs of a flow on its fixed version', async () => {
+    const shop = await env.tenant('shop-q');
+    const failing = {
+      ...echo('fragile'),
+      nodes: [{ id: 'echo', operation: 'transform', config: { expression: '{{ $input.body.ok ? $input.body : $error("not ok") }}' } }],
+    };
+    const flowId = await shop.publish(failing);
+    const sent = [await sendWebhook(env.url, 'shop-q', 'fragile', { ok: true }), await sendWebhook(env.url, 'shop-q', 'fragile', { ok: false }), await sendWebhook(env.url, 'shop-q', 'fragile', { ok: false })];
+    const outcomes = await Promise.all(sent.map((response) => shop.settledRun(response.body.runId)));
+    expect(outcomes.map((run) => run.status)).toEqual(['succeeded', 'failed', 'failed']);
+
+    const backlog = (await shop.call('GET', '/api/v1/message-queue')).body;
+    expect(backlog.runs).toMatchObject({ succeeded: 1, failed: 2, queued: 0, held: 0 });
+    expect(backlog.messages).toMatchObject({ succeeded: 1, failed: 2, accepted: 0 });
+    expect(backlog.oldestWaiting).toBeNull();
+    const later = (await shop.call('GET', `/api/v1/message-queue?since=${encodeURIComponent(new Date(Date.now() + 60_000).toISOString())}`)).body;
+    expect(later.runs.failed).toBe(0);
+
+    // The fix: the same flow without the failure, published as version 2.
+    const editable = (await shop.call('GET', `/api/v1/editable-flows/${flowId}`)).body;
+    await shop.call('PUT', `/api/v1/editable-flows/${flowId}`, { revision: editable.revision, document: echo('fragile') });
+    expect((await shop.call('POST', `/api/v1/editable-flows/${flowId}/publish`)).status).toBe(201);
+    const retried = await shop.call('POST', '/api/v1/message-queue/retry-failed', { flowId });
+    expect(retried.body).toMatchObject({ retried: 2, more: false });
+    for (const runId of retried.body.runIds) expect(await shop.settledRun(runId)).toMatchObject({ status: 'succeeded', flowVersion: 2 });
+    expect((await shop.call('POST', '/api/v1/message-queue/retry-failed', { flowId })).body.retried).toBe(0);
+    expect((await shop.call('GET', '/api/v1/message-queue')).body.messages).toMatchObject({ succeeded: 3, failed: 0 });
+  });
+});
+
+describe('Queue (operator) and Version', () => {
+  it('shows job counts, pauses and resumes the run queue, and cleans finished jobs', async () => {
+    const shop = await env.tenant('shop-p');
+    await shop.publish(echo('orders'));
+    const listed = (await operator.call('GET', '/api/v1/queues')).body.nodes;
+    expect(listed.map((queue: any) => queue.name).sort()).toEqual(['runs', 'ticks']);
+    expect(listed.find((queue: any) => queue.name === 'runs').workers).toBeGreaterThanOrEqual(1);
+
+    expect((await operator.call('POST', '/api/v1/queues/runs/pause')).body.paused).toBe(true);
+    const waiting = await sendWebhook(env.url, 'shop-p', 'orders', { order: 1 });
+    expect(waiting.status).toBe(202);
+    await eventually(async () => expect((await operator.call('GET', '/api/v1/queues/runs')).body.counts.paused).toBeGreaterThanOrEqual(1));
+    expect(await statusOf(shop, waiting.body.runId)).toBe('queued');
+    expect((await operator.call('POST', '/api/v1/queues/runs/resume')).body.paused).toBe(false);
+    expect((await shop.settledRun(waiting.body.runId)).status).toBe('succeeded');
+
+    const completed = (await operator.call('GET', '/api/v1/queues/runs')).body.counts.completed;
+    expect(completed).toBeGreaterThan(0);
+    expect((await operator.call('POST', '/api/v1/queues/runs/clean', { graceMs: 0 })).body.count).toBe(completed);
+    expect((await operator.call('GET', '/api/v1/queues/runs')).body.counts.completed).toBe(0);
+    // Failed jobs of failed runs go back to waiting; the runs are finished and stay failed.
+    const failedJobs = (await operator.call('GET', '/api/v1/queues/runs')).body.counts.failed;
+    expect((await operator.call('POST', '/api/v1/queues/runs/retry-failed')).body.count).toBe(failedJobs);
+    expect((await operator.call('POST', '/api/v1/queues/nope/pause')).status).toBe(404);
+    const badClean = await operator.call('POST', '/api/v1/queues/runs/clean', { state: 'active' });
+    expect(badClean.body.errors).toEqual([expect.objectContaining({ path: '$.body.state' })]);
+  });
+
+  it('tells the product, API, build, runtime, Shopify API and operation versions', async () => {
+    const shop = await env.tenant('shop-v');
+    const version = (await shop.call('GET', '/api/v1/version')).body;
+    expect(version).toMatchObject({ api: 'v1', runtime: { node: process.version }, integrations: { shopify: { apiVersions: ['2025-10', '2026-10'] } } });
+    expect(version.operations).toMatchObject({ transform: expect.stringMatching(/^\d+\.\d+\.\d+$/), 'shopify.refund-export': expect.any(String) });
+    const head = (() => {
+      try {
+        return execFileSync('git', ['rev-parse', 'HEAD'], { encoding: 'utf8' }).trim();
+      } catch {
+        return null;
+      }
+    })();
+    expect(version.commit).toBe(head);
   });
 });

@@ -1,0 +1,107 @@
+import type { Queue } from 'bullmq';
+import { NotFoundError } from '../../engine/errors.ts';
+import { HEARTBEAT_TTL_MS, heartbeatKey, ioredisOf } from '../../engine/queue/health.ts';
+import type { ApiContext } from '../context.ts';
+import { defineRoute } from '../route.ts';
+
+const jobStates = ['waiting', 'active', 'delayed', 'prioritized', 'waiting-children', 'completed', 'failed', 'paused'] as const;
+
+const queueSchema = {
+  type: 'object', additionalProperties: false, required: ['name', 'paused', 'counts', 'workers'],
+  properties: {
+    name: { type: 'string' },
+    paused: { type: 'boolean' },
+    counts: { type: 'object', description: `Jobs per state: ${jobStates.join(', ')}.`, additionalProperties: { type: 'integer' } },
+    workers: { type: 'integer', description: 'Workers whose heartbeat is fresh (run queue only; 0 elsewhere).' },
+  },
+} as const;
+const queueParams = { type: 'object', required: ['name'], properties: { name: { type: 'string' } } } as const;
+const countSchema = (description: string) => ({ type: 'object', required: ['count'], properties: { count: { type: 'integer', description } } }) as const;
+
+/**
+ * The BullMQ queues (seed tag Queue), for operators: every tenant's jobs. Runs live in the store;
+ * these act on jobs (a failed job's run is retried with MessageQueue, per tenant).
+ */
+export function queueRoutes({ queue, schedules }: ApiContext) {
+  const queues = new Map<string, Queue>([queue.queue, schedules.queue].map((q) => [q.name, q as Queue]));
+  const find = (name: string) => {
+    const found = queues.get(name);
+    if (!found) throw new NotFoundError(`no queue ${name}; there are ${[...queues.keys()].join(', ')}`);
+    return found;
+  };
+  const describe = async (q: Queue) => {
+    const counts = await q.getJobCounts(...jobStates);
+    const redis = await ioredisOf(q.client);
+    return {
+      name: q.name, paused: await q.isPaused(), counts: Object.fromEntries(jobStates.map((state) => [state, counts[state] ?? 0])),
+      workers: await redis.zcount(heartbeatKey(q), Date.now() - HEARTBEAT_TTL_MS, '+inf'),
+    };
+  };
+  const base = '/api/v1/queues';
+  return [
+    defineRoute({
+      method: 'get', path: base, tag: 'Queue', scope: 'platform:admin',
+      summary: 'List the queues with their job counts per state',
+      responses: { 200: { description: 'Every queue.', schema: { type: 'object', required: ['nodes'], properties: { nodes: { type: 'array', items: queueSchema } } } } },
+      handle: async () => ({ body: { nodes: await Promise.all([...queues.values()].map(describe)) } }),
+    }),
+    defineRoute({
+      method: 'get', path: `${base}/{name}`, tag: 'Queue', scope: 'platform:admin',
+      summary: 'Get a queue with its job counts per state', params: queueParams,
+      responses: { 200: { description: 'The queue.', schema: queueSchema } },
+      handle: async ({ params }) => ({ body: await describe(find(params.name)) }),
+    }),
+    defineRoute({
+      method: 'post', path: `${base}/{name}/pause`, tag: 'Queue', scope: 'platform:admin',
+      summary: 'Pause a queue: workers finish what they hold and take no new job; intake still records and enqueues',
+      params: queueParams,
+      responses: { 200: { description: 'The queue.', schema: queueSchema } },
+      async handle({ params }) {
+        const q = find(params.name);
+        await q.pause();
+        return { body: await describe(q) };
+      },
+    }),
+    defineRoute({
+      method: 'post', path: `${base}/{name}/resume`, tag: 'Queue', scope: 'platform:admin',
+      summary: 'Resume a paused queue', params: queueParams,
+      responses: { 200: { description: 'The queue.', schema: queueSchema } },
+      async handle({ params }) {
+        const q = find(params.name);
+        await q.resume();
+        return { body: await describe(q) };
+      },
+    }),
+    defineRoute({
+      method: 'post', path: `${base}/{name}/retry-failed`, tag: 'Queue', scope: 'platform:admin',
+      summary: 'Move failed jobs back to waiting',
+      description: 'A job fails when its attempts ran out on faults outside the run (the store or Redis unreachable); a run that failed on its own error is finished and stays so — replay its message instead.',
+      params: queueParams,
+      responses: { 200: { description: 'How many failed jobs there were.', schema: countSchema('Failed jobs moved back to waiting.') } },
+      async handle({ params }) {
+        const q = find(params.name);
+        const count = await q.getFailedCount();
+        await q.retryJobs({ state: 'failed' });
+        return { body: { count } };
+      },
+    }),
+    defineRoute({
+      method: 'post', path: `${base}/{name}/clean`, tag: 'Queue', scope: 'platform:admin',
+      summary: 'Remove finished jobs older than a grace period (runs stay in the store)',
+      params: queueParams,
+      body: {
+        type: 'object', additionalProperties: false,
+        properties: {
+          state: { enum: ['completed', 'failed'], default: 'completed' },
+          graceMs: { type: 'integer', minimum: 0, default: 3_600_000, description: 'Keep jobs that finished more recently than this.' },
+          limit: { type: 'integer', minimum: 1, maximum: 100_000, default: 10_000 },
+        },
+      },
+      responses: { 200: { description: 'How many jobs were removed.', schema: countSchema('Jobs removed.') } },
+      async handle({ params, body }) {
+        const removed = await find(params.name).clean(body.graceMs, body.limit, body.state);
+        return { body: { count: removed.length } };
+      },
+    }),
+  ];
+}
