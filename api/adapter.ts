@@ -9,7 +9,7 @@ import { secretContext } from '../engine/secrets/keyring.ts';
 import { isTerminal, type Run, type Step } from '../engine/store/port.ts';
 import { constantTimeEqual } from '../engine/triggers/webhook.ts';
 import { activeVersionChanged, type ApiContext } from './context.ts';
-import { parseBody } from './hooks.ts';
+import { maintenanceProblem, parseBody } from './hooks.ts';
 import { HttpProblem, sendProblem } from './problem.ts';
 import { defineRoute } from './route.ts';
 import { putShopifyDestination, shopifyDestinationSchema, type ShopifyDestinationBody } from './routes/destinations.ts';
@@ -111,6 +111,7 @@ export function adapterRoutes(context: ApiContext, options: { bodyLimitBytes: nu
       // Not stored or not enqueued: nothing was accepted, the caller retries.
       throw new HttpProblem(503, 'Not accepted', 'the call could not be stored; retry later', { headers: { 'Retry-After': '5' } });
     });
+    if (result.outcome === 'maintenance') throw maintenanceProblem(result.retryAfterSeconds);
     if (result.outcome === 'unverified') throw new HttpProblem(401, 'Invalid API key', 'the adapter key changed during the call');
     if (result.outcome === 'invalid') throw new HttpProblem(400, 'Invalid call', `${result.field} ${result.reason}`, { errors: [{ path: result.field, message: result.reason }] });
     if (result.outcome === 'no-flow') {

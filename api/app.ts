@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import { unstorableJson } from '../engine/json-text.ts';
 import { adapterKeyRoutes, adapterRoutes } from './adapter.ts';
 import type { TokenIssuer } from './auth/issuer.ts';
+import { operatorGuard } from './auth/operator-guard.ts';
 import type { TokenVerifier } from './auth/verifier.ts';
 import type { ApiContext } from './context.ts';
 import { dashboardRoutes, DASHBOARD_PATH } from './dashboard.ts';
@@ -22,6 +23,7 @@ import { flowRoutes } from './routes/flows.ts';
 import { runRoutes } from './routes/runs.ts';
 import { secretRoutes, variableRoutes } from './routes/variables.ts';
 import { blockedTopicRoutes, messageRoutes } from './routes/messages.ts';
+import { platformRoutes } from './routes/platform.ts';
 import { queueRoutes } from './routes/queues.ts';
 import { tenantRoutes } from './routes/tenants.ts';
 import { versionRoutes } from './routes/version.ts';
@@ -44,6 +46,13 @@ export interface AppOptions {
   queues: Queue[];
   /** How long the adapter route waits for its run before it answers 202. */
   adapterWaitMs: number;
+  /** This process's metrics, in Prometheus' text format. */
+  metrics: MetricsExposition;
+}
+
+export interface MetricsExposition {
+  contentType: string;
+  render(): Promise<string>;
 }
 
 /** Bodies the store could not keep are refused before they are parsed. */
@@ -57,7 +66,7 @@ export function apiRoutes(context: ApiContext): RouteSpec[] {
     ...editableFlowRoutes(context), ...flowRoutes(context), ...variableRoutes(context), ...secretRoutes(context), ...runRoutes(context),
     ...destinationRoutes(context), ...adapterKeyRoutes(context), ...batchRoutes(context), ...incrementalFieldRoutes(context),
     ...metadataRoutes(context), ...tenantRoutes(context), ...messageRoutes(context), ...blockedTopicRoutes(context), ...queueRoutes(context),
-    ...versionRoutes(context),
+    ...versionRoutes(context), ...platformRoutes(context),
   ];
 }
 
@@ -81,8 +90,9 @@ export function createApp(options: AppOptions): Express {
   app.use(tokenRoutes(context.store, options.issuer, bodyLimitBytes));
   app.use(hookRoutes(context.intake, bodyLimitBytes, logger));
   app.use(adapterRoutes(context, { bodyLimitBytes, waitMs: options.adapterWaitMs }));
-  const [guard, dashboard] = dashboardRoutes(options.queues, context.store, options.verifier);
-  app.use(DASHBOARD_PATH, guard, dashboard);
+  const operatorsOnly = operatorGuard(context.store, options.verifier);
+  app.use(DASHBOARD_PATH, operatorsOnly, dashboardRoutes(options.queues));
+  app.get('/metrics', operatorsOnly, async (_req, res) => void res.type(options.metrics.contentType).send(await options.metrics.render()));
   app.use('/api', express.json({ limit: bodyLimitBytes, type: ['application/json', 'application/*+json'], verify: refuseUnstorable }));
   app.use(mountRoutes(routes, options.verifier, context.store));
   app.use((req, _res, next) => next(new HttpProblem(404, 'Not found', `no route ${req.method} ${req.path}`)));

@@ -2,6 +2,7 @@ import type { WebhookSubscriber } from '../engine/destinations.ts';
 import type { CompileOptions } from '../engine/flow/compile.ts';
 import type { Intake } from '../engine/intake.ts';
 import type { RunQueue } from '../engine/queue/run-queue.ts';
+import type { MaintenanceMode } from '../engine/queue/maintenance.ts';
 import type { FlowSchedules } from '../engine/queue/schedules.ts';
 import type { Keyring } from '../engine/secrets/keyring.ts';
 import type { Store } from '../engine/store/port.ts';
@@ -16,6 +17,7 @@ export interface ApiContext {
   compile: CompileOptions;
   /** Kept in step with the active version of every scheduled flow. */
   schedules: FlowSchedules;
+  maintenance: MaintenanceMode;
   /** Per destination type: who registers flow URLs as webhooks there. */
   webhookSubscribers: Record<string, WebhookSubscriber>;
   /** The public base URL flow URLs start with (known once the server listens). */

@@ -31,6 +31,8 @@ export function hookRoutes(intake: Intake, bodyLimitBytes: number, logger: Logge
       return sendProblem(res, new HttpProblem(503, 'Not accepted', 'the message could not be stored; retry later', { headers: { 'Retry-After': '5' } }));
     }
     switch (result.outcome) {
+      case 'maintenance':
+        throw maintenanceProblem(result.retryAfterSeconds);
       case 'no-flow':
         throw noFlow();
       case 'invalid':
@@ -45,6 +47,10 @@ export function hookRoutes(intake: Intake, bodyLimitBytes: number, logger: Logge
   });
   return router;
 }
+
+/** Nothing was recorded: the sender retries after the maintenance. */
+export const maintenanceProblem = (retryAfterSeconds: number) =>
+  new HttpProblem(503, 'Maintenance', 'the platform is in maintenance; retry later', { headers: { 'Retry-After': String(retryAfterSeconds) } });
 
 const noFlow = () => new HttpProblem(404, 'No active flow', 'no active flow answers at this URL');
 

@@ -27,6 +27,8 @@ export interface Config {
   readyMaxQueueAgeMs: number;
   shutdownGraceMs: number;
   adapterWaitMs: number;
+  /** A `worker` process serves GET /metrics on this port when it is set. */
+  metricsPort: number | undefined;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -72,6 +74,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     readyMaxQueueAgeMs: integer('READY_MAX_QUEUE_AGE_MS', 120_000, 1),
     shutdownGraceMs: integer('SHUTDOWN_GRACE_MS', 10_000),
     adapterWaitMs: integer('ADAPTER_WAIT_MS', 25_000),
+    metricsPort: optional('METRICS_PORT') === undefined ? undefined : integer('METRICS_PORT', 0),
   };
 }
 

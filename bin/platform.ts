@@ -21,6 +21,9 @@ import { SqlStore } from '../engine/store/sql/sql-store.ts';
 import { allOperations, webhookSubscribers } from '../operations/index.ts';
 import { serveAdminSocket, storeAdmin } from './admin.ts';
 import { buildCommit } from './build.ts';
+import { PrometheusMetrics } from './metrics.ts';
+import { isOperatorAuthorization } from '../api/auth/operator-guard.ts';
+import { MaintenanceMode } from '../engine/queue/maintenance.ts';
 import { baseUrl, type Config } from './config.ts';
 import { DataDirLock, embeddedKeyring } from './data-dir.ts';
 import { redisAnswers, redisOptions, startEmbeddedRedis } from './redis.ts';
@@ -78,6 +81,7 @@ export class Platform {
       schedules: FlowSchedules;
       server?: http.Server;
       adminSocket?: http.Server;
+      metricsServer?: http.Server;
       redisChild?: ChildProcess;
       lock?: DataDirLock;
     },
@@ -94,6 +98,7 @@ export class Platform {
       logger.info({ redisUrl: config.redisUrl }, 'started an embedded redis-server');
     }
     const { store, workerStore, keyring, lock } = await openStore(config);
+    let url = baseUrl(config);
     const compile: CompileOptions = {
       registry: new OperationRegistry(options.operations ?? allOperations),
       limits: { timeoutMs: config.expressionTimeoutMs, maxDepth: 300 },
@@ -101,6 +106,14 @@ export class Platform {
     };
     const queue = new RunQueue({ connection: redisOptions(config.redisUrl, 'producer'), prefix: config.redisPrefix });
     const schedules = new FlowSchedules(store, { connection: redisOptions(config.redisUrl, 'producer'), prefix: config.redisPrefix });
+    const queues = [queue.queue, schedules.queue];
+    const metrics = new PrometheusMetrics(queues);
+    const maintenance = new MaintenanceMode(queues, config.intakeCacheTtlMs);
+    await maintenance.refresh();
+    const verifier = new TokenVerifier({
+      issuer: config.authIssuer, audience: config.authAudience,
+      jwksUrl: () => new URL(config.authJwksUrl ?? `${url}/.well-known/jwks.json`),
+    });
 
     let worker: RunWorker | undefined;
     let ticks: TickWorker | undefined;
@@ -113,7 +126,7 @@ export class Platform {
       worker = new RunWorker(executor, workerStore, {
         connection: redisOptions(config.redisUrl, 'worker'), prefix: config.redisPrefix, concurrency: config.workerConcurrency,
         tenantConcurrency: config.tenantConcurrency,
-        lockDurationMs: config.workerLockMs, stalledIntervalMs: config.workerStalledIntervalMs, logger,
+        lockDurationMs: config.workerLockMs, stalledIntervalMs: config.workerStalledIntervalMs, logger, metrics,
       });
       await worker.start();
       ticks = new TickWorker(workerStore, queue, schedules, { connection: redisOptions(config.redisUrl, 'worker'), prefix: config.redisPrefix, logger });
@@ -122,25 +135,24 @@ export class Platform {
 
     let server: http.Server | undefined;
     let adminSocket: http.Server | undefined;
-    let url = baseUrl(config);
     if (roles.api) {
-      const intake = new Intake({ store, queue, flows: new CompiledFlowCache(store, compile), keyring, cacheTtlMs: config.intakeCacheTtlMs });
+      const intake = new Intake({ store, queue, flows: new CompiledFlowCache(store, compile), keyring, cacheTtlMs: config.intakeCacheTtlMs, maintenance, metrics });
       const issuer = new TokenIssuer(store, keyring, config.authIssuer, config.authAudience);
-      const verifier = new TokenVerifier({
-        issuer: config.authIssuer, audience: config.authAudience,
-        jwksUrl: () => new URL(config.authJwksUrl ?? `${url}/.well-known/jwks.json`),
-      });
       const app = createApp({
-        context: { store, intake, queue, keyring, compile, schedules, webhookSubscribers, baseUrl: () => url, build: { version: VERSION, commit: buildCommit() } },
+        context: {
+          store, intake, queue, keyring, compile, schedules, maintenance, webhookSubscribers, baseUrl: () => url, build: { version: VERSION, commit: buildCommit() },
+        },
         issuer, verifier, logger, bodyLimitBytes: config.bodyLimitBytes,
-        readiness: () => readiness(store, queue, config), queues: [queue.queue, schedules.queue], adapterWaitMs: config.adapterWaitMs,
+        readiness: () => readiness(store, queue, maintenance, config), queues, adapterWaitMs: config.adapterWaitMs, metrics,
       });
       server = http.createServer(app);
       await new Promise<void>((resolve, reject) => server!.once('error', reject).listen(config.port, config.host, resolve));
       url = baseUrl(config, (server.address() as { port: number }).port);
     }
     if (lock) adminSocket = await serveAdminSocket(storeAdmin(store), config.dataDir);
-    return new Platform(config, store, queue, logger, url, { worker, ticks, schedules, server, adminSocket, redisChild, lock });
+    // A worker without the API exports its metrics on a port of its own, when one is set.
+    const metricsServer = !roles.api && config.metricsPort !== undefined ? await serveMetrics(metrics, store, verifier, config) : undefined;
+    return new Platform(config, store, queue, logger, url, { worker, ticks, schedules, server, adminSocket, metricsServer, redisChild, lock });
   }
 
   /** The job schedulers of scheduled flows. */
@@ -150,8 +162,8 @@ export class Platform {
 
   /** Graceful stop: no new requests or jobs, in-flight work finished (or released after the grace period). */
   async close() {
-    const { worker, ticks, schedules, server, adminSocket, redisChild, lock } = this.parts;
-    await Promise.all([closeServer(server), closeServer(adminSocket)]);
+    const { worker, ticks, schedules, server, adminSocket, metricsServer, redisChild, lock } = this.parts;
+    await Promise.all([closeServer(server), closeServer(adminSocket), closeServer(metricsServer)]);
     await ticks?.close();
     await worker?.close(this.config.shutdownGraceMs);
     await Promise.all([this.queue.close(), schedules.close()]);
@@ -161,13 +173,29 @@ export class Platform {
   }
 }
 
+/** `GET /metrics` alone, for operators (Basic with an operator client, or an operator token). */
+async function serveMetrics(metrics: PrometheusMetrics, store: Store, verifier: TokenVerifier, config: Config): Promise<http.Server> {
+  const server = http.createServer((req, res) => {
+    const answer = async () => {
+      if (req.method !== 'GET' || req.url !== '/metrics') return void res.writeHead(404).end();
+      if (!(await isOperatorAuthorization(store, verifier, req.headers.authorization))) {
+        return void res.writeHead(401, { 'WWW-Authenticate': 'Basic realm="Tributary operators", charset="UTF-8"' }).end();
+      }
+      res.writeHead(200, { 'content-type': metrics.contentType }).end(await metrics.render());
+    };
+    answer().catch(() => res.writeHead(503).end());
+  });
+  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(config.metricsPort, config.host, resolve));
+  return server;
+}
+
 function closeServer(server: http.Server | undefined) {
   if (!server) return Promise.resolve();
   server.closeIdleConnections();
   return new Promise<void>((resolve) => server.close(() => resolve()));
 }
 
-async function readiness(store: Store, queue: RunQueue, config: Config): Promise<Readiness> {
+async function readiness(store: Store, queue: RunQueue, maintenance: MaintenanceMode, config: Config): Promise<Readiness> {
   const checks: Record<string, unknown> = {};
   let ready = true;
   try {
@@ -180,10 +208,13 @@ async function readiness(store: Store, queue: RunQueue, config: Config): Promise
   try {
     const report = await inspectQueue(queue.queue);
     Object.assign(checks, report);
+    // Maintenance is reported, not a failure: the API stays up for operators while workers drain.
+    const current = await maintenance.current();
+    if (current) checks.maintenance = current;
     const problems: string[] = [];
     if (/^(allkeys|volatile)-/.test(report.maxmemoryPolicy)) problems.push(`Redis evicts keys (maxmemory-policy ${report.maxmemoryPolicy}); BullMQ needs noeviction`);
     if (report.liveWorkers === 0) problems.push('no worker is consuming');
-    if (report.oldestWaitingMs > config.readyMaxQueueAgeMs) problems.push(`the oldest waiting run is ${Math.round(report.oldestWaitingMs / 1000)} s old`);
+    if (!current && report.oldestWaitingMs > config.readyMaxQueueAgeMs) problems.push(`the oldest waiting run is ${Math.round(report.oldestWaitingMs / 1000)} s old`);
     if (problems.length > 0) {
       checks.problems = problems;
       ready = false;

@@ -5,6 +5,8 @@ import type { CompiledFlowCache } from './runtime/flow-cache.ts';
 import { secretContext, type Keyring } from './secrets/keyring.ts';
 import type { AcceptedMessage, HeldFilter, NewMessage, Store } from './store/port.ts';
 import { GroupCommit } from './group-commit.ts';
+import type { EngineMetrics } from './metrics.ts';
+import type { MaintenanceMode } from './queue/maintenance.ts';
 import { deliveryIdHeader, headerValue, keptHeaders, topicOf, verificationSecretNames, verifyDelivery, type Headers } from './triggers/webhook.ts';
 
 /** The active version behind a flow URL, with what verifying a delivery needs. */
@@ -28,7 +30,8 @@ export type IntakeResult =
   | { outcome: 'accepted' | 'duplicate'; messageId: string; runId: string; held: boolean }
   | { outcome: 'no-flow' }
   | { outcome: 'unverified' }
-  | { outcome: 'invalid'; field: string; reason: string };
+  | { outcome: 'invalid'; field: string; reason: string }
+  | { outcome: 'maintenance'; retryAfterSeconds: number };
 
 /** Store a batch of messages with their runs, then enqueue the runs; only then is any of them accepted. */
 export async function acceptMessages(store: Store, queue: RunQueue, batch: Array<{ message: NewMessage; runId: string }>): Promise<AcceptedMessage[]> {
@@ -67,6 +70,9 @@ export interface IntakeOptions {
   keyring: Keyring;
   /** How long a flow URL's resolution is reused; publish/activate in this process clears it at once. */
   cacheTtlMs: number;
+  /** While it is on, deliveries are refused with a Retry-After (nothing is recorded): senders retry. */
+  maintenance: Pick<MaintenanceMode, 'cached'>;
+  metrics: EngineMetrics;
 }
 
 /**
@@ -86,7 +92,22 @@ export class Intake {
     return acceptMessages(this.options.store, this.options.queue, batch);
   }
 
+  /** Accept a delivery (see the class); every outcome is counted per tenant, a failure to store as `not-stored`. */
   async accept(delivery: Delivery): Promise<IntakeResult> {
+    const { metrics } = this.options;
+    try {
+      const result = await this.decide(delivery);
+      metrics.delivery(delivery.tenantId, result.outcome === 'accepted' && result.held ? 'held' : result.outcome);
+      return result;
+    } catch (error) {
+      metrics.delivery(delivery.tenantId, 'not-stored');
+      throw error;
+    }
+  }
+
+  private async decide(delivery: Delivery): Promise<IntakeResult> {
+    const maintenance = this.options.maintenance.cached();
+    if (maintenance) return { outcome: 'maintenance', retryAfterSeconds: maintenance.retryAfterSeconds };
     const trigger = await this.resolve(delivery.tenantId, delivery.flowKey);
     if (!trigger) return { outcome: 'no-flow' };
     const { config } = trigger;

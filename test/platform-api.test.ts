@@ -251,3 +251,50 @@ describe('Queue (operator) and Version', () => {
     expect(version.commit).toBe(head);
   });
 });
+
+describe('Platform (operator)', () => {
+  const basic = (client: ApiClient) => `Basic ${Buffer.from(`${client.credentials.client_id}:${client.credentials.client_secret}`).toString('base64')}`;
+
+  it('exports Prometheus metrics to operators: deliveries per tenant, finished runs, durations, queue depths', async () => {
+    const shop = await env.tenant('shop-m');
+    await shop.publish(echo('orders'));
+    const accepted = await sendWebhook(env.url, 'shop-m', 'orders', { order: 1 });
+    await shop.settledRun(accepted.body.runId);
+    await sendWebhook(env.url, 'shop-m', 'nothing-here', {});
+
+    expect((await fetch(`${env.url}/metrics`)).status).toBe(401);
+    expect((await fetch(`${env.url}/metrics`, { headers: { authorization: basic(shop) } })).status).toBe(401);
+    const scraped = await fetch(`${env.url}/metrics`, { headers: { authorization: basic(operator) } });
+    expect(scraped.status).toBe(200);
+    const text = await scraped.text();
+    expect(text).toMatch(/^tributary_deliveries_total\{tenant="shop-m",outcome="accepted"\} 1$/m);
+    expect(text).toMatch(/^tributary_deliveries_total\{tenant="",outcome="no-flow"\} [1-9]/m);
+    expect(text).toMatch(/^tributary_runs_finished_total\{tenant="shop-m",status="succeeded"\} 1$/m);
+    expect(text).toMatch(/^tributary_run_attempt_seconds_count\{status="succeeded"\} [1-9]/m);
+    expect(text).toMatch(/^tributary_queue_jobs\{queue="runs",state="waiting"\} \d+$/m);
+    expect(text).toMatch(/^tributary_process_resident_memory_bytes \d+/m);
+  });
+
+  it('enters maintenance: deliveries get 503 with Retry-After and are not recorded, workers drain; leaving it accepts again', async () => {
+    const shop = await env.tenant('shop-x');
+    await shop.publish(echo('orders'));
+    const entered = await operator.call('PUT', '/api/v1/platform/maintenance', { reason: 'database upgrade', retryAfterSeconds: 120 });
+    expect(entered.body).toMatchObject({ enabled: true, reason: 'database upgrade', retryAfterSeconds: 120 });
+    expect((await operator.call('GET', '/api/v1/queues/runs')).body.paused).toBe(true);
+
+    const refused = await sendWebhook(env.url, 'shop-x', 'orders', { order: 1 });
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get('retry-after')).toBe('120');
+    expect((await shop.call('GET', '/api/v1/messages')).body.nodes).toEqual([]);
+    await eventually(async () => expect((await operator.call('GET', '/api/v1/platform/maintenance')).body).toMatchObject({ enabled: true, drained: true, activeJobs: 0 }));
+    const ready = await (await fetch(`${env.url}/readyz`)).json();
+    expect(ready.checks.maintenance).toMatchObject({ reason: 'database upgrade' });
+
+    const left = await operator.call('DELETE', '/api/v1/platform/maintenance');
+    expect(left.body).toMatchObject({ enabled: false, drained: false });
+    expect((await operator.call('GET', '/api/v1/queues/runs')).body.paused).toBe(false);
+    const accepted = await sendWebhook(env.url, 'shop-x', 'orders', { order: 1 });
+    expect(accepted.status).toBe(202);
+    expect((await shop.settledRun(accepted.body.runId)).status).toBe('succeeded');
+  });
+});

@@ -1,5 +1,6 @@
 import { DelayedError, Queue, UnrecoverableError, Worker, type ConnectionOptions, type Job } from 'bullmq';
 import type { Logger } from 'pino';
+import type { EngineMetrics } from '../metrics.ts';
 import type { Executor } from '../runtime/executor.ts';
 import type { Run, Store } from '../store/port.ts';
 import { HEARTBEAT_INTERVAL_MS, HEARTBEAT_TTL_MS, heartbeatKey, ioredisOf } from './health.ts';
@@ -94,6 +95,7 @@ export interface WorkerOptions extends QueueOptions {
   /** How often workers look for jobs whose lock expired. */
   stalledIntervalMs: number;
   logger: Logger;
+  metrics: EngineMetrics;
 }
 
 /** Takes run jobs and hands them to the executor; translates its outcome into BullMQ terms. */
@@ -158,9 +160,13 @@ export class RunWorker {
       throw new DelayedError();
     }
     let outcome;
+    let status = 'error';
+    const started = performance.now();
     try {
       outcome = await this.executor.execute(job.data, this.shutdown.signal, (percent) => void job.updateProgress(percent).catch(() => {}));
+      status = outcome.kind === 'finished' ? outcome.status : outcome.kind;
     } finally {
+      this.options.metrics.runAttempt(tenantId, status, (performance.now() - started) / 1000);
       await this.slots?.release(tenantId, runId);
     }
     if (outcome.kind === 'wait') {

@@ -1,0 +1,55 @@
+import type { Queue } from 'bullmq';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { DeliveryOutcome, EngineMetrics } from '../engine/metrics.ts';
+import { terminalRunStatuses } from '../engine/resources.ts';
+
+const JOB_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'failed', 'completed', 'paused'] as const;
+
+/**
+ * The engine's metrics as Prometheus series, with the process's own (CPU, memory, event loop).
+ * Each process exports what it did; queue depths are read from Redis at scrape time, the same in
+ * every process.
+ */
+export class PrometheusMetrics implements EngineMetrics {
+  readonly registry = new Registry();
+  readonly contentType = this.registry.contentType;
+  private readonly deliveries = new Counter({
+    name: 'tributary_deliveries_total', help: 'Deliveries at flow URLs and the adapter route, by tenant and outcome (tenant "" when no flow answered).',
+    labelNames: ['tenant', 'outcome'], registers: [this.registry],
+  });
+  private readonly runsFinished = new Counter({
+    name: 'tributary_runs_finished_total', help: 'Runs that reached a final status, by tenant and status.', labelNames: ['tenant', 'status'], registers: [this.registry],
+  });
+  private readonly attemptSeconds = new Histogram({
+    name: 'tributary_run_attempt_seconds', help: 'How long one pass of a run took, by what it ended in (a final status, wait, gone or error).',
+    labelNames: ['status'], buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300], registers: [this.registry],
+  });
+  private readonly terminal = new Set<string>(terminalRunStatuses);
+
+  constructor(queues: Queue[]) {
+    collectDefaultMetrics({ register: this.registry, prefix: 'tributary_' });
+    new Gauge({
+      name: 'tributary_queue_jobs', help: 'Jobs per queue and state.', labelNames: ['queue', 'state'], registers: [this.registry],
+      async collect() {
+        for (const queue of queues) {
+          const counts = await queue.getJobCounts(...JOB_STATES);
+          for (const state of JOB_STATES) this.set({ queue: queue.name, state }, counts[state] ?? 0);
+        }
+      },
+    });
+  }
+
+  delivery(tenantId: string, outcome: DeliveryOutcome) {
+    // A URL that names no flow may name no tenant either: never a label from unchecked input.
+    this.deliveries.inc({ tenant: outcome === 'no-flow' ? '' : tenantId, outcome });
+  }
+
+  runAttempt(tenantId: string, status: string, seconds: number) {
+    this.attemptSeconds.observe({ status }, seconds);
+    if (this.terminal.has(status)) this.runsFinished.inc({ tenant: tenantId, status });
+  }
+
+  render(): Promise<string> {
+    return this.registry.metrics();
+  }
+}
