@@ -24,6 +24,8 @@ import { runRoutes } from './routes/runs.ts';
 import { secretRoutes, variableRoutes } from './routes/variables.ts';
 import { blockedTopicRoutes, messageRoutes } from './routes/messages.ts';
 import { platformRoutes } from './routes/platform.ts';
+import { statisticsRoutes } from './routes/statistics.ts';
+import { userSettingsRoutes } from './routes/user-settings.ts';
 import { queueRoutes } from './routes/queues.ts';
 import { tenantRoutes } from './routes/tenants.ts';
 import { versionRoutes } from './routes/version.ts';
@@ -66,7 +68,7 @@ export function apiRoutes(context: ApiContext): RouteSpec[] {
     ...editableFlowRoutes(context), ...flowRoutes(context), ...variableRoutes(context), ...secretRoutes(context), ...runRoutes(context),
     ...destinationRoutes(context), ...adapterKeyRoutes(context), ...batchRoutes(context), ...incrementalFieldRoutes(context),
     ...metadataRoutes(context), ...tenantRoutes(context), ...messageRoutes(context), ...blockedTopicRoutes(context), ...queueRoutes(context),
-    ...versionRoutes(context), ...platformRoutes(context),
+    ...versionRoutes(context), ...platformRoutes(context), ...statisticsRoutes(context), ...userSettingsRoutes(context),
   ];
 }
 

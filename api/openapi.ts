@@ -56,14 +56,14 @@ export function openApiDocument(routes: RouteSpec[], version: string) {
     } : {
       400: problem('Invalid request, or the tenant_id header is missing.'),
       401: problem('No, invalid or expired bearer token.'),
-      403: problem(`The token does not grant this tenant, lacks the scope ${route.scope}, or the tenant is suspended.`),
+      403: problem(`The token does not grant this tenant${route.scope ? `, lacks the scope ${route.scope}` : ''}, or the tenant is suspended.`),
     });
     (paths[route.path] ??= {})[route.method] = {
       tags: [route.tag],
       summary: route.summary,
       ...(route.description ? { description: route.description } : {}),
       operationId: `${route.method}${route.path.replace(/^\/api\/v1/, '').replace(/\{(\w+)\}/g, 'By_$1').replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ?? '').toUpperCase())}`,
-      security: [{ oauth2: [route.scope] }],
+      security: [{ oauth2: route.scope ? [route.scope] : [] }],
       parameters: parameters(route),
       ...(route.body ? { requestBody: { required: true, content: json(route.body) } } : {}),
       responses,

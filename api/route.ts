@@ -44,8 +44,11 @@ export interface RouteSpec<B extends Schema | undefined = Schema | undefined, Q 
   tag: SeedTag;
   summary: string;
   description?: string;
-  /** The operator scope makes an operator route: across tenants, without the tenant_id header. */
-  scope: Scope;
+  /**
+   * The scope the token needs; none: any token for the tenant. The operator scope makes an
+   * operator route: across tenants, without the tenant_id header.
+   */
+  scope?: Scope;
   params?: P;
   query?: Q;
   body?: B;

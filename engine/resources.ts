@@ -266,6 +266,66 @@ export const blockedTopicSchema = {
   },
 } as const;
 
+const percentiles = {
+  anyOf: [
+    { type: 'object', additionalProperties: false, required: ['p50', 'p95', 'p99'], properties: { p50: { type: 'number' }, p95: { type: 'number' }, p99: { type: 'number' } } },
+    { type: 'null' },
+  ],
+} as const;
+
+export const statisticsSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['from', 'to', 'interval', 'runs', 'messages'],
+  description: 'Runs and messages per time bucket (UTC), for the runs and messages created in [from, to). Test runs are never counted.',
+  properties: {
+    from: timestamp,
+    to: timestamp,
+    interval: { enum: ['hour', 'day'] },
+    runs: {
+      type: 'array',
+      items: {
+        type: 'object', additionalProperties: false, required: ['bucket', 'flowId', 'total', 'counts', 'durationMs', 'latencyMs'],
+        properties: {
+          bucket: timestamp,
+          flowId: uuid,
+          total: { type: 'integer' },
+          counts: { type: 'object', additionalProperties: { type: 'integer' }, description: 'Runs per status.' },
+          durationMs: { ...percentiles, description: 'Of finished runs: from first start to finish.' },
+          latencyMs: { ...percentiles, description: 'Of finished runs: from the message\'s arrival to finish.' },
+        },
+      },
+    },
+    messages: {
+      type: 'array',
+      items: {
+        type: 'object', additionalProperties: false, required: ['bucket', 'topic', 'count', 'duplicates'],
+        properties: { bucket: timestamp, topic: { type: ['string', 'null'] }, count: { type: 'integer' }, duplicates: { type: 'integer' } },
+      },
+    },
+  },
+} as const;
+
+export const userSettingsSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['subject', 'settings', 'updatedAt'],
+  properties: {
+    subject: { type: 'string', description: 'The token\'s subject (a client id, or a user of an external identity provider).' },
+    settings: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['timezone', 'locale', 'pageSize'],
+      properties: {
+        timezone: { type: 'string', minLength: 1, maxLength: 64, default: 'UTC', description: 'An IANA time zone, e.g. Europe/Berlin.' },
+        locale: { type: 'string', pattern: '^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$', default: 'en-US', description: 'A BCP 47 language tag.' },
+        pageSize: { type: 'integer', minimum: 1, maximum: 200, default: 50, description: 'Default page size of lists in a UI.' },
+      },
+    },
+    updatedAt: nullableTimestamp,
+  },
+} as const;
+
 /** What a builder UI needs to render an operation: the metadata of its definition. */
 export const operationInfoSchema = {
   type: 'object',
@@ -302,6 +362,8 @@ export type MessageInfo = FromSchema<typeof messageInfoSchema>;
 export type MessageStatus = (typeof messageStatuses)[number];
 export type HoldReason = (typeof holdReasons)[number];
 export type BlockedTopic = FromSchema<typeof blockedTopicSchema>;
+export type Statistics = FromSchema<typeof statisticsSchema>;
+export type UserSettings = FromSchema<typeof userSettingsSchema>;
 export type Run = FromSchema<typeof runSchema>;
 export type Step = FromSchema<typeof stepSchema>;
 export type RunStatus = (typeof runStatuses)[number];
@@ -318,6 +380,8 @@ export const resourceSchemas = {
   Message: messageSchema,
   MessageInfo: messageInfoSchema,
   BlockedTopic: blockedTopicSchema,
+  Statistics: statisticsSchema,
+  UserSettings: userSettingsSchema,
   Run: runSchema,
   Step: stepSchema,
   ErrorRecord: errorRecordSchema,

@@ -66,7 +66,7 @@ describe('authentication and authorization on every route', () => {
     const credentials = await createClientCredentials(env.platform.store, { tenantId: 'tenant-a', scopes: ['runs:read'] });
     const reader = await getToken(env.url, credentials.client_id, credentials.client_secret);
     for (const { method, path, scope } of await apiOperations()) {
-      if (scope === 'runs:read') continue;
+      if (scope === 'runs:read' || scope === undefined) continue;
       const response = await fetch(`${env.url}${path}`, { method, headers: { authorization: `Bearer ${reader}`, tenant_id: 'tenant-a' } });
       expect(response.status, `${method} ${path} needs ${scope}`).toBe(403);
     }

@@ -1,7 +1,8 @@
 import { execFileSync } from 'node:child_process';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, POSTGRES_URL, sendWebhook, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
+import { createClientCredentials } from '../api/auth/clients.ts';
+import { ApiClient, eventually, getToken, POSTGRES_URL, sendWebhook, startTestPlatform, type TestPlatform } from './support/harness.ts';
 
 /** A flow that echoes what it got: every run of it succeeds. */
 const echo = (key: string) => ({
@@ -296,5 +297,67 @@ describe('Platform (operator)', () => {
     const accepted = await sendWebhook(env.url, 'shop-x', 'orders', { order: 1 });
     expect(accepted.status).toBe(202);
     expect((await shop.settledRun(accepted.body.runId)).status).toBe('succeeded');
+  });
+});
+
+describe('Statistic, Dashboard and UserSettings', () => {
+  it('counts the runs that happened per flow and status, with durations, and the messages per topic', async () => {
+    const shop = await env.tenant('shop-stats');
+    const fragile = await shop.publish({
+      ...echo('fragile'),
+      nodes: [{ id: 'echo', operation: 'transform', config: { expression: '{{ $input.body.ok ? $input.body : $error("not ok") }}' } }],
+    });
+    const steady = await shop.publish(echo('steady'));
+    const sends = [
+      sendWebhook(env.url, 'shop-stats', 'fragile', { ok: true }, { 'x-topic': 'a' }),
+      sendWebhook(env.url, 'shop-stats', 'fragile', { ok: false }, { 'x-topic': 'a' }),
+      sendWebhook(env.url, 'shop-stats', 'fragile', { ok: false }, { 'x-topic': 'b' }),
+      sendWebhook(env.url, 'shop-stats', 'steady', { ok: true }, { 'x-topic': 'b', 'x-shopify-webhook-id': 'once' }),
+      sendWebhook(env.url, 'shop-stats', 'steady', { ok: true }, { 'x-topic': 'b', 'x-shopify-webhook-id': 'once' }),
+    ];
+    const responses = [];
+    for (const send of sends) responses.push(await send);
+    for (const response of responses) await shop.settledRun(response.body.runId);
+
+    const response = await shop.call('GET', '/api/v1/statistics');
+    expect(response.status, response.text).toBe(200);
+    const stats = response.body;
+    const byFlow = Object.fromEntries(stats.runs.map((row: any) => [row.flowId, row]));
+    expect(stats.runs).toHaveLength(2);
+    expect(byFlow[fragile]).toMatchObject({ total: 3, counts: { succeeded: 1, failed: 2 } });
+    expect(byFlow[steady]).toMatchObject({ total: 1, counts: { succeeded: 1 } });
+    for (const row of stats.runs) {
+      expect(row.durationMs.p50).toBeGreaterThanOrEqual(0);
+      expect(row.durationMs.p99).toBeGreaterThanOrEqual(row.durationMs.p50);
+      expect(row.latencyMs.p99).toBeGreaterThanOrEqual(row.durationMs.p99);
+    }
+    const topics = Object.fromEntries(stats.messages.map((row: any) => [row.topic, [row.count, row.duplicates]]));
+    expect(topics).toEqual({ a: [2, 0], b: [2, 1] });
+    expect((await shop.call('GET', `/api/v1/statistics?interval=day&flowId=${steady}`)).body.runs).toEqual([expect.objectContaining({ flowId: steady, total: 1 })]);
+    const tooLong = await shop.call('GET', '/api/v1/statistics?from=2026-01-01T00:00:00Z&to=2026-11-01T00:00:00Z');
+    expect(tooLong.status).toBe(400);
+    expect(tooLong.body.errors).toEqual([expect.objectContaining({ path: '$.query.from' })]);
+
+    const dashboard = (await shop.call('GET', '/api/v1/dashboard')).body;
+    expect(dashboard).toMatchObject({ activeFlows: 2, last24h: { runs: { succeeded: 2, failed: 2 }, failureRate: 0.5 }, backlog: { queued: 0, held: 0 } });
+    expect(dashboard.lastErrors).toEqual([expect.objectContaining({ flowId: fragile, flowName: 'fragile', error: expect.objectContaining({ kind: 'permanent' }) })]);
+  });
+
+  it('keeps settings per user, with defaults, validated', async () => {
+    const shop = await env.tenant('shop-u');
+    expect((await shop.call('GET', '/api/v1/user-settings')).body).toEqual({
+      subject: shop.credentials.client_id, settings: { timezone: 'UTC', locale: 'en-US', pageSize: 50 }, updatedAt: null,
+    });
+    const saved = await shop.call('PUT', '/api/v1/user-settings', { timezone: 'Europe/Berlin', pageSize: 20 });
+    expect(saved.body.settings).toEqual({ timezone: 'Europe/Berlin', locale: 'en-US', pageSize: 20 });
+    expect((await shop.call('GET', '/api/v1/user-settings')).body.settings.timezone).toBe('Europe/Berlin');
+    const bad = await shop.call('PUT', '/api/v1/user-settings', { timezone: 'Mars/Olympus', pageSize: 500 });
+    expect(bad.status).toBe(400);
+    expect(bad.body.errors.map((error: any) => error.path)).toEqual(['$.body.pageSize']);
+    expect((await shop.call('PUT', '/api/v1/user-settings', { timezone: 'Mars/Olympus' })).body.errors).toEqual([expect.objectContaining({ path: '$.body.timezone' })]);
+    // Another user of the tenant has their own.
+    const credentials = await createClientCredentials(env.platform.store, { tenantId: 'shop-u' });
+    const colleague = new ApiClient(env.url, await getToken(env.url, credentials.client_id, credentials.client_secret), 'shop-u', credentials);
+    expect((await colleague.call('GET', '/api/v1/user-settings')).body).toMatchObject({ subject: credentials.client_id, updatedAt: null });
   });
 });

@@ -273,6 +273,27 @@ describe.each(adapters)('store contract on %s', (_name, open) => {
     expect(found?.runs.map((run) => run.id)).toEqual([accepted.run.id, replayed.id]);
   });
 
+  it('sums runs per bucket, flow and status, with percentiles of finished ones', async () => {
+    await store.createTenant({ id: 'stats', name: 'Stats' });
+    const flow = await store.createFlow('stats', { id: newId(), key: 'stats', name: 's', draft: doc('stats') });
+    const accepted = await store.acceptMessages([1, 2, 3].map((n) => ({
+      message: { tenantId: 'stats', id: newId(), flowId: flow.id, flowVersion: 1, deliveryId: null, topic: 't', body: n, headers: {}, query: {} }, runId: newId(),
+    })));
+    await store.beginRun('stats', accepted[0].run.id);
+    await store.saveProgress('stats', accepted[0].run.id, [], { status: 'succeeded', error: null });
+    await store.saveProgress('stats', accepted[1].run.id, [], { status: 'failed', error: { kind: 'permanent', message: 'no' } });
+    const now = Date.now();
+    const stats = await store.statistics('stats', { from: new Date(now - 3600_000).toISOString(), to: new Date(now + 60_000).toISOString(), interval: 'day' });
+    expect(stats.runs).toEqual([{
+      bucket: expect.stringMatching(/T00:00:00.000Z$/), flowId: flow.id, total: 3, counts: { queued: 1, succeeded: 1, failed: 1 },
+      durationMs: { p50: expect.any(Number), p95: expect.any(Number), p99: expect.any(Number) }, latencyMs: expect.objectContaining({ p50: expect.any(Number) }),
+    }]);
+    expect(stats.messages).toEqual([expect.objectContaining({ topic: 't', count: 3, duplicates: 0 })]);
+    expect((await store.statistics('stats', { from: new Date(now + 60_000).toISOString(), to: new Date(now + 120_000).toISOString(), interval: 'hour' })).runs).toEqual([]);
+    const other = await store.statistics('b', { from: new Date(now - 3600_000).toISOString(), to: new Date(now + 60_000).toISOString(), interval: 'hour' });
+    expect(other.runs.some((row) => row.flowId === flow.id)).toBe(false);
+  });
+
   it('deletes a tenant with everything it owns', async () => {
     await store.createTenant({ id: 'gone', name: 'Gone' });
     const flow = await store.createFlow('gone', { id: newId(), key: 'gone', name: 'g', draft: doc('gone') });

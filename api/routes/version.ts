@@ -30,7 +30,7 @@ export function versionRoutes({ build, compile, webhookSubscribers }: ApiContext
   };
   return [
     defineRoute({
-      method: 'get', path: '/api/v1/version', tag: 'Version', scope: 'flows:read',
+      method: 'get', path: '/api/v1/version', tag: 'Version',
       summary: 'Product, API, build, runtime, integration and operation versions',
       responses: { 200: { description: 'The versions.', schema: versionSchema } },
       handle: async () => ({ body }),

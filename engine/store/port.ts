@@ -1,9 +1,9 @@
 import type { ErrorRecord } from '../errors.ts';
 import type { FlowDocument } from '../flow/schema.ts';
 import type { SealedValue } from '../secrets/keyring.ts';
-import { terminalRunStatuses, type BlockedTopic, type HoldReason, type MessageInfo, type MessageStatus, type Batch, type BatchStatus, type BatchTask, type IncrementalField, type Destination, type Flow, type FlowVersion, type Message, type Run, type RunStatus, type SecretInfo, type Step, type Tenant, type TerminalRunStatus, type Variable } from '../resources.ts';
+import { terminalRunStatuses, type Statistics, type UserSettings, type BlockedTopic, type HoldReason, type MessageInfo, type MessageStatus, type Batch, type BatchStatus, type BatchTask, type IncrementalField, type Destination, type Flow, type FlowVersion, type Message, type Run, type RunStatus, type SecretInfo, type Step, type Tenant, type TerminalRunStatus, type Variable } from '../resources.ts';
 
-export type { BlockedTopic, HoldReason, MessageInfo, MessageStatus, Batch, BatchCounts, BatchStatus, BatchTask, IncrementalField, Destination, Flow, FlowVersion, Message, Run, RunStatus, SecretInfo, Step, StepStatus, Tenant, TerminalRunStatus, Variable } from '../resources.ts';
+export type { Statistics, UserSettings, BlockedTopic, HoldReason, MessageInfo, MessageStatus, Batch, BatchCounts, BatchStatus, BatchTask, IncrementalField, Destination, Flow, FlowVersion, Message, Run, RunStatus, SecretInfo, Step, StepStatus, Tenant, TerminalRunStatus, Variable } from '../resources.ts';
 export { messageStatuses, runStatuses, stepStatuses, terminalRunStatuses } from '../resources.ts';
 
 /**
@@ -126,6 +126,14 @@ export interface Store {
    */
   retryFailedRuns(tenantId: string, flowId: string, newId: () => string, limit: number): Promise<{ runs: Run[]; more: boolean }>;
 
+  /** Runs created in [from, to) per time bucket, flow and status, with duration percentiles; messages per bucket and topic. */
+  statistics(tenantId: string, request: StatisticsRequest): Promise<Statistics>;
+  /** Active flows, and each flow's latest failed run. */
+  flowHealth(tenantId: string): Promise<{ activeFlows: number; lastErrors: FlowLastError[] }>;
+
+  getUserSettings(tenantId: string, subject: string): Promise<UserSettings | undefined>;
+  putUserSettings(tenantId: string, subject: string, settings: UserSettings['settings']): Promise<UserSettings>;
+
   blockTopic(tenantId: string, topic: string, reason: string | null): Promise<{ blockedTopic: BlockedTopic; created: boolean }>;
   listBlockedTopics(tenantId: string, page: PageRequest): Promise<Page<BlockedTopic>>;
   unblockTopic(tenantId: string, topic: string): Promise<boolean>;
@@ -154,6 +162,21 @@ export interface Backlog {
   /** Per message status, of messages received since `since`. */
   messages: Record<MessageStatus, number>;
   oldestWaiting: { runId: string; flowId: string; status: 'queued' | 'waiting'; createdAt: string; ageMs: number } | null;
+}
+
+export interface StatisticsRequest {
+  from: string;
+  to: string;
+  interval: 'hour' | 'day';
+  flowId?: string;
+}
+
+export interface FlowLastError {
+  flowId: string;
+  flowName: string;
+  runId: string;
+  error: ErrorRecord | null;
+  finishedAt: string | null;
 }
 
 export interface HeldFilter {

@@ -5,7 +5,7 @@ import type {
   AcceptedMessage, BlockedTopic, HeldFilter, MessageFilter, MessageInfo, Batch, BatchStatus, BatchTask, Client, Destination, IncrementalField, NewBatch, NewBatchTask, Flow, FlowVersion, Message, NewMessage, Page, PageRequest, Run, RunOutcome, RunReads, RunState, RunStatus, SecretInfo,
   NewDestination, SigningKey, Step, Store, Tenant, Variable,
 } from '../port.ts';
-import { isTerminal, messageStatuses, runStatuses, type Backlog } from '../port.ts';
+import { isTerminal, messageStatuses, runStatuses, type Backlog, type Statistics, type StatisticsRequest, type UserSettings } from '../port.ts';
 import { idAt } from '../../ids.ts';
 import type { SqlDriver } from './driver.ts';
 import { migrate } from './migrations.ts';
@@ -67,6 +67,7 @@ const toMessageInfo = (r: Row): MessageInfo => ({
   headers: r.headers, query: r.query, body: r.body_truncated ? null : r.body, bodyBytes: Number(r.body_bytes), bodyTruncated: r.body_truncated,
   receivedAt: iso(r.received_at), runId: r.run_id ?? null,
 });
+const toUserSettings = (r: Row): UserSettings => ({ subject: r.subject, settings: r.settings, updatedAt: iso(r.updated_at) });
 const toBlockedTopic = (r: Row): BlockedTopic => ({ topic: r.topic, reason: r.reason, blockedAt: iso(r.blocked_at), held: Number(r.held ?? 0) });
 /** A message's status, from its latest run `r` (joined with LATEST_RUN). */
 const MESSAGE_STATUS = `case when m.duplicate_of is not null then 'duplicate' when r.status = 'held' then 'blocked' when r.status = 'queued' then 'accepted'
@@ -772,6 +773,77 @@ export class SqlStore implements Store {
       [tenantId, flowId, JSON.stringify(input)],
     );
     return { runs: inserted.map(toRun).sort((x, y) => (x.id < y.id ? -1 : 1)), more: failed.length > limit };
+  }
+
+  async statistics(tenantId: string, request: StatisticsRequest): Promise<Statistics> {
+    if (request.flowId !== undefined && !isUuid(request.flowId)) return { ...request, runs: [], messages: [] };
+    // Ids are time-ordered: a bound a minute wider than the range lets the primary key find the rows.
+    const from = Date.parse(request.from);
+    const to = Date.parse(request.to);
+    const range = [tenantId, request.interval, request.from, request.to, idAt(from - 60_000), idAt(to + 60_000)];
+    const percentilesOf = (values: number[] | null) => (values ? { p50: values[0], p95: values[1], p99: values[2] } : null);
+    const [runs, messages] = await Promise.all([
+      this.db.query(
+        `select bucket, flow_id, jsonb_object_agg(status, n) filter (where status is not null) as counts, sum(n) as total,
+                max(duration) as duration, max(latency) as latency
+           from (
+             select date_trunc($2, created_at, 'UTC') as bucket, flow_id, status, count(*) as n, null::float8[] as duration, null::float8[] as latency
+               from runs where tenant_id = $1 and id >= $5::uuid and id < $6::uuid and created_at >= $3 and created_at < $4 and ($7::uuid is null or flow_id = $7::uuid)
+               group by 1, 2, 3
+             union all
+             select date_trunc($2, created_at, 'UTC'), flow_id, null, 0,
+                    percentile_cont(array[0.5, 0.95, 0.99]) within group (order by extract(epoch from finished_at - coalesce(started_at, created_at)) * 1000),
+                    percentile_cont(array[0.5, 0.95, 0.99]) within group (order by extract(epoch from finished_at - created_at) * 1000)
+               from runs where tenant_id = $1 and id >= $5::uuid and id < $6::uuid and created_at >= $3 and created_at < $4 and ($7::uuid is null or flow_id = $7::uuid)
+                 and finished_at is not null
+               group by 1, 2
+           ) parts
+          group by bucket, flow_id order by bucket, flow_id`,
+        [...range, request.flowId ?? null],
+      ),
+      this.db.query(
+        `select date_trunc($2, received_at, 'UTC') as bucket, topic, count(*) filter (where duplicate_of is null) as count, count(*) filter (where duplicate_of is not null) as duplicates
+           from messages where tenant_id = $1 and id >= $5::uuid and id < $6::uuid and received_at >= $3 and received_at < $4 and ($7::uuid is null or flow_id = $7::uuid)
+          group by 1, 2 order by 1, 2`,
+        [...range, request.flowId ?? null],
+      ),
+    ]);
+    return {
+      from: new Date(from).toISOString(), to: new Date(to).toISOString(), interval: request.interval,
+      runs: runs.map((r) => ({
+        bucket: iso(r.bucket), flowId: r.flow_id, total: Number(r.total),
+        counts: Object.fromEntries(Object.entries(r.counts as Record<string, unknown>).map(([status, n]) => [status, Number(n)])),
+        durationMs: percentilesOf(r.duration), latencyMs: percentilesOf(r.latency),
+      })),
+      messages: messages.map((r) => ({ bucket: iso(r.bucket), topic: r.topic, count: Number(r.count), duplicates: Number(r.duplicates) })),
+    };
+  }
+
+  async flowHealth(tenantId: string) {
+    const rows = await this.db.query(
+      `select f.id, f.name, f.active, r.id as run_id, r.error, r.finished_at from flows f
+         left join lateral (select id, error, finished_at from runs where tenant_id = f.tenant_id and flow_id = f.id and status = 'failed' order by id desc limit 1) r on true
+        where f.tenant_id = $1 order by f.name`,
+      [tenantId],
+    );
+    return {
+      activeFlows: rows.filter((r) => r.active).length,
+      lastErrors: rows.filter((r) => r.run_id).map((r) => ({ flowId: r.id, flowName: r.name, runId: r.run_id, error: r.error, finishedAt: isoOrNull(r.finished_at) })),
+    };
+  }
+
+  async getUserSettings(tenantId: string, subject: string) {
+    const [row] = await this.db.query('select * from user_settings where tenant_id = $1 and subject = $2', [tenantId, subject]);
+    return row ? toUserSettings(row) : undefined;
+  }
+
+  async putUserSettings(tenantId: string, subject: string, settings: UserSettings['settings']) {
+    const [row] = await this.db.query(
+      `insert into user_settings (tenant_id, subject, settings) values ($1, $2, $3::jsonb)
+       on conflict (tenant_id, subject) do update set settings = excluded.settings, updated_at = now() returning *`,
+      [tenantId, subject, json(settings)],
+    );
+    return toUserSettings(row);
   }
 
   async blockTopic(tenantId: string, topic: string, reason: string | null) {
