@@ -361,3 +361,34 @@ describe('Statistic, Dashboard and UserSettings', () => {
     expect((await colleague.call('GET', '/api/v1/user-settings')).body).toMatchObject({ subject: credentials.client_id, updatedAt: null });
   });
 });
+
+describe('PlatformGlobal and PlatformTenantGlobal', () => {
+  it('lets flows read $platform values, a tenant\'s override first', async () => {
+    const [plain, special] = [await env.tenant('plain'), await env.tenant('special')];
+    expect((await operator.call('PUT', '/api/v1/platform-globals/ERP_HOST', { value: 'erp.example.com' })).status).toBe(201);
+    expect((await operator.call('PUT', '/api/v1/platform-globals/ERP_HOST', { value: 'erp.example.net' })).status).toBe(200);
+    await operator.call('PUT', '/api/v1/platform-globals/REGION', { value: 'eu' });
+    expect((await operator.call('PUT', '/api/v1/tenants/special/platform-globals/ERP_HOST', { value: 'erp.special.com' })).status).toBe(201);
+    expect((await operator.call('PUT', '/api/v1/tenants/nobody/platform-globals/ERP_HOST', { value: 1 })).status).toBe(404);
+    expect((await operator.call('GET', '/api/v1/tenants/special/platform-globals')).body.nodes).toEqual([expect.objectContaining({ name: 'ERP_HOST', value: 'erp.special.com' })]);
+    expect((await plain.call('PUT', '/api/v1/platform-globals/ERP_HOST', { value: 'mine' })).status).toBe(403);
+
+    const reader = {
+      ...echo('platform'),
+      nodes: [{ id: 'echo', operation: 'transform', config: { expression: '{{ {"url": "https://" & $platform.ERP_HOST & "/" & $platform.REGION, "missing": $platform.NOPE} }}' } }],
+    };
+    const outputs = [];
+    for (const client of [plain, special]) {
+      await client.publish(reader);
+      const sent = await sendWebhook(env.url, client.tenantId, 'platform', {});
+      outputs.push((await client.settledRun(sent.body.runId)).steps[0].output);
+    }
+    expect(outputs).toEqual([{ url: 'https://erp.example.net/eu' }, { url: 'https://erp.special.com/eu' }]);
+
+    expect((await operator.call('DELETE', '/api/v1/tenants/special/platform-globals/ERP_HOST')).status).toBe(204);
+    const sent = await sendWebhook(env.url, 'special', 'platform', {});
+    expect((await special.settledRun(sent.body.runId)).steps[0].output).toEqual({ url: 'https://erp.example.net/eu' });
+    expect((await operator.call('DELETE', '/api/v1/platform-globals/REGION')).status).toBe(204);
+    expect((await operator.call('GET', '/api/v1/platform-globals/REGION')).status).toBe(404);
+  });
+});

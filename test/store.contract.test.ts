@@ -157,13 +157,30 @@ describe.each(adapters)('store contract on %s', (_name, open) => {
     await store.putVariable('b', 'OTHER', 2);
     await store.putSecret('b', 'KEY', { keyId: 'k', ciphertext: 'c', fingerprint: 'f' });
     const accept = async () => (await store.acceptMessages([{ message: { tenantId: 'b', id: newId(), flowId: flow.id, flowVersion: 1, deliveryId: null, topic: null, body: 1, headers: {}, query: {} }, runId: newId() }]))[0].run;
-    const named = await store.beginRun('b', (await accept()).id, { vars: ['WANTED', 'V1'], secrets: ['KEY'] });
+    const named = await store.beginRun('b', (await accept()).id, { vars: ['WANTED', 'V1'], secrets: ['KEY'], platform: [] });
     expect(named?.vars).toEqual({ WANTED: 1 });
     expect(named?.sealedSecrets).toEqual([{ name: 'KEY', keyId: 'k', ciphertext: 'c', fingerprint: 'f' }]);
-    const all = await store.beginRun('b', (await accept()).id, { vars: '*', secrets: [] });
+    const all = await store.beginRun('b', (await accept()).id, { vars: '*', secrets: [], platform: [] });
     expect(all?.vars).toEqual({ WANTED: 1, OTHER: 2 });
     expect(all?.sealedSecrets).toEqual([]);
     expect((await store.beginRun('b', (await accept()).id))?.vars).toEqual({});
+
+    // $platform: the tenant's override wins over the platform's value; only the names read are loaded.
+    await store.putPlatformValue({ tenantId: null }, 'ERP_HOST', 'erp.example.com');
+    await store.putPlatformValue({ tenantId: null }, 'REGION', 'eu');
+    await store.putPlatformValue({ tenantId: null }, 'UNREAD', 1);
+    expect((await store.putPlatformValue({ tenantId: 'b' }, 'ERP_HOST', 'erp-b.example.com')).created).toBe(true);
+    await store.putPlatformValue({ tenantId: 'b' }, 'ONLY_B', true);
+    const platform = await store.beginRun('b', (await accept()).id, { vars: [], secrets: [], platform: ['ERP_HOST', 'REGION', 'ONLY_B', 'MISSING'] });
+    expect(platform?.platform).toEqual({ ERP_HOST: 'erp-b.example.com', REGION: 'eu', ONLY_B: true });
+    const everything = await store.beginRun('b', (await accept()).id, { vars: [], secrets: [], platform: '*' });
+    expect(everything?.platform).toMatchObject({ ERP_HOST: 'erp-b.example.com', UNREAD: 1 });
+    expect((await store.listPlatformValues({ tenantId: 'b' }, { first: 10 })).nodes.map((value) => value.name)).toEqual(['ERP_HOST', 'ONLY_B']);
+    expect(await store.getPlatformValue({ tenantId: 'a' }, 'ERP_HOST')).toBeUndefined();
+    expect(await store.deletePlatformValue({ tenantId: 'b' }, 'ERP_HOST')).toBe(true);
+    const fallback = await store.beginRun('b', (await accept()).id, { vars: [], secrets: [], platform: ['ERP_HOST'] });
+    expect(fallback?.platform).toEqual({ ERP_HOST: 'erp.example.com' });
+    expect(await store.deletePlatformValue({ tenantId: null }, 'UNREAD')).toBe(true);
   });
 
   it('keeps batches: tasks deduplicated by key with their seeded checkpoint, counts from their runs, failed tasks retried', async () => {

@@ -14,6 +14,8 @@ export interface ByNameCollection<Item> {
   /** The `{name}` parameter's schema (its pattern differs between collections). */
   nameParams: JSONSchema & object;
   scopes: { read: Scope; write: Scope };
+  /** Whose items the route reaches: the tenant_id header's tenant unless this says otherwise (e.g. from the path). */
+  owner?(request: { tenantId: string; params: unknown }): Promise<string>;
   list(tenantId: string, page: PageRequest): Promise<Page<Item>>;
   /** Absent for write-only collections. */
   get?(tenantId: string, name: string): Promise<Item | undefined>;
@@ -24,19 +26,24 @@ export interface ByNameCollection<Item> {
 export function byNameRoutes<Item>(collection: ByNameCollection<Item>): RouteSpec[] {
   const { base, tag, noun: [one, many], scopes } = collection;
   const nameOf = (params: unknown) => (params as { name: string }).name;
+  const ownerOf = collection.owner ?? (async ({ tenantId }) => tenantId);
+  // The list's own path parameters: those of an item but `name` (e.g. `{tenantId}`).
+  const { name: _name, ...baseProperties } = (collection.nameParams as { properties: Record<string, JSONSchema> }).properties;
+  const baseParams = Object.keys(baseProperties).length === 0 ? undefined : { type: 'object', required: Object.keys(baseProperties), properties: baseProperties } as const;
   const routes: RouteSpec[] = [{
-    method: 'get', path: base, tag, scope: scopes.read, summary: `List ${many} by name`,
+    method: 'get', path: base, tag, scope: scopes.read, summary: `List ${many} by name`, params: baseParams,
     query: { type: 'object', additionalProperties: false, properties: pageQuerySchema },
     responses: { 200: { description: `A page of ${many}.`, schema: connectionSchema(collection.item) } },
-    handle: async ({ tenantId, query }) => ({ body: await collection.list(tenantId, query as PageRequest) }),
+    handle: async (request) => ({ body: await collection.list(await ownerOf(request), request.query as PageRequest) }),
   }];
   const get = collection.get;
   if (get) {
     routes.push({
       method: 'get', path: `${base}/{name}`, tag, scope: scopes.read, summary: `Get a ${one}`, params: collection.nameParams,
       responses: { 200: { description: `The ${one}.`, schema: collection.item } },
-      async handle({ tenantId, params }) {
-        const item = await get(tenantId, nameOf(params));
+      async handle(request) {
+        const { params } = request;
+        const item = await get(await ownerOf(request), nameOf(params));
         if (!item) throw new NotFoundError(`no ${one} ${nameOf(params)}`);
         return { body: item };
       },
@@ -45,8 +52,9 @@ export function byNameRoutes<Item>(collection: ByNameCollection<Item>): RouteSpe
   routes.push({
     method: 'delete', path: `${base}/{name}`, tag, scope: scopes.write, summary: `Delete a ${one}`, params: collection.nameParams,
     responses: { 204: { description: 'Deleted.' } },
-    async handle({ tenantId, params }) {
-      if (!(await collection.remove(tenantId, nameOf(params)))) throw new NotFoundError(`no ${one} ${nameOf(params)}`);
+    async handle(request) {
+      const { params } = request;
+      if (!(await collection.remove(await ownerOf(request), nameOf(params)))) throw new NotFoundError(`no ${one} ${nameOf(params)}`);
       return { status: 204 };
     },
   });

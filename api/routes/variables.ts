@@ -1,35 +1,47 @@
 import { secretContext } from '../../engine/secrets/keyring.ts';
 import { secretInfoSchema, variableSchema } from '../../engine/resources.ts';
 import type { ApiContext } from '../context.ts';
-import { defineRoute } from '../route.ts';
-import { byNameRoutes } from './by-name.ts';
+import type { Variable } from '../../engine/store/port.ts';
+import { defineRoute, type RouteSpec } from '../route.ts';
+import { byNameRoutes, type ByNameCollection } from './by-name.ts';
 
-const nameParams = {
+export const nameParams = {
   type: 'object', required: ['name'],
-  properties: { name: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]{0,63}$', description: 'Referenced in flows as $vars.<name> / $secrets.<name>.' } },
+  properties: { name: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]{0,63}$', description: 'Referenced in flows as $vars.<name>, $secrets.<name> or $platform.<name>.' } },
 } as const;
 
+/** Named JSON values (variables, platform values): create-or-replace, list, get, delete. */
+export function namedValueRoutes(collection: Omit<ByNameCollection<Variable>, 'item' | 'nameParams' | 'get'> & {
+  /** The path parameters, when the base has more than `{name}`. */
+  params?: ByNameCollection<Variable>['nameParams'];
+  get: NonNullable<ByNameCollection<Variable>['get']>;
+  put(owner: string, name: string, value: unknown): Promise<{ variable: Variable; created: boolean }>;
+  summary: string;
+}): RouteSpec[] {
+  const ownerOf = collection.owner ?? (async ({ tenantId }) => tenantId);
+  const put: RouteSpec = {
+    method: 'put', path: `${collection.base}/{name}`, tag: collection.tag, scope: collection.scopes.write,
+    summary: collection.summary, params: collection.params ?? nameParams,
+    body: { type: 'object', additionalProperties: false, required: ['value'], properties: { value: { description: 'Any JSON value.' } } },
+    responses: { 200: { description: 'Replaced.', schema: variableSchema }, 201: { description: 'Created.', schema: variableSchema } },
+    async handle(request) {
+      const { params, body } = request as { params: { name: string }; body: { value: unknown } };
+      const { variable, created } = await collection.put(await ownerOf(request), params.name, body.value);
+      return { status: created ? 201 : 200, body: variable };
+    },
+  };
+  return [put, ...byNameRoutes({ ...collection, item: variableSchema, nameParams: collection.params ?? nameParams })];
+}
+
 export function variableRoutes({ store }: ApiContext) {
-  const base = '/api/v1/global-variables';
-  return [
-    defineRoute({
-      method: 'put', path: `${base}/{name}`, tag: 'GlobalVariable', scope: 'variables:write',
-      summary: 'Create or replace a variable', params: nameParams,
-      body: { type: 'object', additionalProperties: false, required: ['value'], properties: { value: { description: 'Any JSON value.' } } },
-      responses: { 200: { description: 'Replaced.', schema: variableSchema }, 201: { description: 'Created.', schema: variableSchema } },
-      async handle({ tenantId, params, body }) {
-        const { variable, created } = await store.putVariable(tenantId, params.name, body.value);
-        return { status: created ? 201 : 200, body: variable };
-      },
-    }),
-    ...byNameRoutes({
-      base, tag: 'GlobalVariable', noun: ['variable', 'variables'], item: variableSchema, nameParams,
-      scopes: { read: 'variables:read', write: 'variables:write' },
-      list: (tenantId, page) => store.listVariables(tenantId, page),
-      get: (tenantId, name) => store.getVariable(tenantId, name),
-      remove: (tenantId, name) => store.deleteVariable(tenantId, name),
-    }),
-  ];
+  return namedValueRoutes({
+    base: '/api/v1/global-variables', tag: 'GlobalVariable', noun: ['variable', 'variables'], summary: 'Create or replace a variable',
+    scopes: { read: 'variables:read', write: 'variables:write' },
+    put: (tenantId, name, value) => store.putVariable(tenantId, name, value),
+    list: (tenantId, page) => store.listVariables(tenantId, page),
+    get: (tenantId, name) => store.getVariable(tenantId, name),
+    remove: (tenantId, name) => store.deleteVariable(tenantId, name),
+  });
 }
 
 export function secretRoutes({ store, keyring }: ApiContext) {

@@ -13,13 +13,16 @@ export interface Template {
   evaluate(bindings: Bindings): Promise<unknown>;
 }
 
-/** Names of `$vars` / `$secrets` a flow reads, so a run loads only those ('*' when read dynamically). */
+/** Names of `$vars` / `$secrets` / `$platform` a flow reads, so a run loads only those ('*' when read dynamically). */
 export interface References {
   vars: Set<string> | '*';
   secrets: Set<string> | '*';
+  platform: Set<string> | '*';
 }
 
-export const emptyReferences = (): References => ({ vars: new Set(), secrets: new Set() });
+const referenceKinds = ['vars', 'secrets', 'platform'] as const;
+
+export const emptyReferences = (): References => ({ vars: new Set(), secrets: new Set(), platform: new Set() });
 
 const WHOLE = /^\{\{([\s\S]*)\}\}$/;
 const PART = /\{\{([\s\S]*?)\}\}/g;
@@ -91,7 +94,7 @@ export class TemplateCompiler {
   }
 
   private collectReferences(source: string) {
-    for (const kind of ['vars', 'secrets'] as const) {
+    for (const kind of referenceKinds) {
       const named = [...source.matchAll(new RegExp(`\\$${kind}\\.([A-Za-z_][A-Za-z0-9_]*)`, 'g'))].map((m) => m[1]);
       const mentions = source.split(`$${kind}`).length - 1;
       const current = this.references[kind];
@@ -107,7 +110,7 @@ export class TemplateCompiler {
 }
 
 export function mergeReferences(target: References, source: References) {
-  for (const kind of ['vars', 'secrets'] as const) {
+  for (const kind of referenceKinds) {
     const from = source[kind];
     const into = target[kind];
     if (into === '*') continue;

@@ -60,7 +60,7 @@ export class Executor {
     if (!state) return { kind: 'gone' };
     if (isTerminal(state.run.status)) return { kind: 'finished', status: state.run.status, error: state.run.error ?? undefined };
     const secrets = Object.fromEntries(state.sealedSecrets.map((sealed) => [sealed.name, keyring.open(sealed, secretContext(tenantId, sealed.name))]));
-    return new RunPass(this.options, state, flow, secrets, shutdown, progress).run(state.vars);
+    return new RunPass(this.options, state, flow, secrets, shutdown, progress).run();
   }
 }
 
@@ -94,8 +94,9 @@ class RunPass {
     this.secretList = Object.values(secrets).filter((value) => value.length > 0);
   }
 
-  async run(vars: Record<string, unknown>): Promise<PassOutcome> {
-    const bindings: Bindings = { input: this.input, steps: this.outputs, vars, secrets: this.secrets };
+  async run(): Promise<PassOutcome> {
+    const { vars, platform } = this.state;
+    const bindings: Bindings = { input: this.input, steps: this.outputs, vars, secrets: this.secrets, platform };
     const done = new Set<string>([TRIGGER]);
     const last = this.flow.nodes[this.flow.nodes.length - 1];
     for (const node of this.flow.nodes) {

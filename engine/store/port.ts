@@ -131,6 +131,12 @@ export interface Store {
   /** Active flows, and each flow's latest failed run. */
   flowHealth(tenantId: string): Promise<{ activeFlows: number; lastErrors: FlowLastError[] }>;
 
+  /** Platform-wide named values (PlatformGlobal); `tenantId` set: one tenant's overrides (PlatformTenantGlobal). */
+  putPlatformValue(scope: PlatformScope, name: string, value: unknown): Promise<{ variable: Variable; created: boolean }>;
+  getPlatformValue(scope: PlatformScope, name: string): Promise<Variable | undefined>;
+  listPlatformValues(scope: PlatformScope, page: PageRequest): Promise<Page<Variable>>;
+  deletePlatformValue(scope: PlatformScope, name: string): Promise<boolean>;
+
   getUserSettings(tenantId: string, subject: string): Promise<UserSettings | undefined>;
   putUserSettings(tenantId: string, subject: string, settings: UserSettings['settings']): Promise<UserSettings>;
 
@@ -162,6 +168,11 @@ export interface Backlog {
   /** Per message status, of messages received since `since`. */
   messages: Record<MessageStatus, number>;
   oldestWaiting: { runId: string; flowId: string; status: 'queued' | 'waiting'; createdAt: string; ageMs: number } | null;
+}
+
+/** Where a platform value lives: platform-wide, or one tenant's override. */
+export interface PlatformScope {
+  tenantId: string | null;
 }
 
 export interface StatisticsRequest {
@@ -254,10 +265,11 @@ export interface RunOutcome {
   error: ErrorRecord | null;
 }
 
-/** Names of the variables and secrets a run reads; '*' for all of the tenant's. */
+/** Names of the variables, secrets and platform values a run reads; '*' for all of them. */
 export interface RunReads {
   vars: Iterable<string> | '*';
   secrets: Iterable<string> | '*';
+  platform: Iterable<string> | '*';
 }
 
 export interface RunState {
@@ -266,4 +278,6 @@ export interface RunState {
   steps: Step[];
   vars: Record<string, unknown>;
   sealedSecrets: Array<{ name: string } & SealedValue>;
+  /** `$platform`: the tenant's override of each name, else the platform's value. */
+  platform: Record<string, unknown>;
 }

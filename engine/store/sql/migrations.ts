@@ -208,6 +208,26 @@ export const migrations: Array<{ version: number; name: string; sql: string }> =
       );
     `,
   },
+  {
+    version: 6,
+    name: 'platform values',
+    sql: `
+      create table platform_globals (
+        name text primary key,
+        value jsonb not null,
+        created_at timestamptz not null default now(),
+        updated_at timestamptz not null default now()
+      );
+      create table platform_tenant_globals (
+        tenant_id text not null references tenants(id) on delete cascade,
+        name text not null,
+        value jsonb not null,
+        created_at timestamptz not null default now(),
+        updated_at timestamptz not null default now(),
+        primary key (tenant_id, name)
+      );
+    `,
+  },
 ];
 
 /**

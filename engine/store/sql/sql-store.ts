@@ -5,7 +5,7 @@ import type {
   AcceptedMessage, BlockedTopic, HeldFilter, MessageFilter, MessageInfo, Batch, BatchStatus, BatchTask, Client, Destination, IncrementalField, NewBatch, NewBatchTask, Flow, FlowVersion, Message, NewMessage, Page, PageRequest, Run, RunOutcome, RunReads, RunState, RunStatus, SecretInfo,
   NewDestination, SigningKey, Step, Store, Tenant, Variable,
 } from '../port.ts';
-import { isTerminal, messageStatuses, runStatuses, type Backlog, type Statistics, type StatisticsRequest, type UserSettings } from '../port.ts';
+import { isTerminal, messageStatuses, runStatuses, type Backlog, type PlatformScope, type Statistics, type StatisticsRequest, type UserSettings } from '../port.ts';
 import { idAt } from '../../ids.ts';
 import type { SqlDriver } from './driver.ts';
 import { migrate } from './migrations.ts';
@@ -111,6 +111,12 @@ const BATCH_WITH_COUNTS = `select b.*, c.* from batches b cross join lateral (
       count(*) filter (where r.status in ('skipped', 'filtered', 'cancelled')) as skipped
     from batch_tasks t join runs r on r.tenant_id = t.tenant_id and r.id = t.run_id
     where t.tenant_id = b.tenant_id and t.batch_id = b.id) c`;
+
+/** `$platform` of tenant $1: its override of each name ($7: all, else those in $8), else the platform's value. */
+const PLATFORM_VALUES = `(select coalesce(jsonb_object_agg(name, value), '{}'::jsonb) from (
+    select coalesce(t.name, p.name) as name, coalesce(t.value, p.value) as value
+      from (select name, value from platform_globals where $7::boolean or name = any($8::text[])) p
+      full join (select name, value from platform_tenant_globals where tenant_id = $1 and ($7::boolean or name = any($8::text[]))) t on t.name = p.name) resolved)`;
 
 const toStep = (r: Row): Step => ({
   runId: r.run_id, key: r.key, nodeId: r.node_id, status: r.status, attempts: r.attempts, output: r.output, error: r.error,
@@ -307,6 +313,44 @@ export class SqlStore implements Store {
 
   // --- variables and secrets ------------------------------------------------------------------
 
+  async putPlatformValue({ tenantId }: PlatformScope, name: string, value: unknown) {
+    const [row] = tenantId === null
+      ? await this.db.query(
+        `insert into platform_globals (name, value) values ($1, $2::jsonb)
+         on conflict (name) do update set value = excluded.value, updated_at = now() returning *, (xmax = 0) as created`,
+        [name, json(value)],
+      )
+      : await this.db.query(
+        `insert into platform_tenant_globals (tenant_id, name, value) values ($1, $2, $3::jsonb)
+         on conflict (tenant_id, name) do update set value = excluded.value, updated_at = now() returning *, (xmax = 0) as created`,
+        [tenantId, name, json(value)],
+      );
+    return { variable: toVariable(row), created: row.created };
+  }
+
+  async getPlatformValue({ tenantId }: PlatformScope, name: string) {
+    const [row] = tenantId === null
+      ? await this.db.query('select * from platform_globals where name = $1', [name])
+      : await this.db.query('select * from platform_tenant_globals where tenant_id = $1 and name = $2', [tenantId, name]);
+    return row ? toVariable(row) : undefined;
+  }
+
+  async listPlatformValues({ tenantId }: PlatformScope, request: PageRequest) {
+    const rows = tenantId === null
+      ? await this.db.query('select * from platform_globals where ($1::text is null or name > $1) order by name limit $2', [decodeCursor(request.after), request.first + 1])
+      : await this.db.query('select * from platform_tenant_globals where tenant_id = $1 and ($2::text is null or name > $2) order by name limit $3', [
+        tenantId, decodeCursor(request.after), request.first + 1,
+      ]);
+    return page(rows, request, toVariable, (r) => r.name);
+  }
+
+  async deletePlatformValue({ tenantId }: PlatformScope, name: string) {
+    const rows = tenantId === null
+      ? await this.db.query('delete from platform_globals where name = $1 returning name', [name])
+      : await this.db.query('delete from platform_tenant_globals where tenant_id = $1 and name = $2 returning name', [tenantId, name]);
+    return rows.length > 0;
+  }
+
   async putVariable(tenantId: string, name: string, value: unknown) {
     const [row] = await this.db.query(
       `insert into variables (tenant_id, name, value) values ($1, $2, $3::jsonb)
@@ -460,9 +504,12 @@ export class SqlStore implements Store {
     return { duplicate: true, messageId: first.message_id, run: toRun(first) };
   }
 
-  async beginRun(tenantId: string, runId: string, reads: RunReads = { vars: [], secrets: [] }): Promise<RunState | undefined> {
+  async beginRun(tenantId: string, runId: string, reads: RunReads = { vars: [], secrets: [], platform: [] }): Promise<RunState | undefined> {
     if (!isUuid(runId)) return undefined;
     const names = (wanted: Iterable<string> | '*') => (wanted === '*' ? [true, []] : [false, [...wanted]]);
+    const platform = names(reads.platform);
+    // Most flows read no platform value: then the statement does not look.
+    const readsPlatform = platform[0] === true || (platform[1] as string[]).length > 0;
     const [row] = await this.db.query(
       `with started as (
          update runs set status = 'running', attempts = attempts + 1, started_at = coalesce(started_at, now())
@@ -475,13 +522,15 @@ export class SqlStore implements Store {
               (select coalesce(jsonb_object_agg(v.name, v.value), '{}'::jsonb) from variables v
                 where v.tenant_id = $1 and ($3::boolean or v.name = any($4::text[]))) as vars,
               (select coalesce(jsonb_agg(jsonb_build_object('name', x.name, 'keyId', x.key_id, 'ciphertext', x.ciphertext, 'fingerprint', x.fingerprint)), '[]'::jsonb)
-                 from secrets x where x.tenant_id = $1 and ($5::boolean or x.name = any($6::text[]))) as sealed_secrets
+                 from secrets x where x.tenant_id = $1 and ($5::boolean or x.name = any($6::text[]))) as sealed_secrets,
+              ${readsPlatform ? PLATFORM_VALUES : `'{}'::jsonb`} as platform
          from run join messages m on m.tenant_id = run.tenant_id and m.id = run.message_id`,
-      [tenantId, runId, ...names(reads.vars), ...names(reads.secrets)],
+      [tenantId, runId, ...names(reads.vars), ...names(reads.secrets), ...(readsPlatform ? platform : [])],
     );
     if (!row) return undefined;
     return {
       run: toRun(row.run), message: toMessage(row.message), steps: (row.steps as Row[]).map(toStep), vars: row.vars, sealedSecrets: row.sealed_secrets,
+      platform: row.platform,
     };
   }
 
