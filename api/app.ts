@@ -23,6 +23,7 @@ import { flowRoutes } from './routes/flows.ts';
 import { runRoutes } from './routes/runs.ts';
 import { secretRoutes, variableRoutes } from './routes/variables.ts';
 import { blockedTopicRoutes, messageRoutes } from './routes/messages.ts';
+import { dataSpaceRoutes } from './routes/data-spaces.ts';
 import { platformRoutes } from './routes/platform.ts';
 import { platformValueRoutes } from './routes/platform-values.ts';
 import { statisticsRoutes } from './routes/statistics.ts';
@@ -70,7 +71,7 @@ export function apiRoutes(context: ApiContext): RouteSpec[] {
     ...destinationRoutes(context), ...adapterKeyRoutes(context), ...batchRoutes(context), ...incrementalFieldRoutes(context),
     ...metadataRoutes(context), ...tenantRoutes(context), ...messageRoutes(context), ...blockedTopicRoutes(context), ...queueRoutes(context),
     ...versionRoutes(context), ...platformRoutes(context), ...statisticsRoutes(context), ...userSettingsRoutes(context),
-    ...platformValueRoutes(context),
+    ...platformValueRoutes(context), ...dataSpaceRoutes(context),
   ];
 }
 

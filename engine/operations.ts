@@ -53,6 +53,11 @@ export interface OperationContext<Config> {
    * later pass of the run.
    */
   batch(window: { from: string | null; to: string | null }): Promise<BatchHandle>;
+  /** The tenant's data spaces: read a document's value, create or replace one. */
+  dataSpaces: {
+    get(space: string, key: string): Promise<unknown>;
+    put(space: string, key: string, value: unknown): Promise<{ created: boolean }>;
+  };
   /** The flow's incremental field: where its next poll starts. */
   incrementalField: {
     get(): Promise<IncrementalField | undefined>;

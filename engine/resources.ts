@@ -326,6 +326,21 @@ export const userSettingsSchema = {
   },
 } as const;
 
+export const dataSpaceSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['name', 'description', 'documents', 'createdAt'],
+  description: 'A named collection of JSON documents (e.g. a SKU mapping): flows read it with $lookup(space, key) and write it with dataspace.put.',
+  properties: { name: { type: 'string' }, description: { type: ['string', 'null'] }, documents: { type: 'integer' }, createdAt: timestamp },
+} as const;
+
+export const dataDocumentSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['key', 'value', 'createdAt', 'updatedAt'],
+  properties: { key: { type: 'string' }, value: {}, createdAt: timestamp, updatedAt: timestamp },
+} as const;
+
 /** What a builder UI needs to render an operation: the metadata of its definition. */
 export const operationInfoSchema = {
   type: 'object',
@@ -363,6 +378,8 @@ export type MessageStatus = (typeof messageStatuses)[number];
 export type HoldReason = (typeof holdReasons)[number];
 export type BlockedTopic = FromSchema<typeof blockedTopicSchema>;
 export type Statistics = FromSchema<typeof statisticsSchema>;
+export type DataSpace = FromSchema<typeof dataSpaceSchema>;
+export type DataDocument = FromSchema<typeof dataDocumentSchema>;
 export type UserSettings = FromSchema<typeof userSettingsSchema>;
 export type Run = FromSchema<typeof runSchema>;
 export type Step = FromSchema<typeof stepSchema>;
@@ -381,6 +398,8 @@ export const resourceSchemas = {
   MessageInfo: messageInfoSchema,
   BlockedTopic: blockedTopicSchema,
   Statistics: statisticsSchema,
+  DataSpace: dataSpaceSchema,
+  DataDocument: dataDocumentSchema,
   UserSettings: userSettingsSchema,
   Run: runSchema,
   Step: stepSchema,

@@ -392,3 +392,47 @@ describe('PlatformGlobal and PlatformTenantGlobal', () => {
     expect((await operator.call('GET', '/api/v1/platform-globals/REGION')).status).toBe(404);
   });
 });
+
+describe('DataSpace', () => {
+  it('keeps mapping tables that flows read with $lookup and write with dataspace.put', async () => {
+    const shop = await env.tenant('shop-d');
+    expect((await shop.call('PUT', '/api/v1/data-spaces/skus', { description: 'Shopify SKU to ERP item' })).status).toBe(201);
+    await shop.call('PUT', '/api/v1/data-spaces/seen', {});
+    const imported = await shop.call('POST', '/api/v1/data-spaces/skus/documents/bulk', {
+      documents: [{ key: 'SKU-1', value: { item: 'ERP-100' } }, { key: 'SKU-2', value: { item: 'ERP-200' } }],
+    });
+    expect(imported.body).toEqual({ created: 2, updated: 0 });
+    expect((await shop.call('POST', '/api/v1/data-spaces/skus/documents/bulk', { documents: [{ key: 'SKU-2', value: { item: 'ERP-201' } }] })).body).toEqual({ created: 0, updated: 1 });
+    const tooMany = await shop.call('POST', '/api/v1/data-spaces/skus/documents/bulk', { documents: Array.from({ length: 1001 }, (_, i) => ({ key: `k${i}`, value: i })) });
+    expect(tooMany.body.errors).toEqual([expect.objectContaining({ path: '$.body.documents' })]);
+    expect((await shop.call('POST', '/api/v1/data-spaces/nope/documents/bulk', { documents: [{ key: 'a', value: 1 }] })).status).toBe(404);
+    expect((await shop.call('GET', '/api/v1/data-spaces/skus')).body).toMatchObject({ name: 'skus', documents: 2 });
+    expect((await shop.call('GET', '/api/v1/data-spaces/skus/documents?prefix=SKU-&first=1')).body.pageInfo.hasNextPage).toBe(true);
+
+    const flowId = await shop.publish({
+      ...echo('map-sku'),
+      nodes: [
+        { id: 'map', operation: 'transform', config: { expression: '{{ {"sku": $input.body.sku, "item": $lookup("skus", $input.body.sku).item} }}' } },
+        { id: 'remember', operation: 'dataspace.put', config: { space: 'seen', key: '{{ $input.body.sku }}', value: '{{ $steps.map }}' } },
+      ],
+      edges: [{ from: 'trigger', to: 'map' }, { from: 'map', to: 'remember' }],
+    });
+    expect(flowId).toBeTruthy();
+    const known = await sendWebhook(env.url, 'shop-d', 'map-sku', { sku: 'SKU-2' });
+    const unknown = await sendWebhook(env.url, 'shop-d', 'map-sku', { sku: 'SKU-9' });
+    expect((await shop.settledRun(known.body.runId)).steps.map((step: any) => step.output)).toEqual([
+      { sku: 'SKU-2', item: 'ERP-201' }, { space: 'seen', key: 'SKU-2', created: true },
+    ]);
+    expect((await shop.settledRun(unknown.body.runId)).steps[0].output).toEqual({ sku: 'SKU-9' });
+    expect((await shop.call('GET', '/api/v1/data-spaces/seen/documents/SKU-2')).body.value).toEqual({ sku: 'SKU-2', item: 'ERP-201' });
+
+    // Another tenant has its own spaces: the same names reach nothing of this one.
+    const stranger = await env.tenant('stranger-d');
+    expect((await stranger.call('GET', '/api/v1/data-spaces/skus/documents/SKU-1')).status).toBe(404);
+    expect((await stranger.call('GET', '/api/v1/data-spaces')).body.nodes).toEqual([]);
+
+    expect((await shop.call('DELETE', '/api/v1/data-spaces/skus/documents/SKU-1')).status).toBe(204);
+    expect((await shop.call('DELETE', '/api/v1/data-spaces/skus')).status).toBe(204);
+    expect((await shop.call('GET', '/api/v1/data-spaces/skus/documents')).status).toBe(404);
+  });
+});

@@ -11,6 +11,8 @@ export const tenantScopes = {
   'messages:write': 'Replay messages, release or discard held ones, block and unblock topics.',
   'batches:read': 'Read batches (polls) and their tasks.',
   'batches:write': 'Retry the failed tasks of a batch.',
+  'dataspaces:read': 'Read data spaces and their documents.',
+  'dataspaces:write': 'Create, replace, import and delete data spaces and documents.',
   'destinations:read': 'Read destinations (settings, and which credentials are set).',
   'destinations:write': 'Create, replace and delete destinations and their credentials.',
 } as const;

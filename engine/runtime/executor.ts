@@ -96,7 +96,7 @@ class RunPass {
 
   async run(): Promise<PassOutcome> {
     const { vars, platform } = this.state;
-    const bindings: Bindings = { input: this.input, steps: this.outputs, vars, secrets: this.secrets, platform };
+    const bindings: Bindings = { input: this.input, steps: this.outputs, vars, secrets: this.secrets, platform, lookup: this.lookup };
     const done = new Set<string>([TRIGGER]);
     const last = this.flow.nodes[this.flow.nodes.length - 1];
     for (const node of this.flow.nodes) {
@@ -125,6 +125,19 @@ class RunPass {
     }
     return this.end({ status: 'succeeded', error: null });
   }
+
+  /** `$lookup(space, key)`: a document's value from a data space (undefined when absent), read once per pass. */
+  private readonly lookups = new Map<string, Promise<unknown>>();
+  private readonly lookup = (space: unknown, key: unknown): Promise<unknown> | undefined => {
+    if (typeof space !== 'string' || (typeof key !== 'string' && typeof key !== 'number')) return undefined;
+    const id = `${space}\0${key}`;
+    let found = this.lookups.get(id);
+    if (!found) {
+      found = this.options.store.getDocument(this.state.run.tenantId, space, String(key)).then((document) => document?.value);
+      this.lookups.set(id, found);
+    }
+    return found;
+  };
 
   private async activated(node: CompiledNode, done: Set<string>, bindings: Bindings) {
     for (const edge of node.incoming) {
@@ -232,6 +245,14 @@ class RunPass {
       step: (name, fn) => this.subStep(node, name, fn),
       destination: (name) => this.destination(name),
       batch: (window) => this.batch(node, window),
+      dataSpaces: {
+        get: (space, key) => this.options.store.getDocument(run.tenantId, space, key).then((document) => document?.value),
+        put: async (space, key, value) => {
+          const written = await this.options.store.putDocuments(run.tenantId, space, [{ key, value }]);
+          if (!written) throw permanent(`there is no data space ${space}: create it first (PUT /api/v1/data-spaces/${space})`);
+          return { created: written.created === 1 };
+        },
+      },
       incrementalField: {
         get: () => this.options.store.getIncrementalField(run.tenantId, run.flowId),
         set: (value) => this.options.store.putIncrementalField(run.tenantId, run.flowId, value),

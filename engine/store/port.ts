@@ -1,9 +1,9 @@
 import type { ErrorRecord } from '../errors.ts';
 import type { FlowDocument } from '../flow/schema.ts';
 import type { SealedValue } from '../secrets/keyring.ts';
-import { terminalRunStatuses, type Statistics, type UserSettings, type BlockedTopic, type HoldReason, type MessageInfo, type MessageStatus, type Batch, type BatchStatus, type BatchTask, type IncrementalField, type Destination, type Flow, type FlowVersion, type Message, type Run, type RunStatus, type SecretInfo, type Step, type Tenant, type TerminalRunStatus, type Variable } from '../resources.ts';
+import { terminalRunStatuses, type DataDocument, type DataSpace, type Statistics, type UserSettings, type BlockedTopic, type HoldReason, type MessageInfo, type MessageStatus, type Batch, type BatchStatus, type BatchTask, type IncrementalField, type Destination, type Flow, type FlowVersion, type Message, type Run, type RunStatus, type SecretInfo, type Step, type Tenant, type TerminalRunStatus, type Variable } from '../resources.ts';
 
-export type { Statistics, UserSettings, BlockedTopic, HoldReason, MessageInfo, MessageStatus, Batch, BatchCounts, BatchStatus, BatchTask, IncrementalField, Destination, Flow, FlowVersion, Message, Run, RunStatus, SecretInfo, Step, StepStatus, Tenant, TerminalRunStatus, Variable } from '../resources.ts';
+export type { DataDocument, DataSpace, Statistics, UserSettings, BlockedTopic, HoldReason, MessageInfo, MessageStatus, Batch, BatchCounts, BatchStatus, BatchTask, IncrementalField, Destination, Flow, FlowVersion, Message, Run, RunStatus, SecretInfo, Step, StepStatus, Tenant, TerminalRunStatus, Variable } from '../resources.ts';
 export { messageStatuses, runStatuses, stepStatuses, terminalRunStatuses } from '../resources.ts';
 
 /**
@@ -136,6 +136,17 @@ export interface Store {
   getPlatformValue(scope: PlatformScope, name: string): Promise<Variable | undefined>;
   listPlatformValues(scope: PlatformScope, page: PageRequest): Promise<Page<Variable>>;
   deletePlatformValue(scope: PlatformScope, name: string): Promise<boolean>;
+
+  putDataSpace(tenantId: string, name: string, description: string | null): Promise<{ space: DataSpace; created: boolean }>;
+  getDataSpace(tenantId: string, name: string): Promise<DataSpace | undefined>;
+  listDataSpaces(tenantId: string, page: PageRequest): Promise<Page<DataSpace>>;
+  /** The space and all its documents. */
+  deleteDataSpace(tenantId: string, name: string): Promise<boolean>;
+  /** Create or replace documents of an existing space, in one statement; undefined if there is no such space. */
+  putDocuments(tenantId: string, space: string, documents: Array<{ key: string; value: unknown }>): Promise<{ created: number; updated: number } | undefined>;
+  getDocument(tenantId: string, space: string, key: string): Promise<DataDocument | undefined>;
+  listDocuments(tenantId: string, space: string, filter: { prefix?: string }, page: PageRequest): Promise<Page<DataDocument>>;
+  deleteDocument(tenantId: string, space: string, key: string): Promise<boolean>;
 
   getUserSettings(tenantId: string, subject: string): Promise<UserSettings | undefined>;
   putUserSettings(tenantId: string, subject: string, settings: UserSettings['settings']): Promise<UserSettings>;

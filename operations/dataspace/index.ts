@@ -1,0 +1,3 @@
+import { dataSpacePut } from './put.ts';
+
+export const dataSpaceOperations = [dataSpacePut];
