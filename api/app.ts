@@ -24,6 +24,7 @@ import { runRoutes } from './routes/runs.ts';
 import { secretRoutes, variableRoutes } from './routes/variables.ts';
 import { blockedTopicRoutes, messageRoutes } from './routes/messages.ts';
 import { dataSpaceRoutes } from './routes/data-spaces.ts';
+import { logRoutes } from './routes/logs.ts';
 import { platformRoutes } from './routes/platform.ts';
 import { platformValueRoutes } from './routes/platform-values.ts';
 import { statisticsRoutes } from './routes/statistics.ts';
@@ -71,7 +72,7 @@ export function apiRoutes(context: ApiContext): RouteSpec[] {
     ...destinationRoutes(context), ...adapterKeyRoutes(context), ...batchRoutes(context), ...incrementalFieldRoutes(context),
     ...metadataRoutes(context), ...tenantRoutes(context), ...messageRoutes(context), ...blockedTopicRoutes(context), ...queueRoutes(context),
     ...versionRoutes(context), ...platformRoutes(context), ...statisticsRoutes(context), ...userSettingsRoutes(context),
-    ...platformValueRoutes(context), ...dataSpaceRoutes(context),
+    ...platformValueRoutes(context), ...dataSpaceRoutes(context), ...logRoutes(context),
   ];
 }
 

@@ -27,6 +27,8 @@ export interface Config {
   readyMaxQueueAgeMs: number;
   shutdownGraceMs: number;
   adapterWaitMs: number;
+  /** Run log lines older than this are pruned (by worker processes, hourly). */
+  runLogRetentionDays: number;
   /** A `worker` process serves GET /metrics on this port when it is set. */
   metricsPort: number | undefined;
 }
@@ -74,6 +76,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     readyMaxQueueAgeMs: integer('READY_MAX_QUEUE_AGE_MS', 120_000, 1),
     shutdownGraceMs: integer('SHUTDOWN_GRACE_MS', 10_000),
     adapterWaitMs: integer('ADAPTER_WAIT_MS', 25_000),
+    runLogRetentionDays: integer('RUN_LOG_RETENTION_DAYS', 14, 1),
     metricsPort: optional('METRICS_PORT') === undefined ? undefined : integer('METRICS_PORT', 0),
   };
 }

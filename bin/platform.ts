@@ -78,6 +78,7 @@ export class Platform {
     private readonly parts: {
       worker?: RunWorker;
       ticks?: TickWorker;
+      logPruning?: NodeJS.Timeout;
       schedules: FlowSchedules;
       server?: http.Server;
       adminSocket?: http.Server;
@@ -117,6 +118,7 @@ export class Platform {
 
     let worker: RunWorker | undefined;
     let ticks: TickWorker | undefined;
+    let logPruning: NodeJS.Timeout | undefined;
     if (roles.worker) {
       const flows = new CompiledFlowCache(workerStore, compile);
       const executor = new Executor({
@@ -131,6 +133,7 @@ export class Platform {
       await worker.start();
       ticks = new TickWorker(workerStore, queue, schedules, { connection: redisOptions(config.redisUrl, 'worker'), prefix: config.redisPrefix, logger });
       await ticks.start();
+      logPruning = pruneRunLogsHourly(workerStore, config.runLogRetentionDays, logger);
     }
 
     let server: http.Server | undefined;
@@ -152,7 +155,7 @@ export class Platform {
     if (lock) adminSocket = await serveAdminSocket(storeAdmin(store), config.dataDir);
     // A worker without the API exports its metrics on a port of its own, when one is set.
     const metricsServer = !roles.api && config.metricsPort !== undefined ? await serveMetrics(metrics, store, verifier, config) : undefined;
-    return new Platform(config, store, queue, logger, url, { worker, ticks, schedules, server, adminSocket, metricsServer, redisChild, lock });
+    return new Platform(config, store, queue, logger, url, { worker, ticks, logPruning, schedules, server, adminSocket, metricsServer, redisChild, lock });
   }
 
   /** The job schedulers of scheduled flows. */
@@ -162,7 +165,8 @@ export class Platform {
 
   /** Graceful stop: no new requests or jobs, in-flight work finished (or released after the grace period). */
   async close() {
-    const { worker, ticks, schedules, server, adminSocket, metricsServer, redisChild, lock } = this.parts;
+    const { worker, ticks, logPruning, schedules, server, adminSocket, metricsServer, redisChild, lock } = this.parts;
+    clearInterval(logPruning);
     await Promise.all([closeServer(server), closeServer(adminSocket), closeServer(metricsServer)]);
     await ticks?.close();
     await worker?.close(this.config.shutdownGraceMs);
@@ -171,6 +175,18 @@ export class Platform {
     redisChild?.kill('SIGTERM');
     lock?.release();
   }
+}
+
+/** Deletes run log lines past their retention, every hour (every worker does: deleting twice is harmless). */
+function pruneRunLogsHourly(store: Store, retentionDays: number, logger: Logger): NodeJS.Timeout {
+  const prune = () => {
+    store.pruneRunLogs(new Date(Date.now() - retentionDays * 86_400_000).toISOString()).then(
+      (pruned) => pruned > 0 && logger.info({ pruned }, 'pruned old run log lines'),
+      (error) => logger.warn({ err: error }, 'could not prune run log lines'),
+    );
+  };
+  prune();
+  return setInterval(prune, 3_600_000).unref();
 }
 
 /** `GET /metrics` alone, for operators (Basic with an operator client, or an operator token). */

@@ -341,6 +341,25 @@ export const dataDocumentSchema = {
   properties: { key: { type: 'string' }, value: {}, createdAt: timestamp, updatedAt: timestamp },
 } as const;
 
+export const logLevels = ['info', 'warn', 'error', 'fatal'] as const;
+
+export const runLogSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['id', 'flowId', 'runId', 'nodeId', 'level', 'message', 'data', 'loggedAt'],
+  description: 'A line an operation logged during a run (info and above; secrets redacted).',
+  properties: {
+    id: { type: 'string' },
+    flowId: uuid,
+    runId: uuid,
+    nodeId: { type: 'string' },
+    level: { enum: logLevels },
+    message: { type: 'string' },
+    data: { description: 'The object logged with the message, if any.' },
+    loggedAt: timestamp,
+  },
+} as const;
+
 /** What a builder UI needs to render an operation: the metadata of its definition. */
 export const operationInfoSchema = {
   type: 'object',
@@ -379,6 +398,8 @@ export type HoldReason = (typeof holdReasons)[number];
 export type BlockedTopic = FromSchema<typeof blockedTopicSchema>;
 export type Statistics = FromSchema<typeof statisticsSchema>;
 export type DataSpace = FromSchema<typeof dataSpaceSchema>;
+export type RunLog = FromSchema<typeof runLogSchema>;
+export type LogLevel = (typeof logLevels)[number];
 export type DataDocument = FromSchema<typeof dataDocumentSchema>;
 export type UserSettings = FromSchema<typeof userSettingsSchema>;
 export type Run = FromSchema<typeof runSchema>;
@@ -399,6 +420,7 @@ export const resourceSchemas = {
   BlockedTopic: blockedTopicSchema,
   Statistics: statisticsSchema,
   DataSpace: dataSpaceSchema,
+  RunLog: runLogSchema,
   DataDocument: dataDocumentSchema,
   UserSettings: userSettingsSchema,
   Run: runSchema,

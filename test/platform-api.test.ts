@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClientCredentials } from '../api/auth/clients.ts';
+import { Receiver } from './support/receiver.ts';
 import { ApiClient, eventually, getToken, POSTGRES_URL, sendWebhook, startTestPlatform, type TestPlatform } from './support/harness.ts';
 
 /** A flow that echoes what it got: every run of it succeeds. */
@@ -434,5 +435,47 @@ describe('DataSpace', () => {
     expect((await shop.call('DELETE', '/api/v1/data-spaces/skus/documents/SKU-1')).status).toBe(204);
     expect((await shop.call('DELETE', '/api/v1/data-spaces/skus')).status).toBe(204);
     expect((await shop.call('GET', '/api/v1/data-spaces/skus/documents')).status).toBe(404);
+  });
+});
+
+describe('Logs', () => {
+  it('keeps what operations log during runs, redacted, searchable by run, level and text; old lines are pruned', async () => {
+    const shop = await env.tenant('shop-l');
+    const receiver = await new Receiver().start();
+    try {
+      await shop.call('PUT', '/api/v1/secret-global-variables/PATH_TOKEN', { value: 'path-secret-123' });
+      await shop.publish({
+        ...echo('logged'),
+        nodes: [{
+          id: 'call', operation: 'http.request', retry: { maxAttempts: 2, backoffMs: 50 },
+          config: { method: 'POST', url: `${receiver.url}/{{ $secrets.PATH_TOKEN }}/{{ $input.body.n }}`, body: '{{ $input.body }}' },
+        }],
+        edges: [{ from: 'trigger', to: 'call' }],
+      });
+      receiver.script({ status: 503 });
+      const first = await sendWebhook(env.url, 'shop-l', 'logged', { n: 1 });
+      const second = await sendWebhook(env.url, 'shop-l', 'logged', { n: 2 });
+      await shop.settledRun(first.body.runId);
+      await shop.settledRun(second.body.runId);
+
+      const all = (await shop.call('GET', '/api/v1/logs')).body.nodes;
+      expect(all.length).toBeGreaterThanOrEqual(3);
+      expect(JSON.stringify(all)).not.toContain('path-secret-123');
+      expect(all.every((line: any) => line.nodeId === 'call')).toBe(true);
+      const ofFirst = (await shop.call('GET', `/api/v1/logs?runId=${first.body.runId}`)).body.nodes;
+      expect(ofFirst.map((line: any) => line.message)).toEqual(expect.arrayContaining([expect.stringMatching(/^POST http:\/\/127\.0\.0\.1:\d+\/\[REDACTED\]\/1 answered 200$/)]));
+      expect(ofFirst.every((line: any) => line.runId === first.body.runId)).toBe(true);
+      const warnings = (await shop.call('GET', '/api/v1/logs?level=warn')).body.nodes;
+      expect(warnings).toEqual([expect.objectContaining({ level: 'warn', message: expect.stringContaining('answered 503'), data: expect.objectContaining({ status: 503 }) })]);
+      expect((await shop.call('GET', '/api/v1/logs?text=ANSWERED%20503')).body.nodes).toHaveLength(1);
+      expect((await shop.call('GET', '/api/v1/logs?level=debug')).status).toBe(400);
+      const stranger = await env.tenant('stranger-l');
+      expect((await stranger.call('GET', '/api/v1/logs')).body.nodes).toEqual([]);
+
+      expect(await env.platform.store.pruneRunLogs(new Date(Date.now() + 60_000).toISOString())).toBeGreaterThanOrEqual(3);
+      expect((await shop.call('GET', '/api/v1/logs')).body.nodes).toEqual([]);
+    } finally {
+      await receiver.close();
+    }
   });
 });

@@ -311,6 +311,21 @@ describe.each(adapters)('store contract on %s', (_name, open) => {
     expect(other.runs.some((row) => row.flowId === flow.id)).toBe(false);
   });
 
+  it('keeps at most the per-run limit of log lines, filters them by level and text, and prunes them by age', async () => {
+    const runId = newId();
+    const flowId = newId();
+    const line = (n: number, level: 'info' | 'warn') => ({ nodeId: 'n', level, message: `line ${n}`, data: { n }, loggedAt: new Date(Date.now() - (n === 0 ? 86_400_000 : 0)).toISOString() });
+    await store.appendRunLogs('a', runId, flowId, [line(0, 'warn'), ...Array.from({ length: 7 }, (_, i) => line(i + 1, 'info'))], 5);
+    await store.appendRunLogs('a', runId, flowId, [line(9, 'warn')], 5);
+    const kept = await store.listRunLogs('a', { runId }, { first: 10 });
+    expect(kept.nodes.map((entry) => entry.message)).toEqual(['line 4', 'line 3', 'line 2', 'line 1', 'line 0']);
+    expect((await store.listRunLogs('a', { runId, level: 'warn' }, { first: 10 })).nodes.map((entry) => entry.data)).toEqual([{ n: 0 }]);
+    expect((await store.listRunLogs('a', { text: 'LINE 3' }, { first: 10 })).nodes).toHaveLength(1);
+    expect((await store.listRunLogs('b', { runId }, { first: 10 })).nodes).toEqual([]);
+    expect(await store.pruneRunLogs(new Date(Date.now() - 3_600_000).toISOString())).toBe(1);
+    expect((await store.listRunLogs('a', { runId }, { first: 10 })).nodes).toHaveLength(4);
+  });
+
   it('deletes a tenant with everything it owns', async () => {
     await store.createTenant({ id: 'gone', name: 'Gone' });
     const flow = await store.createFlow('gone', { id: newId(), key: 'gone', name: 'g', draft: doc('gone') });

@@ -9,6 +9,7 @@ import { secretContext, type Keyring } from '../secrets/keyring.ts';
 import { isTerminal, type Run, type RunOutcome, type RunState, type Step, type Store, type TerminalRunStatus } from '../store/port.ts';
 import type { CompiledFlowCache } from './flow-cache.ts';
 import { redactSecrets } from './redact.ts';
+import { LOG_LINES_PER_RUN, RunLogRecorder } from './run-log.ts';
 import { storableJson } from '../json-text.ts';
 
 /** What the queue should do with the job after one pass of the executor. */
@@ -78,6 +79,7 @@ class RunPass {
   private readonly secretList: string[];
   private readonly destinations = new Map<string, Promise<OpenedDestination>>();
   private readonly unsaved: Step[] = [];
+  private readonly runLog: RunLogRecorder;
   private logger?: Logger;
 
   constructor(
@@ -92,6 +94,7 @@ class RunPass {
     const { message } = state;
     this.input = { messageId: message.id, receivedAt: message.receivedAt, body: message.body, headers: message.headers, query: message.query };
     this.secretList = Object.values(secrets).filter((value) => value.length > 0);
+    this.runLog = new RunLogRecorder(this.secretList);
   }
 
   async run(): Promise<PassOutcome> {
@@ -231,7 +234,7 @@ class RunPass {
       steps: this.outputs,
       // Created on first use: most operations never log.
       get logger() {
-        return (logger ??= pass.log().child({ nodeId: node.id }));
+        return (logger ??= pass.runLog.wrap(pass.log().child({ nodeId: node.id }), node.id));
       },
       get signal() {
         return signal();
@@ -317,8 +320,13 @@ class RunPass {
   }
 
   private async save(outcome?: RunOutcome) {
+    const { run } = this.state;
     const steps = this.unsaved.splice(0);
-    await this.options.store.saveProgress(this.state.run.tenantId, this.state.run.id, steps, outcome);
+    const lines = this.runLog.take();
+    await Promise.all([
+      this.options.store.saveProgress(run.tenantId, run.id, steps, outcome),
+      lines.length > 0 && this.options.store.appendRunLogs(run.tenantId, run.id, run.flowId, lines, LOG_LINES_PER_RUN),
+    ]);
   }
 
   private async wait(error: ErrorRecord, delayMs: number, reason: string): Promise<PassOutcome> {

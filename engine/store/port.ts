@@ -1,9 +1,9 @@
 import type { ErrorRecord } from '../errors.ts';
 import type { FlowDocument } from '../flow/schema.ts';
 import type { SealedValue } from '../secrets/keyring.ts';
-import { terminalRunStatuses, type DataDocument, type DataSpace, type Statistics, type UserSettings, type BlockedTopic, type HoldReason, type MessageInfo, type MessageStatus, type Batch, type BatchStatus, type BatchTask, type IncrementalField, type Destination, type Flow, type FlowVersion, type Message, type Run, type RunStatus, type SecretInfo, type Step, type Tenant, type TerminalRunStatus, type Variable } from '../resources.ts';
+import { terminalRunStatuses, type LogLevel, type RunLog, type DataDocument, type DataSpace, type Statistics, type UserSettings, type BlockedTopic, type HoldReason, type MessageInfo, type MessageStatus, type Batch, type BatchStatus, type BatchTask, type IncrementalField, type Destination, type Flow, type FlowVersion, type Message, type Run, type RunStatus, type SecretInfo, type Step, type Tenant, type TerminalRunStatus, type Variable } from '../resources.ts';
 
-export type { DataDocument, DataSpace, Statistics, UserSettings, BlockedTopic, HoldReason, MessageInfo, MessageStatus, Batch, BatchCounts, BatchStatus, BatchTask, IncrementalField, Destination, Flow, FlowVersion, Message, Run, RunStatus, SecretInfo, Step, StepStatus, Tenant, TerminalRunStatus, Variable } from '../resources.ts';
+export type { LogLevel, RunLog, DataDocument, DataSpace, Statistics, UserSettings, BlockedTopic, HoldReason, MessageInfo, MessageStatus, Batch, BatchCounts, BatchStatus, BatchTask, IncrementalField, Destination, Flow, FlowVersion, Message, Run, RunStatus, SecretInfo, Step, StepStatus, Tenant, TerminalRunStatus, Variable } from '../resources.ts';
 export { messageStatuses, runStatuses, stepStatuses, terminalRunStatuses } from '../resources.ts';
 
 /**
@@ -148,6 +148,13 @@ export interface Store {
   listDocuments(tenantId: string, space: string, filter: { prefix?: string }, page: PageRequest): Promise<Page<DataDocument>>;
   deleteDocument(tenantId: string, space: string, key: string): Promise<boolean>;
 
+  /** Append what a run's operations logged; a run keeps at most `perRunLimit` lines (later ones are dropped). */
+  appendRunLogs(tenantId: string, runId: string, flowId: string, lines: NewRunLog[], perRunLimit: number): Promise<void>;
+  /** Log lines newest first. */
+  listRunLogs(tenantId: string, filter: RunLogFilter, page: PageRequest): Promise<Page<RunLog>>;
+  /** Delete log lines older than `before`, of every tenant; returns how many. */
+  pruneRunLogs(before: string): Promise<number>;
+
   getUserSettings(tenantId: string, subject: string): Promise<UserSettings | undefined>;
   putUserSettings(tenantId: string, subject: string, settings: UserSettings['settings']): Promise<UserSettings>;
 
@@ -179,6 +186,25 @@ export interface Backlog {
   /** Per message status, of messages received since `since`. */
   messages: Record<MessageStatus, number>;
   oldestWaiting: { runId: string; flowId: string; status: 'queued' | 'waiting'; createdAt: string; ageMs: number } | null;
+}
+
+export interface NewRunLog {
+  nodeId: string;
+  level: LogLevel;
+  message: string;
+  data: unknown;
+  loggedAt: string;
+}
+
+export interface RunLogFilter {
+  flowId?: string;
+  runId?: string;
+  /** This level and above. */
+  level?: LogLevel;
+  from?: string;
+  to?: string;
+  /** Lines whose message contains it (case-insensitive). */
+  text?: string;
 }
 
 /** Where a platform value lives: platform-wide, or one tenant's override. */

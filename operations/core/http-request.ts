@@ -80,6 +80,7 @@ export const httpRequest = defineOperation({
     const timer = setTimeout(() => controller.abort(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
     let response: Response;
     let responseBody: unknown;
+    const started = performance.now();
     try {
       response = await fetch(url, { method, headers, body, signal: controller.signal });
       responseBody = await readBody(response, config.maxResponseBytes ?? 5 * 1024 * 1024);
@@ -93,6 +94,8 @@ export const httpRequest = defineOperation({
       ctx.signal.removeEventListener('abort', stop);
     }
     const result = { status: response.status, headers: Object.fromEntries(response.headers), body: responseBody };
+    // Origin and path only: a query string may carry credentials.
+    ctx.logger[response.ok ? 'info' : 'warn']({ status: response.status, ms: Math.round(performance.now() - started) }, `${method} ${url.origin}${url.pathname} answered ${response.status}`);
     if (response.ok) return result;
 
     const details = { status: response.status, body: preview(responseBody) };

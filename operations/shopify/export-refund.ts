@@ -62,14 +62,19 @@ export async function exportRefund(
     const refundLegacyId = String(refund.legacyResourceId);
     const orderId: string = refund.order.id;
     const marks = marksOf(refund.order);
-    if (marks.processed.includes(refundLegacyId)) return { alreadyProcessed: true, refundLegacyId, orderId };
+    if (marks.processed.includes(refundLegacyId)) {
+      ctx.logger.info({ refundId, orderId }, `refund ${refundLegacyId} was exported before: nothing sent`);
+      return { alreadyProcessed: true, refundLegacyId, orderId };
+    }
     awaitOrderSynced(ctx, refund.order, gate);
     const record = assembleRefundRecord(destination.shop.shopUrl, data);
     const erp = await sendToErp(destination.erp, record, { idempotencyKey: refundId, signal: ctx.signal });
+    ctx.logger.info({ refundId, orderId, erpStatus: erp.status }, `refund ${refundLegacyId} sent to the ERP`);
     return { alreadyProcessed: false, refundLegacyId, orderId, record, erp, marks };
   });
   if (sent.alreadyProcessed) return sent;
   const marks = await ctx.step(`mark-order${stepSuffix}`, () => markRefundExported(api, sent.orderId, sent.refundLegacyId, sent.marks));
+  ctx.logger.info({ orderId: sent.orderId, tag: marks.tag }, `order marked: refund ${sent.refundLegacyId} exported`);
   // The record stays in the send step's checkpoint: a large record must not push the node's output
   // over its size limit after the ERP already took it.
   return { alreadyProcessed: false, refundLegacyId: sent.refundLegacyId, orderId: sent.orderId, erp: sent.erp, processedRefunds: marks.processed, tag: marks.tag };

@@ -66,7 +66,8 @@ export const ordersImportList = defineOperation({
           if (toOperationError(error).kind === 'permanent') await batch.setStatus('failed');
           throw error;
         });
-        await batch.add(records.map((record) => ({ key: `${record.Id}@${record.UpdatedAt}`, item: record })));
+        const added = await batch.add(records.map((record) => ({ key: `${record.Id}@${record.UpdatedAt}`, item: record })));
+        ctx.logger.info({ page: number, orders: records.length, newTasks: added }, `page ${number}: ${records.length} orders`);
         return { count: records.length, ...pageInfo };
       });
       if (!page.hasNextPage) break;
@@ -82,6 +83,7 @@ export const ordersImportList = defineOperation({
     ctx.progress(counts.progress);
     if (counts.unfinished > 0) throw later(`waiting for ${counts.unfinished} of ${counts.total} tasks`, { retryAfterMs: TASK_CHECK_MS });
     await ctx.step('advance', () => ctx.incrementalField.set({ field: FIELD, value: window.to, overlapMs: window.overlapMs }));
+    ctx.logger.info({ counts, to: window.to }, `${counts.total} orders imported; the next poll starts at ${window.to}`);
     await batch.setStatus(counts.failed > 0 ? 'failed' : 'succeeded');
     return { batchId: batch.id, window, counts };
   },

@@ -5,7 +5,7 @@ import type {
   AcceptedMessage, BlockedTopic, HeldFilter, MessageFilter, MessageInfo, Batch, BatchStatus, BatchTask, Client, Destination, IncrementalField, NewBatch, NewBatchTask, Flow, FlowVersion, Message, NewMessage, Page, PageRequest, Run, RunOutcome, RunReads, RunState, RunStatus, SecretInfo,
   NewDestination, SigningKey, Step, Store, Tenant, Variable,
 } from '../port.ts';
-import { isTerminal, messageStatuses, runStatuses, type Backlog, type DataDocument, type DataSpace, type PlatformScope, type Statistics, type StatisticsRequest, type UserSettings } from '../port.ts';
+import { isTerminal, messageStatuses, runStatuses, type Backlog, type NewRunLog, type RunLog, type RunLogFilter, type DataDocument, type DataSpace, type PlatformScope, type Statistics, type StatisticsRequest, type UserSettings } from '../port.ts';
 import { idAt } from '../../ids.ts';
 import type { SqlDriver } from './driver.ts';
 import { migrate } from './migrations.ts';
@@ -70,6 +70,11 @@ const toMessageInfo = (r: Row): MessageInfo => ({
 const toDataSpace = (r: Row): DataSpace => ({ name: r.name, description: r.description ?? null, documents: Number(r.documents ?? 0), createdAt: iso(r.created_at) });
 const toDataDocument = (r: Row): DataDocument => ({ key: r.key, value: r.value, createdAt: iso(r.created_at), updatedAt: iso(r.updated_at) });
 const DATA_SPACES = `select s.*, (select count(*) from data_documents d where d.tenant_id = s.tenant_id and d.space = s.name) as documents from data_spaces s`;
+const toRunLog = (r: Row): RunLog => ({
+  id: String(r.seq), flowId: r.flow_id, runId: r.run_id, nodeId: r.node_id, level: r.level, message: r.message, data: r.data ?? null, loggedAt: iso(r.logged_at),
+});
+/** pino's numbers for the levels kept, so "warn and above" is a comparison. */
+const SEVERITY = (level: string) => `(case ${level} when 'info' then 30 when 'warn' then 40 when 'error' then 50 when 'fatal' then 60 end)`;
 const toUserSettings = (r: Row): UserSettings => ({ subject: r.subject, settings: r.settings, updatedAt: iso(r.updated_at) });
 const toBlockedTopic = (r: Row): BlockedTopic => ({ topic: r.topic, reason: r.reason, blockedAt: iso(r.blocked_at), held: Number(r.held ?? 0) });
 /** A message's status, from its latest run `r` (joined with LATEST_RUN). */
@@ -944,6 +949,39 @@ export class SqlStore implements Store {
 
   async deleteDocument(tenantId: string, space: string, key: string) {
     return (await this.db.query('delete from data_documents where tenant_id = $1 and space = $2 and key = $3 returning key', [tenantId, space, key])).length > 0;
+  }
+
+  async appendRunLogs(tenantId: string, runId: string, flowId: string, lines: NewRunLog[], perRunLimit: number) {
+    if (lines.length === 0) return;
+    await this.db.query(
+      `insert into run_logs (tenant_id, flow_id, run_id, node_id, severity, level, message, data, logged_at)
+       select $1, $3, $2, l.node_id, ${SEVERITY('l.level')}, l.level, l.message, l.data, l.logged_at
+         from jsonb_to_recordset($4::jsonb) as l(n integer, node_id text, level text, message text, data jsonb, logged_at timestamptz)
+        where l.n + (select count(*) from run_logs where tenant_id = $1 and run_id = $2) <= $5`,
+      [tenantId, runId, flowId, JSON.stringify(lines.map((line, index) => ({
+        n: index + 1, node_id: line.nodeId, level: line.level, message: line.message, data: line.data ?? null, logged_at: line.loggedAt,
+      }))), perRunLimit],
+    );
+  }
+
+  async listRunLogs(tenantId: string, filter: RunLogFilter, request: PageRequest) {
+    if ((filter.flowId !== undefined && !isUuid(filter.flowId)) || (filter.runId !== undefined && !isUuid(filter.runId))) {
+      return { nodes: [], pageInfo: { hasNextPage: false, endCursor: null } };
+    }
+    const rows = await this.db.query(
+      `select * from run_logs where tenant_id = $1 and ($2::uuid is null or flow_id = $2::uuid) and ($3::uuid is null or run_id = $3::uuid)
+          and severity >= ${SEVERITY('coalesce($4, \'info\')')} and ($5::timestamptz is null or logged_at >= $5::timestamptz) and ($6::timestamptz is null or logged_at < $6::timestamptz)
+          and ($7::text is null or strpos(lower(message), lower($7)) > 0) and ($8::bigint is null or seq < $8::bigint)
+        order by seq desc limit $9`,
+      [tenantId, filter.flowId ?? null, filter.runId ?? null, filter.level ?? null, filter.from ?? null, filter.to ?? null, filter.text ?? null,
+        decodeCursor(request.after, /^\d{1,19}$/), request.first + 1],
+    );
+    return page(rows, request, toRunLog, (r) => String(r.seq));
+  }
+
+  async pruneRunLogs(before: string) {
+    const [row] = await this.db.query('with gone as (delete from run_logs where logged_at < $1 returning 1) select count(*) as n from gone', [before]);
+    return Number(row.n);
   }
 
   async getUserSettings(tenantId: string, subject: string) {
