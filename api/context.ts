@@ -3,6 +3,7 @@ import type { CompileOptions } from '../engine/flow/compile.ts';
 import type { Intake } from '../engine/intake.ts';
 import type { RunQueue } from '../engine/queue/run-queue.ts';
 import type { MaintenanceMode } from '../engine/queue/maintenance.ts';
+import type { TestRunner } from '../engine/runtime/test-run.ts';
 import type { FlowSchedules } from '../engine/queue/schedules.ts';
 import type { Keyring } from '../engine/secrets/keyring.ts';
 import type { Store } from '../engine/store/port.ts';
@@ -18,6 +19,8 @@ export interface ApiContext {
   /** Kept in step with the active version of every scheduled flow. */
   schedules: FlowSchedules;
   maintenance: MaintenanceMode;
+  /** Runs drafts for the Test API. */
+  testRunner: TestRunner;
   /** Per destination type: who registers flow URLs as webhooks there. */
   webhookSubscribers: Record<string, WebhookSubscriber>;
   /** The public base URL flow URLs start with (known once the server listens). */

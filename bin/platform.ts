@@ -12,6 +12,7 @@ import { inspectQueue } from '../engine/queue/health.ts';
 import { runJob, RunQueue, RunWorker } from '../engine/queue/run-queue.ts';
 import { FlowSchedules, TickWorker } from '../engine/queue/schedules.ts';
 import { Executor } from '../engine/runtime/executor.ts';
+import { TestRunner } from '../engine/runtime/test-run.ts';
 import { CompiledFlowCache } from '../engine/runtime/flow-cache.ts';
 import { Keyring } from '../engine/secrets/keyring.ts';
 import type { Store } from '../engine/store/port.ts';
@@ -143,7 +144,8 @@ export class Platform {
       const issuer = new TokenIssuer(store, keyring, config.authIssuer, config.authAudience);
       const app = createApp({
         context: {
-          store, intake, queue, keyring, compile, schedules, maintenance, webhookSubscribers, baseUrl: () => url, build: { version: VERSION, commit: buildCommit() },
+          store, intake, queue, keyring, compile, schedules, maintenance, webhookSubscribers,
+          testRunner: new TestRunner({ store, keyring, logger, maxOutputBytes: config.maxStepOutputBytes }), baseUrl: () => url, build: { version: VERSION, commit: buildCommit() },
         },
         issuer, verifier, logger, bodyLimitBytes: config.bodyLimitBytes,
         readiness: () => readiness(store, queue, maintenance, config), queues, adapterWaitMs: config.adapterWaitMs, metrics,

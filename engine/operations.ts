@@ -63,6 +63,11 @@ export interface OperationContext<Config> {
     get(): Promise<IncrementalField | undefined>;
     set(value: { field: string; value: string | null; overlapMs: number }): Promise<IncrementalField>;
   };
+  /**
+   * A test run (Test API): nothing of the platform changes. Operations with effects that are not
+   * their purpose (marking an order as exported) leave them out.
+   */
+  testRun: boolean;
   /** Reports progress (0–100) to the queue, for the dashboard. */
   progress(percent: number): void;
   /** End the run here with `filtered` or `skipped` and this reason; later nodes do not run. */
@@ -99,14 +104,21 @@ export interface OperationDefinition<Config = unknown> {
    */
   fanOut?: boolean;
   run(ctx: OperationContext<Config>): Promise<unknown>;
+  /**
+   * Side-effecting operations: what `run` would send (method, URL, headers with credentials masked,
+   * body), without sending it, for dry runs.
+   */
+  preview?(ctx: OperationContext<Config>): Promise<unknown>;
 }
 
 /** Declares an operation; the config type is derived from its JSON Schema. */
 export function defineOperation<const Schema extends JSONSchema & object>(
-  definition: Omit<OperationDefinition, 'configSchema' | 'run'> & {
+  definition: Omit<OperationDefinition, 'configSchema' | 'run' | 'preview'> & {
     configSchema: Schema;
     // NoInfer: the schema alone decides the config type; inferring it back from `run` is slow and ambiguous.
     run(ctx: OperationContext<NoInfer<FromSchema<Schema>>>): Promise<unknown>;
+    // Typed by the operation itself (`OperationContext<FromSchema<typeof schema>>`): inferring it here too is too deep for TypeScript.
+    preview?(ctx: OperationContext<any>): Promise<unknown>;
   },
 ): OperationDefinition<any> {
   return definition as unknown as OperationDefinition<any>;

@@ -207,4 +207,25 @@ describe('Orders > Import List', () => {
     expect(created.status).toBe(400);
     expect(created.body.errors).toContainEqual(expect.objectContaining({ path: '$.body.nodes[1]', node: 'import', message: expect.stringContaining('must follow the trigger directly') }));
   });
+
+  it('test-runs the import draft: orders are read, nothing is imported, no field moves, no order is marked', async () => {
+    const order = shop().createOrder({ lines: [{ title: 'Tested', price: 20, quantity: 1 }], synced: true, tags: ['test-run'] });
+    const { refund } = shop().createRefund(order.id, { lines: [{ line: 0, quantity: 1 }] });
+    const created = await acme.call('POST', '/api/v1/editable-flows', importFlow('import-tested', { query: 'tag:test-run' }));
+    const flowId = created.body.id;
+    const receiptsBefore = world.erp.receipts().length;
+
+    const dry = (await acme.call('POST', `/api/v1/editable-flows/${flowId}/test`, {})).body;
+    expect(dry).toMatchObject({ status: 'succeeded', dryRun: true, batch: { count: 1, items: [expect.objectContaining({ Id: order.id })] } });
+    expect(dry.steps.find((step: any) => step.nodeId === 'export').output).toMatchObject({ dryRun: true, notRun: expect.stringContaining('shopify.refund-export') });
+
+    const real = (await acme.call('POST', `/api/v1/editable-flows/${flowId}/test`, { dryRun: false })).body;
+    expect(real).toMatchObject({ status: 'succeeded', dryRun: false });
+    const receipts = world.erp.receipts().slice(receiptsBefore) as any[];
+    expect(receipts.map((record) => record.Refund.Id)).toEqual([refund.id]);
+    expect(exportedTags(order.id)).toEqual([]);
+    expect((await acme.call('GET', `/api/v1/ingress-incremental-fields/${flowId}`)).status).toBe(404);
+    expect((await acme.call('GET', `/api/v1/batches?flowId=${flowId}`)).body.nodes).toEqual([]);
+    expect((await acme.call('GET', `/api/v1/runs?flowId=${flowId}`)).body.nodes).toEqual([]);
+  });
 });

@@ -479,3 +479,68 @@ describe('Logs', () => {
     }
   });
 });
+
+describe('Test', () => {
+  it('runs a draft with sample input: a dry run sends nothing and records nothing, a real test run sends', async () => {
+    const shop = await env.tenant('shop-test');
+    const receiver = await new Receiver().start();
+    try {
+      await shop.call('PUT', '/api/v1/secret-global-variables/ERP_TOKEN', { value: 'erp-token-secret' });
+      await shop.call('PUT', '/api/v1/data-spaces/seen', {});
+      const created = await shop.call('POST', '/api/v1/editable-flows', {
+        ...echo('tested'),
+        nodes: [
+          { id: 'map', operation: 'transform', config: { expression: '{{ {"order": $input.body.id, "total": $input.body.total} }}' } },
+          { id: 'send', operation: 'http.request', config: { method: 'POST', url: `${receiver.url}/orders`, body: '{{ $steps.map }}', auth: { type: 'bearer', token: '{{ $secrets.ERP_TOKEN }}' } } },
+          { id: 'remember', operation: 'dataspace.put', config: { space: 'seen', key: '{{ $string($steps.map.order) }}', value: '{{ $steps.map }}' } },
+        ],
+        edges: [{ from: 'trigger', to: 'map' }, { from: 'map', to: 'send' }, { from: 'send', to: 'remember' }],
+      });
+      const flowId = created.body.id;
+
+      const dry = await shop.call('POST', `/api/v1/editable-flows/${flowId}/test`, { input: { body: { id: 7, total: '12.50' } } });
+      expect(dry.status).toBe(200);
+      expect(dry.body).toMatchObject({ status: 'succeeded', dryRun: true, error: null });
+      expect(dry.body.steps.map((step: any) => [step.nodeId, step.status])).toEqual([['map', 'succeeded'], ['send', 'succeeded'], ['remember', 'succeeded']]);
+      expect(dry.body.steps[1].output).toEqual({
+        dryRun: true,
+        wouldSend: {
+          method: 'POST', url: `${receiver.url}/orders`, body: { order: 7, total: '12.50' },
+          headers: expect.objectContaining({ authorization: '[REDACTED]', 'content-type': 'application/json', 'idempotency-key': expect.any(String) }),
+        },
+      });
+      expect(dry.body.steps[2].output).toEqual({ dryRun: true, wouldSend: { put: { space: 'seen', key: '7', value: { order: 7, total: '12.50' } } } });
+      expect(JSON.stringify(dry.body)).not.toContain('erp-token-secret');
+      expect(receiver.requests).toHaveLength(0);
+      expect((await shop.call('GET', '/api/v1/data-spaces/seen/documents/7')).status).toBe(404);
+      expect((await shop.call('GET', '/api/v1/runs')).body.nodes).toEqual([]);
+      expect((await shop.call('GET', '/api/v1/messages')).body.nodes).toEqual([]);
+      expect((await shop.call('GET', '/api/v1/statistics')).body.runs).toEqual([]);
+
+      const real = await shop.call('POST', `/api/v1/editable-flows/${flowId}/test`, { input: { body: { id: 8, total: '1.00' } }, dryRun: false });
+      expect(real.body).toMatchObject({ status: 'succeeded', dryRun: false });
+      expect(receiver.requests).toHaveLength(1);
+      expect(receiver.requests[0].headers.authorization).toBe('Bearer erp-token-secret');
+      expect((await shop.call('GET', '/api/v1/data-spaces/seen/documents/8')).body.value).toEqual({ order: 8, total: '1.00' });
+      expect(real.body.logs).toEqual([expect.objectContaining({ nodeId: 'send', level: 'info', message: expect.stringContaining('answered 200') })]);
+      expect((await shop.call('GET', '/api/v1/runs')).body.nodes).toEqual([]);
+
+      // One node, with the outputs of the nodes before it given.
+      const one = await shop.call('POST', `/api/v1/editable-flows/${flowId}/test`, { node: 'remember', steps: { map: { order: 9 } }, dryRun: false });
+      expect(one.body.steps).toEqual([expect.objectContaining({ nodeId: 'remember', output: { space: 'seen', key: '9', created: true } })]);
+      expect(receiver.requests).toHaveLength(1);
+
+      // A failing node is reported with its error; a bad document with the paths of its faults.
+      const failing = await shop.call('POST', `/api/v1/editable-flows/${flowId}/test`, {
+        document: { ...echo('tested'), nodes: [{ id: 'boom', operation: 'transform', config: { expression: '{{ $error("no good") }}' } }], edges: [{ from: 'trigger', to: 'boom' }] },
+      });
+      expect(failing.body).toMatchObject({ status: 'failed', error: { kind: 'permanent', node: 'boom', message: expect.stringContaining('no good') } });
+      const invalid = await shop.call('POST', `/api/v1/editable-flows/${flowId}/test`, { document: { ...echo('tested'), nodes: [{ id: 'x', operation: 'nope', config: {} }] } });
+      expect(invalid.status).toBe(400);
+      expect(invalid.body.errors).toEqual(expect.arrayContaining([expect.objectContaining({ path: expect.stringMatching(/^\$\.body\.document\.nodes\[0\]/) })]));
+      expect((await shop.call('POST', `/api/v1/editable-flows/${flowId}/test`, { node: 'ghost' })).status).toBe(404);
+    } finally {
+      await receiver.close();
+    }
+  });
+});

@@ -3,13 +3,13 @@ import { NotFoundError, OperationError, permanent, retryable, toErrorRecord, toO
 import type { CompiledFlow, CompiledNode } from '../flow/compile.ts';
 import { truthy, type Bindings } from '../flow/expression.ts';
 import { StopSignal, type BatchHandle, type MessageInput, type OpenedDestination, type OperationContext } from '../operations.ts';
-import { newId } from '../ids.ts';
 import { openDestination } from '../destinations.ts';
 import { secretContext, type Keyring } from '../secrets/keyring.ts';
 import { isTerminal, type Run, type RunOutcome, type RunState, type Step, type Store, type TerminalRunStatus } from '../store/port.ts';
 import type { CompiledFlowCache } from './flow-cache.ts';
 import { redactSecrets } from './redact.ts';
-import { LOG_LINES_PER_RUN, RunLogRecorder } from './run-log.ts';
+import { RunLogRecorder } from './run-log.ts';
+import { StoreSink, type RunSink, type Window } from './run-sink.ts';
 import { storableJson } from '../json-text.ts';
 
 /** What the queue should do with the job after one pass of the executor. */
@@ -61,7 +61,7 @@ export class Executor {
     if (!state) return { kind: 'gone' };
     if (isTerminal(state.run.status)) return { kind: 'finished', status: state.run.status, error: state.run.error ?? undefined };
     const secrets = Object.fromEntries(state.sealedSecrets.map((sealed) => [sealed.name, keyring.open(sealed, secretContext(tenantId, sealed.name))]));
-    return new RunPass(this.options, state, flow, secrets, shutdown, progress).run();
+    return new RunPass(this.options, new StoreSink(store, this.options.enqueue), state, flow, secrets, shutdown, progress).run();
   }
 }
 
@@ -71,7 +71,7 @@ export class Executor {
  * node again after a crash changes nothing outside. One pass thus writes little more than once per
  * side effect.
  */
-class RunPass {
+export class RunPass {
   private readonly checkpoints: Map<string, Step>;
   private readonly outputs: Record<string, unknown> = {};
   private readonly input: MessageInput;
@@ -83,7 +83,8 @@ class RunPass {
   private logger?: Logger;
 
   constructor(
-    private readonly options: ExecutorOptions,
+    private readonly options: Pick<ExecutorOptions, 'store' | 'keyring' | 'logger' | 'maxOutputBytes' | 'maxRetryDelayMs'>,
+    private readonly sink: RunSink,
     private readonly state: RunState,
     private readonly flow: CompiledFlow,
     private readonly secrets: Record<string, string>,
@@ -120,8 +121,15 @@ class RunPass {
         this.outputs[node.id] = checkpoint.output;
       }
       done.add(node.id);
-      // The nodes after a fan-out node run in its batch's tasks, not in the run that imported the batch.
-      if (node.operation.definition.fanOut && !this.state.run.batchId) return this.end({ status: 'succeeded', error: null });
+      // The nodes after a fan-out node run in its batch's tasks, not in the run that imported the batch
+      // (a test run goes on with one of the items).
+      if (node.operation.definition.fanOut && !this.state.run.batchId) {
+        const item = this.sink.fanOutItem();
+        if (item === undefined) return this.end({ status: 'succeeded', error: null });
+        // As in a task: the item is the fan-out node's output and the message's body.
+        this.outputs[node.id] = item;
+        this.input.body = item;
+      }
       if (checkpoint?.status === 'succeeded') continue;
       // A side effect is recorded before anything else happens; after the last node, the run's end records it.
       if (node.operation.definition.sideEffects && node !== last) await this.save();
@@ -217,7 +225,13 @@ class RunPass {
       }, node.timeoutMs);
     });
     try {
-      return await Promise.race([node.operation.definition.run(this.context(node, config, attempt, signal)), timeout]);
+      const { definition } = node.operation;
+      const ctx = this.context(node, config, attempt, signal);
+      // A dry run sends nothing: a side-effecting operation describes what it would send, if it can.
+      const work = this.sink.mode === 'dry-run' && definition.sideEffects
+        ? (definition.preview ? definition.preview(ctx).then((wouldSend) => ({ dryRun: true, wouldSend })) : Promise.resolve({ dryRun: true, notRun: `${definition.name} has side effects and cannot describe them` }))
+        : definition.run(ctx);
+      return await Promise.race([work, timeout]);
     } finally {
       clearTimeout(timer);
       if (controller) this.shutdown.removeEventListener('abort', abortOnShutdown);
@@ -250,39 +264,27 @@ class RunPass {
       batch: (window) => this.batch(node, window),
       dataSpaces: {
         get: (space, key) => this.options.store.getDocument(run.tenantId, space, key).then((document) => document?.value),
-        put: async (space, key, value) => {
-          const written = await this.options.store.putDocuments(run.tenantId, space, [{ key, value }]);
-          if (!written) throw permanent(`there is no data space ${space}: create it first (PUT /api/v1/data-spaces/${space})`);
-          return { created: written.created === 1 };
-        },
+        put: (space, key, value) => this.sink.putDocument(run, space, key, value),
       },
       incrementalField: {
         get: () => this.options.store.getIncrementalField(run.tenantId, run.flowId),
-        set: (value) => this.options.store.putIncrementalField(run.tenantId, run.flowId, value),
+        set: (value) => this.sink.setIncrementalField(run, value),
       },
+      testRun: this.sink.mode !== 'run',
       progress: this.progress,
       stop: (status, reason) => new StopSignal(status, reason),
     };
   }
 
-  private async batch(node: CompiledNode, window: { from: string | null; to: string | null }): Promise<BatchHandle> {
-    const { store, enqueue } = this.options;
+  private async batch(node: CompiledNode, window: Window): Promise<BatchHandle> {
+    const { sink } = this;
     const { run } = this.state;
-    const { id } = await this.subStep(node, 'batch', async () => {
-      const created = await store.createBatch(run.tenantId, {
-        id: newId(), flowId: run.flowId, flowVersion: run.flowVersion, runId: run.id, nodeId: node.id, windowFrom: window.from, windowTo: window.to,
-      });
-      return { id: created.id };
-    });
+    const { id } = await this.subStep(node, 'batch', async () => ({ id: await sink.createBatch(run, node.id, window) }));
     return {
       id,
-      add: async (items) => {
-        const runs = await store.addBatchTasks(run.tenantId, id, items.map((item) => ({ ...item, messageId: newId(), runId: newId() })));
-        await enqueue(runs);
-        return runs.length;
-      },
-      counts: async () => (await store.getBatch(run.tenantId, id))!.counts,
-      setStatus: (status) => store.setBatchStatus(run.tenantId, id, status),
+      add: (items) => sink.addBatchItems(run, id, items),
+      counts: () => sink.batchCounts(run, id),
+      setStatus: (status) => sink.setBatchStatus(run, id, status),
     };
   }
 
@@ -320,13 +322,7 @@ class RunPass {
   }
 
   private async save(outcome?: RunOutcome) {
-    const { run } = this.state;
-    const steps = this.unsaved.splice(0);
-    const lines = this.runLog.take();
-    await Promise.all([
-      this.options.store.saveProgress(run.tenantId, run.id, steps, outcome),
-      lines.length > 0 && this.options.store.appendRunLogs(run.tenantId, run.id, run.flowId, lines, LOG_LINES_PER_RUN),
-    ]);
+    await this.sink.save(this.state.run, this.unsaved.splice(0), outcome, this.runLog.take());
   }
 
   private async wait(error: ErrorRecord, delayMs: number, reason: string): Promise<PassOutcome> {

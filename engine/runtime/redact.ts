@@ -1,4 +1,4 @@
-const MASK = '[REDACTED]';
+export const MASK = '[REDACTED]';
 
 /**
  * Replace every occurrence of a secret value inside `value` (deeply, in strings and keys' values).

@@ -80,6 +80,8 @@ export interface Store {
    * its first outcome; returns whether the status was written.
    */
   saveProgress(tenantId: string, runId: string, steps: Step[], outcome?: RunOutcome): Promise<boolean>;
+  /** What a run would read (a test run, which has no record): the same as `beginRun` gives. */
+  readRunContext(tenantId: string, reads: RunReads): Promise<Pick<RunState, 'vars' | 'sealedSecrets' | 'platform'>>;
   getRun(tenantId: string, runId: string): Promise<{ run: Run; steps: Step[] } | undefined>;
   /** Whether a run of the flow has not finished yet (queued, running or waiting). */
   hasUnfinishedRun(tenantId: string, flowId: string): Promise<boolean>;

@@ -1,10 +1,54 @@
 import { OperationError, permanent, retryable } from '../../engine/errors.ts';
-import { defineOperation } from '../../engine/operations.ts';
+import type { FromSchema } from 'json-schema-to-ts';
+import { defineOperation, type OperationContext } from '../../engine/operations.ts';
+import { MASK } from '../../engine/runtime/redact.ts';
 import { oauth1Header } from './oauth1.ts';
 
 const text = { type: 'string', minLength: 1 } as const;
 
 export const MAX_RESPONSE_BYTES = 10 * 1024 * 1024;
+
+const configSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['url'],
+  properties: {
+    method: { enum: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD'], default: 'GET' },
+    url: { type: 'string', pattern: '^https?://' },
+    headers: { type: 'object', additionalProperties: { type: 'string' }, default: {} },
+    query: { type: 'object', additionalProperties: { type: ['string', 'number', 'boolean'] }, default: {} },
+    body: { description: 'Sent as JSON unless it is a string.' },
+    timeoutMs: { type: 'integer', minimum: 1, maximum: 300_000, default: 30_000 },
+    maxResponseBytes: { type: 'integer', minimum: 1, maximum: MAX_RESPONSE_BYTES, default: 5 * 1024 * 1024 },
+    idempotencyKeyHeader: {
+      type: ['string', 'null'], default: 'Idempotency-Key',
+      description: 'Header that carries the idempotency key; null sends none.',
+    },
+    auth: {
+      oneOf: [
+        { type: 'object', additionalProperties: false, required: ['type'], properties: { type: { const: 'none' } } },
+        { type: 'object', additionalProperties: false, required: ['type', 'token'], properties: { type: { const: 'bearer' }, token: text } },
+        {
+          type: 'object', additionalProperties: false, required: ['type', 'username', 'password'],
+          properties: { type: { const: 'basic' }, username: { type: 'string' }, password: { type: 'string' } },
+        },
+        {
+          type: 'object', additionalProperties: false, required: ['type', 'header', 'value'],
+          properties: { type: { const: 'apiKey' }, header: text, value: text },
+        },
+        {
+          type: 'object', additionalProperties: false, required: ['type', 'consumerKey', 'consumerSecret', 'token', 'tokenSecret'],
+          description: 'Token-based authentication (OAuth 1.0a, HMAC-SHA256), e.g. NetSuite TBA; realm = account id.',
+          properties: {
+            type: { const: 'oauth1' }, consumerKey: text, consumerSecret: text, token: text, tokenSecret: text, realm: { type: 'string' },
+          },
+        },
+      ],
+    },
+  },
+} as const;
+
+type HttpRequestConfig = FromSchema<typeof configSchema>;
 
 export const httpRequest = defineOperation({
   name: 'http.request',
@@ -14,63 +58,17 @@ export const httpRequest = defineOperation({
     'Sends the node\'s idempotency key so the receiver can drop repeats.',
   version: '1.0.0',
   sideEffects: true,
-  configSchema: {
-    type: 'object',
-    additionalProperties: false,
-    required: ['url'],
-    properties: {
-      method: { enum: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD'], default: 'GET' },
-      url: { type: 'string', pattern: '^https?://' },
-      headers: { type: 'object', additionalProperties: { type: 'string' }, default: {} },
-      query: { type: 'object', additionalProperties: { type: ['string', 'number', 'boolean'] }, default: {} },
-      body: { description: 'Sent as JSON unless it is a string.' },
-      timeoutMs: { type: 'integer', minimum: 1, maximum: 300_000, default: 30_000 },
-      maxResponseBytes: { type: 'integer', minimum: 1, maximum: MAX_RESPONSE_BYTES, default: 5 * 1024 * 1024 },
-      idempotencyKeyHeader: {
-        type: ['string', 'null'], default: 'Idempotency-Key',
-        description: 'Header that carries the idempotency key; null sends none.',
-      },
-      auth: {
-        oneOf: [
-          { type: 'object', additionalProperties: false, required: ['type'], properties: { type: { const: 'none' } } },
-          { type: 'object', additionalProperties: false, required: ['type', 'token'], properties: { type: { const: 'bearer' }, token: text } },
-          {
-            type: 'object', additionalProperties: false, required: ['type', 'username', 'password'],
-            properties: { type: { const: 'basic' }, username: { type: 'string' }, password: { type: 'string' } },
-          },
-          {
-            type: 'object', additionalProperties: false, required: ['type', 'header', 'value'],
-            properties: { type: { const: 'apiKey' }, header: text, value: text },
-          },
-          {
-            type: 'object', additionalProperties: false, required: ['type', 'consumerKey', 'consumerSecret', 'token', 'tokenSecret'],
-            description: 'Token-based authentication (OAuth 1.0a, HMAC-SHA256), e.g. NetSuite TBA; realm = account id.',
-            properties: {
-              type: { const: 'oauth1' }, consumerKey: text, consumerSecret: text, token: text, tokenSecret: text, realm: { type: 'string' },
-            },
-          },
-        ],
-      },
-    },
+  configSchema,
+  async preview(ctx: OperationContext<HttpRequestConfig>) {
+    const { url, method, headers, body } = buildRequest(ctx.config, ctx.idempotencyKey);
+    // Credentials the auth put in headers are masked; secrets elsewhere are redacted from every output.
+    const credentialHeaders = new Set(['authorization', ctx.config.auth?.type === 'apiKey' ? ctx.config.auth.header.toLowerCase() : '']);
+    const shown = Object.fromEntries([...headers].map(([name, value]) => [name, credentialHeaders.has(name) ? MASK : value]));
+    return { method, url: url.toString(), headers: shown, body: body === undefined ? null : ctx.config.body };
   },
-  async run(ctx) {
+  async run(ctx: OperationContext<HttpRequestConfig>) {
     const { config } = ctx;
-    const url = new URL(config.url);
-    for (const [name, value] of Object.entries(config.query ?? {})) url.searchParams.append(name, String(value));
-    const method = config.method ?? 'GET';
-    const headers = new Headers(config.headers ?? {});
-    if (config.idempotencyKeyHeader !== null) headers.set(config.idempotencyKeyHeader ?? 'Idempotency-Key', ctx.idempotencyKey);
-    let body: string | undefined;
-    if (config.body !== undefined && method !== 'GET' && method !== 'HEAD') {
-      body = typeof config.body === 'string' ? config.body : JSON.stringify(config.body);
-      if (!headers.has('content-type')) headers.set('content-type', typeof config.body === 'string' ? 'text/plain' : 'application/json');
-    }
-    const auth = config.auth;
-    if (auth?.type === 'bearer') headers.set('authorization', `Bearer ${auth.token}`);
-    if (auth?.type === 'basic') headers.set('authorization', `Basic ${Buffer.from(`${auth.username}:${auth.password}`).toString('base64')}`);
-    if (auth?.type === 'apiKey') headers.set(auth.header, auth.value);
-    // Signed per attempt: a retry carries a fresh nonce and timestamp.
-    if (auth?.type === 'oauth1') headers.set('authorization', oauth1Header(method, url.toString(), auth));
+    const { url, method, headers, body } = buildRequest(config, ctx.idempotencyKey);
 
     const timeoutMs = config.timeoutMs ?? 30_000;
     // One controller for both the node's signal (timeout, shutdown) and this request's own timeout.
@@ -104,6 +102,27 @@ export const httpRequest = defineOperation({
     throw permanent(message, { details });
   },
 });
+
+/** The request `run` sends (and `preview` shows): URL with query, headers with auth and idempotency key, body. */
+function buildRequest(config: HttpRequestConfig, idempotencyKey: string) {
+  const url = new URL(config.url);
+  for (const [name, value] of Object.entries(config.query ?? {})) url.searchParams.append(name, String(value));
+  const method = config.method ?? 'GET';
+  const headers = new Headers(config.headers ?? {});
+  if (config.idempotencyKeyHeader !== null) headers.set(config.idempotencyKeyHeader ?? 'Idempotency-Key', idempotencyKey);
+  let body: string | undefined;
+  if (config.body !== undefined && method !== 'GET' && method !== 'HEAD') {
+    body = typeof config.body === 'string' ? config.body : JSON.stringify(config.body);
+    if (!headers.has('content-type')) headers.set('content-type', typeof config.body === 'string' ? 'text/plain' : 'application/json');
+  }
+  const auth = config.auth;
+  if (auth?.type === 'bearer') headers.set('authorization', `Bearer ${auth.token}`);
+  if (auth?.type === 'basic') headers.set('authorization', `Basic ${Buffer.from(`${auth.username}:${auth.password}`).toString('base64')}`);
+  if (auth?.type === 'apiKey') headers.set(auth.header, auth.value);
+  // Signed per attempt: a retry carries a fresh nonce and timestamp.
+  if (auth?.type === 'oauth1') headers.set('authorization', oauth1Header(method, url.toString(), auth));
+  return { url, method, headers, body };
+}
 
 /** Reads at most `limit` bytes: a larger response fails the node instead of exhausting memory. */
 async function readBody(response: Response, limit: number): Promise<unknown> {

@@ -1,4 +1,18 @@
-import { defineOperation } from '../../engine/operations.ts';
+import type { FromSchema } from 'json-schema-to-ts';
+import { defineOperation, type OperationContext } from '../../engine/operations.ts';
+
+const configSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['space', 'key', 'value'],
+  properties: {
+    space: { type: 'string', minLength: 1, maxLength: 100 },
+    key: { type: 'string', minLength: 1, maxLength: 512 },
+    value: { description: 'Any JSON.' },
+  },
+} as const;
+
+type PutConfig = FromSchema<typeof configSchema>;
 
 /** Writes one document of a data space; read it back in expressions with `$lookup(space, key)`. */
 export const dataSpacePut = defineOperation({
@@ -7,16 +21,8 @@ export const dataSpacePut = defineOperation({
   description: 'Creates or replaces the document `key` of the tenant\'s data space `space` with `value` (the space must exist). The output says whether it was new.',
   version: '1.0.0',
   sideEffects: true,
-  configSchema: {
-    type: 'object',
-    additionalProperties: false,
-    required: ['space', 'key', 'value'],
-    properties: {
-      space: { type: 'string', minLength: 1, maxLength: 100 },
-      key: { type: 'string', minLength: 1, maxLength: 512 },
-      value: { description: 'Any JSON.' },
-    },
-  },
+  configSchema,
+  preview: async ({ config }: OperationContext<PutConfig>) => ({ put: { space: config.space, key: config.key, value: config.value } }),
   async run({ config, dataSpaces }) {
     const { created } = await dataSpaces.put(config.space, config.key, config.value);
     return { space: config.space, key: config.key, created };

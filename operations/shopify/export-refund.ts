@@ -73,6 +73,10 @@ export async function exportRefund(
     return { alreadyProcessed: false, refundLegacyId, orderId, record, erp, marks };
   });
   if (sent.alreadyProcessed) return sent;
+  if (ctx.testRun) {
+    // A test run leaves the order as it is: a later real run must not take the refund for exported.
+    return { alreadyProcessed: false, refundLegacyId: sent.refundLegacyId, orderId: sent.orderId, erp: sent.erp, processedRefunds: sent.marks.processed, tag: '(not marked: test run)' };
+  }
   const marks = await ctx.step(`mark-order${stepSuffix}`, () => markRefundExported(api, sent.orderId, sent.refundLegacyId, sent.marks));
   ctx.logger.info({ orderId: sent.orderId, tag: marks.tag }, `order marked: refund ${sent.refundLegacyId} exported`);
   // The record stays in the send step's checkpoint: a large record must not push the node's output

@@ -120,11 +120,27 @@ const BATCH_WITH_COUNTS = `select b.*, c.* from batches b cross join lateral (
     from batch_tasks t join runs r on r.tenant_id = t.tenant_id and r.id = t.run_id
     where t.tenant_id = b.tenant_id and t.batch_id = b.id) c`;
 
-/** `$platform` of tenant $1: its override of each name ($7: all, else those in $8), else the platform's value. */
-const PLATFORM_VALUES = `(select coalesce(jsonb_object_agg(name, value), '{}'::jsonb) from (
-    select coalesce(t.name, p.name) as name, coalesce(t.value, p.value) as value
-      from (select name, value from platform_globals where $7::boolean or name = any($8::text[])) p
-      full join (select name, value from platform_tenant_globals where tenant_id = $1 and ($7::boolean or name = any($8::text[]))) t on t.name = p.name) resolved)`;
+/**
+ * The columns `vars`, `sealed_secrets` and `platform` of what a run reads, for tenant $1; its
+ * parameters are numbered from `first`. `$platform` is the tenant's override of each name, else the
+ * platform's value; most flows read none, and then the statement does not look.
+ */
+function runContextQuery(reads: RunReads, first: number) {
+  const names = (wanted: Iterable<string> | '*'): [boolean, string[]] => (wanted === '*' ? [true, []] : [false, [...wanted]]);
+  const platform = names(reads.platform);
+  const readsPlatform = platform[0] || platform[1].length > 0;
+  const [v, s, p] = [first, first + 2, first + 4];
+  const columns = `(select coalesce(jsonb_object_agg(v.name, v.value), '{}'::jsonb) from variables v
+        where v.tenant_id = $1 and ($${v}::boolean or v.name = any($${v + 1}::text[]))) as vars,
+      (select coalesce(jsonb_agg(jsonb_build_object('name', x.name, 'keyId', x.key_id, 'ciphertext', x.ciphertext, 'fingerprint', x.fingerprint)), '[]'::jsonb)
+         from secrets x where x.tenant_id = $1 and ($${s}::boolean or x.name = any($${s + 1}::text[]))) as sealed_secrets,
+      ${readsPlatform ? `(select coalesce(jsonb_object_agg(name, value), '{}'::jsonb) from (
+         select coalesce(t.name, p.name) as name, coalesce(t.value, p.value) as value
+           from (select name, value from platform_globals where $${p}::boolean or name = any($${p + 1}::text[])) p
+           full join (select name, value from platform_tenant_globals where tenant_id = $1 and ($${p}::boolean or name = any($${p + 1}::text[]))) t
+             on t.name = p.name) resolved)` : `'{}'::jsonb`} as platform`;
+  return { columns, params: [...names(reads.vars), ...names(reads.secrets), ...(readsPlatform ? platform : [])] };
+}
 
 const toStep = (r: Row): Step => ({
   runId: r.run_id, key: r.key, nodeId: r.node_id, status: r.status, attempts: r.attempts, output: r.output, error: r.error,
@@ -514,10 +530,7 @@ export class SqlStore implements Store {
 
   async beginRun(tenantId: string, runId: string, reads: RunReads = { vars: [], secrets: [], platform: [] }): Promise<RunState | undefined> {
     if (!isUuid(runId)) return undefined;
-    const names = (wanted: Iterable<string> | '*') => (wanted === '*' ? [true, []] : [false, [...wanted]]);
-    const platform = names(reads.platform);
-    // Most flows read no platform value: then the statement does not look.
-    const readsPlatform = platform[0] === true || (platform[1] as string[]).length > 0;
+    const context = runContextQuery(reads, 3);
     const [row] = await this.db.query(
       `with started as (
          update runs set status = 'running', attempts = attempts + 1, started_at = coalesce(started_at, now())
@@ -527,19 +540,21 @@ export class SqlStore implements Store {
        )
        select to_jsonb(run.*) as run, to_jsonb(m.*) as message,
               coalesce((select jsonb_agg(to_jsonb(s.*) order by s.seq) from steps s where s.tenant_id = $1 and s.run_id = $2), '[]'::jsonb) as steps,
-              (select coalesce(jsonb_object_agg(v.name, v.value), '{}'::jsonb) from variables v
-                where v.tenant_id = $1 and ($3::boolean or v.name = any($4::text[]))) as vars,
-              (select coalesce(jsonb_agg(jsonb_build_object('name', x.name, 'keyId', x.key_id, 'ciphertext', x.ciphertext, 'fingerprint', x.fingerprint)), '[]'::jsonb)
-                 from secrets x where x.tenant_id = $1 and ($5::boolean or x.name = any($6::text[]))) as sealed_secrets,
-              ${readsPlatform ? PLATFORM_VALUES : `'{}'::jsonb`} as platform
+              ${context.columns}
          from run join messages m on m.tenant_id = run.tenant_id and m.id = run.message_id`,
-      [tenantId, runId, ...names(reads.vars), ...names(reads.secrets), ...(readsPlatform ? platform : [])],
+      [tenantId, runId, ...context.params],
     );
     if (!row) return undefined;
     return {
       run: toRun(row.run), message: toMessage(row.message), steps: (row.steps as Row[]).map(toStep), vars: row.vars, sealedSecrets: row.sealed_secrets,
       platform: row.platform,
     };
+  }
+
+  async readRunContext(tenantId: string, reads: RunReads) {
+    const context = runContextQuery(reads, 2);
+    const [row] = await this.db.query(`select ${context.columns}`, [tenantId, ...context.params]);
+    return { vars: row.vars, sealedSecrets: row.sealed_secrets, platform: row.platform };
   }
 
   async saveProgress(tenantId: string, runId: string, steps: Step[], outcome?: RunOutcome): Promise<boolean> {

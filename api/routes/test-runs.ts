@@ -1,0 +1,64 @@
+import { NotFoundError, ValidationError } from '../../engine/errors.ts';
+import { compileFlow } from '../../engine/flow/compile.ts';
+import { stepSchema } from '../../engine/resources.ts';
+import type { ApiContext } from '../context.ts';
+import { defineRoute } from '../route.ts';
+import { idParams } from './editable-flows.ts';
+
+const testResultSchema = {
+  type: 'object', required: ['status', 'dryRun', 'error', 'steps', 'logs', 'batch'],
+  properties: {
+    status: { enum: ['succeeded', 'failed', 'filtered', 'skipped', 'cancelled', 'waiting'], description: 'waiting: a node failed in a way a run would retry, or asked to be tried later.' },
+    dryRun: { type: 'boolean' },
+    error: { type: ['object', 'null'] },
+    steps: { type: 'array', items: stepSchema, description: 'Every node (and sub-step) that ran, with its output or error; secrets redacted.' },
+    logs: { type: 'array', description: 'What the operations logged.' },
+    batch: { type: ['object', 'null'], description: 'A fan-out node\'s items: the first 20 and the count. The nodes after it ran with the first.' },
+  },
+} as const;
+
+/** Test runs (seed tag Test): a draft run once, synchronously, recording nothing. */
+export function testRunRoutes({ store, compile, testRunner }: ApiContext) {
+  /** The document compiled, or a 400 whose paths start where the document is (the body, or the draft). */
+  const compiledFrom = (document: unknown, prefix: string) => {
+    try {
+      return compileFlow(document, compile);
+    } catch (error) {
+      if (!(error instanceof ValidationError)) throw error;
+      throw new ValidationError(error.message, error.errors.map((field) => ({ ...field, path: prefix + field.path.slice(1) })));
+    }
+  };
+  return [
+    defineRoute({
+      method: 'post', path: '/api/v1/editable-flows/{id}/test', tag: 'Test', scope: 'flows:write',
+      summary: 'Run the draft (or the document in the body, or one node of it) with sample input, and get every node\'s output or error',
+      description: 'Nothing is recorded: no message, no run, no statistics; the incremental field does not move and no order is marked. '
+        + 'With dryRun (the default), side-effecting operations return what they would send (method, URL, headers with credentials masked, body) instead of sending it. '
+        + 'The answer comes when the run ends: node timeouts bound it.',
+      params: idParams,
+      body: {
+        type: 'object', additionalProperties: false,
+        properties: {
+          document: { type: 'object', description: 'A flow document to test instead of the saved draft.' },
+          input: {
+            type: 'object', additionalProperties: false, description: 'The trigger message ($input).',
+            properties: { body: {}, headers: { type: 'object', additionalProperties: { type: 'string' } }, query: { type: 'object' } },
+          },
+          dryRun: { type: 'boolean', default: true },
+          node: { type: 'string', description: 'Run only this node.' },
+          steps: { type: 'object', description: 'With `node`: the outputs of the nodes before it ($steps).' },
+        },
+      },
+      responses: { 200: { description: 'What every node did.', schema: testResultSchema } },
+      async handle({ tenantId, params, body }) {
+        const flow = await store.getFlow(tenantId, params.id);
+        if (!flow) throw new NotFoundError(`no flow ${params.id}`);
+        const compiled = compiledFrom(body.document ?? flow.draft, body.document ? '$.body.document' : '$.draft');
+        if (body.node !== undefined && !compiled.nodes.some((node) => node.id === body.node)) {
+          throw new NotFoundError(`the flow has no node ${body.node}`);
+        }
+        return { body: await testRunner.run(tenantId, flow.id, compiled, { input: body.input ?? {}, dryRun: body.dryRun, node: body.node, steps: body.steps }) };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,74 @@
+import { permanent } from '../errors.ts';
+import { newId } from '../ids.ts';
+import type { BatchCounts, BatchStatus, IncrementalField, NewRunLog, Run, RunOutcome, Step, Store } from '../store/port.ts';
+import { LOG_LINES_PER_RUN } from './run-log.ts';
+
+export type Window = { from: string | null; to: string | null };
+
+/**
+ * Where a run pass's effects on the platform go: for a run, the store (checkpoints, batches,
+ * incremental fields, data spaces) and the queue; for a test run, memory (see TestSink).
+ */
+export interface RunSink {
+  /** `test`: nothing of the platform changes; `dry-run` also: side-effecting operations only describe what they would send. */
+  readonly mode: 'run' | 'test' | 'dry-run';
+  save(run: Run, steps: Step[], outcome: RunOutcome | undefined, logs: NewRunLog[]): Promise<void>;
+  createBatch(run: Run, nodeId: string, window: Window): Promise<string>;
+  /** Adds a fan-out node's items as tasks; returns how many were new. */
+  addBatchItems(run: Run, batchId: string, items: Array<{ key: string; item: unknown }>): Promise<number>;
+  batchCounts(run: Run, batchId: string): Promise<BatchCounts>;
+  setBatchStatus(run: Run, batchId: string, status: BatchStatus): Promise<void>;
+  setIncrementalField(run: Run, value: { field: string; value: string | null; overlapMs: number }): Promise<IncrementalField>;
+  putDocument(run: Run, space: string, key: string, value: unknown): Promise<{ created: boolean }>;
+  /** After a fan-out node: the item its following nodes run with in this pass, if any (a test run); none ends the run. */
+  fanOutItem(): unknown;
+}
+
+/** A run's effects, written to the store; a batch's new tasks are queued. */
+export class StoreSink implements RunSink {
+  readonly mode = 'run';
+
+  constructor(private readonly store: Store, private readonly enqueue: (runs: Run[]) => Promise<void>) {}
+
+  async save(run: Run, steps: Step[], outcome: RunOutcome | undefined, logs: NewRunLog[]) {
+    await Promise.all([
+      this.store.saveProgress(run.tenantId, run.id, steps, outcome),
+      logs.length > 0 && this.store.appendRunLogs(run.tenantId, run.id, run.flowId, logs, LOG_LINES_PER_RUN),
+    ]);
+  }
+
+  async createBatch(run: Run, nodeId: string, window: Window) {
+    const created = await this.store.createBatch(run.tenantId, {
+      id: newId(), flowId: run.flowId, flowVersion: run.flowVersion, runId: run.id, nodeId, windowFrom: window.from, windowTo: window.to,
+    });
+    return created.id;
+  }
+
+  async addBatchItems(run: Run, batchId: string, items: Array<{ key: string; item: unknown }>) {
+    const runs = await this.store.addBatchTasks(run.tenantId, batchId, items.map((item) => ({ ...item, messageId: newId(), runId: newId() })));
+    await this.enqueue(runs);
+    return runs.length;
+  }
+
+  async batchCounts(run: Run, batchId: string) {
+    return (await this.store.getBatch(run.tenantId, batchId))!.counts;
+  }
+
+  setBatchStatus(run: Run, batchId: string, status: BatchStatus) {
+    return this.store.setBatchStatus(run.tenantId, batchId, status);
+  }
+
+  setIncrementalField(run: Run, value: { field: string; value: string | null; overlapMs: number }) {
+    return this.store.putIncrementalField(run.tenantId, run.flowId, value);
+  }
+
+  async putDocument(run: Run, space: string, key: string, value: unknown) {
+    const written = await this.store.putDocuments(run.tenantId, space, [{ key, value }]);
+    if (!written) throw permanent(`there is no data space ${space}: create it first (PUT /api/v1/data-spaces/${space})`);
+    return { created: written.created === 1 };
+  }
+
+  fanOutItem() {
+    return undefined;
+  }
+}

@@ -1,0 +1,133 @@
+import type { Logger } from 'pino';
+import type { ErrorRecord } from '../errors.ts';
+import type { CompiledFlow } from '../flow/compile.ts';
+import { newId } from '../ids.ts';
+import { secretContext, type Keyring } from '../secrets/keyring.ts';
+import type { BatchCounts, IncrementalField, NewRunLog, Run, RunOutcome, RunState, Step, Store } from '../store/port.ts';
+import { RunPass } from './executor.ts';
+import { StoreSink, type RunSink } from './run-sink.ts';
+
+/** Items of a fan-out node a test run shows (it counts them all; the next nodes run with the first). */
+const SHOWN_ITEMS = 20;
+
+export interface TestRequest {
+  input: { body?: unknown; headers?: Record<string, string>; query?: Record<string, unknown> };
+  /** Side-effecting operations describe what they would send instead of sending it. */
+  dryRun: boolean;
+  /** Run only this node, with `steps` as the outputs of the nodes before it. */
+  node?: string;
+  steps?: Record<string, unknown>;
+}
+
+export interface TestResult {
+  /** `waiting`: a node failed in a way a run would retry (or asked to be tried later). */
+  status: 'succeeded' | 'failed' | 'filtered' | 'skipped' | 'cancelled' | 'waiting';
+  dryRun: boolean;
+  error: ErrorRecord | null;
+  steps: Step[];
+  logs: NewRunLog[];
+  /** What a fan-out node imported: the first items, and how many there were. */
+  batch: { items: unknown[]; count: number } | null;
+}
+
+/**
+ * A test run's effects stay in memory: checkpoints and logs are collected for the answer, a
+ * fan-out node's items are kept (the next nodes run with the first), the incremental field does not
+ * move. Only a data space write of a test run that is not a dry run reaches the store.
+ */
+class TestSink implements RunSink {
+  readonly mode: 'test' | 'dry-run';
+  readonly steps: Step[] = [];
+  readonly logs: NewRunLog[] = [];
+  outcome?: RunOutcome;
+  readonly items: unknown[] = [];
+  count = 0;
+  private batched = false;
+
+  constructor(dryRun: boolean, private readonly stores: StoreSink) {
+    this.mode = dryRun ? 'dry-run' : 'test';
+  }
+
+  async save(_run: Run, steps: Step[], outcome: RunOutcome | undefined, logs: NewRunLog[]) {
+    this.steps.push(...steps);
+    this.logs.push(...logs);
+    if (outcome) this.outcome = outcome;
+  }
+
+  async createBatch() {
+    this.batched = true;
+    return newId();
+  }
+
+  async addBatchItems(_run: Run, _batchId: string, items: Array<{ key: string; item: unknown }>) {
+    for (const { item } of items) if (this.items.length < SHOWN_ITEMS) this.items.push(item);
+    this.count += items.length;
+    return items.length;
+  }
+
+  async batchCounts(): Promise<BatchCounts> {
+    return { total: this.count, unfinished: 0, succeeded: this.count, failed: 0, skipped: 0, progress: 100 };
+  }
+
+  async setBatchStatus() {}
+
+  async setIncrementalField(run: Run, value: { field: string; value: string | null; overlapMs: number }): Promise<IncrementalField> {
+    return { flowId: run.flowId, ...value, movedAt: null, updatedAt: new Date().toISOString() };
+  }
+
+  putDocument(run: Run, space: string, key: string, value: unknown) {
+    return this.stores.putDocument(run, space, key, value);
+  }
+
+  fanOutItem() {
+    return this.items[0];
+  }
+
+  get batch() {
+    return this.batched ? { items: this.items, count: this.count } : null;
+  }
+}
+
+export interface TestRunnerOptions {
+  store: Store;
+  keyring: Keyring;
+  logger: Logger;
+  maxOutputBytes: number;
+}
+
+/**
+ * Runs a flow document (a draft) once, synchronously, with sample input: every node's output or
+ * error comes back, nothing is recorded (no message, no run, no statistics). The same pass as a
+ * real run, over a TestSink.
+ */
+export class TestRunner {
+  constructor(private readonly options: TestRunnerOptions) {}
+
+  async run(tenantId: string, flowId: string, flow: CompiledFlow, request: TestRequest): Promise<TestResult> {
+    const { store, keyring } = this.options;
+    const context = await store.readRunContext(tenantId, flow.references);
+    const secrets = Object.fromEntries(context.sealedSecrets.map((sealed) => [sealed.name, keyring.open(sealed, secretContext(tenantId, sealed.name))]));
+    const now = new Date().toISOString();
+    const messageId = newId();
+    const run: Run = {
+      tenantId, id: newId(), flowId, flowVersion: 0, messageId, status: 'running', heldBy: null, attempts: 1, error: null,
+      createdAt: now, startedAt: now, finishedAt: null, batchId: null,
+    };
+    const message = {
+      tenantId, id: messageId, flowId, flowVersion: 0, deliveryId: null, topic: null, receivedAt: now,
+      body: request.input.body ?? null, headers: request.input.headers ?? {}, query: request.input.query ?? {},
+    };
+    // One node alone: every other node counts as done, with the outputs given for it.
+    const steps: Step[] = request.node === undefined ? [] : flow.nodes.filter((node) => node.id !== request.node).map((node) => ({
+      runId: run.id, key: node.id, nodeId: node.id, status: 'succeeded', attempts: 1, output: request.steps?.[node.id] ?? null, error: null, startedAt: now, finishedAt: now,
+    }));
+    const state: RunState = { run, message, steps, ...context };
+    const sink = new TestSink(request.dryRun, new StoreSink(store, async () => {}));
+    const pass = new RunPass({ ...this.options, maxRetryDelayMs: 0 }, sink, state, flow, secrets, new AbortController().signal, () => {});
+    const outcome = await pass.run();
+    return {
+      status: outcome.kind === 'wait' ? 'waiting' : outcome.kind === 'finished' ? outcome.status : 'failed',
+      dryRun: request.dryRun, error: sink.outcome?.error ?? null, steps: sink.steps, logs: sink.logs, batch: sink.batch,
+    };
+  }
+}
