@@ -25,6 +25,7 @@ import { secretRoutes, variableRoutes } from './routes/variables.ts';
 import { blockedTopicRoutes, messageRoutes } from './routes/messages.ts';
 import { dataSpaceRoutes } from './routes/data-spaces.ts';
 import { logRoutes } from './routes/logs.ts';
+import { actionRoutes } from './routes/actions.ts';
 import { testRunRoutes } from './routes/test-runs.ts';
 import { platformRoutes } from './routes/platform.ts';
 import { platformValueRoutes } from './routes/platform-values.ts';
@@ -74,7 +75,7 @@ export function apiRoutes(context: ApiContext): RouteSpec[] {
     ...metadataRoutes(context), ...tenantRoutes(context), ...messageRoutes(context), ...blockedTopicRoutes(context), ...queueRoutes(context),
     ...versionRoutes(context), ...platformRoutes(context), ...statisticsRoutes(context), ...userSettingsRoutes(context),
     ...platformValueRoutes(context), ...dataSpaceRoutes(context), ...logRoutes(context),
-    ...testRunRoutes(context),
+    ...testRunRoutes(context), ...actionRoutes(context),
   ];
 }
 

@@ -11,6 +11,7 @@ import { OperationRegistry, type OperationDefinition } from '../engine/operation
 import { inspectQueue } from '../engine/queue/health.ts';
 import { runJob, RunQueue, RunWorker } from '../engine/queue/run-queue.ts';
 import { FlowSchedules, TickWorker } from '../engine/queue/schedules.ts';
+import { ActionRunner } from '../engine/actions.ts';
 import { Executor } from '../engine/runtime/executor.ts';
 import { TestRunner } from '../engine/runtime/test-run.ts';
 import { CompiledFlowCache } from '../engine/runtime/flow-cache.ts';
@@ -123,7 +124,7 @@ export class Platform {
     if (roles.worker) {
       const flows = new CompiledFlowCache(workerStore, compile);
       const executor = new Executor({
-        store: workerStore, flows, keyring, logger, maxOutputBytes: config.maxStepOutputBytes, maxRetryDelayMs: 3_600_000,
+        store: workerStore, actions: new ActionRunner(workerStore, compile.limits), flows, keyring, logger, maxOutputBytes: config.maxStepOutputBytes, maxRetryDelayMs: 3_600_000,
         enqueue: (runs) => queue.enqueue(runs.map(runJob)),
       });
       worker = new RunWorker(executor, workerStore, {
@@ -145,7 +146,7 @@ export class Platform {
       const app = createApp({
         context: {
           store, intake, queue, keyring, compile, schedules, maintenance, webhookSubscribers,
-          testRunner: new TestRunner({ store, keyring, logger, maxOutputBytes: config.maxStepOutputBytes }), baseUrl: () => url, build: { version: VERSION, commit: buildCommit() },
+          testRunner: new TestRunner({ store, actions: new ActionRunner(store, compile.limits), keyring, logger, maxOutputBytes: config.maxStepOutputBytes }), baseUrl: () => url, build: { version: VERSION, commit: buildCommit() },
         },
         issuer, verifier, logger, bodyLimitBytes: config.bodyLimitBytes,
         readiness: () => readiness(store, queue, maintenance, config), queues, adapterWaitMs: config.adapterWaitMs, metrics,

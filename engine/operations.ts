@@ -3,6 +3,7 @@ import type { FromSchema, JSONSchema } from 'json-schema-to-ts';
 import type { OpenedDestination } from './destinations.ts';
 import type { BatchCounts, BatchStatus, IncrementalField } from './resources.ts';
 import { SchemaValidator } from './json-schema.ts';
+import { ACTION_NAME, ACTION_PREFIX, actionNodeConfigSchema } from './actions.ts';
 
 export type { OpenedDestination } from './destinations.ts';
 
@@ -53,6 +54,8 @@ export interface OperationContext<Config> {
    * later pass of the run.
    */
   batch(window: { from: string | null; to: string | null }): Promise<BatchHandle>;
+  /** Runs one of the tenant's actions (the latest version unless one is given) on `input`. */
+  action(name: string, input: unknown, version?: number): Promise<unknown>;
   /** The tenant's data spaces: read a document's value, create or replace one. */
   dataSpaces: {
     get(space: string, key: string): Promise<unknown>;
@@ -143,9 +146,29 @@ export class OperationRegistry {
     return this;
   }
 
+  /** A registered operation, or for `action:<name>` the node type that runs the tenant's action. */
   get(name: string): RegisteredOperation | undefined {
-    return this.operations.get(name);
+    return this.operations.get(name) ?? (name.startsWith(ACTION_PREFIX) ? this.actionNode(name.slice(ACTION_PREFIX.length)) : undefined);
   }
+
+  private readonly actionNodes = new Map<string, RegisteredOperation>();
+
+  private actionNode(action: string): RegisteredOperation | undefined {
+    if (!ACTION_NAME.test(action)) return undefined;
+    let registered = this.actionNodes.get(action);
+    if (!registered) {
+      const definition: OperationDefinition<{ input?: unknown; version?: number }> = {
+        name: `${ACTION_PREFIX}${action}`, title: `Action ${action}`, description: `The tenant's action ${action}: a JSONata transform of its input.`,
+        version: '1.0.0', sideEffects: false, configSchema: actionNodeConfigSchema,
+        run: (ctx) => ctx.action(action, ctx.config.input ?? null, ctx.config.version),
+      };
+      registered = { definition, config: this.actionConfig };
+      this.actionNodes.set(action, registered);
+    }
+    return registered;
+  }
+
+  private readonly actionConfig = new SchemaValidator<unknown>(actionNodeConfigSchema, 'action config');
 
   /** Every registered operation, by name. */
   list(): RegisteredOperation[] {

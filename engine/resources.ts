@@ -360,6 +360,22 @@ export const runLogSchema = {
   },
 } as const;
 
+export const tenantActionSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['name', 'version', 'description', 'expression', 'inputSchema', 'outputSchema', 'createdAt'],
+  description: 'A tenant-defined action: a named, versioned JSONata transform of its input, usable as a node ("operation": "action:<name>").',
+  properties: {
+    name: { type: 'string' },
+    version: { type: 'integer', description: 'Each save is a new, immutable version.' },
+    description: { type: ['string', 'null'] },
+    expression: { type: 'string', description: 'JSONata over the input (the context, also $input).' },
+    inputSchema: { type: 'object' },
+    outputSchema: { type: 'object' },
+    createdAt: timestamp,
+  },
+} as const;
+
 /** What a builder UI needs to render an operation: the metadata of its definition. */
 export const operationInfoSchema = {
   type: 'object',
@@ -399,6 +415,7 @@ export type BlockedTopic = FromSchema<typeof blockedTopicSchema>;
 export type Statistics = FromSchema<typeof statisticsSchema>;
 export type DataSpace = FromSchema<typeof dataSpaceSchema>;
 export type RunLog = FromSchema<typeof runLogSchema>;
+export type TenantAction = FromSchema<typeof tenantActionSchema>;
 export type LogLevel = (typeof logLevels)[number];
 export type DataDocument = FromSchema<typeof dataDocumentSchema>;
 export type UserSettings = FromSchema<typeof userSettingsSchema>;
@@ -421,6 +438,7 @@ export const resourceSchemas = {
   Statistics: statisticsSchema,
   DataSpace: dataSpaceSchema,
   RunLog: runLogSchema,
+  TenantAction: tenantActionSchema,
   DataDocument: dataDocumentSchema,
   UserSettings: userSettingsSchema,
   Run: runSchema,

@@ -544,3 +544,52 @@ describe('Test', () => {
     }
   });
 });
+
+describe('LowCodeAction: tenant-defined actions', () => {
+  it('saves versioned JSONata actions with schemas, runs them as action:<name> nodes, and keeps them per tenant', async () => {
+    const shop = await env.tenant('shop-a');
+    const path = '/api/v1/low-code-actions/actions/net-amount';
+    const inputSchema = { type: 'object', required: ['total', 'discount'], properties: { total: { type: 'number' }, discount: { type: 'number' } } };
+    const outputSchema = { type: 'object', required: ['net'], properties: { net: { type: 'number' } } };
+    const v1 = await shop.call('PUT', path, { expression: '{"net": total - discount}', inputSchema, outputSchema, description: 'Total after discount' });
+    expect(v1.status).toBe(201);
+    expect(v1.body).toMatchObject({ name: 'net-amount', version: 1, description: 'Total after discount' });
+    expect((await shop.call('PUT', path, { expression: '{"net": $round((total - discount) * 1.2, 2)}', inputSchema, outputSchema })).body.version).toBe(2);
+    const bad = await shop.call('PUT', path, { expression: '{"net": total -', inputSchema: { type: 'nope' } });
+    expect(bad.status).toBe(400);
+    expect(bad.body.errors.map((error: any) => error.path).sort()).toEqual(['$.body.expression', '$.body.inputSchema']);
+    expect((await shop.call('GET', path)).body.version).toBe(2);
+    expect((await shop.call('GET', `${path}/versions`)).body.nodes.map((action: any) => action.version)).toEqual([2, 1]);
+    expect((await shop.call('GET', `${path}/versions/1`)).body.expression).toBe('{"net": total - discount}');
+
+    await shop.publish({
+      ...echo('net'),
+      nodes: [
+        { id: 'latest', operation: 'action:net-amount', config: { input: '{{ $input.body }}' } },
+        { id: 'first', operation: 'action:net-amount', config: { input: '{{ $input.body }}', version: 1 } },
+      ],
+      edges: [{ from: 'trigger', to: 'latest' }, { from: 'latest', to: 'first' }],
+    });
+    const ok = await sendWebhook(env.url, 'shop-a', 'net', { total: 10, discount: 2.5 });
+    expect((await shop.settledRun(ok.body.runId)).steps.map((step: any) => step.output)).toEqual([{ net: 9 }, { net: 7.5 }]);
+    const wrong = await sendWebhook(env.url, 'shop-a', 'net', { total: 'ten' });
+    expect((await shop.settledRun(wrong.body.runId))).toMatchObject({
+      status: 'failed', error: { kind: 'permanent', node: 'latest', message: expect.stringContaining('$.nodes.latest.config.input') },
+    });
+
+    // A flow naming an action the tenant does not have cannot be published; other tenants see none of these.
+    const created = await shop.call('POST', '/api/v1/editable-flows', { ...echo('missing'), nodes: [{ id: 'x', operation: 'action:nowhere', config: {} }], edges: [{ from: 'trigger', to: 'x' }] });
+    expect(created.status).toBe(201);
+    const refused = await shop.call('POST', `/api/v1/editable-flows/${created.body.id}/publish`);
+    expect(refused.status).toBe(400);
+    expect(refused.body.errors).toEqual([expect.objectContaining({ path: '$.draft.nodes[0].operation', node: 'x' })]);
+    const stranger = await env.tenant('stranger-a');
+    expect((await stranger.call('GET', path)).status).toBe(404);
+    const theirs = await stranger.call('POST', '/api/v1/editable-flows', { ...echo('net'), nodes: [{ id: 'x', operation: 'action:net-amount', config: {} }], edges: [{ from: 'trigger', to: 'x' }] });
+    expect(theirs.status).toBe(201);
+    expect((await stranger.call('POST', `/api/v1/editable-flows/${theirs.body.id}/publish`)).status).toBe(400);
+
+    expect((await shop.call('DELETE', path)).status).toBe(204);
+    expect((await shop.call('GET', `${path}/versions/2`)).status).toBe(404);
+  });
+});

@@ -1,4 +1,5 @@
 import { NotFoundError, ValidationError, type FieldError } from '../../engine/errors.ts';
+import { ACTION_PREFIX } from '../../engine/actions.ts';
 import { validateFlow } from '../../engine/flow/compile.ts';
 import { flowDocumentSchema, type FlowDocument } from '../../engine/flow/schema.ts';
 import { newId } from '../../engine/ids.ts';
@@ -20,6 +21,19 @@ export function editableFlowRoutes(context: ApiContext) {
     validateFlow(document, compile).map((error) => ({ ...error, path: prefix + error.path.slice(1) }));
   const assertValid = (document: unknown, prefix: string) => {
     const errors = check(document, prefix);
+    if (errors.length > 0) throw new ValidationError('The flow document is not valid', errors);
+  };
+  /** Every `action:<name>` node names an action (and version) the tenant has. */
+  const assertActionsExist = async (tenantId: string, document: FlowDocument) => {
+    const errors: FieldError[] = [];
+    for (const [index, node] of document.nodes.entries()) {
+      if (!node.operation.startsWith(ACTION_PREFIX)) continue;
+      const version = (node.config as { version?: unknown } | undefined)?.version;
+      const name = node.operation.slice(ACTION_PREFIX.length);
+      if (!(await store.getAction(tenantId, name, typeof version === 'number' ? version : undefined))) {
+        errors.push({ path: `$.draft.nodes[${index}].operation`, message: `names no action of this tenant: ${name}${typeof version === 'number' ? ` v${version}` : ''}`, node: node.id });
+      }
+    }
     if (errors.length > 0) throw new ValidationError('The flow document is not valid', errors);
   };
   const load = async (tenantId: string, id: string) => {
@@ -114,6 +128,7 @@ export function editableFlowRoutes(context: ApiContext) {
       async handle({ tenantId, params, body }) {
         const flow = await load(tenantId, params.id);
         assertValid(flow.draft, '$.draft');
+        await assertActionsExist(tenantId, flow.draft as FlowDocument);
         // Publish exactly the draft that was validated: a concurrent edit makes this a 409.
         const version = await store.publishFlow(tenantId, flow.id, body.revision ?? flow.revision, flow.draft as FlowDocument);
         await activeVersionChanged(context, tenantId, flow);

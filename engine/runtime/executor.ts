@@ -11,6 +11,7 @@ import { redactSecrets } from './redact.ts';
 import { RunLogRecorder } from './run-log.ts';
 import { StoreSink, type RunSink, type Window } from './run-sink.ts';
 import { storableJson } from '../json-text.ts';
+import type { ActionRunner } from '../actions.ts';
 
 /** What the queue should do with the job after one pass of the executor. */
 export type PassOutcome =
@@ -22,6 +23,8 @@ export type PassOutcome =
 
 export interface ExecutorOptions {
   store: Store;
+  /** Runs tenants' actions (`action:<name>` nodes). */
+  actions: ActionRunner;
   flows: CompiledFlowCache;
   keyring: Keyring;
   logger: Logger;
@@ -83,7 +86,7 @@ export class RunPass {
   private logger?: Logger;
 
   constructor(
-    private readonly options: Pick<ExecutorOptions, 'store' | 'keyring' | 'logger' | 'maxOutputBytes' | 'maxRetryDelayMs'>,
+    private readonly options: Pick<ExecutorOptions, 'store' | 'actions' | 'keyring' | 'logger' | 'maxOutputBytes' | 'maxRetryDelayMs'>,
     private readonly sink: RunSink,
     private readonly state: RunState,
     private readonly flow: CompiledFlow,
@@ -262,6 +265,7 @@ export class RunPass {
       step: (name, fn) => this.subStep(node, name, fn),
       destination: (name) => this.destination(name),
       batch: (window) => this.batch(node, window),
+      action: (name, input, version) => this.options.actions.run(run.tenantId, name, version, input, `$.nodes.${node.id}.config`),
       dataSpaces: {
         get: (space, key) => this.options.store.getDocument(run.tenantId, space, key).then((document) => document?.value),
         put: (space, key, value) => this.sink.putDocument(run, space, key, value),

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { ActionRunner } from '../actions.ts';
 import type { ErrorRecord } from '../errors.ts';
 import type { CompiledFlow } from '../flow/compile.ts';
 import { newId } from '../ids.ts';
@@ -90,6 +91,7 @@ class TestSink implements RunSink {
 
 export interface TestRunnerOptions {
   store: Store;
+  actions: ActionRunner;
   keyring: Keyring;
   logger: Logger;
   maxOutputBytes: number;

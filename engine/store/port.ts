@@ -1,9 +1,9 @@
 import type { ErrorRecord } from '../errors.ts';
 import type { FlowDocument } from '../flow/schema.ts';
 import type { SealedValue } from '../secrets/keyring.ts';
-import { terminalRunStatuses, type LogLevel, type RunLog, type DataDocument, type DataSpace, type Statistics, type UserSettings, type BlockedTopic, type HoldReason, type MessageInfo, type MessageStatus, type Batch, type BatchStatus, type BatchTask, type IncrementalField, type Destination, type Flow, type FlowVersion, type Message, type Run, type RunStatus, type SecretInfo, type Step, type Tenant, type TerminalRunStatus, type Variable } from '../resources.ts';
+import { terminalRunStatuses, type TenantAction, type LogLevel, type RunLog, type DataDocument, type DataSpace, type Statistics, type UserSettings, type BlockedTopic, type HoldReason, type MessageInfo, type MessageStatus, type Batch, type BatchStatus, type BatchTask, type IncrementalField, type Destination, type Flow, type FlowVersion, type Message, type Run, type RunStatus, type SecretInfo, type Step, type Tenant, type TerminalRunStatus, type Variable } from '../resources.ts';
 
-export type { LogLevel, RunLog, DataDocument, DataSpace, Statistics, UserSettings, BlockedTopic, HoldReason, MessageInfo, MessageStatus, Batch, BatchCounts, BatchStatus, BatchTask, IncrementalField, Destination, Flow, FlowVersion, Message, Run, RunStatus, SecretInfo, Step, StepStatus, Tenant, TerminalRunStatus, Variable } from '../resources.ts';
+export type { TenantAction, LogLevel, RunLog, DataDocument, DataSpace, Statistics, UserSettings, BlockedTopic, HoldReason, MessageInfo, MessageStatus, Batch, BatchCounts, BatchStatus, BatchTask, IncrementalField, Destination, Flow, FlowVersion, Message, Run, RunStatus, SecretInfo, Step, StepStatus, Tenant, TerminalRunStatus, Variable } from '../resources.ts';
 export { messageStatuses, runStatuses, stepStatuses, terminalRunStatuses } from '../resources.ts';
 
 /**
@@ -156,6 +156,16 @@ export interface Store {
   listRunLogs(tenantId: string, filter: RunLogFilter, page: PageRequest): Promise<Page<RunLog>>;
   /** Delete log lines older than `before`, of every tenant; returns how many. */
   pruneRunLogs(before: string): Promise<number>;
+
+  /** Saves the action as its next version (1 for a new name). */
+  putAction(tenantId: string, action: Pick<TenantAction, 'name' | 'description' | 'expression' | 'inputSchema' | 'outputSchema'>): Promise<TenantAction>;
+  /** A version of an action; the latest without one. */
+  getAction(tenantId: string, name: string, version?: number): Promise<TenantAction | undefined>;
+  /** The latest version of each action, by name. */
+  listActions(tenantId: string, page: PageRequest): Promise<Page<TenantAction>>;
+  listActionVersions(tenantId: string, name: string, page: PageRequest): Promise<Page<TenantAction>>;
+  /** Every version. */
+  deleteAction(tenantId: string, name: string): Promise<boolean>;
 
   getUserSettings(tenantId: string, subject: string): Promise<UserSettings | undefined>;
   putUserSettings(tenantId: string, subject: string, settings: UserSettings['settings']): Promise<UserSettings>;

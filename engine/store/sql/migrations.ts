@@ -273,6 +273,23 @@ export const migrations: Array<{ version: number; name: string; sql: string }> =
       create index run_logs_by_time on run_logs (logged_at);
     `,
   },
+  {
+    version: 9,
+    name: 'tenant actions',
+    sql: `
+      create table actions (
+        tenant_id text not null references tenants(id) on delete cascade,
+        name text not null,
+        version integer not null,
+        description text,
+        expression text not null,
+        input_schema jsonb not null,
+        output_schema jsonb not null,
+        created_at timestamptz not null default now(),
+        primary key (tenant_id, name, version)
+      );
+    `,
+  },
 ];
 
 /**

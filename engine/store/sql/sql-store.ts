@@ -5,7 +5,7 @@ import type {
   AcceptedMessage, BlockedTopic, HeldFilter, MessageFilter, MessageInfo, Batch, BatchStatus, BatchTask, Client, Destination, IncrementalField, NewBatch, NewBatchTask, Flow, FlowVersion, Message, NewMessage, Page, PageRequest, Run, RunOutcome, RunReads, RunState, RunStatus, SecretInfo,
   NewDestination, SigningKey, Step, Store, Tenant, Variable,
 } from '../port.ts';
-import { isTerminal, messageStatuses, runStatuses, type Backlog, type NewRunLog, type RunLog, type RunLogFilter, type DataDocument, type DataSpace, type PlatformScope, type Statistics, type StatisticsRequest, type UserSettings } from '../port.ts';
+import { isTerminal, messageStatuses, runStatuses, type Backlog, type TenantAction, type NewRunLog, type RunLog, type RunLogFilter, type DataDocument, type DataSpace, type PlatformScope, type Statistics, type StatisticsRequest, type UserSettings } from '../port.ts';
 import { idAt } from '../../ids.ts';
 import type { SqlDriver } from './driver.ts';
 import { migrate } from './migrations.ts';
@@ -75,6 +75,10 @@ const toRunLog = (r: Row): RunLog => ({
 });
 /** pino's numbers for the levels kept, so "warn and above" is a comparison. */
 const SEVERITY = (level: string) => `(case ${level} when 'info' then 30 when 'warn' then 40 when 'error' then 50 when 'fatal' then 60 end)`;
+const toTenantAction = (r: Row): TenantAction => ({
+  name: r.name, version: r.version, description: r.description ?? null, expression: r.expression, inputSchema: r.input_schema, outputSchema: r.output_schema,
+  createdAt: iso(r.created_at),
+});
 const toUserSettings = (r: Row): UserSettings => ({ subject: r.subject, settings: r.settings, updatedAt: iso(r.updated_at) });
 const toBlockedTopic = (r: Row): BlockedTopic => ({ topic: r.topic, reason: r.reason, blockedAt: iso(r.blocked_at), held: Number(r.held ?? 0) });
 /** A message's status, from its latest run `r` (joined with LATEST_RUN). */
@@ -997,6 +1001,52 @@ export class SqlStore implements Store {
   async pruneRunLogs(before: string) {
     const [row] = await this.db.query('with gone as (delete from run_logs where logged_at < $1 returning 1) select count(*) as n from gone', [before]);
     return Number(row.n);
+  }
+
+  async putAction(tenantId: string, action: Pick<TenantAction, 'name' | 'description' | 'expression' | 'inputSchema' | 'outputSchema'>) {
+    // The primary key settles a race between two saves: the loser gets a unique violation and tries the next number.
+    for (;;) {
+      try {
+        const [row] = await this.db.query(
+          `insert into actions (tenant_id, name, version, description, expression, input_schema, output_schema)
+           select $1, $2, coalesce(max(version), 0) + 1, $3, $4, $5::jsonb, $6::jsonb from actions where tenant_id = $1 and name = $2
+           returning *`,
+          [tenantId, action.name, action.description, action.expression, json(action.inputSchema), json(action.outputSchema)],
+        );
+        return toTenantAction(row);
+      } catch (error) {
+        if (!isUniqueViolation(error)) throw error;
+      }
+    }
+  }
+
+  async getAction(tenantId: string, name: string, version?: number) {
+    const [row] = await this.db.query(
+      'select * from actions where tenant_id = $1 and name = $2 and ($3::integer is null or version = $3) order by version desc limit 1',
+      [tenantId, name, version ?? null],
+    );
+    return row ? toTenantAction(row) : undefined;
+  }
+
+  async listActions(tenantId: string, request: PageRequest) {
+    const rows = await this.db.query(
+      `select distinct on (name) * from actions where tenant_id = $1 and ($2::text is null or name > $2) order by name, version desc limit $3`,
+      [tenantId, decodeCursor(request.after), request.first + 1],
+    );
+    return page(rows, request, toTenantAction, (r) => r.name);
+  }
+
+  async listActionVersions(tenantId: string, name: string, request: PageRequest) {
+    const after = decodeCursor(request.after, /^\d{1,9}$/);
+    const rows = await this.db.query(
+      'select * from actions where tenant_id = $1 and name = $2 and ($3::integer is null or version < $3::integer) order by version desc limit $4',
+      [tenantId, name, after === null ? null : Number(after), request.first + 1],
+    );
+    return page(rows, request, toTenantAction, (r) => String(r.version));
+  }
+
+  async deleteAction(tenantId: string, name: string) {
+    return (await this.db.query('delete from actions where tenant_id = $1 and name = $2 returning version', [tenantId, name])).length > 0;
   }
 
   async getUserSettings(tenantId: string, subject: string) {

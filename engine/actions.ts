@@ -1,0 +1,95 @@
+import { permanent, ValidationError, type FieldError } from './errors.ts';
+import { describeSyntaxError, Expression, type ExpressionLimits } from './flow/expression.ts';
+import { SchemaValidator } from './json-schema.ts';
+import type { Store, TenantAction } from './store/port.ts';
+
+/** A node runs a tenant's action with `"operation": "action:<name>"`. */
+export const ACTION_PREFIX = 'action:';
+export const ACTION_NAME = /^[a-z0-9][a-z0-9_.-]{0,63}$/;
+
+/** The config of an action node: the action's input, and optionally the version to run (else the latest). */
+export const actionNodeConfigSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    input: { description: 'The action\'s input (usually a {{ }} expression); validated against its input schema.' },
+    version: { type: 'integer', minimum: 1, description: 'The version to run; the latest when absent.' },
+  },
+} as const;
+
+export interface CompiledAction {
+  expression: Expression;
+  input: SchemaValidator<unknown>;
+  output: SchemaValidator<unknown>;
+}
+
+/**
+ * Compiles an action: its JSONata expression and its input and output JSON Schemas. Faults name the
+ * field (`$.body.expression`, `$.body.inputSchema`...). Schemas may not carry `$id` (they share one
+ * validator instance across tenants).
+ */
+export function compileAction(action: Pick<TenantAction, 'name' | 'expression' | 'inputSchema' | 'outputSchema'>, limits: ExpressionLimits, prefix = '$'): CompiledAction {
+  const errors: FieldError[] = [];
+  let expression: Expression | undefined;
+  try {
+    expression = new Expression(action.expression, limits);
+  } catch (error) {
+    errors.push({ path: `${prefix}.expression`, message: `does not compile: ${describeSyntaxError(error)}` });
+  }
+  const schema = (field: 'inputSchema' | 'outputSchema') => {
+    const value = action[field];
+    if (JSON.stringify(value).includes('"$id"')) {
+      errors.push({ path: `${prefix}.${field}`, message: 'may not use $id' });
+      return undefined;
+    }
+    try {
+      return new SchemaValidator<unknown>(value, `${action.name} ${field === 'inputSchema' ? 'input' : 'output'}`);
+    } catch (error) {
+      errors.push({ path: `${prefix}.${field}`, message: `is not a valid JSON Schema: ${(error as Error).message}` });
+      return undefined;
+    }
+  };
+  const input = schema('inputSchema');
+  const output = schema('outputSchema');
+  if (errors.length > 0 || !expression || !input || !output) throw new ValidationError('The action is not valid', errors);
+  return { expression, input, output };
+}
+
+/**
+ * Runs tenants' actions: each version compiled once (versions are immutable) and kept, least
+ * recently used out. Without a version, the latest is read from the store on every run.
+ */
+export class ActionRunner {
+  private readonly compiled = new Map<string, Promise<CompiledAction>>();
+
+  constructor(private readonly store: Store, private readonly limits: ExpressionLimits, private readonly capacity = 1000) {}
+
+  async run(tenantId: string, name: string, version: number | undefined, input: unknown, path: string): Promise<unknown> {
+    const pinned = version ?? (await this.store.getAction(tenantId, name))?.version;
+    if (pinned === undefined) throw permanent(`there is no action ${name}`);
+    const action = await this.load(tenantId, name, pinned);
+    action.input.validate(input, `${path}.input`);
+    const output = await action.expression.evaluate({ input });
+    // An output JSON cannot carry (undefined) is null, as in a node's output.
+    const result = output === undefined ? null : output;
+    action.output.validate(result, `action ${name} v${pinned} output`);
+    return result;
+  }
+
+  private load(tenantId: string, name: string, version: number): Promise<CompiledAction> {
+    const key = `${tenantId}\0${name}\0${version}`;
+    let entry = this.compiled.get(key);
+    if (entry) {
+      this.compiled.delete(key);
+    } else {
+      entry = this.store.getAction(tenantId, name, version).then((action) => {
+        if (!action) throw permanent(`action ${name} has no version ${version}`);
+        return compileAction(action, this.limits);
+      });
+      entry.catch(() => this.compiled.delete(key));
+    }
+    this.compiled.set(key, entry);
+    if (this.compiled.size > this.capacity) this.compiled.delete(this.compiled.keys().next().value!);
+    return entry;
+  }
+}
