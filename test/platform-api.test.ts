@@ -3,7 +3,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClientCredentials } from '../api/auth/clients.ts';
 import { Receiver } from './support/receiver.ts';
-import { ApiClient, eventually, getToken, POSTGRES_URL, sendWebhook, startTestPlatform, type TestPlatform } from './support/harness.ts';
+import { ApiClient, eventually, getToken, POSTGRES_URL, sendWebhook, spawnWorker, startTestPlatform, type TestPlatform } from './support/harness.ts';
 
 /** A flow that echoes what it got: every run of it succeeds. */
 const echo = (key: string) => ({
@@ -275,6 +275,20 @@ describe('Platform (operator)', () => {
     expect(text).toMatch(/^tributary_run_attempt_seconds_count\{status="succeeded"\} [1-9]/m);
     expect(text).toMatch(/^tributary_queue_jobs\{queue="runs",state="waiting"\} \d+$/m);
     expect(text).toMatch(/^tributary_process_resident_memory_bytes \d+/m);
+  });
+
+  it('lets a worker process without the API serve its metrics on METRICS_PORT', async () => {
+    const port = 20_000 + Math.floor(Math.random() * 20_000);
+    const { child, ready } = spawnWorker(env.config, { METRICS_PORT: String(port), HOST: '127.0.0.1' });
+    try {
+      await ready;
+      expect((await fetch(`http://127.0.0.1:${port}/metrics`)).status).toBe(401);
+      const scraped = await fetch(`http://127.0.0.1:${port}/metrics`, { headers: { authorization: basic(operator) } });
+      expect(scraped.status).toBe(200);
+      expect(await scraped.text()).toMatch(/^tributary_queue_jobs\{queue="runs",state="active"\} \d+$/m);
+    } finally {
+      child.kill('SIGTERM');
+    }
   });
 
   it('enters maintenance: deliveries get 503 with Retry-After and are not recorded, workers drain; leaving it accepts again', async () => {

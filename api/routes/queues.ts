@@ -51,27 +51,19 @@ export function queueRoutes({ queue, schedules }: ApiContext) {
       responses: { 200: { description: 'The queue.', schema: queueSchema } },
       handle: async ({ params }) => ({ body: await describe(find(params.name)) }),
     }),
-    defineRoute({
-      method: 'post', path: `${base}/{name}/pause`, tag: 'Queue', scope: 'platform:admin',
-      summary: 'Pause a queue: workers finish what they hold and take no new job; intake still records and enqueues',
+    ...(['pause', 'resume'] as const).map((change) => defineRoute({
+      method: 'post', path: `${base}/{name}/${change}`, tag: 'Queue', scope: 'platform:admin',
+      summary: change === 'pause'
+        ? 'Pause a queue: workers finish what they hold and take no new job; intake still records and enqueues'
+        : 'Resume a paused queue',
       params: queueParams,
       responses: { 200: { description: 'The queue.', schema: queueSchema } },
       async handle({ params }) {
         const q = find(params.name);
-        await q.pause();
+        await q[change]();
         return { body: await describe(q) };
       },
-    }),
-    defineRoute({
-      method: 'post', path: `${base}/{name}/resume`, tag: 'Queue', scope: 'platform:admin',
-      summary: 'Resume a paused queue', params: queueParams,
-      responses: { 200: { description: 'The queue.', schema: queueSchema } },
-      async handle({ params }) {
-        const q = find(params.name);
-        await q.resume();
-        return { body: await describe(q) };
-      },
-    }),
+    })),
     defineRoute({
       method: 'post', path: `${base}/{name}/retry-failed`, tag: 'Queue', scope: 'platform:admin',
       summary: 'Move failed jobs back to waiting',
