@@ -123,6 +123,9 @@ export const pageQuerySchema = {
   after: { type: 'string', maxLength: 400, description: 'The endCursor of the previous page.' },
 } as const;
 
+/** A short list that always comes whole (the operations, the queues), in the same connection shape. */
+export const wholeList = <T>(nodes: T[]) => ({ nodes, pageInfo: { hasNextPage: false, endCursor: null } });
+
 /** The connection shape of the seed, for a list of `item`. */
 export function connectionSchema<const Item extends Schema>(item: Item) {
   return {

@@ -143,7 +143,7 @@ describe('BlockedTopic and MessageInfo', () => {
   });
 
   it('lists repeated deliveries as duplicates of the first, filters by topic, and replays a finished message', async () => {
-    const first = await refund(5, { 'x-shopify-webhook-id': 'wh-5' });
+    const first = await refund(5, { 'x-shopify-webhook-id': 'wh-5', 'x-api-key': 'hush-key', 'x-access-token': 'hush-token', 'x-trace': 't1' });
     const again = await refund(5, { 'x-shopify-webhook-id': 'wh-5' });
     expect(again.status).toBe(200);
     await shop.settledRun(first.body.runId);
@@ -160,6 +160,9 @@ describe('BlockedTopic and MessageInfo', () => {
     expect((await shop.settledRun(replayed.body.id)).status).toBe('succeeded');
     const message = (await shop.call('GET', `/api/v1/messages/${first.body.messageId}`)).body;
     expect(message.runs.map((run: any) => run.id)).toEqual([first.body.runId, replayed.body.id]);
+    // Source headers are kept without credentials.
+    expect(message.headers).toMatchObject({ 'x-trace': 't1', 'x-shopify-topic': 'refunds/create' });
+    expect(JSON.stringify(message)).not.toMatch(/hush-/);
     expect((await shop.call('POST', `/api/v1/messages/${duplicates[0].id}/replay`)).status).toBe(409);
     // Another tenant cannot see or replay it.
     const stranger = await env.tenant('stranger');

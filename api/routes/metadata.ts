@@ -2,7 +2,7 @@ import { NotFoundError } from '../../engine/errors.ts';
 import type { OperationRegistry } from '../../engine/operations.ts';
 import { operationInfoSchema, resourceSchemas, statusEnums, type OperationInfo } from '../../engine/resources.ts';
 import type { ApiContext } from '../context.ts';
-import { defineRoute } from '../route.ts';
+import { connectionSchema, defineRoute, wholeList } from '../route.ts';
 
 function operationInfos(registry: OperationRegistry): OperationInfo[] {
   return registry.list().map(({ definition }) => ({
@@ -22,8 +22,8 @@ export function metadataRoutes({ compile }: ApiContext) {
     defineRoute({
       method: 'get', path: '/api/v1/low-code-actions/operations', tag: 'LowCodeAction', scope: 'flows:read',
       summary: 'List the operations a node can run, with their config schemas',
-      responses: { 200: { description: 'Every registered operation.', schema: { type: 'object', required: ['nodes'], properties: { nodes: { type: 'array', items: operationInfoSchema } } } } },
-      handle: async () => ({ body: { nodes: operations } }),
+      responses: { 200: { description: 'Every registered operation, in one page.', schema: connectionSchema(operationInfoSchema) } },
+      handle: async () => ({ body: wholeList(operations) }),
     }),
     defineRoute({
       method: 'get', path: '/api/v1/metadata', tag: 'Metadata', scope: 'flows:read',

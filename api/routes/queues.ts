@@ -2,7 +2,7 @@ import type { Queue } from 'bullmq';
 import { NotFoundError } from '../../engine/errors.ts';
 import { HEARTBEAT_TTL_MS, heartbeatKey, ioredisOf } from '../../engine/queue/health.ts';
 import type { ApiContext } from '../context.ts';
-import { defineRoute } from '../route.ts';
+import { connectionSchema, defineRoute, wholeList } from '../route.ts';
 
 const jobStates = ['waiting', 'active', 'delayed', 'prioritized', 'waiting-children', 'completed', 'failed', 'paused'] as const;
 
@@ -42,8 +42,8 @@ export function queueRoutes({ queue, schedules }: ApiContext) {
     defineRoute({
       method: 'get', path: base, tag: 'Queue', scope: 'platform:admin',
       summary: 'List the queues with their job counts per state',
-      responses: { 200: { description: 'Every queue.', schema: { type: 'object', required: ['nodes'], properties: { nodes: { type: 'array', items: queueSchema } } } } },
-      handle: async () => ({ body: { nodes: await Promise.all([...queues.values()].map(describe)) } }),
+      responses: { 200: { description: 'Every queue, in one page.', schema: connectionSchema(queueSchema) } },
+      handle: async () => ({ body: wholeList(await Promise.all([...queues.values()].map(describe))) }),
     }),
     defineRoute({
       method: 'get', path: `${base}/{name}`, tag: 'Queue', scope: 'platform:admin',

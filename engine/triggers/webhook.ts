@@ -61,14 +61,15 @@ export function verifyDelivery(verify: Verify, rawBody: Buffer, headers: Headers
   return secretValues.some((secret) => constantTimeEqual(digest, createHmac('sha256', secret).update(rawBody).digest(encoding)));
 }
 
-const NEVER_KEPT = new Set(['authorization', 'cookie', 'proxy-authorization']);
+/** Headers that carry credentials or proofs by their name: never stored, shown or given to a run. */
+const NEVER_KEPT = /authorization|cookie|api-?key|token|secret|password|signature|hmac/i;
 
 /** The headers kept with a message: lower-case names, no credentials, no verification header. */
 export function keptHeaders(headers: Headers, verify: Verify): Record<string, string> {
   const dropped = verificationHeader(verify);
   const kept: Record<string, string> = {};
   for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || NEVER_KEPT.has(name) || name === dropped) continue;
+    if (value === undefined || NEVER_KEPT.test(name) || name === dropped) continue;
     kept[name] = Array.isArray(value) ? value.join(', ') : value;
   }
   return kept;
