@@ -315,8 +315,8 @@ describe.each(adapters)('store contract on %s', (_name, open) => {
     const runId = newId();
     const flowId = newId();
     const line = (n: number, level: 'info' | 'warn') => ({ nodeId: 'n', level, message: `line ${n}`, data: { n }, loggedAt: new Date(Date.now() - (n === 0 ? 86_400_000 : 0)).toISOString() });
-    await store.appendRunLogs('a', runId, flowId, [line(0, 'warn'), ...Array.from({ length: 7 }, (_, i) => line(i + 1, 'info'))], 5);
-    await store.appendRunLogs('a', runId, flowId, [line(9, 'warn')], 5);
+    await store.saveProgress('a', runId, [], undefined, { flowId, lines: [line(0, 'warn'), ...Array.from({ length: 7 }, (_, i) => line(i + 1, 'info'))], perRunLimit: 5 });
+    await store.saveProgress('a', runId, [], undefined, { flowId, lines: [line(9, 'warn')], perRunLimit: 5 });
     const kept = await store.listRunLogs('a', { runId }, { first: 10 });
     expect(kept.nodes.map((entry) => entry.message)).toEqual(['line 4', 'line 3', 'line 2', 'line 1', 'line 0']);
     expect((await store.listRunLogs('a', { runId, level: 'warn' }, { first: 10 })).nodes.map((entry) => entry.data)).toEqual([{ n: 0 }]);

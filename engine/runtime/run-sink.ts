@@ -31,10 +31,7 @@ export class StoreSink implements RunSink {
   constructor(private readonly store: Store, private readonly enqueue: (runs: Run[]) => Promise<void>) {}
 
   async save(run: Run, steps: Step[], outcome: RunOutcome | undefined, logs: NewRunLog[]) {
-    await Promise.all([
-      this.store.saveProgress(run.tenantId, run.id, steps, outcome),
-      logs.length > 0 && this.store.appendRunLogs(run.tenantId, run.id, run.flowId, logs, LOG_LINES_PER_RUN),
-    ]);
+    await this.store.saveProgress(run.tenantId, run.id, steps, outcome, logs.length > 0 ? { flowId: run.flowId, lines: logs, perRunLimit: LOG_LINES_PER_RUN } : undefined);
   }
 
   async createBatch(run: Run, nodeId: string, window: Window) {

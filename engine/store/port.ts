@@ -76,10 +76,10 @@ export interface Store {
    */
   beginRun(tenantId: string, runId: string, reads?: RunReads): Promise<RunState | undefined>;
   /**
-   * Save checkpoints and, optionally, the run's new status, in one statement. A finished run keeps
-   * its first outcome; returns whether the status was written.
+   * Save checkpoints, optionally the run's new status, and what its operations logged, in one
+   * statement. A finished run keeps its first outcome; returns whether the status was written.
    */
-  saveProgress(tenantId: string, runId: string, steps: Step[], outcome?: RunOutcome): Promise<boolean>;
+  saveProgress(tenantId: string, runId: string, steps: Step[], outcome?: RunOutcome, logs?: RunLogAppend): Promise<boolean>;
   /** What a run would read (a test run, which has no record): the same as `beginRun` gives. */
   readRunContext(tenantId: string, reads: RunReads): Promise<Pick<RunState, 'vars' | 'sealedSecrets' | 'platform'>>;
   getRun(tenantId: string, runId: string): Promise<{ run: Run; steps: Step[] } | undefined>;
@@ -150,8 +150,6 @@ export interface Store {
   listDocuments(tenantId: string, space: string, filter: { prefix?: string }, page: PageRequest): Promise<Page<DataDocument>>;
   deleteDocument(tenantId: string, space: string, key: string): Promise<boolean>;
 
-  /** Append what a run's operations logged; a run keeps at most `perRunLimit` lines (later ones are dropped). */
-  appendRunLogs(tenantId: string, runId: string, flowId: string, lines: NewRunLog[], perRunLimit: number): Promise<void>;
   /** Log lines newest first. */
   listRunLogs(tenantId: string, filter: RunLogFilter, page: PageRequest): Promise<Page<RunLog>>;
   /** Delete log lines older than `before`, of every tenant; returns how many. */
@@ -206,6 +204,13 @@ export interface NewRunLog {
   message: string;
   data: unknown;
   loggedAt: string;
+}
+
+/** Log lines of a run to keep with its checkpoints; a run keeps at most `perRunLimit` (later ones are dropped). */
+export interface RunLogAppend {
+  flowId: string;
+  lines: NewRunLog[];
+  perRunLimit: number;
 }
 
 export interface RunLogFilter {

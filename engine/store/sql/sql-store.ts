@@ -5,7 +5,7 @@ import type {
   AcceptedMessage, BlockedTopic, HeldFilter, MessageFilter, MessageInfo, Batch, BatchStatus, BatchTask, Client, Destination, IncrementalField, NewBatch, NewBatchTask, Flow, FlowVersion, Message, NewMessage, Page, PageRequest, Run, RunOutcome, RunReads, RunState, RunStatus, SecretInfo,
   NewDestination, SigningKey, Step, Store, Tenant, Variable,
 } from '../port.ts';
-import { isTerminal, messageStatuses, runStatuses, type Backlog, type TenantAction, type NewRunLog, type RunLog, type RunLogFilter, type DataDocument, type DataSpace, type PlatformScope, type Statistics, type StatisticsRequest, type UserSettings } from '../port.ts';
+import { isTerminal, messageStatuses, runStatuses, type Backlog, type TenantAction, type RunLogAppend, type RunLog, type RunLogFilter, type DataDocument, type DataSpace, type PlatformScope, type Statistics, type StatisticsRequest, type UserSettings } from '../port.ts';
 import { idAt } from '../../ids.ts';
 import type { SqlDriver } from './driver.ts';
 import { migrate } from './migrations.ts';
@@ -561,13 +561,22 @@ export class SqlStore implements Store {
     return { vars: row.vars, sealedSecrets: row.sealed_secrets, platform: row.platform };
   }
 
-  async saveProgress(tenantId: string, runId: string, steps: Step[], outcome?: RunOutcome): Promise<boolean> {
+  async saveProgress(tenantId: string, runId: string, steps: Step[], outcome?: RunOutcome, logs?: RunLogAppend): Promise<boolean> {
     const rows = steps.map((step) => ({
       key: step.key, node_id: step.nodeId, status: step.status, attempts: step.attempts, output: step.output ?? null, error: step.error,
       started_at: step.startedAt, finished_at: step.finishedAt,
     }));
+    const lines = (logs?.lines ?? []).map((line, index) => ({
+      n: index + 1, node_id: line.nodeId, level: line.level, message: line.message, data: line.data ?? null, logged_at: line.loggedAt,
+    }));
     const updated = await this.db.query(
-      `with saved as (
+      `with logged as (
+         -- A run keeps at most perRunLimit lines: later ones are dropped.
+         insert into run_logs (tenant_id, flow_id, run_id, node_id, severity, level, message, data, logged_at)
+         select $1, $7::uuid, $2, l.node_id, ${SEVERITY('l.level')}, l.level, l.message, l.data, l.logged_at
+           from jsonb_to_recordset($6::jsonb) as l(n integer, node_id text, level text, message text, data jsonb, logged_at timestamptz)
+          where l.n + (select count(*) from run_logs where tenant_id = $1 and run_id = $2) <= $8
+       ), saved as (
          insert into steps (tenant_id, run_id, key, node_id, status, attempts, output, error, started_at, finished_at)
          select $1, $2, key, node_id, status, attempts, output, error, started_at, finished_at
            from jsonb_to_recordset($3::jsonb) as x(key text, node_id text, status text, attempts integer, output jsonb, error jsonb,
@@ -579,7 +588,7 @@ export class SqlStore implements Store {
        update runs set status = $4, error = $5::jsonb, finished_at = case when $4 = 'waiting' then null else now() end
         where tenant_id = $1 and id = $2 and $4::text is not null and status not in ${TERMINAL}
        returning id`,
-      [tenantId, runId, JSON.stringify(rows), outcome?.status ?? null, json(outcome?.error ?? null)],
+      [tenantId, runId, JSON.stringify(rows), outcome?.status ?? null, json(outcome?.error ?? null), JSON.stringify(lines), logs?.flowId ?? null, logs?.perRunLimit ?? 0],
     );
     return updated.length > 0;
   }
@@ -968,19 +977,6 @@ export class SqlStore implements Store {
 
   async deleteDocument(tenantId: string, space: string, key: string) {
     return (await this.db.query('delete from data_documents where tenant_id = $1 and space = $2 and key = $3 returning key', [tenantId, space, key])).length > 0;
-  }
-
-  async appendRunLogs(tenantId: string, runId: string, flowId: string, lines: NewRunLog[], perRunLimit: number) {
-    if (lines.length === 0) return;
-    await this.db.query(
-      `insert into run_logs (tenant_id, flow_id, run_id, node_id, severity, level, message, data, logged_at)
-       select $1, $3, $2, l.node_id, ${SEVERITY('l.level')}, l.level, l.message, l.data, l.logged_at
-         from jsonb_to_recordset($4::jsonb) as l(n integer, node_id text, level text, message text, data jsonb, logged_at timestamptz)
-        where l.n + (select count(*) from run_logs where tenant_id = $1 and run_id = $2) <= $5`,
-      [tenantId, runId, flowId, JSON.stringify(lines.map((line, index) => ({
-        n: index + 1, node_id: line.nodeId, level: line.level, message: line.message, data: line.data ?? null, logged_at: line.loggedAt,
-      }))), perRunLimit],
-    );
   }
 
   async listRunLogs(tenantId: string, filter: RunLogFilter, request: PageRequest) {
