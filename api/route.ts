@@ -67,8 +67,7 @@ export const isOperatorRoute = (route: Pick<RouteSpec, 'scope'>) => route.scope 
 
 /**
  * Registers routes on a router; validation errors name each bad field (`$.body.nodes[0].id`).
- * A tenant route needs the tenant_id header and a token that grants it; a tenant's own clients are
- * refused while it is suspended (or gone), operators are not.
+ * A tenant route needs the tenant_id header of an existing tenant and a token that grants it.
  */
 export function mountRoutes(routes: RouteSpec[], verifier: TokenVerifier, store: Pick<Store, 'getTenant'>): Router {
   const router = Router();
@@ -87,7 +86,7 @@ export function mountRoutes(routes: RouteSpec[], verifier: TokenVerifier, store:
         throw new HttpProblem(400, 'Missing tenant', 'every request needs the header tenant_id: <tenant id>', { errors: [{ path: '$.headers.tenant_id', message: 'is required' }] });
       } else {
         authorize(principal, tenantId, route.scope);
-        if (!principal.operator) await refuseInactiveTenant(store, tenantId);
+        await refuseInactiveTenant(store, tenantId, principal);
       }
       const params = validators.params ? validators.params.validate({ ...req.params }, '$.params') : req.params;
       const query = validators.query ? validators.query.validate({ ...(req.query as object) }, '$.query') : {};
@@ -101,10 +100,13 @@ export function mountRoutes(routes: RouteSpec[], verifier: TokenVerifier, store:
   return router;
 }
 
-async function refuseInactiveTenant(store: Pick<Store, 'getTenant'>, tenantId: string) {
+/** A tenant's own clients are refused while it is suspended or gone; operators may look into a suspended one. */
+async function refuseInactiveTenant(store: Pick<Store, 'getTenant'>, tenantId: string, principal: Principal) {
   const tenant = await store.getTenant(tenantId);
-  if (!tenant) throw new HttpProblem(403, 'Forbidden', `tenant ${tenantId} does not exist`);
-  if (tenant.status === 'suspended') throw new HttpProblem(403, 'Tenant suspended', `tenant ${tenantId} is suspended: ${tenant.suspendedReason ?? 'no reason given'}`);
+  if (!tenant) throw principal.operator ? new HttpProblem(404, 'No such tenant', `there is no tenant ${tenantId}`) : new HttpProblem(403, 'Forbidden', `tenant ${tenantId} does not exist`);
+  if (tenant.status === 'suspended' && !principal.operator) {
+    throw new HttpProblem(403, 'Tenant suspended', `tenant ${tenantId} is suspended: ${tenant.suspendedReason ?? 'no reason given'}`);
+  }
 }
 
 /** The parsed JSON body; an empty request counts as `{}`, any other media type is refused. */

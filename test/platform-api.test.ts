@@ -48,8 +48,9 @@ describe('Tenant (operator)', () => {
     const refused = await shop.call('GET', '/api/v1/editable-flows');
     expect(refused.status).toBe(403);
     expect(refused.body.detail).toContain('invoice 42 unpaid');
-    // Operators still see the tenant's data.
+    // Operators still see the tenant's data; a tenant that does not exist is a 404 to them.
     expect((await operator.as('shop-s').call('GET', '/api/v1/editable-flows')).status).toBe(200);
+    expect((await operator.as('no-such-shop').call('PUT', '/api/v1/global-variables/X', { value: 1 })).status).toBe(404);
 
     const delivered = await sendWebhook(env.url, 'shop-s', 'orders', { order: 1 });
     expect(delivered.status).toBe(202);
