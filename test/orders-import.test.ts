@@ -217,7 +217,20 @@ describe('Orders > Import List', () => {
 
     const dry = (await acme.call('POST', `/api/v1/editable-flows/${flowId}/test`, {})).body;
     expect(dry).toMatchObject({ status: 'succeeded', dryRun: true, batch: { count: 1, items: [expect.objectContaining({ Id: order.id })] } });
-    expect(dry.steps.find((step: any) => step.nodeId === 'export').output).toMatchObject({ dryRun: true, notRun: expect.stringContaining('shopify.refund-export') });
+    // The export shows the ERP request it would send (credentials masked) and the marks it would set.
+    expect(dry.steps.find((step: any) => step.nodeId === 'export').output).toMatchObject({
+      dryRun: true,
+      wouldSend: {
+        orderId: order.id,
+        refunds: [{
+          refundId: refund.id,
+          erp: { method: 'POST', headers: { authorization: '[REDACTED]', 'idempotency-key': refund.id }, body: { Refund: { Id: refund.id } } },
+          markOrder: { orderId: order.id, listOfRefundProcessed: [String(refund.legacyResourceId)], tag: 'IPaaS Refunds Exported: 1' },
+        }],
+      },
+    });
+    expect(JSON.stringify(dry)).not.toContain(ERP_CREDENTIALS.tokenSecret);
+    expect(world.erp.receipts().length).toBe(receiptsBefore);
 
     const real = (await acme.call('POST', `/api/v1/editable-flows/${flowId}/test`, { dryRun: false })).body;
     expect(real).toMatchObject({ status: 'succeeded', dryRun: false });

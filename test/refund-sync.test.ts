@@ -546,3 +546,28 @@ describe('the deprecated HTTP adapter route', () => {
     expect(answer.body).toMatchObject({ title: 'Refund sync failed', detail: expect.stringContaining('INVALID_FLD_VALUE'), errorKind: 'permanent', runId: expect.any(String) });
   });
 });
+
+describe('a test run of the refund flow', () => {
+  it('previews the Refund record and the order marks without sending or marking anything', async () => {
+    const placed = order(1);
+    const { refund, webhookBody } = shop().createRefund(placed.id, { lines: [{ line: 0, quantity: 1 }] });
+    const created = await acme.call('POST', '/api/v1/editable-flows', refundFlow('refunds-tested'));
+    const receiptsBefore = world.erp.receipts().length;
+    const dry = await acme.call('POST', `/api/v1/editable-flows/${created.body.id}/test`, { input: { body: JSON.parse(webhookBody) } });
+    expect(dry.body).toMatchObject({ status: 'succeeded', dryRun: true });
+    const preview = dry.body.steps.find((step: any) => step.key === 'sync').output;
+    expect(preview).toMatchObject({
+      dryRun: true,
+      wouldSend: {
+        refundId: refund.id,
+        erp: { method: 'POST', url: world.erp.apiUrl, headers: { authorization: '[REDACTED]', 'idempotency-key': refund.id } },
+        markOrder: { orderId: placed.id, tag: 'IPaaS Refunds Exported: 1' },
+      },
+    });
+    refundRecordValidator.validate(preview.wouldSend.erp.body);
+    expect(JSON.stringify(dry.body)).not.toContain(ERP_CREDENTIALS.consumerSecret);
+    expect(world.erp.receipts().length).toBe(receiptsBefore);
+    expect(exportedTags(placed.id)).toEqual([]);
+    expect(processed(placed.id)).toEqual([]);
+  });
+});

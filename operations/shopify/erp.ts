@@ -30,17 +30,13 @@ const CONCURRENCY_LIMIT = 'SSS_REQUEST_LIMIT_EXCEEDED';
 export async function sendToErp(erp: ErpAccess, document: unknown, options: { idempotencyKey: string; signal?: AbortSignal }): Promise<ErpReceipt> {
   const url = new URL(erp.apiUrl);
   const where = `${url.origin}${url.pathname}`;
-  const authorization = oauth1Header('POST', erp.apiUrl, {
-    consumerKey: erp.consumerKey, consumerSecret: erp.consumerSecret, token: erp.tokenId, tokenSecret: erp.tokenSecret, realm: erp.accountId.toUpperCase(),
-  });
+  const request = erpRequest(erp, document, options.idempotencyKey);
   const timeout = AbortSignal.timeout(SEND_TIMEOUT_MS);
   let response: Response;
   let text: string;
   try {
-    response = await fetch(erp.apiUrl, {
-      method: 'POST',
-      headers: { authorization, 'content-type': 'application/json', accept: 'application/json', 'idempotency-key': options.idempotencyKey },
-      body: JSON.stringify(document),
+    response = await fetch(request.url, {
+      method: request.method, headers: request.headers, body: JSON.stringify(document),
       signal: options.signal ? AbortSignal.any([options.signal, timeout]) : timeout,
     });
     text = await response.text();
@@ -60,6 +56,17 @@ export async function sendToErp(erp: ErpAccess, document: unknown, options: { id
     throw retryable(message, { details, retryAfterMs: retryAfter(response.headers.get('retry-after')) });
   }
   throw new OperationError('permanent', message, { details });
+}
+
+/** The request `sendToErp` sends, signed (a fresh nonce and timestamp each time it is made). */
+export function erpRequest(erp: ErpAccess, document: unknown, idempotencyKey: string) {
+  const authorization = oauth1Header('POST', erp.apiUrl, {
+    consumerKey: erp.consumerKey, consumerSecret: erp.consumerSecret, token: erp.tokenId, tokenSecret: erp.tokenSecret, realm: erp.accountId.toUpperCase(),
+  });
+  return {
+    method: 'POST', url: erp.apiUrl, body: document,
+    headers: { authorization, 'content-type': 'application/json', accept: 'application/json', 'idempotency-key': idempotencyKey } as Record<string, string>,
+  };
 }
 
 function parseBody(text: string): unknown {

@@ -2,8 +2,9 @@ import { later, permanent } from '../../engine/errors.ts';
 import type { OperationContext } from '../../engine/operations.ts';
 import type { ShopifyAdminApi } from './admin-api.ts';
 import type { ShopifyDestination } from './destination.ts';
-import { sendToErp } from './erp.ts';
-import { markRefundExported, marksOf, type OrderMarks } from './order-marks.ts';
+import { MASK } from '../../engine/runtime/redact.ts';
+import { erpRequest, sendToErp } from './erp.ts';
+import { EXPORTED_TAG_PREFIX, markRefundExported, marksOf, type OrderMarks } from './order-marks.ts';
 import { fetchRefund, type GraphqlNode } from './refund-query.ts';
 import { assembleRefundRecord, type RefundRecord } from './refund-record.ts';
 
@@ -52,25 +53,50 @@ export type RefundExport =
  * `mark-order`, suffixed by `stepSuffix` when one node exports several refunds), so a retry or a
  * crash after the ERP accepted the record never sends it again.
  */
+/** Reads the refund and decides: exported before, or the record to send (once its order is synced). */
+async function prepareRefundExport(
+  ctx: OperationContext<unknown>, api: ShopifyAdminApi, destination: ShopifyDestination, refundId: string, gate: OrderSyncGate,
+): Promise<{ alreadyProcessed: true; refundLegacyId: string; orderId: string } | { alreadyProcessed: false; refundLegacyId: string; orderId: string; record: RefundRecord; marks: OrderMarks }> {
+  const data = await fetchRefund(api, refundId);
+  if (!data) throw permanent(`refund ${refundId} does not exist in the shop`);
+  const { refund } = data;
+  const refundLegacyId = String(refund.legacyResourceId);
+  const orderId: string = refund.order.id;
+  const marks = marksOf(refund.order);
+  if (marks.processed.includes(refundLegacyId)) return { alreadyProcessed: true, refundLegacyId, orderId };
+  awaitOrderSynced(ctx, refund.order, gate);
+  return { alreadyProcessed: false, refundLegacyId, orderId, record: assembleRefundRecord(destination.shop.shopUrl, data), marks };
+}
+
+/**
+ * What exporting the refund would do, for dry runs: the ERP request (its credentials masked) and
+ * how the order would be marked — or that it was exported before. Reads the shop; sends nothing.
+ */
+export async function previewRefundExport(ctx: OperationContext<unknown>, api: ShopifyAdminApi, destination: ShopifyDestination, refundId: string, gate: OrderSyncGate) {
+  const prepared = await prepareRefundExport(ctx, api, destination, refundId, gate);
+  if (prepared.alreadyProcessed) return { refundId, alreadyExported: true, orderId: prepared.orderId };
+  const request = erpRequest(destination.erp, prepared.record, refundId);
+  const processed = [...prepared.marks.processed, prepared.refundLegacyId];
+  return {
+    refundId,
+    erp: { ...request, headers: { ...request.headers, authorization: MASK } },
+    markOrder: { orderId: prepared.orderId, listOfRefundProcessed: processed, tag: `${EXPORTED_TAG_PREFIX}${processed.length}` },
+  };
+}
+
 export async function exportRefund(
   ctx: OperationContext<unknown>, api: ShopifyAdminApi, destination: ShopifyDestination, refundId: string, gate: OrderSyncGate, stepSuffix = '',
 ): Promise<RefundExport> {
   const sent = await ctx.step(`send-to-erp${stepSuffix}`, async (): Promise<SendOutcome> => {
-    const data = await fetchRefund(api, refundId);
-    if (!data) throw permanent(`refund ${refundId} does not exist in the shop`);
-    const { refund } = data;
-    const refundLegacyId = String(refund.legacyResourceId);
-    const orderId: string = refund.order.id;
-    const marks = marksOf(refund.order);
-    if (marks.processed.includes(refundLegacyId)) {
+    const prepared = await prepareRefundExport(ctx, api, destination, refundId, gate);
+    const { refundLegacyId, orderId } = prepared;
+    if (prepared.alreadyProcessed) {
       ctx.logger.info({ refundId, orderId }, `refund ${refundLegacyId} was exported before: nothing sent`);
-      return { alreadyProcessed: true, refundLegacyId, orderId };
+      return prepared;
     }
-    awaitOrderSynced(ctx, refund.order, gate);
-    const record = assembleRefundRecord(destination.shop.shopUrl, data);
-    const erp = await sendToErp(destination.erp, record, { idempotencyKey: refundId, signal: ctx.signal });
+    const erp = await sendToErp(destination.erp, prepared.record, { idempotencyKey: refundId, signal: ctx.signal });
     ctx.logger.info({ refundId, orderId, erpStatus: erp.status }, `refund ${refundLegacyId} sent to the ERP`);
-    return { alreadyProcessed: false, refundLegacyId, orderId, record, erp, marks };
+    return { ...prepared, erp };
   });
   if (sent.alreadyProcessed) return sent;
   if (ctx.testRun) {

@@ -1,9 +1,10 @@
 import { permanent } from '../../engine/errors.ts';
-import { defineOperation } from '../../engine/operations.ts';
+import { defineOperation, type OperationContext } from '../../engine/operations.ts';
+import type { ShopifyAdminApi } from './admin-api.ts';
 import { destinationProperty, openShop } from './destination.ts';
 import { marksOf, parseProcessed } from './order-marks.ts';
 import type { OrderRecord } from './order-import.ts';
-import { exportRefund, orderSyncGateSchema } from './export-refund.ts';
+import { exportRefund, orderSyncGateSchema, previewRefundExport, type OrderSyncGate } from './export-refund.ts';
 import { ORDER_REFUNDS_QUERY, type GraphqlNode } from './refund-query.ts';
 
 const ORDER_GID = /^gid:\/\/shopify\/Order\/\d+$/;
@@ -12,6 +13,28 @@ const ORDER_GID = /^gid:\/\/shopify\/Order\/\d+$/;
 function orderIdOf(body: unknown): unknown {
   const value = body as { Id?: unknown; admin_graphql_api_id?: unknown } | null;
   return value?.Id ?? value?.admin_graphql_api_id;
+}
+
+type RefundExportConfig = { destination: string; orderId?: string } & OrderSyncGate;
+
+/** The order to export the refunds of: the config's, or the message's. */
+function orderOf(ctx: OperationContext<RefundExportConfig>): string {
+  const orderId = ctx.config.orderId ?? orderIdOf(ctx.input.body);
+  if (typeof orderId !== 'string' || !ORDER_GID.test(orderId)) {
+    throw permanent('the message names no order: expected an order GID like gid://shopify/Order/123', { details: { orderId: orderId ?? null } });
+  }
+  return orderId;
+}
+
+/** The order's refunds that are not in its processed list yet, oldest first. */
+async function pendingRefunds(api: ShopifyAdminApi, orderId: string) {
+  const { order } = await api.query<{ order: GraphqlNode | null }>(ORDER_REFUNDS_QUERY, { id: orderId });
+  if (!order) throw permanent(`order ${orderId} does not exist in the shop`);
+  const processed = marksOf(order).processed;
+  return (order.refunds as GraphqlNode[])
+    .filter((refund) => !processed.includes(String(refund.legacyResourceId)))
+    .sort((a, b) => Date.parse(a.createdAt) - Date.parse(b.createdAt))
+    .map((refund) => ({ id: refund.id as string, legacyResourceId: String(refund.legacyResourceId) }));
 }
 
 /** Whether an imported order record (Orders > Import List) shows refunds its processed list lacks. */
@@ -45,12 +68,16 @@ export const refundExport = defineOperation({
       ...orderSyncGateSchema,
     },
   },
+  async preview(ctx: OperationContext<RefundExportConfig>) {
+    const orderId = orderOf(ctx);
+    const { destination, api } = await openShop(ctx, ctx.config.destination);
+    const refunds = [];
+    for (const refund of await pendingRefunds(api, orderId)) refunds.push(await previewRefundExport(ctx, api, destination, refund.id, ctx.config));
+    return { orderId, refunds };
+  },
   async run(ctx) {
     const { config } = ctx;
-    const orderId = config.orderId ?? orderIdOf(ctx.input.body);
-    if (typeof orderId !== 'string' || !ORDER_GID.test(orderId)) {
-      throw permanent('the message names no order: expected an order GID like gid://shopify/Order/123', { details: { orderId: orderId ?? null } });
-    }
+    const orderId = orderOf(ctx);
     // An imported record that shows nothing new saves the query: the processed list only grows, and a
     // refund made after the import changes the order, which the next poll reads again.
     if (config.orderId === undefined && recordShowsPending(ctx.input.body) === false) {
@@ -59,15 +86,7 @@ export const refundExport = defineOperation({
     const { destination, api } = await openShop(ctx, config.destination);
     // The refunds to export are decided once per run (a memoized step): a pass resumed after a crash
     // finishes the same refunds, whose sends and marks are memoized, instead of judging them anew.
-    const pending = await ctx.step('pending', async () => {
-      const { order } = await api.query<{ order: GraphqlNode | null }>(ORDER_REFUNDS_QUERY, { id: orderId });
-      if (!order) throw permanent(`order ${orderId} does not exist in the shop`);
-      const processed = marksOf(order).processed;
-      return (order.refunds as GraphqlNode[])
-        .filter((refund) => !processed.includes(String(refund.legacyResourceId)))
-        .sort((a, b) => Date.parse(a.createdAt) - Date.parse(b.createdAt))
-        .map((refund) => ({ id: refund.id as string, legacyResourceId: String(refund.legacyResourceId) }));
-    });
+    const pending = await ctx.step('pending', () => pendingRefunds(api, orderId));
     if (pending.length === 0) return ctx.stop('skipped', `every refund of order ${orderId} is already in its listOfRefundProcessed`);
 
     const exported: string[] = [];

@@ -1,7 +1,7 @@
 import { permanent } from '../../engine/errors.ts';
-import { defineOperation } from '../../engine/operations.ts';
+import { defineOperation, type OperationContext } from '../../engine/operations.ts';
 import { destinationProperty, openShop } from './destination.ts';
-import { exportRefund, orderSyncGateSchema } from './export-refund.ts';
+import { exportRefund, orderSyncGateSchema, previewRefundExport, type OrderSyncGate } from './export-refund.ts';
 
 const REFUND_GID = /^gid:\/\/shopify\/Refund\/\d+$/;
 
@@ -31,12 +31,14 @@ export const refundSyncToErp = defineOperation({
       ...orderSyncGateSchema,
     },
   },
+  async preview(ctx: OperationContext<RefundSyncConfig>) {
+    const refundId = refundIdOf(ctx);
+    const { destination, api } = await openShop(ctx, ctx.config.destination);
+    return previewRefundExport(ctx, api, destination, refundId, ctx.config);
+  },
   async run(ctx) {
     const { config } = ctx;
-    const refundId = config.refundId ?? (ctx.input.body as { admin_graphql_api_id?: unknown } | null)?.admin_graphql_api_id;
-    if (typeof refundId !== 'string' || !REFUND_GID.test(refundId)) {
-      throw permanent('the message names no refund: expected admin_graphql_api_id like gid://shopify/Refund/123', { details: { refundId: refundId ?? null } });
-    }
+    const refundId = refundIdOf(ctx);
     const { destination, api } = await openShop(ctx, config.destination);
 
     const exported = await exportRefund(ctx, api, destination, refundId, config);
@@ -46,3 +48,14 @@ export const refundSyncToErp = defineOperation({
     return { refundId, ...exported };
   },
 });
+
+type RefundSyncConfig = { destination: string; refundId?: string } & OrderSyncGate;
+
+/** The refund to export: the config's, or the webhook's admin_graphql_api_id. */
+function refundIdOf(ctx: OperationContext<RefundSyncConfig>): string {
+  const refundId = ctx.config.refundId ?? (ctx.input.body as { admin_graphql_api_id?: unknown } | null)?.admin_graphql_api_id;
+  if (typeof refundId !== 'string' || !REFUND_GID.test(refundId)) {
+    throw permanent('the message names no refund: expected admin_graphql_api_id like gid://shopify/Refund/123', { details: { refundId: refundId ?? null } });
+  }
+  return refundId;
+}
