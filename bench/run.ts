@@ -116,7 +116,6 @@ async function postMessages(url: string, count: number) {
 }
 
 async function main() {
-  const tsx = ['--import', 'tsx'];
   const results: Record<string, unknown> = { machine: { cpus: os.cpus().length, node: process.version }, connections: CONNECTIONS };
   const receiver = await startReceiver();
 

@@ -1,4 +1,4 @@
-import { OperationError, permanent, retryable } from '../../engine/errors.ts';
+import { OperationError, retryable } from '../../engine/errors.ts';
 import { oauth1Header } from '../core/oauth1.ts';
 import { retryAfter } from '../core/http-request.ts';
 
