@@ -210,6 +210,25 @@ describe('OpenAPI document', () => {
     expect(document.tags).toContainEqual({ name: 'EditableFlow', description: 'flow editing' });
     expect(document.paths['/api/v1/editable-flows'].post.requestBody.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/FlowDocument' });
   });
+
+  it('declares every path parameter, names every operation once, and marks operator routes', async () => {
+    const document = await (await fetch(`${env.url}/openapi.json`)).json();
+    const operationIds = new Set<string>();
+    for (const [path, methods] of Object.entries<any>(document.paths)) {
+      const templated = [...path.matchAll(/\{(\w+)\}/g)].map((match) => match[1]).sort();
+      for (const [method, operation] of Object.entries<any>(methods)) {
+        const declared = (operation.parameters ?? []).filter((parameter: any) => parameter.in === 'path').map((parameter: any) => parameter.name).sort();
+        expect(declared, `${method} ${path}`).toEqual(templated);
+        if (operation.operationId) {
+          expect(operationIds.has(operation.operationId), operation.operationId).toBe(false);
+          operationIds.add(operation.operationId);
+        }
+        const operator = operation.security?.[0]?.oauth2?.[0] === 'platform:admin';
+        if (path.startsWith('/api/v1/')) expect(operation.parameters.some((parameter: any) => parameter.name === 'tenant_id'), `${method} ${path}`).toBe(!operator);
+      }
+    }
+    expect(operationIds.size).toBeGreaterThan(80);
+  });
 });
 
 describe('queue dashboard', () => {
