@@ -8,26 +8,34 @@ import { redactSecrets } from './redact.ts';
 export const LOG_LINES_PER_RUN = 200;
 const MAX_MESSAGE_CHARS = 2000;
 const MAX_DATA_BYTES = 8192;
+const LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'] as const;
+/** What the run's log keeps; every level is redacted on its way to the process log. */
 const RECORDED: readonly LogLevel[] = ['info', 'warn', 'error', 'fatal'];
 
 /**
  * Keeps what operations log during a run pass (info and above) for the Logs API, besides sending
- * it to the process log: the operation's logger is wrapped, its lines are redacted of the run's
- * secret values and capped, and the pass stores them with its next checkpoint.
+ * it to the process log: the operation's logger is wrapped, every line is redacted of the run's
+ * secret values, and those kept are capped and stored with the pass's next checkpoint.
  */
 export class RunLogRecorder {
   private lines: NewRunLog[] = [];
 
   constructor(private readonly secrets: readonly string[]) {}
 
-  /** A logger that logs as `logger` does and also records, for `nodeId`. */
+  /**
+   * A logger that records what it is given, for `nodeId`, and passes it on to `logger` — both
+   * redacted of the run's secret values (pino's own redaction does not reach into messages).
+   */
   wrap(logger: Logger, nodeId: string): Logger {
     const recording = Object.create(logger) as Logger;
-    for (const level of RECORDED) {
+    for (const level of LEVELS) {
+      const kept = (RECORDED as readonly string[]).includes(level);
       recording[level] = ((...args: unknown[]) => {
-        this.record(nodeId, level, args);
-        return (logger[level] as (...rest: unknown[]) => void)(...args);
-      }) as Logger[typeof level];
+        if (!kept && !logger.isLevelEnabled(level)) return;
+        const { message, data } = this.redacted(args);
+        if (kept && this.lines.length < LOG_LINES_PER_RUN) this.keep(nodeId, level as LogLevel, message, data);
+        (logger[level] as (...rest: unknown[]) => void)(...(data === null ? [message] : [data, message]));
+      }) as Logger['info'];
     }
     return recording;
   }
@@ -37,16 +45,19 @@ export class RunLogRecorder {
     return this.lines.splice(0);
   }
 
-  private record(nodeId: string, level: LogLevel, args: unknown[]) {
-    if (this.lines.length >= LOG_LINES_PER_RUN) return;
+  /** pino's call shapes, `(msg, ...args)` or `(obj, msg?, ...args)`, as one message and one object, redacted. */
+  private redacted(args: unknown[]): { message: string; data: unknown } {
     const [first, ...rest] = args;
     const withObject = first !== null && typeof first === 'object';
     const text = withObject ? (rest.length > 0 ? format(...rest) : (first instanceof Error ? first.message : '')) : format(first, ...rest);
     const data = withObject ? (first instanceof Error ? { error: first.message } : first) : null;
-    const kept = data === null ? null : storableJson(redactSecrets(data, this.secrets));
+    return { message: (redactSecrets(text, this.secrets) as string).slice(0, MAX_MESSAGE_CHARS), data: data === null ? null : redactSecrets(data, this.secrets) };
+  }
+
+  private keep(nodeId: string, level: LogLevel, message: string, data: unknown) {
+    const kept = data === null ? null : storableJson(data);
     this.lines.push({
-      nodeId, level, loggedAt: new Date().toISOString(),
-      message: (redactSecrets(text, this.secrets) as string).slice(0, MAX_MESSAGE_CHARS),
+      nodeId, level, loggedAt: new Date().toISOString(), message,
       data: kept === null ? null : Buffer.byteLength(kept.text) > MAX_DATA_BYTES ? { truncated: true, bytes: Buffer.byteLength(kept.text) } : kept.value,
     });
   }

@@ -92,8 +92,9 @@ export const httpRequest = defineOperation({
       ctx.signal.removeEventListener('abort', stop);
     }
     const result = { status: response.status, headers: Object.fromEntries(response.headers), body: responseBody };
+    // A refusal is worth a line in the run's log; a success is in the step's output already (debug only).
     // Origin and path only: a query string may carry credentials.
-    ctx.logger[response.ok ? 'info' : 'warn']({ status: response.status, ms: Math.round(performance.now() - started) }, `${method} ${url.origin}${url.pathname} answered ${response.status}`);
+    ctx.logger[response.ok ? 'debug' : 'warn']({ status: response.status, ms: Math.round(performance.now() - started) }, `${method} ${url.origin}${url.pathname} answered ${response.status}`);
     if (response.ok) return result;
 
     const details = { status: response.status, body: preview(responseBody) };
