@@ -82,7 +82,8 @@ export class RunPass {
   private readonly secretList: string[];
   private readonly destinations = new Map<string, Promise<OpenedDestination>>();
   private readonly unsaved: Step[] = [];
-  private readonly runLog: RunLogRecorder;
+  /** Made when an operation first logs: most passes log nothing. */
+  private runLog?: RunLogRecorder;
   private logger?: Logger;
 
   constructor(
@@ -98,7 +99,6 @@ export class RunPass {
     const { message } = state;
     this.input = { messageId: message.id, receivedAt: message.receivedAt, body: message.body, headers: message.headers, query: message.query };
     this.secretList = Object.values(secrets).filter((value) => value.length > 0);
-    this.runLog = new RunLogRecorder(this.secretList);
   }
 
   async run(): Promise<PassOutcome> {
@@ -141,10 +141,11 @@ export class RunPass {
   }
 
   /** `$lookup(space, key)`: a document's value from a data space (undefined when absent), read once per pass. */
-  private readonly lookups = new Map<string, Promise<unknown>>();
+  private lookups?: Map<string, Promise<unknown>>;
   private readonly lookup = (space: unknown, key: unknown): Promise<unknown> | undefined => {
     if (typeof space !== 'string' || (typeof key !== 'string' && typeof key !== 'number')) return undefined;
     const id = `${space}\0${key}`;
+    this.lookups ??= new Map();
     let found = this.lookups.get(id);
     if (!found) {
       found = this.options.store.getDocument(this.state.run.tenantId, space, String(key)).then((document) => document?.value);
@@ -251,7 +252,7 @@ export class RunPass {
       steps: this.outputs,
       // Created on first use: most operations never log.
       get logger() {
-        return (logger ??= pass.runLog.wrap(pass.log().child({ nodeId: node.id }), node.id));
+        return (logger ??= (pass.runLog ??= new RunLogRecorder(pass.secretList)).wrap(pass.log().child({ nodeId: node.id }), node.id));
       },
       get signal() {
         return signal();
@@ -326,7 +327,7 @@ export class RunPass {
   }
 
   private async save(outcome?: RunOutcome) {
-    await this.sink.save(this.state.run, this.unsaved.splice(0), outcome, this.runLog.take());
+    await this.sink.save(this.state.run, this.unsaved.splice(0), outcome, this.runLog?.take() ?? []);
   }
 
   private async wait(error: ErrorRecord, delayMs: number, reason: string): Promise<PassOutcome> {
