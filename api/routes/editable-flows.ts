@@ -14,11 +14,13 @@ const fieldErrorSchema = {
   properties: { path: { type: 'string' }, message: { type: 'string' }, node: { type: 'string' } },
 } as const;
 
+/** A document's field errors (`$.nodes[0]...`) as paths of where the document sits (`$.draft.nodes[0]...`). */
+export const underPath = (errors: FieldError[], prefix: string): FieldError[] => errors.map((error) => ({ ...error, path: prefix + error.path.slice(1) }));
+
 export function editableFlowRoutes(context: ApiContext) {
   const { store, compile } = context;
   /** Every problem of a document, with paths from the request body's root. */
-  const check = (document: unknown, prefix: string): FieldError[] =>
-    validateFlow(document, compile).map((error) => ({ ...error, path: prefix + error.path.slice(1) }));
+  const check = (document: unknown, prefix: string): FieldError[] => underPath(validateFlow(document, compile), prefix);
   const assertValid = (document: unknown, prefix: string) => {
     const errors = check(document, prefix);
     if (errors.length > 0) throw new ValidationError('The flow document is not valid', errors);

@@ -3,7 +3,7 @@ import { compileFlow } from '../../engine/flow/compile.ts';
 import { stepSchema } from '../../engine/resources.ts';
 import type { ApiContext } from '../context.ts';
 import { defineRoute } from '../route.ts';
-import { idParams } from './editable-flows.ts';
+import { idParams, underPath } from './editable-flows.ts';
 
 const testResultSchema = {
   type: 'object', required: ['status', 'dryRun', 'error', 'steps', 'logs', 'batch'],
@@ -25,7 +25,7 @@ export function testRunRoutes({ store, compile, testRunner }: ApiContext) {
       return compileFlow(document, compile);
     } catch (error) {
       if (!(error instanceof ValidationError)) throw error;
-      throw new ValidationError(error.message, error.errors.map((field) => ({ ...field, path: prefix + field.path.slice(1) })));
+      throw new ValidationError(error.message, underPath(error.errors, prefix));
     }
   };
   return [
