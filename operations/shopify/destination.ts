@@ -1,3 +1,4 @@
+import type { JSONSchema } from 'json-schema-to-ts';
 import { permanent } from '../../engine/errors.ts';
 import type { OpenedDestination, OperationContext } from '../../engine/operations.ts';
 import { ShopifyAdminApi, type ShopAccess } from './admin-api.ts';
@@ -31,10 +32,15 @@ export function shopifyDestination(destination: OpenedDestination): ShopifyDesti
   };
 }
 
-/** The config property every Shopify operation names its destination with. */
-export const destinationProperty = {
-  destination: { type: 'string', minLength: 1, description: 'Name of a destination of type shopify.' },
-} as const;
+/** The config schema of a Shopify operation: the destination it names, and its own properties. */
+export function shopifyConfigSchema<const Properties extends Record<string, JSONSchema>>(properties: Properties) {
+  return {
+    type: 'object',
+    additionalProperties: false,
+    required: ['destination'],
+    properties: { destination: { type: 'string', minLength: 1, description: 'Name of a destination of type shopify.' }, ...properties },
+  } as const;
+}
 
 /** The run's destination, and a client of its shop bound to the node's abort signal. */
 export async function openShop(ctx: OperationContext<unknown>, name: string): Promise<{ destination: ShopifyDestination; api: ShopifyAdminApi }> {

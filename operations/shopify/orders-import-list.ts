@@ -1,6 +1,6 @@
 import { later, toOperationError } from '../../engine/errors.ts';
 import { defineOperation } from '../../engine/operations.ts';
-import { destinationProperty, openShop } from './destination.ts';
+import { openShop, shopifyConfigSchema } from './destination.ts';
 import { maxPageSize, optionalOrderFields, ordersPage, windowQuery } from './order-import.ts';
 
 const FIELD = 'updated_at';
@@ -23,26 +23,20 @@ export const ordersImportList = defineOperation({
   version: '1.0.0',
   sideEffects: false,
   fanOut: true,
-  configSchema: {
-    type: 'object',
-    additionalProperties: false,
-    required: ['destination'],
-    properties: {
-      ...destinationProperty,
-      query: { type: 'string', maxLength: 1000, description: 'A Shopify order search filter ANDed with the window, e.g. "financial_status:paid".' },
-      fields: {
-        type: 'array', uniqueItems: true, items: { enum: optionalOrderFields }, default: [],
-        description: 'Optional parts of the order record beside the standard ones: lineItems (the first 10, as a connection), shippingAddress, customer. Each costs query points.',
-      },
-      pageSize: {
-        type: 'integer', minimum: 1, maximum: 250, default: 50,
-        description: 'Orders per query; lowered to what fits Shopify\'s 1000-point limit per query (71 for the standard record, 11 with lineItems).',
-      },
-      overlapMinutes: { type: 'integer', minimum: 0, maximum: 1440, default: 5, description: 'How far before the incremental field a poll re-reads, when the field sets none.' },
-      initialLookbackHours: { type: 'integer', minimum: 1, maximum: 1440, default: 24, description: 'Where the first poll starts (Shopify shows 60 days of orders without read_all_orders).' },
-      maxPendingTasks: { type: 'integer', minimum: 1, maximum: 10_000, default: 200, description: 'The import pauses while this many of its tasks are unfinished.' },
+  configSchema: shopifyConfigSchema({
+    query: { type: 'string', maxLength: 1000, description: 'A Shopify order search filter ANDed with the window, e.g. "financial_status:paid".' },
+    fields: {
+      type: 'array', uniqueItems: true, items: { enum: optionalOrderFields }, default: [],
+      description: 'Optional parts of the order record beside the standard ones: lineItems (the first 10, as a connection), shippingAddress, customer. Each costs query points.',
     },
-  },
+    pageSize: {
+      type: 'integer', minimum: 1, maximum: 250, default: 50,
+      description: 'Orders per query; lowered to what fits Shopify\'s 1000-point limit per query (71 for the standard record, 11 with lineItems).',
+    },
+    overlapMinutes: { type: 'integer', minimum: 0, maximum: 1440, default: 5, description: 'How far before the incremental field a poll re-reads, when the field sets none.' },
+    initialLookbackHours: { type: 'integer', minimum: 1, maximum: 1440, default: 24, description: 'Where the first poll starts (Shopify shows 60 days of orders without read_all_orders).' },
+    maxPendingTasks: { type: 'integer', minimum: 1, maximum: 10_000, default: 200, description: 'The import pauses while this many of its tasks are unfinished.' },
+  }),
   async run(ctx) {
     const { config } = ctx;
     const { api } = await openShop(ctx, config.destination);

@@ -1,10 +1,11 @@
+import type { FromSchema } from 'json-schema-to-ts';
 import { permanent } from '../../engine/errors.ts';
 import { defineOperation, type OperationContext } from '../../engine/operations.ts';
 import type { ShopifyAdminApi } from './admin-api.ts';
-import { destinationProperty, openShop } from './destination.ts';
+import { openShop, shopifyConfigSchema } from './destination.ts';
 import { marksOf, parseProcessed } from './order-marks.ts';
 import type { OrderRecord } from './order-import.ts';
-import { exportRefund, orderSyncGateSchema, previewRefundExport, type OrderSyncGate } from './export-refund.ts';
+import { exportRefund, orderSyncGateSchema, previewRefundExport } from './export-refund.ts';
 import { ORDER_REFUNDS_QUERY, type GraphqlNode } from './refund-query.ts';
 
 const ORDER_GID = /^gid:\/\/shopify\/Order\/\d+$/;
@@ -15,7 +16,6 @@ function orderIdOf(body: unknown): unknown {
   return value?.Id ?? value?.admin_graphql_api_id;
 }
 
-type RefundExportConfig = { destination: string; orderId?: string } & OrderSyncGate;
 
 /** The order to export the refunds of: the config's, or the message's. */
 function orderOf(ctx: OperationContext<RefundExportConfig>): string {
@@ -45,6 +45,13 @@ function recordShowsPending(body: unknown): boolean | undefined {
   return record.Refunds.some((refund) => !processed.includes(refund.LegacyResourceId));
 }
 
+const configSchema = shopifyConfigSchema({
+  orderId: { type: 'string', description: 'The order\'s GID; by default the message body\'s Id (an imported order) or admin_graphql_api_id (an order webhook).' },
+  ...orderSyncGateSchema,
+});
+
+type RefundExportConfig = FromSchema<typeof configSchema>;
+
 /**
  * The non-deprecated refund step: for one order, every refund the ERP has not received yet (not in
  * the order's listOfRefundProcessed) is sent as the seed's Refund record and the order marked, with
@@ -58,16 +65,7 @@ export const refundExport = defineOperation({
     'token-based authentication), oldest first, marking the order after each. An order with nothing left to export ends the run as skipped.',
   version: '1.0.0',
   sideEffects: true,
-  configSchema: {
-    type: 'object',
-    additionalProperties: false,
-    required: ['destination'],
-    properties: {
-      ...destinationProperty,
-      orderId: { type: 'string', description: 'The order\'s GID; by default the message body\'s Id (an imported order) or admin_graphql_api_id (an order webhook).' },
-      ...orderSyncGateSchema,
-    },
-  },
+  configSchema,
   async preview(ctx: OperationContext<RefundExportConfig>) {
     const orderId = orderOf(ctx);
     const { destination, api } = await openShop(ctx, ctx.config.destination);

@@ -1,9 +1,17 @@
+import type { FromSchema } from 'json-schema-to-ts';
 import { permanent } from '../../engine/errors.ts';
 import { defineOperation, type OperationContext } from '../../engine/operations.ts';
-import { destinationProperty, openShop } from './destination.ts';
-import { exportRefund, orderSyncGateSchema, previewRefundExport, type OrderSyncGate } from './export-refund.ts';
+import { openShop, shopifyConfigSchema } from './destination.ts';
+import { exportRefund, orderSyncGateSchema, previewRefundExport } from './export-refund.ts';
 
 const REFUND_GID = /^gid:\/\/shopify\/Refund\/\d+$/;
+
+const configSchema = shopifyConfigSchema({
+  refundId: { type: 'string', description: 'The refund\'s GID; by default the webhook\'s admin_graphql_api_id.' },
+  ...orderSyncGateSchema,
+});
+
+type RefundSyncConfig = FromSchema<typeof configSchema>;
 
 /**
  * The seed's deprecated refund operation. One refund, from a `refunds/create` webhook: read it from
@@ -21,16 +29,7 @@ export const refundSyncToErp = defineOperation({
   deprecated: { successor: 'shopify.orders-import-list' },
   version: '1.0.0',
   sideEffects: true,
-  configSchema: {
-    type: 'object',
-    additionalProperties: false,
-    required: ['destination'],
-    properties: {
-      ...destinationProperty,
-      refundId: { type: 'string', description: 'The refund\'s GID; by default the webhook\'s admin_graphql_api_id.' },
-      ...orderSyncGateSchema,
-    },
-  },
+  configSchema,
   async preview(ctx: OperationContext<RefundSyncConfig>) {
     const refundId = refundIdOf(ctx);
     const { destination, api } = await openShop(ctx, ctx.config.destination);
@@ -49,7 +48,6 @@ export const refundSyncToErp = defineOperation({
   },
 });
 
-type RefundSyncConfig = { destination: string; refundId?: string } & OrderSyncGate;
 
 /** The refund to export: the config's, or the webhook's admin_graphql_api_id. */
 function refundIdOf(ctx: OperationContext<RefundSyncConfig>): string {
