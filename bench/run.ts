@@ -22,6 +22,7 @@ import { Keyring } from '../engine/secrets/keyring.ts';
 import { BASELINE, sampleOrder } from './flows.ts';
 import { measureImport } from './import.ts';
 import { measureRefunds } from './refund.ts';
+import { cpuWindow } from './cpu.ts';
 
 const POSTGRES_URL = process.env.TEST_DATABASE_URL ?? 'postgres://root@127.0.0.1:5432/test';
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -160,8 +161,10 @@ async function measureEngine(results: Record<string, unknown>, receiver: Awaited
   const engineStart = performance.now();
   const worker = await start(['bin/tributary.js', 'worker'], engineEnv);
   const workerReady = performance.now();
+  const engineCpu = cpuWindow();
   await receiver.waitFor(ENGINE_RUNS);
   const engineSeconds = (performance.now() - workerReady) / 1000;
+  const engineCpuMs = engineCpu(worker.child.pid, ENGINE_RUNS);
   await stop(worker.child);
   await stop(intake.child);
 
@@ -173,8 +176,10 @@ async function measureEngine(results: Record<string, unknown>, receiver: Awaited
   receiver.reset();
   const baseline = await start([...tsx, 'bench/child.ts', 'bullmq-baseline'], { ...baselineEnv, BENCH_RECEIVER: receiver.url });
   const baselineReady = performance.now();
+  const baselineCpu = cpuWindow();
   await receiver.waitFor(ENGINE_RUNS);
   const baselineSeconds = (performance.now() - baselineReady) / 1000;
+  const baselineCpuMs = baselineCpu(baseline.child.pid, ENGINE_RUNS);
   await stop(baseline.child);
   await queue.obliterate({ force: true });
   await queue.close();
@@ -187,6 +192,8 @@ async function measureEngine(results: Record<string, unknown>, receiver: Awaited
     bullmqBaselineRunsPerSecond: Math.round(baselineRate),
     ratio: +(tributaryRate / baselineRate).toFixed(2),
     workerStartSeconds: +((workerReady - engineStart) / 1000).toFixed(2),
+    // CPU milliseconds per run during the drain: the worker process, PostgreSQL, Redis, the rest (receiver, load).
+    cpuMsPerRun: { tributary: engineCpuMs, bullmqBaseline: baselineCpuMs },
   };
 }
 

@@ -1,4 +1,5 @@
 import { OperationError, permanent, retryable } from '../../engine/errors.ts';
+import { MAX_RESPONSE_BYTES, sendHttp } from '../../engine/http-client.ts';
 
 /** How to reach one shop's Admin GraphQL API: a static token, or an app's client credentials. */
 export interface ShopAccess {
@@ -159,29 +160,21 @@ export class ShopifyAdminApi {
   }
 
   private async post(token: string, document: string, variables: Record<string, unknown>) {
-    return this.fetchJson(this.endpoint, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json', 'x-shopify-access-token': token },
-      body: JSON.stringify({ query: document, variables }),
-    });
+    return this.postJson(this.endpoint, 'application/json', JSON.stringify({ query: document, variables }), { 'x-shopify-access-token': token });
   }
 
-  private async fetchJson(url: string, init: RequestInit): Promise<{ status: number; body: unknown }> {
-    const signal = this.signal ? AbortSignal.any([this.signal, AbortSignal.timeout(REQUEST_TIMEOUT_MS)]) : AbortSignal.timeout(REQUEST_TIMEOUT_MS);
+  private async postJson(url: string, contentType: string, body: string, headers: Record<string, string> = {}): Promise<{ status: number; body: unknown }> {
+    const response = await sendHttp({
+      method: 'POST', url: new URL(url), headers: { 'content-type': contentType, accept: 'application/json', ...headers }, body,
+      timeoutMs: REQUEST_TIMEOUT_MS, maxResponseBytes: MAX_RESPONSE_BYTES, signal: this.signal, failure: 'Shopify did not answer',
+    });
+    let parsed: unknown;
     try {
-      const response = await fetch(url, { ...init, signal });
-      const text = await response.text();
-      let body: unknown;
-      try {
-        body = text ? JSON.parse(text) : undefined;
-      } catch {
-        body = undefined;
-      }
-      return { status: response.status, body };
-    } catch (error) {
-      const reason = error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error);
-      throw retryable(`Shopify did not answer: ${reason}`, { details: { url } });
+      parsed = response.body.length > 0 ? JSON.parse(response.body.toString('utf8')) : undefined;
+    } catch {
+      parsed = undefined;
     }
+    return { status: response.status, body: parsed };
   }
 
   private tokenKey() {
@@ -209,11 +202,10 @@ export class ShopifyAdminApi {
   }
 
   private async grant(): Promise<{ token: string; expiresAt: number }> {
-    const { status, body } = await this.fetchJson(new URL('admin/oauth/access_token', this.access.shopUrl).toString(), {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
-      body: new URLSearchParams({ grant_type: 'client_credentials', client_id: this.access.clientId ?? '', client_secret: this.access.clientSecret ?? '' }),
-    });
+    const { status, body } = await this.postJson(
+      new URL('admin/oauth/access_token', this.access.shopUrl).toString(), 'application/x-www-form-urlencoded',
+      new URLSearchParams({ grant_type: 'client_credentials', client_id: this.access.clientId ?? '', client_secret: this.access.clientSecret ?? '' }).toString(),
+    );
     const granted = body as { access_token?: string; expires_in?: number } | undefined;
     if (status === 429 || status >= 500) throw retryable(`Shopify's token endpoint answered ${status}`);
     if (status !== 200 || !granted?.access_token) throw permanent(`Shopify refused the client credentials (${status}): check the destination's clientId and clientSecret`);

@@ -1,6 +1,6 @@
 import { OperationError, retryable } from '../../engine/errors.ts';
 import { oauth1Header } from '../core/oauth1.ts';
-import { retryAfter } from '../core/http-request.ts';
+import { MAX_RESPONSE_BYTES, retryAfter, sendHttp, where } from '../../engine/http-client.ts';
 
 /** The destination's ERP block: token-based authentication (NetSuite TBA). */
 export interface ErpAccess {
@@ -28,32 +28,23 @@ const CONCURRENCY_LIMIT = 'SSS_REQUEST_LIMIT_EXCEEDED';
  * error, is permanent and carries the ERP's own message.
  */
 export async function sendToErp(erp: ErpAccess, document: unknown, options: { idempotencyKey: string; signal?: AbortSignal }): Promise<ErpReceipt> {
-  const url = new URL(erp.apiUrl);
-  const where = `${url.origin}${url.pathname}`;
   const request = erpRequest(erp, document, options.idempotencyKey);
-  const timeout = AbortSignal.timeout(SEND_TIMEOUT_MS);
-  let response: Response;
-  let text: string;
-  try {
-    response = await fetch(request.url, {
-      method: request.method, headers: request.headers, body: JSON.stringify(document),
-      signal: options.signal ? AbortSignal.any([options.signal, timeout]) : timeout,
-    });
-    text = await response.text();
-  } catch (error) {
-    // The ERP may have received it: the processed-refunds marker, checked first, keeps a repeat out.
-    const reason = timeout.aborted ? `no answer within ${SEND_TIMEOUT_MS} ms` : error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error);
-    throw retryable(`ERP ${where} did not answer: ${reason}`, { details: { url: where } });
-  }
+  const url = new URL(request.url);
+  // A send that fails in transit may have reached the ERP: the processed-refunds marker, checked first, keeps a repeat out.
+  const response = await sendHttp({
+    method: request.method, url, headers: request.headers, body: JSON.stringify(document), timeoutMs: SEND_TIMEOUT_MS,
+    maxResponseBytes: MAX_RESPONSE_BYTES, signal: options.signal, failure: `ERP ${where(url)} did not answer`,
+  });
+  const text = response.body.toString('utf8');
   const body = parseBody(text);
   const erpError = erpErrorOf(body);
-  const details = { url: where, status: response.status, ...(erpError ? { erpCode: erpError.code, erpMessage: erpError.message } : {}) };
+  const details = { url: where(url), status: response.status, ...(erpError ? { erpCode: erpError.code, erpMessage: erpError.message } : {}) };
   if (response.ok && !erpError) return { status: response.status, body };
 
   const described = erpError ? `${erpError.code ? `${erpError.code}: ` : ''}${erpError.message}` : text.slice(0, 500) || '(empty body)';
   const message = `ERP answered ${response.status}: ${described}`;
   if (response.status === 429 || response.status >= 500 || erpError?.code === CONCURRENCY_LIMIT) {
-    throw retryable(message, { details, retryAfterMs: retryAfter(response.headers.get('retry-after')) });
+    throw retryable(message, { details, retryAfterMs: retryAfter(response.headers['retry-after']) });
   }
   throw new OperationError('permanent', message, { details });
 }
