@@ -151,6 +151,42 @@ describe.each(adapters)('store contract on %s', (_name, open) => {
     expect((await store.listRuns('b', {}, { first: 10 })).nodes.every((r) => r.tenantId === 'b')).toBe(true);
   });
 
+  it('begins and checkpoints concurrent runs of two tenants together, each with its own reads, steps and answer', async () => {
+    await store.putVariable('a', 'GROUPED', 'of a');
+    await store.putVariable('b', 'GROUPED', 'of b');
+    const flows = { a: await store.createFlow('a', { id: newId(), key: 'grouped', name: 'g', draft: doc('grouped') }), b: await store.createFlow('b', { id: newId(), key: 'grouped', name: 'g', draft: doc('grouped') }) };
+    const accepted = await store.acceptMessages(Array.from({ length: 12 }, (_, n) => {
+      const tenantId = n % 2 === 0 ? 'a' : 'b';
+      return { message: { tenantId, id: newId(), flowId: flows[tenantId].id, flowVersion: 1, deliveryId: null, topic: null, body: { n }, headers: {}, query: {} }, runId: newId() };
+    }));
+    const runs = accepted.map(({ run }) => run);
+    // All at once: they share statements. The last asks for a run of tenant a as tenant b.
+    const begun = await Promise.all([
+      ...runs.map((run, n) => store.beginRun(run.tenantId, run.id, { vars: n % 3 === 0 ? ['GROUPED'] : [], secrets: [], platform: [] })),
+      store.beginRun('b', runs[0].id),
+    ]);
+    runs.forEach((run, n) => {
+      expect(begun[n]).toMatchObject({ run: { id: run.id, tenantId: run.tenantId, status: 'running', attempts: 1 }, message: { body: { n } }, steps: [] });
+      expect(begun[n]!.vars).toEqual(n % 3 === 0 ? { GROUPED: `of ${run.tenantId}` } : {});
+    });
+    expect(begun[runs.length]).toBeUndefined();
+
+    const now = new Date().toISOString();
+    const step = (runId: string, key: string, output: unknown) => ({ runId, key, nodeId: key, status: 'succeeded' as const, attempts: 1, output, error: null, startedAt: now, finishedAt: now });
+    const saved = await Promise.all([
+      ...runs.map((run, n) => store.saveProgress(run.tenantId, run.id, ['x', 'y', 'z'].map((key) => step(run.id, key, `${key}${n}`)), n < 6 ? { status: 'succeeded', error: null } : undefined)),
+      store.saveProgress('b', runs[2].id, [], { status: 'failed', error: { kind: 'permanent', message: 'not yours' } }),
+    ]);
+    expect(saved).toEqual([...runs.map((_, n) => n < 6), false]);
+    for (const [n, run] of runs.entries()) {
+      const stored = await store.getRun(run.tenantId, run.id);
+      expect(stored?.run.status).toBe(n < 6 ? 'succeeded' : 'running');
+      expect(stored?.steps.map((s) => [s.key, s.output])).toEqual([['x', `x${n}`], ['y', `y${n}`], ['z', `z${n}`]]);
+    }
+    await store.deleteVariable('a', 'GROUPED');
+    await store.deleteVariable('b', 'GROUPED');
+  });
+
   it('begins a run with exactly the variables and sealed secrets it reads, from its own tenant', async () => {
     const flow = await store.createFlow('b', { id: newId(), key: 'reads', name: 'r', draft: doc('reads') });
     await store.putVariable('b', 'WANTED', 1);

@@ -9,6 +9,9 @@ import { isTerminal, messageStatuses, runStatuses, type Backlog, type TenantActi
 import { idAt } from '../../ids.ts';
 import type { SqlDriver } from './driver.ts';
 import { migrate } from './migrations.ts';
+import { GroupCommit } from '../../group-commit.ts';
+
+interface ProgressSave { tenantId: string; runId: string; steps: Step[]; outcome?: RunOutcome; logs?: RunLogAppend }
 
 type Row = Record<string, any>;
 
@@ -125,26 +128,33 @@ const BATCH_WITH_COUNTS = `select b.*, c.* from batches b cross join lateral (
     where t.tenant_id = b.tenant_id and t.batch_id = b.id) c`;
 
 /**
- * The columns `vars`, `sealed_secrets` and `platform` of what a run reads, for tenant $1; its
- * parameters are numbered from `first`. `$platform` is the tenant's override of each name, else the
- * platform's value; most flows read none, and then the statement does not look.
+ * What a run reads, as one row of the recordset `w` (see READS_RECORDSET): the variables, secrets
+ * and platform values it names, or all of them.
  */
-function runContextQuery(reads: RunReads, first: number) {
-  const names = (wanted: Iterable<string> | '*'): [boolean, string[]] => (wanted === '*' ? [true, []] : [false, [...wanted]]);
-  const platform = names(reads.platform);
-  const readsPlatform = platform[0] || platform[1].length > 0;
-  const [v, s, p] = [first, first + 2, first + 4];
-  const columns = `(select coalesce(jsonb_object_agg(v.name, v.value), '{}'::jsonb) from variables v
-        where v.tenant_id = $1 and ($${v}::boolean or v.name = any($${v + 1}::text[]))) as vars,
-      (select coalesce(jsonb_agg(jsonb_build_object('name', x.name, 'keyId', x.key_id, 'ciphertext', x.ciphertext, 'fingerprint', x.fingerprint)), '[]'::jsonb)
-         from secrets x where x.tenant_id = $1 and ($${s}::boolean or x.name = any($${s + 1}::text[]))) as sealed_secrets,
-      ${readsPlatform ? `(select coalesce(jsonb_object_agg(name, value), '{}'::jsonb) from (
-         select coalesce(t.name, p.name) as name, coalesce(t.value, p.value) as value
-           from (select name, value from platform_globals where $${p}::boolean or name = any($${p + 1}::text[])) p
-           full join (select name, value from platform_tenant_globals where tenant_id = $1 and ($${p}::boolean or name = any($${p + 1}::text[]))) t
-             on t.name = p.name) resolved)` : `'{}'::jsonb`} as platform`;
-  return { columns, params: [...names(reads.vars), ...names(reads.secrets), ...(readsPlatform ? platform : [])] };
+function readsRow(tenantId: string, reads: RunReads) {
+  const names = (wanted: Iterable<string> | '*') => (wanted === '*' ? { all: true, names: [] } : { all: false, names: [...wanted] });
+  const [vars, secrets, platform] = [names(reads.vars), names(reads.secrets), names(reads.platform)];
+  return {
+    tenant_id: tenantId, all_vars: vars.all, vars: vars.names, all_secrets: secrets.all, secrets: secrets.names,
+    reads_platform: platform.all || platform.names.length > 0, all_platform: platform.all, platform: platform.names,
+  };
 }
+const READS_COLUMNS = 'tenant_id text, all_vars boolean, vars text[], all_secrets boolean, secrets text[], reads_platform boolean, all_platform boolean, platform text[]';
+
+/**
+ * The columns `vars`, `sealed_secrets` and `platform` of what the run of row `w` reads.
+ * `$platform` is the tenant's override of each name, else the platform's value; most flows read
+ * none, and then the statement does not look.
+ */
+const RUN_CONTEXT = `(select coalesce(jsonb_object_agg(v.name, v.value), '{}'::jsonb) from variables v
+        where v.tenant_id = w.tenant_id and (w.all_vars or v.name = any(w.vars))) as vars,
+      (select coalesce(jsonb_agg(jsonb_build_object('name', x.name, 'keyId', x.key_id, 'ciphertext', x.ciphertext, 'fingerprint', x.fingerprint)), '[]'::jsonb)
+         from secrets x where x.tenant_id = w.tenant_id and (w.all_secrets or x.name = any(w.secrets))) as sealed_secrets,
+      case when w.reads_platform then (select coalesce(jsonb_object_agg(name, value), '{}'::jsonb) from (
+         select coalesce(t.name, p.name) as name, coalesce(t.value, p.value) as value
+           from (select name, value from platform_globals where w.all_platform or name = any(w.platform)) p
+           full join (select name, value from platform_tenant_globals where tenant_id = w.tenant_id and (w.all_platform or name = any(w.platform))) t
+             on t.name = p.name) resolved) else '{}'::jsonb end as platform`;
 
 const toStep = (r: Row): Step => ({
   runId: r.run_id, key: r.key, nodeId: r.node_id, status: r.status, attempts: r.attempts, output: r.output, error: r.error,
@@ -532,65 +542,109 @@ export class SqlStore implements Store {
     return { duplicate: true, messageId: first.message_id, run: toRun(first) };
   }
 
+  /**
+   * Workers begin and checkpoint runs through group commits: under load one statement serves the
+   * runs of many jobs at once (idle, a run goes alone and at once). One statement of each kind in
+   * flight makes the largest groups: a statement's cost is mostly its round trip and commit.
+   */
+  private readonly begins = new GroupCommit<{ tenantId: string; runId: string; reads: RunReads }, RunState | undefined>(
+    (items) => this.beginRuns(items), { maxBatch: 100, maxInFlight: 1 });
+  private readonly saves = new GroupCommit<ProgressSave, boolean>((items) => this.saveProgresses(items), { maxBatch: 100, maxInFlight: 1 });
+
   async beginRun(tenantId: string, runId: string, reads: RunReads = { vars: [], secrets: [], platform: [] }): Promise<RunState | undefined> {
     if (!isUuid(runId)) return undefined;
-    const context = runContextQuery(reads, 3);
-    const [row] = await this.db.query(
+    return this.begins.submit({ tenantId, runId, reads });
+  }
+
+  /** Marks each run running (unless finished) and reads it with its message, its checkpoints and what it reads. */
+  private async beginRuns(items: Array<{ tenantId: string; runId: string; reads: RunReads }>): Promise<Array<RunState | undefined>> {
+    // Runs are found by unnest(), so the planner looks each up by its key (a recordset, estimated at 100 rows,
+    // is hashed against a scan of the table). Its arrays are sub-selects so that the plan does not depend on
+    // their length: PostgreSQL then keeps one generic plan instead of planning each call anew.
+    const rows = await this.db.query(
       `with started as (
-         update runs set status = 'running', attempts = attempts + 1, started_at = coalesce(started_at, now())
-          where tenant_id = $1 and id = $2 and status not in ${TERMINAL} returning *
+         update runs r set status = 'running', attempts = r.attempts + 1, started_at = coalesce(r.started_at, now())
+           from unnest((select $1::text[]), (select $2::uuid[])) as k(tenant_id, run_id)
+          where r.tenant_id = k.tenant_id and r.id = k.run_id and r.status not in ${TERMINAL}
+         returning r.*
        ), run as (
-         select * from started union all select * from runs where tenant_id = $1 and id = $2 and not exists (select 1 from started)
+         select * from started
+         union all
+         select r.* from unnest((select $1::text[]), (select $2::uuid[])) as k(tenant_id, run_id) join runs r on r.tenant_id = k.tenant_id and r.id = k.run_id
+          where not exists (select 1 from started s where s.tenant_id = r.tenant_id and s.id = r.id)
        )
-       select to_jsonb(run.*) as run, to_jsonb(m.*) as message,
-              coalesce((select jsonb_agg(to_jsonb(s.*) order by s.seq) from steps s where s.tenant_id = $1 and s.run_id = $2), '[]'::jsonb) as steps,
-              ${context.columns}
-         from run join messages m on m.tenant_id = run.tenant_id and m.id = run.message_id`,
-      [tenantId, runId, ...context.params],
+       select w.i, to_jsonb(run.*) as run,
+              (select to_jsonb(m.*) from messages m where m.tenant_id = run.tenant_id and m.id = run.message_id) as message,
+              coalesce((select jsonb_agg(to_jsonb(s.*) order by s.seq) from steps s where s.tenant_id = run.tenant_id and s.run_id = run.id), '[]'::jsonb) as steps,
+              ${RUN_CONTEXT}
+         from run join jsonb_to_recordset($3::jsonb) as w(i integer, run_id uuid, ${READS_COLUMNS}) on w.tenant_id = run.tenant_id and w.run_id = run.id`,
+      [
+        items.map((item) => item.tenantId), items.map((item) => item.runId),
+        JSON.stringify(items.map((item, i) => ({ i, run_id: item.runId, ...readsRow(item.tenantId, item.reads) }))),
+      ],
     );
-    if (!row) return undefined;
-    return {
-      run: toRun(row.run), message: toMessage(row.message), steps: (row.steps as Row[]).map(toStep), vars: row.vars, sealedSecrets: row.sealed_secrets,
-      platform: row.platform,
-    };
+    const states: Array<RunState | undefined> = new Array(items.length).fill(undefined);
+    for (const row of rows) {
+      // A run always has its message (the message's deletion takes its runs along).
+      states[row.i] = {
+        run: toRun(row.run), message: toMessage(row.message), steps: (row.steps as Row[]).map(toStep), vars: row.vars, sealedSecrets: row.sealed_secrets,
+        platform: row.platform,
+      };
+    }
+    return states;
   }
 
   async readRunContext(tenantId: string, reads: RunReads) {
-    const context = runContextQuery(reads, 2);
-    const [row] = await this.db.query(`select ${context.columns}`, [tenantId, ...context.params]);
+    const [row] = await this.db.query(`select ${RUN_CONTEXT} from jsonb_to_recordset($1::jsonb) as w(${READS_COLUMNS})`, [JSON.stringify([readsRow(tenantId, reads)])]);
     return { vars: row.vars, sealedSecrets: row.sealed_secrets, platform: row.platform };
   }
 
   async saveProgress(tenantId: string, runId: string, steps: Step[], outcome?: RunOutcome, logs?: RunLogAppend): Promise<boolean> {
-    const rows = steps.map((step) => ({
-      key: step.key, node_id: step.nodeId, status: step.status, attempts: step.attempts, output: step.output ?? null, error: step.error,
-      started_at: step.startedAt, finished_at: step.finishedAt,
-    }));
-    const lines = (logs?.lines ?? []).map((line, index) => ({
-      n: index + 1, node_id: line.nodeId, level: line.level, message: line.message, data: line.data ?? null, logged_at: line.loggedAt,
-    }));
-    const updated = await this.db.query(
+    if (!isUuid(runId)) return false;
+    return this.saves.submit({ tenantId, runId, steps, outcome, logs });
+  }
+
+  /** Writes each run's checkpoints and log lines, and its status when it has an outcome; true for each run whose status changed. */
+  private async saveProgresses(items: ProgressSave[]): Promise<boolean[]> {
+    // Rows keep their order (a run's steps are numbered in it), so each carries its run instead of joining to it.
+    const steps = items.flatMap((item) => item.steps.map((step) => ({
+      tenant_id: item.tenantId, run_id: item.runId, key: step.key, node_id: step.nodeId, status: step.status, attempts: step.attempts,
+      output: step.output ?? null, error: step.error, started_at: step.startedAt, finished_at: step.finishedAt,
+    })));
+    const lines = items.flatMap((item) => (item.logs?.lines ?? []).map((line, index) => ({
+      tenant_id: item.tenantId, run_id: item.runId, flow_id: item.logs!.flowId, n: index + 1, log_limit: item.logs!.perRunLimit,
+      node_id: line.nodeId, level: line.level, message: line.message, data: line.data ?? null, logged_at: line.loggedAt,
+    })));
+    const updated = await this.db.query<{ i: number }>(
       `with logged as (
-         -- A run keeps at most perRunLimit lines: later ones are dropped.
+         -- A run keeps at most log_limit lines: later ones are dropped.
          insert into run_logs (tenant_id, flow_id, run_id, node_id, severity, level, message, data, logged_at)
-         select $1, $7::uuid, $2, l.node_id, ${SEVERITY('l.level')}, l.level, l.message, l.data, l.logged_at
-           from jsonb_to_recordset($6::jsonb) as l(n integer, node_id text, level text, message text, data jsonb, logged_at timestamptz)
-          where l.n + (select count(*) from run_logs where tenant_id = $1 and run_id = $2) <= $8
+         select l.tenant_id, l.flow_id, l.run_id, l.node_id, ${SEVERITY('l.level')}, l.level, l.message, l.data, l.logged_at
+           from jsonb_to_recordset($3::jsonb) as l(tenant_id text, run_id uuid, flow_id uuid, n integer, log_limit integer, node_id text, level text,
+                message text, data jsonb, logged_at timestamptz)
+          where l.n + (select count(*) from run_logs x where x.tenant_id = l.tenant_id and x.run_id = l.run_id) <= l.log_limit
        ), saved as (
          insert into steps (tenant_id, run_id, key, node_id, status, attempts, output, error, started_at, finished_at)
-         select $1, $2, key, node_id, status, attempts, output, error, started_at, finished_at
-           from jsonb_to_recordset($3::jsonb) as x(key text, node_id text, status text, attempts integer, output jsonb, error jsonb,
+         select tenant_id, run_id, key, node_id, status, attempts, output, error, started_at, finished_at
+           from jsonb_to_recordset($2::jsonb) as x(tenant_id text, run_id uuid, key text, node_id text, status text, attempts integer, output jsonb, error jsonb,
                 started_at timestamptz, finished_at timestamptz)
          on conflict (tenant_id, run_id, key) do update set status = excluded.status, attempts = excluded.attempts,
            output = excluded.output, error = excluded.error, started_at = excluded.started_at, finished_at = excluded.finished_at
          returning 1
        )
-       update runs set status = $4, error = $5::jsonb, finished_at = case when $4 = 'waiting' then null else now() end
-        where tenant_id = $1 and id = $2 and $4::text is not null and status not in ${TERMINAL}
-       returning id`,
-      [tenantId, runId, JSON.stringify(rows), outcome?.status ?? null, json(outcome?.error ?? null), JSON.stringify(lines), logs?.flowId ?? null, logs?.perRunLimit ?? 0],
+       -- unnest() of sub-selects, as in beginRuns: each run looked up by its key, one plan for any batch.
+       update runs r set status = o.status, error = o.error, finished_at = case when o.status = 'waiting' then null else now() end
+         from unnest((select $1::text[]), (select $4::uuid[]), (select $5::text[]), (select $6::jsonb[])) with ordinality as o(tenant_id, run_id, status, error, i)
+        where r.tenant_id = o.tenant_id and r.id = o.run_id and o.status is not null and r.status not in ${TERMINAL}
+       returning o.i`,
+      [
+        items.map((item) => item.tenantId), JSON.stringify(steps), JSON.stringify(lines), items.map((item) => item.runId),
+        items.map((item) => item.outcome?.status ?? null), items.map((item) => (item.outcome ? json(item.outcome.error) : null)),
+      ],
     );
-    return updated.length > 0;
+    const changed = new Array<boolean>(items.length).fill(false);
+    for (const row of updated) changed[Number(row.i) - 1] = true;
+    return changed;
   }
 
   async getRun(tenantId: string, runId: string) {
