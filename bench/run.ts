@@ -27,7 +27,7 @@ import { cpuWindow } from './cpu.ts';
 const POSTGRES_URL = process.env.TEST_DATABASE_URL ?? 'postgres://root@127.0.0.1:5432/test';
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const INTAKE_SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
-const ENGINE_RUNS = Number(process.env.BENCH_RUNS ?? 2000);
+const ENGINE_RUNS = Number(process.env.BENCH_RUNS ?? 5000);
 const CONNECTIONS = 50;
 
 const children: ChildProcess[] = [];

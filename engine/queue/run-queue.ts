@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { DelayedError, Queue, UnrecoverableError, Worker, type ConnectionOptions, type Job } from 'bullmq';
 import type { Logger } from 'pino';
 import type { EngineMetrics } from '../metrics.ts';
@@ -123,6 +124,8 @@ export class RunWorker {
         prefix: options.prefix, limit: options.tenantConcurrency, leaseMs: Math.max(options.lockDurationMs, HEARTBEAT_TTL_MS),
       });
     }
+    // Every node in flight that asked for an abort signal listens to the shutdown: as many as the concurrency.
+    setMaxListeners(options.concurrency + 10, this.shutdown.signal);
     this.worker.on('failed', (job, error) => void this.onFailed(job, error));
     this.worker.on('error', (error) => options.logger.error({ err: error }, 'worker error'));
   }

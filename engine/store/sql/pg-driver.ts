@@ -8,6 +8,8 @@ export interface PgDriverOptions {
   maxConnections?: number;
 }
 
+const PLAN_REFRESH_MS = 10_000;
+
 /** PostgreSQL through a `pg` pool: for separate API and worker processes. */
 export class PgDriver implements SqlDriver {
   private readonly pool: pg.Pool;
@@ -34,8 +36,42 @@ export class PgDriver implements SqlDriver {
     return { name, text, values };
   }
 
+  /**
+   * A connection's cached plans are dropped every PLAN_REFRESH_MS. A prepared statement keeps its
+   * generic plan until the statistics of its tables change, and without them (autovacuum off, or
+   * before its first run) a plan made while the tables were nearly empty is kept as they grow: a
+   * lookup of one run by its key could go on scanning every run of the tenant.
+   */
+  private readonly plansMadeAt = new WeakMap<pg.PoolClient, number>();
+
+  private async connection(): Promise<pg.PoolClient> {
+    const client = await this.pool.connect();
+    const madeAt = this.plansMadeAt.get(client);
+    const now = Date.now();
+    if (madeAt === undefined || now - madeAt >= PLAN_REFRESH_MS) {
+      try {
+        if (madeAt !== undefined) await client.query('discard plans');
+        this.plansMadeAt.set(client, now);
+      } catch (error) {
+        client.release(error as Error);
+        throw error;
+      }
+    }
+    return client;
+  }
+
   async query<Row>(text: string, params?: unknown[]): Promise<Row[]> {
-    return (await this.pool.query(this.prepared(text, params))).rows as Row[];
+    const client = await this.connection();
+    let result: pg.QueryResult;
+    try {
+      result = await client.query(this.prepared(text, params));
+    } catch (error) {
+      // A statement PostgreSQL refused leaves the connection usable; any other failure discards it.
+      client.release(error instanceof pg.DatabaseError ? undefined : (error as Error));
+      throw error;
+    }
+    client.release();
+    return result.rows as Row[];
   }
 
   async exec(script: string) {
@@ -43,7 +79,7 @@ export class PgDriver implements SqlDriver {
   }
 
   async transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
+    const client = await this.connection();
     try {
       await client.query('begin');
       const result = await fn({

@@ -128,7 +128,7 @@ const BATCH_WITH_COUNTS = `select b.*, c.* from batches b cross join lateral (
     where t.tenant_id = b.tenant_id and t.batch_id = b.id) c`;
 
 /**
- * What a run reads, as one row of the recordset `w` (see READS_RECORDSET): the variables, secrets
+ * What a run reads, as one row of the recordset `w` (columns READS_COLUMNS): the variables, secrets
  * and platform values it names, or all of them.
  */
 function readsRow(tenantId: string, reads: RunReads) {
