@@ -87,6 +87,8 @@ export function createApp(options: AppOptions): Express {
   const app = express();
   app.disable('x-powered-by');
   app.use(requestLog(logger, new Set(['/healthz', '/readyz'])));
+  // Flow URLs first: they take the most requests.
+  app.use(hookRoutes(context.intake, bodyLimitBytes, logger));
 
   app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
   app.get('/readyz', async (_req, res) => {
@@ -97,7 +99,6 @@ export function createApp(options: AppOptions): Express {
   const docs = renderDocs(openapi);
   app.get('/docs', (_req, res) => void res.type('html').send(docs));
   app.use(tokenRoutes(context.store, options.issuer, bodyLimitBytes));
-  app.use(hookRoutes(context.intake, bodyLimitBytes, logger));
   app.use(adapterRoutes(context, { bodyLimitBytes, waitMs: options.adapterWaitMs }));
   const operatorsOnly = operatorGuard(context.store, options.verifier);
   app.use(DASHBOARD_PATH, operatorsOnly, dashboardRoutes(options.queues));
