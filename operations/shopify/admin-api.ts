@@ -160,12 +160,12 @@ export class ShopifyAdminApi {
   }
 
   private async post(token: string, document: string, variables: Record<string, unknown>) {
-    return this.postJson(this.endpoint, 'application/json', JSON.stringify({ query: document, variables }), { 'x-shopify-access-token': token });
+    return this.postJson(new URL(this.endpoint), 'application/json', JSON.stringify({ query: document, variables }), { 'x-shopify-access-token': token });
   }
 
-  private async postJson(url: string, contentType: string, body: string, headers: Record<string, string> = {}): Promise<{ status: number; body: unknown }> {
+  private async postJson(url: URL, contentType: string, body: string, headers: Record<string, string> = {}): Promise<{ status: number; body: unknown }> {
     const response = await sendHttp({
-      method: 'POST', url: new URL(url), headers: { 'content-type': contentType, accept: 'application/json', ...headers }, body,
+      method: 'POST', url, headers: { 'content-type': contentType, accept: 'application/json', ...headers }, body,
       timeoutMs: REQUEST_TIMEOUT_MS, maxResponseBytes: MAX_RESPONSE_BYTES, signal: this.signal, failure: 'Shopify did not answer',
     });
     let parsed: unknown;
@@ -203,7 +203,7 @@ export class ShopifyAdminApi {
 
   private async grant(): Promise<{ token: string; expiresAt: number }> {
     const { status, body } = await this.postJson(
-      new URL('admin/oauth/access_token', this.access.shopUrl).toString(), 'application/x-www-form-urlencoded',
+      new URL('admin/oauth/access_token', this.access.shopUrl), 'application/x-www-form-urlencoded',
       new URLSearchParams({ grant_type: 'client_credentials', client_id: this.access.clientId ?? '', client_secret: this.access.clientSecret ?? '' }).toString(),
     );
     const granted = body as { access_token?: string; expires_in?: number } | undefined;

@@ -139,6 +139,8 @@ function readsRow(tenantId: string, reads: RunReads) {
     reads_platform: platform.all || platform.names.length > 0, all_platform: platform.all, platform: platform.names,
   };
 }
+/** The runs a group names ($1 tenants, $2 run ids, in pairs), as rows `k`: see beginRuns for why unnest of sub-selects. */
+const RUN_KEYS = 'unnest((select $1::text[]), (select $2::uuid[])) as k(tenant_id, run_id)';
 const READS_COLUMNS = 'tenant_id text, all_vars boolean, vars text[], all_secrets boolean, secrets text[], reads_platform boolean, all_platform boolean, platform text[]';
 
 /**
@@ -564,13 +566,13 @@ export class SqlStore implements Store {
     const rows = await this.db.query(
       `with started as (
          update runs r set status = 'running', attempts = r.attempts + 1, started_at = coalesce(r.started_at, now())
-           from unnest((select $1::text[]), (select $2::uuid[])) as k(tenant_id, run_id)
+           from ${RUN_KEYS}
           where r.tenant_id = k.tenant_id and r.id = k.run_id and r.status not in ${TERMINAL}
          returning r.*
        ), run as (
          select * from started
          union all
-         select r.* from unnest((select $1::text[]), (select $2::uuid[])) as k(tenant_id, run_id) join runs r on r.tenant_id = k.tenant_id and r.id = k.run_id
+         select r.* from ${RUN_KEYS} join runs r on r.tenant_id = k.tenant_id and r.id = k.run_id
           where not exists (select 1 from started s where s.tenant_id = r.tenant_id and s.id = r.id)
        )
        select w.i, to_jsonb(run.*) as run,
