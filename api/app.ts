@@ -1,4 +1,5 @@
 import type { Queue } from 'bullmq';
+import type { RequestListener } from 'node:http';
 import express, { type Express } from 'express';
 import type { Logger } from 'pino';
 import { unstorableJson } from '../engine/json-text.ts';
@@ -9,7 +10,7 @@ import type { TokenVerifier } from './auth/verifier.ts';
 import type { ApiContext } from './context.ts';
 import { dashboardRoutes, DASHBOARD_PATH } from './dashboard.ts';
 import { renderDocs } from './docs.ts';
-import { hookRoutes } from './hooks.ts';
+import { hookHandler } from './hooks.ts';
 import { requestLog } from './request-log.ts';
 import { openApiDocument } from './openapi.ts';
 import { HttpProblem, problemHandler } from './problem.ts';
@@ -79,16 +80,23 @@ export function apiRoutes(context: ApiContext): RouteSpec[] {
   ];
 }
 
-/** The HTTP surface: thin routes over the engine. */
-export function createApp(options: AppOptions): Express {
+/** The HTTP surface: flow URLs first, on node:http (see hookHandler), then the Express app. */
+export function createRequestListener(options: AppOptions): RequestListener {
+  const hooks = hookHandler(options.context.intake, options.bodyLimitBytes, options.logger);
+  const app = createApp(options);
+  return (req, res) => {
+    if (!hooks(req, res)) app(req, res);
+  };
+}
+
+/** Everything but the flow URLs: thin routes over the engine. */
+function createApp(options: AppOptions): Express {
   const { context, logger, bodyLimitBytes } = options;
   const routes = apiRoutes(context);
   const openapi = openApiDocument(routes, context.build.version);
   const app = express();
   app.disable('x-powered-by');
   app.use(requestLog(logger, new Set(['/healthz', '/readyz'])));
-  // Flow URLs first: they take the most requests.
-  app.use(hookRoutes(context.intake, bodyLimitBytes, logger));
 
   app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
   app.get('/readyz', async (_req, res) => {

@@ -1,4 +1,5 @@
-import type { ErrorRequestHandler, Response } from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ErrorRequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { ConflictError, NotFoundError, OperationError, ValidationError, type FieldError } from '../engine/errors.ts';
 
@@ -14,27 +15,27 @@ export class HttpProblem extends Error {
   }
 }
 
-export function sendProblem(res: Response, problem: HttpProblem) {
+export function sendProblem(res: ServerResponse, problem: HttpProblem) {
   const { headers, ...members } = problem.extra;
-  if (headers) res.set(headers);
-  res.status(problem.status).type('application/problem+json').json({
+  const body = JSON.stringify({
     type: 'about:blank',
     title: problem.title,
     status: problem.status,
     ...(problem.detail === undefined ? {} : { detail: problem.detail }),
     ...members,
   });
+  res.writeHead(problem.status, { ...headers, 'content-type': 'application/problem+json; charset=utf-8', 'content-length': Buffer.byteLength(body) }).end(body);
 }
 
-/** Maps every error to a problem; internal faults are logged with the request id and told only by that id. */
-export function problemHandler(logger: Logger): ErrorRequestHandler {
-  return (error, req, res, _next) => {
-    const problem = toProblem(error);
-    if (problem.status >= 500) logger.error({ reqId: req.id, err: error }, 'request failed');
-    if (res.headersSent) return;
-    sendProblem(res, problem);
-  };
+/** Answers an error as a problem; internal faults are logged with the request id and told only by that id. */
+export function answerError(logger: Logger, req: IncomingMessage, res: ServerResponse, error: unknown) {
+  const problem = toProblem(error);
+  if (problem.status >= 500) logger.error({ reqId: req.id, err: error }, 'request failed');
+  if (res.headersSent) return;
+  sendProblem(res, problem);
 }
+
+export const problemHandler = (logger: Logger): ErrorRequestHandler => (error, req, res, _next) => answerError(logger, req, res, error);
 
 function toProblem(error: unknown): HttpProblem {
   if (error instanceof HttpProblem) return error;

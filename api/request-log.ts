@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { newId } from '../engine/ids.ts';
@@ -16,18 +17,23 @@ const REQUEST_ID = /^[\w.:-]{1,100}$/;
  * query string, which can carry credentials). pino-http did the same at about 40 % of a bare
  * handler's throughput on the benchmark machine; this costs next to nothing when nothing is logged.
  */
+export function trackRequest(logger: Logger, req: IncomingMessage, res: ServerResponse, path: string | undefined) {
+  const incoming = req.headers['x-request-id'];
+  const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : newId();
+  req.id = id;
+  res.setHeader('x-request-id', id);
+  if (path !== undefined && logger.isLevelEnabled('info')) {
+    const started = performance.now();
+    res.once('finish', () => {
+      logger.info({ reqId: id, method: req.method, path, status: res.statusCode, ms: Math.round(performance.now() - started) }, 'request');
+    });
+  }
+}
+
+/** `trackRequest` for the Express app; `quietPaths` (health probes) get an id but no log line. */
 export function requestLog(logger: Logger, quietPaths: ReadonlySet<string>): RequestHandler {
   return (req, res, next) => {
-    const incoming = req.headers['x-request-id'];
-    const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : newId();
-    req.id = id;
-    res.setHeader('x-request-id', id);
-    if (logger.isLevelEnabled('info') && !quietPaths.has(req.path)) {
-      const started = performance.now();
-      res.once('finish', () => {
-        logger.info({ reqId: id, method: req.method, path: req.path, status: res.statusCode, ms: Math.round(performance.now() - started) }, 'request');
-      });
-    }
+    trackRequest(logger, req, res, quietPaths.has(req.path) ? undefined : req.path);
     next();
   };
 }

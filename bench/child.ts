@@ -2,6 +2,7 @@
  * The processes the benchmark measures, each in its own OS process so the load generator and the
  * receiver do not share its event loop. Prints `READY <detail>` once it can be measured.
  */
+import http from 'node:http';
 import express from 'express';
 import jsonata from 'jsonata';
 import { Worker } from 'bullmq';
@@ -20,6 +21,17 @@ if (mode === 'bare-express') {
   const app = express();
   app.post('/hooks/:tenant/:key', express.json({ limit: '1mb' }), (req, res) => void res.status(202).json({ messageId: newId(), received: req.body !== undefined }));
   const server = app.listen(0, '127.0.0.1', () => console.log(`READY http://127.0.0.1:${(server.address() as { port: number }).port}`));
+} else if (mode === 'bare-node') {
+  // The same handler on node:http alone: the ceiling of the flow URL's path, which skips Express.
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const body = JSON.stringify({ messageId: newId(), received: JSON.parse(Buffer.concat(chunks).toString()) !== undefined });
+      res.writeHead(202, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) }).end(body);
+    });
+  });
+  server.listen(0, '127.0.0.1', () => console.log(`READY http://127.0.0.1:${(server.address() as { port: number }).port}`));
 } else if (mode === 'tributary') {
   // Tributary as configured by the environment (embedded serve, or API only on PostgreSQL).
   const config = { ...loadConfig(), port: 0, host: '127.0.0.1' };

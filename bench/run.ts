@@ -1,6 +1,6 @@
 /**
  * `npm run bench`: Tributary measured beside the machine's limits, in the same run.
- * (a) intake: POST /hooks at 50 connections vs a bare Express 5 JSON handler;
+ * (a) intake: POST /hooks at 50 connections vs a bare Express 5 JSON handler (and, for reference, node:http alone);
  * (b) engine: transform -> filter -> http.request runs per second vs a hand-written BullMQ worker;
  * (c) refund sync: GraphQL cost, throughput against a throttled shop, webhook-to-ERP latency (bench/refund.ts);
  * (d) Orders > Import List: orders/s unthrottled and throttled, worker peak RSS at 1,000 and 10,000 orders (bench/import.ts).
@@ -91,16 +91,22 @@ async function startReceiver() {
   };
 }
 
-interface IntakeFigures { requestsPerSecond: number; p50Ms: number; p99Ms: number; errors: number; non2xx: number }
+interface IntakeFigures {
+  requestsPerSecond: number; p50Ms: number; p99Ms: number; errors: number; non2xx: number;
+  /** CPU milliseconds per request: the server, PostgreSQL, Redis, the rest (mostly the load generator). */
+  cpuMsPerRequest: ReturnType<ReturnType<typeof cpuWindow>>;
+}
 
-async function loadIntake(url: string): Promise<IntakeFigures> {
+async function loadIntake(url: string, serverPid: number | undefined): Promise<IntakeFigures> {
   const options = {
     url: `${url}/hooks/bench/bench`, method: 'POST' as const, connections: CONNECTIONS, headers: { 'content-type': 'application/json' },
     body: JSON.stringify(sampleOrder(1)),
   };
   await autocannon({ ...options, duration: 2 }); // warm-up: JIT, caches, connection pools
+  const cpu = cpuWindow();
   const result = await autocannon({ ...options, duration: INTAKE_SECONDS });
-  return { requestsPerSecond: Math.round(result.requests.average), p50Ms: result.latency.p50, p99Ms: result.latency.p99, errors: result.errors, non2xx: result.non2xx };
+  const cpuMsPerRequest = cpu(serverPid, result.requests.total);
+  return { requestsPerSecond: Math.round(result.requests.average), p50Ms: result.latency.p50, p99Ms: result.latency.p99, errors: result.errors, non2xx: result.non2xx, cpuMsPerRequest };
 }
 
 async function postMessages(url: string, count: number) {
@@ -132,20 +138,24 @@ async function main() {
 async function measureIntake(results: Record<string, unknown>, receiverUrl: string) {
   const tsx = ['--import', 'tsx'];
   const bare = await start([...tsx, 'bench/child.ts', 'bare-express'], {});
-  const bareFigures = await loadIntake(bare.detail);
+  const bareFigures = await loadIntake(bare.detail, bare.child.pid);
   await stop(bare.child);
+  const bareNode = await start([...tsx, 'bench/child.ts', 'bare-node'], {});
+  const bareNodeFigures = await loadIntake(bareNode.detail, bareNode.child.pid);
+  await stop(bareNode.child);
 
   const embeddedEnv = isolation();
   const embedded = await start([...tsx, 'bench/child.ts', 'tributary'], { ...embeddedEnv, BENCH_WORKER: '1', BENCH_RECEIVER: receiverUrl, DATABASE_URL: '' });
-  const embeddedFigures = await loadIntake(embedded.detail);
+  const embeddedFigures = await loadIntake(embedded.detail, embedded.child.pid);
   await stop(embedded.child);
 
   const apiEnv = { ...isolation(), DATABASE_URL: POSTGRES_URL };
   const api = await start([...tsx, 'bench/child.ts', 'tributary'], { ...apiEnv, BENCH_RECEIVER: receiverUrl });
-  const apiFigures = await loadIntake(api.detail);
+  const apiFigures = await loadIntake(api.detail, api.child.pid);
   await stop(api.child);
   results.intake = {
     bareExpress: bareFigures,
+    bareNodeHttp: bareNodeFigures,
     embeddedServe: { ...embeddedFigures, ratio: +(embeddedFigures.requestsPerSecond / bareFigures.requestsPerSecond).toFixed(2) },
     apiOnPostgres: { ...apiFigures, ratio: +(apiFigures.requestsPerSecond / bareFigures.requestsPerSecond).toFixed(2) },
   };
@@ -206,6 +216,8 @@ function report(results: Record<string, unknown>) {
     const row = (name: string, figures: IntakeFigures & { ratio?: number }) =>
       `| ${name}, req/s | ${figures.requestsPerSecond} (p50 ${figures.p50Ms} ms, p99 ${figures.p99Ms} ms) | bare Express ${bare.requestsPerSecond} (p50 ${bare.p50Ms} ms, p99 ${bare.p99Ms} ms) | ${figures.ratio} |`;
     rows.push(row('intake, embedded serve (PGlite + worker)', intake.embeddedServe), row('intake, API on PostgreSQL', intake.apiOnPostgres));
+    const node = intake.bareNodeHttp;
+    rows.push(`| for reference: the same bare handler on node:http alone, req/s | - | ${node.requestsPerSecond} (p50 ${node.p50Ms} ms, p99 ${node.p99Ms} ms) | - |`);
   }
   const engine = results.engine as Record<string, number> | undefined;
   if (engine) rows.push(`| engine, transform -> filter -> http.request, runs/s | ${engine.tributaryRunsPerSecond} | raw BullMQ worker ${engine.bullmqBaselineRunsPerSecond} | ${engine.ratio} |`);

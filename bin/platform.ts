@@ -2,7 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import path from 'node:path';
 import { pino, type Logger } from 'pino';
-import { createApp, type Readiness } from '../api/app.ts';
+import { createRequestListener, type Readiness } from '../api/app.ts';
 import { TokenIssuer } from '../api/auth/issuer.ts';
 import { TokenVerifier } from '../api/auth/verifier.ts';
 import type { CompileOptions } from '../engine/flow/compile.ts';
@@ -143,7 +143,7 @@ export class Platform {
     if (roles.api) {
       const intake = new Intake({ store, queue, flows: new CompiledFlowCache(store, compile), keyring, cacheTtlMs: config.intakeCacheTtlMs, maintenance, metrics });
       const issuer = new TokenIssuer(store, keyring, config.authIssuer, config.authAudience);
-      const app = createApp({
+      const listener = createRequestListener({
         context: {
           store, intake, queue, keyring, compile, schedules, maintenance, webhookSubscribers,
           testRunner: new TestRunner({ store, actions: new ActionRunner(store, compile.limits), keyring, logger, maxOutputBytes: config.maxStepOutputBytes }), baseUrl: () => url, build: { version: VERSION, commit: buildCommit() },
@@ -151,7 +151,7 @@ export class Platform {
         issuer, verifier, logger, bodyLimitBytes: config.bodyLimitBytes,
         readiness: () => readiness(store, queue, maintenance, config), queues, adapterWaitMs: config.adapterWaitMs, metrics,
       });
-      server = http.createServer(app);
+      server = http.createServer(listener);
       await new Promise<void>((resolve, reject) => server!.once('error', reject).listen(config.port, config.host, resolve));
       url = baseUrl(config, (server.address() as { port: number }).port);
     }

@@ -1,8 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
-import { promisify } from 'node:util';
-import zlib from 'node:zlib';
 import { OperationError, permanent, retryable } from './errors.ts';
+import { BodyTooLargeError, decodeBody, readBody } from './http-body.ts';
 
 /**
  * Outbound HTTP for operations, on node:http with keep-alive agents: a request costs a fraction of
@@ -119,63 +118,36 @@ function exchange(request: OutboundRequest): Promise<InboundResponse> {
 
     outgoing.on('error', (error) => transportFailure(describe(error)));
     outgoing.on('response', (incoming) => {
-      const limit = request.maxResponseBytes;
-      const declared = incoming.headers['content-length'];
-      if (declared !== undefined && Number(declared) > limit) {
-        return fail(permanent(`response of ${declared} bytes exceeds maxResponseBytes (${limit})`, { details: { url: where(url), status: incoming.statusCode } }));
-      }
-      const chunks: Buffer[] = [];
-      let size = 0;
-      incoming.on('data', (chunk: Buffer) => {
-        size += chunk.length;
-        if (size > limit) fail(permanent(`response exceeds maxResponseBytes (${limit})`, { details: { url: where(url), status: incoming.statusCode } }));
-        else chunks.push(chunk);
-      });
-      incoming.on('error', (error) => transportFailure(describe(error)));
-      incoming.on('end', () => {
+      receive(incoming, request).then((response) => {
         if (settled) return;
-        const status = incoming.statusCode ?? 0;
-        decode(incoming.headers['content-encoding'], chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size), limit).then(
-          (body) => {
-            if (settled) return;
-            finish();
-            resolve({ status, ok: status >= 200 && status < 300, headers: flatHeaders(incoming.headers), body });
-          },
-          (error: unknown) => fail(error instanceof OperationError ? error : permanent(`${request.failure}: the response could not be decoded`, { details: { url: where(url), status } })),
-        );
-      });
+        finish();
+        resolve(response);
+      }, fail);
     });
     outgoing.end(request.body);
   });
 }
 
-const gunzip = promisify(zlib.gunzip);
-const inflate = promisify(zlib.inflate);
-const inflateRaw = promisify(zlib.inflateRaw);
-const brotli = promisify(zlib.brotliDecompress);
-
-/** Decodes a compressed body; more than `limit` bytes once decoded fails like a large response. */
-async function decode(encoding: string | undefined, body: Buffer, limit: number): Promise<Buffer> {
-  if (!encoding || body.length === 0) return body;
-  const options = { maxOutputLength: limit };
+/** Reads and decodes an answer: a broken stream is retryable; over the size limit or undecodable, permanent. */
+async function receive(incoming: http.IncomingMessage, request: OutboundRequest): Promise<InboundResponse> {
+  const limit = request.maxResponseBytes;
+  const status = incoming.statusCode ?? 0;
+  const details = { url: where(request.url), status };
+  const headers = flatHeaders(incoming.headers);
+  const tooLarge = (error: BodyTooLargeError) => permanent(error.stage === 'declared'
+    ? `response of ${headers['content-length']} bytes exceeds maxResponseBytes (${limit})`
+    : `response exceeds maxResponseBytes (${limit})${error.stage === 'decoded' ? ' once decoded' : ''}`, { details });
+  let received: Buffer;
   try {
-    switch (encoding.trim().toLowerCase()) {
-      case 'gzip':
-      case 'x-gzip':
-        return await gunzip(body, options);
-      // "deflate" is meant to be zlib-wrapped, but some servers send it raw.
-      case 'deflate':
-        return await inflate(body, options).catch(() => inflateRaw(body, options));
-      case 'br':
-        return await brotli(body, { maxOutputLength: limit });
-      default:
-        return body;
-    }
+    received = await readBody(incoming, limit);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE' || error instanceof RangeError) {
-      throw permanent(`response exceeds maxResponseBytes (${limit}) once decoded`);
-    }
-    throw error;
+    throw error instanceof BodyTooLargeError ? tooLarge(error) : retryable(`${request.failure}: ${describe(error as Error)}`, { details: { url: where(request.url) } });
+  }
+  try {
+    const body = await decodeBody(headers['content-encoding'], received, limit);
+    return { status, ok: status >= 200 && status < 300, headers, body };
+  } catch (error) {
+    throw error instanceof BodyTooLargeError ? tooLarge(error) : permanent(`${request.failure}: the response could not be decoded`, { details });
   }
 }
 

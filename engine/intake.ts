@@ -85,7 +85,9 @@ export class Intake {
   private readonly commits: GroupCommit<{ message: NewMessage; runId: string }, AcceptedMessage>;
 
   constructor(private readonly options: IntakeOptions) {
-    this.commits = new GroupCommit((batch) => this.persist(batch), { maxBatch: 200, maxInFlight: 4 });
+    // Two in flight keeps the store and Redis busy (one group being stored while another is enqueued);
+    // more only made smaller groups that cost more per message (4: 10 % fewer deliveries/s, 8: 30 %).
+    this.commits = new GroupCommit((batch) => this.persist(batch), { maxBatch: 200, maxInFlight: 2 });
   }
 
   private persist(batch: Array<{ message: NewMessage; runId: string }>): Promise<AcceptedMessage[]> {

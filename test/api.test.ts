@@ -1,3 +1,5 @@
+import http from 'node:http';
+import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClientCredentials } from '../api/auth/clients.ts';
 import { seedTags } from '../api/route.ts';
@@ -176,6 +178,48 @@ describe('request validation', () => {
     expect((await fetch(`${env.url}/hooks/tenant-a/orders-to-erp?x=%00`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).status).toBe(400);
     const bigHook = await fetch(`${env.url}/hooks/tenant-a/orders-to-erp`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ x: 'y'.repeat(70_000) }) });
     expect(bigHook.status).toBe(413);
+  });
+
+  it('takes a flow URL\'s body gzipped, names each delivery by request id, and refuses what it cannot read', async () => {
+    const hookUrl = `${env.url}/hooks/tenant-a/orders-to-erp`;
+    const json = { 'content-type': 'application/json' };
+    const zipped = await fetch(hookUrl, { method: 'POST', headers: { ...json, 'content-encoding': 'gzip', 'x-request-id': 'sender-req-1' }, body: gzipSync(JSON.stringify({ id: 77, total: 1 })) });
+    expect(zipped.status).toBe(202);
+    expect(zipped.headers.get('x-request-id')).toBe('sender-req-1');
+    const { messageId } = await zipped.json();
+    expect((await a.call('GET', `/api/v1/messages/${messageId}`)).body.body).toEqual({ id: 77, total: 1 });
+    // A trailing slash is the same flow URL; the query string is kept with the message.
+    const slashed = await fetch(`${hookUrl}/?source=test&tag=a&tag=b`, { method: 'POST', headers: json, body: '{"id":78}' });
+    expect(slashed.status).toBe(202);
+    expect(slashed.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+    expect((await a.call('GET', `/api/v1/messages/${(await slashed.json()).messageId}`)).body.query).toEqual({ source: 'test', tag: ['a', 'b'] });
+
+    const refusals: Array<[RequestInit, number, string]> = [
+      [{ headers: { ...json, 'content-encoding': 'compress' }, body: '{}' }, 415, 'Unsupported media type'],
+      [{ headers: { ...json, 'content-encoding': 'gzip' }, body: '{"not":"gzip"}' }, 400, 'Invalid body'],
+      [{ headers: { ...json, 'content-encoding': 'gzip' }, body: gzipSync('{"x":"' + 'y'.repeat(200_000) + '"}') }, 413, 'Payload too large'],
+      [{ headers: { 'content-type': 'text/plain' }, body: 'hello' }, 415, 'Unsupported media type'],
+    ];
+    for (const [init, status, title] of refusals) {
+      const response = await fetch(hookUrl, { method: 'POST', ...init });
+      expect(response.status, title).toBe(status);
+      expect(response.headers.get('content-type')).toBe('application/problem+json; charset=utf-8');
+      expect(await response.json()).toMatchObject({ type: 'about:blank', status, title });
+    }
+    // Streamed without a length, over the limit: refused as soon as it is, not read to its end.
+    const streamed = await new Promise<number>((resolve, reject) => {
+      const request = http.request(hookUrl, { method: 'POST', headers: json }, (response) => resolve(response.statusCode!));
+      request.on('error', reject);
+      for (let i = 0; i < 10; i++) request.write('x'.repeat(10_000));
+      request.end();
+    });
+    expect(streamed).toBe(413);
+    // Other methods and paths under /hooks are the app's, and it has no such route.
+    for (const [method, path] of [['GET', '/hooks/tenant-a/orders-to-erp'], ['POST', '/hooks/tenant-a'], ['POST', '/hooks/tenant-a/orders-to-erp/extra']]) {
+      const response = await fetch(`${env.url}${path}`, { method });
+      expect(response.status, `${method} ${path}`).toBe(404);
+      expect(response.headers.get('content-type')).toMatch(/application\/problem\+json/);
+    }
   });
 
   it('refuses a stale revision with 409 and keeps the newer draft', async () => {
