@@ -1,5 +1,6 @@
-import { PGlite } from '@electric-sql/pglite';
+import { Worker } from 'node:worker_threads';
 import { assertIdentifier, type SqlDriver, type SqlExecutor } from './driver.ts';
+import type { ThreadOptions, ThreadReply, ThreadRequest } from './pglite-thread.ts';
 
 type Lane = 'foreground' | 'background';
 
@@ -7,53 +8,103 @@ type Lane = 'foreground' | 'background';
 const FOREGROUND_STREAK = 4;
 
 /**
- * Embedded PostgreSQL (WASM) for the one-process mode. It executes one statement at a time, on the
- * event loop it shares with the API and the worker, and takes no lock on its directory (the
- * caller must hold one). Statements are therefore scheduled here, in two lanes: requests waiting
- * on an answer (webhooks, API calls) go before background work (runs), so a flow URL answers in
- * time even while a backlog of runs is being worked off; background work still gets every few turns.
+ * Embedded PostgreSQL (WASM) for the one-process mode. PGlite runs in a thread of its own
+ * (pglite-thread.ts): executing a statement there leaves this event loop free for HTTP, Redis and
+ * runs, and uses a second core. It executes one statement at a time and takes no lock on its
+ * directory (the caller must hold one). Statements are therefore scheduled here, in two lanes:
+ * requests waiting on an answer (webhooks, API calls) go before background work (runs), so a flow
+ * URL answers in time even while a backlog of runs is being worked off; background work still gets
+ * every few turns.
  */
 export class PgliteDriver implements SqlDriver {
   private busy = false;
   private streak = 0;
   private readonly waiting: Record<Lane, Array<() => void>> = { foreground: [], background: [] };
+  private readonly replies = new Map<number, { resolve: (rows: any[]) => void; reject: (error: Error) => void }>();
+  private nextId = 1;
+  /** Why the thread is gone, once it is: every statement after fails with it. */
+  private failure?: Error;
 
-  private constructor(private readonly db: PGlite, private readonly lane: Lane = 'foreground', private readonly owner?: PgliteDriver) {}
+  private constructor(private readonly thread: Worker, private readonly lane: Lane = 'foreground', private readonly owner?: PgliteDriver) {}
 
   /** `dataDir` undefined keeps everything in memory. */
   static async open(dataDir?: string, schema?: string): Promise<PgliteDriver> {
-    const db = await PGlite.create(dataDir);
-    if (schema) {
-      const name = assertIdentifier(schema);
-      await db.exec(`create schema if not exists ${name}; set search_path to ${name}`);
-    }
-    return new PgliteDriver(db);
+    const options: ThreadOptions = { dataDir, schema: schema === undefined ? undefined : assertIdentifier(schema) };
+    // The thread runs TypeScript through tsx's loader, as the CLI does (bin/tributary.js).
+    const loader = import.meta.resolve('tsx/esm/api');
+    const entry = new URL('./pglite-thread.ts', import.meta.url).href;
+    const thread = new Worker(`import(${JSON.stringify(loader)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(entry)}); })`, { eval: true, workerData: options });
+    const driver = new PgliteDriver(thread);
+    thread.on('message', (reply: ThreadReply) => driver.settle(reply));
+    thread.on('error', (error) => driver.failAll(error));
+    thread.on('exit', (code) => driver.failAll(new Error(`the embedded database's thread exited (${code})`)));
+    // The thread's first reply (id 0) says the database is open, or why it could not be.
+    await new Promise((resolve, reject) => driver.replies.set(0, { resolve, reject })).catch(async (error: unknown) => {
+      await thread.terminate();
+      throw error;
+    });
+    return driver;
   }
 
   /** The same database, in the background lane: for the worker. Closing it closes nothing. */
   background(): SqlDriver {
-    return new PgliteDriver(this.db, 'background', this);
+    return new PgliteDriver(this.thread, 'background', this);
   }
 
   query<Row>(text: string, params?: unknown[]): Promise<Row[]> {
-    return this.exclusive(async () => (await this.db.query<Row>(text, params)).rows);
+    return this.exclusive(() => this.send('query', text, params));
   }
 
   exec(script: string): Promise<void> {
-    return this.exclusive(async () => void (await this.db.exec(script)));
+    return this.exclusive(async () => void (await this.send('exec', script)));
   }
 
+  /** BEGIN, then `fn`'s statements, then COMMIT (or ROLLBACK if it throws), with no other statement between. */
   transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
-    return this.exclusive(() =>
-      this.db.transaction((tx) => fn({
-        query: async <Row>(text: string, params?: unknown[]) => (await tx.query<Row>(text, params)).rows,
-        exec: async (script: string) => void (await tx.exec(script)),
-      })),
-    );
+    return this.exclusive(async () => {
+      await this.send('exec', 'begin');
+      try {
+        const result = await fn({
+          query: <Row>(text: string, params?: unknown[]) => this.send('query', text, params) as Promise<Row[]>,
+          exec: async (script: string) => void (await this.send('exec', script)),
+        });
+        await this.send('exec', 'commit');
+        return result;
+      } catch (error) {
+        await this.send('exec', 'rollback');
+        throw error;
+      }
+    });
   }
 
   async close() {
-    if (!this.owner) await this.db.close();
+    if (this.owner) return;
+    await this.exclusive(() => this.send('close'));
+    await this.thread.terminate();
+  }
+
+  private send(kind: ThreadRequest['kind'], text?: string, params?: unknown[]): Promise<any[]> {
+    const scheduler = this.owner ?? this;
+    const id = scheduler.nextId++;
+    if (scheduler.failure) return Promise.reject(scheduler.failure);
+    return new Promise((resolve, reject) => {
+      scheduler.replies.set(id, { resolve, reject });
+      this.thread.postMessage({ id, kind, text, params } satisfies ThreadRequest);
+    });
+  }
+
+  private settle(reply: ThreadReply) {
+    const waiter = this.replies.get(reply.id);
+    if (!waiter) return;
+    this.replies.delete(reply.id);
+    if (reply.error) waiter.reject(asError(reply.error));
+    else waiter.resolve(reply.rows ?? []);
+  }
+
+  private failAll(error: Error) {
+    this.failure ??= error;
+    for (const waiter of this.replies.values()) waiter.reject(error);
+    this.replies.clear();
   }
 
   private async exclusive<T>(work: () => Promise<T>): Promise<T> {
@@ -83,3 +134,6 @@ export class PgliteDriver implements SqlDriver {
     else this.busy = false;
   }
 }
+
+/** An error as the thread sent it: PostgreSQL's fields (code, detail, ...) on an Error. */
+const asError = ({ message, ...fields }: ThreadReply['error'] & object) => Object.assign(new Error(message), fields);
