@@ -16,6 +16,7 @@ const REQUEST_ID = /^[\w.:-]{1,100}$/;
  * Request ids and one log line per request (method, path, status, duration; never headers or the
  * query string, which can carry credentials). pino-http did the same at about 40 % of a bare
  * handler's throughput on the benchmark machine; this costs next to nothing when nothing is logged.
+ * Without a `path`, the request gets its id but no log line.
  */
 export function trackRequest(logger: Logger, req: IncomingMessage, res: ServerResponse, path: string | undefined) {
   const incoming = req.headers['x-request-id'];
