@@ -27,17 +27,22 @@ export function hookHandler(intake: Intake, bodyLimitBytes: number, logger: Logg
     if (!url) return false;
     const [, tenantId, flowKey, queryString] = url;
     trackRequest(logger, req, res, `/hooks/${tenantId}/${flowKey}`);
-    receive(intake, req, res, { tenantId, flowKey, queryString, bodyLimitBytes, logger }).catch((error: unknown) => answerError(logger, req, res, error));
+    receive(intake, req, res, { tenantId, flowKey, queryString }, bodyLimitBytes, logger).catch((error: unknown) => answerError(logger, req, res, error));
     return true;
   };
 }
 
-async function receive(intake: Intake, req: IncomingMessage, res: ServerResponse, target: { tenantId: string; flowKey: string; queryString?: string; bodyLimitBytes: number; logger: Logger }) {
-  const { tenantId, flowKey, bodyLimitBytes } = target;
+interface FlowUrl {
+  tenantId: string;
+  flowKey: string;
+  queryString?: string;
+}
+
+async function receive(intake: Intake, req: IncomingMessage, res: ServerResponse, { tenantId, flowKey, queryString }: FlowUrl, bodyLimitBytes: number, logger: Logger) {
   const rawBody = await readDelivery(req, res, bodyLimitBytes);
   if (!SEGMENT.test(tenantId) || !SEGMENT.test(flowKey)) throw noFlow();
   const body = parseBody(rawBody, req.headers['content-type']);
-  const query = target.queryString ? { ...querystring.parse(target.queryString) } : {};
+  const query = queryString ? { ...querystring.parse(queryString) } : {};
   const badQuery = unstorableJson(JSON.stringify(query));
   if (badQuery) throw new HttpProblem(400, 'Invalid query', `the query string ${badQuery}`, { errors: [{ path: '$.query', message: badQuery }] });
 
@@ -46,7 +51,7 @@ async function receive(intake: Intake, req: IncomingMessage, res: ServerResponse
     result = await intake.accept({ tenantId, flowKey, rawBody, body, headers: req.headers, query });
   } catch (error) {
     // Not persisted, or not enqueued: say so, so the sender retries. Nothing was accepted.
-    target.logger.error({ reqId: req.id, err: error }, 'intake failed');
+    logger.error({ reqId: req.id, err: error }, 'intake failed');
     return sendProblem(res, new HttpProblem(503, 'Not accepted', 'the message could not be stored; retry later', { headers: { 'Retry-After': '5' } }));
   }
   switch (result.outcome) {

@@ -137,22 +137,16 @@ async function main() {
 
 async function measureIntake(results: Record<string, unknown>, receiverUrl: string) {
   const tsx = ['--import', 'tsx'];
-  const bare = await start([...tsx, 'bench/child.ts', 'bare-express'], {});
-  const bareFigures = await loadIntake(bare.detail, bare.child.pid);
-  await stop(bare.child);
-  const bareNode = await start([...tsx, 'bench/child.ts', 'bare-node'], {});
-  const bareNodeFigures = await loadIntake(bareNode.detail, bareNode.child.pid);
-  await stop(bareNode.child);
-
-  const embeddedEnv = isolation();
-  const embedded = await start([...tsx, 'bench/child.ts', 'tributary'], { ...embeddedEnv, BENCH_WORKER: '1', BENCH_RECEIVER: receiverUrl, DATABASE_URL: '' });
-  const embeddedFigures = await loadIntake(embedded.detail, embedded.child.pid);
-  await stop(embedded.child);
-
-  const apiEnv = { ...isolation(), DATABASE_URL: POSTGRES_URL };
-  const api = await start([...tsx, 'bench/child.ts', 'tributary'], { ...apiEnv, BENCH_RECEIVER: receiverUrl });
-  const apiFigures = await loadIntake(api.detail, api.child.pid);
-  await stop(api.child);
+  const measure = async (mode: string, env: Record<string, string>) => {
+    const server = await start([...tsx, 'bench/child.ts', mode], env);
+    const figures = await loadIntake(server.detail, server.child.pid);
+    await stop(server.child);
+    return figures;
+  };
+  const bareFigures = await measure('bare-express', {});
+  const bareNodeFigures = await measure('bare-node', {});
+  const embeddedFigures = await measure('tributary', { ...isolation(), BENCH_WORKER: '1', BENCH_RECEIVER: receiverUrl, DATABASE_URL: '' });
+  const apiFigures = await measure('tributary', { ...isolation(), DATABASE_URL: POSTGRES_URL, BENCH_RECEIVER: receiverUrl });
   results.intake = {
     bareExpress: bareFigures,
     bareNodeHttp: bareNodeFigures,
