@@ -22,6 +22,10 @@ export interface Config {
   workerStalledIntervalMs: number;
   nodeTimeoutMs: number;
   expressionTimeoutMs: number;
+  /** Heap of each expression sandbox process. */
+  expressionMemoryMb: number;
+  /** Expression sandbox processes per API or worker process. */
+  expressionProcesses: number;
   maxStepOutputBytes: number;
   intakeCacheTtlMs: number;
   readyMaxQueueAgeMs: number;
@@ -72,6 +76,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     workerStalledIntervalMs: integer('WORKER_STALLED_INTERVAL_MS', 30_000, 1000),
     nodeTimeoutMs: integer('NODE_TIMEOUT_MS', 30_000, 1),
     expressionTimeoutMs: integer('EXPRESSION_TIMEOUT_MS', 1000, 1),
+    expressionMemoryMb: integer('EXPRESSION_MEMORY_MB', 128, 16),
+    expressionProcesses: integer('EXPRESSION_PROCESSES', 2, 1),
     maxStepOutputBytes: bytes('MAX_STEP_OUTPUT_BYTES', 1024 * 1024),
     intakeCacheTtlMs: integer('INTAKE_CACHE_TTL_MS', 2000),
     readyMaxQueueAgeMs: integer('READY_MAX_QUEUE_AGE_MS', 120_000, 1),

@@ -12,6 +12,7 @@ import { inspectQueue } from '../engine/queue/health.ts';
 import { runJob, RunQueue, RunWorker } from '../engine/queue/run-queue.ts';
 import { FlowSchedules, TickWorker } from '../engine/queue/schedules.ts';
 import { ActionRunner } from '../engine/actions.ts';
+import { ExpressionSandbox } from '../engine/flow/sandbox.ts';
 import { Executor } from '../engine/runtime/executor.ts';
 import { TestRunner } from '../engine/runtime/test-run.ts';
 import { CompiledFlowCache } from '../engine/runtime/flow-cache.ts';
@@ -82,6 +83,7 @@ export class Platform {
       ticks?: TickWorker;
       logPruning?: NodeJS.Timeout;
       schedules: FlowSchedules;
+      sandbox: ExpressionSandbox;
       server?: http.Server;
       adminSocket?: http.Server;
       metricsServer?: http.Server;
@@ -104,7 +106,10 @@ export class Platform {
     let url = baseUrl(config);
     const compile: CompileOptions = {
       registry: new OperationRegistry(options.operations ?? allOperations),
-      limits: { timeoutMs: config.expressionTimeoutMs, maxDepth: 300 },
+      sandbox: new ExpressionSandbox({
+        timeoutMs: config.expressionTimeoutMs, memoryMb: config.expressionMemoryMb, processes: config.expressionProcesses,
+        maxDepth: 300, maxResultBytes: config.maxStepOutputBytes,
+      }),
       defaultTimeoutMs: config.nodeTimeoutMs,
     };
     const queue = new RunQueue({ connection: redisOptions(config.redisUrl, 'producer'), prefix: config.redisPrefix });
@@ -124,7 +129,7 @@ export class Platform {
     if (roles.worker) {
       const flows = new CompiledFlowCache(workerStore, compile);
       const executor = new Executor({
-        store: workerStore, actions: new ActionRunner(workerStore, compile.limits), flows, keyring, logger, maxOutputBytes: config.maxStepOutputBytes, maxRetryDelayMs: 3_600_000,
+        store: workerStore, actions: new ActionRunner(workerStore, compile.sandbox), flows, keyring, logger, maxOutputBytes: config.maxStepOutputBytes, maxRetryDelayMs: 3_600_000,
         enqueue: (runs) => queue.enqueue(runs.map(runJob)),
       });
       worker = new RunWorker(executor, workerStore, {
@@ -146,7 +151,7 @@ export class Platform {
       const listener = createRequestListener({
         context: {
           store, intake, queue, keyring, compile, schedules, maintenance, webhookSubscribers,
-          testRunner: new TestRunner({ store, actions: new ActionRunner(store, compile.limits), keyring, logger, maxOutputBytes: config.maxStepOutputBytes }), baseUrl: () => url, build: { version: VERSION, commit: buildCommit() },
+          testRunner: new TestRunner({ store, actions: new ActionRunner(store, compile.sandbox), keyring, logger, maxOutputBytes: config.maxStepOutputBytes }), baseUrl: () => url, build: { version: VERSION, commit: buildCommit() },
         },
         issuer, verifier, logger, bodyLimitBytes: config.bodyLimitBytes,
         readiness: () => readiness(store, queue, maintenance, config), queues, adapterWaitMs: config.adapterWaitMs, metrics,
@@ -158,7 +163,7 @@ export class Platform {
     if (lock) adminSocket = await serveAdminSocket(storeAdmin(store), config.dataDir);
     // A worker without the API exports its metrics on a port of its own, when one is set.
     const metricsServer = !roles.api && config.metricsPort !== undefined ? await serveMetrics(metrics, store, verifier, config) : undefined;
-    return new Platform(config, store, queue, logger, url, { worker, ticks, logPruning, schedules, server, adminSocket, metricsServer, redisChild, lock });
+    return new Platform(config, store, queue, logger, url, { worker, ticks, logPruning, schedules, sandbox: compile.sandbox, server, adminSocket, metricsServer, redisChild, lock });
   }
 
   /** The job schedulers of scheduled flows. */
@@ -168,12 +173,13 @@ export class Platform {
 
   /** Graceful stop: no new requests or jobs, in-flight work finished (or released after the grace period). */
   async close() {
-    const { worker, ticks, logPruning, schedules, server, adminSocket, metricsServer, redisChild, lock } = this.parts;
+    const { worker, ticks, logPruning, schedules, sandbox, server, adminSocket, metricsServer, redisChild, lock } = this.parts;
     clearInterval(logPruning);
     await Promise.all([closeServer(server), closeServer(adminSocket), closeServer(metricsServer)]);
     await ticks?.close();
     await worker?.close(this.config.shutdownGraceMs);
     await Promise.all([this.queue.close(), schedules.close()]);
+    sandbox.close();
     await this.store.close();
     redisChild?.kill('SIGTERM');
     lock?.release();

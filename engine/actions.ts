@@ -1,5 +1,6 @@
 import { permanent, ValidationError, type FieldError } from './errors.ts';
-import { describeSyntaxError, Expression, type ExpressionLimits } from './flow/expression.ts';
+import { describeSyntaxError, Expression } from './flow/expression.ts';
+import type { ExpressionSandbox } from './flow/sandbox.ts';
 import { SchemaValidator } from './json-schema.ts';
 import type { Store, TenantAction } from './store/port.ts';
 
@@ -28,11 +29,11 @@ export interface CompiledAction {
  * field (`$.body.expression`, `$.body.inputSchema`...). Schemas may not carry `$id` (they share one
  * validator instance across tenants).
  */
-export function compileAction(action: Pick<TenantAction, 'name' | 'expression' | 'inputSchema' | 'outputSchema'>, limits: ExpressionLimits, prefix = '$'): CompiledAction {
+export function compileAction(action: Pick<TenantAction, 'name' | 'expression' | 'inputSchema' | 'outputSchema'>, sandbox: ExpressionSandbox, prefix = '$'): CompiledAction {
   const errors: FieldError[] = [];
   let expression: Expression | undefined;
   try {
-    expression = new Expression(action.expression, limits);
+    expression = new Expression(action.expression, sandbox);
   } catch (error) {
     errors.push({ path: `${prefix}.expression`, message: `does not compile: ${describeSyntaxError(error)}` });
   }
@@ -62,7 +63,7 @@ export function compileAction(action: Pick<TenantAction, 'name' | 'expression' |
 export class ActionRunner {
   private readonly compiled = new Map<string, Promise<CompiledAction>>();
 
-  constructor(private readonly store: Store, private readonly limits: ExpressionLimits, private readonly capacity = 1000) {}
+  constructor(private readonly store: Store, private readonly sandbox: ExpressionSandbox, private readonly capacity = 1000) {}
 
   async run(tenantId: string, name: string, version: number | undefined, input: unknown, path: string): Promise<unknown> {
     const pinned = version ?? (await this.store.getAction(tenantId, name))?.version;
@@ -84,7 +85,7 @@ export class ActionRunner {
     } else {
       entry = this.store.getAction(tenantId, name, version).then((action) => {
         if (!action) throw permanent(`action ${name} has no version ${version}`);
-        return compileAction(action, this.limits);
+        return compileAction(action, this.sandbox);
       });
       entry.catch(() => this.compiled.delete(key));
     }

@@ -1,9 +1,12 @@
+import { permanent } from './errors.ts';
+
 /** Deepest nesting accepted in stored JSON (webhook bodies, API values). */
 export const MAX_JSON_DEPTH = 100;
 
 /**
- * Why a JSON text cannot be stored as PostgreSQL jsonb, if it cannot: `\u0000` in a string, or
- * nesting deeper than MAX_JSON_DEPTH. One pass over the bytes, before anything is parsed or sent.
+ * Why a JSON text cannot be stored as PostgreSQL jsonb, if it cannot: `\u0000` or a lone surrogate
+ * (`\ud800` without its pair) in a string, or nesting deeper than MAX_JSON_DEPTH. One pass over the
+ * bytes, before anything is parsed or sent.
  */
 export function unstorableJson(text: Buffer | string): string | undefined {
   const bytes = typeof text === 'string' ? Buffer.from(text) : text;
@@ -13,10 +16,20 @@ export function unstorableJson(text: Buffer | string): string | undefined {
     const byte = bytes[i];
     if (inString) {
       if (byte === 0x5c) {
-        if (bytes[i + 1] === 0x75 && bytes[i + 2] === 0x30 && bytes[i + 3] === 0x30 && bytes[i + 4] === 0x30 && bytes[i + 5] === 0x30) {
-          return 'contains the character \\u0000, which cannot be stored';
+        if (bytes[i + 1] === 0x75) {
+          const unit = parseInt(bytes.toString('latin1', i + 2, i + 6), 16);
+          if (unit === 0) return 'contains the character \\u0000, which cannot be stored';
+          if (unit >= 0xd800 && unit <= 0xdbff) {
+            const next = bytes[i + 6] === 0x5c && bytes[i + 7] === 0x75 ? parseInt(bytes.toString('latin1', i + 8, i + 12), 16) : NaN;
+            if (!(next >= 0xdc00 && next <= 0xdfff)) return 'contains a lone surrogate (\\ud800-\\udbff without its pair), which cannot be stored';
+            i += 6;
+          } else if (unit >= 0xdc00 && unit <= 0xdfff) {
+            return 'contains a lone surrogate (\\udc00-\\udfff without its pair), which cannot be stored';
+          }
+          i += 5;
+        } else {
+          i++;
         }
-        i++;
       } else if (byte === 0x22) {
         inString = false;
       }
@@ -31,10 +44,26 @@ export function unstorableJson(text: Buffer | string): string | undefined {
   return undefined;
 }
 
-/** A value's JSON with every \u0000 replaced by U+FFFD: what an operation's output can be stored as. */
+/**
+ * `\u0000` and lone surrogates in JSON text (after an even number of backslashes, so an escaped
+ * backslash followed by "u0000" is left alone): what jsonb refuses.
+ */
+const UNSTORABLE_ESCAPE = /(?<!\\)((?:\\\\)*)(?:\\u0000|\\ud[89ab][0-9a-f]{2}(?!\\ud[c-f][0-9a-f]{2})|(?<!\\ud[89ab][0-9a-f]{2})\\ud[c-f][0-9a-f]{2})/gi;
+
+/**
+ * A value as it can be stored: its JSON, with every `\u0000` and lone surrogate replaced by U+FFFD,
+ * and that JSON parsed again, so what a run goes on with is plain data, equal to what a later pass
+ * reads back. Throws an OperationError (permanent) for a value JSON cannot carry (circular, BigInt).
+ */
 export function storableJson(value: unknown): { text: string; value: unknown } {
-  const text = JSON.stringify(value);
-  if (!text.includes('\\u0000')) return { text, value };
-  const cleaned = text.replace(/\\u0000/g, '\\ufffd');
-  return { text: cleaned, value: JSON.parse(cleaned) };
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value);
+  } catch (error) {
+    throw permanent(`the value cannot be stored as JSON: ${(error as Error).message.split('\n')[0]}`);
+  }
+  // A function or undefined has no JSON: stored as null, as JSON.stringify does inside arrays.
+  if (text === undefined) return { text: 'null', value: null };
+  text = text.replace(UNSTORABLE_ESCAPE, '$1\\ufffd');
+  return { text, value: JSON.parse(text) };
 }

@@ -1,12 +1,16 @@
-import { describe, expect, it } from 'vitest';
+import { ExpressionSandbox } from '../engine/flow/sandbox.ts';
+import { afterAll, describe, expect, it } from 'vitest';
 import { compileFlow, validateFlow, type CompileOptions } from '../engine/flow/compile.ts';
 import { TemplateCompiler } from '../engine/flow/template.ts';
+import { Expression } from '../engine/flow/expression.ts';
 import { OperationRegistry } from '../engine/operations.ts';
 import { allOperations } from '../operations/index.ts';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
-const options: CompileOptions = { registry: new OperationRegistry(allOperations), limits: { timeoutMs: 200, maxDepth: 100 }, defaultTimeoutMs: 30_000 };
+const sandbox = new ExpressionSandbox({ timeoutMs: 200, memoryMb: 64, maxDepth: 100, maxResultBytes: 1 << 20, processes: 1 });
+const options: CompileOptions = { registry: new OperationRegistry(allOperations), sandbox, defaultTimeoutMs: 30_000 };
+afterAll(() => sandbox.close());
 const flow = (nodes: object[], edges: object[], extra: object = {}) => ({ key: 'k', name: 'n', trigger: { type: 'webhook' }, nodes, edges, ...extra });
 const map = { id: 'map', operation: 'transform', config: { expression: '{{ $input.body }}' } };
 
@@ -94,7 +98,7 @@ describe('flow validation', () => {
 
 describe('templates', () => {
   const compile = (value: unknown) => {
-    const compiler = new TemplateCompiler({ timeoutMs: 200, maxDepth: 100 });
+    const compiler = new TemplateCompiler(sandbox);
     const template = compiler.compile(value, '$');
     expect(compiler.errors).toEqual([]);
     return template;
@@ -114,7 +118,26 @@ describe('templates', () => {
 
   it('fails a runaway expression with a clear, permanent error instead of stalling', async () => {
     const runaway = compile('{{ ( $f := function($n) { $f($n + 1) }; $f(0) ) }}');
-    await expect(runaway.evaluate(bindings)).rejects.toMatchObject({ kind: 'permanent', message: expect.stringContaining('expression failed') });
+    await expect(runaway.evaluate(bindings)).rejects.toMatchObject({ kind: 'permanent', message: expect.stringContaining('EXPRESSION_TIMEOUT_MS') });
+  });
+});
+
+describe('where expressions run', () => {
+  const isolated = (source: string) => new Expression(source, sandbox).isolated;
+
+  it('evaluates expressions bounded by their input in the process', () => {
+    for (const source of ["{'id': $input.body.id, 'lines': $count($input.body.lines)}", '$input.body.total > 0', '$input.body.items[price > 1].sku',
+      '$vars.URL & "/orders/" & $string($input.body.id)', '$input.body.a[0] ? $uppercase($input.body.b) : -1', '$lookup("rates", $input.body.currency)']) {
+      expect(isolated(source), source).toBe(false);
+    }
+  });
+
+  it('sends loops, ranges, lambdas, cross products and amplifying functions to the sandbox', () => {
+    for (const source of ['[1..5]', '$distinct($input.body.a)', '$pad("x", 9)', '$join($input.body.a, $input.body.s)', '$map($input.body.a, function($v) { $v })',
+      '$input.body.a.($input.body.b)', '$input.body.a[$input.body.i]', '$input.body.*', '**.x', '$input.body.s ~> $uppercase', '$match($input.body.s, /a+/)',
+      'a{b: c}', `(${Array.from({ length: 40 }, (_, i) => `$input.body.f${i}`).join(' + ')})`]) {
+      expect(isolated(source), source).toBe(true);
+    }
   });
 });
 
@@ -130,7 +153,7 @@ describe('plain paths', () => {
   ];
   for (const source of sources) {
     it(`${source} evaluates as in JSONata`, async () => {
-      const compiler = new TemplateCompiler({ timeoutMs: 200, maxDepth: 100 });
+      const compiler = new TemplateCompiler(sandbox);
       const template = compiler.compile(`{{ ${source} }}`, '$');
       const jsonataValue = await (await import('jsonata')).default(source).evaluate(bindings.input, bindings);
       // Compared as JSON, as outputs are stored (JSONata's sequences carry extra own properties).

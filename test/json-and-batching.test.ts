@@ -8,6 +8,14 @@ describe('unstorableJson', () => {
     expect(unstorableJson('['.repeat(MAX_JSON_DEPTH) + ']'.repeat(MAX_JSON_DEPTH))).toBeUndefined();
   });
 
+  it('refuses lone surrogates, and accepts pairs and escaped backslashes before a "u"', () => {
+    expect(unstorableJson('{"a": "\\ud800"}')).toMatch(/lone surrogate/);
+    expect(unstorableJson('{"a": "\\ud800x"}')).toMatch(/lone surrogate/);
+    expect(unstorableJson('{"a": "\\udc00"}')).toMatch(/lone surrogate/);
+    expect(unstorableJson('{"\\udbff": 1}')).toMatch(/lone surrogate/);
+    expect(unstorableJson('{"a": "\\ud83d\\ude00 \\\\ud800"}')).toBeUndefined();
+  });
+
   it('refuses \\u0000 in strings and nesting deeper than the limit', () => {
     expect(unstorableJson('{"a": "x\\u0000"}')).toMatch(/u0000/);
     expect(unstorableJson('{"\\u0000": 1}')).toMatch(/u0000/);
@@ -15,9 +23,19 @@ describe('unstorableJson', () => {
   });
 
   it('stores a value with \\u0000 as U+FFFD, and leaves others untouched', () => {
-    const clean = { a: 'b' };
-    expect(storableJson(clean).value).toBe(clean);
+    const clean = { a: 'b', when: new Date(0) };
+    expect(storableJson(clean).value).toEqual({ a: 'b', when: '1970-01-01T00:00:00.000Z' });
     expect(storableJson({ a: 'x\u0000y' }).value).toEqual({ a: 'x\ufffdy' });
+  });
+
+  it('stores lone surrogates as U+FFFD, keeps pairs and escaped backslashes, and refuses what JSON cannot carry', () => {
+    expect(storableJson({ a: 'x\ud800y', b: '\udc00', ok: '\ud83d\ude00' }).value).toEqual({ a: 'x\ufffdy', b: '\ufffd', ok: '\ud83d\ude00' });
+    expect(storableJson({ a: '\\u0000 \\ud800' }).value).toEqual({ a: '\\u0000 \\ud800' });
+    const circular: Record<string, unknown> = {};
+    circular.self = circular;
+    expect(() => storableJson(circular)).toThrow(expect.objectContaining({ kind: 'permanent', message: expect.stringContaining('circular') }));
+    expect(() => storableJson({ n: 1n })).toThrow(expect.objectContaining({ kind: 'permanent' }));
+    expect(storableJson(() => 1)).toEqual({ text: 'null', value: null });
   });
 });
 

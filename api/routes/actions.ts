@@ -32,7 +32,7 @@ export function actionRoutes({ store, compile }: ApiContext) {
       responses: { 201: { description: 'The new version.', schema: tenantActionSchema } },
       async handle({ tenantId, params, body }) {
         const action = { name: params.name, description: body.description ?? null, expression: body.expression, inputSchema: body.inputSchema, outputSchema: body.outputSchema };
-        compileAction(action, compile.limits, '$.body');
+        compileAction(action, compile.sandbox, '$.body');
         return { status: 201, body: await store.putAction(tenantId, action) };
       },
     }),

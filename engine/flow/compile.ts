@@ -1,7 +1,8 @@
 import { ValidationError, type FieldError } from '../errors.ts';
 import { fieldErrors, SchemaValidator } from '../json-schema.ts';
 import type { OperationRegistry, RegisteredOperation } from '../operations.ts';
-import type { Expression, ExpressionLimits } from './expression.ts';
+import type { Expression } from './expression.ts';
+import type { ExpressionSandbox } from './sandbox.ts';
 import { scheduleErrors } from '../triggers/schedule.ts';
 import { flowDocumentSchema, type FlowDocument, type ScheduleTriggerConfig, type WebhookTriggerConfig } from './schema.ts';
 import { emptyReferences, mergeReferences, TemplateCompiler, type References, type Template } from './template.ts';
@@ -37,7 +38,8 @@ export interface CompiledFlow {
 
 export interface CompileOptions {
   registry: OperationRegistry;
-  limits: ExpressionLimits;
+  /** Where expressions that could run away are evaluated. */
+  sandbox: ExpressionSandbox;
   defaultTimeoutMs: number;
 }
 
@@ -81,7 +83,7 @@ function analyse(input: unknown, options: CompileOptions): { errors: FieldError[
     if (!indexById.has(edge.to)) errors.push({ path: `$.edges[${index}].to`, message: `names no node: ${edge.to}` });
     let when: Expression | undefined;
     if (edge.when !== undefined) {
-      const compiler = new TemplateCompiler(options.limits);
+      const compiler = new TemplateCompiler(options.sandbox);
       when = compiler.compilePredicate(edge.when, `$.edges[${index}].when`);
       errors.push(...compiler.errors);
       mergeReferences(references, compiler.references);
@@ -98,7 +100,7 @@ function analyse(input: unknown, options: CompileOptions): { errors: FieldError[
       return;
     }
     const config = node.config ?? {};
-    const compiler = new TemplateCompiler(options.limits, node.id);
+    const compiler = new TemplateCompiler(options.sandbox, node.id);
     const template = compiler.compile(config, `${path}.config`);
     errors.push(...compiler.errors);
     mergeReferences(references, compiler.references);

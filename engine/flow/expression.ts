@@ -1,33 +1,43 @@
 import jsonata from 'jsonata';
 import { OperationError, permanent } from '../errors.ts';
+import { expressionCost } from './expression-cost.ts';
+import type { ExpressionSandbox, Lookup } from './sandbox.ts';
 
-/** Guardrails for every expression; JSONata checks them cooperatively at each evaluation step. */
-export interface ExpressionLimits {
-  /** Wall-clock budget of one evaluation. */
-  timeoutMs: number;
-  /** Maximum evaluation depth (deep recursion fails instead of exhausting the stack). */
-  maxDepth: number;
-}
-
-export const defaultExpressionLimits: ExpressionLimits = { timeoutMs: 1000, maxDepth: 300 };
-
-export type Bindings = Record<string, unknown>;
+export type Bindings = Record<string, unknown> & { lookup?: Lookup };
 
 /** `$vars.ERP_URL`, `$steps.map.id`: a binding and plain field names, the commonest expressions. */
 const PLAIN_PATH = /^\$([A-Za-z_][A-Za-z0-9_]*)((?:\.[A-Za-z_][A-Za-z0-9_]*)*)$/;
 /** Signals that a plain path met an array, where JSONata's sequence rules apply. */
 const NEEDS_JSONATA = Symbol('needs JSONata');
+/** The bindings of a run; an expression in the sandbox is sent those it mentions (and always its input). */
+const BINDINGS = ['steps', 'vars', 'secrets', 'platform'] as const;
 
-/** A JSONata expression compiled once at publish time; runs never recompile. */
+/**
+ * A tenant's JSONata expression, compiled once at publish time; runs never recompile. Where it is
+ * evaluated follows from what it is (expression-cost.ts): a plain path is read directly, an
+ * expression bounded by its input is evaluated here, and any other goes to the sandbox, where a
+ * runaway one is stopped from outside.
+ */
 export class Expression {
-  private readonly compiled: jsonata.Expression;
+  private readonly compiled?: jsonata.Expression;
   private readonly path?: { binding: string; fields: string[] };
+  /** The bindings the sandbox needs, for an expression evaluated there. */
+  private readonly sandboxed?: readonly string[];
 
-  constructor(readonly source: string, private readonly limits: ExpressionLimits) {
+  constructor(readonly source: string, private readonly sandbox: ExpressionSandbox) {
     // Throws JSONata's syntax error (with position) for the caller to report against the field.
-    this.compiled = jsonata(source, { timeout: limits.timeoutMs, stack: limits.maxDepth, sequence: 1_000_000 });
+    const { timeoutMs, maxDepth } = sandbox.limits;
+    const compiled = jsonata(source, { timeout: timeoutMs, stack: maxDepth, sequence: 1_000_000 });
     const plain = PLAIN_PATH.exec(source);
     if (plain) this.path = { binding: plain[1], fields: plain[2] === '' ? [] : plain[2].slice(1).split('.') };
+    const cost = expressionCost(compiled.ast());
+    if (cost.inline) this.compiled = compiled;
+    else this.sandboxed = BINDINGS.filter((name) => cost.variables.has(name));
+  }
+
+  /** Evaluated in the sandbox (not bounded by its input). */
+  get isolated(): boolean {
+    return this.sandboxed !== undefined;
   }
 
   async evaluate(bindings: Bindings): Promise<unknown> {
@@ -35,7 +45,7 @@ export class Expression {
       const value = this.walk(bindings);
       if (value !== NEEDS_JSONATA) return value;
     }
-    return this.evaluateJsonata(bindings);
+    return this.sandboxed ? this.evaluateIsolated(bindings) : this.evaluateHere(bindings);
   }
 
   /** A plain path read directly, with JSONata's result wherever no array is involved. */
@@ -49,15 +59,21 @@ export class Expression {
     return Array.isArray(value) ? NEEDS_JSONATA : value;
   }
 
-  private async evaluateJsonata(bindings: Bindings): Promise<unknown> {
-    const { timeoutMs } = this.limits;
+  private evaluateIsolated(bindings: Bindings): Promise<unknown> {
+    const sent: Record<string, unknown> = { input: bindings.input };
+    for (const name of this.sandboxed!) sent[name] = bindings[name];
+    return this.sandbox.evaluate(this.source, sent, bindings.lookup);
+  }
+
+  private async evaluateHere(bindings: Bindings): Promise<unknown> {
+    const { timeoutMs } = this.sandbox.limits;
     let timer: NodeJS.Timeout | undefined;
-    // JSONata's own timeout is cooperative; the race also bounds time spent in async functions.
+    // JSONata's own timeout is cooperative; the race also bounds time spent waiting on `$lookup`.
     const deadline = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(permanent(`expression timed out after ${timeoutMs} ms: ${this.source}`)), timeoutMs);
     });
     try {
-      return await Promise.race([this.compiled.evaluate(bindings.input ?? {}, bindings), deadline]);
+      return await Promise.race([this.compiled!.evaluate(bindings.input ?? {}, bindings), deadline]);
     } catch (error) {
       throw expressionFailure(this.source, error);
     } finally {

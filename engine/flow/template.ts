@@ -1,5 +1,6 @@
 import type { FieldError } from '../errors.ts';
-import { describeSyntaxError, Expression, type Bindings, type ExpressionLimits } from './expression.ts';
+import { describeSyntaxError, Expression, type Bindings } from './expression.ts';
+import type { ExpressionSandbox } from './sandbox.ts';
 import { jsonPath } from '../json-schema.ts';
 
 /**
@@ -33,7 +34,7 @@ export class TemplateCompiler {
   readonly dynamicPointers: string[] = [];
   readonly references: References = emptyReferences();
 
-  constructor(private readonly limits: ExpressionLimits, private readonly node?: string) {}
+  constructor(private readonly sandbox: ExpressionSandbox, private readonly node?: string) {}
 
   compile(value: unknown, path: string, pointer = ''): Template {
     if (typeof value === 'string') return this.compileString(value, path, pointer);
@@ -84,7 +85,7 @@ export class TemplateCompiler {
       return undefined;
     }
     try {
-      const expression = new Expression(source.trim(), this.limits);
+      const expression = new Expression(source.trim(), this.sandbox);
       this.collectReferences(source);
       return expression;
     } catch (error) {

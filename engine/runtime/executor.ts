@@ -195,16 +195,25 @@ export class RunPass {
       this.unsaved.push(step(result.status, attempt, { reason: result.reason }, null));
       return this.end({ status: result.status, error: null });
     }
-    const { text, value: output } = storableJson(redactSecrets(result ?? null, this.secretList));
-    const size = Buffer.byteLength(text);
-    if (size > this.options.maxOutputBytes) {
-      const record: ErrorRecord = { kind: 'permanent', message: `output of ${size} bytes exceeds the limit of ${this.options.maxOutputBytes}`, node: node.id };
-      this.unsaved.push(step('failed', attempt, null, record));
-      return this.end({ status: 'failed', error: record });
+    // An output that cannot be stored fails the same way on every try: the node fails at once.
+    let stored: { text: string; value: unknown };
+    try {
+      stored = storableJson(redactSecrets(result ?? null, this.secretList));
+    } catch (thrown) {
+      return this.failNode(step, attempt, node, `output cannot be stored: ${toOperationError(thrown).message}`);
     }
+    const { text, value: output } = stored;
+    const size = Buffer.byteLength(text);
+    if (size > this.options.maxOutputBytes) return this.failNode(step, attempt, node, `output of ${size} bytes exceeds the limit of ${this.options.maxOutputBytes}`);
     this.unsaved.push(step('succeeded', attempt, output, null));
     this.outputs[node.id] = output;
     return undefined;
+  }
+
+  private failNode(step: (status: Step['status'], attempts: number, output: unknown, error: ErrorRecord | null) => Step, attempt: number, node: CompiledNode, message: string) {
+    const record: ErrorRecord = { kind: 'permanent', message, node: node.id };
+    this.unsaved.push(step('failed', attempt, null, record));
+    return this.end({ status: 'failed', error: record });
   }
 
   private async invoke(node: CompiledNode, bindings: Bindings, attempt: number): Promise<unknown> {

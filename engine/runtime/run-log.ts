@@ -55,10 +55,19 @@ export class RunLogRecorder {
   }
 
   private keep(nodeId: string, level: LogLevel, message: string, data: unknown) {
-    const kept = data === null ? null : storableJson(data);
+    const kept = data === null ? null : storableData(data);
     this.lines.push({
       nodeId, level, loggedAt: new Date().toISOString(), message,
       data: kept === null ? null : Buffer.byteLength(kept.text) > MAX_DATA_BYTES ? { truncated: true, bytes: Buffer.byteLength(kept.text) } : kept.value,
     });
+  }
+}
+
+/** Log data as it can be stored; data JSON cannot carry (circular) is replaced by the reason. */
+function storableData(data: unknown): { text: string; value: unknown } {
+  try {
+    return storableJson(data);
+  } catch (error) {
+    return storableJson({ notStored: (error as Error).message });
   }
 }

@@ -1,0 +1,74 @@
+// @ts-check
+/**
+ * One process of the expression sandbox (see ExpressionSandbox in sandbox.ts): it evaluates one
+ * tenant expression at a time and answers with its JSON. Whatever an expression does here, at worst
+ * this process dies or is killed; the parent and every other tenant's work go on. Plain JavaScript
+ * (type-checked through JSDoc), so a replacement starts in a third of the time tsx's loader takes.
+ */
+import jsonata from 'jsonata';
+
+/** @typedef {import('./sandbox.ts').SandboxRequest} SandboxRequest */
+/** @typedef {import('./sandbox.ts').SandboxReply} SandboxReply */
+
+/** Compiled expressions, least recently used out. @type {Map<string, jsonata.Expression>} */
+const compiled = new Map();
+const CACHE_SIZE = 500;
+/** JSONata's own (cooperative) timeout: the same limit the parent enforces from outside. */
+const JSONATA_TIMEOUT = 'D1012';
+/** @type {Map<number, (value: unknown) => void>} */
+const lookups = new Map();
+let nextLookup = 1;
+
+/** @param {string} source @param {number} timeoutMs @param {number} maxDepth */
+function compile(source, timeoutMs, maxDepth) {
+  let expression = compiled.get(source);
+  if (expression) {
+    compiled.delete(source);
+  } else {
+    expression = jsonata(source, { timeout: timeoutMs, stack: maxDepth, sequence: 1_000_000 });
+    if (compiled.size >= CACHE_SIZE) compiled.delete(/** @type {string} */ (compiled.keys().next().value));
+  }
+  compiled.set(source, expression);
+  return expression;
+}
+
+/** @param {SandboxReply} message */
+function reply(message) {
+  process.send?.(message);
+}
+
+/** @param {Extract<SandboxRequest, { kind: 'evaluate' }>} request */
+async function evaluate(request) {
+  const { id, source, bindings, limits } = request;
+  try {
+    const expression = compile(source, limits.timeoutMs, limits.maxDepth);
+    // `$lookup` reads the tenant's data spaces through the parent, which holds the store.
+    /** @param {unknown} space @param {unknown} key */
+    const lookup = (space, key) => new Promise((resolve) => {
+      const lookupId = nextLookup++;
+      lookups.set(lookupId, resolve);
+      reply({ kind: 'lookup', id, lookupId, space, key });
+    });
+    const value = await expression.evaluate(bindings.input ?? {}, { ...bindings, lookup });
+    const json = JSON.stringify(value);
+    if (json !== undefined && json.length > limits.maxResultBytes) {
+      return reply({ kind: 'result', id, error: { limit: 'result', message: `its result of ${json.length} characters exceeds ${limits.maxResultBytes}` } });
+    }
+    reply({ kind: 'result', id, json });
+  } catch (error) {
+    const { message, code } = /** @type {{ message?: string; code?: string }} */ (error);
+    reply({ kind: 'result', id, error: code === JSONATA_TIMEOUT ? { limit: 'time', message: '' } : { message: String(message ?? error) } });
+  }
+}
+
+process.on('message', (/** @type {SandboxRequest} */ request) => {
+  if (request.kind === 'evaluate') {
+    void evaluate(request);
+  } else {
+    lookups.get(request.lookupId)?.(request.value);
+    lookups.delete(request.lookupId);
+  }
+});
+// The parent is gone: nothing more can be asked of this process.
+process.on('disconnect', () => process.exit(0));
+reply({ kind: 'ready' });

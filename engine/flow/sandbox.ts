@@ -1,0 +1,199 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import { permanent, retryable } from '../errors.ts';
+
+/** The bounds of one tenant expression evaluated in the sandbox. */
+export interface SandboxLimits {
+  /** Wall-clock deadline of one evaluation (EXPRESSION_TIMEOUT_MS); past it the evaluating process is killed. */
+  timeoutMs: number;
+  /** Heap of each sandbox process (EXPRESSION_MEMORY_MB); past it the process dies, not ours. */
+  memoryMb: number;
+  /** Deepest evaluation (deep recursion fails instead of exhausting the stack). */
+  maxDepth: number;
+  /** Largest result, as JSON characters, an evaluation may hand back. */
+  maxResultBytes: number;
+  /** Sandbox processes evaluating at once (EXPRESSION_PROCESSES); more evaluations wait their turn. */
+  processes: number;
+}
+
+export type SandboxBindings = Record<string, unknown>;
+export type Lookup = (space: unknown, key: unknown) => Promise<unknown> | unknown;
+
+export type SandboxRequest =
+  | { kind: 'evaluate'; id: number; source: string; bindings: SandboxBindings; limits: Pick<SandboxLimits, 'timeoutMs' | 'maxDepth' | 'maxResultBytes'> }
+  | { kind: 'lookup'; id: number; lookupId: number; value: unknown };
+
+export type SandboxReply =
+  | { kind: 'ready' }
+  | { kind: 'lookup'; id: number; lookupId: number; space: unknown; key: unknown }
+  | { kind: 'result'; id: number; json?: string; error?: { limit?: 'time' | 'result'; message: string } };
+
+interface Evaluation {
+  id: number;
+  source: string;
+  bindings: SandboxBindings;
+  lookup?: Lookup;
+  resolve(value: unknown): void;
+  reject(error: Error): void;
+}
+
+const ENTRY = new URL('./sandbox-process.js', import.meta.url);
+
+/**
+ * Where tenant expressions that could run away are evaluated: a pool of child processes, each
+ * evaluating one expression at a time under a heap cap, killed at the deadline. Threads are no
+ * boundary here: V8 ends the whole process when a thread's heap limit or a size limit is reached
+ * ("Fatal JavaScript invalid size error"), while a child process dies alone. Processes start on
+ * first use and are replaced when one is killed or dies.
+ */
+export class ExpressionSandbox {
+  private readonly idle: SandboxProcess[] = [];
+  private readonly waiting: Evaluation[] = [];
+  private started = 0;
+  private nextId = 1;
+  private closed = false;
+
+  constructor(readonly limits: SandboxLimits) {}
+
+  evaluate(source: string, bindings: SandboxBindings, lookup?: Lookup): Promise<unknown> {
+    if (this.closed) return Promise.reject(retryable('the expression sandbox is closed'));
+    return new Promise((resolve, reject) => {
+      this.waiting.push({ id: this.nextId++, source, bindings, lookup, resolve, reject });
+      this.dispatch();
+    });
+  }
+
+  /** Processes started so far (replacements included): for tests and metrics. */
+  get processesStarted(): number {
+    return this.started;
+  }
+
+  close() {
+    this.closed = true;
+    for (const evaluation of this.waiting.splice(0)) evaluation.reject(retryable('the expression sandbox closed'));
+    for (const process of this.idle.splice(0)) process.kill();
+    for (const process of this.busy) process.kill();
+    this.busy.clear();
+  }
+
+  private readonly busy = new Set<SandboxProcess>();
+
+  private dispatch() {
+    while (this.waiting.length > 0) {
+      let process = this.idle.pop();
+      // A process that died while idle is dropped here.
+      while (process && !process.alive) process = this.idle.pop();
+      if (!process) {
+        if (this.busy.size >= this.limits.processes) return;
+        process = new SandboxProcess(this.limits);
+        this.started++;
+      }
+      const evaluation = this.waiting.shift()!;
+      this.busy.add(process);
+      process.run(evaluation).finally(() => {
+        this.busy.delete(process);
+        if (process.alive) this.idle.push(process);
+        else if (!this.closed && this.idle.length === 0) {
+          // A killed process is replaced at once, so the next evaluation does not wait for a start.
+          this.idle.push(new SandboxProcess(this.limits));
+          this.started++;
+        }
+        this.dispatch();
+      });
+    }
+  }
+}
+
+/** One child process of the sandbox and the evaluation it is running, if any. */
+class SandboxProcess {
+  private readonly child: ChildProcess;
+  private readonly ready: Promise<void>;
+  private current?: Evaluation;
+  private killedForTime = false;
+  alive = true;
+
+  constructor(private readonly limits: SandboxLimits) {
+    this.child = fork(ENTRY, [], {
+      execArgv: [`--max-old-space-size=${limits.memoryMb}`, '--max-semi-space-size=8'],
+      serialization: 'advanced',
+      // V8's fatal report of a runaway expression is not ours to print.
+      stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
+      env: { NODE_ENV: process.env.NODE_ENV },
+    });
+    this.ready = new Promise((resolve, reject) => {
+      this.child.once('error', reject);
+      this.child.once('exit', () => reject(retryable('an expression sandbox process could not start')));
+      this.child.once('message', () => resolve());
+    });
+    this.ready.catch(() => {});
+    this.child.on('exit', () => this.onExit());
+    this.child.on('error', () => {});
+  }
+
+  async run(evaluation: Evaluation): Promise<void> {
+    try {
+      await this.ready;
+    } catch (error) {
+      this.alive = false;
+      return evaluation.reject(error as Error);
+    }
+    const { timeoutMs, maxDepth, maxResultBytes } = this.limits;
+    return new Promise<void>((done) => {
+      const timer = setTimeout(() => {
+        this.killedForTime = true;
+        this.kill();
+      }, timeoutMs);
+      const finish = () => {
+        clearTimeout(timer);
+        this.child.off('message', onMessage);
+        this.current = undefined;
+        done();
+      };
+      const onMessage = (reply: SandboxReply) => {
+        if (reply.kind === 'lookup') return void this.answerLookup(evaluation, reply);
+        if (reply.kind !== 'result' || reply.id !== evaluation.id) return;
+        finish();
+        if (!reply.error) evaluation.resolve(reply.json === undefined ? undefined : JSON.parse(reply.json));
+        else evaluation.reject(this.failure(evaluation.source, reply.error));
+      };
+      this.current = { ...evaluation, reject: (error) => (finish(), evaluation.reject(error)) };
+      this.child.on('message', onMessage);
+      this.send({ kind: 'evaluate', id: evaluation.id, source: evaluation.source, bindings: evaluation.bindings, limits: { timeoutMs, maxDepth, maxResultBytes } });
+    });
+  }
+
+  kill() {
+    this.alive = false;
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGKILL');
+  }
+
+  private answerLookup(evaluation: Evaluation, request: Extract<SandboxReply, { kind: 'lookup' }>) {
+    Promise.resolve(evaluation.lookup?.(request.space, request.key)).then(
+      (value) => this.send({ kind: 'lookup', id: request.id, lookupId: request.lookupId, value }),
+      () => this.send({ kind: 'lookup', id: request.id, lookupId: request.lookupId, value: undefined }),
+    );
+  }
+
+  private send(request: SandboxRequest) {
+    if (this.alive && this.child.connected) this.child.send(request, (error) => error && this.kill());
+  }
+
+  private onExit() {
+    this.alive = false;
+    const evaluation = this.current;
+    if (!evaluation) return;
+    evaluation.reject(this.killedForTime
+      ? this.failure(evaluation.source, { limit: 'time', message: '' })
+      : permanent(`expression stopped: it went past the memory limit of ${this.limits.memoryMb} MB (EXPRESSION_MEMORY_MB) or a size limit of the JavaScript engine (in ${evaluation.source})`));
+  }
+
+  private failure(source: string, error: { limit?: 'time' | 'result'; message: string }) {
+    switch (error.limit) {
+      case 'time':
+        return permanent(`expression stopped: it ran past the limit of ${this.limits.timeoutMs} ms (EXPRESSION_TIMEOUT_MS) (in ${source})`);
+      case 'result':
+        return permanent(`expression stopped: ${error.message} (in ${source})`);
+      default:
+        return permanent(`expression failed: ${error.message} (in ${source})`);
+    }
+  }
+}

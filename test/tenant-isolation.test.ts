@@ -1,0 +1,118 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { defineOperation } from '../engine/operations.ts';
+import { sendWebhook, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
+
+// What one hostile tenant can write must never stall or kill what every tenant shares.
+
+/** Returns a value JSON cannot carry: the same on every try. */
+const circular = defineOperation({
+  name: 'test.circular',
+  title: 'Circular output',
+  description: 'Returns an object that contains itself.',
+  version: '1.0.0',
+  sideEffects: false,
+  configSchema: { type: 'object', additionalProperties: false, properties: {} },
+  run: async () => {
+    const value: Record<string, unknown> = { ok: true };
+    value.self = value;
+    return value;
+  },
+});
+
+let env: TestPlatform;
+let mallory: ApiClient;
+let acme: ApiClient;
+
+beforeAll(async () => {
+  env = await startTestPlatform('postgres', { api: true, worker: true }, { expressionTimeoutMs: 3000, expressionMemoryMb: 64 }, [circular]);
+  mallory = await env.tenant('mallory');
+  acme = await env.tenant('acme');
+});
+afterAll(async () => {
+  await env?.close();
+});
+
+const transform = (expression: string, key = 'hostile') => ({
+  key, name: key, trigger: { type: 'webhook' },
+  nodes: [{ id: 'map', operation: 'transform', config: { expression } }],
+  edges: [{ from: 'trigger', to: 'map' }],
+});
+
+/** A test run of a document: the answer's body. */
+async function testRun(client: ApiClient, document: object, input: object = { body: {} }) {
+  const created = await client.call('POST', '/api/v1/editable-flows', transform('{{ 1 }}', `t${Math.random().toString(36).slice(2, 8)}`));
+  expect(created.status).toBe(201);
+  return client.call('POST', `/api/v1/editable-flows/${created.body.id}/test`, { document, input });
+}
+
+describe('tenant expressions', () => {
+  it('a runaway expression fails its node at EXPRESSION_TIMEOUT_MS, and /healthz answers while it runs', async () => {
+    let settled = false;
+    const running = testRun(mallory, transform('{{ $distinct([1..999999]) }}')).finally(() => (settled = true));
+    // Give the request time to reach the sandbox, then ask the same process for its health.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const health = await fetch(`${env.url}/healthz`);
+    expect(health.status).toBe(200);
+    expect(settled).toBe(false);
+    const answer = await running;
+    expect(answer.status).toBe(200);
+    expect(answer.body).toMatchObject({ status: 'failed', error: { kind: 'permanent', node: 'map', message: expect.stringContaining('EXPRESSION_TIMEOUT_MS') } });
+  });
+
+  it('an expression past the memory cap fails its node; the process and other tenants go on', async () => {
+    const answer = await testRun(mallory, transform('{{ $length($pad("x", 300000000)) }}'));
+    expect(answer.status).toBe(200);
+    expect(answer.body).toMatchObject({ status: 'failed', error: { kind: 'permanent', message: expect.stringContaining('EXPRESSION_MEMORY_MB') } });
+    const other = await testRun(acme, transform('{{ $sum([1..10]) }}'));
+    expect(other.body).toMatchObject({ status: 'succeeded', steps: [{ output: 55 }] });
+  });
+
+  it('a published flow whose expression outgrows memory fails its run once; the worker runs the next tenant\'s message', async () => {
+    await mallory.publish(transform('{{ $length($pad("x", $input.body.n)) }}'));
+    await acme.publish(transform('{{ $join($input.body.words, " ") }}', 'words'));
+    const hostile = await sendWebhook(env.url, 'mallory', 'hostile', { n: 300_000_000 });
+    expect(hostile.status).toBe(202);
+    const fine = await sendWebhook(env.url, 'acme', 'words', { words: ['one', 'run', 'each'] });
+    const failed = await mallory.settledRun(hostile.body.runId);
+    expect(failed).toMatchObject({ status: 'failed', attempts: 1, error: { kind: 'permanent', node: 'map', message: expect.stringContaining('EXPRESSION_MEMORY_MB') } });
+    const succeeded = await acme.settledRun(fine.body.runId);
+    expect(succeeded.steps).toMatchObject([{ nodeId: 'map', output: 'one run each' }]);
+  });
+
+  it('$lookup reads data spaces from the sandbox too', async () => {
+    expect((await acme.call('PUT', '/api/v1/data-spaces/rates', {})).status).toBe(201);
+    expect((await acme.call('PUT', '/api/v1/data-spaces/rates/documents/EUR', { value: { rate: 2 } })).status).toBeLessThan(300);
+    const answer = await testRun(acme, transform('{{ $map([1, 2], function($n) { $n * $lookup("rates", "EUR").rate }) }}'));
+    expect(answer.body).toMatchObject({ status: 'succeeded', steps: [{ output: [2, 4] }] });
+  });
+});
+
+describe('outputs', () => {
+  it('$steps is plain data: a node may output every output before it', async () => {
+    const document = {
+      key: 'steps', name: 'steps', trigger: { type: 'webhook' },
+      nodes: [
+        { id: 'first', operation: 'transform', config: { expression: '{{ {"id": $input.body.id} }}' } },
+        { id: 'all', operation: 'transform', config: { expression: '{{ $steps }}' } },
+      ],
+      edges: [{ from: 'trigger', to: 'first' }, { from: 'first', to: 'all' }],
+    };
+    const answer = await testRun(acme, document, { body: { id: 7 } });
+    expect(answer.status).toBe(200);
+    expect(answer.body.steps.map((step: { output: unknown }) => step.output)).toEqual([{ id: 7 }, { first: { id: 7 } }]);
+    await acme.publish(document);
+    const run = await acme.settledRun((await sendWebhook(env.url, 'acme', 'steps', { id: 8 })).body.runId);
+    expect(run).toMatchObject({ status: 'succeeded', attempts: 1 });
+  });
+
+  it('an output that cannot be stored fails its node at once, without retries', async () => {
+    await acme.publish({
+      key: 'circular', name: 'circular', trigger: { type: 'webhook' },
+      nodes: [{ id: 'loop', operation: 'test.circular', retry: { maxAttempts: 5, backoffMs: 10 } }],
+      edges: [{ from: 'trigger', to: 'loop' }],
+    });
+    const run = await acme.settledRun((await sendWebhook(env.url, 'acme', 'circular', {})).body.runId);
+    expect(run).toMatchObject({ status: 'failed', attempts: 1, error: { kind: 'permanent', node: 'loop', message: expect.stringContaining('cannot be stored') } });
+    expect(run.steps).toMatchObject([{ nodeId: 'loop', status: 'failed', attempts: 1 }]);
+  });
+});
