@@ -4,7 +4,8 @@
  * (b) engine: transform -> filter -> http.request runs per second vs a hand-written BullMQ worker;
  * (c) refund sync: GraphQL cost, throughput against a throttled shop, webhook-to-ERP latency (bench/refund.ts);
  * (d) Orders > Import List: orders/s unthrottled and throttled, worker peak RSS at 1,000 and 10,000 orders (bench/import.ts).
- * BENCH_ONLY=intake|engine|refund|import runs one part.
+ * (e) expressions: the cost of the expression sandbox per evaluation, against evaluating in the process (bench/expressions.ts).
+ * BENCH_ONLY=intake|engine|refund|import|expressions runs one part.
  * Needs Redis and PostgreSQL as for `npm test`. Prints a JSON line and a markdown table.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -22,6 +23,7 @@ import { Keyring } from '../engine/secrets/keyring.ts';
 import { BASELINE, sampleOrder } from './flows.ts';
 import { measureImport } from './import.ts';
 import { measureRefunds } from './refund.ts';
+import { measureExpressions } from './expressions.ts';
 import { cpuWindow } from './cpu.ts';
 
 const POSTGRES_URL = process.env.TEST_DATABASE_URL ?? 'postgres://root@127.0.0.1:5432/test';
@@ -130,6 +132,7 @@ async function main() {
   if (!only || only === 'intake') await measureIntake(results, receiver.url);
   if (!only || only === 'engine') await measureEngine(results, receiver);
   if (!only || only === 'refund') await measureRefunds(results);
+  if (!only || only === 'expressions') await measureExpressions(results);
   if (!only || only === 'import') await measureImport(results);
   await receiver.close();
   report(results);
@@ -231,6 +234,15 @@ function report(results: Record<string, unknown>) {
       row('import, 1,000 orders, unthrottled', imported.unthrottled1k),
       row('import, 10,000 orders, unthrottled', imported.unthrottled10k),
       `| import on a ${imported.shopRestoreRate} points/s shop | ${imported.throttled.ordersPerSecond} orders/s (${imported.throttled.orders} orders) | restore rate / ${ORDER_NODE_COST} points per order = ${imported.throttled.boundOrdersPerSecond} | ${(imported.throttled.ordersPerSecond / imported.throttled.boundOrdersPerSecond).toFixed(2)} |`,
+    );
+  }
+  const expressions = results.expressions as any;
+  if (expressions) {
+    const row = (name: string, figures: any) => `| ${name} | ${figures.microsecondsPerEvaluation} µs each, ${figures.evaluationsPerSecond}/s, caller CPU ${figures.callerCpuMicrosecondsPerEvaluation} µs each | - | - |`;
+    rows.push(
+      row('expression evaluated in the process', expressions.inProcess),
+      row('the same expression in the sandbox, one at a time', expressions.sandboxOneAtATime),
+      row('the same expression in the sandbox, 32 in flight', expressions.sandbox32InFlight),
     );
   }
   console.log(`\n${rows.join('\n')}\n`);
