@@ -9,7 +9,8 @@ import type { CompileOptions } from '../engine/flow/compile.ts';
 import { Intake } from '../engine/intake.ts';
 import { OperationRegistry, type OperationDefinition } from '../engine/operations.ts';
 import { inspectQueue } from '../engine/queue/health.ts';
-import { runJob, RunQueue, RunWorker } from '../engine/queue/run-queue.ts';
+import { ENQUEUE_TIMEOUT_MS, runJob, RunQueue, RunWorker } from '../engine/queue/run-queue.ts';
+import { QueueReconciler } from '../engine/queue/reconciler.ts';
 import { FlowSchedules, TickWorker } from '../engine/queue/schedules.ts';
 import { ActionRunner } from '../engine/actions.ts';
 import { ExpressionSandbox } from '../engine/flow/sandbox.ts';
@@ -81,6 +82,7 @@ export class Platform {
     private readonly parts: {
       worker?: RunWorker;
       ticks?: TickWorker;
+      reconciler?: QueueReconciler;
       logPruning?: NodeJS.Timeout;
       schedules: FlowSchedules;
       sandbox: ExpressionSandbox;
@@ -126,6 +128,7 @@ export class Platform {
     let worker: RunWorker | undefined;
     let ticks: TickWorker | undefined;
     let logPruning: NodeJS.Timeout | undefined;
+    let reconciler: QueueReconciler | undefined;
     if (roles.worker) {
       const flows = new CompiledFlowCache(workerStore, compile);
       const executor = new Executor({
@@ -141,6 +144,10 @@ export class Platform {
       ticks = new TickWorker(workerStore, queue, schedules, { connection: redisOptions(config.redisUrl, 'worker'), prefix: config.redisPrefix, logger });
       await ticks.start();
       logPruning = pruneRunLogsHourly(workerStore, config.runLogRetentionDays, logger);
+      reconciler = new QueueReconciler(queue.queue, workerStore, {
+        graceMs: Math.max(config.workerLockMs, 2 * ENQUEUE_TIMEOUT_MS), intervalMs: 2 * config.workerStalledIntervalMs, logger, metrics,
+      });
+      reconciler.start();
     }
 
     let server: http.Server | undefined;
@@ -163,7 +170,7 @@ export class Platform {
     if (lock) adminSocket = await serveAdminSocket(storeAdmin(store), config.dataDir);
     // A worker without the API exports its metrics on a port of its own, when one is set.
     const metricsServer = !roles.api && config.metricsPort !== undefined ? await serveMetrics(metrics, store, verifier, config) : undefined;
-    return new Platform(config, store, queue, logger, url, { worker, ticks, logPruning, schedules, sandbox: compile.sandbox, server, adminSocket, metricsServer, redisChild, lock });
+    return new Platform(config, store, queue, logger, url, { worker, ticks, reconciler, logPruning, schedules, sandbox: compile.sandbox, server, adminSocket, metricsServer, redisChild, lock });
   }
 
   /** The job schedulers of scheduled flows. */
@@ -173,10 +180,11 @@ export class Platform {
 
   /** Graceful stop: no new requests or jobs, in-flight work finished (or released after the grace period). */
   async close() {
-    const { worker, ticks, logPruning, schedules, sandbox, server, adminSocket, metricsServer, redisChild, lock } = this.parts;
+    const { worker, ticks, reconciler, logPruning, schedules, sandbox, server, adminSocket, metricsServer, redisChild, lock } = this.parts;
     clearInterval(logPruning);
     await Promise.all([closeServer(server), closeServer(adminSocket), closeServer(metricsServer)]);
     await ticks?.close();
+    await reconciler?.close();
     await worker?.close(this.config.shutdownGraceMs);
     await Promise.all([this.queue.close(), schedules.close()]);
     sandbox.close();

@@ -55,6 +55,12 @@ export async function withinEnqueueTimeout<T>(call: Promise<T>, what: string): P
   }
 }
 
+/**
+ * A job whose worker died is taken over (its completed nodes are not run again) this many times; the
+ * next loss fails it (and the queue reconciler ends its run): a job that keeps killing its workers.
+ */
+export const MAX_STALLED_COUNT = 3;
+
 /** How long a run waits when its tenant is at its concurrency limit (with jitter). */
 const TENANT_BUSY_DELAY_MS = 500;
 
@@ -114,9 +120,7 @@ export class RunWorker {
       concurrency: options.concurrency,
       lockDuration: options.lockDurationMs,
       stalledInterval: options.stalledIntervalMs,
-      // A job whose worker died is taken over (its completed nodes are not run again); only a job
-      // that keeps killing its workers is given up.
-      maxStalledCount: 3,
+      maxStalledCount: MAX_STALLED_COUNT,
       autorun: false,
     });
     if (options.tenantConcurrency > 0) {

@@ -154,6 +154,11 @@ export interface Store {
   listRunLogs(tenantId: string, filter: RunLogFilter, page: PageRequest): Promise<Page<RunLog>>;
   /** Delete log lines older than `before`, of every tenant; returns how many. */
   pruneRunLogs(before: string): Promise<number>;
+  /**
+   * Unfinished runs (queued, running, waiting) of every tenant created before `createdBefore`, oldest
+   * first, after the cursor: what the queue reconciler checks against the queue's jobs.
+   */
+  listUnfinishedRuns(createdBefore: string, after: UnfinishedRunCursor | undefined, limit: number): Promise<UnfinishedRun[]>;
 
   /** Saves the action as its next version (1 for a new name). */
   putAction(tenantId: string, action: Pick<TenantAction, 'name' | 'description' | 'expression' | 'inputSchema' | 'outputSchema'>): Promise<TenantAction>;
@@ -335,3 +340,13 @@ export interface RunState {
   /** `$platform`: the tenant's override of each name, else the platform's value. */
   platform: Record<string, unknown>;
 }
+
+/** A run the queue reconciler checks, and where the next look continues. */
+export interface UnfinishedRun {
+  tenantId: string;
+  id: string;
+  status: 'queued' | 'running' | 'waiting';
+  createdAt: string;
+}
+
+export type UnfinishedRunCursor = Pick<UnfinishedRun, 'createdAt' | 'id'>;

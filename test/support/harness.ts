@@ -202,9 +202,9 @@ export async function eventually<T>(probe: () => Promise<T>, limitMs = 60_000): 
   }
 }
 
-/** `tributary worker` as its own OS process on a platform's store and Redis; `ready` resolves once it consumes. */
-export function spawnWorker(config: Config, env: Record<string, string> = {}): { child: ChildProcess; ready: Promise<void> } {
-  const child = spawn(process.execPath, ['bin/tributary.js', 'worker'], {
+/** `tributary worker` (or another worker command) as its own OS process on a platform's store and Redis; `ready` resolves once it consumes. */
+export function spawnWorker(config: Config, env: Record<string, string> = {}, command = ['bin/tributary.js', 'worker']): { child: ChildProcess; ready: Promise<void> } {
+  const child = spawn(process.execPath, command, {
     env: {
       ...process.env, DATABASE_URL: config.databaseUrl, DATABASE_SCHEMA: config.databaseSchema, SECRETS_KEY: config.secretsKey,
       REDIS_URL: config.redisUrl, REDIS_PREFIX: config.redisPrefix, LOG_LEVEL: 'warn', ...env,

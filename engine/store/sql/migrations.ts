@@ -290,6 +290,12 @@ export const migrations: Array<{ version: number; name: string; sql: string }> =
       );
     `,
   },
+  {
+    version: 10,
+    name: 'unfinished runs',
+    // The queue reconciler's look-up across tenants: small, as only unfinished runs are in it.
+    sql: `create index runs_unfinished on runs (created_at, id) where status in ('queued', 'running', 'waiting');`,
+  },
 ];
 
 /**

@@ -5,7 +5,7 @@ import type {
   AcceptedMessage, BlockedTopic, HeldFilter, MessageFilter, MessageInfo, Batch, BatchStatus, BatchTask, Client, Destination, IncrementalField, NewBatch, NewBatchTask, Flow, FlowVersion, Message, NewMessage, Page, PageRequest, Run, RunOutcome, RunReads, RunState, RunStatus, SecretInfo,
   NewDestination, SigningKey, Step, Store, Tenant, Variable,
 } from '../port.ts';
-import { isTerminal, messageStatuses, runStatuses, type Backlog, type TenantAction, type RunLogAppend, type RunLog, type RunLogFilter, type DataDocument, type DataSpace, type PlatformScope, type Statistics, type StatisticsRequest, type UserSettings } from '../port.ts';
+import { isTerminal, messageStatuses, runStatuses, type Backlog, type TenantAction, type RunLogAppend, type RunLog, type RunLogFilter, type DataDocument, type DataSpace, type PlatformScope, type Statistics, type StatisticsRequest, type UserSettings, type UnfinishedRun, type UnfinishedRunCursor } from '../port.ts';
 import { idAt } from '../../ids.ts';
 import type { SqlDriver } from './driver.ts';
 import { migrate } from './migrations.ts';
@@ -19,6 +19,7 @@ const iso = (value: unknown): string => (value instanceof Date ? value.toISOStri
 const isoOrNull = (value: unknown): string | null => (value === null || value === undefined ? null : iso(value));
 const json = (value: unknown): string => JSON.stringify(value ?? null);
 const TERMINAL = `('succeeded','failed','filtered','skipped','cancelled')`;
+const UNFINISHED = `('queued','running','waiting')`;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** Ids are UUIDs: anything else names no record (and must not reach a uuid column as an error). */
@@ -1053,6 +1054,16 @@ export class SqlStore implements Store {
   async pruneRunLogs(before: string) {
     const [row] = await this.db.query('with gone as (delete from run_logs where logged_at < $1 returning 1) select count(*) as n from gone', [before]);
     return Number(row.n);
+  }
+
+  async listUnfinishedRuns(createdBefore: string, after: UnfinishedRunCursor | undefined, limit: number): Promise<UnfinishedRun[]> {
+    const rows = await this.db.query(
+      `select tenant_id, id, status, created_at from runs
+        where status in ${UNFINISHED} and created_at < $1 and ($2::timestamptz is null or (created_at, id) > ($2::timestamptz, $3::uuid))
+        order by created_at, id limit $4`,
+      [createdBefore, after?.createdAt ?? null, after?.id ?? null, limit],
+    );
+    return rows.map((row) => ({ tenantId: row.tenant_id, id: row.id, status: row.status, createdAt: iso(row.created_at) }));
   }
 
   async putAction(tenantId: string, action: Pick<TenantAction, 'name' | 'description' | 'expression' | 'inputSchema' | 'outputSchema'>) {

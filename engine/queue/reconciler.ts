@@ -1,0 +1,85 @@
+import { Job, type Queue } from 'bullmq';
+import type { Logger } from 'pino';
+import type { ErrorRecord } from '../errors.ts';
+import type { EngineMetrics } from '../metrics.ts';
+import type { Store, UnfinishedRunCursor } from '../store/port.ts';
+import { MAX_STALLED_COUNT, type RunJobData } from './run-queue.ts';
+
+/** Job states in which the job will still run (or is running): its run is in hand. */
+const IN_HAND = new Set(['waiting', 'active', 'delayed', 'prioritized', 'waiting-children', 'paused']);
+const PAGE = 200;
+
+export interface ReconcilerOptions {
+  /** A run younger than this is left alone: intake stores a run before it enqueues it. */
+  graceMs: number;
+  intervalMs: number;
+  logger: Logger;
+  metrics: EngineMetrics;
+}
+
+/**
+ * Ends the runs whose jobs left the queue without recording an outcome, so no run stays `running`
+ * for ever: a job BullMQ failed because it kept killing its worker (it fails such jobs itself, and
+ * no worker hears of it), a job whose last worker died while failing it, a job removed from the
+ * queue (`clean`, an operator). Each such run ends `failed` with the reason, and can be replayed.
+ * Every worker process runs one; ending a run twice is harmless (a finished run keeps its outcome).
+ */
+export class QueueReconciler {
+  private cursor?: UnfinishedRunCursor;
+  private timer?: NodeJS.Timeout;
+  private sweeping?: Promise<number>;
+
+  constructor(private readonly queue: Queue<RunJobData>, private readonly store: Store, private readonly options: ReconcilerOptions) {}
+
+  start() {
+    this.timer = setInterval(() => void this.sweep(), this.options.intervalMs).unref();
+  }
+
+  async close() {
+    clearInterval(this.timer);
+    await this.sweeping;
+  }
+
+  /** One look at a page of unfinished runs; returns how many it ended. */
+  sweep(): Promise<number> {
+    this.sweeping ??= this.sweepPage()
+      .catch((error) => {
+        this.options.logger.warn({ err: error }, 'could not reconcile runs with the queue');
+        return 0;
+      })
+      .finally(() => (this.sweeping = undefined));
+    return this.sweeping;
+  }
+
+  private async sweepPage(): Promise<number> {
+    const before = new Date(Date.now() - this.options.graceMs).toISOString();
+    const runs = await this.store.listUnfinishedRuns(before, this.cursor, PAGE);
+    // The next look goes on from here; after the last page it starts over.
+    this.cursor = runs.length === PAGE ? runs[runs.length - 1] : undefined;
+    let ended = 0;
+    for (const run of runs) {
+      const state = await this.queue.getJobState(run.id);
+      if (IN_HAND.has(state)) continue;
+      const job = state === 'failed' ? await Job.fromId<RunJobData>(this.queue, run.id) : undefined;
+      const error = jobLostError(job?.failedReason);
+      if (!(await this.store.saveProgress(run.tenantId, run.id, [], { status: 'failed', error }))) continue;
+      ended++;
+      this.options.metrics.runAttempt(run.tenantId, 'failed', 0);
+      this.options.logger.warn({ tenantId: run.tenantId, runId: run.id, jobState: state, reason: error.message }, 'run failed: its job left the queue');
+    }
+    return ended;
+  }
+}
+
+/** Why a run failed whose job BullMQ failed (or that is no longer in the queue at all). */
+export function jobLostError(failedReason: string | undefined): ErrorRecord {
+  if (failedReason === undefined) return { kind: 'permanent', message: 'its job left the queue without an outcome (removed from the queue); replay the message to run it again' };
+  if (/stalled more than allowable limit/.test(failedReason)) {
+    return {
+      kind: 'permanent',
+      message: `crashed the worker ${MAX_STALLED_COUNT + 1} times: each worker running it died or stopped answering `
+        + '(a crash, an out-of-memory kill, or its event loop blocked past WORKER_LOCK_MS); it is not tried again',
+    };
+  }
+  return { kind: 'permanent', message: `its job failed in the queue: ${failedReason}` };
+}
