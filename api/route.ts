@@ -73,9 +73,9 @@ export function mountRoutes(routes: RouteSpec[], verifier: TokenVerifier, store:
   const router = Router();
   for (const route of routes) {
     const validators = {
-      params: route.params && new SchemaValidator(route.params, 'path parameters', { coerce: true }),
-      query: route.query && new SchemaValidator(route.query, 'query parameters', { coerce: true }),
-      body: route.body && new SchemaValidator(route.body, 'request body'),
+      params: route.params && new SchemaValidator(route.params, 'path parameters', { coerce: true, storable: true }),
+      query: route.query && new SchemaValidator(route.query, 'query parameters', { coerce: true, storable: true }),
+      body: route.body && new SchemaValidator(route.body, 'request body', { storable: true }),
     };
     router[route.method](route.path.replace(/\{(\w+)\}/g, ':$1'), async (req: Request, res: Response) => {
       const principal = await verifier.verify(req.get('authorization'));

@@ -17,6 +17,7 @@ const tokenRequest = new SchemaValidator<{ grant_type: string; client_id: string
     },
   },
   'token request',
+  { storable: true },
 );
 
 /** OAuth error codes (RFC 6749 §5.2) ride along in the problem as `error`. */

@@ -1,6 +1,7 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { ValidationError, type FieldError } from './errors.ts';
+import { unstorableStrings } from './json-text.ts';
 
 // ajv-formats is published as CommonJS; under NodeNext its default export is the module object.
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
@@ -32,16 +33,48 @@ export function fieldErrors(errors: ErrorObject[] | null | undefined, prefix = '
   });
 }
 
+/** The integers the store keeps (PostgreSQL `integer`). */
+export const STORE_INTEGER = { minimum: -2_147_483_648, maximum: 2_147_483_647 } as const;
+
+/** The schema with every integer bounded to what the store keeps, where it sets no tighter bound. */
+export function withStoreBounds(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(withStoreBounds);
+  if (schema === null || typeof schema !== 'object') return schema;
+  const bounded: Record<string, unknown> = Object.fromEntries(Object.entries(schema).map(([key, value]) => [key, key === 'default' || key === 'examples' || key === 'enum' || key === 'const' ? value : withStoreBounds(value)]));
+  const type = bounded.type;
+  if (type === 'integer' || (Array.isArray(type) && type.includes('integer'))) {
+    bounded.minimum ??= STORE_INTEGER.minimum;
+    bounded.maximum ??= STORE_INTEGER.maximum;
+  }
+  return bounded;
+}
+
+export interface ValidatorOptions {
+  /** Text (query strings, path parameters): `?first=10` becomes a number. */
+  coerce?: boolean;
+  /**
+   * What the caller sends to be kept or looked up (request params, queries and bodies): strings
+   * without NUL or lone surrogates, integers within the store's. The one place such input is checked.
+   */
+  storable?: boolean;
+}
+
 /** A compiled schema that either returns the typed value or throws a ValidationError listing every bad field. */
 export class SchemaValidator<T> {
   private readonly validateFn: ValidateFunction;
-  constructor(readonly schema: object, private readonly what: string, options: { coerce?: boolean } = {}) {
-    this.validateFn = (options.coerce ? coercingAjv : ajv).compile(schema);
+  readonly schema: object;
+  private readonly storable: boolean;
+
+  constructor(schema: object, private readonly what: string, options: ValidatorOptions = {}) {
+    this.storable = options.storable ?? false;
+    this.schema = this.storable ? (withStoreBounds(schema) as object) : schema;
+    this.validateFn = (options.coerce ? coercingAjv : ajv).compile(this.schema);
   }
 
   validate(value: unknown, prefix = '$'): T {
-    if (this.validateFn(value)) return value as T;
-    throw new ValidationError(`Invalid ${this.what}`, fieldErrors(this.validateFn.errors, prefix));
+    const unstorable = this.storable ? unstorableStrings(value, prefix) : [];
+    if (unstorable.length === 0 && this.validateFn(value)) return value as T;
+    throw new ValidationError(`Invalid ${this.what}`, unstorable.length > 0 ? unstorable : fieldErrors(this.validateFn.errors, prefix));
   }
 
   errors(value: unknown, prefix = '$'): FieldError[] {

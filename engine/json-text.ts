@@ -1,4 +1,4 @@
-import { permanent } from './errors.ts';
+import { permanent, type FieldError } from './errors.ts';
 
 /** Deepest nesting accepted in stored JSON (webhook bodies, API values). */
 export const MAX_JSON_DEPTH = 100;
@@ -66,4 +66,32 @@ export function storableJson(value: unknown): { text: string; value: unknown } {
   if (text === undefined) return { text: 'null', value: null };
   text = text.replace(UNSTORABLE_ESCAPE, '$1\\ufffd');
   return { text, value: JSON.parse(text) };
+}
+
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** Why a string cannot be stored, if it cannot: NUL, or a lone surrogate. */
+export function unstorableString(text: string): string | undefined {
+  if (text.includes('\0')) return 'contains the character \\u0000, which cannot be stored';
+  if (LONE_SURROGATE.test(text)) return 'contains a lone surrogate (half of a UTF-16 pair), which cannot be stored';
+  return undefined;
+}
+
+/** Every string (key or value) in a parsed value that cannot be stored, each with its JSON path; at most 20. */
+export function unstorableStrings(value: unknown, path = '$', found: FieldError[] = []): FieldError[] {
+  if (found.length >= 20) return found;
+  if (typeof value === 'string') {
+    const reason = unstorableString(value);
+    if (reason) found.push({ path, message: reason });
+  } else if (Array.isArray(value)) {
+    value.forEach((item, index) => unstorableStrings(item, `${path}[${index}]`, found));
+  } else if (value !== null && typeof value === 'object') {
+    for (const [key, item] of Object.entries(value)) {
+      const keyReason = unstorableString(key);
+      const at = `${path}[${JSON.stringify(key.replace(/[\0\ud800-\udfff]/g, '\ufffd'))}]`;
+      if (keyReason) found.push({ path: at, message: `its name ${keyReason}` });
+      else unstorableStrings(item, /^[A-Za-z_$][\w$]*$/.test(key) ? `${path}.${key}` : at, found);
+    }
+  }
+  return found;
 }

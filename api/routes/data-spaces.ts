@@ -9,6 +9,8 @@ export const MAX_BULK_DOCUMENTS = 1000;
 
 const spaceName = { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$' } as const;
 const documentKey = { type: 'string', minLength: 1, maxLength: 512 } as const;
+/** A document is any JSON but null: a document without a value is deleted instead. */
+const documentValue = { not: { type: 'null' }, description: 'Any JSON but null (delete the document instead).' } as const;
 const spaceParams = { type: 'object', required: ['name'], properties: { name: spaceName } } as const;
 const documentParams = { type: 'object', required: ['name', 'key'], properties: { name: spaceName, key: { ...documentKey, description: 'URL-encoded.' } } } as const;
 const writtenSchema = { type: 'object', required: ['created', 'updated'], properties: { created: { type: 'integer' }, updated: { type: 'integer' } } } as const;
@@ -57,7 +59,7 @@ export function dataSpaceRoutes({ store }: ApiContext) {
         properties: {
           documents: {
             type: 'array', minItems: 1, maxItems: MAX_BULK_DOCUMENTS,
-            items: { type: 'object', additionalProperties: false, required: ['key', 'value'], properties: { key: documentKey, value: {} } },
+            items: { type: 'object', additionalProperties: false, required: ['key', 'value'], properties: { key: documentKey, value: documentValue } },
           },
         },
       },
@@ -67,7 +69,7 @@ export function dataSpaceRoutes({ store }: ApiContext) {
     defineRoute({
       method: 'put', path: `${base}/{name}/documents/{key}`, tag: 'DataSpace', scope: 'dataspaces:write',
       summary: 'Create or replace a document', params: documentParams,
-      body: { type: 'object', additionalProperties: false, required: ['value'], properties: { value: { description: 'Any JSON.' } } },
+      body: { type: 'object', additionalProperties: false, required: ['value'], properties: { value: documentValue } },
       responses: { 200: { description: 'Replaced.', schema: dataDocumentSchema }, 201: { description: 'Created.', schema: dataDocumentSchema } },
       async handle({ tenantId, params, body }) {
         const { created } = await write(tenantId, params.name, [{ key: params.key, value: body.value }]);
