@@ -1,6 +1,8 @@
 import http from 'node:http';
 import { gzipSync } from 'node:zlib';
+import { importJWK, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Keyring } from '../engine/secrets/keyring.ts';
 import { createClientCredentials } from '../api/auth/clients.ts';
 import { seedTags } from '../api/route.ts';
 import { flowDocumentSchema } from '../engine/flow/schema.ts';
@@ -87,6 +89,17 @@ describe('authentication and authorization on every route', () => {
     const tenantA = await operator.call('GET', '/api/v1/tenants/tenant-a', undefined, { tenant_id: '' });
     expect(tenantA.status).toBe(200);
     expect(tenantA.body).toMatchObject({ id: 'tenant-a', status: 'active' });
+  });
+
+  it('refuses a token signed with the right key but without exp, or not yet valid', async () => {
+    const [stored] = await env.platform.store.listSigningKeys();
+    const key = await importJWK(JSON.parse(Keyring.parse(env.config.secretsKey!).open(stored.sealedPrivateJwk, 'signing-key')), 'ES256');
+    const token = (claims: (jwt: SignJWT) => SignJWT) => claims(new SignJWT({ scope: 'flows:read', tenant_id: 'tenant-a' })
+      .setProtectedHeader({ alg: 'ES256', kid: stored.kid }).setIssuer(env.config.authIssuer).setAudience(env.config.authAudience).setIssuedAt()).sign(key);
+    const call = async (jwt: string) => (await fetch(`${env.url}/api/v1/flows`, { headers: { authorization: `Bearer ${jwt}`, tenant_id: 'tenant-a' } })).status;
+    expect(await call(await token((jwt) => jwt.setExpirationTime('1h')))).toBe(200);
+    expect(await call(await token((jwt) => jwt))).toBe(401);
+    expect(await call(await token((jwt) => jwt.setExpirationTime('1h').setNotBefore('30m')))).toBe(401);
   });
 
   it('refuses wrong client secrets and unknown grant types at the token endpoint', async () => {

@@ -33,7 +33,10 @@ export class TokenVerifier {
     this.jwks ??= createRemoteJWKSet(this.options.jwksUrl(), { cooldownDuration: 30_000, timeoutDuration: 5000 });
     let payload: JWTPayload;
     try {
-      ({ payload } = await jwtVerify(match[1], this.jwks, { issuer: this.options.issuer, audience: this.options.audience, algorithms: ['ES256', 'RS256'] }));
+      // A token without an expiry would be valid for ever: `exp` is required (`nbf` is honoured when present).
+      ({ payload } = await jwtVerify(match[1], this.jwks, {
+        issuer: this.options.issuer, audience: this.options.audience, algorithms: ['ES256', 'RS256'], requiredClaims: ['exp'],
+      }));
     } catch (error) {
       if (error instanceof errors.JWTExpired) throw unauthorized('the token has expired');
       if (error instanceof errors.JOSEError && !(error instanceof errors.JWKSTimeout)) throw unauthorized('the token is not valid');

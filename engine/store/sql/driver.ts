@@ -18,3 +18,41 @@ export function assertIdentifier(name: string): string {
   if (!/^[a-z_][a-z0-9_]{0,62}$/.test(name)) throw new Error(`not a valid schema name: ${name}`);
   return name;
 }
+
+/**
+ * A statement the database refused, told by what it is (its verb and table), PostgreSQL's code and
+ * the names involved: never the values it was sent, nor the row it met (PostgreSQL's `detail` and
+ * quoted values can hold webhook bodies and variable values, which must not reach a log).
+ */
+export class StatementError extends Error {
+  override readonly name = 'StatementError';
+  readonly constraint?: string;
+  readonly table?: string;
+  readonly column?: string;
+
+  constructor(
+    readonly statement: string,
+    /** SQLSTATE, e.g. 23505 for a unique violation. */
+    readonly code: string,
+    names: { constraint?: string; table?: string; column?: string },
+    reason: string,
+  ) {
+    super(`${statement}: ${reason} (SQLSTATE ${code}${names.constraint ? `, constraint ${names.constraint}` : ''})`);
+    Object.assign(this, names);
+  }
+}
+
+/** The database's refusal as a StatementError; any other failure (a lost connection) as it is. */
+export function refusedStatement(error: unknown, text: string): unknown {
+  const fields = error as { code?: unknown; message?: unknown; constraint?: string; table?: string; column?: string };
+  if (typeof fields?.code !== 'string' || !/^[0-9A-Z]{5}$/.test(fields.code)) return error;
+  const reason = String(fields.message ?? 'refused').replace(/"[^"]*"/g, '"…"');
+  return new StatementError(statementLabel(text), fields.code, { constraint: fields.constraint, table: fields.table, column: fields.column }, reason);
+}
+
+/** "insert into runs", "select from messages": enough to find the statement in the code. */
+function statementLabel(text: string): string {
+  const verb = /\b(insert into|update|delete from|select)\b/i.exec(text)?.[1]?.toLowerCase() ?? 'statement';
+  const table = verb === 'select' ? /\bfrom\s+([\w.]+)/i.exec(text)?.[1] : new RegExp(`${verb}\\s+([\\w.]+)`, 'i').exec(text)?.[1];
+  return table ? `${verb === 'select' ? 'select from' : verb} ${table}` : verb;
+}

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { assertIdentifier, type SqlDriver, type SqlExecutor } from './driver.ts';
+import { assertIdentifier, refusedStatement, type SqlDriver, type SqlExecutor } from './driver.ts';
 
 export interface PgDriverOptions {
   connectionString: string;
@@ -68,7 +68,7 @@ export class PgDriver implements SqlDriver {
     } catch (error) {
       // A statement PostgreSQL refused leaves the connection usable; any other failure discards it.
       client.release(error instanceof pg.DatabaseError ? undefined : (error as Error));
-      throw error;
+      throw refusedStatement(error, text);
     }
     client.release();
     return result.rows as Row[];
@@ -83,7 +83,13 @@ export class PgDriver implements SqlDriver {
     try {
       await client.query('begin');
       const result = await fn({
-        query: async <Row>(text: string, params?: unknown[]) => (await client.query(this.prepared(text, params))).rows as Row[],
+        query: async <Row>(text: string, params?: unknown[]) => {
+          try {
+            return (await client.query(this.prepared(text, params))).rows as Row[];
+          } catch (error) {
+            throw refusedStatement(error, text);
+          }
+        },
         exec: async (script: string) => void (await client.query(script)),
       });
       await client.query('commit');

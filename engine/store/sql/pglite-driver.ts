@@ -1,5 +1,5 @@
 import { Worker } from 'node:worker_threads';
-import { assertIdentifier, type SqlDriver, type SqlExecutor } from './driver.ts';
+import { assertIdentifier, refusedStatement, type SqlDriver, type SqlExecutor } from './driver.ts';
 import type { ThreadOptions, ThreadReply, ThreadRequest } from './pglite-thread.ts';
 
 type Lane = 'foreground' | 'background';
@@ -88,7 +88,7 @@ export class PgliteDriver implements SqlDriver {
     const id = scheduler.nextId++;
     if (scheduler.failure) return Promise.reject(scheduler.failure);
     return new Promise((resolve, reject) => {
-      scheduler.replies.set(id, { resolve, reject });
+      scheduler.replies.set(id, { resolve, reject: (error) => reject(refusedStatement(error, text ?? kind)) });
       this.thread.postMessage({ id, kind, text, params } satisfies ThreadRequest);
     });
   }

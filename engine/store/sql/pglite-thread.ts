@@ -12,7 +12,7 @@ export interface ThreadRequest {
   params?: unknown[];
 }
 
-/** A PostgreSQL error's fields (code, detail, constraint, ...) survive the crossing; its class does not. */
+/** A PostgreSQL error's code and names survive the crossing; its class, detail and the statement's values do not. */
 export type ThreadReply = { id: number; rows?: unknown[]; error?: Record<string, unknown> & { message: string } };
 
 export interface ThreadOptions {
@@ -37,8 +37,11 @@ async function execute(db: PGlite, request: ThreadRequest): Promise<unknown[] | 
   }
 }
 
-const errorFields = (error: unknown) =>
-  error instanceof Error ? { ...error, message: error.message } : { message: String(error) };
+const errorFields = (error: unknown) => {
+  if (!(error instanceof Error)) return { message: String(error) };
+  const { code, constraint, table, column } = error as Error & Record<string, unknown>;
+  return { message: error.message, code, constraint, table, column };
+};
 
 try {
   const db = await PGlite.create(dataDir);
