@@ -60,7 +60,9 @@ export const ordersImportList = defineOperation({
           if (toOperationError(error).kind === 'permanent') await batch.setStatus('failed');
           throw error;
         });
-        const added = await batch.add(records.map((record) => ({ key: `${record.Id}@${record.UpdatedAt}`, item: record })));
+        // One task per order in a batch: Shopify's updated_at has whole seconds, so an order changed in the
+        // second the poll started (after it) can come again on a later page; the next poll reads its new state.
+        const added = await batch.add(records.map((record) => ({ key: record.Id, item: record })));
         ctx.logger.info({ page: number, orders: records.length, newTasks: added }, `page ${number}: ${records.length} orders`);
         return { count: records.length, ...pageInfo };
       });

@@ -7,6 +7,9 @@ import {
 } from 'graphql';
 import { ADMIN_API_VERSIONS, adminSchema, type AdminApiVersion } from './shopify-admin-schema.ts';
 
+/** Shopify's timestamps are whole seconds (`2026-01-01T14:34:26Z`): so are the simulated shop's. */
+export const shopifyTime = (at = Date.now()) => new Date(Math.floor(at / 1000) * 1000).toISOString().replace('.000Z', 'Z');
+
 /**
  * A simulated Shopify shop: the Admin GraphQL API, answered from Shopify's real schema (every
  * query is validated against it, as Shopify does), with cost-based throttling, access tokens and
@@ -387,7 +390,7 @@ export class Shop {
       shopMoney: { amount: decimal(amount), currencyCode: currency },
       presentmentMoney: { amount: decimal(amount * presentment.rate), currencyCode: presentment.currency },
     });
-    const now = new Date().toISOString();
+    const now = shopifyTime();
     const order: Obj = {
       __typename: 'Order', ...newId('Order'), name: `#${1000 + this.orders.size + 1}`, createdAt: now, updatedAt: now, processedAt: now,
       currencyCode: currency, money,
@@ -464,7 +467,7 @@ export class Shop {
   /** Creates the refund (and its transaction) and returns it with the `refunds/create` webhook body Shopify would send. */
   createRefund(orderId: string, spec: RefundSpec): { refund: Obj; webhookBody: string } {
     const order = this.orders.get(orderId)!;
-    const now = new Date().toISOString();
+    const now = shopifyTime();
     const refundLineItems = (spec.lines ?? []).map(({ line, quantity, restockType }) => {
       const lineItem = order.lineItems[line];
       const subtotal = lineItem.price * quantity;
@@ -612,7 +615,7 @@ export class Shop {
   }
 
   private touch(order: Obj) {
-    order.updatedAt = new Date().toISOString();
+    order.updatedAt = shopifyTime();
   }
 
   private lineItem(spec: LineSpec, money: (amount: number) => Obj): Obj {
@@ -637,7 +640,7 @@ export class Shop {
   }
 
   private transaction(order: Obj, kind: 'SALE' | 'REFUND', amount: number, parent: Obj | null): Obj {
-    const now = new Date().toISOString();
+    const now = shopifyTime();
     const { id, legacyResourceId } = newId('OrderTransaction');
     return {
       __typename: 'OrderTransaction', id, legacyResourceId, kind, status: 'SUCCESS', errorCode: null, gateway: 'shopify_payments', formattedGateway: 'Shopify Payments',
