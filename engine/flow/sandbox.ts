@@ -47,8 +47,8 @@ const ENTRY = new URL('./sandbox-process.js', import.meta.url);
  */
 export class ExpressionSandbox {
   private readonly idle: SandboxProcess[] = [];
+  private readonly busy = new Set<SandboxProcess>();
   private readonly waiting: Evaluation[] = [];
-  private started = 0;
   private nextId = 1;
   private closed = false;
 
@@ -62,40 +62,31 @@ export class ExpressionSandbox {
     });
   }
 
-  /** Processes started so far (replacements included): for tests and metrics. */
-  get processesStarted(): number {
-    return this.started;
-  }
-
   close() {
     this.closed = true;
     for (const evaluation of this.waiting.splice(0)) evaluation.reject(retryable('the expression sandbox closed'));
-    for (const process of this.idle.splice(0)) process.kill();
-    for (const process of this.busy) process.kill();
+    for (const member of [...this.idle.splice(0), ...this.busy]) member.stop();
     this.busy.clear();
   }
 
-  private readonly busy = new Set<SandboxProcess>();
-
   private dispatch() {
     while (this.waiting.length > 0) {
-      let process = this.idle.pop();
+      let member = this.idle.pop();
       // A process that died while idle is dropped here.
-      while (process && !process.alive) process = this.idle.pop();
-      if (!process) {
+      while (member && !member.alive) member = this.idle.pop();
+      if (!member) {
         if (this.busy.size >= this.limits.processes) return;
-        process = new SandboxProcess(this.limits);
-        this.started++;
+        member = new SandboxProcess(this.limits);
       }
       const evaluation = this.waiting.shift()!;
-      this.busy.add(process);
-      process.run(evaluation).finally(() => {
-        this.busy.delete(process);
-        if (process.alive) this.idle.push(process);
+      const running = member;
+      this.busy.add(running);
+      running.run(evaluation).finally(() => {
+        this.busy.delete(running);
+        if (running.alive) this.idle.push(running);
         else if (!this.closed && this.idle.length === 0) {
           // A killed process is replaced at once, so the next evaluation does not wait for a start.
           this.idle.push(new SandboxProcess(this.limits));
-          this.started++;
         }
         this.dispatch();
       });
@@ -109,6 +100,7 @@ class SandboxProcess {
   private readonly ready: Promise<void>;
   private current?: Evaluation;
   private killedForTime = false;
+  private stopping = false;
   alive = true;
 
   constructor(private readonly limits: SandboxLimits) {
@@ -136,11 +128,14 @@ class SandboxProcess {
       this.alive = false;
       return evaluation.reject(error as Error);
     }
+    // It may have died between starting and now.
+    if (!this.alive) return evaluation.reject(retryable('an expression sandbox process ended before it could evaluate'));
     const { timeoutMs, maxDepth, maxResultBytes } = this.limits;
     return new Promise<void>((done) => {
       const timer = setTimeout(() => {
         this.killedForTime = true;
-        this.kill();
+        // Already gone (its exit not yet heard): the evaluation ends here all the same.
+        if (!this.kill()) this.onExit();
       }, timeoutMs);
       const finish = () => {
         clearTimeout(timer);
@@ -161,9 +156,16 @@ class SandboxProcess {
     });
   }
 
-  kill() {
+  /** Ends the process as its sandbox closes: what it was evaluating can be tried again. */
+  stop() {
+    this.stopping = true;
+    this.kill();
+  }
+
+  /** Whether a kill was sent: false when the process had already ended. */
+  kill(): boolean {
     this.alive = false;
-    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGKILL');
+    return this.child.exitCode === null && this.child.signalCode === null && this.child.kill('SIGKILL');
   }
 
   private answerLookup(evaluation: Evaluation, request: Extract<SandboxReply, { kind: 'lookup' }>) {
@@ -181,6 +183,7 @@ class SandboxProcess {
     this.alive = false;
     const evaluation = this.current;
     if (!evaluation) return;
+    if (this.stopping) return evaluation.reject(retryable('the expression sandbox closed'));
     evaluation.reject(this.killedForTime
       ? this.failure(evaluation.source, { limit: 'time', message: '' })
       : permanent(`expression stopped: it went past the memory limit of ${this.limits.memoryMb} MB (EXPRESSION_MEMORY_MB) or a size limit of the JavaScript engine (in ${evaluation.source})`));

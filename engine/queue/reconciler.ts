@@ -26,6 +26,13 @@ export interface ReconcilerOptions {
  */
 export class QueueReconciler {
   private cursor?: UnfinishedRunCursor;
+  /**
+   * Runs whose job was not in the queue at their last look. One is ended only when its job is still
+   * missing at the next look: a released or replayed run is marked queued just before its job is added.
+   */
+  private readonly missing = new Set<string>();
+  /** Runs looked at since the cursor last started over: a missing run not among them has ended. */
+  private readonly seen = new Set<string>();
   private timer?: NodeJS.Timeout;
   private sweeping?: Promise<number>;
 
@@ -54,18 +61,30 @@ export class QueueReconciler {
   private async sweepPage(): Promise<number> {
     const before = new Date(Date.now() - this.options.graceMs).toISOString();
     const runs = await this.store.listUnfinishedRuns(before, this.cursor, PAGE);
-    // The next look goes on from here; after the last page it starts over.
-    this.cursor = runs.length === PAGE ? runs[runs.length - 1] : undefined;
     let ended = 0;
     for (const run of runs) {
+      this.seen.add(run.id);
       const state = await this.queue.getJobState(run.id);
-      if (IN_HAND.has(state)) continue;
+      if (IN_HAND.has(state)) {
+        this.missing.delete(run.id);
+        continue;
+      }
+      if (state !== 'failed' && !this.missing.delete(run.id)) {
+        this.missing.add(run.id);
+        continue;
+      }
       const job = state === 'failed' ? await Job.fromId<RunJobData>(this.queue, run.id) : undefined;
       const error = jobLostError(job?.failedReason);
       if (!(await this.store.saveProgress(run.tenantId, run.id, [], { status: 'failed', error }))) continue;
       ended++;
       this.options.metrics.runAttempt(run.tenantId, 'failed', 0);
       this.options.logger.warn({ tenantId: run.tenantId, runId: run.id, jobState: state, reason: error.message }, 'run failed: its job left the queue');
+    }
+    // The next look goes on from here; after the last page it starts over.
+    this.cursor = runs.length === PAGE ? runs[runs.length - 1] : undefined;
+    if (!this.cursor) {
+      for (const id of this.missing) if (!this.seen.has(id)) this.missing.delete(id);
+      this.seen.clear();
     }
     return ended;
   }
