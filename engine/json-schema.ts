@@ -34,10 +34,10 @@ export function fieldErrors(errors: ErrorObject[] | null | undefined, prefix = '
 }
 
 /** The integers the store keeps (PostgreSQL `integer`). */
-export const STORE_INTEGER = { minimum: -2_147_483_648, maximum: 2_147_483_647 } as const;
+const STORE_INTEGER = { minimum: -2_147_483_648, maximum: 2_147_483_647 } as const;
 
 /** The schema with every integer bounded to what the store keeps, where it sets no tighter bound. */
-export function withStoreBounds(schema: unknown): unknown {
+function withStoreBounds(schema: unknown): unknown {
   if (Array.isArray(schema)) return schema.map(withStoreBounds);
   if (schema === null || typeof schema !== 'object') return schema;
   const bounded: Record<string, unknown> = Object.fromEntries(Object.entries(schema).map(([key, value]) => [key, key === 'default' || key === 'examples' || key === 'enum' || key === 'const' ? value : withStoreBounds(value)]));

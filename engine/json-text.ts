@@ -71,7 +71,7 @@ export function storableJson(value: unknown): { text: string; value: unknown } {
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 /** Why a string cannot be stored, if it cannot: NUL, or a lone surrogate. */
-export function unstorableString(text: string): string | undefined {
+function unstorableString(text: string): string | undefined {
   if (text.includes('\0')) return 'contains the character \\u0000, which cannot be stored';
   if (LONE_SURROGATE.test(text)) return 'contains a lone surrogate (half of a UTF-16 pair), which cannot be stored';
   return undefined;

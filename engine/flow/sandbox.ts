@@ -15,7 +15,7 @@ export interface SandboxLimits {
   processes: number;
 }
 
-export type SandboxBindings = Record<string, unknown>;
+type SandboxBindings = Record<string, unknown>;
 export type Lookup = (space: unknown, key: unknown) => Promise<unknown> | unknown;
 
 export type SandboxRequest =

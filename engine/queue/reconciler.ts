@@ -91,7 +91,7 @@ export class QueueReconciler {
 }
 
 /** Why a run failed whose job BullMQ failed (or that is no longer in the queue at all). */
-export function jobLostError(failedReason: string | undefined): ErrorRecord {
+function jobLostError(failedReason: string | undefined): ErrorRecord {
   if (failedReason === undefined) return { kind: 'permanent', message: 'its job left the queue without an outcome (removed from the queue); replay the message to run it again' };
   if (/stalled more than allowable limit/.test(failedReason)) {
     return {
