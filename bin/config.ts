@@ -70,7 +70,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     secretsKey: optional('SECRETS_KEY'),
     bodyLimitBytes: bytes('BODY_LIMIT', 1024 * 1024),
     // Runs mostly wait on outside systems: a worker keeps many in flight (and its store statements group them).
-    workerConcurrency: integer('WORKER_CONCURRENCY', 32, 1),
+    workerConcurrency: integer('WORKER_CONCURRENCY', 64, 1),
     tenantConcurrency: integer('TENANT_CONCURRENCY', 0),
     workerLockMs: integer('WORKER_LOCK_MS', 30_000, 1000),
     workerStalledIntervalMs: integer('WORKER_STALLED_INTERVAL_MS', 30_000, 1000),

@@ -261,7 +261,7 @@ export class RunPass {
       steps: this.outputs,
       // Created on first use: most operations never log.
       get logger() {
-        return (logger ??= (pass.runLog ??= new RunLogRecorder(pass.secretList)).wrap(pass.log().child({ nodeId: node.id }), node.id));
+        return (logger ??= (pass.runLog ??= new RunLogRecorder(pass.secretList)).wrap(pass.options.logger, () => pass.log().child({ nodeId: node.id }), node.id));
       },
       get signal() {
         return signal();

@@ -23,17 +23,25 @@ export class RunLogRecorder {
   constructor(private readonly secrets: readonly string[]) {}
 
   /**
-   * A logger that records what it is given, for `nodeId`, and passes it on to `logger` — both
-   * redacted of the run's secret values (pino's own redaction does not reach into messages).
+   * A logger that records what it is given, for `nodeId`, and passes it on to the logger `open`
+   * makes — both redacted of the run's secret values (pino's own redaction does not reach into
+   * messages). That logger is made on the first line written: operations often log at levels that
+   * are off, and a pino child per node of every run is a cost on the hot path. `levels` is the logger
+   * whose levels apply.
    */
-  wrap(logger: Logger, nodeId: string): Logger {
-    const recording = Object.create(logger) as Logger;
+  wrap(levels: Logger, open: () => Logger, nodeId: string): Logger {
+    let target: Logger | undefined;
+    const opened = () => (target ??= open());
+    const recording = Object.create(levels) as Logger;
+    recording.child = ((bindings, options) => opened().child(bindings, options)) as Logger['child'];
+    recording.bindings = () => opened().bindings();
     for (const level of LEVELS) {
       const kept = (RECORDED as readonly string[]).includes(level);
       recording[level] = ((...args: unknown[]) => {
-        if (!kept && !logger.isLevelEnabled(level)) return;
+        if (!kept && !levels.isLevelEnabled(level)) return;
         const { message, data } = this.redacted(args);
         if (kept && this.lines.length < LOG_LINES_PER_RUN) this.keep(nodeId, level as LogLevel, message, data);
+        const logger = opened();
         (logger[level] as (...rest: unknown[]) => void)(...(data === null ? [message] : [data, message]));
       }) as Logger['info'];
     }
