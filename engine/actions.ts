@@ -44,7 +44,7 @@ export function compileAction(action: Pick<TenantAction, 'name' | 'expression' |
       return undefined;
     }
     try {
-      return new SchemaValidator<unknown>(value, `${action.name} ${field === 'inputSchema' ? 'input' : 'output'}`);
+      return new SchemaValidator<unknown>(value, `${action.name} ${field === 'inputSchema' ? 'input' : 'output'}`, { tenant: true });
     } catch (error) {
       errors.push({ path: `${prefix}.${field}`, message: `is not a valid JSON Schema: ${(error as Error).message}` });
       return undefined;

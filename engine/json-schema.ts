@@ -1,5 +1,6 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
+import { RE2JS } from 're2js';
 import { ValidationError, type FieldError } from './errors.ts';
 import { unstorableStrings } from './json-text.ts';
 
@@ -10,6 +11,15 @@ const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 export const ajv = addFormats(new Ajv({ allErrors: true, strict: true, allowUnionTypes: true, useDefaults: true, coerceTypes: false }));
 /** For query strings and path parameters, which arrive as text: `?first=10` becomes a number. */
 const coercingAjv = addFormats(new Ajv({ allErrors: true, strict: true, allowUnionTypes: true, useDefaults: true, coerceTypes: true }));
+/**
+ * Tenants' schemas: their `pattern`s run on RE2 (linear time), so a pattern such as `^(a+)+$` cannot
+ * hold the process on a crafted string. Patterns RE2 lacks (lookaround, backreferences) are refused.
+ */
+const linearRegExp = Object.assign((pattern: string) => {
+  const compiled = RE2JS.compile(pattern);
+  return { test: (text: string) => compiled.test(text) };
+}, { code: 'linearRegExp' });
+const tenantAjv = addFormats(new Ajv({ allErrors: true, strict: true, allowUnionTypes: true, useDefaults: true, coerceTypes: false, code: { regExp: linearRegExp } }));
 
 /** Convert ajv's pointer-style paths into JSON paths (`$.nodes[1].config.url`). */
 export function jsonPath(instancePath: string, extra?: string): string {
@@ -57,6 +67,8 @@ export interface ValidatorOptions {
    * without NUL or lone surrogates, integers within the store's. The one place such input is checked.
    */
   storable?: boolean;
+  /** A schema a tenant wrote: its patterns run in linear time. */
+  tenant?: boolean;
 }
 
 /** A compiled schema that either returns the typed value or throws a ValidationError listing every bad field. */
@@ -68,7 +80,7 @@ export class SchemaValidator<T> {
   constructor(schema: object, private readonly what: string, options: ValidatorOptions = {}) {
     this.storable = options.storable ?? false;
     this.schema = this.storable ? (withStoreBounds(schema) as object) : schema;
-    this.validateFn = (options.coerce ? coercingAjv : ajv).compile(this.schema);
+    this.validateFn = (options.tenant ? tenantAjv : options.coerce ? coercingAjv : ajv).compile(this.schema);
   }
 
   validate(value: unknown, prefix = '$'): T {

@@ -87,6 +87,29 @@ describe('tenant expressions', () => {
   });
 });
 
+describe('tenant schemas', () => {
+  it('an action\'s pattern runs in linear time: a catastrophic pattern meets a crafted input without holding the process', async () => {
+    const path = '/api/v1/low-code-actions/actions/redos';
+    // Backtracking engines take exponential time on ^(a|aa)+$ against "a…a!": 2^(n/2) steps here.
+    const inputSchema = { type: 'object', properties: { code: { type: 'string', pattern: '^(a|aa)+$' } } };
+    expect((await mallory.call('PUT', path, { expression: 'code', inputSchema, outputSchema: {} })).status).toBe(201);
+    const answer = await testRun(mallory, {
+      ...transform('{{ 1 }}'),
+      nodes: [{ id: 'check', operation: 'action:redos', config: { input: { code: `${'a'.repeat(60)}!` } } }],
+      edges: [{ from: 'trigger', to: 'check' }],
+    });
+    expect(answer.body).toMatchObject({ status: 'failed', error: { kind: 'permanent', node: 'check', message: expect.stringContaining('must match pattern') } });
+  });
+
+  it('a pattern the linear engine cannot run (a backreference) is refused with its field\'s path', async () => {
+    const refused = await mallory.call('PUT', '/api/v1/low-code-actions/actions/backref', {
+      expression: 'code', inputSchema: { type: 'string', pattern: '(a)\\1' }, outputSchema: {},
+    });
+    expect(refused.status).toBe(400);
+    expect(refused.body.errors).toEqual([expect.objectContaining({ path: '$.body.inputSchema', message: expect.stringContaining('invalid escape sequence') })]);
+  });
+});
+
 describe('outputs', () => {
   it('$steps is plain data: a node may output every output before it', async () => {
     const document = {
