@@ -3,7 +3,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { pino, type Logger } from 'pino';
 import { createRequestListener, type Readiness } from '../api/app.ts';
-import { TokenIssuer } from '../api/auth/issuer.ts';
+import { publicSigningKeys, TokenIssuer } from '../api/auth/issuer.ts';
 import { TokenVerifier } from '../api/auth/verifier.ts';
 import type { CompileOptions } from '../engine/flow/compile.ts';
 import { Intake } from '../engine/intake.ts';
@@ -122,7 +122,7 @@ export class Platform {
     await maintenance.refresh();
     const verifier = new TokenVerifier({
       issuer: config.authIssuer, audience: config.authAudience,
-      jwksUrl: () => new URL(config.authJwksUrl ?? `${url}/.well-known/jwks.json`),
+      keys: config.authJwksUrl ? { jwksUrl: new URL(config.authJwksUrl) } : { stored: () => publicSigningKeys(store) },
     });
 
     let worker: RunWorker | undefined;

@@ -125,6 +125,40 @@ describe('authentication and authorization on every route', () => {
   });
 });
 
+describe('behind a proxy', () => {
+  it('verifies the embedded issuer\'s tokens in the process: a PUBLIC_URL the process cannot reach changes nothing', async () => {
+    const port = await freePort();
+    const proxied = await startTestPlatform('postgres', { api: true, worker: false }, { port, publicUrl: 'http://127.0.0.1:9' });
+    try {
+      expect(proxied.platform.url).toBe('http://127.0.0.1:9');
+      const acme = await proxied.tenant('acme');
+      expect((await acme.call('GET', '/api/v1/flows')).status).toBe(200);
+    } finally {
+      await proxied.close();
+    }
+  });
+
+  it('names AUTH_JWKS_URL when an external identity provider\'s keys cannot be fetched', async () => {
+    const external = await startTestPlatform('postgres', { api: true, worker: false }, { authJwksUrl: 'http://127.0.0.1:9/jwks.json' });
+    try {
+      const refused = await fetch(`${external.url}/api/v1/flows`, { headers: { authorization: `Bearer ${a.token}`, tenant_id: 'tenant-a' } });
+      expect(refused.status).toBe(503);
+      expect((await refused.json()).detail).toContain('AUTH_JWKS_URL (http://127.0.0.1:9/jwks.json)');
+    } finally {
+      await external.close();
+    }
+  });
+});
+
+/** A port nothing listens on now. */
+async function freePort(): Promise<number> {
+  const server = http.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
 describe('tenant isolation', () => {
   it('tenant B cannot read, change, publish, delete or trigger what tenant A owns', async () => {
     expect((await b.call('GET', `/api/v1/editable-flows/${flowA}`)).status).toBe(404);

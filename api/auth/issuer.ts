@@ -31,8 +31,7 @@ export class TokenIssuer {
 
   async jwks(): Promise<{ keys: JWK[] }> {
     await this.key();
-    const keys = await this.store.listSigningKeys();
-    return { keys: keys.map((key) => ({ ...key.publicJwk, kid: key.kid, alg: ALGORITHM, use: 'sig' }) as JWK) };
+    return { keys: await publicSigningKeys(this.store) };
   }
 
   private key() {
@@ -59,4 +58,10 @@ export class TokenIssuer {
     const jwk = JSON.parse(this.keyring.open(stored.sealedPrivateJwk, KEY_CONTEXT)) as JWK;
     return { kid: stored.kid, key: await importJWK(jwk, ALGORITHM) };
   }
+}
+
+/** The embedded issuer's public keys, as a JWKS lists them. */
+export async function publicSigningKeys(store: Pick<Store, 'listSigningKeys'>): Promise<JWK[]> {
+  const keys = await store.listSigningKeys();
+  return keys.map((key) => ({ ...key.publicJwk, kid: key.kid, alg: ALGORITHM, use: 'sig' }) as JWK);
 }

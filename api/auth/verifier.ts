@@ -1,4 +1,4 @@
-import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload } from 'jose';
+import { createLocalJWKSet, createRemoteJWKSet, errors, jwtVerify, type JWK, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import { HttpProblem } from '../problem.ts';
 import { operatorScope, type Scope } from './scopes.ts';
 
@@ -11,36 +11,70 @@ export interface Principal {
   scopes: ReadonlySet<string>;
 }
 
+/**
+ * Where the signing keys come from: an external identity provider's JWKS (`AUTH_JWKS_URL`), fetched
+ * over HTTP and cached; or the embedded issuer's public keys, read from the store. The embedded
+ * issuer's are never fetched over HTTP: behind a proxy or tunnel the process may not reach its own
+ * public URL.
+ */
+export type SigningKeys = { jwksUrl: URL } | { stored: () => Promise<JWK[]> };
+
 export interface VerifierOptions {
   issuer: string;
   audience: string;
-  /** Resolved on first use: the embedded issuer's JWKS URL is known only once the server listens. */
-  jwksUrl: () => URL;
+  keys: SigningKeys;
 }
 
 const unauthorized = (detail: string) =>
   new HttpProblem(401, 'Unauthorized', detail, { headers: { 'WWW-Authenticate': 'Bearer error="invalid_token"' } });
 
-/** Validates bearer JWTs against the issuer's JWKS (fetched over HTTP and cached, as for any identity provider). */
-export class TokenVerifier {
-  private jwks?: ReturnType<typeof createRemoteJWKSet>;
+/** A token naming a key not yet seen reloads the stored keys, at most this often (another process may have made one). */
+const STORED_KEYS_RELOAD_MS = 30_000;
 
-  constructor(private readonly options: VerifierOptions) {}
+/** The embedded issuer's public keys from the store, reloaded when a token names an unknown key. */
+function storedKeySet(load: () => Promise<JWK[]>): JWTVerifyGetKey {
+  let set: Promise<JWTVerifyGetKey> | undefined;
+  let loadedAt = 0;
+  const reload = () => {
+    loadedAt = Date.now();
+    set = load().then((keys) => createLocalJWKSet({ keys }));
+    set.catch(() => (set = undefined));
+    return set;
+  };
+  return async (header, token) => {
+    try {
+      return await (await (set ?? reload()))(header, token);
+    } catch (error) {
+      if (!(error instanceof errors.JWKSNoMatchingKey) || Date.now() - loadedAt < STORED_KEYS_RELOAD_MS) throw error;
+      return (await reload())(header, token);
+    }
+  };
+}
+
+/** Validates bearer JWTs against the identity provider's signing keys. */
+export class TokenVerifier {
+  private readonly keys: JWTVerifyGetKey;
+
+  constructor(private readonly options: VerifierOptions) {
+    const { keys } = options;
+    this.keys = 'jwksUrl' in keys ? createRemoteJWKSet(keys.jwksUrl, { cooldownDuration: 30_000, timeoutDuration: 5000 }) : storedKeySet(keys.stored);
+  }
 
   async verify(authorization: string | undefined): Promise<Principal> {
     const match = /^Bearer ([A-Za-z0-9._~+/-]+=*)$/i.exec(authorization ?? '');
     if (!match) throw unauthorized(authorization ? 'the Authorization header is not a bearer token' : 'an Authorization: Bearer <token> header is required');
-    this.jwks ??= createRemoteJWKSet(this.options.jwksUrl(), { cooldownDuration: 30_000, timeoutDuration: 5000 });
     let payload: JWTPayload;
     try {
       // A token without an expiry would be valid for ever: `exp` is required (`nbf` is honoured when present).
-      ({ payload } = await jwtVerify(match[1], this.jwks, {
+      ({ payload } = await jwtVerify(match[1], this.keys, {
         issuer: this.options.issuer, audience: this.options.audience, algorithms: ['ES256', 'RS256'], requiredClaims: ['exp'],
       }));
     } catch (error) {
       if (error instanceof errors.JWTExpired) throw unauthorized('the token has expired');
       if (error instanceof errors.JOSEError && !(error instanceof errors.JWKSTimeout)) throw unauthorized('the token is not valid');
-      throw new HttpProblem(503, 'Identity provider unavailable', 'the signing keys could not be fetched; try again', { headers: { 'Retry-After': '5' } });
+      const { keys } = this.options;
+      const source = 'jwksUrl' in keys ? `from AUTH_JWKS_URL (${keys.jwksUrl.href})` : 'from the store';
+      throw new HttpProblem(503, 'Identity provider unavailable', `the signing keys could not be read ${source}; try again`, { headers: { 'Retry-After': '5' } });
     }
     const scopes = new Set(typeof payload.scope === 'string' ? payload.scope.split(' ').filter(Boolean) : []);
     const operator = payload.operator === true && scopes.has(operatorScope);

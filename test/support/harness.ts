@@ -72,16 +72,18 @@ export async function startTestPlatform(
   const { logger, lines } = capturingLogger();
   const platform = await Platform.start(config, roles, { logger, operations: [...allOperations, ...extraOperations] });
   const admin = storeAdmin(platform.store);
+  // With a PUBLIC_URL (a proxy in front), tests talk to the process directly, as the proxy would.
+  const url = config.publicUrl ? `http://${config.host}:${config.port}` : platform.url;
   const clientFor = async (tenantId: string | undefined, request: { scopes?: string[]; operator?: boolean }) => {
     const credentials = await admin.createClient({ tenantId, ...request });
-    const token = await getToken(platform.url, credentials.client_id, credentials.client_secret);
-    return new ApiClient(platform.url, token, tenantId ?? '', credentials);
+    const token = await getToken(url, credentials.client_id, credentials.client_secret);
+    return new ApiClient(url, token, tenantId ?? '', credentials);
   };
   return {
     platform,
     config,
     lines,
-    url: platform.url,
+    url,
     tenant: async (id, scopes) => {
       await admin.createTenant({ id });
       return clientFor(id, { scopes });
