@@ -611,6 +611,11 @@ describe('LowCodeAction: tenant-defined actions', () => {
     const refused = await shop.call('POST', `/api/v1/editable-flows/${created.body.id}/publish`);
     expect(refused.status).toBe(400);
     expect(refused.body.errors).toEqual([expect.objectContaining({ path: '$.draft.nodes[0].operation', node: 'x' })]);
+    // Validation answers what publishing will: the same error, for the draft and for a document in the body.
+    const validated = await shop.call('POST', `/api/v1/editable-flows/${created.body.id}/validate`);
+    expect(validated.body).toEqual({ valid: false, errors: refused.body.errors });
+    const proposed = await shop.call('POST', `/api/v1/editable-flows/${created.body.id}/validate`, { document: { ...echo('missing'), nodes: [{ id: 'y', operation: 'action:net-amount', config: { version: 9 } }], edges: [{ from: 'trigger', to: 'y' }] } });
+    expect(proposed.body.errors).toEqual([expect.objectContaining({ path: '$.body.document.nodes[0].operation', message: expect.stringContaining('net-amount v9'), node: 'y' })]);
     const stranger = await env.tenant('stranger-a');
     expect((await stranger.call('GET', path)).status).toBe(404);
     const theirs = await stranger.call('POST', '/api/v1/editable-flows', { ...echo('net'), nodes: [{ id: 'x', operation: 'action:net-amount', config: {} }], edges: [{ from: 'trigger', to: 'x' }] });

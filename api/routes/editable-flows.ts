@@ -25,18 +25,19 @@ export function editableFlowRoutes(context: ApiContext) {
     const errors = check(document, prefix);
     if (errors.length > 0) throw new ValidationError('The flow document is not valid', errors);
   };
-  /** Every `action:<name>` node names an action (and version) the tenant has. */
-  const assertActionsExist = async (tenantId: string, document: FlowDocument) => {
-    const errors: FieldError[] = [];
-    for (const [index, node] of document.nodes.entries()) {
+  /** What publishing checks: the document, and that every `action:<name>` node names an action (and version) the tenant has. */
+  const publishErrors = async (tenantId: string, document: unknown, prefix: string): Promise<FieldError[]> => {
+    const errors = check(document, prefix);
+    if (errors.length > 0) return errors;
+    for (const [index, node] of (document as FlowDocument).nodes.entries()) {
       if (!node.operation.startsWith(ACTION_PREFIX)) continue;
       const version = (node.config as { version?: unknown } | undefined)?.version;
       const name = node.operation.slice(ACTION_PREFIX.length);
       if (!(await store.getAction(tenantId, name, typeof version === 'number' ? version : undefined))) {
-        errors.push({ path: `$.draft.nodes[${index}].operation`, message: `names no action of this tenant: ${name}${typeof version === 'number' ? ` v${version}` : ''}`, node: node.id });
+        errors.push({ path: `${prefix}.nodes[${index}].operation`, message: `names no action of this tenant: ${name}${typeof version === 'number' ? ` v${version}` : ''}`, node: node.id });
       }
     }
-    if (errors.length > 0) throw new ValidationError('The flow document is not valid', errors);
+    return errors;
   };
   const load = async (tenantId: string, id: string) => {
     const flow = await store.getFlow(tenantId, id);
@@ -105,7 +106,7 @@ export function editableFlowRoutes(context: ApiContext) {
     }),
     defineRoute({
       method: 'post', path: `${base}/{id}/validate`, tag: 'EditableFlow', scope: 'flows:read',
-      summary: 'Validate the draft, or the document in the body',
+      summary: 'Validate the draft, or the document in the body, as publishing would',
       params: idParams,
       body: { type: 'object', additionalProperties: false, properties: { document: { type: 'object' } } },
       responses: {
@@ -116,7 +117,7 @@ export function editableFlowRoutes(context: ApiContext) {
       },
       async handle({ tenantId, params, body }) {
         const document = body.document ?? (await load(tenantId, params.id)).draft;
-        const errors = check(document, body.document ? '$.body.document' : '$.draft');
+        const errors = await publishErrors(tenantId, document, body.document ? '$.body.document' : '$.draft');
         return { body: { valid: errors.length === 0, errors } };
       },
     }),
@@ -129,8 +130,8 @@ export function editableFlowRoutes(context: ApiContext) {
       responses: { 201: { description: 'The new version.', schema: flowVersionSchema } },
       async handle({ tenantId, params, body }) {
         const flow = await load(tenantId, params.id);
-        assertValid(flow.draft, '$.draft');
-        await assertActionsExist(tenantId, flow.draft as FlowDocument);
+        const errors = await publishErrors(tenantId, flow.draft, '$.draft');
+        if (errors.length > 0) throw new ValidationError('The flow document is not valid', errors);
         // Publish exactly the draft that was validated: a concurrent edit makes this a 409.
         const version = await store.publishFlow(tenantId, flow.id, body.revision ?? flow.revision, flow.draft as FlowDocument);
         await activeVersionChanged(context, tenantId, flow);
