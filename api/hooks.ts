@@ -83,7 +83,7 @@ async function readDelivery(req: IncomingMessage, res: ServerResponse, limit: nu
   } catch (error) {
     if (error instanceof BodyTooLargeError) {
       res.setHeader('connection', 'close');
-      throw new HttpProblem(413, 'Payload too large', `the body exceeds the limit of ${limit} bytes${error.stage === 'decoded' ? ' once decoded' : ''}`);
+      throw new HttpProblem(413, 'Payload too large', `the body exceeds the limit of ${limit} bytes${error.stage === 'decoded' ? ' once decoded' : ''} (BODY_LIMIT)`);
     }
     if (req.readableEnded) throw new HttpProblem(400, 'Invalid body', `the body is not valid ${encoding} data`, { errors: [{ path: '$.body', message: `is not valid ${encoding} data` }] });
     // The sender went away mid-body: there is nobody to answer.

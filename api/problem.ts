@@ -50,7 +50,7 @@ function toProblem(error: unknown): HttpProblem {
   }
   // body-parser's own errors carry a status and a type.
   const parser = error as { status?: number; type?: string; limit?: number };
-  if (parser.type === 'entity.too.large') return new HttpProblem(413, 'Payload too large', `the body exceeds the limit of ${parser.limit} bytes`);
+  if (parser.type === 'entity.too.large') return new HttpProblem(413, 'Payload too large', `the body exceeds the limit of ${parser.limit} bytes (BODY_LIMIT)`);
   if (parser.type === 'entity.parse.failed') return new HttpProblem(400, 'Malformed JSON', 'the body is not valid JSON');
   if (parser.type === 'encoding.unsupported' || parser.type === 'charset.unsupported') return new HttpProblem(415, 'Unsupported encoding');
   if (typeof parser.status === 'number' && parser.status >= 400 && parser.status < 500) return new HttpProblem(parser.status, 'Bad request');

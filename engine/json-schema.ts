@@ -38,7 +38,9 @@ export function fieldErrors(errors: ErrorObject[] | null | undefined, prefix = '
     const extra = error.keyword === 'required' ? String(error.params.missingProperty)
       : error.keyword === 'additionalProperties' ? String(error.params.additionalProperty) : undefined;
     const path = jsonPath(error.instancePath, extra);
-    const message = error.keyword === 'additionalProperties' ? 'is not a known field' : error.message ?? 'is invalid';
+    const message = error.keyword === 'additionalProperties' ? 'is not a known field'
+      : error.keyword === 'enum' ? `must be one of ${(error.params.allowedValues as unknown[]).map((value) => JSON.stringify(value)).join(', ')}`
+      : error.message ?? 'is invalid';
     return { path: prefix + path.slice(1), message };
   });
 }

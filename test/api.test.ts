@@ -205,6 +205,9 @@ describe('request validation', () => {
     expect(wrongType.status).toBe(415);
     const tooLarge = await raw('/api/v1/global-variables/BIG', { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ value: 'x'.repeat(70_000) }) });
     expect(tooLarge.status).toBe(413);
+    expect((await tooLarge.json()).detail).toContain('BODY_LIMIT');
+    const badEnum = await raw('/api/v1/runs?status=nope', { method: 'GET' });
+    expect((await badEnum.json()).errors).toEqual([{ path: '$.query.status', message: expect.stringContaining('"running"') }]);
     for (const path of ['/api/v1/runs/%00', '/api/v1/runs?first=0', '/api/v1/runs?first=abc', '/api/v1/runs?after=%%%', '/api/v1/flows/1/versions/x', '/api/v1/runs?status=nope']) {
       const response = await raw(path, { method: 'GET' });
       expect(response.status, path).toBeGreaterThanOrEqual(400);
@@ -225,6 +228,7 @@ describe('request validation', () => {
     expect((await fetch(`${env.url}/hooks/tenant-a/orders-to-erp?x=%00`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).status).toBe(400);
     const bigHook = await fetch(`${env.url}/hooks/tenant-a/orders-to-erp`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ x: 'y'.repeat(70_000) }) });
     expect(bigHook.status).toBe(413);
+    expect((await bigHook.json()).detail).toContain('BODY_LIMIT');
   });
 
   it('takes a flow URL\'s body gzipped, names each delivery by request id, and refuses what it cannot read', async () => {
