@@ -1,32 +1,66 @@
 import { parseArgs } from 'node:util';
 import { socketAdmin, storeAdmin, type AdminCommands } from './admin.ts';
 import { loadConfig, type Config } from './config.ts';
-import { DataDirLock } from './data-dir.ts';
+import { DataDirLock, embeddedStoreExists } from './data-dir.ts';
 import { openStore, Platform, VERSION, type Roles } from './platform.ts';
 import { DASHBOARD_PATH } from '../api/dashboard.ts';
+import { allTenantScopes, operatorScope } from '../api/auth/scopes.ts';
+
+const STORE_VARIABLES = `The store is PostgreSQL at DATABASE_URL when it is set, else the embedded one under DATA_DIR
+(default ./data). Other settings come from the environment: see docs/configuration.md.`;
+
+/** Each command: how it is called, what it does, and its own --help. */
+const COMMANDS = {
+  serve: {
+    usage: 'serve',
+    summary: 'API and worker in one process (the default; npm start)',
+    help: `Serves the API, the flow URLs and the dashboard, and works off runs, in one process. Without
+DATABASE_URL it keeps its data under DATA_DIR (created on first start) and starts redis-server when
+nothing answers at REDIS_URL.`,
+  },
+  api: { usage: 'api', summary: 'API only (needs DATABASE_URL)', help: 'Serves the API and flow URLs; runs are worked off by `tributary worker` processes.' },
+  worker: { usage: 'worker', summary: 'worker only (needs DATABASE_URL)', help: 'Works off runs and schedules; serves GET /metrics on METRICS_PORT when it is set.' },
+  migrate: {
+    usage: 'migrate',
+    summary: 'create or upgrade the store, then exit',
+    help: 'Applies the database migrations (every process also does so on start, under a lock).',
+  },
+  tenant: {
+    usage: 'tenant create <id> [--name <name>]',
+    summary: 'create a tenant',
+    help: `Creates a tenant: <id> is 1-63 lower-case letters, digits or -. Works against the running
+server's embedded store (through its admin socket) or PostgreSQL; it never creates a store.`,
+  },
+  client: {
+    usage: 'client create (--tenant <id> [--scope <scope>]... | --operator)',
+    summary: 'create OAuth client credentials (printed once)',
+    help: `Creates client credentials for the token endpoint, printed once as JSON.
+  --tenant <id>     a client of one tenant, with every tenant scope unless --scope narrows them
+  --scope <scope>   repeatable: ${allTenantScopes.join(', ')}
+  --operator        an operator client (scope ${operatorScope}): the dashboard and the platform routes
+It never creates a store.`,
+  },
+} as const;
+
+type Command = keyof typeof COMMANDS;
 
 const USAGE = `tributary ${VERSION}: multi-tenant integration runtime
 
-Usage: tributary <command> [options]
-  serve                      API and worker in one process (default; npm start)
-  api                        API only (needs DATABASE_URL)
-  worker                     worker only (needs DATABASE_URL)
-  migrate                    apply database migrations and exit
-  tenant create <id> [--name <name>]
-  client create --tenant <id> [--scope <scope>]... | --operator
-Configuration is read from the environment: see README.md.`;
+Usage: tributary <command> [options]        tributary <command> --help
+${Object.values(COMMANDS).map(({ usage, summary }) => `  ${usage.length < 36 ? usage.padEnd(36) : `${usage}\n${' '.repeat(38)}`}${summary}`).join('\n')}
+  --version
+
+${STORE_VARIABLES}`;
+
+const commandHelp = (command: Command) => `Usage: tributary ${COMMANDS[command].usage}\n\n${COMMANDS[command].help}\n\n${STORE_VARIABLES}`;
 
 async function main(argv: string[]) {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      name: { type: 'string' }, tenant: { type: 'string' }, scope: { type: 'string', multiple: true },
-      operator: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
-    },
-  });
+  const { values, positionals } = parseCommandLine(argv);
   const [command = 'serve', subcommand, argument] = positionals;
-  if (values.help || command === 'help') return void console.log(USAGE);
+  if (values.version) return void console.log(VERSION);
+  if (command === 'help') return void console.log(subcommand && isCommand(subcommand) ? commandHelp(subcommand) : USAGE);
+  if (!isCommand(command)) throw new UsageError(`unknown command "${command}"`);
+  if (values.help) return void console.log(positionals.length === 0 ? USAGE : commandHelp(command));
   const config = loadConfig();
 
   switch (command) {
@@ -43,25 +77,53 @@ async function main(argv: string[]) {
       return void console.log('migrations applied');
     }
     case 'tenant':
-      if (subcommand !== 'create' || !argument) throw new UsageError('tenant create <id> [--name <name>]');
+      if (subcommand !== 'create' || !argument) throw new UsageError('missing or unknown arguments', command);
       return withAdmin(config, async (admin) => print(await admin.createTenant({ id: argument, name: values.name })));
     case 'client':
-      if (subcommand !== 'create' || (!values.tenant && !values.operator)) throw new UsageError('client create --tenant <id> [--scope <scope>]... | --operator');
+      if (subcommand !== 'create' || (!values.tenant && !values.operator)) throw new UsageError('missing or unknown arguments', command);
       return withAdmin(config, async (admin) =>
         print(await admin.createClient({ tenantId: values.tenant, scopes: values.scope, operator: values.operator ?? false })),
       );
-    default:
-      throw new UsageError(`unknown command ${command}`);
   }
 }
 
-class UsageError extends Error {}
+function parseCommandLine(argv: string[]) {
+  try {
+    return parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        name: { type: 'string' }, tenant: { type: 'string' }, scope: { type: 'string', multiple: true },
+        operator: { type: 'boolean' }, help: { type: 'boolean', short: 'h' }, version: { type: 'boolean', short: 'v' },
+      },
+    });
+  } catch (error) {
+    // An unknown option or one without its value: say so with the usage, not as a crash.
+    throw new UsageError((error as Error).message);
+  }
+}
+
+const isCommand = (name: string): name is Command => Object.hasOwn(COMMANDS, name);
+
+/** A mistake in how the command was called: exit code 2, with the command's usage. */
+class UsageError extends Error {
+  constructor(message: string, readonly command?: Command) {
+    super(message);
+  }
+}
 
 const print = (value: unknown) => console.log(JSON.stringify(value));
 
-/** Admin commands go to the store directly, or to the running server that holds the embedded store. */
+/**
+ * Admin commands go to PostgreSQL, to the running server that holds the embedded store (through its
+ * socket), or to an embedded store at rest. They never create a store: a mistyped or missing DATA_DIR
+ * would otherwise give credentials that the running server does not know.
+ */
 async function withAdmin(config: Config, fn: (admin: AdminCommands) => Promise<void>) {
-  if (!config.databaseUrl && DataDirLock.holder(config.dataDir) !== undefined) return fn(socketAdmin(config.dataDir));
+  if (!config.databaseUrl) {
+    if (DataDirLock.holder(config.dataDir) !== undefined) return fn(socketAdmin(config.dataDir));
+    if (!embeddedStoreExists(config.dataDir)) throw new Error(noStoreHere(config.dataDir));
+  }
   const { store, lock } = await openStore(config);
   try {
     await fn(storeAdmin(store));
@@ -71,12 +133,22 @@ async function withAdmin(config: Config, fn: (admin: AdminCommands) => Promise<v
   }
 }
 
+function noStoreHere(dataDir: string): string {
+  const servers = DataDirLock.running();
+  const hint = servers.length > 0
+    ? servers.map(({ pid, dataDir: theirs }) => `  a server (pid ${pid}) is running with DATA_DIR=${theirs}: prefix the command with DATA_DIR=${theirs}`).join('\n')
+    : '  start the server first (npm start), or set DATA_DIR to the directory a server uses';
+  return `no Tributary store at ${dataDir} (DATA_DIR, default ./data), and this command does not create one:
+${hint}
+  (or set DATABASE_URL and SECRETS_KEY to use PostgreSQL)`;
+}
+
 async function serve(config: Config, roles: Roles) {
   const platform = await Platform.start(config, roles);
   const { url } = platform;
   if (roles.api) {
     console.error(`Tributary ${VERSION} on ${url}
-  API:        ${url}/api/v1   (OpenAPI: ${url}/openapi.json)
+  API:        ${url}/api/v1   (reference: ${url}/docs)
   Flow URLs:  ${url}/hooks/<tenant>/<flow key>
   Dashboard:  ${url}${DASHBOARD_PATH}   (sign in with an operator client's id and secret)
   Credentials: npx tributary tenant create acme && npx tributary client create --tenant acme
@@ -99,6 +171,10 @@ async function serve(config: Config, roles: Roles) {
 }
 
 main(process.argv.slice(2)).catch((error) => {
-  console.error(error instanceof UsageError ? `${error.message}\n\n${USAGE}` : `tributary: ${error instanceof Error ? error.message : String(error)}`);
-  process.exit(error instanceof UsageError ? 2 : 1);
+  if (error instanceof UsageError) {
+    console.error(`tributary: ${error.message}\n\n${error.command ? commandHelp(error.command) : USAGE}`);
+    process.exit(2);
+  }
+  console.error(`tributary: ${error instanceof Error ? error.message : String(error)}`);
+  process.exit(1);
 });

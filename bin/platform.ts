@@ -1,6 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
 import http from 'node:http';
-import path from 'node:path';
 import { pino, type Logger } from 'pino';
 import { createRequestListener, type Readiness } from '../api/app.ts';
 import { publicSigningKeys, TokenIssuer } from '../api/auth/issuer.ts';
@@ -29,7 +28,7 @@ import { PrometheusMetrics } from './metrics.ts';
 import { isOperatorAuthorization } from '../api/auth/operator-guard.ts';
 import { MaintenanceMode } from '../engine/queue/maintenance.ts';
 import { baseUrl, type Config } from './config.ts';
-import { DataDirLock, embeddedKeyring } from './data-dir.ts';
+import { DataDirLock, embeddedKeyring, embeddedStorePath } from './data-dir.ts';
 import { redisAnswers, redisOptions, startEmbeddedRedis } from './redis.ts';
 
 export const VERSION = '0.1.0';
@@ -61,7 +60,7 @@ export async function openStore(config: Config): Promise<{ store: Store; workerS
   }
   const lock = DataDirLock.acquire(config.dataDir);
   try {
-    const driver = await PgliteDriver.open(path.join(config.dataDir, 'pglite'), config.databaseSchema);
+    const driver = await PgliteDriver.open(embeddedStorePath(config.dataDir), config.databaseSchema);
     const store = await SqlStore.open(driver);
     const keyring = config.secretsKey ? Keyring.parse(config.secretsKey) : embeddedKeyring(config.dataDir);
     return { store, workerStore: new SqlStore(driver.background()), keyring, lock };

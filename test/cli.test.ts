@@ -1,0 +1,74 @@
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { VERSION } from '../bin/platform.ts';
+import { getToken, startTestPlatform, type TestPlatform } from './support/harness.ts';
+
+const CLI = path.resolve('bin/tributary.js');
+
+/** The CLI as a user runs it, from `cwd`, with only the environment given (no DATABASE_URL unless set). */
+function cli(args: string[], env: Record<string, string> = {}, cwd = process.cwd()) {
+  const { DATABASE_URL: _url, DATA_DIR: _dir, ...inherited } = process.env;
+  const child = spawn(process.execPath, [CLI, ...args], { cwd, env: { ...inherited, LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr })));
+}
+
+describe('the tributary CLI', () => {
+  let env: TestPlatform;
+  beforeAll(async () => {
+    env = await startTestPlatform('pglite');
+  });
+  afterAll(() => env?.close());
+
+  it('prints its version, each command\'s help, and refuses unknown commands and options with the usage', async () => {
+    expect(await cli(['--version'])).toMatchObject({ code: 0, stdout: `${VERSION}\n` });
+    const help = await cli(['client', 'create', '--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('Usage: tributary client create');
+    expect(help.stdout).toContain('flows:write');
+    expect((await cli(['tenant', '--help'])).stdout).toContain('Usage: tributary tenant create <id>');
+    const unknown = await cli(['frobnicate']);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain('unknown command "frobnicate"');
+    const badOption = await cli(['tenant', 'create', 'x', '--colour']);
+    expect(badOption.code).toBe(2);
+    expect(badOption.stderr).toContain('--colour');
+  });
+
+  it('never creates a store: it says where it looked, and which DATA_DIR a running server uses', async () => {
+    const elsewhere = mkdtempSync(path.join(os.tmpdir(), 'tributary-cli-'));
+    const refused = await cli(['tenant', 'create', 'globex'], {}, elsewhere);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain(`no Tributary store at ${path.join(elsewhere, 'data')} (DATA_DIR`);
+    expect(refused.stderr).toContain(`DATA_DIR=${env.config.dataDir}`);
+    expect(existsSync(path.join(elsewhere, 'data'))).toBe(false);
+  });
+
+  it('creates tenants and clients through the running server, refusing mixed or unknown scopes', async () => {
+    const at = { DATA_DIR: env.config.dataDir };
+    const tenant = await cli(['tenant', 'create', 'globex'], at);
+    expect(tenant).toMatchObject({ code: 0 });
+    expect(JSON.parse(tenant.stdout)).toMatchObject({ id: 'globex' });
+    const client = await cli(['client', 'create', '--tenant', 'globex', '--scope', 'runs:read'], at);
+    expect(client.code).toBe(0);
+    const credentials = JSON.parse(client.stdout);
+    expect(credentials).toMatchObject({ tenant: 'globex', scopes: ['runs:read'] });
+    expect(await getToken(env.url, credentials.client_id, credentials.client_secret)).toEqual(expect.any(String));
+
+    const both = await cli(['client', 'create', '--tenant', 'globex', '--operator'], at);
+    expect(both.code).toBe(1);
+    expect(both.stderr).toContain('not both');
+    const badScope = await cli(['client', 'create', '--tenant', 'globex', '--scope', 'flows:delete'], at);
+    expect(badScope.code).toBe(1);
+    expect(badScope.stderr).toContain('unknown scope(s) flows:delete; the scopes are flows:read, flows:write');
+    const escalated = await cli(['client', 'create', '--tenant', 'globex', '--scope', 'platform:admin'], at);
+    expect(escalated.code).toBe(1);
+    expect(escalated.stderr).toContain('use --operator');
+  });
+});
