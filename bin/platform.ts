@@ -172,6 +172,13 @@ export class Platform {
     return new Platform(config, store, queue, logger, url, { worker, ticks, reconciler, logPruning, schedules, sandbox: compile.sandbox, server, adminSocket, metricsServer, redisChild, lock });
   }
 
+  /** Where the API listens on this machine: what a proxy in front of PUBLIC_URL forwards to. */
+  get localUrl(): string | undefined {
+    const address = this.parts.server?.address();
+    if (!address || typeof address !== 'object') return undefined;
+    return `http://${this.config.host === '0.0.0.0' || this.config.host === '::' ? '127.0.0.1' : this.config.host}:${address.port}`;
+  }
+
   /** The job schedulers of scheduled flows. */
   get schedules(): FlowSchedules {
     return this.parts.schedules;

@@ -23,6 +23,8 @@ export interface WebhookSubscription {
   topic: string;
   uri: string;
   apiVersion: string;
+  /** What the subscriber should know, such as an address the outside system plainly cannot reach. */
+  warnings?: string[];
 }
 
 /**

@@ -1,3 +1,4 @@
+import http from 'node:http';
 import { parse, validate } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { oauth1Header } from '../operations/core/oauth1.ts';
@@ -7,7 +8,7 @@ import { ORDER_MARKS_QUERY, refundDocuments } from '../operations/shopify/refund
 import { refundRecordValidator } from '../operations/shopify/refund-record.ts';
 import { webhookDocuments } from '../operations/shopify/webhooks.ts';
 import { erpReplies } from './support/erp-simulator.ts';
-import { eventually, sendWebhook, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
+import { eventually, sendWebhook, startSiblingApi, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
 import { ERP_CREDENTIALS, refundFlow, refundWorld, SHOP_TOKEN, WEBHOOK_SECRET, APP_CLIENT } from './support/refund-fixture.ts';
 import { ADMIN_API_VERSIONS, adminSchema } from './support/shopify-admin-schema.ts';
 import { ShopifySimulator } from './support/shopify-simulator.ts';
@@ -16,9 +17,11 @@ let env: TestPlatform;
 let acme: ApiClient;
 let world: Awaited<ReturnType<typeof refundWorld>>;
 const FLOW = 'refunds';
+const PUBLIC_URL = 'https://tributary.example.com';
 
 beforeAll(async () => {
-  env = await startTestPlatform('postgres', undefined, { adapterWaitMs: 3000 });
+  // Shopify delivers to https addresses only: the platform is reached through a proxy at PUBLIC_URL.
+  env = await startTestPlatform('postgres', undefined, { adapterWaitMs: 3000, publicUrl: PUBLIC_URL });
   acme = await env.tenant('acme');
   world = await refundWorld(acme);
   await acme.publish(refundFlow(FLOW, { orderSyncRecheckSeconds: 1 }));
@@ -353,9 +356,43 @@ describe('refund sync to ERP', () => {
     const flowId = (await acme.call('GET', '/api/v1/flows')).body.nodes.find((flow: any) => flow.key === FLOW).id;
     const created = await acme.call('POST', '/api/v1/destinations/shop/webhooks', { flowId });
     expect(created.status).toBe(201);
-    const uri = `${env.url}/hooks/acme/${FLOW}`;
+    const uri = `${PUBLIC_URL}/hooks/acme/${FLOW}`;
     expect(created.body).toEqual({ id: expect.stringMatching(/^gid:\/\/shopify\/WebhookSubscription\/\d+$/), topic: 'refunds/create', uri, apiVersion: '2025-10' });
     expect(shop().webhookSubscriptions).toEqual([expect.objectContaining({ topic: 'REFUNDS_CREATE', uri, format: 'JSON' })]);
+
+    // Behind other public URLs: plain http is refused before Shopify is asked; a loopback address is registered with a warning.
+    for (const publicUrl of ['http://tributary.example.com', 'https://localhost:8443']) {
+      const proxied = await startSiblingApi(env, { publicUrl });
+      try {
+        const answer = await acme.at(proxied.url).call('POST', '/api/v1/destinations/shop/webhooks', { flowId });
+        if (publicUrl.startsWith('http:')) {
+          expect(answer.status).toBe(400);
+          expect(answer.body.errors).toEqual([{ path: '$.uri', message: expect.stringContaining('set PUBLIC_URL to the https address') }]);
+        } else {
+          expect(answer.status).toBe(201);
+          expect(answer.body.warnings).toEqual([expect.stringContaining('localhost is a loopback name: shopify cannot deliver to it')]);
+        }
+      } finally {
+        await proxied.close();
+      }
+    }
+    expect(shop().webhookSubscriptions).toHaveLength(2);
+
+    // A "shop" that answers 200 without data is a 502 naming the answer, not a 500.
+    const blank = http.createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}'));
+    await new Promise<void>((resolve) => blank.listen(0, '127.0.0.1', resolve));
+    try {
+      const graphqlUrl = `http://127.0.0.1:${(blank.address() as { port: number }).port}/`;
+      expect((await acme.call('PUT', '/api/v1/destinations/blank', {
+        type: 'shopify', operation: 'shopify.refund-sync-to-erp', graphqlUrl, adminApiAccessToken: 'shpat_x',
+        erp: { apiUrl: 'https://erp.example.com/', consumerKey: 'k', consumerSecret: 's', tokenId: 't', tokenSecret: 'u', accountId: 'a' },
+      })).status).toBe(201);
+      const broken = await acme.call('POST', '/api/v1/destinations/blank/webhooks', { flowId });
+      expect(broken.status).toBe(502);
+      expect(broken.body.detail).toBe('Shopify answered 200 without data: {"ok":true}');
+    } finally {
+      blank.close();
+    }
 
     expect((await acme.call('POST', '/api/v1/destinations/elsewhere/webhooks', { flowId })).status).toBe(404);
     const unknownFlow = await acme.call('POST', '/api/v1/destinations/shop/webhooks', { flowId: 'no-such-flow' });
@@ -482,7 +519,7 @@ describe('the deprecated HTTP adapter route', () => {
   beforeAll(async () => {
     const created = await acme.call('POST', '/api/v1/adapter-keys');
     expect(created.status).toBe(201);
-    expect(created.body.url).toBe(`${env.url}${route}`);
+    expect(created.body.url).toBe(`${PUBLIC_URL}${route}`);
     apiKey = created.body.apiKey;
   });
 

@@ -2,6 +2,7 @@ import type { FromSchema } from 'json-schema-to-ts';
 import { openDestination } from '../../engine/destinations.ts';
 import { NotFoundError, ValidationError, type FieldError } from '../../engine/errors.ts';
 import { destinationSchema } from '../../engine/resources.ts';
+import { unreachableFromOutside } from '../../engine/network.ts';
 import { destinationContext } from '../../engine/secrets/keyring.ts';
 import type { ApiContext } from '../context.ts';
 import { defineRoute } from '../route.ts';
@@ -60,6 +61,7 @@ const subscriptionSchema = {
   properties: {
     id: { type: 'string', description: 'The subscription\'s id in the shop.' }, topic: { type: 'string' },
     uri: { type: 'string', description: 'The flow URL the shop now delivers to.' }, apiVersion: { type: 'string', description: 'Webhook API version (YYYY-MM).' },
+    warnings: { type: 'array', items: { type: 'string' }, description: 'For example: the address is one the shop cannot reach.' },
   },
 } as const;
 
@@ -122,7 +124,10 @@ export function destinationRoutes(context: ApiContext) {
           throw new ValidationError('Unsupported topic', [{ path: '$.body.topic', message: `a ${destination.type} destination cannot subscribe to ${topic}` }]);
         }
         const uri = `${baseUrl()}/hooks/${encodeURIComponent(tenantId)}/${encodeURIComponent(flow.key)}`;
-        return { status: 201, body: await subscriber.subscribe(destination, { uri, topic }) };
+        const subscription = await subscriber.subscribe(destination, { uri, topic });
+        const unreachable = unreachableFromOutside(new URL(uri));
+        const warnings = unreachable ? [`${new URL(uri).hostname} is ${unreachable}: ${destination.type} cannot deliver to it; set PUBLIC_URL to an address it can reach`] : [];
+        return { status: 201, body: warnings.length > 0 ? { ...subscription, warnings } : subscription };
       },
     }),
     ...byNameRoutes({

@@ -156,7 +156,10 @@ export class ShopifyAdminApi {
       const internal = body.errors.every((error) => error.extensions?.code === 'INTERNAL_SERVER_ERROR');
       throw new OperationError(internal ? 'retryable' : 'permanent', `Shopify rejected the query: ${messages}`, { details: { ...details, errors: body.errors } });
     }
-    return body.data as T;
+    if (body.data === undefined || body.data === null) {
+      throw permanent(`Shopify answered ${status} without data: ${JSON.stringify(body).slice(0, 200)}`, { details });
+    }
+    return body.data;
   }
 
   private async post(token: string, document: string, variables: Record<string, unknown>) {

@@ -1,4 +1,4 @@
-import { ValidationError } from '../../engine/errors.ts';
+import { permanent, ValidationError } from '../../engine/errors.ts';
 import type { WebhookSubscriber } from '../../engine/destinations.ts';
 import { ShopifyAdminApi } from './admin-api.ts';
 import { shopifyDestination, SUPPORTED_API_VERSIONS } from './destination.ts';
@@ -12,6 +12,11 @@ const SUBSCRIBE = `mutation SubscribeWebhook($topic: WebhookSubscriptionTopic!, 
 
 export const webhookDocuments = [SUBSCRIBE];
 
+interface SubscribePayload {
+  webhookSubscription: { id: string; uri: string; apiVersion: { handle: string } } | null;
+  userErrors: Array<{ field?: string[] | null; message: string }>;
+}
+
 /**
  * The seed's manual webhook setup in one call: `webhookSubscriptionCreate` with format JSON. Shopify
  * gives the subscription the API version of the call, i.e. the destination's `apiVersion`.
@@ -20,17 +25,24 @@ export const shopifyWebhooks: WebhookSubscriber = {
   topics: ['refunds/create'],
   apiVersions: SUPPORTED_API_VERSIONS,
   async subscribe(destination, { uri, topic }) {
+    if (new URL(uri).protocol !== 'https:') {
+      throw new ValidationError('Shopify delivers webhooks only to https addresses', [{
+        path: '$.uri', message: `is ${uri}: set PUBLIC_URL to the https address at which Shopify reaches this server (a proxy or tunnel)`,
+      }]);
+    }
     const { shop } = shopifyDestination(destination);
-    const { webhookSubscriptionCreate: created } = await new ShopifyAdminApi(shop).query<{ webhookSubscriptionCreate: any }>(SUBSCRIBE, {
+    const { webhookSubscriptionCreate: created } = await new ShopifyAdminApi(shop).query<{ webhookSubscriptionCreate: SubscribePayload | null }>(SUBSCRIBE, {
       topic: topic.toUpperCase().replace(/\//g, '_'),
       subscription: { uri, format: 'JSON' },
     });
+    if (!created) throw permanent(`Shopify answered webhookSubscriptionCreate with ${JSON.stringify(created)}`);
     if (created.userErrors.length > 0) {
-      throw new ValidationError('Shopify refused the subscription', created.userErrors.map((error: { field?: string[]; message: string }) => ({
+      throw new ValidationError('Shopify refused the subscription', created.userErrors.map((error) => ({
         path: `$.${(error.field ?? []).join('.') || 'webhookSubscription'}`, message: error.message,
       })));
     }
     const subscription = created.webhookSubscription;
+    if (!subscription) throw permanent('Shopify answered webhookSubscriptionCreate with neither a subscription nor errors');
     return { id: subscription.id, topic, uri: subscription.uri, apiVersion: subscription.apiVersion.handle };
   },
 };

@@ -73,7 +73,7 @@ export async function startTestPlatform(
   const platform = await Platform.start(config, roles, { logger, operations: [...allOperations, ...extraOperations] });
   const admin = storeAdmin(platform.store);
   // With a PUBLIC_URL (a proxy in front), tests talk to the process directly, as the proxy would.
-  const url = config.publicUrl ? `http://${config.host}:${config.port}` : platform.url;
+  const url = platform.localUrl ?? platform.url;
   const clientFor = async (tenantId: string | undefined, request: { scopes?: string[]; operator?: boolean }) => {
     const credentials = await admin.createClient({ tenantId, ...request });
     const token = await getToken(url, credentials.client_id, credentials.client_secret);
@@ -94,6 +94,12 @@ export async function startTestPlatform(
       await dropIsolation(config);
     },
   };
+}
+
+/** A second API process on a platform's store and Redis, with other settings (a PUBLIC_URL, say); closing it drops nothing. */
+export async function startSiblingApi(env: TestPlatform, overrides: Partial<Config>): Promise<{ url: string; close: () => Promise<void> }> {
+  const platform = await Platform.start({ ...env.config, ...overrides }, { api: true, worker: false }, { logger: capturingLogger().logger });
+  return { url: platform.localUrl!, close: () => platform.close() };
 }
 
 export async function dropIsolation(config: Config) {
@@ -157,6 +163,11 @@ export class ApiClient {
 
   as(tenantId: string) {
     return new ApiClient(this.url, this.token, tenantId, this.credentials);
+  }
+
+  /** The same client, calling another process. */
+  at(url: string) {
+    return new ApiClient(url, this.token, this.tenantId, this.credentials);
   }
 
   /** Create, then publish a flow document; returns the flow id. */

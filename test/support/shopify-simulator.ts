@@ -522,7 +522,11 @@ export class Shop {
       tagsRemove: ({ id, tags }: { id: string; tags: string[] }) => this.retag(id, (order) => order.tags.filter((tag: string) => !tags.includes(tag))),
       webhookSubscriptionCreate: ({ topic, webhookSubscription }: { topic: string; webhookSubscription: Obj }) => {
         const uri = webhookSubscription.uri ?? webhookSubscription.callbackUrl;
-        if (!uri || !/^https?:\/\//.test(uri)) return { webhookSubscription: null, userErrors: [{ field: ['webhookSubscription', 'uri'], message: 'Address is invalid' }] };
+        if (!uri || !/^https:\/\//.test(uri)) {
+          // Shopify has delivered only to HTTPS addresses since 2019.
+          const protocol = /^[a-z]+:\/\//i.exec(uri ?? '')?.[0];
+          return { webhookSubscription: null, userErrors: [{ field: ['webhookSubscription', 'uri'], message: protocol ? `Address protocol ${protocol} is not supported` : 'Address is invalid' }] };
+        }
         const subscription = {
           __typename: 'WebhookSubscription', ...newId('WebhookSubscription'), topic, uri, callbackUrl: uri, format: webhookSubscription.format ?? 'JSON',
           apiVersion: { handle: version, displayName: version, supported: true }, createdAt: new Date().toISOString(), updatedAt: new Date().toISOString(),
