@@ -8,7 +8,7 @@ import type { TokenIssuer } from './auth/issuer.ts';
 import { operatorGuard } from './auth/operator-guard.ts';
 import type { TokenVerifier } from './auth/verifier.ts';
 import type { ApiContext } from './context.ts';
-import { dashboardRoutes, DASHBOARD_PATH } from './dashboard.ts';
+import { dashboardRoutes, dashboardSignIn, DASHBOARD_PATH, SIGN_IN_PATH } from './dashboard.ts';
 import { renderDocs } from './docs.ts';
 import { hookHandler } from './hooks.ts';
 import { requestLog } from './request-log.ts';
@@ -109,7 +109,8 @@ function createApp(options: AppOptions): Express {
   app.use(tokenRoutes(context.store, options.issuer, bodyLimitBytes));
   app.use(adapterRoutes(context, { bodyLimitBytes, waitMs: options.adapterWaitMs }));
   const operatorsOnly = operatorGuard(context.store, options.verifier);
-  app.use(DASHBOARD_PATH, operatorsOnly, dashboardRoutes(options.queues));
+  app.use(dashboardSignIn(context.store, options.issuer, context.baseUrl));
+  app.use(DASHBOARD_PATH, operatorGuard(context.store, options.verifier, SIGN_IN_PATH), dashboardRoutes(options.queues));
   app.get('/metrics', operatorsOnly, async (_req, res) => void res.type(options.metrics.contentType).send(await options.metrics.render()));
   app.use('/api', express.json({ limit: bodyLimitBytes, type: ['application/json', 'application/*+json'], verify: refuseUnstorable }));
   app.use(mountRoutes(routes, options.verifier, context.store));

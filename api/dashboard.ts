@@ -2,9 +2,17 @@ import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
 import type { Queue } from 'bullmq';
-import type { Router } from 'express';
+import express, { Router, type Request, type Response } from 'express';
+import type { Store } from '../engine/store/port.ts';
+import { authenticateClient } from './auth/clients.ts';
+import { TOKEN_LIFETIME_SECONDS, type TokenIssuer } from './auth/issuer.ts';
+import { OPERATOR_COOKIE } from './auth/operator-guard.ts';
 
 export const DASHBOARD_PATH = '/admin/queues';
+export const SIGN_IN_PATH = '/admin/sign-in';
+const SIGN_OUT_PATH = '/admin/sign-out';
+/** The cookie goes only to the operator pages, never to cross-site requests (bull-board's buttons change queues). */
+const COOKIE_PATH = '/admin';
 
 /** bull-board over every queue, for operators only (see operatorGuard). */
 export function dashboardRoutes(queues: Queue[]): Router {
@@ -12,4 +20,46 @@ export function dashboardRoutes(queues: Queue[]): Router {
   serverAdapter.setBasePath(DASHBOARD_PATH);
   createBullBoard({ queues: queues.map((queue) => new BullMQAdapter(queue)), serverAdapter });
   return serverAdapter.getRouter() as Router;
+}
+
+/**
+ * A sign-in page for the dashboard: an operator client's id and secret buy an operator token, kept in
+ * an HttpOnly, SameSite=Strict cookie. Browsers refuse the page's own requests when credentials ride
+ * in the URL, and a Basic prompt cannot be signed out of; the cookie can. It is `Secure` when PUBLIC_URL
+ * is https (a proxy in front terminates TLS, so the request itself says nothing).
+ */
+export function dashboardSignIn(store: Store, issuer: TokenIssuer, publicUrl: () => string): Router {
+  const router = Router();
+  router.get(SIGN_IN_PATH, (_req, res) => void signInPage(res, 200));
+  router.post(SIGN_IN_PATH, express.urlencoded({ extended: false, limit: '4kb' }), async (req: Request, res: Response) => {
+    const { client_id: clientId, client_secret: clientSecret } = (req.body ?? {}) as Record<string, unknown>;
+    const client = typeof clientId === 'string' && typeof clientSecret === 'string' && clientId.length <= 200 && clientSecret.length <= 200
+      ? await authenticateClient(store, clientId, clientSecret)
+      : undefined;
+    if (!client?.operator) return void signInPage(res, 401, client ? 'This client is not an operator client.' : 'Unknown client or wrong secret.');
+    const { access_token: token } = await issuer.issue(client);
+    res.cookie(OPERATOR_COOKIE, token, {
+      httpOnly: true, sameSite: 'strict', secure: publicUrl().startsWith('https:'), path: COOKIE_PATH, maxAge: TOKEN_LIFETIME_SECONDS * 1000,
+    });
+    res.redirect(303, DASHBOARD_PATH);
+  });
+  router.get(SIGN_OUT_PATH, (_req, res) => {
+    res.clearCookie(OPERATOR_COOKIE, { path: COOKIE_PATH }).redirect(303, SIGN_IN_PATH);
+  });
+  return router;
+}
+
+function signInPage(res: Response, status: number, error?: string) {
+  res.status(status).set('Cache-Control', 'no-store').type('html').send(`<!doctype html><html lang="en"><head><meta charset="utf-8">
+<title>Tributary operators: sign in</title><meta name="viewport" content="width=device-width,initial-scale=1">
+<style>body{font:15px/1.5 system-ui,sans-serif;max-width:24rem;margin:4rem auto;padding:0 1rem;color:#222}
+label{display:block;margin:.8rem 0 .2rem}input{width:100%;padding:.4rem;font:inherit;box-sizing:border-box}
+button{margin-top:1rem;padding:.4rem 1rem;font:inherit}.error{color:#a33}</style></head>
+<body><h1>Queue dashboard</h1><p>Sign in with an operator client (<code>npx tributary client create --operator</code>).</p>
+${error ? `<p class="error" role="alert">${error}</p>` : ''}
+<form method="post" action="${SIGN_IN_PATH}">
+<label for="client_id">Client id</label><input id="client_id" name="client_id" autocomplete="username" required>
+<label for="client_secret">Client secret</label><input id="client_secret" name="client_secret" type="password" autocomplete="current-password" required>
+<button type="submit">Sign in</button></form>
+<p><small>Signed in for 24 hours; <a href="${SIGN_OUT_PATH}">sign out</a> ends it.</small></p></body></html>`);
 }

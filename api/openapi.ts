@@ -70,7 +70,7 @@ export function openApiDocument(routes: RouteSpec[], version: string) {
     };
   }
   Object.assign(paths, platformPaths());
-  return withRefs({
+  const document = withRefs({
     openapi: '3.1.0',
     info: {
       title: 'Tributary API',
@@ -81,8 +81,12 @@ export function openApiDocument(routes: RouteSpec[], version: string) {
     jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
     tags: Object.entries(seedTags).map(([name, label]) => ({ name, description: label })),
     paths,
+  }, names) as Record<string, unknown>;
+  return {
+    ...document,
     components: {
-      schemas: { ...resourceSchemas, Problem: problemSchema },
+      // Each schema in full, naming the others by $ref (replacing it by a $ref to itself would leave nothing).
+      schemas: { ...Object.fromEntries(Object.entries(resourceSchemas).map(([name, schema]) => [name, withRefs(schema, names)])), Problem: problemSchema },
       securitySchemes: {
         oauth2: {
           type: 'oauth2',
@@ -91,7 +95,7 @@ export function openApiDocument(routes: RouteSpec[], version: string) {
         },
       },
     },
-  }, names) as Record<string, unknown>;
+  };
 }
 
 /** Routes outside /api: token issuer, flow URLs, health. */

@@ -4,6 +4,7 @@ import { compileFlow, validateFlow, type CompileOptions } from '../engine/flow/c
 import { TemplateCompiler } from '../engine/flow/template.ts';
 import { Expression } from '../engine/flow/expression.ts';
 import { OperationRegistry } from '../engine/operations.ts';
+import { flowDocumentSchema } from '../engine/flow/schema.ts';
 import { allOperations } from '../operations/index.ts';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -20,6 +21,11 @@ describe('flow validation', () => {
     const files = readdirSync(dir).filter((file) => file.endsWith('.json'));
     expect(files.length).toBeGreaterThanOrEqual(3);
     for (const file of files) expect(validateFlow(JSON.parse(readFileSync(path.join(dir, file), 'utf8')), options), file).toEqual([]);
+  });
+
+  it('accepts the example the API reference shows', () => {
+    expect(flowDocumentSchema.examples).toHaveLength(1);
+    expect(validateFlow(structuredClone(flowDocumentSchema.examples[0]), options)).toEqual([]);
   });
 
   it('reports schema errors with their JSON paths', () => {

@@ -24,9 +24,31 @@ export const operatorsOnly = () => new HttpProblem(401, 'Operators only', 'sign 
   headers: { 'WWW-Authenticate': 'Basic realm="Tributary operators", charset="UTF-8"' },
 });
 
-/** Express middleware: operators pass, anyone else gets 401 with a Basic challenge. */
-export function operatorGuard(store: Store, verifier: TokenVerifier) {
-  return (req: Request, _res: Response, next: NextFunction) => {
-    isOperatorAuthorization(store, verifier, req.get('authorization')).then((allowed) => next(allowed ? undefined : operatorsOnly()), next);
+/** The cookie the dashboard's sign-in page sets: an operator's bearer token. */
+export const OPERATOR_COOKIE = 'tributary_operator';
+
+/** The operator token in the request's cookies, if any. */
+function cookieToken(cookieHeader: string | undefined): string | undefined {
+  for (const pair of cookieHeader?.split(';') ?? []) {
+    const separator = pair.indexOf('=');
+    if (separator > 0 && pair.slice(0, separator).trim() === OPERATOR_COOKIE) return pair.slice(separator + 1).trim();
+  }
+  return undefined;
+}
+
+/**
+ * Express middleware: operators pass (Authorization header, or the sign-in cookie). Anyone else gets
+ * 401 with a Basic challenge, except a browser asking for a page, which is sent to `signInPath`.
+ */
+export function operatorGuard(store: Store, verifier: TokenVerifier, signInPath?: string) {
+  return (req: Request, res: Response, next: NextFunction) => {
+    const cookie = cookieToken(req.get('cookie'));
+    const authorization = req.get('authorization') ?? (cookie ? `Bearer ${cookie}` : undefined);
+    isOperatorAuthorization(store, verifier, authorization).then((allowed) => {
+      if (allowed) return next();
+      // A browser navigating asks for text/html by name; programs (*/*) get the challenge.
+      if (signInPath && req.method === 'GET' && (req.get('accept') ?? '').includes('text/html')) return res.redirect(303, signInPath);
+      next(operatorsOnly());
+    }, next);
   };
 }

@@ -66,9 +66,18 @@ export const flowDocumentSchema = {
   type: 'object',
   additionalProperties: false,
   required: ['key', 'name', 'trigger', 'nodes', 'edges'],
+  examples: [{
+    key: 'orders-to-erp', name: 'Orders to ERP',
+    trigger: { type: 'webhook', config: {} },
+    nodes: [
+      { id: 'map', operation: 'transform', config: { expression: "{{ {'id': $input.body.id, 'total': $input.body.total} }}" } },
+      { id: 'send', operation: 'http.request', config: { method: 'POST', url: '{{ $vars.ERP_URL }}/orders', body: '{{ $steps.map }}' }, retry: { maxAttempts: 5, backoffMs: 1000 } },
+    ],
+    edges: [{ from: 'trigger', to: 'map' }, { from: 'map', to: 'send' }],
+  }],
   properties: {
     key: { type: 'string', pattern: '^[a-z0-9][a-z0-9-]{0,62}$', description: 'URL-safe, unique per tenant; part of the flow URL.' },
-    name: { type: 'string', minLength: 1, maxLength: 200 },
+    name: { type: 'string', minLength: 1, maxLength: 200, description: 'Shown in lists and the dashboard.' },
     description: { type: 'string', maxLength: 4000 },
     trigger: {
       type: 'object',
@@ -88,6 +97,7 @@ export const flowDocumentSchema = {
     },
     nodes: {
       type: 'array',
+      description: 'The steps; each runs one operation (GET /api/v1/low-code-actions/operations lists them).',
       minItems: 1,
       maxItems: 200,
       items: {
@@ -97,22 +107,24 @@ export const flowDocumentSchema = {
         properties: {
           id: { type: 'string', pattern: identifier, not: { const: 'trigger' }, description: 'Referenced as $steps.<id>.' },
           name: { type: 'string', maxLength: 200 },
-          operation: { type: 'string', minLength: 1 },
-          config: { type: 'object', default: {} },
+          operation: { type: 'string', minLength: 1, description: 'A registered operation (transform, http.request, ...) or action:<name>, a tenant action.' },
+          config: { type: 'object', default: {}, description: 'Checked against the operation\'s config schema; a string that is exactly {{ expression }} is evaluated.' },
           retry: {
             type: 'object',
             additionalProperties: false,
+            description: 'How often a retryable failure is tried again.',
             properties: {
               maxAttempts: { type: 'integer', minimum: 1, maximum: 25, default: 5 },
               backoffMs: { type: 'integer', minimum: 0, maximum: 3_600_000, default: 1000, description: 'First delay; doubles on each retry, with jitter.' },
             },
           },
-          timeoutMs: { type: 'integer', minimum: 1, maximum: 900_000 },
+          timeoutMs: { type: 'integer', minimum: 1, maximum: 900_000, description: 'One attempt\'s deadline; NODE_TIMEOUT_MS when absent.' },
         },
       },
     },
     edges: {
       type: 'array',
+      description: 'Which node runs after which; every node is reachable from the trigger, with no cycles.',
       maxItems: 1000,
       items: {
         type: 'object',
@@ -120,7 +132,7 @@ export const flowDocumentSchema = {
         required: ['from', 'to'],
         properties: {
           from: { type: 'string', description: '"trigger" or a node id.' },
-          to: { type: 'string' },
+          to: { type: 'string', description: 'A node id.' },
           when: { type: 'string', description: 'A {{ predicate }}; the edge is followed only when it holds.' },
         },
       },

@@ -1,0 +1,97 @@
+import { existsSync, mkdirSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { chromium, type Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
+
+/** Debian's chromium (`.ci/run` installs it); CHROMIUM points elsewhere. */
+const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
+/** Screenshots of what a person sees, kept for looking at (not compared). */
+const SHOTS = path.join(os.tmpdir(), 'tributary-pages');
+
+let env: TestPlatform;
+let browser: Browser;
+let operator: ApiClient;
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) throw new Error(`no browser at ${CHROMIUM}: install Debian's chromium (apt-get install chromium) or set CHROMIUM`);
+  mkdirSync(SHOTS, { recursive: true });
+  env = await startTestPlatform('postgres');
+  operator = await env.operator();
+  // As root (CI), Chromium's sandbox cannot start: the pages are our own.
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+});
+afterAll(async () => {
+  await browser?.close();
+  await env?.close();
+});
+
+describe('the API reference at /docs, in a headless browser', () => {
+  it('shows the flow document\'s fields, the request body and answers of each route, and links them', async () => {
+    const page = await browser.newPage();
+    await page.goto(`${env.url}/docs`);
+    const flowDocument = page.locator('#schema-FlowDocument');
+    await expect.poll(() => flowDocument.isVisible()).toBe(true);
+    const fields = await flowDocument.evaluate((section) =>
+      [...section.querySelector('table.fields')!.querySelectorAll(':scope > tbody > tr > td:first-child > code')].map((cell) => cell.textContent));
+    expect(fields).toEqual(['key', 'name', 'description', 'trigger', 'nodes', 'edges']);
+    const text = await flowDocument.innerText();
+    for (const nested of ['operation', 'retry', 'maxAttempts', 'when']) expect(text).toContain(nested);
+    await flowDocument.locator('details > summary', { hasText: 'example' }).first().click();
+    expect(await flowDocument.locator('details pre').first().innerText()).toContain('"key": "orders-to-erp"');
+
+    const create = page.locator('[id="post-/api/v1/editable-flows"]');
+    expect(await create.locator('h4').allTextContents()).toEqual(['Request body', 'Answers']);
+    await create.getByRole('link', { name: 'FlowDocument' }).first().click();
+    expect(page.url()).toMatch(/#schema-FlowDocument$/);
+    const answers = await create.innerText();
+    expect(answers).toMatch(/201 The new flow, with its draft\.\s*Flow\b/);
+    expect(answers).toContain('Problem');
+    await page.screenshot({ path: path.join(SHOTS, 'docs.png') });
+    await page.close();
+  });
+});
+
+describe('the queue dashboard, in a headless browser', () => {
+  it('signs an operator in with a form, shows the queues, refuses others, and signs out', async () => {
+    const page = await browser.newPage();
+    await page.goto(`${env.url}/admin/queues`);
+    expect(new URL(page.url()).pathname).toBe('/admin/sign-in');
+
+    const tenant = await env.tenant('pages-tenant');
+    await page.fill('#client_id', tenant.credentials.client_id);
+    await page.fill('#client_secret', tenant.credentials.client_secret);
+    await page.click('button[type=submit]');
+    expect(await page.getByRole('alert').innerText()).toBe('This client is not an operator client.');
+    await page.fill('#client_id', operator.credentials.client_id);
+    await page.fill('#client_secret', 'wrong');
+    await page.click('button[type=submit]');
+    expect(await page.getByRole('alert').innerText()).toBe('Unknown client or wrong secret.');
+
+    await page.fill('#client_id', operator.credentials.client_id);
+    await page.fill('#client_secret', operator.credentials.client_secret);
+    await page.click('button[type=submit]');
+    expect(new URL(page.url()).pathname).toBe('/admin/queues');
+    // bull-board's page loads the queues with its own requests, which the cookie authorizes.
+    await page.getByText('runs', { exact: true }).first().waitFor();
+    await page.getByText('ticks', { exact: true }).first().waitFor();
+    await page.getByText('Loading...').waitFor({ state: 'hidden' });
+    await page.screenshot({ path: path.join(SHOTS, 'dashboard.png') });
+    const cookie = (await page.context().cookies()).find((entry) => entry.name === 'tributary_operator');
+    expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Strict', path: '/admin' });
+
+    await page.goto(`${env.url}/admin/sign-out`);
+    expect(new URL(page.url()).pathname).toBe('/admin/sign-in');
+    await page.goto(`${env.url}/admin/queues`);
+    expect(new URL(page.url()).pathname).toBe('/admin/sign-in');
+    await page.close();
+
+    // Programs still get a 401 with a Basic challenge, and Basic still works.
+    const unauthenticated = await fetch(`${env.url}/admin/queues/api/queues`);
+    expect(unauthenticated.status).toBe(401);
+    expect(unauthenticated.headers.get('www-authenticate')).toContain('Basic');
+    const basic = Buffer.from(`${operator.credentials.client_id}:${operator.credentials.client_secret}`).toString('base64');
+    expect((await fetch(`${env.url}/admin/queues/api/queues`, { headers: { authorization: `Basic ${basic}` } })).status).toBe(200);
+  });
+});
