@@ -47,8 +47,12 @@ export function openApiDocument(routes: RouteSpec[], version: string) {
   for (const route of routes) {
     const responses: Record<string, unknown> = {};
     for (const [status, response] of Object.entries(route.responses)) {
-      responses[status] = response.schema ? { description: response.description, content: json(response.schema) } : { description: response.description };
+      // A route's own error answers (409, 502, ...) are problems like every other.
+      responses[status] = response.schema ? { description: response.description, content: json(response.schema) }
+        : Number(status) >= 400 ? problem(response.description) : { description: response.description };
     }
+    if (route.params) responses[404] ??= problem('The path names nothing (of this tenant).');
+    if (route.body) Object.assign(responses, { 413: problem('The body is over BODY_LIMIT.'), 415: problem('The body is not JSON.') });
     Object.assign(responses, isOperatorRoute(route) ? {
       400: problem('Invalid request.'),
       401: problem('No, invalid or expired bearer token.'),

@@ -9,6 +9,7 @@ import { flowDocumentSchema } from '../engine/flow/schema.ts';
 import { runSchema, runStatuses } from '../engine/resources.ts';
 import example from '../flows/orders-to-erp.json' with { type: 'json' };
 import { getToken, sendWebhook, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
+import { OpenApiContract } from './support/openapi-contract.ts';
 
 let env: TestPlatform;
 let a: ApiClient;
@@ -354,6 +355,18 @@ describe('metadata, operations and the reference page', () => {
     const unknown = await a.call('GET', '/api/v1/metadata/schemas/Nope');
     expect(unknown.status).toBe(404);
     expect(unknown.body.detail).toContain('FlowDocument');
+  });
+
+  it('publishes each schema in full, and every answer a test receives is checked against it', async () => {
+    const document = await (await fetch(`${env.url}/openapi.json`)).json();
+    expect(document.components.schemas.FlowDocument.required).toEqual(['key', 'name', 'trigger', 'nodes', 'edges']);
+    // The check ApiClient applies to every answer (test/support/openapi-contract.ts) refuses what breaks the document.
+    const contract = await OpenApiContract.of(env.url);
+    const run = (await a.call('GET', '/api/v1/runs?first=1')).body;
+    expect(contract.violations('GET', '/api/v1/runs', 200, run)).toEqual([]);
+    expect(contract.violations('GET', '/api/v1/runs', 200, { nodes: 'none' })).toEqual(expect.arrayContaining([expect.stringContaining('/nodes must be array')]));
+    expect(contract.violations('GET', '/api/v1/runs', 418, {})).toEqual([expect.stringContaining('does not list')]);
+    expect(contract.violations('GET', '/api/v1/nowhere', 200, {})).toEqual([expect.stringContaining('is not in /openapi.json')]);
   });
 
   it('renders an API reference at /docs from the OpenAPI document, every seed tag with its label', async () => {

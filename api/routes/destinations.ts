@@ -112,7 +112,11 @@ export function destinationRoutes(context: ApiContext) {
           topic: { enum: ['refunds/create'], default: 'refunds/create' },
         },
       },
-      responses: { 201: { description: 'Subscribed.', schema: subscriptionSchema } },
+      responses: {
+        201: { description: 'Subscribed.', schema: subscriptionSchema },
+        502: { description: 'The shop refused or answered something else: its answer is in detail.' },
+        503: { description: 'The shop could not be reached: retry later.' },
+      },
       async handle({ tenantId, params, body }) {
         const flow = await store.getFlow(tenantId, body.flowId);
         if (!flow) throw new ValidationError('Unknown flow', [{ path: '$.body.flowId', message: `no flow ${body.flowId}` }]);

@@ -51,7 +51,7 @@ export function editableFlowRoutes(context: ApiContext) {
       summary: 'Create a draft flow',
       description: 'The body is a flow document. It is validated as on publish; every error names its node and field.',
       body: flowDocumentSchema,
-      responses: { 201: { description: 'The new flow, with its draft.', schema: flowSchema } },
+      responses: { 201: { description: 'The new flow, with its draft.', schema: flowSchema }, 409: { description: 'A flow with this key exists already.' } },
       async handle({ tenantId, body }) {
         assertValid(body, '$.body');
         const flow = await store.createFlow(tenantId, { id: newId(), key: body.key, name: body.name, draft: body });
@@ -80,7 +80,7 @@ export function editableFlowRoutes(context: ApiContext) {
         type: 'object', additionalProperties: false, required: ['revision', 'document'],
         properties: { revision: { type: 'integer', minimum: 1 }, document: flowDocumentSchema },
       },
-      responses: { 200: { description: 'The flow with its new draft and revision.', schema: flowSchema } },
+      responses: { 200: { description: 'The flow with its new draft and revision.', schema: flowSchema }, 409: { description: 'The draft changed since that revision, or the key would change.' } },
       async handle({ tenantId, params, body }) {
         assertValid(body.document, '$.body.document');
         const current = await load(tenantId, params.id);
@@ -127,7 +127,7 @@ export function editableFlowRoutes(context: ApiContext) {
       description: 'With `revision`, publishing fails with 409 if the draft changed since you read it.',
       params: idParams,
       body: { type: 'object', additionalProperties: false, properties: { revision: { type: 'integer', minimum: 1 } } },
-      responses: { 201: { description: 'The new version.', schema: flowVersionSchema } },
+      responses: { 201: { description: 'The new version.', schema: flowVersionSchema }, 409: { description: 'The draft changed since that revision.' } },
       async handle({ tenantId, params, body }) {
         const flow = await load(tenantId, params.id);
         const errors = await publishErrors(tenantId, flow.draft, '$.draft');

@@ -17,7 +17,7 @@ export function flowRoutes(context: ApiContext) {
       method: 'post', path: `${base}/{id}/${active ? 'activate' : 'deactivate'}`, tag: 'Flow', scope: 'flows:write',
       summary: active ? 'Activate: the flow URL (or schedule) starts runs of the active version' : 'Deactivate: the flow URL stops accepting messages and the schedule stops',
       params: idParams,
-      responses: { 200: { description: 'The flow.', schema: flowSchema } },
+      responses: { 200: { description: 'The flow.', schema: flowSchema }, 409: { description: 'The flow has no published version yet.' } },
       async handle({ tenantId, params }) {
         const flow = await store.setFlowActive(tenantId, params.id, active);
         await activeVersionChanged(context, tenantId, flow);

@@ -77,7 +77,7 @@ export function messageRoutes({ store, queue }: ApiContext) {
       summary: 'Run a message again, on its flow\'s active version',
       description: 'A new run, with new idempotency keys: its side effects happen again. Refused (409) while the message\'s last run is unfinished or held, for a repeated delivery, and for a batch item (retry its batch instead).',
       params: idParams,
-      responses: { 202: { description: 'The new run, queued.', schema: runSchema } },
+      responses: { 202: { description: 'The new run, queued.', schema: runSchema }, 409: { description: 'Its last run is unfinished or held, it is a repeated delivery or a batch item, or its flow has no active version.' } },
       async handle({ tenantId, params }) {
         const run = await store.replayMessage(tenantId, params.id, newId());
         await queue.enqueue([runJob(run)]);

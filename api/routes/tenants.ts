@@ -23,7 +23,7 @@ export function tenantRoutes({ store, queue, schedules, intake }: ApiContext) {
         type: 'object', additionalProperties: false, required: ['id'],
         properties: { id: tenantSchema.properties.id, name: { type: 'string', minLength: 1, maxLength: 200 } },
       },
-      responses: { 201: { description: 'The tenant.', schema: tenantSchema } },
+      responses: { 201: { description: 'The tenant.', schema: tenantSchema }, 409: { description: 'A tenant with this id exists already.' } },
       handle: async ({ body }) => ({ status: 201, body: await store.createTenant({ id: body.id, name: body.name ?? body.id }) }),
     }),
     defineRoute({

@@ -13,6 +13,7 @@ import { Platform, type Roles } from '../../bin/platform.ts';
 import { Keyring } from '../../engine/secrets/keyring.ts';
 import type { OperationDefinition } from '../../engine/operations.ts';
 import { allOperations } from '../../operations/index.ts';
+import { OpenApiContract } from './openapi-contract.ts';
 
 export const POSTGRES_URL = process.env.TEST_DATABASE_URL ?? 'postgres://root@127.0.0.1:5432/test';
 export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -158,7 +159,10 @@ export class ApiClient {
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     const text = await response.text();
-    return { status: response.status, body: text ? JSON.parse(text) : undefined, headers: response.headers, text };
+    const answer = { status: response.status, body: text ? JSON.parse(text) : undefined, headers: response.headers, text };
+    const violations = (await OpenApiContract.of(this.url)).violations(method, route, answer.status, answer.body);
+    if (violations.length > 0) throw new Error(`the answer breaks /openapi.json:\n${violations.join('\n')}`);
+    return answer;
   }
 
   as(tenantId: string) {
