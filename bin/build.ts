@@ -5,8 +5,8 @@ import { fileURLToPath } from 'node:url';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 /** The build's commit: BUILD_COMMIT (set by a packaging step), else the checkout's HEAD, else null. */
-export function buildCommit(env: NodeJS.ProcessEnv = process.env): string | null {
-  if (env.BUILD_COMMIT) return env.BUILD_COMMIT;
+export function buildCommit(configured: string | undefined): string | null {
+  if (configured) return configured;
   const git = path.join(root, '.git');
   try {
     const head = readFileSync(path.join(git, 'HEAD'), 'utf8').trim();

@@ -1,94 +1,244 @@
 import path from 'node:path';
+import { SchemaValidator } from '../engine/json-schema.ts';
+import { ValidationError } from '../engine/errors.ts';
 
-/** Every setting, from the environment, with its default. The README's configuration table mirrors this. */
-export interface Config {
-  port: number;
-  host: string;
-  publicUrl: string | undefined;
-  dataDir: string;
-  databaseUrl: string | undefined;
-  databaseSchema: string | undefined;
-  redisUrl: string;
-  redisPrefix: string;
-  logLevel: string;
-  authIssuer: string;
-  authAudience: string;
-  authJwksUrl: string | undefined;
-  secretsKey: string | undefined;
-  bodyLimitBytes: number;
-  workerConcurrency: number;
-  tenantConcurrency: number;
-  workerLockMs: number;
-  workerStalledIntervalMs: number;
-  nodeTimeoutMs: number;
-  expressionTimeoutMs: number;
-  /** Heap of each expression sandbox process. */
-  expressionMemoryMb: number;
-  /** Expression sandbox processes per API or worker process. */
-  expressionProcesses: number;
-  maxStepOutputBytes: number;
-  intakeCacheTtlMs: number;
-  readyMaxQueueAgeMs: number;
-  shutdownGraceMs: number;
-  adapterWaitMs: number;
-  /** Run log lines older than this are pruned (by worker processes, hourly). */
-  runLogRetentionDays: number;
-  /** A `worker` process serves GET /metrics on this port when it is set. */
-  metricsPort: number | undefined;
+/** One setting: its environment variable, its JSON Schema (type, bounds, default) and what it means. */
+interface Setting {
+  env: string;
+  schema: { type?: 'integer' | 'string'; enum?: readonly string[]; default?: unknown; minimum?: number; maximum?: number; pattern?: string };
+  /** Sizes are written as bytes, or with kb or mb. */
+  unit?: 'bytes';
+  /** What the docs show as the default, where the value alone would not say it. */
+  shownDefault?: string;
+  description: string;
 }
 
+/**
+ * Every setting, read from the environment. The one source of the configuration: loading (with
+ * coercion and bounds), the Config type and the table in docs/configuration.md come from it.
+ */
+export const settings = {
+  port: {
+    env: 'PORT',
+    schema: { type: 'integer', minimum: 0, maximum: 65535, default: 3000 },
+    description: 'HTTP port of the API.',
+  },
+  host: {
+    env: 'HOST',
+    schema: { type: 'string', default: '0.0.0.0' },
+    description: 'Interface the API listens on.',
+  },
+  publicUrl: {
+    env: 'PUBLIC_URL',
+    schema: { type: 'string', pattern: '^https?://' },
+    shownDefault: '`http://127.0.0.1:$PORT`',
+    description: 'How clients and Shopify reach this process (behind a proxy or tunnel, its address there); printed, and the base of flow URLs.',
+  },
+  dataDir: {
+    env: 'DATA_DIR',
+    schema: { type: 'string', default: './data' },
+    description: 'Embedded mode: PGlite data, the generated secrets key, the embedded Redis, the lock file and the admin socket.',
+  },
+  databaseUrl: {
+    env: 'DATABASE_URL',
+    schema: { type: 'string' },
+    description: '`postgres://...`: use PostgreSQL instead of PGlite (required for separate `api`/`worker` processes).',
+  },
+  databaseSchema: {
+    env: 'DATABASE_SCHEMA',
+    schema: { type: 'string' },
+    shownDefault: 'default schema',
+    description: 'Schema to work in (created by the migrations).',
+  },
+  redisUrl: {
+    env: 'REDIS_URL',
+    schema: { type: 'string', default: 'redis://127.0.0.1:6379' },
+    description: 'Redis for the queues (`rediss://` for TLS). Must run with `maxmemory-policy noeviction`, ideally with AOF.',
+  },
+  redisPrefix: {
+    env: 'REDIS_PREFIX',
+    schema: { type: 'string', default: 'tributary' },
+    description: 'Key prefix of every queue.',
+  },
+  logLevel: {
+    env: 'LOG_LEVEL',
+    schema: { enum: ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'], default: 'info' },
+    description: 'pino level: `trace` … `fatal`, or `silent`.',
+  },
+  authIssuer: {
+    env: 'AUTH_ISSUER',
+    schema: { type: 'string', default: 'tributary' },
+    description: 'Expected (and, embedded, issued) `iss` of tokens.',
+  },
+  authAudience: {
+    env: 'AUTH_AUDIENCE',
+    schema: { type: 'string', default: 'tributary-api' },
+    description: 'Expected `aud`; the token request\'s `audience` must match it.',
+  },
+  authJwksUrl: {
+    env: 'AUTH_JWKS_URL',
+    schema: { type: 'string', pattern: '^https?://' },
+    shownDefault: 'unset: the embedded issuer\'s keys, read from the store',
+    description: 'An external identity provider\'s JWKS URL, where its signing keys are fetched (a failure answers 503 naming it).',
+  },
+  secretsKey: {
+    env: 'SECRETS_KEY',
+    schema: { type: 'string' },
+    shownDefault: 'embedded: generated in `DATA_DIR/secrets.key` (mode 0600)',
+    description: '`keyid:base64(32 bytes)[,keyid:key...]`. The first key seals new values; the others still open old ones (rotation). Required with `DATABASE_URL`. Generate one with `node -e "console.log(\'k1:\'+require(\'crypto\').randomBytes(32).toString(\'base64\'))"`.',
+  },
+  bodyLimitBytes: {
+    env: 'BODY_LIMIT',
+    schema: { type: 'integer', minimum: 1, default: 1024 * 1024 },
+    unit: 'bytes',
+    shownDefault: '`1mb`',
+    description: 'Largest request body (API and flow URLs); larger: 413. Accepts bytes, `kb`, `mb`.',
+  },
+  workerConcurrency: {
+    env: 'WORKER_CONCURRENCY',
+    schema: { type: 'integer', minimum: 1, default: 64 },
+    description: 'Runs one worker process executes at once. Runs mostly wait on outside systems, so a worker keeps many in flight; their store statements are grouped, so more in flight also costs less CPU per run (on two cores, 64 drains 10–20 % more runs per second than 32). An outside system\'s own limit (an ERP account allows 5–20 concurrent requests) is not this setting\'s job: see `TENANT_CONCURRENCY`, and the ERP\'s refusal is retried.',
+  },
+  tenantConcurrency: {
+    env: 'TENANT_CONCURRENCY',
+    schema: { type: 'integer', minimum: 0, default: 0 },
+    shownDefault: '`0` (no limit)',
+    description: 'Most runs of one tenant executing at once, across all workers, so one tenant\'s slow or looping runs cannot take every slot; a run over the limit waits about half a second, behind other tenants\' runs, without spending an attempt. Costs two Redis calls per run; on a shared deployment set it to a share of `WORKER_CONCURRENCY` × workers.',
+  },
+  workerLockMs: {
+    env: 'WORKER_LOCK_MS',
+    schema: { type: 'integer', minimum: 1000, default: 30_000 },
+    description: 'Lock on a running job; a killed worker\'s job is taken over once it expires.',
+  },
+  workerStalledIntervalMs: {
+    env: 'WORKER_STALLED_INTERVAL_MS',
+    schema: { type: 'integer', minimum: 1000, default: 30_000 },
+    description: 'How often workers look for jobs whose lock expired. A SIGKILLed worker\'s run resumes within about lock + interval.',
+  },
+  nodeTimeoutMs: {
+    env: 'NODE_TIMEOUT_MS',
+    schema: { type: 'integer', minimum: 1, default: 30_000 },
+    description: 'Default `timeoutMs` of a node (a timeout is a retryable error).',
+  },
+  expressionTimeoutMs: {
+    env: 'EXPRESSION_TIMEOUT_MS',
+    schema: { type: 'integer', minimum: 1, default: 1000 },
+    description: 'Hard deadline of one JSONata evaluation (also bounded in depth, 300): an expression evaluated in the sandbox is killed at it, and its node fails permanently naming the limit.',
+  },
+  expressionMemoryMb: {
+    env: 'EXPRESSION_MEMORY_MB',
+    schema: { type: 'integer', minimum: 16, default: 128 },
+    description: 'Heap of each expression sandbox process; an expression that needs more (or hits a size limit of V8) kills only its sandbox process, and its node fails permanently naming the limit.',
+  },
+  expressionProcesses: {
+    env: 'EXPRESSION_PROCESSES',
+    schema: { type: 'integer', minimum: 1, default: 2 },
+    description: 'Sandbox processes per API or worker process (started on first use, replaced when one is killed); more sandboxed evaluations wait their turn.',
+  },
+  maxStepOutputBytes: {
+    env: 'MAX_STEP_OUTPUT_BYTES',
+    schema: { type: 'integer', minimum: 1, default: 1024 * 1024 },
+    unit: 'bytes',
+    shownDefault: '`1mb`',
+    description: 'Largest output a node may store; larger fails the node with a clear error.',
+  },
+  intakeCacheTtlMs: {
+    env: 'INTAKE_CACHE_TTL_MS',
+    schema: { type: 'integer', minimum: 0, default: 2000 },
+    description: 'How long a process reuses a flow URL\'s resolution. Publish/activate/deactivate clear it at once in the process that made the change; other API processes see it within this time.',
+  },
+  readyMaxQueueAgeMs: {
+    env: 'READY_MAX_QUEUE_AGE_MS',
+    schema: { type: 'integer', minimum: 1, default: 120_000 },
+    description: '`/readyz` fails when the oldest waiting run is older.',
+  },
+  adapterWaitMs: {
+    env: 'ADAPTER_WAIT_MS',
+    schema: { type: 'integer', minimum: 0, default: 25_000 },
+    description: 'How long the deprecated adapter route waits for its run before answering 202 with the run\'s ids.',
+  },
+  runLogRetentionDays: {
+    env: 'RUN_LOG_RETENTION_DAYS',
+    schema: { type: 'integer', minimum: 1, default: 14 },
+    description: 'Run log lines (the Logs API) older than this are pruned, hourly, by worker processes.',
+  },
+  metricsPort: {
+    env: 'METRICS_PORT',
+    schema: { type: 'integer', minimum: 0, maximum: 65535 },
+    description: 'A `worker` process serves `GET /metrics` on this port (API processes serve it on `PORT`).',
+  },
+  buildCommit: {
+    env: 'BUILD_COMMIT',
+    schema: { type: 'string' },
+    shownDefault: 'the checkout\'s `HEAD`',
+    description: 'The commit `GET /api/v1/version` reports (set it when you deploy without `.git`).',
+  },
+  shutdownGraceMs: {
+    env: 'SHUTDOWN_GRACE_MS',
+    schema: { type: 'integer', minimum: 0, default: 10_000 },
+    description: 'On SIGTERM: runs in flight may finish for this long before their operations are aborted (they then resume elsewhere from their checkpoints).',
+  },
+} as const satisfies Record<string, Setting>;
+
+type Settings = typeof settings;
+type ValueOf<S extends Setting> = S['schema'] extends { enum: readonly (infer E)[] } ? E : S['schema']['type'] extends 'integer' ? number : string;
+export type Config = {
+  -readonly [K in keyof Settings]: ValueOf<Settings[K]> | (Settings[K]['schema'] extends { default: unknown } ? never : undefined);
+};
+
+const validator = new SchemaValidator<Config>({
+  type: 'object',
+  properties: Object.fromEntries(Object.entries(settings).map(([key, setting]) => [key, setting.schema])),
+}, 'configuration', { coerce: true });
+
+const SIZE = /^(\d+)\s*(b|kb|mb)?$/i;
+const UNITS = { b: 1, kb: 1024, mb: 1024 * 1024 };
+
+/** The configuration from these variables (blank counts as unset); a bad value is an error naming its variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const text = (name: string, fallback: string) => (env[name]?.trim() ? env[name]!.trim() : fallback);
-  const optional = (name: string) => (env[name]?.trim() ? env[name]!.trim() : undefined);
-  const integer = (name: string, fallback: number, min = 0) => {
-    const raw = optional(name);
-    if (raw === undefined) return fallback;
-    const value = Number(raw);
-    if (!Number.isInteger(value) || value < min) throw new Error(`${name} must be a whole number >= ${min}, got "${raw}"`);
-    return value;
-  };
-  const bytes = (name: string, fallback: number) => {
-    const raw = optional(name);
-    if (raw === undefined) return fallback;
-    const match = /^(\d+)\s*(b|kb|mb)?$/i.exec(raw);
-    if (!match) throw new Error(`${name} must be a size such as 1048576, 512kb or 1mb, got "${raw}"`);
-    return Number(match[1]) * ({ b: 1, kb: 1024, mb: 1024 * 1024 }[(match[2] ?? 'b').toLowerCase() as 'b'] ?? 1);
-  };
-  return {
-    port: integer('PORT', 3000),
-    host: text('HOST', '0.0.0.0'),
-    publicUrl: optional('PUBLIC_URL'),
-    dataDir: path.resolve(text('DATA_DIR', './data')),
-    databaseUrl: optional('DATABASE_URL'),
-    databaseSchema: optional('DATABASE_SCHEMA'),
-    redisUrl: text('REDIS_URL', 'redis://127.0.0.1:6379'),
-    redisPrefix: text('REDIS_PREFIX', 'tributary'),
-    logLevel: text('LOG_LEVEL', 'info'),
-    authIssuer: text('AUTH_ISSUER', 'tributary'),
-    authAudience: text('AUTH_AUDIENCE', 'tributary-api'),
-    authJwksUrl: optional('AUTH_JWKS_URL'),
-    secretsKey: optional('SECRETS_KEY'),
-    bodyLimitBytes: bytes('BODY_LIMIT', 1024 * 1024),
-    // Runs mostly wait on outside systems: a worker keeps many in flight (and its store statements group them).
-    workerConcurrency: integer('WORKER_CONCURRENCY', 64, 1),
-    tenantConcurrency: integer('TENANT_CONCURRENCY', 0),
-    workerLockMs: integer('WORKER_LOCK_MS', 30_000, 1000),
-    workerStalledIntervalMs: integer('WORKER_STALLED_INTERVAL_MS', 30_000, 1000),
-    nodeTimeoutMs: integer('NODE_TIMEOUT_MS', 30_000, 1),
-    expressionTimeoutMs: integer('EXPRESSION_TIMEOUT_MS', 1000, 1),
-    expressionMemoryMb: integer('EXPRESSION_MEMORY_MB', 128, 16),
-    expressionProcesses: integer('EXPRESSION_PROCESSES', 2, 1),
-    maxStepOutputBytes: bytes('MAX_STEP_OUTPUT_BYTES', 1024 * 1024),
-    intakeCacheTtlMs: integer('INTAKE_CACHE_TTL_MS', 2000),
-    readyMaxQueueAgeMs: integer('READY_MAX_QUEUE_AGE_MS', 120_000, 1),
-    shutdownGraceMs: integer('SHUTDOWN_GRACE_MS', 10_000),
-    adapterWaitMs: integer('ADAPTER_WAIT_MS', 25_000),
-    runLogRetentionDays: integer('RUN_LOG_RETENTION_DAYS', 14, 1),
-    metricsPort: optional('METRICS_PORT') === undefined ? undefined : integer('METRICS_PORT', 0),
-  };
+  const raw: Record<string, unknown> = {};
+  for (const [key, setting] of Object.entries(settings) as Array<[keyof Settings, Setting]>) {
+    const text = env[setting.env]?.trim();
+    if (!text) continue;
+    if (setting.unit === 'bytes') {
+      const size = SIZE.exec(text);
+      if (!size) throw new Error(`${setting.env} must be a size such as 1048576, 512kb or 1mb, got "${text}"`);
+      raw[key] = Number(size[1]) * UNITS[(size[2] ?? 'b').toLowerCase() as keyof typeof UNITS];
+    } else {
+      raw[key] = text;
+    }
+  }
+  try {
+    const config = validator.validate(raw);
+    return { ...config, dataDir: path.resolve(config.dataDir) };
+  } catch (error) {
+    if (!(error instanceof ValidationError)) throw error;
+    const [first] = error.errors;
+    const key = first.path.slice(2) as keyof Settings;
+    throw new Error(`${settings[key]?.env ?? first.path} ${first.message}, got "${env[settings[key]?.env]?.trim()}"`);
+  }
 }
 
-/** Where clients reach this process (printed, and the embedded issuer's JWKS location). */
+/** Where clients reach this process (printed, and the base of flow URLs). */
 export function baseUrl(config: Config, port = config.port): string {
   return config.publicUrl ?? `http://127.0.0.1:${port}`;
+}
+
+/** The settings as the Markdown table docs/configuration.md holds. */
+export function settingsTable(): string {
+  const shown = (setting: Setting) => setting.shownDefault
+    ?? ('default' in setting.schema ? `\`${String(setting.schema.default)}\`` : '—');
+  return ['| Variable | Default | Meaning |', '|---|---|---|',
+    ...Object.values(settings as Record<string, Setting>).map((setting) => `| \`${setting.env}\` | ${shown(setting)} | ${setting.description} |`)].join('\n');
+}
+
+const TABLE_START = '<!-- settings: generated from bin/config.ts by `npm run docs:config` -->';
+const TABLE_END = '<!-- /settings -->';
+
+/** The document with its settings table brought up to date (docs/configuration.md). */
+export function withSettingsTable(markdown: string): string {
+  const start = markdown.indexOf(TABLE_START);
+  const end = markdown.indexOf(TABLE_END);
+  if (start < 0 || end < start) throw new Error(`the document has no ${TABLE_START} ... ${TABLE_END} block`);
+  return `${markdown.slice(0, start + TABLE_START.length)}\n${settingsTable()}\n${markdown.slice(end)}`;
 }

@@ -157,7 +157,7 @@ export class Platform {
       const listener = createRequestListener({
         context: {
           store, intake, queue, keyring, compile, schedules, maintenance, webhookSubscribers,
-          testRunner: new TestRunner({ store, actions: new ActionRunner(store, compile.sandbox), keyring, logger, maxOutputBytes: config.maxStepOutputBytes }), baseUrl: () => url, build: { version: VERSION, commit: buildCommit() },
+          testRunner: new TestRunner({ store, actions: new ActionRunner(store, compile.sandbox), keyring, logger, maxOutputBytes: config.maxStepOutputBytes }), baseUrl: () => url, build: { version: VERSION, commit: buildCommit(config.buildCommit) },
         },
         issuer, verifier, logger, bodyLimitBytes: config.bodyLimitBytes,
         readiness: () => readiness(store, queue, maintenance, config), queues, adapterWaitMs: config.adapterWaitMs, metrics,

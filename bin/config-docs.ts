@@ -1,0 +1,7 @@
+// `npm run docs:config`: rewrites the settings table of docs/configuration.md from bin/config.ts.
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { withSettingsTable } from './config.ts';
+
+const file = path.resolve(import.meta.dirname, '../docs/configuration.md');
+writeFileSync(file, withSettingsTable(readFileSync(file, 'utf8')));

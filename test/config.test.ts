@@ -1,0 +1,30 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { loadConfig, settings, withSettingsTable } from '../bin/config.ts';
+
+describe('configuration', () => {
+  it('takes defaults, coerces numbers and sizes, and treats blank as unset', () => {
+    const defaults = loadConfig({});
+    expect(defaults).toMatchObject({ port: 3000, bodyLimitBytes: 1024 * 1024, workerConcurrency: 64, logLevel: 'info', dataDir: path.resolve('data') });
+    expect(defaults.publicUrl).toBeUndefined();
+    const set = loadConfig({ PORT: '8080', BODY_LIMIT: '512kb', MAX_STEP_OUTPUT_BYTES: '2MB', DATABASE_URL: '  ' });
+    expect(set).toMatchObject({ port: 8080, bodyLimitBytes: 512 * 1024, maxStepOutputBytes: 2 * 1024 * 1024 });
+    expect(set.databaseUrl).toBeUndefined();
+  });
+
+  it('refuses a bad value with its variable and what it must be', () => {
+    expect(() => loadConfig({ WORKER_CONCURRENCY: '0' })).toThrow('WORKER_CONCURRENCY must be >= 1, got "0"');
+    expect(() => loadConfig({ PORT: 'eighty' })).toThrow('PORT must be integer, got "eighty"');
+    expect(() => loadConfig({ LOG_LEVEL: 'loud' })).toThrow('LOG_LEVEL must be one of "trace", "debug", "info"');
+    expect(() => loadConfig({ BODY_LIMIT: '1gb' })).toThrow('BODY_LIMIT must be a size such as 1048576, 512kb or 1mb, got "1gb"');
+    expect(() => loadConfig({ PUBLIC_URL: 'tributary.example.com' })).toThrow('PUBLIC_URL must match pattern');
+  });
+
+  it('is documented by the table generated from the same schemas', () => {
+    const document = readFileSync(path.resolve(import.meta.dirname, '../docs/configuration.md'), 'utf8');
+    expect(withSettingsTable(document), 'run npm run docs:config').toBe(document);
+    const variables = Object.values(settings).map((setting) => setting.env);
+    expect(new Set(variables).size).toBe(variables.length);
+  });
+});
