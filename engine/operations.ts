@@ -115,13 +115,12 @@ export interface OperationDefinition<Config = unknown> {
 }
 
 /** Declares an operation; the config type is derived from its JSON Schema. */
-export function defineOperation<const Schema extends JSONSchema & object>(
+export function defineOperation<const Schema extends JSONSchema & object, Config = FromSchema<Schema>>(
   definition: Omit<OperationDefinition, 'configSchema' | 'run' | 'preview'> & {
     configSchema: Schema;
-    // NoInfer: the schema alone decides the config type; inferring it back from `run` is slow and ambiguous.
-    run(ctx: OperationContext<NoInfer<FromSchema<Schema>>>): Promise<unknown>;
-    // Typed by the operation itself (`OperationContext<FromSchema<typeof schema>>`): inferring it here too is too deep for TypeScript.
-    preview?(ctx: OperationContext<any>): Promise<unknown>;
+    // NoInfer: the schema alone decides the config type (computed once, as Config); inferring it back from `run` is slow and ambiguous.
+    run(ctx: OperationContext<NoInfer<Config>>): Promise<unknown>;
+    preview?(ctx: OperationContext<NoInfer<Config>>): Promise<unknown>;
   },
 ): OperationDefinition<any> {
   return definition as unknown as OperationDefinition<any>;

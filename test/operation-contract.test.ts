@@ -43,12 +43,26 @@ const twoCalls = defineOperation({
   },
 });
 
+const stepNamed = defineOperation({
+  name: 'test.step-named',
+  title: 'Steps by the given names',
+  description: 'Runs one memoized sub-step per name in its config, in order.',
+  version: '1.0.0',
+  sideEffects: false,
+  configSchema: { type: 'object', additionalProperties: false, required: ['names'], properties: { names: { type: 'array', items: { type: 'string' } } } },
+  run: async (ctx) => {
+    const results: number[] = [];
+    for (const name of ctx.config.names) results.push(await ctx.step(name, async () => count(`step-named:${ctx.runId}`)));
+    return results;
+  },
+});
+
 let env: TestPlatform;
 let acme: ApiClient;
 let receiver: Receiver;
 
 beforeAll(async () => {
-  env = await startTestPlatform('postgres', { api: true, worker: true }, {}, [notYet, twoCalls]);
+  env = await startTestPlatform('postgres', { api: true, worker: true }, {}, [notYet, twoCalls, stepNamed]);
   acme = await env.tenant('acme');
   receiver = await new Receiver().start();
 });
@@ -79,5 +93,17 @@ describe('the operation contract', () => {
       ['calls/first', 'succeeded'], ['calls', 'succeeded'], ['calls/second', 'succeeded'],
     ]);
     expect(run.steps.find((step: { key: string }) => step.key === 'calls')).toMatchObject({ attempts: 2, output: { first: 200, second: 200 } });
+  });
+
+  it('ctx.step refuses a name used twice in one attempt, and names the engine keeps for itself', async () => {
+    const named = async (key: string, names: string[]) => {
+      await acme.publish({ key, name: key, trigger: { type: 'webhook' }, nodes: [{ id: 'work', operation: 'test.step-named', config: { names } }], edges: [{ from: 'trigger', to: 'work' }] });
+      return acme.settledRun((await sendWebhook(env.url, 'acme', key, {})).body.runId);
+    };
+    expect(await named('distinct-steps', ['a', 'b'])).toMatchObject({ status: 'succeeded', steps: expect.arrayContaining([expect.objectContaining({ key: 'work', output: [1, 2] })]) });
+    const twice = await named('same-step', ['a', 'a']);
+    expect(twice).toMatchObject({ status: 'failed', attempts: 1, error: { kind: 'permanent', node: 'work', message: expect.stringContaining('ctx.step("a") in node work: the name is used twice') } });
+    expect(await named('reserved-step', ['batch'])).toMatchObject({ status: 'failed', error: { message: expect.stringContaining('"batch" is reserved') } });
+    expect(await named('slashed-step', ['a/b'])).toMatchObject({ status: 'failed', error: { message: expect.stringContaining('without "/"') } });
   });
 });

@@ -255,6 +255,7 @@ export class RunPass {
     const { run } = this.state;
     const pass = this;
     let logger: Logger | undefined;
+    const stepNames = new Set<string>();
     return {
       config,
       input: this.input,
@@ -272,7 +273,12 @@ export class RunPass {
       runId: run.id,
       nodeId: node.id,
       attempt,
-      step: (name, fn) => this.subStep(node, name, fn),
+      step: (name, fn) => {
+        const refused = stepNameRefusal(name, stepNames);
+        if (refused) return Promise.reject(permanent(`ctx.step("${name}") in node ${node.id}: ${refused}`));
+        stepNames.add(name);
+        return this.subStep(node, name, fn);
+      },
       destination: (name) => this.destination(name),
       batch: (window) => this.batch(node, window),
       action: (name, input, version) => this.options.actions.run(run.tenantId, name, version, input, `$.nodes.${node.id}.config`),
@@ -360,6 +366,20 @@ export class RunPass {
     const { run } = this.state;
     return (this.logger ??= this.options.logger.child({ tenantId: run.tenantId, flowId: run.flowId, runId: run.id }));
   }
+}
+
+/** Sub-step names the engine itself uses within a node (`ctx.batch`). */
+const RESERVED_STEP_NAMES = new Set(['batch']);
+
+/**
+ * Why a step name cannot be used, if it cannot. A name used twice in one attempt would silently hand
+ * the second call the first one's result, so it is refused: a loop gives each call its own name.
+ */
+function stepNameRefusal(name: string, used: Set<string>): string | undefined {
+  if (name.length === 0 || name.length > 200 || name.includes('/')) return 'a step name is 1-200 characters without "/"';
+  if (RESERVED_STEP_NAMES.has(name)) return `"${name}" is reserved by the engine`;
+  if (used.has(name)) return 'the name is used twice in one attempt: give each call its own (with an index in a loop)';
+  return undefined;
 }
 
 function collectStrings(value: unknown, into: string[]) {

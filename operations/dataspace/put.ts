@@ -1,5 +1,4 @@
-import type { FromSchema } from 'json-schema-to-ts';
-import { defineOperation, type OperationContext } from '../../engine/operations.ts';
+import { defineOperation } from '../../engine/operations.ts';
 
 const configSchema = {
   type: 'object',
@@ -12,8 +11,6 @@ const configSchema = {
   },
 } as const;
 
-type PutConfig = FromSchema<typeof configSchema>;
-
 /** Writes one document of a data space; read it back in expressions with `$lookup(space, key)`. */
 export const dataSpacePut = defineOperation({
   name: 'dataspace.put',
@@ -22,7 +19,7 @@ export const dataSpacePut = defineOperation({
   version: '1.0.0',
   sideEffects: true,
   configSchema,
-  preview: async ({ config }: OperationContext<PutConfig>) => ({ put: { space: config.space, key: config.key, value: config.value } }),
+  preview: async ({ config }) => ({ put: { space: config.space, key: config.key, value: config.value } }),
   async run({ config, dataSpaces }) {
     const { created } = await dataSpaces.put(config.space, config.key, config.value);
     return { space: config.space, key: config.key, created };
