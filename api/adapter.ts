@@ -8,6 +8,7 @@ import { SchemaValidator } from '../engine/json-schema.ts';
 import { secretContext } from '../engine/secrets/keyring.ts';
 import { isTerminal, type Run, type Step } from '../engine/store/port.ts';
 import { constantTimeEqual } from '../engine/triggers/webhook.ts';
+import { pinOperationVersions } from '../engine/flow/compile.ts';
 import { activeVersionChanged, type ApiContext } from './context.ts';
 import { maintenanceProblem, parseBody } from './hooks.ts';
 import { HttpProblem, sendProblem } from './problem.ts';
@@ -158,7 +159,7 @@ export function adapterKeyRoutes(context: ApiContext) {
         let flow = await store.findFlowByKey(tenantId, adapterFlow.key);
         if (!flow) {
           flow = await store.createFlow(tenantId, { id: newId(), key: adapterFlow.key, name: adapterFlow.name, draft: adapterFlow });
-          await store.publishFlow(tenantId, flow.id, flow.revision, adapterFlow);
+          await store.publishFlow(tenantId, flow.id, flow.revision, pinOperationVersions(adapterFlow, context.compile.registry));
         }
         await activeVersionChanged(context, tenantId, flow);
         return { status: 201, body: { apiKey, url: `${baseUrl()}${ADAPTER_PATH.replace(':store', 'shopify')}`, flowId: flow.id } };

@@ -131,23 +131,40 @@ export interface RegisteredOperation {
   config: SchemaValidator<unknown>;
 }
 
-/** The operations a process knows; each config schema is compiled once, here. */
+/** The major of a semantic version: a node pins it, since only a new major may break a flow. */
+export const majorOf = (version: string) => Number.parseInt(version, 10);
+
+/** The operations a process knows, by name and major version; each config schema is compiled once, here. */
 export class OperationRegistry {
-  private readonly operations = new Map<string, RegisteredOperation>();
+  private readonly operations = new Map<string, Map<number, RegisteredOperation>>();
 
   constructor(definitions: Iterable<OperationDefinition<any>> = []) {
     for (const definition of definitions) this.register(definition);
   }
 
   register(definition: OperationDefinition<any>): this {
-    if (this.operations.has(definition.name)) throw new Error(`operation ${definition.name} is registered twice`);
-    this.operations.set(definition.name, { definition, config: new SchemaValidator(definition.configSchema, `${definition.name} config`) });
+    const major = majorOf(definition.version);
+    if (!Number.isInteger(major) || major < 1) throw new Error(`operation ${definition.name} has no major version in "${definition.version}"`);
+    const majors = this.operations.get(definition.name) ?? new Map<number, RegisteredOperation>();
+    if (majors.has(major)) throw new Error(`operation ${definition.name} v${major} is registered twice`);
+    majors.set(major, { definition, config: new SchemaValidator(definition.configSchema, `${definition.name} config`) });
+    this.operations.set(definition.name, new Map([...majors].sort(([a], [b]) => a - b)));
     return this;
   }
 
-  /** A registered operation, or for `action:<name>` the node type that runs the tenant's action. */
-  get(name: string): RegisteredOperation | undefined {
-    return this.operations.get(name) ?? (name.startsWith(ACTION_PREFIX) ? this.actionNode(name.slice(ACTION_PREFIX.length)) : undefined);
+  /** The major versions registered under a name, oldest first. */
+  majors(name: string): number[] {
+    return [...(this.operations.get(name)?.keys() ?? [])];
+  }
+
+  /**
+   * A registered operation (that major, or the newest), or for `action:<name>` the node type that
+   * runs the tenant's action (whose version is in the node's config).
+   */
+  get(name: string, major?: number): RegisteredOperation | undefined {
+    if (name.startsWith(ACTION_PREFIX)) return this.actionNode(name.slice(ACTION_PREFIX.length));
+    const majors = this.operations.get(name);
+    return major === undefined ? [...(majors?.values() ?? [])].at(-1) : majors?.get(major);
   }
 
   private readonly actionNodes = new Map<string, RegisteredOperation>();
@@ -169,8 +186,8 @@ export class OperationRegistry {
 
   private readonly actionConfig = new SchemaValidator<unknown>(actionNodeConfigSchema, 'action config');
 
-  /** Every registered operation, by name. */
+  /** Every registered operation, by name, then major. */
   list(): RegisteredOperation[] {
-    return [...this.operations.values()].sort((a, b) => a.definition.name.localeCompare(b.definition.name));
+    return [...this.operations.keys()].sort().flatMap((name) => [...this.operations.get(name)!.values()]);
   }
 }

@@ -278,6 +278,15 @@ describe('request validation', () => {
     expect(moved.body.errors).toEqual([{ path: '$.body.document.key', message: expect.stringContaining('occ-flow') }]);
   });
 
+  it('pins each node of a published version to its operation\'s major; the draft keeps what the author wrote', async () => {
+    const version = (await a.call('GET', `/api/v1/flows/${flowA}/versions/1`)).body;
+    expect(version.document.nodes.map((node: { operation: string; operationVersion: number }) => [node.operation, node.operationVersion])).toEqual([
+      ['transform', 1], ['http.request', 1],
+    ]);
+    const draft = (await a.call('GET', `/api/v1/editable-flows/${flowA}`)).body.draft;
+    expect(draft.nodes.map((node: object) => 'operationVersion' in node)).toEqual([false, false]);
+  });
+
   it('keeps secrets write-only', async () => {
     const put = await a.call('PUT', '/api/v1/secret-global-variables/OTHER', { value: 'shh-value-123' });
     expect(put.status).toBe(201);

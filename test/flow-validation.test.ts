@@ -1,10 +1,10 @@
 import { ExpressionSandbox } from '../engine/flow/sandbox.ts';
 import { afterAll, describe, expect, it } from 'vitest';
-import { compileFlow, validateFlow, type CompileOptions } from '../engine/flow/compile.ts';
+import { compileFlow, pinOperationVersions, validateFlow, type CompileOptions } from '../engine/flow/compile.ts';
 import { TemplateCompiler } from '../engine/flow/template.ts';
 import { Expression } from '../engine/flow/expression.ts';
-import { OperationRegistry } from '../engine/operations.ts';
-import { flowDocumentSchema } from '../engine/flow/schema.ts';
+import { defineOperation, OperationRegistry } from '../engine/operations.ts';
+import { flowDocumentSchema, type FlowDocument } from '../engine/flow/schema.ts';
 import { allOperations } from '../operations/index.ts';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -99,6 +99,26 @@ describe('flow validation', () => {
     ], [{ from: 'trigger', to: 'send' }]), options);
     expect(compiled.references.vars).toEqual(new Set(['ERP_URL']));
     expect(compiled.references.secrets).toEqual(new Set(['ERP_TOKEN']));
+  });
+
+  it('runs the major a node pins, the newest otherwise, and publishing pins the newest', async () => {
+    const echo = (version: string) => defineOperation({
+      name: 'test.echo', title: `Echo v${version}`, description: 'Returns its major.', version, sideEffects: false,
+      configSchema: { type: 'object', properties: {} }, run: async () => version,
+    });
+    const registry = new OperationRegistry([echo('1.4.0'), echo('2.0.0')]);
+    const versioned = { ...options, registry };
+    const document = flow([{ id: 'e', operation: 'test.echo' }], [{ from: 'trigger', to: 'e' }]) as FlowDocument;
+    expect(compileFlow(document, versioned).nodes[0].operation.definition.version).toBe('2.0.0');
+    const pinned = pinOperationVersions(document, new OperationRegistry([echo('1.4.0')]));
+    expect(pinned.nodes[0].operationVersion).toBe(1);
+    // Registering a breaking major later leaves the published version on the one it was published with.
+    expect(compileFlow(pinned, versioned).nodes[0].operation.definition.version).toBe('1.4.0');
+    expect(pinOperationVersions(pinned, registry)).toEqual(pinned);
+    expect(validateFlow({ ...document, nodes: [{ id: 'e', operation: 'test.echo', operationVersion: 3 }] }, versioned)).toEqual([
+      { path: '$.nodes[0].operationVersion', message: 'test.echo has no major version 3 (it has 1, 2)', node: 'e' },
+    ]);
+    expect(() => new OperationRegistry([echo('2.1.0'), echo('2.0.0')])).toThrow('test.echo v2 is registered twice');
   });
 });
 

@@ -1,6 +1,6 @@
 import { NotFoundError, ValidationError, type FieldError } from '../../engine/errors.ts';
 import { ACTION_PREFIX } from '../../engine/actions.ts';
-import { validateFlow } from '../../engine/flow/compile.ts';
+import { pinOperationVersions, validateFlow } from '../../engine/flow/compile.ts';
 import { flowDocumentSchema, type FlowDocument } from '../../engine/flow/schema.ts';
 import { newId } from '../../engine/ids.ts';
 import { flowSchema, flowVersionSchema } from '../../engine/resources.ts';
@@ -124,7 +124,7 @@ export function editableFlowRoutes(context: ApiContext) {
     defineRoute({
       method: 'post', path: `${base}/{id}/publish`, tag: 'EditableFlow', scope: 'flows:write',
       summary: 'Publish the draft as a new immutable version and make it the active one',
-      description: 'With `revision`, publishing fails with 409 if the draft changed since you read it.',
+      description: 'With `revision`, publishing fails with 409 if the draft changed since you read it. Each node that names no `operationVersion` is pinned to its operation\'s newest major.',
       params: idParams,
       body: { type: 'object', additionalProperties: false, properties: { revision: { type: 'integer', minimum: 1 } } },
       responses: { 201: { description: 'The new version.', schema: flowVersionSchema }, 409: { description: 'The draft changed since that revision.' } },
@@ -133,7 +133,7 @@ export function editableFlowRoutes(context: ApiContext) {
         const errors = await publishErrors(tenantId, flow.draft, '$.draft');
         if (errors.length > 0) throw new ValidationError('The flow document is not valid', errors);
         // Publish exactly the draft that was validated: a concurrent edit makes this a 409.
-        const version = await store.publishFlow(tenantId, flow.id, body.revision ?? flow.revision, flow.draft as FlowDocument);
+        const version = await store.publishFlow(tenantId, flow.id, body.revision ?? flow.revision, pinOperationVersions(flow.draft as FlowDocument, compile.registry));
         await activeVersionChanged(context, tenantId, flow);
         return { status: 201, body: version, headers: { Location: `/api/v1/flows/${flow.id}/versions/${version.version}` } };
       },

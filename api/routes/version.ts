@@ -14,7 +14,7 @@ const versionSchema = {
       type: 'object', description: 'Per destination type, the outside system\'s API versions supported (the default first).',
       additionalProperties: { type: 'object', required: ['apiVersions'], properties: { apiVersions: { type: 'array', items: { type: 'string' } } } },
     },
-    operations: { type: 'object', additionalProperties: { type: 'string' }, description: 'Each operation\'s version.' },
+    operations: { type: 'object', additionalProperties: { type: 'string' }, description: 'Each operation\'s newest version (the operations route lists every major).' },
   },
 } as const;
 

@@ -1,6 +1,7 @@
 import { ValidationError, type FieldError } from '../errors.ts';
 import { fieldErrors, SchemaValidator } from '../json-schema.ts';
 import type { OperationRegistry, RegisteredOperation } from '../operations.ts';
+import { ACTION_PREFIX } from '../actions.ts';
 import type { Expression } from './expression.ts';
 import type { ExpressionSandbox } from './sandbox.ts';
 import { scheduleErrors } from '../triggers/schedule.ts';
@@ -94,9 +95,12 @@ function analyse(input: unknown, options: CompileOptions): { errors: FieldError[
   const compiledNodes = new Map<string, CompiledNode>();
   doc.nodes.forEach((node, index) => {
     const path = `$.nodes[${index}]`;
-    const operation = options.registry.get(node.operation);
+    const operation = options.registry.get(node.operation, node.operationVersion);
     if (!operation) {
-      errors.push({ path: `${path}.operation`, message: `is not a registered operation: ${node.operation}`, node: node.id });
+      const majors = options.registry.majors(node.operation);
+      errors.push(majors.length > 0 && node.operationVersion !== undefined
+        ? { path: `${path}.operationVersion`, message: `${node.operation} has no major version ${node.operationVersion} (it has ${majors.join(', ')})`, node: node.id }
+        : { path: `${path}.operation`, message: `is not a registered operation: ${node.operation}`, node: node.id });
       return;
     }
     const config = node.config ?? {};
@@ -195,4 +199,20 @@ function graphOrder(doc: FlowDocument, incoming: Map<string, CompiledEdge[]>, er
     else if (!order.includes(node.id)) errors.push({ path: `$.nodes[${index}]`, message: 'is part of a cycle', node: node.id });
   });
   return order;
+}
+
+/**
+ * The document as it is published: every node of a registered operation names the major version it
+ * runs (the newest where the draft names none), so that registering a breaking major later changes
+ * no published flow.
+ */
+export function pinOperationVersions(document: FlowDocument, registry: OperationRegistry): FlowDocument {
+  return {
+    ...document,
+    nodes: document.nodes.map((node) => {
+      if (node.operationVersion !== undefined || node.operation.startsWith(ACTION_PREFIX)) return node;
+      const newest = registry.majors(node.operation).at(-1);
+      return newest === undefined ? node : { ...node, operationVersion: newest };
+    }),
+  };
 }

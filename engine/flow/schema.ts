@@ -108,6 +108,10 @@ export const flowDocumentSchema = {
           id: { type: 'string', pattern: identifier, not: { const: 'trigger' }, description: 'Referenced as $steps.<id>.' },
           name: { type: 'string', maxLength: 200 },
           operation: { type: 'string', minLength: 1, description: 'A registered operation (transform, http.request, ...) or action:<name>, a tenant action.' },
+          operationVersion: {
+            type: 'integer', minimum: 1, maximum: 999,
+            description: 'The major version of the operation the node runs. Publishing sets it to the newest where it is absent, so a later breaking version of the operation never changes a published flow.',
+          },
           config: { type: 'object', default: {}, description: 'Checked against the operation\'s config schema; a string that is exactly {{ expression }} is evaluated.' },
           retry: {
             type: 'object',

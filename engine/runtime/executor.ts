@@ -376,7 +376,7 @@ const RESERVED_STEP_NAMES = new Set(['batch']);
  * the second call the first one's result, so it is refused: a loop gives each call its own name.
  */
 function stepNameRefusal(name: string, used: Set<string>): string | undefined {
-  if (name.length === 0 || name.length > 200 || name.includes('/')) return 'a step name is 1-200 characters without "/"';
+  if (name.length === 0 || name.length > 200) return 'a step name is 1-200 characters';
   if (RESERVED_STEP_NAMES.has(name)) return `"${name}" is reserved by the engine`;
   if (used.has(name)) return 'the name is used twice in one attempt: give each call its own (with an index in a loop)';
   return undefined;
