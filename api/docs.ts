@@ -28,26 +28,26 @@ const MAX_DEPTH = 4;
 /** Annotations shown beside a field, in this order. */
 const CONSTRAINTS = ['minLength', 'maxLength', 'minimum', 'maximum', 'minItems', 'maxItems', 'pattern', 'default'] as const;
 
-const escape = (text: unknown) => String(text ?? '').replace(/[&<>"']/g, (char) => `&#${char.charCodeAt(0)};`);
-const json = (value: unknown) => `<code>${escape(JSON.stringify(value))}</code>`;
+const html = (text: unknown) => String(text ?? '').replace(/[&<>"']/g, (char) => `&#${char.charCodeAt(0)};`);
+const json = (value: unknown) => `<code>${html(JSON.stringify(value))}</code>`;
 const schemaAnchor = (name: string) => `schema-${name}`;
 const refName = (ref: string) => ref.slice(ref.lastIndexOf('/') + 1);
 
 /** A one-line type: a link for a named schema, the values of an enum, `array of ...`. */
 function typeLabel(schema: Schema): string {
-  if (schema.$ref) return `<a href="#${escape(schemaAnchor(refName(schema.$ref)))}">${escape(refName(schema.$ref))}</a>`;
+  if (schema.$ref) return `<a href="#${html(schemaAnchor(refName(schema.$ref)))}">${html(refName(schema.$ref))}</a>`;
   if ('const' in schema) return json(schema.const);
   if (schema.enum) return `one of ${schema.enum.map(json).join(', ')}`;
   const alternatives = schema.oneOf ?? schema.anyOf;
   if (alternatives && !schema.type && !schema.properties) return [...new Set(alternatives.map(typeLabel))].join(' or ');
   if (schema.type === 'array' || schema.items) return `array of ${typeLabel(schema.items ?? {})}`;
   const type = Array.isArray(schema.type) ? schema.type.join(' or ') : schema.type ?? (schema.properties ? 'object' : 'any JSON');
-  return `${escape(type)}${schema.format ? ` <small>(${escape(schema.format)})</small>` : ''}`;
+  return `${html(type)}${schema.format ? ` <small>(${html(schema.format)})</small>` : ''}`;
 }
 
 function notes(schema: Schema): string {
   const constraints = CONSTRAINTS.filter((key) => key in schema).map((key) => `${key} ${json(schema[key])}`);
-  return [escape(schema.description), constraints.length > 0 ? `<small>${constraints.join(', ')}</small>` : ''].filter(Boolean).join(' ');
+  return [html(schema.description), constraints.length > 0 ? `<small>${constraints.join(', ')}</small>` : ''].filter(Boolean).join(' ');
 }
 
 /** The inline object a field holds (itself, or its array's items), if it has fields to unfold. */
@@ -61,7 +61,7 @@ function fieldsTable(schema: Schema, depth: number): string {
   const required = new Set(schema.required ?? []);
   const rows = Object.entries(schema.properties ?? {}).map(([name, field]) => {
     const nested = depth < MAX_DEPTH ? inlineObject(field) : undefined;
-    return `<tr><td><code>${escape(name)}</code>${required.has(name) ? ' <b title="required">*</b>' : ''}</td><td>${typeLabel(field)}</td>`
+    return `<tr><td><code>${html(name)}</code>${required.has(name) ? ' <b title="required">*</b>' : ''}</td><td>${typeLabel(field)}</td>`
       + `<td>${notes(field)}${nested ? schemaBody(nested, depth + 1) : ''}</td></tr>`;
   }).join('');
   const closed = schema.additionalProperties === false ? '<p><small>No other fields.</small></p>' : '';
@@ -74,8 +74,8 @@ function fieldsTable(schema: Schema, depth: number): string {
 /** An alternative named by its title, or by the field whose constant tells it apart (`type "webhook"`). */
 function variantLabel(alternative: Schema): string {
   const discriminator = Object.entries(alternative.properties ?? {}).find(([, field]) => 'const' in field);
-  const name = alternative.title ? escape(alternative.title) : discriminator ? `<code>${escape(discriminator[0])}</code> ${json(discriminator[1].const)}` : 'object';
-  return `${name}${alternative.description ? `: ${escape(alternative.description)}` : ''}`;
+  const name = alternative.title ? html(alternative.title) : discriminator ? `<code>${html(discriminator[0])}</code> ${json(discriminator[1].const)}` : 'object';
+  return `${name}${alternative.description ? `: ${html(alternative.description)}` : ''}`;
 }
 
 function schemaBody(schema: Schema, depth = 0): string {
@@ -88,7 +88,7 @@ function schemaBody(schema: Schema, depth = 0): string {
 function schemaHtml(schema: Schema): string {
   const example = schema.examples?.[0];
   return `<p>${typeLabel(schema)} ${notes(schema)}</p>${schema.$ref ? '' : schemaBody(schema)}`
-    + (example === undefined ? '' : `<details><summary>example</summary><pre>${escape(JSON.stringify(example, null, 2))}</pre></details>`);
+    + (example === undefined ? '' : `<details><summary>example</summary><pre>${html(JSON.stringify(example, null, 2))}</pre></details>`);
 }
 
 const contentSchema = (content: Content | undefined) => (content ? Object.values(content)[0]?.schema : undefined);
@@ -96,17 +96,17 @@ const contentSchema = (content: Content | undefined) => (content ? Object.values
 function operationHtml(method: string, path: string, operation: Operation): string {
   const scope = operation.security?.[0]?.oauth2?.[0];
   const parameters = (operation.parameters ?? []).map((parameter) =>
-    `<tr><td><code>${escape(parameter.name)}</code>${parameter.required ? ' <b title="required">*</b>' : ''}</td><td>${escape(parameter.in)}</td>`
+    `<tr><td><code>${html(parameter.name)}</code>${parameter.required ? ' <b title="required">*</b>' : ''}</td><td>${html(parameter.in)}</td>`
     + `<td>${typeLabel(parameter.schema ?? {})}</td><td>${notes({ ...parameter.schema, description: parameter.description ?? parameter.schema?.description })}</td></tr>`).join('');
   const body = contentSchema(operation.requestBody?.content);
   const responses = Object.entries(operation.responses ?? {}).map(([status, response]) => {
     const schema = contentSchema(response.content);
-    return `<li><b>${escape(status)}</b> ${escape(response.description)}${schema ? schemaHtml(schema) : ''}</li>`;
+    return `<li><b>${html(status)}</b> ${html(response.description)}${schema ? schemaHtml(schema) : ''}</li>`;
   }).join('');
-  return `<section class="op" id="${escape(`${method}-${path}`)}">
-<h3><span class="method ${escape(method)}">${escape(method.toUpperCase())}</span> <code>${escape(path)}</code>${operation.deprecated ? ' <em>deprecated</em>' : ''}</h3>
-<p>${escape(operation.summary)}${scope ? ` — scope <code>${escape(scope)}</code>` : ''}</p>
-${operation.description ? `<p>${escape(operation.description)}</p>` : ''}
+  return `<section class="op" id="${html(`${method}-${path}`)}">
+<h3><span class="method ${html(method)}">${html(method.toUpperCase())}</span> <code>${html(path)}</code>${operation.deprecated ? ' <em>deprecated</em>' : ''}</h3>
+<p>${html(operation.summary)}${scope ? ` — scope <code>${html(scope)}</code>` : ''}</p>
+${operation.description ? `<p>${html(operation.description)}</p>` : ''}
 ${parameters ? `<table><tr><th>parameter</th><th>in</th><th>type</th><th></th></tr>${parameters}</table>` : ''}
 ${body ? `<h4>Request body</h4>${schemaHtml(body)}` : ''}
 <h4>Answers</h4><ul>${responses}</ul>
@@ -123,19 +123,19 @@ export function renderDocs(document: Record<string, unknown>): string {
     }
   }
   const sections = openapi.tags.filter((tag) => byTag.has(tag.name)).map((tag) =>
-    `<h2 id="${escape(tag.name)}">${escape(tag.name)} <small>${escape(tag.description)}</small></h2>${byTag.get(tag.name)!.join('\n')}`);
+    `<h2 id="${html(tag.name)}">${html(tag.name)} <small>${html(tag.description)}</small></h2>${byTag.get(tag.name)!.join('\n')}`);
   const contents = openapi.tags.map((tag) => byTag.has(tag.name)
-    ? `<li><a href="#${escape(tag.name)}">${escape(tag.name)}</a> — ${escape(tag.description)}</li>`
-    : `<li>${escape(tag.name)} — ${escape(tag.description)} <em>(no routes yet)</em></li>`).join('');
+    ? `<li><a href="#${html(tag.name)}">${html(tag.name)}</a> — ${html(tag.description)}</li>`
+    : `<li>${html(tag.name)} — ${html(tag.description)} <em>(no routes yet)</em></li>`).join('');
   const schemas = Object.entries(openapi.components.schemas).map(([name, schema]) =>
-    `<section class="schema" id="${escape(schemaAnchor(name))}"><h3>${escape(name)}</h3>${schemaHtml({ ...schema, $ref: undefined })}</section>`);
-  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escape(openapi.info.title)} ${escape(openapi.info.version)}</title>
+    `<section class="schema" id="${html(schemaAnchor(name))}"><h3>${html(name)}</h3>${schemaHtml({ ...schema, $ref: undefined })}</section>`);
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${html(openapi.info.title)} ${html(openapi.info.version)}</title>
 <meta name="viewport" content="width=device-width,initial-scale=1">
 <style>body{font:15px/1.5 system-ui,sans-serif;max-width:72rem;margin:2rem auto;padding:0 1rem;color:#222}code,pre{font:13px ui-monospace,monospace}
 pre{background:#f6f6f6;padding:.5rem;overflow:auto}.op,.schema{border-top:1px solid #ddd;padding:.5rem 0}.method{padding:0 .4rem;border-radius:3px;color:#fff;background:#555}
 .get{background:#2a7}.post{background:#27a}.put{background:#a72}.delete{background:#a33}table{border-collapse:collapse;margin:.3rem 0}
 td,th{border:1px solid #ddd;padding:.2rem .4rem;text-align:left;vertical-align:top}h4{margin:.6rem 0 .2rem}td table{font-size:95%}</style></head>
-<body><h1>${escape(openapi.info.title)} <small>${escape(openapi.info.version)}</small></h1><p>${escape(openapi.info.description)}</p>
+<body><h1>${html(openapi.info.title)} <small>${html(openapi.info.version)}</small></h1><p>${html(openapi.info.description)}</p>
 <p>Machine-readable: <a href="/openapi.json">/openapi.json</a>. Fields marked <b>*</b> are required.</p>
 <ul>${contents}<li><a href="#schemas">Schemas</a> — every resource and document</li></ul>${sections.join('\n')}
 <h2 id="schemas">Schemas</h2>${schemas.join('\n')}</body></html>`;

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import querystring from 'node:querystring';
 import type { Logger } from 'pino';
 import { BodyTooLargeError, decodeBody, isDecodable, readBody } from '../engine/http-body.ts';
-import type { Intake } from '../engine/intake.ts';
+import type { Intake, IntakeResult } from '../engine/intake.ts';
 import { unstorableJson } from '../engine/json-text.ts';
 import { answerError, HttpProblem, sendProblem } from './problem.ts';
 import { trackRequest } from './request-log.ts';
@@ -46,7 +46,7 @@ async function receive(intake: Intake, req: IncomingMessage, res: ServerResponse
   const badQuery = unstorableJson(JSON.stringify(query));
   if (badQuery) throw new HttpProblem(400, 'Invalid query', `the query string ${badQuery}`, { errors: [{ path: '$.query', message: badQuery }] });
 
-  let result;
+  let result: IntakeResult;
   try {
     result = await intake.accept({ tenantId, flowKey, rawBody, body, headers: req.headers, query });
   } catch (error) {

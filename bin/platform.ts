@@ -93,7 +93,7 @@ export class Platform {
     },
   ) {}
 
-  static async start(config: Config, roles: Roles, options: { logger?: Logger; operations?: OperationDefinition<any>[] } = {}): Promise<Platform> {
+  static async start(config: Config, roles: Roles, options: { logger?: Logger; operations?: OperationDefinition<unknown>[] } = {}): Promise<Platform> {
     const logger = options.logger ?? createLogger(config);
     if ((!roles.api || !roles.worker) && !config.databaseUrl) {
       throw new Error('separate API and worker processes share a server database: set DATABASE_URL=postgres://...');

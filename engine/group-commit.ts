@@ -30,7 +30,9 @@ export class GroupCommit<Item, Result> {
       const batch = this.pending.splice(0, this.options.maxBatch);
       this.inFlight++;
       this.flush(batch.map((entry) => entry.item)).then(
-        (results) => batch.forEach((entry, index) => entry.resolve(results[index])),
+        (results) => {
+          for (const [index, entry] of batch.entries()) entry.resolve(results[index]);
+        },
         // One bad item must not fail the others: retry each on its own, so each gets its own answer.
         (error) => (batch.length === 1 ? batch[0].reject(error) : this.flushEach(batch)),
       ).finally(() => {

@@ -1,6 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
-import { OperationError, permanent, retryable } from './errors.ts';
+import { type OperationError, permanent, retryable } from './errors.ts';
 import { BodyTooLargeError, decodeBody, readBody } from './http-body.ts';
 
 /**

@@ -158,7 +158,7 @@ export class Intake {
   private async load(tenantId: string, flowKey: string): Promise<ActiveTrigger | undefined> {
     const { store, flows, keyring } = this.options;
     const record = await store.findFlowByKey(tenantId, flowKey);
-    if (!record || !record.active || record.activeVersion === null) return undefined;
+    if (!record?.active || record.activeVersion === null) return undefined;
     const { trigger } = await flows.get(tenantId, record.id, record.activeVersion);
     // A scheduled flow has no URL.
     if (trigger.type !== 'webhook') return undefined;

@@ -84,7 +84,7 @@ export function unstorableStrings(value: unknown, path = '$', found: FieldError[
     const reason = unstorableString(value);
     if (reason) found.push({ path, message: reason });
   } else if (Array.isArray(value)) {
-    value.forEach((item, index) => unstorableStrings(item, `${path}[${index}]`, found));
+    for (const [index, item] of value.entries()) unstorableStrings(item, `${path}[${index}]`, found);
   } else if (value !== null && typeof value === 'object') {
     for (const [key, item] of Object.entries(value)) {
       const keyReason = unstorableString(key);

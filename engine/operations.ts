@@ -122,12 +122,12 @@ export function defineOperation<const Schema extends JSONSchema & object, Config
     run(ctx: OperationContext<NoInfer<Config>>): Promise<unknown>;
     preview?(ctx: OperationContext<NoInfer<Config>>): Promise<unknown>;
   },
-): OperationDefinition<any> {
-  return definition as unknown as OperationDefinition<any>;
+): OperationDefinition<unknown> {
+  return definition as unknown as OperationDefinition<unknown>;
 }
 
 export interface RegisteredOperation {
-  definition: OperationDefinition<any>;
+  definition: OperationDefinition<unknown>;
   config: SchemaValidator<unknown>;
 }
 
@@ -138,11 +138,11 @@ export const majorOf = (version: string) => Number.parseInt(version, 10);
 export class OperationRegistry {
   private readonly operations = new Map<string, Map<number, RegisteredOperation>>();
 
-  constructor(definitions: Iterable<OperationDefinition<any>> = []) {
+  constructor(definitions: Iterable<OperationDefinition<unknown>> = []) {
     for (const definition of definitions) this.register(definition);
   }
 
-  register(definition: OperationDefinition<any>): this {
+  register(definition: OperationDefinition<unknown>): this {
     const major = majorOf(definition.version);
     if (!Number.isInteger(major) || major < 1) throw new Error(`operation ${definition.name} has no major version in "${definition.version}"`);
     const majors = this.operations.get(definition.name) ?? new Map<number, RegisteredOperation>();

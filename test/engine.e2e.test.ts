@@ -188,7 +188,7 @@ describe('webhook verification', () => {
     }));
     const body = JSON.stringify({ id: 11 });
     const signature = createHmac('sha256', 'hook-signing-key').update(body).digest('base64');
-    expect((await sendWebhook(env.url, 'acme', 'signed', body, { 'X-Signature': 'AAAA' + signature.slice(4) })).status).toBe(401);
+    expect((await sendWebhook(env.url, 'acme', 'signed', body, { 'X-Signature': `AAAA${signature.slice(4)}` })).status).toBe(401);
     expect((await sendWebhook(env.url, 'acme', 'signed', body)).status).toBe(401);
     expect((await acme.call('GET', `/api/v1/runs?flowId=${id}`)).body.nodes).toHaveLength(0);
     const good = await sendWebhook(env.url, 'acme', 'signed', body, { 'X-Signature': signature, 'X-Delivery': 'd-1' });

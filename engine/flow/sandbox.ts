@@ -150,7 +150,13 @@ class SandboxProcess {
         if (!reply.error) evaluation.resolve(reply.json === undefined ? undefined : JSON.parse(reply.json));
         else evaluation.reject(this.failure(evaluation.source, reply.error));
       };
-      this.current = { ...evaluation, reject: (error) => (finish(), evaluation.reject(error)) };
+      this.current = {
+        ...evaluation,
+        reject: (error) => {
+          finish();
+          evaluation.reject(error);
+        },
+      };
       this.child.on('message', onMessage);
       this.send({ kind: 'evaluate', id: evaluation.id, source: evaluation.source, bindings: evaluation.bindings, limits: { timeoutMs, maxDepth, maxResultBytes } });
     });

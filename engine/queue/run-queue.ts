@@ -2,7 +2,7 @@ import { setMaxListeners } from 'node:events';
 import { DelayedError, Queue, UnrecoverableError, Worker, type ConnectionOptions, type Job } from 'bullmq';
 import type { Logger } from 'pino';
 import type { EngineMetrics } from '../metrics.ts';
-import type { Executor } from '../runtime/executor.ts';
+import type { Executor, PassOutcome } from '../runtime/executor.ts';
 import type { Run, Store } from '../store/port.ts';
 import { HEARTBEAT_INTERVAL_MS, HEARTBEAT_TTL_MS, heartbeatKey, ioredisOf } from './health.ts';
 import { newId } from '../ids.ts';
@@ -166,7 +166,7 @@ export class RunWorker {
       await job.moveToDelayed(Date.now() + TENANT_BUSY_DELAY_MS / 2 + Math.random() * TENANT_BUSY_DELAY_MS, token);
       throw new DelayedError();
     }
-    let outcome;
+    let outcome: PassOutcome;
     let status = 'error';
     const started = performance.now();
     try {

@@ -75,6 +75,7 @@ function parseBody(text: string): unknown {
  */
 function erpErrorOf(body: unknown): { code?: string; message: string } | undefined {
   if (!body || typeof body !== 'object') return undefined;
+  // biome-ignore lint/suspicious/noExplicitAny: the ERP's answer is any JSON; each field read is checked
   const value = body as Record<string, any>;
   if (value.error && typeof value.error === 'object') return { code: value.error.code, message: String(value.error.message ?? value.error.code ?? 'error') };
   const detail = Array.isArray(value['o:errorDetails']) ? value['o:errorDetails'][0] : undefined;

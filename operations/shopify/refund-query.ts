@@ -8,6 +8,7 @@ import type { ShopifyAdminApi } from './admin-api.ts';
  */
 
 /** A GraphQL object as it came back. */
+// biome-ignore lint/suspicious/noExplicitAny: Shopify's answers, shaped by the query documents and checked against the record schema
 export type GraphqlNode = Record<string, any>;
 export interface Connection<T = GraphqlNode> {
   nodes: T[];

@@ -75,7 +75,7 @@ export class ErpSimulator extends Receiver {
   }
 
   private signature(request: ReceivedRequest, header: Map<string, string>): Buffer {
-    const rfc3986 = (value: string) => encodeURIComponent(value).replace(/[!'()*]/g, (c) => '%' + c.charCodeAt(0).toString(16).toUpperCase());
+    const rfc3986 = (value: string) => encodeURIComponent(value).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
     const [pathname, query = ''] = request.url.split('?');
     const pairs: [string, string][] = [...header].filter(([key]) => key.startsWith('oauth_') && key !== 'oauth_signature');
     for (const [key, value] of new URLSearchParams(query)) pairs.push([key, value]);

@@ -67,7 +67,7 @@ export async function startTestPlatform(
   kind: StoreKind,
   roles: Roles = { api: true, worker: true },
   overrides: Partial<Config> = {},
-  extraOperations: OperationDefinition<any>[] = [],
+  extraOperations: OperationDefinition<unknown>[] = [],
 ): Promise<TestPlatform> {
   const config = isolatedConfig(kind, overrides);
   const { logger, lines } = capturingLogger();

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import { createHash, createHmac, randomBytes } from 'node:crypto';
 import {
-  execute, getNamedType, GraphQLError, isLeafType, Kind, parse, validate,
+  execute, getNamedType, type GraphQLError, isLeafType, Kind, parse, validate,
   type DocumentNode, type FragmentDefinitionNode, type GraphQLCompositeType, type GraphQLField, type GraphQLFieldResolver, type GraphQLObjectType,
   type GraphQLSchema, type OperationDefinitionNode, type SelectionSetNode, type ValueNode,
 } from 'graphql';
@@ -581,7 +581,10 @@ export class Shop {
     const userErrors: Obj[] = [];
     inputs.forEach((input, index) => {
       const order = this.orders.get(input.ownerId);
-      if (!order) return userErrors.push({ field: ['metafields', String(index), 'ownerId'], message: 'Owner does not exist', code: 'INVALID', elementIndex: index });
+      if (!order) {
+        userErrors.push({ field: ['metafields', String(index), 'ownerId'], message: 'Owner does not exist', code: 'INVALID', elementIndex: index });
+        return;
+      }
       const existing = order.metafield({ namespace: input.namespace, key: input.key });
       if (input.type === 'json') {
         try {

@@ -1,5 +1,6 @@
 /** The little a SQL adapter needs from a PostgreSQL-compatible connection. */
 export interface SqlExecutor {
+  // biome-ignore lint/suspicious/noExplicitAny: a row's columns are typed by the mapper that reads them
   query<Row = Record<string, any>>(text: string, params?: unknown[]): Promise<Row[]>;
   /** Runs a script of several statements, without parameters (migrations). */
   exec(script: string): Promise<void>;

@@ -20,6 +20,7 @@ export class PgliteDriver implements SqlDriver {
   private busy = false;
   private streak = 0;
   private readonly waiting: Record<Lane, Array<() => void>> = { foreground: [], background: [] };
+  // biome-ignore lint/suspicious/noExplicitAny: rows, typed by the caller of query
   private readonly replies = new Map<number, { resolve: (rows: any[]) => void; reject: (error: Error) => void }>();
   private nextId = 1;
   /** Why the thread is gone, once it is: every statement after fails with it. */
@@ -83,6 +84,7 @@ export class PgliteDriver implements SqlDriver {
     await this.thread.terminate();
   }
 
+  // biome-ignore lint/suspicious/noExplicitAny: rows, typed by the caller of query
   private send(kind: ThreadRequest['kind'], text?: string, params?: unknown[]): Promise<any[]> {
     const scheduler = this.owner ?? this;
     const id = scheduler.nextId++;

@@ -13,6 +13,7 @@ import { GroupCommit } from '../../group-commit.ts';
 
 interface ProgressSave { tenantId: string; runId: string; steps: Step[]; outcome?: RunOutcome; logs?: RunLogAppend }
 
+// biome-ignore lint/suspicious/noExplicitAny: a row's columns are typed by the mapper that reads them
 type Row = Record<string, any>;
 
 const iso = (value: unknown): string => (value instanceof Date ? value.toISOString() : new Date(String(value)).toISOString());
