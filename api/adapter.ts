@@ -23,7 +23,9 @@ import { putShopifyDestination, shopifyDestinationSchema, type ShopifyDestinatio
  */
 export const ADAPTER_PATH = '/api/adp/:store/egress/sync-refund-to-erp-api';
 const ADAPTER_KEY_SECRET = 'ADAPTER_API_KEY';
-const adapterFlow: FlowDocument = JSON.parse(readFileSync(path.resolve(import.meta.dirname, '../flows/adapter-refund-sync-to-erp.json'), 'utf8'));
+const adapterFlow: FlowDocument = JSON.parse(
+  readFileSync(path.resolve(import.meta.dirname, '../flows/adapter-refund-sync-to-erp.json'), 'utf8'),
+);
 /** RFC 9745: deprecated since 2026-01-01. */
 const DEPRECATION_HEADERS = {
   Deprecation: '@1767225600',
@@ -43,7 +45,9 @@ const settingHeaders = [
   ['x-erp-token-secret', 'erp.tokenSecret'],
   ['x-erp-account-id', 'erp.accountId'],
 ] as const;
-const headerOf = new Map<string, string>(settingHeaders.map(([header, field]) => [`$.${field}`, `$.headers["${header}"]`]));
+const headerOf = new Map<string, string>(
+  settingHeaders.map(([header, field]) => [`$.${field}`, `$.headers["${header}"]`]),
+);
 const settingsValidator = new SchemaValidator<ShopifyDestinationBody>(shopifyDestinationSchema, 'adapter settings');
 
 function settingsFrom(req: Request): ShopifyDestinationBody {
@@ -56,8 +60,11 @@ function settingsFrom(req: Request): ShopifyDestinationBody {
   }
   for (const key of Object.keys(erp)) if (erp[key] === undefined) delete erp[key];
   for (const key of Object.keys(settings)) if (settings[key] === undefined) delete settings[key];
-  const errors = settingsValidator.errors(settings).map((error) => ({ ...error, path: headerOf.get(error.path) ?? '$.headers' }));
-  if (errors.length > 0) throw new HttpProblem(400, 'Invalid settings', 'the adapter settings headers are missing or malformed', { errors });
+  const errors = settingsValidator
+    .errors(settings)
+    .map((error) => ({ ...error, path: headerOf.get(error.path) ?? '$.headers' }));
+  if (errors.length > 0)
+    throw new HttpProblem(400, 'Invalid settings', 'the adapter settings headers are missing or malformed', { errors });
   return settings as ShopifyDestinationBody;
 }
 
@@ -65,7 +72,12 @@ function settingsFrom(req: Request): ShopifyDestinationBody {
 const destinationName = (settings: ShopifyDestinationBody) =>
   `adp-${createHash('sha256').update(`${settings.graphqlUrl}\0${settings.erp.apiUrl}\0${settings.erp.accountId}`).digest('hex').slice(0, 24)}`;
 
-async function settledRun(context: ApiContext, tenantId: string, runId: string, waitMs: number): Promise<{ run: Run; steps: Step[] } | undefined> {
+async function settledRun(
+  context: ApiContext,
+  tenantId: string,
+  runId: string,
+  waitMs: number,
+): Promise<{ run: Run; steps: Step[] } | undefined> {
   const deadline = Date.now() + waitMs;
   for (let delay = 25; ; delay = Math.min(delay * 2, 500)) {
     const found = await context.store.getRun(tenantId, runId);
@@ -78,61 +90,108 @@ async function settledRun(context: ApiContext, tenantId: string, runId: string, 
 export function adapterRoutes(context: ApiContext, options: { bodyLimitBytes: number; waitMs: number }): Router {
   const { store, keyring, intake } = context;
   const router = Router();
-  router.post(ADAPTER_PATH, (_req, res, next) => {
-    res.set(DEPRECATION_HEADERS);
-    next();
-  }, express.raw({ type: () => true, limit: options.bodyLimitBytes }), async (req: Request, res: Response) => {
-    if (req.params.store !== 'shopify') throw new HttpProblem(404, 'Unknown store', `the adapter serves the store "shopify", not "${req.params.store}"`);
-    // The key names its tenant; it is checked before anything is written.
-    const apiKey = req.get('x-api-key') ?? '';
-    const tenantId = apiKey.slice(0, Math.max(0, apiKey.indexOf('.')));
-    const [sealed] = TENANT.test(tenantId) ? await store.sealedSecrets(tenantId, [ADAPTER_KEY_SECRET]) : [];
-    if (!sealed || !constantTimeEqual(keyring.open(sealed, secretContext(tenantId, ADAPTER_KEY_SECRET)), apiKey)) {
-      throw new HttpProblem(401, 'Invalid API key', 'x-api-key is missing or not a valid adapter key');
-    }
-    const settings = settingsFrom(req);
-    const rawBody = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
-    const body = parseBody(rawBody, req.get('content-type')) as { admin_graphql_api_id?: unknown } | null;
-    if (typeof body?.admin_graphql_api_id !== 'string' || !REFUND_GID.test(body.admin_graphql_api_id)) {
-      throw new HttpProblem(400, 'Invalid refund', 'the body must be a refunds/create webhook', {
-        errors: [{ path: '$.body.admin_graphql_api_id', message: 'must be the refund\'s GID, like gid://shopify/Refund/123' }],
-      });
-    }
-    const destination = destinationName(settings);
-    await putShopifyDestination(context, tenantId, destination, settings, '$.headers');
-    const idempotencyKey = req.get('idempotency-key');
-    const result = await intake.accept({
-      tenantId, flowKey: adapterFlow.key, rawBody, body, query: {},
-      // Only what the run needs: the credentials stay in the sealed destination.
-      headers: {
-        'x-api-key': apiKey, 'x-shopify-topic': 'refunds/create', 'x-adapter-destination': destination, 'x-store-graphql-url': settings.graphqlUrl, 'content-type': 'application/json',
-        ...(idempotencyKey ? { 'idempotency-key': idempotencyKey } : {}),
-      },
-    }).catch(() => {
-      // Not stored or not enqueued: nothing was accepted, the caller retries.
-      throw new HttpProblem(503, 'Not accepted', 'the call could not be stored; retry later', { headers: { 'Retry-After': '5' } });
-    });
-    if (result.outcome === 'maintenance') throw maintenanceProblem(result.retryAfterSeconds);
-    if (result.outcome === 'unverified') throw new HttpProblem(401, 'Invalid API key', 'the adapter key changed during the call');
-    if (result.outcome === 'invalid') throw new HttpProblem(400, 'Invalid call', `${result.field} ${result.reason}`, { errors: [{ path: result.field, message: result.reason }] });
-    if (result.outcome === 'no-flow') {
-      throw new HttpProblem(404, 'No adapter flow', 'this tenant\'s adapter flow is missing or inactive: create an adapter key again (POST /api/v1/adapter-keys)');
-    }
-    const ids = { messageId: result.messageId, runId: result.runId };
-    const found = await settledRun(context, tenantId, result.runId, options.waitMs);
-    if (!found || !isTerminal(found.run.status)) return res.status(202).json({ ...ids, status: found?.run.status ?? 'queued' });
-    const { run, steps } = found;
-    const sync = steps.find((step) => step.key === 'sync');
-    if (run.status === 'succeeded') {
-      // The operation keeps the record it sent in its send step's checkpoint.
-      const sent = steps.find((step) => step.key === 'sync/send-to-erp');
-      return res.status(200).json((sent?.output as { record?: unknown } | null)?.record ?? null);
-    }
-    if (run.status === 'skipped') {
-      return sendProblem(res, new HttpProblem(409, 'Already exported', (sync?.output as { reason?: string } | null)?.reason ?? 'the refund was exported before', ids));
-    }
-    return sendProblem(res, new HttpProblem(502, 'Refund sync failed', run.error?.message ?? `the run ended ${run.status}`, { ...ids, errorKind: run.error?.kind }));
-  });
+  router.post(
+    ADAPTER_PATH,
+    (_req, res, next) => {
+      res.set(DEPRECATION_HEADERS);
+      next();
+    },
+    express.raw({ type: () => true, limit: options.bodyLimitBytes }),
+    async (req: Request, res: Response) => {
+      if (req.params.store !== 'shopify')
+        throw new HttpProblem(
+          404,
+          'Unknown store',
+          `the adapter serves the store "shopify", not "${req.params.store}"`,
+        );
+      // The key names its tenant; it is checked before anything is written.
+      const apiKey = req.get('x-api-key') ?? '';
+      const tenantId = apiKey.slice(0, Math.max(0, apiKey.indexOf('.')));
+      const [sealed] = TENANT.test(tenantId) ? await store.sealedSecrets(tenantId, [ADAPTER_KEY_SECRET]) : [];
+      if (!sealed || !constantTimeEqual(keyring.open(sealed, secretContext(tenantId, ADAPTER_KEY_SECRET)), apiKey)) {
+        throw new HttpProblem(401, 'Invalid API key', 'x-api-key is missing or not a valid adapter key');
+      }
+      const settings = settingsFrom(req);
+      const rawBody = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+      const body = parseBody(rawBody, req.get('content-type')) as { admin_graphql_api_id?: unknown } | null;
+      if (typeof body?.admin_graphql_api_id !== 'string' || !REFUND_GID.test(body.admin_graphql_api_id)) {
+        throw new HttpProblem(400, 'Invalid refund', 'the body must be a refunds/create webhook', {
+          errors: [
+            { path: '$.body.admin_graphql_api_id', message: "must be the refund's GID, like gid://shopify/Refund/123" },
+          ],
+        });
+      }
+      const destination = destinationName(settings);
+      await putShopifyDestination(context, tenantId, destination, settings, '$.headers');
+      const idempotencyKey = req.get('idempotency-key');
+      const result = await intake
+        .accept({
+          tenantId,
+          flowKey: adapterFlow.key,
+          rawBody,
+          body,
+          query: {},
+          // Only what the run needs: the credentials stay in the sealed destination.
+          headers: {
+            'x-api-key': apiKey,
+            'x-shopify-topic': 'refunds/create',
+            'x-adapter-destination': destination,
+            'x-store-graphql-url': settings.graphqlUrl,
+            'content-type': 'application/json',
+            ...(idempotencyKey ? { 'idempotency-key': idempotencyKey } : {}),
+          },
+        })
+        .catch(() => {
+          // Not stored or not enqueued: nothing was accepted, the caller retries.
+          throw new HttpProblem(503, 'Not accepted', 'the call could not be stored; retry later', {
+            headers: { 'Retry-After': '5' },
+          });
+        });
+      if (result.outcome === 'maintenance') throw maintenanceProblem(result.retryAfterSeconds);
+      if (result.outcome === 'unverified')
+        throw new HttpProblem(401, 'Invalid API key', 'the adapter key changed during the call');
+      if (result.outcome === 'invalid')
+        throw new HttpProblem(400, 'Invalid call', `${result.field} ${result.reason}`, {
+          errors: [{ path: result.field, message: result.reason }],
+        });
+      if (result.outcome === 'no-flow') {
+        throw new HttpProblem(
+          404,
+          'No adapter flow',
+          "this tenant's adapter flow is missing or inactive: create an adapter key again (POST /api/v1/adapter-keys)",
+        );
+      }
+      const ids = { messageId: result.messageId, runId: result.runId };
+      const found = await settledRun(context, tenantId, result.runId, options.waitMs);
+      if (!found || !isTerminal(found.run.status))
+        return res.status(202).json({ ...ids, status: found?.run.status ?? 'queued' });
+      const { run, steps } = found;
+      const sync = steps.find((step) => step.key === 'sync');
+      if (run.status === 'succeeded') {
+        // The operation keeps the record it sent in its send step's checkpoint.
+        const sent = steps.find((step) => step.key === 'sync/send-to-erp');
+        return res.status(200).json((sent?.output as { record?: unknown } | null)?.record ?? null);
+      }
+      if (run.status === 'skipped') {
+        return sendProblem(
+          res,
+          new HttpProblem(
+            409,
+            'Already exported',
+            (sync?.output as { reason?: string } | null)?.reason ?? 'the refund was exported before',
+            ids,
+          ),
+        );
+      }
+      return sendProblem(
+        res,
+        new HttpProblem(502, 'Refund sync failed', run.error?.message ?? `the run ended ${run.status}`, {
+          ...ids,
+          errorKind: run.error?.kind,
+        }),
+      );
+    },
+  );
   return router;
 }
 
@@ -141,28 +200,54 @@ export function adapterKeyRoutes(context: ApiContext) {
   const { store, keyring, baseUrl } = context;
   return [
     defineRoute({
-      method: 'post', path: '/api/v1/adapter-keys', tag: 'Destination', scope: 'destinations:write',
+      method: 'post',
+      path: '/api/v1/adapter-keys',
+      tag: 'Destination',
+      scope: 'destinations:write',
       summary: 'Create (or rotate) the key of the deprecated HTTP adapter route',
-      description: 'The key is shown once; it is kept sealed as the secret variable ADAPTER_API_KEY. The tenant\'s adapter flow is created on first use.',
+      description:
+        "The key is shown once; it is kept sealed as the secret variable ADAPTER_API_KEY. The tenant's adapter flow is created on first use.",
       responses: {
         201: {
           description: 'The key.',
           schema: {
-            type: 'object', required: ['apiKey', 'url', 'flowId'],
-            properties: { apiKey: { type: 'string', description: 'Send it as x-api-key.' }, url: { type: 'string' }, flowId: { type: 'string' } },
+            type: 'object',
+            required: ['apiKey', 'url', 'flowId'],
+            properties: {
+              apiKey: { type: 'string', description: 'Send it as x-api-key.' },
+              url: { type: 'string' },
+              flowId: { type: 'string' },
+            },
           },
         },
       },
       async handle({ tenantId }) {
         const apiKey = `${tenantId}.${randomBytes(24).toString('base64url')}`;
-        await store.putSecret(tenantId, ADAPTER_KEY_SECRET, keyring.seal(apiKey, secretContext(tenantId, ADAPTER_KEY_SECRET)));
+        await store.putSecret(
+          tenantId,
+          ADAPTER_KEY_SECRET,
+          keyring.seal(apiKey, secretContext(tenantId, ADAPTER_KEY_SECRET)),
+        );
         let flow = await store.findFlowByKey(tenantId, adapterFlow.key);
         if (!flow) {
-          flow = await store.createFlow(tenantId, { id: newId(), key: adapterFlow.key, name: adapterFlow.name, draft: adapterFlow });
-          await store.publishFlow(tenantId, flow.id, flow.revision, pinOperationVersions(adapterFlow, context.compile.registry));
+          flow = await store.createFlow(tenantId, {
+            id: newId(),
+            key: adapterFlow.key,
+            name: adapterFlow.name,
+            draft: adapterFlow,
+          });
+          await store.publishFlow(
+            tenantId,
+            flow.id,
+            flow.revision,
+            pinOperationVersions(adapterFlow, context.compile.registry),
+          );
         }
         await activeVersionChanged(context, tenantId, flow);
-        return { status: 201, body: { apiKey, url: `${baseUrl()}${ADAPTER_PATH.replace(':store', 'shopify')}`, flowId: flow.id } };
+        return {
+          status: 201,
+          body: { apiKey, url: `${baseUrl()}${ADAPTER_PATH.replace(':store', 'shopify')}`, flowId: flow.id },
+        };
       },
     }),
   ];

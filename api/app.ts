@@ -66,17 +66,35 @@ export interface MetricsExposition {
 /** Bodies the store could not keep are refused before they are parsed. */
 function refuseUnstorable(_req: unknown, _res: unknown, raw: Buffer) {
   const reason = unstorableJson(raw);
-  if (reason) throw new HttpProblem(400, 'Invalid body', `the body ${reason}`, { errors: [{ path: '$.body', message: reason }] });
+  if (reason)
+    throw new HttpProblem(400, 'Invalid body', `the body ${reason}`, { errors: [{ path: '$.body', message: reason }] });
 }
 
 export function apiRoutes(context: ApiContext): RouteSpec[] {
   return [
-    ...editableFlowRoutes(context), ...flowRoutes(context), ...variableRoutes(context), ...secretRoutes(context), ...runRoutes(context),
-    ...destinationRoutes(context), ...adapterKeyRoutes(context), ...batchRoutes(context), ...incrementalFieldRoutes(context),
-    ...metadataRoutes(context), ...tenantRoutes(context), ...messageRoutes(context), ...blockedTopicRoutes(context), ...queueRoutes(context),
-    ...versionRoutes(context), ...platformRoutes(context), ...statisticsRoutes(context), ...userSettingsRoutes(context),
-    ...platformValueRoutes(context), ...dataSpaceRoutes(context), ...logRoutes(context),
-    ...testRunRoutes(context), ...actionRoutes(context),
+    ...editableFlowRoutes(context),
+    ...flowRoutes(context),
+    ...variableRoutes(context),
+    ...secretRoutes(context),
+    ...runRoutes(context),
+    ...destinationRoutes(context),
+    ...adapterKeyRoutes(context),
+    ...batchRoutes(context),
+    ...incrementalFieldRoutes(context),
+    ...metadataRoutes(context),
+    ...tenantRoutes(context),
+    ...messageRoutes(context),
+    ...blockedTopicRoutes(context),
+    ...queueRoutes(context),
+    ...versionRoutes(context),
+    ...platformRoutes(context),
+    ...statisticsRoutes(context),
+    ...userSettingsRoutes(context),
+    ...platformValueRoutes(context),
+    ...dataSpaceRoutes(context),
+    ...logRoutes(context),
+    ...testRunRoutes(context),
+    ...actionRoutes(context),
   ];
 }
 
@@ -110,9 +128,20 @@ function createApp(options: AppOptions): Express {
   app.use(adapterRoutes(context, { bodyLimitBytes, waitMs: options.adapterWaitMs }));
   const operatorsOnly = operatorGuard(context.store, options.verifier);
   app.use(dashboardSignIn(context.store, options.issuer, context.baseUrl));
-  app.use(DASHBOARD_PATH, operatorGuard(context.store, options.verifier, SIGN_IN_PATH), dashboardRoutes(options.queues));
-  app.get('/metrics', operatorsOnly, async (_req, res) => void res.type(options.metrics.contentType).send(await options.metrics.render()));
-  app.use('/api', express.json({ limit: bodyLimitBytes, type: ['application/json', 'application/*+json'], verify: refuseUnstorable }));
+  app.use(
+    DASHBOARD_PATH,
+    operatorGuard(context.store, options.verifier, SIGN_IN_PATH),
+    dashboardRoutes(options.queues),
+  );
+  app.get(
+    '/metrics',
+    operatorsOnly,
+    async (_req, res) => void res.type(options.metrics.contentType).send(await options.metrics.render()),
+  );
+  app.use(
+    '/api',
+    express.json({ limit: bodyLimitBytes, type: ['application/json', 'application/*+json'], verify: refuseUnstorable }),
+  );
   app.use(mountRoutes(routes, options.verifier, context.store));
   app.use((req, _res, next) => next(new HttpProblem(404, 'Not found', `no route ${req.method} ${req.path}`)));
   app.use(problemHandler(logger));

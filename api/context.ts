@@ -30,7 +30,11 @@ export interface ApiContext {
 }
 
 /** After the active version of a flow changed (or the flow went): its URL and its schedule follow. */
-export async function activeVersionChanged({ intake, schedules }: Pick<ApiContext, 'intake' | 'schedules'>, tenantId: string, flow: { id: string; key: string }) {
+export async function activeVersionChanged(
+  { intake, schedules }: Pick<ApiContext, 'intake' | 'schedules'>,
+  tenantId: string,
+  flow: { id: string; key: string },
+) {
   intake.invalidate(tenantId, flow.key);
   await schedules.sync(tenantId, flow.id);
 }

@@ -31,18 +31,35 @@ export function dashboardRoutes(queues: Queue[]): Router {
 export function dashboardSignIn(store: Store, issuer: TokenIssuer, publicUrl: () => string): Router {
   const router = Router();
   router.get(SIGN_IN_PATH, (_req, res) => void signInPage(res, 200));
-  router.post(SIGN_IN_PATH, express.urlencoded({ extended: false, limit: '4kb' }), async (req: Request, res: Response) => {
-    const { client_id: clientId, client_secret: clientSecret } = (req.body ?? {}) as Record<string, unknown>;
-    const client = typeof clientId === 'string' && typeof clientSecret === 'string' && clientId.length <= 200 && clientSecret.length <= 200
-      ? await authenticateClient(store, clientId, clientSecret)
-      : undefined;
-    if (!client?.operator) return void signInPage(res, 401, client ? 'This client is not an operator client.' : 'Unknown client or wrong secret.');
-    const { access_token: token } = await issuer.issue(client);
-    res.cookie(OPERATOR_COOKIE, token, {
-      httpOnly: true, sameSite: 'strict', secure: publicUrl().startsWith('https:'), path: COOKIE_PATH, maxAge: TOKEN_LIFETIME_SECONDS * 1000,
-    });
-    res.redirect(303, DASHBOARD_PATH);
-  });
+  router.post(
+    SIGN_IN_PATH,
+    express.urlencoded({ extended: false, limit: '4kb' }),
+    async (req: Request, res: Response) => {
+      const { client_id: clientId, client_secret: clientSecret } = (req.body ?? {}) as Record<string, unknown>;
+      const client =
+        typeof clientId === 'string' &&
+        typeof clientSecret === 'string' &&
+        clientId.length <= 200 &&
+        clientSecret.length <= 200
+          ? await authenticateClient(store, clientId, clientSecret)
+          : undefined;
+      if (!client?.operator)
+        return void signInPage(
+          res,
+          401,
+          client ? 'This client is not an operator client.' : 'Unknown client or wrong secret.',
+        );
+      const { access_token: token } = await issuer.issue(client);
+      res.cookie(OPERATOR_COOKIE, token, {
+        httpOnly: true,
+        sameSite: 'strict',
+        secure: publicUrl().startsWith('https:'),
+        path: COOKIE_PATH,
+        maxAge: TOKEN_LIFETIME_SECONDS * 1000,
+      });
+      res.redirect(303, DASHBOARD_PATH);
+    },
+  );
   router.get(SIGN_OUT_PATH, (_req, res) => {
     res.clearCookie(OPERATOR_COOKIE, { path: COOKIE_PATH }).redirect(303, SIGN_IN_PATH);
   });
@@ -50,7 +67,11 @@ export function dashboardSignIn(store: Store, issuer: TokenIssuer, publicUrl: ()
 }
 
 function signInPage(res: Response, status: number, error?: string) {
-  res.status(status).set('Cache-Control', 'no-store').type('html').send(`<!doctype html><html lang="en"><head><meta charset="utf-8">
+  res
+    .status(status)
+    .set('Cache-Control', 'no-store')
+    .type('html')
+    .send(`<!doctype html><html lang="en"><head><meta charset="utf-8">
 <title>Tributary operators: sign in</title><meta name="viewport" content="width=device-width,initial-scale=1">
 <style>body{font:15px/1.5 system-ui,sans-serif;max-width:24rem;margin:4rem auto;padding:0 1rem;color:#222}
 label{display:block;margin:.8rem 0 .2rem}input{width:100%;padding:.4rem;font:inherit;box-sizing:border-box}

@@ -4,9 +4,20 @@
  * request body and answers, and every schema with its fields, linked where one names another.
  */
 type Schema = Record<string, unknown> & {
-  $ref?: string; type?: string | string[]; format?: string; description?: string; title?: string;
-  properties?: Record<string, Schema>; required?: string[]; items?: Schema; enum?: unknown[]; const?: unknown;
-  oneOf?: Schema[]; anyOf?: Schema[]; additionalProperties?: boolean | Schema; examples?: unknown[];
+  $ref?: string;
+  type?: string | string[];
+  format?: string;
+  description?: string;
+  title?: string;
+  properties?: Record<string, Schema>;
+  required?: string[];
+  items?: Schema;
+  enum?: unknown[];
+  const?: unknown;
+  oneOf?: Schema[];
+  anyOf?: Schema[];
+  additionalProperties?: boolean | Schema;
+  examples?: unknown[];
 };
 type Content = Record<string, { schema?: Schema }>;
 type OpenApi = {
@@ -16,7 +27,10 @@ type OpenApi = {
   components: { schemas: Record<string, Schema> };
 };
 type Operation = {
-  tags?: string[]; summary?: string; description?: string; deprecated?: boolean;
+  tags?: string[];
+  summary?: string;
+  description?: string;
+  deprecated?: boolean;
   security?: Array<Record<string, string[]>>;
   parameters?: Array<{ name: string; in: string; required?: boolean; description?: string; schema?: Schema }>;
   requestBody?: { content?: Content };
@@ -26,7 +40,16 @@ type Operation = {
 /** How deep inline objects are unfolded into nested tables. */
 const MAX_DEPTH = 4;
 /** Annotations shown beside a field, in this order. */
-const CONSTRAINTS = ['minLength', 'maxLength', 'minimum', 'maximum', 'minItems', 'maxItems', 'pattern', 'default'] as const;
+const CONSTRAINTS = [
+  'minLength',
+  'maxLength',
+  'minimum',
+  'maximum',
+  'minItems',
+  'maxItems',
+  'pattern',
+  'default',
+] as const;
 
 const html = (text: unknown) => String(text ?? '').replace(/[&<>"']/g, (char) => `&#${char.charCodeAt(0)};`);
 const json = (value: unknown) => `<code>${html(JSON.stringify(value))}</code>`;
@@ -41,13 +64,17 @@ function typeLabel(schema: Schema): string {
   const alternatives = schema.oneOf ?? schema.anyOf;
   if (alternatives && !schema.type && !schema.properties) return [...new Set(alternatives.map(typeLabel))].join(' or ');
   if (schema.type === 'array' || schema.items) return `array of ${typeLabel(schema.items ?? {})}`;
-  const type = Array.isArray(schema.type) ? schema.type.join(' or ') : schema.type ?? (schema.properties ? 'object' : 'any JSON');
+  const type = Array.isArray(schema.type)
+    ? schema.type.join(' or ')
+    : (schema.type ?? (schema.properties ? 'object' : 'any JSON'));
   return `${html(type)}${schema.format ? ` <small>(${html(schema.format)})</small>` : ''}`;
 }
 
 function notes(schema: Schema): string {
   const constraints = CONSTRAINTS.filter((key) => key in schema).map((key) => `${key} ${json(schema[key])}`);
-  return [html(schema.description), constraints.length > 0 ? `<small>${constraints.join(', ')}</small>` : ''].filter(Boolean).join(' ');
+  return [html(schema.description), constraints.length > 0 ? `<small>${constraints.join(', ')}</small>` : '']
+    .filter(Boolean)
+    .join(' ');
 }
 
 /** The inline object a field holds (itself, or its array's items), if it has fields to unfold. */
@@ -59,22 +86,36 @@ function inlineObject(schema: Schema): Schema | undefined {
 /** The fields of an object schema as a table, nested objects unfolded; alternatives listed after. */
 function fieldsTable(schema: Schema, depth: number): string {
   const required = new Set(schema.required ?? []);
-  const rows = Object.entries(schema.properties ?? {}).map(([name, field]) => {
-    const nested = depth < MAX_DEPTH ? inlineObject(field) : undefined;
-    return `<tr><td><code>${html(name)}</code>${required.has(name) ? ' <b title="required">*</b>' : ''}</td><td>${typeLabel(field)}</td>`
-      + `<td>${notes(field)}${nested ? schemaBody(nested, depth + 1) : ''}</td></tr>`;
-  }).join('');
+  const rows = Object.entries(schema.properties ?? {})
+    .map(([name, field]) => {
+      const nested = depth < MAX_DEPTH ? inlineObject(field) : undefined;
+      return (
+        `<tr><td><code>${html(name)}</code>${required.has(name) ? ' <b title="required">*</b>' : ''}</td><td>${typeLabel(field)}</td>` +
+        `<td>${notes(field)}${nested ? schemaBody(nested, depth + 1) : ''}</td></tr>`
+      );
+    })
+    .join('');
   const closed = schema.additionalProperties === false ? '<p><small>No other fields.</small></p>' : '';
-  const table = rows ? `<table class="fields"><tr><th>field</th><th>type</th><th></th></tr>${rows}</table>${closed}` : '';
-  const alternatives = (schema.oneOf ?? schema.anyOf ?? []).map((alternative) =>
-    `<li>${alternative.$ref || !alternative.properties ? typeLabel(alternative) : `${variantLabel(alternative)}${fieldsTable(alternative, depth + 1)}`}</li>`).join('');
+  const table = rows
+    ? `<table class="fields"><tr><th>field</th><th>type</th><th></th></tr>${rows}</table>${closed}`
+    : '';
+  const alternatives = (schema.oneOf ?? schema.anyOf ?? [])
+    .map(
+      (alternative) =>
+        `<li>${alternative.$ref || !alternative.properties ? typeLabel(alternative) : `${variantLabel(alternative)}${fieldsTable(alternative, depth + 1)}`}</li>`,
+    )
+    .join('');
   return `${table}${alternatives ? `<p>One of:</p><ul>${alternatives}</ul>` : ''}`;
 }
 
 /** An alternative named by its title, or by the field whose constant tells it apart (`type "webhook"`). */
 function variantLabel(alternative: Schema): string {
   const discriminator = Object.entries(alternative.properties ?? {}).find(([, field]) => 'const' in field);
-  const name = alternative.title ? html(alternative.title) : discriminator ? `<code>${html(discriminator[0])}</code> ${json(discriminator[1].const)}` : 'object';
+  const name = alternative.title
+    ? html(alternative.title)
+    : discriminator
+      ? `<code>${html(discriminator[0])}</code> ${json(discriminator[1].const)}`
+      : 'object';
   return `${name}${alternative.description ? `: ${html(alternative.description)}` : ''}`;
 }
 
@@ -87,22 +128,32 @@ function schemaBody(schema: Schema, depth = 0): string {
 /** A schema where a body or an answer has one: its type, its fields, its example. */
 function schemaHtml(schema: Schema): string {
   const example = schema.examples?.[0];
-  return `<p>${typeLabel(schema)} ${notes(schema)}</p>${schema.$ref ? '' : schemaBody(schema)}`
-    + (example === undefined ? '' : `<details><summary>example</summary><pre>${html(JSON.stringify(example, null, 2))}</pre></details>`);
+  return (
+    `<p>${typeLabel(schema)} ${notes(schema)}</p>${schema.$ref ? '' : schemaBody(schema)}` +
+    (example === undefined
+      ? ''
+      : `<details><summary>example</summary><pre>${html(JSON.stringify(example, null, 2))}</pre></details>`)
+  );
 }
 
 const contentSchema = (content: Content | undefined) => (content ? Object.values(content)[0]?.schema : undefined);
 
 function operationHtml(method: string, path: string, operation: Operation): string {
   const scope = operation.security?.[0]?.oauth2?.[0];
-  const parameters = (operation.parameters ?? []).map((parameter) =>
-    `<tr><td><code>${html(parameter.name)}</code>${parameter.required ? ' <b title="required">*</b>' : ''}</td><td>${html(parameter.in)}</td>`
-    + `<td>${typeLabel(parameter.schema ?? {})}</td><td>${notes({ ...parameter.schema, description: parameter.description ?? parameter.schema?.description })}</td></tr>`).join('');
+  const parameters = (operation.parameters ?? [])
+    .map(
+      (parameter) =>
+        `<tr><td><code>${html(parameter.name)}</code>${parameter.required ? ' <b title="required">*</b>' : ''}</td><td>${html(parameter.in)}</td>` +
+        `<td>${typeLabel(parameter.schema ?? {})}</td><td>${notes({ ...parameter.schema, description: parameter.description ?? parameter.schema?.description })}</td></tr>`,
+    )
+    .join('');
   const body = contentSchema(operation.requestBody?.content);
-  const responses = Object.entries(operation.responses ?? {}).map(([status, response]) => {
-    const schema = contentSchema(response.content);
-    return `<li><b>${html(status)}</b> ${html(response.description)}${schema ? schemaHtml(schema) : ''}</li>`;
-  }).join('');
+  const responses = Object.entries(operation.responses ?? {})
+    .map(([status, response]) => {
+      const schema = contentSchema(response.content);
+      return `<li><b>${html(status)}</b> ${html(response.description)}${schema ? schemaHtml(schema) : ''}</li>`;
+    })
+    .join('');
   return `<section class="op" id="${html(`${method}-${path}`)}">
 <h3><span class="method ${html(method)}">${html(method.toUpperCase())}</span> <code>${html(path)}</code>${operation.deprecated ? ' <em>deprecated</em>' : ''}</h3>
 <p>${html(operation.summary)}${scope ? ` — scope <code>${html(scope)}</code>` : ''}</p>
@@ -122,13 +173,23 @@ export function renderDocs(document: Record<string, unknown>): string {
       byTag.set(tag, [...(byTag.get(tag) ?? []), operationHtml(method, path, operation)]);
     }
   }
-  const sections = openapi.tags.filter((tag) => byTag.has(tag.name)).map((tag) =>
-    `<h2 id="${html(tag.name)}">${html(tag.name)} <small>${html(tag.description)}</small></h2>${byTag.get(tag.name)!.join('\n')}`);
-  const contents = openapi.tags.map((tag) => byTag.has(tag.name)
-    ? `<li><a href="#${html(tag.name)}">${html(tag.name)}</a> — ${html(tag.description)}</li>`
-    : `<li>${html(tag.name)} — ${html(tag.description)} <em>(no routes yet)</em></li>`).join('');
-  const schemas = Object.entries(openapi.components.schemas).map(([name, schema]) =>
-    `<section class="schema" id="${html(schemaAnchor(name))}"><h3>${html(name)}</h3>${schemaHtml({ ...schema, $ref: undefined })}</section>`);
+  const sections = openapi.tags
+    .filter((tag) => byTag.has(tag.name))
+    .map(
+      (tag) =>
+        `<h2 id="${html(tag.name)}">${html(tag.name)} <small>${html(tag.description)}</small></h2>${byTag.get(tag.name)!.join('\n')}`,
+    );
+  const contents = openapi.tags
+    .map((tag) =>
+      byTag.has(tag.name)
+        ? `<li><a href="#${html(tag.name)}">${html(tag.name)}</a> — ${html(tag.description)}</li>`
+        : `<li>${html(tag.name)} — ${html(tag.description)} <em>(no routes yet)</em></li>`,
+    )
+    .join('');
+  const schemas = Object.entries(openapi.components.schemas).map(
+    ([name, schema]) =>
+      `<section class="schema" id="${html(schemaAnchor(name))}"><h3>${html(name)}</h3>${schemaHtml({ ...schema, $ref: undefined })}</section>`,
+  );
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${html(openapi.info.title)} ${html(openapi.info.version)}</title>
 <meta name="viewport" content="width=device-width,initial-scale=1">
 <style>body{font:15px/1.5 system-ui,sans-serif;max-width:72rem;margin:2rem auto;padding:0 1rem;color:#222}code,pre{font:13px ui-monospace,monospace}

@@ -21,13 +21,19 @@ const HOOK_URL = /^\/hooks\/([^/?#]+)\/([^/?#]+)\/?(?:\?(.*))?$/;
  * body limit, content codings and problem answers are the ones the app uses.
  * Returns false for a request that is not a delivery to a flow URL.
  */
-export function hookHandler(intake: Intake, bodyLimitBytes: number, logger: Logger): (req: IncomingMessage, res: ServerResponse) => boolean {
+export function hookHandler(
+  intake: Intake,
+  bodyLimitBytes: number,
+  logger: Logger,
+): (req: IncomingMessage, res: ServerResponse) => boolean {
   return (req, res) => {
     const url = req.method === 'POST' ? HOOK_URL.exec(req.url ?? '') : null;
     if (!url) return false;
     const [, tenantId, flowKey, queryString] = url;
     trackRequest(logger, req, res, `/hooks/${tenantId}/${flowKey}`);
-    receive(intake, req, res, { tenantId, flowKey, queryString }, bodyLimitBytes, logger).catch((error: unknown) => answerError(logger, req, res, error));
+    receive(intake, req, res, { tenantId, flowKey, queryString }, bodyLimitBytes, logger).catch((error: unknown) =>
+      answerError(logger, req, res, error),
+    );
     return true;
   };
 }
@@ -38,13 +44,23 @@ interface FlowUrl {
   queryString?: string;
 }
 
-async function receive(intake: Intake, req: IncomingMessage, res: ServerResponse, { tenantId, flowKey, queryString }: FlowUrl, bodyLimitBytes: number, logger: Logger) {
+async function receive(
+  intake: Intake,
+  req: IncomingMessage,
+  res: ServerResponse,
+  { tenantId, flowKey, queryString }: FlowUrl,
+  bodyLimitBytes: number,
+  logger: Logger,
+) {
   const rawBody = await readDelivery(req, res, bodyLimitBytes);
   if (!SEGMENT.test(tenantId) || !SEGMENT.test(flowKey)) throw noFlow();
   const body = parseBody(rawBody, req.headers['content-type']);
   const query = queryString ? { ...querystring.parse(queryString) } : {};
   const badQuery = unstorableJson(JSON.stringify(query));
-  if (badQuery) throw new HttpProblem(400, 'Invalid query', `the query string ${badQuery}`, { errors: [{ path: '$.query', message: badQuery }] });
+  if (badQuery)
+    throw new HttpProblem(400, 'Invalid query', `the query string ${badQuery}`, {
+      errors: [{ path: '$.query', message: badQuery }],
+    });
 
   let result: IntakeResult;
   try {
@@ -52,7 +68,12 @@ async function receive(intake: Intake, req: IncomingMessage, res: ServerResponse
   } catch (error) {
     // Not persisted, or not enqueued: say so, so the sender retries. Nothing was accepted.
     logger.error({ reqId: req.id, err: error }, 'intake failed');
-    return sendProblem(res, new HttpProblem(503, 'Not accepted', 'the message could not be stored; retry later', { headers: { 'Retry-After': '5' } }));
+    return sendProblem(
+      res,
+      new HttpProblem(503, 'Not accepted', 'the message could not be stored; retry later', {
+        headers: { 'Retry-After': '5' },
+      }),
+    );
   }
   switch (result.outcome) {
     case 'maintenance':
@@ -60,9 +81,15 @@ async function receive(intake: Intake, req: IncomingMessage, res: ServerResponse
     case 'no-flow':
       throw noFlow();
     case 'invalid':
-      throw new HttpProblem(400, 'Invalid delivery', `${result.field} ${result.reason}`, { errors: [{ path: result.field, message: result.reason }] });
+      throw new HttpProblem(400, 'Invalid delivery', `${result.field} ${result.reason}`, {
+        errors: [{ path: result.field, message: result.reason }],
+      });
     case 'unverified':
-      throw new HttpProblem(401, 'Unverified delivery', 'the delivery does not carry the verification the flow requires');
+      throw new HttpProblem(
+        401,
+        'Unverified delivery',
+        'the delivery does not carry the verification the flow requires',
+      );
     case 'duplicate':
       return answer(res, 200, { messageId: result.messageId, runId: result.runId, duplicate: true });
     case 'accepted':
@@ -76,16 +103,27 @@ async function readDelivery(req: IncomingMessage, res: ServerResponse, limit: nu
   if (encoding !== undefined && !isDecodable(encoding)) {
     // Its body is not read: the connection closes after the answer.
     res.setHeader('connection', 'close');
-    throw new HttpProblem(415, 'Unsupported media type', `the content coding "${encoding}" is not supported (gzip, deflate or br)`);
+    throw new HttpProblem(
+      415,
+      'Unsupported media type',
+      `the content coding "${encoding}" is not supported (gzip, deflate or br)`,
+    );
   }
   try {
     return await decodeBody(encoding, await readBody(req, limit), limit);
   } catch (error) {
     if (error instanceof BodyTooLargeError) {
       res.setHeader('connection', 'close');
-      throw new HttpProblem(413, 'Payload too large', `the body exceeds the limit of ${limit} bytes${error.stage === 'decoded' ? ' once decoded' : ''} (BODY_LIMIT)`);
+      throw new HttpProblem(
+        413,
+        'Payload too large',
+        `the body exceeds the limit of ${limit} bytes${error.stage === 'decoded' ? ' once decoded' : ''} (BODY_LIMIT)`,
+      );
     }
-    if (req.readableEnded) throw new HttpProblem(400, 'Invalid body', `the body is not valid ${encoding} data`, { errors: [{ path: '$.body', message: `is not valid ${encoding} data` }] });
+    if (req.readableEnded)
+      throw new HttpProblem(400, 'Invalid body', `the body is not valid ${encoding} data`, {
+        errors: [{ path: '$.body', message: `is not valid ${encoding} data` }],
+      });
     // The sender went away mid-body: there is nobody to answer.
     throw new HttpProblem(400, 'Incomplete body', 'the request ended before its body');
   }
@@ -97,12 +135,16 @@ async function readDelivery(req: IncomingMessage, res: ServerResponse, limit: nu
  */
 function answer(res: ServerResponse, status: number, value: object) {
   const body = JSON.stringify(value);
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) }).end(body);
+  res
+    .writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) })
+    .end(body);
 }
 
 /** Nothing was recorded: the sender retries after the maintenance. */
 export const maintenanceProblem = (retryAfterSeconds: number) =>
-  new HttpProblem(503, 'Maintenance', 'the platform is in maintenance; retry later', { headers: { 'Retry-After': String(retryAfterSeconds) } });
+  new HttpProblem(503, 'Maintenance', 'the platform is in maintenance; retry later', {
+    headers: { 'Retry-After': String(retryAfterSeconds) },
+  });
 
 const noFlow = () => new HttpProblem(404, 'No active flow', 'no active flow answers at this URL');
 
@@ -112,10 +154,15 @@ export function parseBody(raw: Buffer, contentType: string | undefined): unknown
     throw new HttpProblem(415, 'Unsupported media type', 'a flow URL takes JSON (Content-Type: application/json)');
   }
   const unstorable = unstorableJson(raw);
-  if (unstorable) throw new HttpProblem(400, 'Invalid body', `the body ${unstorable}`, { errors: [{ path: '$.body', message: unstorable }] });
+  if (unstorable)
+    throw new HttpProblem(400, 'Invalid body', `the body ${unstorable}`, {
+      errors: [{ path: '$.body', message: unstorable }],
+    });
   try {
     return JSON.parse(raw.toString('utf8'));
   } catch (error) {
-    throw new HttpProblem(400, 'Malformed JSON', `the body is not valid JSON: ${(error as Error).message}`, { errors: [{ path: '$.body', message: 'is not valid JSON' }] });
+    throw new HttpProblem(400, 'Malformed JSON', `the body is not valid JSON: ${(error as Error).message}`, {
+      errors: [{ path: '$.body', message: 'is not valid JSON' }],
+    });
   }
 }

@@ -7,15 +7,25 @@ const problemSchema = {
   description: 'RFC 9457 problem details. Validation failures list each bad field with its JSON path.',
   required: ['type', 'title', 'status'],
   properties: {
-    type: { type: 'string' }, title: { type: 'string' }, status: { type: 'integer' }, detail: { type: 'string' },
+    type: { type: 'string' },
+    title: { type: 'string' },
+    status: { type: 'integer' },
+    detail: { type: 'string' },
     errors: {
       type: 'array',
-      items: { type: 'object', required: ['path', 'message'], properties: { path: { type: 'string' }, message: { type: 'string' }, node: { type: 'string' } } },
+      items: {
+        type: 'object',
+        required: ['path', 'message'],
+        properties: { path: { type: 'string' }, message: { type: 'string' }, node: { type: 'string' } },
+      },
     },
   },
 };
 
-const problem = (description: string) => ({ description, content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } } });
+const problem = (description: string) => ({
+  description,
+  content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
+});
 const json = (schema: object) => ({ 'application/json': { schema } });
 
 /** Replace every occurrence of a published resource schema by a $ref to it. */
@@ -29,12 +39,28 @@ function withRefs(schema: unknown, names: Map<object, string>, root = true): unk
 
 /** Query and path parameters of a route, from its JSON Schemas. */
 function parameters(route: RouteSpec) {
-  const from = (where: 'query' | 'path', schema: { properties?: Record<string, object>; required?: readonly string[] } | undefined) =>
+  const from = (
+    where: 'query' | 'path',
+    schema: { properties?: Record<string, object>; required?: readonly string[] } | undefined,
+  ) =>
     Object.entries(schema?.properties ?? {}).map(([name, property]) => ({
-      name, in: where, required: where === 'path' || (schema?.required ?? []).includes(name), schema: property,
+      name,
+      in: where,
+      required: where === 'path' || (schema?.required ?? []).includes(name),
+      schema: property,
     }));
   return [
-    ...(isOperatorRoute(route) ? [] : [{ name: 'tenant_id', in: 'header', required: true, description: 'The tenant this request works in.', schema: { type: 'string' } }]),
+    ...(isOperatorRoute(route)
+      ? []
+      : [
+          {
+            name: 'tenant_id',
+            in: 'header',
+            required: true,
+            description: 'The tenant this request works in.',
+            schema: { type: 'string' },
+          },
+        ]),
     ...from('path', route.params as never),
     ...from('query', route.query as never),
   ];
@@ -48,25 +74,39 @@ export function openApiDocument(routes: RouteSpec[], version: string) {
     const responses: Record<string, unknown> = {};
     for (const [status, response] of Object.entries(route.responses)) {
       // A route's own error answers (409, 502, ...) are problems like every other.
-      responses[status] = response.schema ? { description: response.description, content: json(response.schema) }
-        : Number(status) >= 400 ? problem(response.description) : { description: response.description };
+      responses[status] = response.schema
+        ? { description: response.description, content: json(response.schema) }
+        : Number(status) >= 400
+          ? problem(response.description)
+          : { description: response.description };
     }
     if (route.params) responses[404] ??= problem('The path names nothing (of this tenant).');
-    if (route.body) Object.assign(responses, { 413: problem('The body is over BODY_LIMIT.'), 415: problem('The body is not JSON.') });
-    Object.assign(responses, isOperatorRoute(route) ? {
-      400: problem('Invalid request.'),
-      401: problem('No, invalid or expired bearer token.'),
-      403: problem('Not an operator token.'),
-    } : {
-      400: problem('Invalid request, or the tenant_id header is missing.'),
-      401: problem('No, invalid or expired bearer token.'),
-      403: problem(`The token does not grant this tenant${route.scope ? `, lacks the scope ${route.scope}` : ''}, or the tenant is suspended.`),
-    });
+    if (route.body)
+      Object.assign(responses, { 413: problem('The body is over BODY_LIMIT.'), 415: problem('The body is not JSON.') });
+    Object.assign(
+      responses,
+      isOperatorRoute(route)
+        ? {
+            400: problem('Invalid request.'),
+            401: problem('No, invalid or expired bearer token.'),
+            403: problem('Not an operator token.'),
+          }
+        : {
+            400: problem('Invalid request, or the tenant_id header is missing.'),
+            401: problem('No, invalid or expired bearer token.'),
+            403: problem(
+              `The token does not grant this tenant${route.scope ? `, lacks the scope ${route.scope}` : ''}, or the tenant is suspended.`,
+            ),
+          },
+    );
     (paths[route.path] ??= {})[route.method] = {
       tags: [route.tag],
       summary: route.summary,
       ...(route.description ? { description: route.description } : {}),
-      operationId: `${route.method}${route.path.replace(/^\/api\/v1/, '').replace(/\{(\w+)\}/g, 'By_$1').replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ?? '').toUpperCase())}`,
+      operationId: `${route.method}${route.path
+        .replace(/^\/api\/v1/, '')
+        .replace(/\{(\w+)\}/g, 'By_$1')
+        .replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ?? '').toUpperCase())}`,
       security: [{ oauth2: route.scope ? [route.scope] : [] }],
       parameters: parameters(route),
       ...(route.body ? { requestBody: { required: true, content: json(route.body) } } : {}),
@@ -74,28 +114,43 @@ export function openApiDocument(routes: RouteSpec[], version: string) {
     };
   }
   Object.assign(paths, platformPaths());
-  const document = withRefs({
-    openapi: '3.1.0',
-    info: {
-      title: 'Tributary API',
-      version,
-      description: 'Multi-tenant integration runtime. Every /api request carries Authorization: Bearer <token> and tenant_id: <tenant>, '
-        + 'except operator routes (scope platform:admin), which act across tenants and name a tenant in the path.',
+  const document = withRefs(
+    {
+      openapi: '3.1.0',
+      info: {
+        title: 'Tributary API',
+        version,
+        description:
+          'Multi-tenant integration runtime. Every /api request carries Authorization: Bearer <token> and tenant_id: <tenant>, ' +
+          'except operator routes (scope platform:admin), which act across tenants and name a tenant in the path.',
+      },
+      jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
+      tags: Object.entries(seedTags).map(([name, label]) => ({ name, description: label })),
+      paths,
     },
-    jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
-    tags: Object.entries(seedTags).map(([name, label]) => ({ name, description: label })),
-    paths,
-  }, names) as Record<string, unknown>;
+    names,
+  ) as Record<string, unknown>;
   return {
     ...document,
     components: {
       // Each schema in full, naming the others by $ref (replacing it by a $ref to itself would leave nothing).
-      schemas: { ...Object.fromEntries(Object.entries(resourceSchemas).map(([name, schema]) => [name, withRefs(schema, names)])), Problem: problemSchema },
+      schemas: {
+        ...Object.fromEntries(Object.entries(resourceSchemas).map(([name, schema]) => [name, withRefs(schema, names)])),
+        Problem: problemSchema,
+      },
       securitySchemes: {
         oauth2: {
           type: 'oauth2',
-          description: 'OAuth 2.0 client credentials; the token is a JWT validated against the issuer\'s JWKS.',
-          flows: { clientCredentials: { tokenUrl: '/oauth/token', scopes: { ...tenantScopes, [operatorScope]: 'Operator: every tenant, platform routes, the queue dashboard.' } } },
+          description: "OAuth 2.0 client credentials; the token is a JWT validated against the issuer's JWKS.",
+          flows: {
+            clientCredentials: {
+              tokenUrl: '/oauth/token',
+              scopes: {
+                ...tenantScopes,
+                [operatorScope]: 'Operator: every tenant, platform routes, the queue dashboard.',
+              },
+            },
+          },
         },
       },
     },
@@ -107,29 +162,55 @@ function platformPaths() {
   return {
     '/oauth/token': {
       post: {
-        tags: ['Platform'], summary: 'Issue an access token (OAuth 2.0 client credentials)', security: [],
+        tags: ['Platform'],
+        summary: 'Issue an access token (OAuth 2.0 client credentials)',
+        security: [],
         requestBody: {
           required: true,
           content: json({
-            type: 'object', required: ['grant_type', 'client_id', 'client_secret'],
-            properties: { grant_type: { const: 'client_credentials' }, client_id: { type: 'string' }, client_secret: { type: 'string' }, audience: { type: 'string' } },
+            type: 'object',
+            required: ['grant_type', 'client_id', 'client_secret'],
+            properties: {
+              grant_type: { const: 'client_credentials' },
+              client_id: { type: 'string' },
+              client_secret: { type: 'string' },
+              audience: { type: 'string' },
+            },
           }),
         },
         responses: {
           200: {
             description: 'A bearer token.',
-            content: json({ type: 'object', properties: { access_token: { type: 'string' }, token_type: { const: 'Bearer' }, expires_in: { type: 'integer' }, scope: { type: 'string' } } }),
+            content: json({
+              type: 'object',
+              properties: {
+                access_token: { type: 'string' },
+                token_type: { const: 'Bearer' },
+                expires_in: { type: 'integer' },
+                scope: { type: 'string' },
+              },
+            }),
           },
           400: problem('Malformed request or unsupported grant type.'),
           401: problem('Unknown client or wrong secret.'),
         },
       },
     },
-    '/.well-known/jwks.json': { get: { tags: ['Platform'], summary: 'The issuer\'s public signing keys', security: [], responses: { 200: { description: 'A JWK set.' } } } },
+    '/.well-known/jwks.json': {
+      get: {
+        tags: ['Platform'],
+        summary: "The issuer's public signing keys",
+        security: [],
+        responses: { 200: { description: 'A JWK set.' } },
+      },
+    },
     '/hooks/{tenantId}/{flowKey}': {
       post: {
-        tags: ['Flow'], summary: 'A flow URL: start a run of the active version with this message', security: [],
-        description: 'Persisted and enqueued before the answer. A repeated Idempotency-Key (or the trigger\'s delivery id header) returns the first message.',
+        tags: ['Flow'],
+        summary: 'A flow URL: start a run of the active version with this message',
+        security: [],
+        description:
+          "Persisted and enqueued before the answer. A repeated Idempotency-Key (or the trigger's delivery id header) returns the first message.",
         parameters: [
           { name: 'tenantId', in: 'path', required: true, schema: { type: 'string' } },
           { name: 'flowKey', in: 'path', required: true, schema: { type: 'string' } },
@@ -137,9 +218,12 @@ function platformPaths() {
         ],
         requestBody: { content: json({ description: 'Any JSON.' }) },
         responses: {
-          202: { description: 'Accepted: it will run.', content: json({ type: 'object', properties: { messageId: { type: 'string' }, runId: { type: 'string' } } }) },
+          202: {
+            description: 'Accepted: it will run.',
+            content: json({ type: 'object', properties: { messageId: { type: 'string' }, runId: { type: 'string' } } }),
+          },
           200: { description: 'A repeated delivery: the first message, nothing new runs.' },
-          401: problem('The delivery fails the trigger\'s verification.'),
+          401: problem("The delivery fails the trigger's verification."),
           404: problem('No active flow at this URL.'),
           413: problem('The body is over the size limit.'),
           503: problem('Not stored: retry later.'),
@@ -148,30 +232,62 @@ function platformPaths() {
     },
     '/api/adp/{store}/egress/sync-refund-to-erp-api': {
       post: {
-        tags: ['Destination'], deprecated: true, security: [],
+        tags: ['Destination'],
+        deprecated: true,
+        security: [],
         summary: '[DEPRECATED] Refund sync to ERP through the HTTP adapter',
-        description: 'Authenticated by x-api-key (POST /api/v1/adapter-keys). The settings come in headers and are kept only sealed. '
-          + 'Runs shopify.refund-sync-to-erp on the queue and waits for it (ADAPTER_WAIT_MS). Every answer carries Deprecation and Link (successor-version).',
+        description:
+          'Authenticated by x-api-key (POST /api/v1/adapter-keys). The settings come in headers and are kept only sealed. ' +
+          'Runs shopify.refund-sync-to-erp on the queue and waits for it (ADAPTER_WAIT_MS). Every answer carries Deprecation and Link (successor-version).',
         parameters: [
           { name: 'store', in: 'path', required: true, schema: { const: 'shopify' } },
-          ...['x-api-key', 'x-store-graphql-url', 'x-store-access-token', 'x-erp-api-url', 'x-erp-consumer-key', 'x-erp-consumer-secret', 'x-erp-token-id', 'x-erp-token-secret', 'x-erp-account-id']
-            .map((name) => ({ name, in: 'header', required: true, schema: { type: 'string' } })),
+          ...[
+            'x-api-key',
+            'x-store-graphql-url',
+            'x-store-access-token',
+            'x-erp-api-url',
+            'x-erp-consumer-key',
+            'x-erp-consumer-secret',
+            'x-erp-token-id',
+            'x-erp-token-secret',
+            'x-erp-account-id',
+          ].map((name) => ({ name, in: 'header', required: true, schema: { type: 'string' } })),
           { name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string' } },
         ],
-        requestBody: { content: json({ description: 'The refunds/create webhook JSON (admin_graphql_api_id is required).' }) },
+        requestBody: {
+          content: json({ description: 'The refunds/create webhook JSON (admin_graphql_api_id is required).' }),
+        },
         responses: {
           200: { description: 'The run succeeded: the Refund record that was sent.' },
-          202: { description: 'Still running after the wait: its ids.', content: json({ type: 'object', properties: { messageId: { type: 'string' }, runId: { type: 'string' }, status: { type: 'string' } } }) },
+          202: {
+            description: 'Still running after the wait: its ids.',
+            content: json({
+              type: 'object',
+              properties: { messageId: { type: 'string' }, runId: { type: 'string' }, status: { type: 'string' } },
+            }),
+          },
           400: problem('A settings header or the body is missing or malformed.'),
           401: problem('x-api-key is missing or wrong.'),
           409: problem('The refund was exported before: nothing was sent.'),
-          502: problem('The run failed: the reason (e.g. the ERP\'s message).'),
+          502: problem("The run failed: the reason (e.g. the ERP's message)."),
         },
       },
     },
-    '/healthz': { get: { tags: ['Platform'], summary: 'The process is up', security: [], responses: { 200: { description: 'Up.' } } } },
+    '/healthz': {
+      get: {
+        tags: ['Platform'],
+        summary: 'The process is up',
+        security: [],
+        responses: { 200: { description: 'Up.' } },
+      },
+    },
     '/readyz': {
-      get: { tags: ['Platform'], summary: 'Store and Redis answer, workers are consuming', security: [], responses: { 200: { description: 'Ready.' }, 503: { description: 'Not ready, with the failing checks.' } } },
+      get: {
+        tags: ['Platform'],
+        summary: 'Store and Redis answer, workers are consuming',
+        security: [],
+        responses: { 200: { description: 'Ready.' }, 503: { description: 'Not ready, with the failing checks.' } },
+      },
     },
   };
 }

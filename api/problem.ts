@@ -24,7 +24,13 @@ export function sendProblem(res: ServerResponse, problem: HttpProblem) {
     ...(problem.detail === undefined ? {} : { detail: problem.detail }),
     ...members,
   });
-  res.writeHead(problem.status, { ...headers, 'content-type': 'application/problem+json; charset=utf-8', 'content-length': Buffer.byteLength(body) }).end(body);
+  res
+    .writeHead(problem.status, {
+      ...headers,
+      'content-type': 'application/problem+json; charset=utf-8',
+      'content-length': Buffer.byteLength(body),
+    })
+    .end(body);
 }
 
 /** Answers an error as a problem; internal faults are logged with the request id and told only by that id. */
@@ -35,11 +41,15 @@ export function answerError(logger: Logger, req: IncomingMessage, res: ServerRes
   sendProblem(res, problem);
 }
 
-export const problemHandler = (logger: Logger): ErrorRequestHandler => (error, req, res, _next) => answerError(logger, req, res, error);
+export const problemHandler =
+  (logger: Logger): ErrorRequestHandler =>
+  (error, req, res, _next) =>
+    answerError(logger, req, res, error);
 
 function toProblem(error: unknown): HttpProblem {
   if (error instanceof HttpProblem) return error;
-  if (error instanceof ValidationError) return new HttpProblem(400, 'Invalid request', error.message, { errors: error.errors });
+  if (error instanceof ValidationError)
+    return new HttpProblem(400, 'Invalid request', error.message, { errors: error.errors });
   if (error instanceof ConflictError) return new HttpProblem(409, 'Conflict', error.message);
   if (error instanceof NotFoundError) return new HttpProblem(404, 'Not found', error.message);
   // An outside system called on the request's behalf failed: its reason is told, it is not our fault.
@@ -50,9 +60,21 @@ function toProblem(error: unknown): HttpProblem {
   }
   // body-parser's own errors carry a status and a type.
   const parser = error as { status?: number; type?: string; limit?: number };
-  if (parser.type === 'entity.too.large') return new HttpProblem(413, 'Payload too large', `the body exceeds the limit of ${parser.limit} bytes (BODY_LIMIT)`);
-  if (parser.type === 'entity.parse.failed') return new HttpProblem(400, 'Malformed JSON', 'the body is not valid JSON');
-  if (parser.type === 'encoding.unsupported' || parser.type === 'charset.unsupported') return new HttpProblem(415, 'Unsupported encoding');
-  if (typeof parser.status === 'number' && parser.status >= 400 && parser.status < 500) return new HttpProblem(parser.status, 'Bad request');
-  return new HttpProblem(500, 'Internal error', 'the request could not be completed; the request id identifies it in the logs');
+  if (parser.type === 'entity.too.large')
+    return new HttpProblem(
+      413,
+      'Payload too large',
+      `the body exceeds the limit of ${parser.limit} bytes (BODY_LIMIT)`,
+    );
+  if (parser.type === 'entity.parse.failed')
+    return new HttpProblem(400, 'Malformed JSON', 'the body is not valid JSON');
+  if (parser.type === 'encoding.unsupported' || parser.type === 'charset.unsupported')
+    return new HttpProblem(415, 'Unsupported encoding');
+  if (typeof parser.status === 'number' && parser.status >= 400 && parser.status < 500)
+    return new HttpProblem(parser.status, 'Bad request');
+  return new HttpProblem(
+    500,
+    'Internal error',
+    'the request could not be completed; the request id identifies it in the logs',
+  );
 }

@@ -26,7 +26,10 @@ export function trackRequest(logger: Logger, req: IncomingMessage, res: ServerRe
   if (path !== undefined && logger.isLevelEnabled('info')) {
     const started = performance.now();
     res.once('finish', () => {
-      logger.info({ reqId: id, method: req.method, path, status: res.statusCode, ms: Math.round(performance.now() - started) }, 'request');
+      logger.info(
+        { reqId: id, method: req.method, path, status: res.statusCode, ms: Math.round(performance.now() - started) },
+        'request',
+      );
     });
   }
 }

@@ -8,13 +8,31 @@ import { HttpProblem } from './problem.ts';
 
 /** The seed's API tags, with the seed's label of each. */
 export const seedTags = {
-  Batch: 'batch processing', BatchTask: 'batch task management', BlockedTopic: 'blocked topics', Dashboard: 'dashboards',
-  DataSpace: 'data spaces', Destination: 'destination configuration', EditableFlow: 'flow editing', Flow: 'flow management',
-  GlobalVariable: 'global variables', IngressIncrementalField: 'incremental fields', Logs: 'logging and monitoring',
-  LowCodeAction: 'low-code actions', MessageInfo: 'message information', MessageQueue: 'message queues', Metadata: 'metadata',
-  Platform: 'platform operations', PlatformGlobal: 'global platform settings', PlatformTenantGlobal: 'tenant-specific platform settings',
-  Queue: 'queues', SecretGlobalVariable: 'secret variables', Statistic: 'statistics and analytics', Tenant: 'tenant management',
-  Test: 'testing', UserSettings: 'user settings', Version: 'version information',
+  Batch: 'batch processing',
+  BatchTask: 'batch task management',
+  BlockedTopic: 'blocked topics',
+  Dashboard: 'dashboards',
+  DataSpace: 'data spaces',
+  Destination: 'destination configuration',
+  EditableFlow: 'flow editing',
+  Flow: 'flow management',
+  GlobalVariable: 'global variables',
+  IngressIncrementalField: 'incremental fields',
+  Logs: 'logging and monitoring',
+  LowCodeAction: 'low-code actions',
+  MessageInfo: 'message information',
+  MessageQueue: 'message queues',
+  Metadata: 'metadata',
+  Platform: 'platform operations',
+  PlatformGlobal: 'global platform settings',
+  PlatformTenantGlobal: 'tenant-specific platform settings',
+  Queue: 'queues',
+  SecretGlobalVariable: 'secret variables',
+  Statistic: 'statistics and analytics',
+  Tenant: 'tenant management',
+  Test: 'testing',
+  UserSettings: 'user settings',
+  Version: 'version information',
 } as const;
 export type SeedTag = keyof typeof seedTags;
 
@@ -37,7 +55,11 @@ export interface RouteResult {
   headers?: Record<string, string>;
 }
 
-export interface RouteSpec<B extends Schema | undefined = Schema | undefined, Q extends Schema | undefined = Schema | undefined, P extends Schema | undefined = Schema | undefined> {
+export interface RouteSpec<
+  B extends Schema | undefined = Schema | undefined,
+  Q extends Schema | undefined = Schema | undefined,
+  P extends Schema | undefined = Schema | undefined,
+> {
   method: 'get' | 'post' | 'put' | 'delete';
   /** OpenAPI style: `/api/v1/flows/{id}`. */
   path: string;
@@ -57,9 +79,11 @@ export interface RouteSpec<B extends Schema | undefined = Schema | undefined, Q 
 }
 
 /** A tenant API route: bearer token, `tenant_id` header, scope, validated params, query and body. */
-export function defineRoute<const B extends Schema | undefined = undefined, const Q extends Schema | undefined = undefined, const P extends Schema | undefined = undefined>(
-  spec: RouteSpec<B, Q, P>,
-): RouteSpec {
+export function defineRoute<
+  const B extends Schema | undefined = undefined,
+  const Q extends Schema | undefined = undefined,
+  const P extends Schema | undefined = undefined,
+>(spec: RouteSpec<B, Q, P>): RouteSpec {
   return spec as unknown as RouteSpec;
 }
 
@@ -79,11 +103,18 @@ export function mountRoutes(routes: RouteSpec[], verifier: TokenVerifier, store:
     };
     router[route.method](route.path.replace(/\{(\w+)\}/g, ':$1'), async (req: Request, res: Response) => {
       const principal = await verifier.verify(req.get('authorization'));
-      const tenantId = isOperatorRoute(route) ? '' : req.get('tenant_id') ?? '';
+      const tenantId = isOperatorRoute(route) ? '' : (req.get('tenant_id') ?? '');
       if (isOperatorRoute(route)) {
-        if (!principal.operator) throw new HttpProblem(403, 'Forbidden', `an operator route: it needs an operator token (scope ${operatorScope})`);
+        if (!principal.operator)
+          throw new HttpProblem(
+            403,
+            'Forbidden',
+            `an operator route: it needs an operator token (scope ${operatorScope})`,
+          );
       } else if (!tenantId) {
-        throw new HttpProblem(400, 'Missing tenant', 'every request needs the header tenant_id: <tenant id>', { errors: [{ path: '$.headers.tenant_id', message: 'is required' }] });
+        throw new HttpProblem(400, 'Missing tenant', 'every request needs the header tenant_id: <tenant id>', {
+          errors: [{ path: '$.headers.tenant_id', message: 'is required' }],
+        });
       } else {
         authorize(principal, tenantId, route.scope);
         await refuseInactiveTenant(store, tenantId, principal);
@@ -91,7 +122,11 @@ export function mountRoutes(routes: RouteSpec[], verifier: TokenVerifier, store:
       const params = validators.params ? validators.params.validate({ ...req.params }, '$.params') : req.params;
       const query = validators.query ? validators.query.validate({ ...(req.query as object) }, '$.query') : {};
       const body = validators.body ? validators.body.validate(requestBody(req), '$.body') : undefined;
-      const result = await route.handle({ body, query, params, tenantId, principal, req } as RouteContext<never, never, never>);
+      const result = await route.handle({ body, query, params, tenantId, principal, req } as RouteContext<
+        never,
+        never,
+        never
+      >);
       if (result.headers) res.set(result.headers);
       if (result.body === undefined) res.status(result.status ?? 204).end();
       else res.status(result.status ?? 200).json(result.body);
@@ -103,9 +138,16 @@ export function mountRoutes(routes: RouteSpec[], verifier: TokenVerifier, store:
 /** A tenant's own clients are refused while it is suspended or gone; operators may look into a suspended one. */
 async function refuseInactiveTenant(store: Pick<Store, 'getTenant'>, tenantId: string, principal: Principal) {
   const tenant = await store.getTenant(tenantId);
-  if (!tenant) throw principal.operator ? new HttpProblem(404, 'No such tenant', `there is no tenant ${tenantId}`) : new HttpProblem(403, 'Forbidden', `tenant ${tenantId} does not exist`);
+  if (!tenant)
+    throw principal.operator
+      ? new HttpProblem(404, 'No such tenant', `there is no tenant ${tenantId}`)
+      : new HttpProblem(403, 'Forbidden', `tenant ${tenantId} does not exist`);
   if (tenant.status === 'suspended' && !principal.operator) {
-    throw new HttpProblem(403, 'Tenant suspended', `tenant ${tenantId} is suspended: ${tenant.suspendedReason ?? 'no reason given'}`);
+    throw new HttpProblem(
+      403,
+      'Tenant suspended',
+      `tenant ${tenantId} is suspended: ${tenant.suspendedReason ?? 'no reason given'}`,
+    );
   }
 }
 
@@ -121,7 +163,13 @@ function requestBody(req: Request): unknown {
 export const MAX_PAGE_SIZE = 200;
 export const DEFAULT_PAGE_SIZE = 50;
 export const pageQuerySchema = {
-  first: { type: 'integer', minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE, description: `Page size (at most ${MAX_PAGE_SIZE}).` },
+  first: {
+    type: 'integer',
+    minimum: 1,
+    maximum: MAX_PAGE_SIZE,
+    default: DEFAULT_PAGE_SIZE,
+    description: `Page size (at most ${MAX_PAGE_SIZE}).`,
+  },
   after: { type: 'string', maxLength: 400, description: 'The endCursor of the previous page.' },
 } as const;
 
@@ -137,7 +185,9 @@ export function connectionSchema<const Item extends Schema>(item: Item) {
     properties: {
       nodes: { type: 'array', items: item },
       pageInfo: {
-        type: 'object', additionalProperties: false, required: ['hasNextPage', 'endCursor'],
+        type: 'object',
+        additionalProperties: false,
+        required: ['hasNextPage', 'endCursor'],
         properties: { hasNextPage: { type: 'boolean' }, endCursor: { type: ['string', 'null'] } },
       },
     },

@@ -5,7 +5,12 @@ import { authenticateClient } from './auth/clients.ts';
 import type { TokenIssuer } from './auth/issuer.ts';
 import { HttpProblem } from './problem.ts';
 
-const tokenRequest = new SchemaValidator<{ grant_type: string; client_id: string; client_secret: string; audience?: string }>(
+const tokenRequest = new SchemaValidator<{
+  grant_type: string;
+  client_id: string;
+  client_secret: string;
+  audience?: string;
+}>(
   {
     type: 'object',
     required: ['grant_type', 'client_id', 'client_secret'],
@@ -21,21 +26,28 @@ const tokenRequest = new SchemaValidator<{ grant_type: string; client_id: string
 );
 
 /** OAuth error codes (RFC 6749 §5.2) ride along in the problem as `error`. */
-const oauthProblem = (status: number, error: string, detail: string) => new HttpProblem(status, 'Token request refused', detail, { error });
+const oauthProblem = (status: number, error: string, detail: string) =>
+  new HttpProblem(status, 'Token request refused', detail, { error });
 
 /** The embedded issuer: `POST /oauth/token` (client credentials) and its JWKS. */
 export function tokenRoutes(store: Store, issuer: TokenIssuer, bodyLimitBytes: number): Router {
   const router = Router();
-  router.post('/oauth/token', express.json({ limit: bodyLimitBytes }), express.urlencoded({ extended: false, limit: bodyLimitBytes }), async (req, res) => {
-    const request = tokenRequest.validate(req.body ?? {}, '$.body');
-    if (request.grant_type !== 'client_credentials') throw oauthProblem(400, 'unsupported_grant_type', 'only grant_type client_credentials is supported');
-    if (request.audience !== undefined && request.audience !== issuer.audience) {
-      throw oauthProblem(400, 'invalid_target', `this issuer serves the audience ${issuer.audience}`);
-    }
-    const client = await authenticateClient(store, request.client_id, request.client_secret);
-    if (!client) throw oauthProblem(401, 'invalid_client', 'unknown client or wrong secret');
-    res.set('Cache-Control', 'no-store').json(await issuer.issue(client));
-  });
+  router.post(
+    '/oauth/token',
+    express.json({ limit: bodyLimitBytes }),
+    express.urlencoded({ extended: false, limit: bodyLimitBytes }),
+    async (req, res) => {
+      const request = tokenRequest.validate(req.body ?? {}, '$.body');
+      if (request.grant_type !== 'client_credentials')
+        throw oauthProblem(400, 'unsupported_grant_type', 'only grant_type client_credentials is supported');
+      if (request.audience !== undefined && request.audience !== issuer.audience) {
+        throw oauthProblem(400, 'invalid_target', `this issuer serves the audience ${issuer.audience}`);
+      }
+      const client = await authenticateClient(store, request.client_id, request.client_secret);
+      if (!client) throw oauthProblem(401, 'invalid_client', 'unknown client or wrong secret');
+      res.set('Cache-Control', 'no-store').json(await issuer.issue(client));
+    },
+  );
   router.get('/.well-known/jwks.json', async (_req, res) => {
     res.set('Cache-Control', 'public, max-age=300').json(await issuer.jwks());
   });

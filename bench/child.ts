@@ -19,19 +19,35 @@ const mode = process.argv[2];
 if (mode === 'bare-express') {
   // The machine's ceiling for a JSON endpoint on Express 5.
   const app = express();
-  app.post('/hooks/:tenant/:key', express.json({ limit: '1mb' }), (req, res) => void res.status(202).json({ messageId: newId(), received: req.body !== undefined }));
-  const server = app.listen(0, '127.0.0.1', () => console.log(`READY http://127.0.0.1:${(server.address() as { port: number }).port}`));
+  app.post(
+    '/hooks/:tenant/:key',
+    express.json({ limit: '1mb' }),
+    (req, res) => void res.status(202).json({ messageId: newId(), received: req.body !== undefined }),
+  );
+  const server = app.listen(0, '127.0.0.1', () =>
+    console.log(`READY http://127.0.0.1:${(server.address() as { port: number }).port}`),
+  );
 } else if (mode === 'bare-node') {
   // The same handler on node:http alone: the ceiling of the flow URL's path, which skips Express.
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
-      const body = JSON.stringify({ messageId: newId(), received: JSON.parse(Buffer.concat(chunks).toString()) !== undefined });
-      res.writeHead(202, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) }).end(body);
+      const body = JSON.stringify({
+        messageId: newId(),
+        received: JSON.parse(Buffer.concat(chunks).toString()) !== undefined,
+      });
+      res
+        .writeHead(202, {
+          'content-type': 'application/json; charset=utf-8',
+          'content-length': Buffer.byteLength(body),
+        })
+        .end(body);
     });
   });
-  server.listen(0, '127.0.0.1', () => console.log(`READY http://127.0.0.1:${(server.address() as { port: number }).port}`));
+  server.listen(0, '127.0.0.1', () =>
+    console.log(`READY http://127.0.0.1:${(server.address() as { port: number }).port}`),
+  );
 } else if (mode === 'tributary') {
   // Tributary as configured by the environment (embedded serve, or API only on PostgreSQL).
   const config = { ...loadConfig(), port: 0, host: '127.0.0.1' };
@@ -39,7 +55,12 @@ if (mode === 'bare-express') {
   const platform = await Platform.start(config, roles, { logger: pino({ level: 'silent' }) });
   await platform.store.createTenant({ id: 'bench', name: 'bench' }).catch(() => {});
   await platform.store.putVariable('bench', 'RECEIVER', process.env.BENCH_RECEIVER ?? 'http://127.0.0.1:9');
-  const flow = await platform.store.createFlow('bench', { id: newId(), key: BENCH_FLOW.key, name: BENCH_FLOW.name, draft: BENCH_FLOW });
+  const flow = await platform.store.createFlow('bench', {
+    id: newId(),
+    key: BENCH_FLOW.key,
+    name: BENCH_FLOW.name,
+    draft: BENCH_FLOW,
+  });
   await platform.store.publishFlow('bench', flow.id, flow.revision, BENCH_FLOW);
   console.log(`READY ${platform.url}`);
   process.on('SIGTERM', () => void platform.close().then(() => process.exit(0)));
@@ -49,16 +70,26 @@ if (mode === 'bare-express') {
   const map = jsonata(MAP_EXPRESSION);
   const filter = jsonata(FILTER_EXPRESSION);
   const receiver = process.env.BENCH_RECEIVER!;
-  const worker = new Worker(BASELINE.queue, async (job) => {
-    const bindings = { input: job.data };
-    const mapped = await map.evaluate(job.data, bindings);
-    if (!truthy(await filter.evaluate(job.data, bindings))) return;
-    const response = await fetch(`${receiver}/orders`, {
-      method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': `${job.id}.send` }, body: JSON.stringify(mapped),
-    });
-    await response.arrayBuffer();
-    if (!response.ok) throw new Error(`receiver answered ${response.status}`);
-  }, { connection: redisOptions(config.redisUrl, 'worker'), prefix: config.redisPrefix, concurrency: config.workerConcurrency });
+  const worker = new Worker(
+    BASELINE.queue,
+    async (job) => {
+      const bindings = { input: job.data };
+      const mapped = await map.evaluate(job.data, bindings);
+      if (!truthy(await filter.evaluate(job.data, bindings))) return;
+      const response = await fetch(`${receiver}/orders`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'idempotency-key': `${job.id}.send` },
+        body: JSON.stringify(mapped),
+      });
+      await response.arrayBuffer();
+      if (!response.ok) throw new Error(`receiver answered ${response.status}`);
+    },
+    {
+      connection: redisOptions(config.redisUrl, 'worker'),
+      prefix: config.redisPrefix,
+      concurrency: config.workerConcurrency,
+    },
+  );
   await worker.waitUntilReady();
   console.log('READY baseline');
   process.on('SIGTERM', () => void worker.close().then(() => process.exit(0)));

@@ -20,7 +20,10 @@ function snapshot(): Snapshot {
       const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
       // utime and stime, fields 14 and 15 of stat(5).
-      processes.set(pid, { name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), ticks: Number(fields[11]) + Number(fields[12]) });
+      processes.set(pid, {
+        name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')),
+        ticks: Number(fields[11]) + Number(fields[12]),
+      });
     } catch {
       // The process ended meanwhile.
     }
@@ -36,10 +39,22 @@ export function cpuWindow() {
     for (const [pid, { name, ticks }] of snapshot()) {
       const used = ticks - (start.get(pid)?.ticks ?? 0);
       if (used <= 0) continue;
-      const into = Number(pid) === measuredPid ? 'measured' : name.startsWith('postgres') ? 'postgres' : name.startsWith('redis') ? 'redis' : 'other';
+      const into =
+        Number(pid) === measuredPid
+          ? 'measured'
+          : name.startsWith('postgres')
+            ? 'postgres'
+            : name.startsWith('redis')
+              ? 'redis'
+              : 'other';
       totals[into] += used;
     }
     const perUnit = (ticks: number) => +((ticks * 1000) / TICKS_PER_SECOND / units).toFixed(2);
-    return { measured: perUnit(totals.measured), postgres: perUnit(totals.postgres), redis: perUnit(totals.redis), other: perUnit(totals.other) };
+    return {
+      measured: perUnit(totals.measured),
+      postgres: perUnit(totals.postgres),
+      redis: perUnit(totals.redis),
+      other: perUnit(totals.other),
+    };
   };
 }

@@ -14,9 +14,11 @@ async function measure(evaluate: () => Promise<unknown>, inFlight: number) {
   const cpu = process.cpuUsage();
   const started = performance.now();
   let left = EVALUATIONS;
-  await Promise.all(Array.from({ length: inFlight }, async () => {
-    while (left-- > 0) await evaluate();
-  }));
+  await Promise.all(
+    Array.from({ length: inFlight }, async () => {
+      while (left-- > 0) await evaluate();
+    }),
+  );
   const elapsedMs = performance.now() - started;
   const used = process.cpuUsage(cpu);
   return {
@@ -27,7 +29,13 @@ async function measure(evaluate: () => Promise<unknown>, inFlight: number) {
 }
 
 export async function measureExpressions(results: Record<string, unknown>) {
-  const sandbox = new ExpressionSandbox({ timeoutMs: 1000, memoryMb: 128, maxDepth: 300, maxResultBytes: 1 << 20, processes: 2 });
+  const sandbox = new ExpressionSandbox({
+    timeoutMs: 1000,
+    memoryMb: 128,
+    maxDepth: 300,
+    maxResultBytes: 1 << 20,
+    processes: 2,
+  });
   const inline = new Expression(MAP_EXPRESSION, sandbox);
   const bindings = { input: { body: sampleOrder(1) } };
   const sandboxed = () => sandbox.evaluate(MAP_EXPRESSION, bindings);

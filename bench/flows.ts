@@ -11,11 +11,27 @@ export const BENCH_FLOW: FlowDocument = {
   nodes: [
     { id: 'map', operation: 'transform', config: { expression: `{{ ${MAP_EXPRESSION} }}` } },
     { id: 'gate', operation: 'filter', config: { condition: `{{ ${FILTER_EXPRESSION} }}` } },
-    { id: 'send', operation: 'http.request', config: { method: 'POST', url: '{{ $vars.RECEIVER }}/orders', body: '{{ $steps.map }}' } },
+    {
+      id: 'send',
+      operation: 'http.request',
+      config: { method: 'POST', url: '{{ $vars.RECEIVER }}/orders', body: '{{ $steps.map }}' },
+    },
   ],
-  edges: [{ from: 'trigger', to: 'map' }, { from: 'map', to: 'gate' }, { from: 'gate', to: 'send' }],
+  edges: [
+    { from: 'trigger', to: 'map' },
+    { from: 'map', to: 'gate' },
+    { from: 'gate', to: 'send' },
+  ],
 };
 
 export const BASELINE = { queue: 'baseline' };
 
-export const sampleOrder = (id: number) => ({ id, total: 25.5, currency: 'EUR', lines: [{ sku: 'A-1', quantity: 2 }, { sku: 'B-7', quantity: 1 }] });
+export const sampleOrder = (id: number) => ({
+  id,
+  total: 25.5,
+  currency: 'EUR',
+  lines: [
+    { sku: 'A-1', quantity: 2 },
+    { sku: 'B-7', quantity: 1 },
+  ],
+});

@@ -12,18 +12,29 @@ import type { ShopifySimulatorOptions } from '../test/support/shopify-simulator.
 const RESTORE_RATE = 100;
 
 /** Peak resident set of a process, in MB (Linux). */
-const peakRssMb = (pid: number) => Math.round(Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024);
+const peakRssMb = (pid: number) =>
+  Math.round(Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024);
 
-async function importOrders(env: TestPlatform, tenantId: string, count: number, shop: ShopifySimulatorOptions, drain: boolean) {
+async function importOrders(
+  env: TestPlatform,
+  tenantId: string,
+  count: number,
+  shop: ShopifySimulatorOptions,
+  drain: boolean,
+) {
   const tenant = await env.tenant(tenantId);
   const world = await refundWorld(tenant, { shop });
   // A worker process of its own, so its memory is the import's.
   const worker = spawnWorker(env.config);
   try {
     await worker.ready;
-    for (let i = 0; i < count; i++) world.shopify.shop.createOrder({ lines: [{ title: `Item ${i}`, price: 10, quantity: 1 }], synced: true });
+    for (let i = 0; i < count; i++)
+      world.shopify.shop.createOrder({ lines: [{ title: `Item ${i}`, price: 10, quantity: 1 }], synced: true });
     if (drain) world.shopify.drainBucket();
-    const flowId = await tenant.publish({ ...importFlowDocument({ pageSize: 250, maxPendingTasks: 1000 }), key: 'import' });
+    const flowId = await tenant.publish({
+      ...importFlowDocument({ pageSize: 250, maxPendingTasks: 1000 }),
+      key: 'import',
+    });
     const batch = await eventually(async () => {
       const [oldest] = (await tenant.call('GET', `/api/v1/batches?flowId=${flowId}`)).body.nodes.slice(-1);
       if (oldest?.status !== 'succeeded') throw new Error(`batch is ${oldest?.status}`);
@@ -31,7 +42,12 @@ async function importOrders(env: TestPlatform, tenantId: string, count: number, 
     }, 30 * 60_000);
     await tenant.call('POST', `/api/v1/flows/${flowId}/deactivate`);
     const seconds = (Date.parse(batch.finishedAt) - Date.parse(batch.startedAt)) / 1000;
-    return { orders: batch.counts.total, seconds: +seconds.toFixed(1), ordersPerSecond: +(batch.counts.total / seconds).toFixed(1), workerPeakRssMb: peakRssMb(worker.child.pid!) };
+    return {
+      orders: batch.counts.total,
+      seconds: +seconds.toFixed(1),
+      ordersPerSecond: +(batch.counts.total / seconds).toFixed(1),
+      workerPeakRssMb: peakRssMb(worker.child.pid!),
+    };
   } finally {
     worker.child.kill('SIGKILL');
     await world.close();
@@ -44,7 +60,13 @@ export async function measureImport(results: Record<string, unknown>) {
   try {
     const small = await importOrders(env, 'import-1k', 1000, open, false);
     const large = await importOrders(env, 'import-10k', 10_000, open, false);
-    const throttled = await importOrders(env, 'import-throttled', 300, { restoreRate: RESTORE_RATE, maximumAvailable: 2000 }, true);
+    const throttled = await importOrders(
+      env,
+      'import-throttled',
+      300,
+      { restoreRate: RESTORE_RATE, maximumAvailable: 2000 },
+      true,
+    );
     results.import = {
       unthrottled1k: small,
       unthrottled10k: large,

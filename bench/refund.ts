@@ -16,19 +16,29 @@ type World = Awaited<ReturnType<typeof refundWorld>>;
 /** A typical refund: an order of two lines and shipping; one line refunded, with its money. */
 function typicalRefund(world: World) {
   const order = world.shopify.shop.createOrder({
-    lines: [{ title: 'Linen shirt', price: 49, quantity: 1 }, { title: 'Canvas tote', price: 25, quantity: 2 }], shipping: 6, synced: true,
+    lines: [
+      { title: 'Linen shirt', price: 49, quantity: 1 },
+      { title: 'Canvas tote', price: 25, quantity: 2 },
+    ],
+    shipping: 6,
+    synced: true,
   });
   return world.shopify.shop.createRefund(order.id, { lines: [{ line: 1, quantity: 1 }] });
 }
 
-async function tenantWorld(env: TestPlatform, id: string, shop: ShopifySimulatorOptions): Promise<{ tenant: ApiClient; world: World }> {
+async function tenantWorld(
+  env: TestPlatform,
+  id: string,
+  shop: ShopifySimulatorOptions,
+): Promise<{ tenant: ApiClient; world: World }> {
   const tenant = await env.tenant(id);
   const world = await refundWorld(tenant, { shop });
   await tenant.publish(refundFlow('refunds'));
   return { tenant, world };
 }
 
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+const percentile = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
 
 export async function measureRefunds(results: Record<string, unknown>) {
   const env = await startTestPlatform('postgres', { api: true, worker: true }, { logLevel: 'warn' });
@@ -48,7 +58,9 @@ export async function measureRefunds(results: Record<string, unknown>) {
     const bodies = Array.from({ length: THROTTLED_REFUNDS }, () => typicalRefund(throttled.world).webhookBody);
     throttled.world.shopify.drainBucket();
     const started = performance.now();
-    const runIds = await Promise.all(bodies.map(async (body) => (await throttled.world.deliver(env.url, 'refunds', body)).body.runId as string));
+    const runIds = await Promise.all(
+      bodies.map(async (body) => (await throttled.world.deliver(env.url, 'refunds', body)).body.runId as string),
+    );
     const runs = await Promise.all(runIds.map((runId) => throttled.tenant.settledRun(runId)));
     const seconds = (performance.now() - started) / 1000;
     const failed = runs.filter((run) => run.status !== 'succeeded').length;
@@ -73,7 +85,13 @@ export async function measureRefunds(results: Record<string, unknown>) {
       typicalRefund: { queries: queries.length, requestedCost: requested, actualCost: actual },
       shopRestoreRate: RESTORE_RATE,
       refundsPerSecondAllowed: +(RESTORE_RATE / actual).toFixed(2),
-      engineAgainstThrottledShop: { refunds: THROTTLED_REFUNDS, seconds: +seconds.toFixed(1), refundsPerSecond: +(THROTTLED_REFUNDS / seconds).toFixed(2), failed, throttledAnswers },
+      engineAgainstThrottledShop: {
+        refunds: THROTTLED_REFUNDS,
+        seconds: +seconds.toFixed(1),
+        refundsPerSecond: +(THROTTLED_REFUNDS / seconds).toFixed(2),
+        failed,
+        throttledAnswers,
+      },
       webhookToErp: { refunds: latencies.length, p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99) },
     };
   } finally {

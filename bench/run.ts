@@ -42,14 +42,28 @@ function isolation() {
   schemas.push(schema);
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'tributary-bench-'));
   dirs.push(dataDir);
-  return { DATABASE_SCHEMA: schema, REDIS_PREFIX: `bench-${suffix}`, DATA_DIR: dataDir, SECRETS_KEY: Keyring.generateEntry('bench'), REDIS_URL, LOG_LEVEL: 'silent' };
+  return {
+    DATABASE_SCHEMA: schema,
+    REDIS_PREFIX: `bench-${suffix}`,
+    DATA_DIR: dataDir,
+    SECRETS_KEY: Keyring.generateEntry('bench'),
+    REDIS_URL,
+    LOG_LEVEL: 'silent',
+  };
 }
 
 /** Start a benchmark process and wait for its READY line. */
-function start(args: string[], env: Record<string, string>, ready = /READY ?(.*)|Tributary .* worker consuming/): Promise<{ child: ChildProcess; detail: string }> {
+function start(
+  args: string[],
+  env: Record<string, string>,
+  ready = /READY ?(.*)|Tributary .* worker consuming/,
+): Promise<{ child: ChildProcess; detail: string }> {
   // BENCH_NODE_FLAGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") profiles the measured processes.
   const flags = process.env.BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? [];
-  const child = spawn(process.execPath, [...flags, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...flags, ...args], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   children.push(child);
   return new Promise((resolve, reject) => {
     let output = '';
@@ -88,27 +102,42 @@ async function startReceiver() {
   return {
     url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
     reset: () => void (count = 0),
-    waitFor: (target: number) => new Promise<void>((resolve) => (count >= target ? resolve() : (waiter = { target, resolve }))),
+    waitFor: (target: number) =>
+      new Promise<void>((resolve) => (count >= target ? resolve() : (waiter = { target, resolve }))),
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
 
 interface IntakeFigures {
-  requestsPerSecond: number; p50Ms: number; p99Ms: number; errors: number; non2xx: number;
+  requestsPerSecond: number;
+  p50Ms: number;
+  p99Ms: number;
+  errors: number;
+  non2xx: number;
   /** CPU milliseconds per request: the server, PostgreSQL, Redis, the rest (mostly the load generator). */
   cpuMsPerRequest: ReturnType<ReturnType<typeof cpuWindow>>;
 }
 
 async function loadIntake(url: string, serverPid: number | undefined): Promise<IntakeFigures> {
   const options = {
-    url: `${url}/hooks/bench/bench`, method: 'POST' as const, connections: CONNECTIONS, headers: { 'content-type': 'application/json' },
+    url: `${url}/hooks/bench/bench`,
+    method: 'POST' as const,
+    connections: CONNECTIONS,
+    headers: { 'content-type': 'application/json' },
     body: JSON.stringify(sampleOrder(1)),
   };
   await autocannon({ ...options, duration: 2 }); // warm-up: JIT, caches, connection pools
   const cpu = cpuWindow();
   const result = await autocannon({ ...options, duration: INTAKE_SECONDS });
   const cpuMsPerRequest = cpu(serverPid, result.requests.total);
-  return { requestsPerSecond: Math.round(result.requests.average), p50Ms: result.latency.p50, p99Ms: result.latency.p99, errors: result.errors, non2xx: result.non2xx, cpuMsPerRequest };
+  return {
+    requestsPerSecond: Math.round(result.requests.average),
+    p50Ms: result.latency.p50,
+    p99Ms: result.latency.p99,
+    errors: result.errors,
+    non2xx: result.non2xx,
+    cpuMsPerRequest,
+  };
 }
 
 async function postMessages(url: string, count: number) {
@@ -116,7 +145,11 @@ async function postMessages(url: string, count: number) {
   const send = async () => {
     while (next < count) {
       const id = next++;
-      const response = await fetch(`${url}/hooks/bench/bench`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(sampleOrder(id)) });
+      const response = await fetch(`${url}/hooks/bench/bench`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(sampleOrder(id)),
+      });
       if (response.status !== 202) throw new Error(`intake answered ${response.status}`);
       await response.arrayBuffer();
     }
@@ -125,7 +158,10 @@ async function postMessages(url: string, count: number) {
 }
 
 async function main() {
-  const results: Record<string, unknown> = { machine: { cpus: os.cpus().length, node: process.version }, connections: CONNECTIONS };
+  const results: Record<string, unknown> = {
+    machine: { cpus: os.cpus().length, node: process.version },
+    connections: CONNECTIONS,
+  };
   const receiver = await startReceiver();
 
   const only = process.env.BENCH_ONLY;
@@ -148,12 +184,24 @@ async function measureIntake(results: Record<string, unknown>, receiverUrl: stri
   };
   const bareFigures = await measure('bare-express', {});
   const bareNodeFigures = await measure('bare-node', {});
-  const embeddedFigures = await measure('tributary', { ...isolation(), BENCH_WORKER: '1', BENCH_RECEIVER: receiverUrl, DATABASE_URL: '' });
-  const apiFigures = await measure('tributary', { ...isolation(), DATABASE_URL: POSTGRES_URL, BENCH_RECEIVER: receiverUrl });
+  const embeddedFigures = await measure('tributary', {
+    ...isolation(),
+    BENCH_WORKER: '1',
+    BENCH_RECEIVER: receiverUrl,
+    DATABASE_URL: '',
+  });
+  const apiFigures = await measure('tributary', {
+    ...isolation(),
+    DATABASE_URL: POSTGRES_URL,
+    BENCH_RECEIVER: receiverUrl,
+  });
   results.intake = {
     bareExpress: bareFigures,
     bareNodeHttp: bareNodeFigures,
-    embeddedServe: { ...embeddedFigures, ratio: +(embeddedFigures.requestsPerSecond / bareFigures.requestsPerSecond).toFixed(2) },
+    embeddedServe: {
+      ...embeddedFigures,
+      ratio: +(embeddedFigures.requestsPerSecond / bareFigures.requestsPerSecond).toFixed(2),
+    },
     apiOnPostgres: { ...apiFigures, ratio: +(apiFigures.requestsPerSecond / bareFigures.requestsPerSecond).toFixed(2) },
   };
 }
@@ -176,12 +224,23 @@ async function measureEngine(results: Record<string, unknown>, receiver: Awaited
   await stop(intake.child);
 
   const baselineEnv = isolation();
-  const queue = new Queue(BASELINE.queue, { connection: redisOptions(REDIS_URL, 'producer'), prefix: baselineEnv.REDIS_PREFIX });
+  const queue = new Queue(BASELINE.queue, {
+    connection: redisOptions(REDIS_URL, 'producer'),
+    prefix: baselineEnv.REDIS_PREFIX,
+  });
   for (let i = 0; i < ENGINE_RUNS; i += 500) {
-    await queue.addBulk(Array.from({ length: Math.min(500, ENGINE_RUNS - i) }, (_, k) => ({ name: 'run', data: { body: sampleOrder(i + k), headers: {}, query: {} } })));
+    await queue.addBulk(
+      Array.from({ length: Math.min(500, ENGINE_RUNS - i) }, (_, k) => ({
+        name: 'run',
+        data: { body: sampleOrder(i + k), headers: {}, query: {} },
+      })),
+    );
   }
   receiver.reset();
-  const baseline = await start([...tsx, 'bench/child.ts', 'bullmq-baseline'], { ...baselineEnv, BENCH_RECEIVER: receiver.url });
+  const baseline = await start([...tsx, 'bench/child.ts', 'bullmq-baseline'], {
+    ...baselineEnv,
+    BENCH_RECEIVER: receiver.url,
+  });
   const baselineReady = performance.now();
   const baselineCpu = cpuWindow();
   await receiver.waitFor(ENGINE_RUNS);
@@ -212,12 +271,20 @@ function report(results: Record<string, unknown>) {
     const bare = intake.bareExpress;
     const row = (name: string, figures: IntakeFigures & { ratio?: number }) =>
       `| ${name}, req/s | ${figures.requestsPerSecond} (p50 ${figures.p50Ms} ms, p99 ${figures.p99Ms} ms) | bare Express ${bare.requestsPerSecond} (p50 ${bare.p50Ms} ms, p99 ${bare.p99Ms} ms) | ${figures.ratio} |`;
-    rows.push(row('intake, embedded serve (PGlite + worker)', intake.embeddedServe), row('intake, API on PostgreSQL', intake.apiOnPostgres));
+    rows.push(
+      row('intake, embedded serve (PGlite + worker)', intake.embeddedServe),
+      row('intake, API on PostgreSQL', intake.apiOnPostgres),
+    );
     const node = intake.bareNodeHttp;
-    rows.push(`| for reference: the same bare handler on node:http alone, req/s | - | ${node.requestsPerSecond} (p50 ${node.p50Ms} ms, p99 ${node.p99Ms} ms) | - |`);
+    rows.push(
+      `| for reference: the same bare handler on node:http alone, req/s | - | ${node.requestsPerSecond} (p50 ${node.p50Ms} ms, p99 ${node.p99Ms} ms) | - |`,
+    );
   }
   const engine = results.engine as Record<string, number> | undefined;
-  if (engine) rows.push(`| engine, transform -> filter -> http.request, runs/s | ${engine.tributaryRunsPerSecond} | raw BullMQ worker ${engine.bullmqBaselineRunsPerSecond} | ${engine.ratio} |`);
+  if (engine)
+    rows.push(
+      `| engine, transform -> filter -> http.request, runs/s | ${engine.tributaryRunsPerSecond} | raw BullMQ worker ${engine.bullmqBaselineRunsPerSecond} | ${engine.ratio} |`,
+    );
   const refund = results.refund as any;
   if (refund) {
     const { typicalRefund: cost, engineAgainstThrottledShop: engineFigures, webhookToErp: latency } = refund;
@@ -229,7 +296,8 @@ function report(results: Record<string, unknown>) {
   }
   const imported = results.import as any;
   if (imported) {
-    const row = (name: string, figures: any) => `| ${name} | ${figures.ordersPerSecond} orders/s (${figures.orders} in ${figures.seconds} s); worker peak RSS ${figures.workerPeakRssMb} MB | - | - |`;
+    const row = (name: string, figures: any) =>
+      `| ${name} | ${figures.ordersPerSecond} orders/s (${figures.orders} in ${figures.seconds} s); worker peak RSS ${figures.workerPeakRssMb} MB | - | - |`;
     rows.push(
       row('import, 1,000 orders, unthrottled', imported.unthrottled1k),
       row('import, 10,000 orders, unthrottled', imported.unthrottled10k),
@@ -238,7 +306,8 @@ function report(results: Record<string, unknown>) {
   }
   const expressions = results.expressions as any;
   if (expressions) {
-    const row = (name: string, figures: any) => `| ${name} | ${figures.microsecondsPerEvaluation} µs each, ${figures.evaluationsPerSecond}/s, caller CPU ${figures.callerCpuMicrosecondsPerEvaluation} µs each | - | - |`;
+    const row = (name: string, figures: any) =>
+      `| ${name} | ${figures.microsecondsPerEvaluation} µs each, ${figures.evaluationsPerSecond}/s, caller CPU ${figures.callerCpuMicrosecondsPerEvaluation} µs each | - | - |`;
     rows.push(
       row('expression evaluated in the process', expressions.inProcess),
       row('the same expression in the sandbox, one at a time', expressions.sandboxOneAtATime),

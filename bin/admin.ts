@@ -16,7 +16,8 @@ const TENANT_ID = /^[a-z0-9][a-z0-9-]{0,62}$/;
 export function storeAdmin(store: Store): AdminCommands {
   return {
     createTenant: async ({ id, name }) => {
-      if (!TENANT_ID.test(id)) throw new Error('a tenant id is 1-63 lower-case letters, digits or -, starting with a letter or digit');
+      if (!TENANT_ID.test(id))
+        throw new Error('a tenant id is 1-63 lower-case letters, digits or -, starting with a letter or digit');
       return store.createTenant({ id, name: name ?? id });
     },
     createClient: (request) => createClientCredentials(store, request),
@@ -37,10 +38,19 @@ export async function serveAdminSocket(admin: AdminCommands, dataDir: string): P
       const chunks: Buffer[] = [];
       for await (const chunk of req) chunks.push(chunk as Buffer);
       const request = JSON.parse(Buffer.concat(chunks).toString() || '{}');
-      const result = req.url === '/tenants' ? await admin.createTenant(request) : req.url === '/clients' ? await admin.createClient(request) : undefined;
-      res.writeHead(result ? 200 : 404, { 'content-type': 'application/json' }).end(JSON.stringify(result ?? { error: 'unknown command' }));
+      const result =
+        req.url === '/tenants'
+          ? await admin.createTenant(request)
+          : req.url === '/clients'
+            ? await admin.createClient(request)
+            : undefined;
+      res
+        .writeHead(result ? 200 : 404, { 'content-type': 'application/json' })
+        .end(JSON.stringify(result ?? { error: 'unknown command' }));
     } catch (error) {
-      res.writeHead(error instanceof ConflictError ? 409 : 400, { 'content-type': 'application/json' }).end(JSON.stringify({ error: (error as Error).message }));
+      res
+        .writeHead(error instanceof ConflictError ? 409 : 400, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ error: (error as Error).message }));
     }
   });
   await new Promise<void>((resolve) => server.listen(socket, resolve));

@@ -15,7 +15,9 @@ export function buildCommit(configured: string | undefined): string | null {
     try {
       return readFileSync(path.join(git, ref), 'utf8').trim();
     } catch {
-      const packed = readFileSync(path.join(git, 'packed-refs'), 'utf8').split('\n').find((line) => line.endsWith(` ${ref}`));
+      const packed = readFileSync(path.join(git, 'packed-refs'), 'utf8')
+        .split('\n')
+        .find((line) => line.endsWith(` ${ref}`));
       return packed?.split(' ')[0] ?? null;
     }
   } catch {

@@ -5,7 +5,14 @@ import { ValidationError } from '../engine/errors.ts';
 /** One setting: its environment variable, its JSON Schema (type, bounds, default) and what it means. */
 interface Setting {
   env: string;
-  schema: { type?: 'integer' | 'string'; enum?: readonly string[]; default?: unknown; minimum?: number; maximum?: number; pattern?: string };
+  schema: {
+    type?: 'integer' | 'string';
+    enum?: readonly string[];
+    default?: unknown;
+    minimum?: number;
+    maximum?: number;
+    pattern?: string;
+  };
   /** Sizes are written as bytes, or with kb or mb. */
   unit?: 'bytes';
   /** What the docs show as the default, where the value alone would not say it. */
@@ -32,12 +39,14 @@ export const settings = {
     env: 'PUBLIC_URL',
     schema: { type: 'string', pattern: '^https?://' },
     shownDefault: '`http://127.0.0.1:$PORT`',
-    description: 'How clients and Shopify reach this process (behind a proxy or tunnel, its address there); printed, and the base of flow URLs.',
+    description:
+      'How clients and Shopify reach this process (behind a proxy or tunnel, its address there); printed, and the base of flow URLs.',
   },
   dataDir: {
     env: 'DATA_DIR',
     schema: { type: 'string', default: './data' },
-    description: 'Embedded mode: PGlite data, the generated secrets key, the embedded Redis, the lock file and the admin socket.',
+    description:
+      'Embedded mode: PGlite data, the generated secrets key, the embedded Redis, the lock file and the admin socket.',
   },
   databaseUrl: {
     env: 'DATABASE_URL',
@@ -53,7 +62,8 @@ export const settings = {
   redisUrl: {
     env: 'REDIS_URL',
     schema: { type: 'string', default: 'redis://127.0.0.1:6379' },
-    description: 'Redis for the queues (`rediss://` for TLS). Must run with `maxmemory-policy noeviction`, ideally with AOF.',
+    description:
+      'Redis for the queues (`rediss://` for TLS). Must run with `maxmemory-policy noeviction`, ideally with AOF.',
   },
   redisPrefix: {
     env: 'REDIS_PREFIX',
@@ -73,19 +83,21 @@ export const settings = {
   authAudience: {
     env: 'AUTH_AUDIENCE',
     schema: { type: 'string', default: 'tributary-api' },
-    description: 'Expected `aud`; the token request\'s `audience` must match it.',
+    description: "Expected `aud`; the token request's `audience` must match it.",
   },
   authJwksUrl: {
     env: 'AUTH_JWKS_URL',
     schema: { type: 'string', pattern: '^https?://' },
-    shownDefault: 'unset: the embedded issuer\'s keys, read from the store',
-    description: 'An external identity provider\'s JWKS URL, where its signing keys are fetched (a failure answers 503 naming it).',
+    shownDefault: "unset: the embedded issuer's keys, read from the store",
+    description:
+      "An external identity provider's JWKS URL, where its signing keys are fetched (a failure answers 503 naming it).",
   },
   secretsKey: {
     env: 'SECRETS_KEY',
     schema: { type: 'string' },
     shownDefault: 'embedded: generated in `DATA_DIR/secrets.key` (mode 0600)',
-    description: '`keyid:base64(32 bytes)[,keyid:key...]`. The first key seals new values; the others still open old ones (rotation). Required with `DATABASE_URL`. Generate one with `node -e "console.log(\'k1:\'+require(\'crypto\').randomBytes(32).toString(\'base64\'))"`.',
+    description:
+      "`keyid:base64(32 bytes)[,keyid:key...]`. The first key seals new values; the others still open old ones (rotation). Required with `DATABASE_URL`. Generate one with `node -e \"console.log('k1:'+require('crypto').randomBytes(32).toString('base64'))\"`.",
   },
   bodyLimitBytes: {
     env: 'BODY_LIMIT',
@@ -97,23 +109,26 @@ export const settings = {
   workerConcurrency: {
     env: 'WORKER_CONCURRENCY',
     schema: { type: 'integer', minimum: 1, default: 64 },
-    description: 'Runs one worker process executes at once. Runs mostly wait on outside systems, so a worker keeps many in flight; their store statements are grouped, so more in flight also costs less CPU per run (on two cores, 64 drains 10–20 % more runs per second than 32). An outside system\'s own limit (an ERP account allows 5–20 concurrent requests) is not this setting\'s job: see `TENANT_CONCURRENCY`, and the ERP\'s refusal is retried.',
+    description:
+      "Runs one worker process executes at once. Runs mostly wait on outside systems, so a worker keeps many in flight; their store statements are grouped, so more in flight also costs less CPU per run (on two cores, 64 drains 10–20 % more runs per second than 32). An outside system's own limit (an ERP account allows 5–20 concurrent requests) is not this setting's job: see `TENANT_CONCURRENCY`, and the ERP's refusal is retried.",
   },
   tenantConcurrency: {
     env: 'TENANT_CONCURRENCY',
     schema: { type: 'integer', minimum: 0, default: 0 },
     shownDefault: '`0` (no limit)',
-    description: 'Most runs of one tenant executing at once, across all workers, so one tenant\'s slow or looping runs cannot take every slot; a run over the limit waits about half a second, behind other tenants\' runs, without spending an attempt. Costs two Redis calls per run; on a shared deployment set it to a share of `WORKER_CONCURRENCY` × workers.',
+    description:
+      "Most runs of one tenant executing at once, across all workers, so one tenant's slow or looping runs cannot take every slot; a run over the limit waits about half a second, behind other tenants' runs, without spending an attempt. Costs two Redis calls per run; on a shared deployment set it to a share of `WORKER_CONCURRENCY` × workers.",
   },
   workerLockMs: {
     env: 'WORKER_LOCK_MS',
     schema: { type: 'integer', minimum: 1000, default: 30_000 },
-    description: 'Lock on a running job; a killed worker\'s job is taken over once it expires.',
+    description: "Lock on a running job; a killed worker's job is taken over once it expires.",
   },
   workerStalledIntervalMs: {
     env: 'WORKER_STALLED_INTERVAL_MS',
     schema: { type: 'integer', minimum: 1000, default: 30_000 },
-    description: 'How often workers look for jobs whose lock expired. A SIGKILLed worker\'s run resumes within about lock + interval.',
+    description:
+      "How often workers look for jobs whose lock expired. A SIGKILLed worker's run resumes within about lock + interval.",
   },
   nodeTimeoutMs: {
     env: 'NODE_TIMEOUT_MS',
@@ -123,17 +138,20 @@ export const settings = {
   expressionTimeoutMs: {
     env: 'EXPRESSION_TIMEOUT_MS',
     schema: { type: 'integer', minimum: 1, default: 1000 },
-    description: 'Hard deadline of one JSONata evaluation (also bounded in depth, 300): an expression evaluated in the sandbox is killed at it, and its node fails permanently naming the limit.',
+    description:
+      'Hard deadline of one JSONata evaluation (also bounded in depth, 300): an expression evaluated in the sandbox is killed at it, and its node fails permanently naming the limit.',
   },
   expressionMemoryMb: {
     env: 'EXPRESSION_MEMORY_MB',
     schema: { type: 'integer', minimum: 16, default: 128 },
-    description: 'Heap of each expression sandbox process; an expression that needs more (or hits a size limit of V8) kills only its sandbox process, and its node fails permanently naming the limit.',
+    description:
+      'Heap of each expression sandbox process; an expression that needs more (or hits a size limit of V8) kills only its sandbox process, and its node fails permanently naming the limit.',
   },
   expressionProcesses: {
     env: 'EXPRESSION_PROCESSES',
     schema: { type: 'integer', minimum: 1, default: 2 },
-    description: 'Sandbox processes per API or worker process (started on first use, replaced when one is killed); more sandboxed evaluations wait their turn.',
+    description:
+      'Sandbox processes per API or worker process (started on first use, replaced when one is killed); more sandboxed evaluations wait their turn.',
   },
   maxStepOutputBytes: {
     env: 'MAX_STEP_OUTPUT_BYTES',
@@ -145,7 +163,8 @@ export const settings = {
   intakeCacheTtlMs: {
     env: 'INTAKE_CACHE_TTL_MS',
     schema: { type: 'integer', minimum: 0, default: 2000 },
-    description: 'How long a process reuses a flow URL\'s resolution. Publish/activate/deactivate clear it at once in the process that made the change; other API processes see it within this time.',
+    description:
+      "How long a process reuses a flow URL's resolution. Publish/activate/deactivate clear it at once in the process that made the change; other API processes see it within this time.",
   },
   readyMaxQueueAgeMs: {
     env: 'READY_MAX_QUEUE_AGE_MS',
@@ -155,7 +174,7 @@ export const settings = {
   adapterWaitMs: {
     env: 'ADAPTER_WAIT_MS',
     schema: { type: 'integer', minimum: 0, default: 25_000 },
-    description: 'How long the deprecated adapter route waits for its run before answering 202 with the run\'s ids.',
+    description: "How long the deprecated adapter route waits for its run before answering 202 with the run's ids.",
   },
   runLogRetentionDays: {
     env: 'RUN_LOG_RETENTION_DAYS',
@@ -170,26 +189,37 @@ export const settings = {
   buildCommit: {
     env: 'BUILD_COMMIT',
     schema: { type: 'string' },
-    shownDefault: 'the checkout\'s `HEAD`',
+    shownDefault: "the checkout's `HEAD`",
     description: 'The commit `GET /api/v1/version` reports (set it when you deploy without `.git`).',
   },
   shutdownGraceMs: {
     env: 'SHUTDOWN_GRACE_MS',
     schema: { type: 'integer', minimum: 0, default: 10_000 },
-    description: 'On SIGTERM: runs in flight may finish for this long before their operations are aborted (they then resume elsewhere from their checkpoints).',
+    description:
+      'On SIGTERM: runs in flight may finish for this long before their operations are aborted (they then resume elsewhere from their checkpoints).',
   },
 } as const satisfies Record<string, Setting>;
 
 type Settings = typeof settings;
-type ValueOf<S extends Setting> = S['schema'] extends { enum: readonly (infer E)[] } ? E : S['schema']['type'] extends 'integer' ? number : string;
+type ValueOf<S extends Setting> = S['schema'] extends { enum: readonly (infer E)[] }
+  ? E
+  : S['schema']['type'] extends 'integer'
+    ? number
+    : string;
 export type Config = {
-  -readonly [K in keyof Settings]: ValueOf<Settings[K]> | (Settings[K]['schema'] extends { default: unknown } ? never : undefined);
+  -readonly [K in keyof Settings]:
+    | ValueOf<Settings[K]>
+    | (Settings[K]['schema'] extends { default: unknown } ? never : undefined);
 };
 
-const validator = new SchemaValidator<Config>({
-  type: 'object',
-  properties: Object.fromEntries(Object.entries(settings).map(([key, setting]) => [key, setting.schema])),
-}, 'configuration', { coerce: true });
+const validator = new SchemaValidator<Config>(
+  {
+    type: 'object',
+    properties: Object.fromEntries(Object.entries(settings).map(([key, setting]) => [key, setting.schema])),
+  },
+  'configuration',
+  { coerce: true },
+);
 
 const SIZE = /^(\d+)\s*(b|kb|mb)?$/i;
 const UNITS = { b: 1, kb: 1024, mb: 1024 * 1024 };
@@ -226,10 +256,15 @@ export function baseUrl(config: Config, port = config.port): string {
 
 /** The settings as the Markdown table docs/configuration.md holds. */
 export function settingsTable(): string {
-  const shown = (setting: Setting) => setting.shownDefault
-    ?? ('default' in setting.schema ? `\`${String(setting.schema.default)}\`` : '—');
-  return ['| Variable | Default | Meaning |', '|---|---|---|',
-    ...Object.values(settings as Record<string, Setting>).map((setting) => `| \`${setting.env}\` | ${shown(setting)} | ${setting.description} |`)].join('\n');
+  const shown = (setting: Setting) =>
+    setting.shownDefault ?? ('default' in setting.schema ? `\`${String(setting.schema.default)}\`` : '—');
+  return [
+    '| Variable | Default | Meaning |',
+    '|---|---|---|',
+    ...Object.values(settings as Record<string, Setting>).map(
+      (setting) => `| \`${setting.env}\` | ${shown(setting)} | ${setting.description} |`,
+    ),
+  ].join('\n');
 }
 
 const TABLE_START = '<!-- settings: generated from bin/config.ts by `npm run docs:config` -->';

@@ -8,7 +8,10 @@ import { Keyring } from '../engine/secrets/keyring.ts';
  * embedded mode holds this lock file (with its pid) for as long as it runs.
  */
 export class DataDirLock {
-  private constructor(private readonly file: string, private readonly entry: string) {}
+  private constructor(
+    private readonly file: string,
+    private readonly entry: string,
+  ) {}
 
   /**
    * The data directories of the embedded servers running on this machine for this user, so that a
@@ -39,7 +42,9 @@ export class DataDirLock {
     mkdirSync(dataDir, { recursive: true });
     const holder = DataDirLock.holder(dataDir);
     if (holder !== undefined) {
-      throw new Error(`another Tributary process (pid ${holder}) is using ${dataDir}: stop it, or set DATA_DIR to another directory`);
+      throw new Error(
+        `another Tributary process (pid ${holder}) is using ${dataDir}: stop it, or set DATA_DIR to another directory`,
+      );
     }
     const file = path.join(dataDir, 'tributary.lock');
     // A lock left by a process that died is taken over.

@@ -18,8 +18,16 @@ const COMMANDS = {
 DATABASE_URL it keeps its data under DATA_DIR (created on first start) and starts redis-server when
 nothing answers at REDIS_URL.`,
   },
-  api: { usage: 'api', summary: 'API only (needs DATABASE_URL)', help: 'Serves the API and flow URLs; runs are worked off by `tributary worker` processes.' },
-  worker: { usage: 'worker', summary: 'worker only (needs DATABASE_URL)', help: 'Works off runs and schedules; serves GET /metrics on METRICS_PORT when it is set.' },
+  api: {
+    usage: 'api',
+    summary: 'API only (needs DATABASE_URL)',
+    help: 'Serves the API and flow URLs; runs are worked off by `tributary worker` processes.',
+  },
+  worker: {
+    usage: 'worker',
+    summary: 'worker only (needs DATABASE_URL)',
+    help: 'Works off runs and schedules; serves GET /metrics on METRICS_PORT when it is set.',
+  },
   migrate: {
     usage: 'migrate',
     summary: 'create or upgrade the store, then exit',
@@ -47,18 +55,22 @@ type Command = keyof typeof COMMANDS;
 const USAGE = `tributary ${VERSION}: multi-tenant integration runtime
 
 Usage: tributary <command> [options]        tributary <command> --help
-${Object.values(COMMANDS).map(({ usage, summary }) => `  ${usage.length < 36 ? usage.padEnd(36) : `${usage}\n${' '.repeat(38)}`}${summary}`).join('\n')}
+${Object.values(COMMANDS)
+  .map(({ usage, summary }) => `  ${usage.length < 36 ? usage.padEnd(36) : `${usage}\n${' '.repeat(38)}`}${summary}`)
+  .join('\n')}
   --version
 
 ${STORE_VARIABLES}`;
 
-const commandHelp = (command: Command) => `Usage: tributary ${COMMANDS[command].usage}\n\n${COMMANDS[command].help}\n\n${STORE_VARIABLES}`;
+const commandHelp = (command: Command) =>
+  `Usage: tributary ${COMMANDS[command].usage}\n\n${COMMANDS[command].help}\n\n${STORE_VARIABLES}`;
 
 async function main(argv: string[]) {
   const { values, positionals } = parseCommandLine(argv);
   const [command = 'serve', subcommand, argument] = positionals;
   if (values.version) return void console.log(VERSION);
-  if (command === 'help') return void console.log(subcommand && isCommand(subcommand) ? commandHelp(subcommand) : USAGE);
+  if (command === 'help')
+    return void console.log(subcommand && isCommand(subcommand) ? commandHelp(subcommand) : USAGE);
   if (!isCommand(command)) throw new UsageError(`unknown command "${command}"`);
   if (values.help) return void console.log(positionals.length === 0 ? USAGE : commandHelp(command));
   const config = loadConfig();
@@ -80,9 +92,16 @@ async function main(argv: string[]) {
       if (subcommand !== 'create' || !argument) throw new UsageError('missing or unknown arguments', command);
       return withAdmin(config, async (admin) => print(await admin.createTenant({ id: argument, name: values.name })));
     case 'client':
-      if (subcommand !== 'create' || (!values.tenant && !values.operator)) throw new UsageError('missing or unknown arguments', command);
+      if (subcommand !== 'create' || (!values.tenant && !values.operator))
+        throw new UsageError('missing or unknown arguments', command);
       return withAdmin(config, async (admin) =>
-        print(await admin.createClient({ tenantId: values.tenant, scopes: values.scope, operator: values.operator ?? false })),
+        print(
+          await admin.createClient({
+            tenantId: values.tenant,
+            scopes: values.scope,
+            operator: values.operator ?? false,
+          }),
+        ),
       );
   }
 }
@@ -93,8 +112,12 @@ function parseCommandLine(argv: string[]) {
       args: argv,
       allowPositionals: true,
       options: {
-        name: { type: 'string' }, tenant: { type: 'string' }, scope: { type: 'string', multiple: true },
-        operator: { type: 'boolean' }, help: { type: 'boolean', short: 'h' }, version: { type: 'boolean', short: 'v' },
+        name: { type: 'string' },
+        tenant: { type: 'string' },
+        scope: { type: 'string', multiple: true },
+        operator: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+        version: { type: 'boolean', short: 'v' },
       },
     });
   } catch (error) {
@@ -107,7 +130,10 @@ const isCommand = (name: string): name is Command => Object.hasOwn(COMMANDS, nam
 
 /** A mistake in how the command was called: exit code 2, with the command's usage. */
 class UsageError extends Error {
-  constructor(message: string, readonly command?: Command) {
+  constructor(
+    message: string,
+    readonly command?: Command,
+  ) {
     super(message);
   }
 }
@@ -135,9 +161,15 @@ async function withAdmin(config: Config, fn: (admin: AdminCommands) => Promise<v
 
 function noStoreHere(dataDir: string): string {
   const servers = DataDirLock.running();
-  const hint = servers.length > 0
-    ? servers.map(({ pid, dataDir: theirs }) => `  a server (pid ${pid}) is running with DATA_DIR=${theirs}: prefix the command with DATA_DIR=${theirs}`).join('\n')
-    : '  start the server first (npm start), or set DATA_DIR to the directory a server uses';
+  const hint =
+    servers.length > 0
+      ? servers
+          .map(
+            ({ pid, dataDir: theirs }) =>
+              `  a server (pid ${pid}) is running with DATA_DIR=${theirs}: prefix the command with DATA_DIR=${theirs}`,
+          )
+          .join('\n')
+      : '  start the server first (npm start), or set DATA_DIR to the directory a server uses';
   return `no Tributary store at ${dataDir} (DATA_DIR, default ./data), and this command does not create one:
 ${hint}
   (or set DATABASE_URL and SECRETS_KEY to use PostgreSQL)`;
@@ -161,10 +193,13 @@ async function serve(config: Config, roles: Roles) {
     if (stopping) return;
     stopping = true;
     platform.logger.info({ signal }, 'shutting down');
-    platform.close().then(() => process.exit(0), (error) => {
-      platform.logger.error({ err: error }, 'shutdown failed');
-      process.exit(1);
-    });
+    platform.close().then(
+      () => process.exit(0),
+      (error) => {
+        platform.logger.error({ err: error }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));

@@ -14,22 +14,33 @@ export class PrometheusMetrics implements EngineMetrics {
   readonly registry = new Registry();
   readonly contentType = this.registry.contentType;
   private readonly deliveries = new Counter({
-    name: 'tributary_deliveries_total', help: 'Deliveries at flow URLs and the adapter route, by tenant and outcome (tenant "" when no flow answered).',
-    labelNames: ['tenant', 'outcome'], registers: [this.registry],
+    name: 'tributary_deliveries_total',
+    help: 'Deliveries at flow URLs and the adapter route, by tenant and outcome (tenant "" when no flow answered).',
+    labelNames: ['tenant', 'outcome'],
+    registers: [this.registry],
   });
   private readonly runsFinished = new Counter({
-    name: 'tributary_runs_finished_total', help: 'Runs that reached a final status, by tenant and status.', labelNames: ['tenant', 'status'], registers: [this.registry],
+    name: 'tributary_runs_finished_total',
+    help: 'Runs that reached a final status, by tenant and status.',
+    labelNames: ['tenant', 'status'],
+    registers: [this.registry],
   });
   private readonly attemptSeconds = new Histogram({
-    name: 'tributary_run_attempt_seconds', help: 'How long one pass of a run took, by what it ended in (a final status, wait, gone or error).',
-    labelNames: ['status'], buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300], registers: [this.registry],
+    name: 'tributary_run_attempt_seconds',
+    help: 'How long one pass of a run took, by what it ended in (a final status, wait, gone or error).',
+    labelNames: ['status'],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+    registers: [this.registry],
   });
   private readonly terminal = new Set<string>(terminalRunStatuses);
 
   constructor(queues: Queue[]) {
     collectDefaultMetrics({ register: this.registry, prefix: 'tributary_' });
     new Gauge({
-      name: 'tributary_queue_jobs', help: 'Jobs per queue and state.', labelNames: ['queue', 'state'], registers: [this.registry],
+      name: 'tributary_queue_jobs',
+      help: 'Jobs per queue and state.',
+      labelNames: ['queue', 'state'],
+      registers: [this.registry],
       async collect() {
         for (const queue of queues) {
           const counts = await queue.getJobCounts(...JOB_STATES);

@@ -34,7 +34,19 @@ import { redisAnswers, redisOptions, startEmbeddedRedis } from './redis.ts';
 export const VERSION = '0.1.0';
 
 /** Paths of secrets and credentials pino masks in any logged object: a second fence, not the first. */
-const REDACT = ['authorization', 'password', 'secret', 'token', 'client_secret', 'config.auth', '*.authorization', '*.password', '*.secret', '*.client_secret', '*.token'];
+const REDACT = [
+  'authorization',
+  'password',
+  'secret',
+  'token',
+  'client_secret',
+  'config.auth',
+  '*.authorization',
+  '*.password',
+  '*.secret',
+  '*.client_secret',
+  '*.token',
+];
 
 export function createLogger(config: Pick<Config, 'logLevel'>): Logger {
   return pino({ level: config.logLevel, redact: { paths: REDACT, censor: '[REDACTED]' } });
@@ -52,10 +64,17 @@ export interface Roles {
  * `workerStore` is the store for background work: on PGlite, the same database in the background
  * lane, so that requests are answered before runs are worked off; on PostgreSQL, the same store.
  */
-export async function openStore(config: Config): Promise<{ store: Store; workerStore: Store; keyring: Keyring; lock?: DataDirLock }> {
+export async function openStore(
+  config: Config,
+): Promise<{ store: Store; workerStore: Store; keyring: Keyring; lock?: DataDirLock }> {
   if (config.databaseUrl) {
-    if (!config.secretsKey) throw new Error('SECRETS_KEY is required with DATABASE_URL: every process must seal and open secrets with the same keys');
-    const store = await SqlStore.open(new PgDriver({ connectionString: config.databaseUrl, schema: config.databaseSchema }));
+    if (!config.secretsKey)
+      throw new Error(
+        'SECRETS_KEY is required with DATABASE_URL: every process must seal and open secrets with the same keys',
+      );
+    const store = await SqlStore.open(
+      new PgDriver({ connectionString: config.databaseUrl, schema: config.databaseSchema }),
+    );
     return { store, workerStore: store, keyring: Keyring.parse(config.secretsKey) };
   }
   const lock = DataDirLock.acquire(config.dataDir);
@@ -93,7 +112,11 @@ export class Platform {
     },
   ) {}
 
-  static async start(config: Config, roles: Roles, options: { logger?: Logger; operations?: OperationDefinition<unknown>[] } = {}): Promise<Platform> {
+  static async start(
+    config: Config,
+    roles: Roles,
+    options: { logger?: Logger; operations?: OperationDefinition<unknown>[] } = {},
+  ): Promise<Platform> {
     const logger = options.logger ?? createLogger(config);
     if ((!roles.api || !roles.worker) && !config.databaseUrl) {
       throw new Error('separate API and worker processes share a server database: set DATABASE_URL=postgres://...');
@@ -108,19 +131,26 @@ export class Platform {
     const compile: CompileOptions = {
       registry: new OperationRegistry(options.operations ?? allOperations),
       sandbox: new ExpressionSandbox({
-        timeoutMs: config.expressionTimeoutMs, memoryMb: config.expressionMemoryMb, processes: config.expressionProcesses,
-        maxDepth: 300, maxResultBytes: config.maxStepOutputBytes,
+        timeoutMs: config.expressionTimeoutMs,
+        memoryMb: config.expressionMemoryMb,
+        processes: config.expressionProcesses,
+        maxDepth: 300,
+        maxResultBytes: config.maxStepOutputBytes,
       }),
       defaultTimeoutMs: config.nodeTimeoutMs,
     };
     const queue = new RunQueue({ connection: redisOptions(config.redisUrl, 'producer'), prefix: config.redisPrefix });
-    const schedules = new FlowSchedules(store, { connection: redisOptions(config.redisUrl, 'producer'), prefix: config.redisPrefix });
+    const schedules = new FlowSchedules(store, {
+      connection: redisOptions(config.redisUrl, 'producer'),
+      prefix: config.redisPrefix,
+    });
     const queues = [queue.queue, schedules.queue];
     const metrics = new PrometheusMetrics(queues);
     const maintenance = new MaintenanceMode(queues, config.intakeCacheTtlMs);
     await maintenance.refresh();
     const verifier = new TokenVerifier({
-      issuer: config.authIssuer, audience: config.authAudience,
+      issuer: config.authIssuer,
+      audience: config.authAudience,
       keys: config.authJwksUrl ? { jwksUrl: new URL(config.authJwksUrl) } : { stored: () => publicSigningKeys(store) },
     });
 
@@ -131,20 +161,38 @@ export class Platform {
     if (roles.worker) {
       const flows = new CompiledFlowCache(workerStore, compile);
       const executor = new Executor({
-        store: workerStore, actions: new ActionRunner(workerStore, compile.sandbox), flows, keyring, logger, maxOutputBytes: config.maxStepOutputBytes, maxRetryDelayMs: 3_600_000,
+        store: workerStore,
+        actions: new ActionRunner(workerStore, compile.sandbox),
+        flows,
+        keyring,
+        logger,
+        maxOutputBytes: config.maxStepOutputBytes,
+        maxRetryDelayMs: 3_600_000,
         enqueue: (runs) => queue.enqueue(runs.map(runJob)),
       });
       worker = new RunWorker(executor, workerStore, {
-        connection: redisOptions(config.redisUrl, 'worker'), prefix: config.redisPrefix, concurrency: config.workerConcurrency,
+        connection: redisOptions(config.redisUrl, 'worker'),
+        prefix: config.redisPrefix,
+        concurrency: config.workerConcurrency,
         tenantConcurrency: config.tenantConcurrency,
-        lockDurationMs: config.workerLockMs, stalledIntervalMs: config.workerStalledIntervalMs, logger, metrics,
+        lockDurationMs: config.workerLockMs,
+        stalledIntervalMs: config.workerStalledIntervalMs,
+        logger,
+        metrics,
       });
       await worker.start();
-      ticks = new TickWorker(workerStore, queue, schedules, { connection: redisOptions(config.redisUrl, 'worker'), prefix: config.redisPrefix, logger });
+      ticks = new TickWorker(workerStore, queue, schedules, {
+        connection: redisOptions(config.redisUrl, 'worker'),
+        prefix: config.redisPrefix,
+        logger,
+      });
       await ticks.start();
       logPruning = pruneRunLogsHourly(workerStore, config.runLogRetentionDays, logger);
       reconciler = new QueueReconciler(queue.queue, workerStore, {
-        graceMs: Math.max(config.workerLockMs, 2 * ENQUEUE_TIMEOUT_MS), intervalMs: 2 * config.workerStalledIntervalMs, logger, metrics,
+        graceMs: Math.max(config.workerLockMs, 2 * ENQUEUE_TIMEOUT_MS),
+        intervalMs: 2 * config.workerStalledIntervalMs,
+        logger,
+        metrics,
       });
       reconciler.start();
     }
@@ -152,24 +200,68 @@ export class Platform {
     let server: http.Server | undefined;
     let adminSocket: http.Server | undefined;
     if (roles.api) {
-      const intake = new Intake({ store, queue, flows: new CompiledFlowCache(store, compile), keyring, cacheTtlMs: config.intakeCacheTtlMs, maintenance, metrics });
+      const intake = new Intake({
+        store,
+        queue,
+        flows: new CompiledFlowCache(store, compile),
+        keyring,
+        cacheTtlMs: config.intakeCacheTtlMs,
+        maintenance,
+        metrics,
+      });
       const issuer = new TokenIssuer(store, keyring, config.authIssuer, config.authAudience);
       const listener = createRequestListener({
         context: {
-          store, intake, queue, keyring, compile, schedules, maintenance, webhookSubscribers,
-          testRunner: new TestRunner({ store, actions: new ActionRunner(store, compile.sandbox), keyring, logger, maxOutputBytes: config.maxStepOutputBytes }), baseUrl: () => url, build: { version: VERSION, commit: buildCommit(config.buildCommit) },
+          store,
+          intake,
+          queue,
+          keyring,
+          compile,
+          schedules,
+          maintenance,
+          webhookSubscribers,
+          testRunner: new TestRunner({
+            store,
+            actions: new ActionRunner(store, compile.sandbox),
+            keyring,
+            logger,
+            maxOutputBytes: config.maxStepOutputBytes,
+          }),
+          baseUrl: () => url,
+          build: { version: VERSION, commit: buildCommit(config.buildCommit) },
         },
-        issuer, verifier, logger, bodyLimitBytes: config.bodyLimitBytes,
-        readiness: () => readiness(store, queue, maintenance, config), queues, adapterWaitMs: config.adapterWaitMs, metrics,
+        issuer,
+        verifier,
+        logger,
+        bodyLimitBytes: config.bodyLimitBytes,
+        readiness: () => readiness(store, queue, maintenance, config),
+        queues,
+        adapterWaitMs: config.adapterWaitMs,
+        metrics,
       });
       server = http.createServer(listener);
-      await new Promise<void>((resolve, reject) => server!.once('error', reject).listen(config.port, config.host, resolve));
+      await new Promise<void>((resolve, reject) =>
+        server!.once('error', reject).listen(config.port, config.host, resolve),
+      );
       url = baseUrl(config, (server.address() as { port: number }).port);
     }
     if (lock) adminSocket = await serveAdminSocket(storeAdmin(store), config.dataDir);
     // A worker without the API exports its metrics on a port of its own, when one is set.
-    const metricsServer = !roles.api && config.metricsPort !== undefined ? await serveMetrics(metrics, store, verifier, config) : undefined;
-    return new Platform(config, store, queue, logger, url, { worker, ticks, reconciler, logPruning, schedules, sandbox: compile.sandbox, server, adminSocket, metricsServer, redisChild, lock });
+    const metricsServer =
+      !roles.api && config.metricsPort !== undefined ? await serveMetrics(metrics, store, verifier, config) : undefined;
+    return new Platform(config, store, queue, logger, url, {
+      worker,
+      ticks,
+      reconciler,
+      logPruning,
+      schedules,
+      sandbox: compile.sandbox,
+      server,
+      adminSocket,
+      metricsServer,
+      redisChild,
+      lock,
+    });
   }
 
   /** Where the API listens on this machine: what a proxy in front of PUBLIC_URL forwards to. */
@@ -186,7 +278,19 @@ export class Platform {
 
   /** Graceful stop: no new requests or jobs, in-flight work finished (or released after the grace period). */
   async close() {
-    const { worker, ticks, reconciler, logPruning, schedules, sandbox, server, adminSocket, metricsServer, redisChild, lock } = this.parts;
+    const {
+      worker,
+      ticks,
+      reconciler,
+      logPruning,
+      schedules,
+      sandbox,
+      server,
+      adminSocket,
+      metricsServer,
+      redisChild,
+      lock,
+    } = this.parts;
     clearInterval(logPruning);
     await Promise.all([closeServer(server), closeServer(adminSocket), closeServer(metricsServer)]);
     await ticks?.close();
@@ -213,18 +317,27 @@ function pruneRunLogsHourly(store: Store, retentionDays: number, logger: Logger)
 }
 
 /** `GET /metrics` alone, for operators (Basic with an operator client, or an operator token). */
-async function serveMetrics(metrics: PrometheusMetrics, store: Store, verifier: TokenVerifier, config: Config): Promise<http.Server> {
+async function serveMetrics(
+  metrics: PrometheusMetrics,
+  store: Store,
+  verifier: TokenVerifier,
+  config: Config,
+): Promise<http.Server> {
   const server = http.createServer((req, res) => {
     const answer = async () => {
       if (req.method !== 'GET' || req.url !== '/metrics') return void res.writeHead(404).end();
       if (!(await isOperatorAuthorization(store, verifier, req.headers.authorization))) {
-        return void res.writeHead(401, { 'WWW-Authenticate': 'Basic realm="Tributary operators", charset="UTF-8"' }).end();
+        return void res
+          .writeHead(401, { 'WWW-Authenticate': 'Basic realm="Tributary operators", charset="UTF-8"' })
+          .end();
       }
       res.writeHead(200, { 'content-type': metrics.contentType }).end(await metrics.render());
     };
     answer().catch(() => res.writeHead(503).end());
   });
-  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(config.metricsPort, config.host, resolve));
+  await new Promise<void>((resolve, reject) =>
+    server.once('error', reject).listen(config.metricsPort, config.host, resolve),
+  );
   return server;
 }
 
@@ -234,7 +347,12 @@ function closeServer(server: http.Server | undefined) {
   return new Promise<void>((resolve) => server.close(() => resolve()));
 }
 
-async function readiness(store: Store, queue: RunQueue, maintenance: MaintenanceMode, config: Config): Promise<Readiness> {
+async function readiness(
+  store: Store,
+  queue: RunQueue,
+  maintenance: MaintenanceMode,
+  config: Config,
+): Promise<Readiness> {
   const checks: Record<string, unknown> = {};
   let ready = true;
   try {
@@ -251,9 +369,11 @@ async function readiness(store: Store, queue: RunQueue, maintenance: Maintenance
     const current = await maintenance.current();
     if (current) checks.maintenance = current;
     const problems: string[] = [];
-    if (/^(allkeys|volatile)-/.test(report.maxmemoryPolicy)) problems.push(`Redis evicts keys (maxmemory-policy ${report.maxmemoryPolicy}); BullMQ needs noeviction`);
+    if (/^(allkeys|volatile)-/.test(report.maxmemoryPolicy))
+      problems.push(`Redis evicts keys (maxmemory-policy ${report.maxmemoryPolicy}); BullMQ needs noeviction`);
     if (report.liveWorkers === 0) problems.push('no worker is consuming');
-    if (!current && report.oldestWaitingMs > config.readyMaxQueueAgeMs) problems.push(`the oldest waiting run is ${Math.round(report.oldestWaitingMs / 1000)} s old`);
+    if (!current && report.oldestWaitingMs > config.readyMaxQueueAgeMs)
+      problems.push(`the oldest waiting run is ${Math.round(report.oldestWaitingMs / 1000)} s old`);
     if (problems.length > 0) {
       checks.problems = problems;
       ready = false;

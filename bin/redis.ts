@@ -22,7 +22,12 @@ export function redisOptions(url: string, role: 'worker' | 'producer'): RedisOpt
 }
 
 export async function redisAnswers(url: string): Promise<boolean> {
-  const client = new Redis({ ...redisOptions(url, 'producer'), lazyConnect: true, retryStrategy: () => null, connectTimeout: 1000 });
+  const client = new Redis({
+    ...redisOptions(url, 'producer'),
+    lazyConnect: true,
+    retryStrategy: () => null,
+    connectTimeout: 1000,
+  });
   client.on('error', () => {});
   try {
     await client.connect();
@@ -41,15 +46,33 @@ export async function redisAnswers(url: string): Promise<boolean> {
  */
 export async function startEmbeddedRedis(url: string, dataDir: string): Promise<ChildProcess> {
   if (spawnSync('redis-server', ['--version']).error) {
-    throw new Error(`nothing answers at REDIS_URL=${url} and redis-server is not installed: install Redis (e.g. apt-get install redis-server) or set REDIS_URL`);
+    throw new Error(
+      `nothing answers at REDIS_URL=${url} and redis-server is not installed: install Redis (e.g. apt-get install redis-server) or set REDIS_URL`,
+    );
   }
   const parsed = new URL(url);
   const dir = path.join(dataDir, 'redis');
   mkdirSync(dir, { recursive: true });
-  const child = spawn('redis-server', [
-    '--port', parsed.port || '6379', '--bind', '127.0.0.1', '--dir', dir, '--appendonly', 'yes', '--appendfsync', 'everysec',
-    '--maxmemory-policy', 'noeviction', '--save', '',
-  ], { stdio: 'ignore' });
+  const child = spawn(
+    'redis-server',
+    [
+      '--port',
+      parsed.port || '6379',
+      '--bind',
+      '127.0.0.1',
+      '--dir',
+      dir,
+      '--appendonly',
+      'yes',
+      '--appendfsync',
+      'everysec',
+      '--maxmemory-policy',
+      'noeviction',
+      '--save',
+      '',
+    ],
+    { stdio: 'ignore' },
+  );
   for (let tries = 0; tries < 50; tries++) {
     if (await redisAnswers(url)) return child;
     if (child.exitCode !== null) break;

@@ -13,7 +13,7 @@ export const actionNodeConfigSchema = {
   type: 'object',
   additionalProperties: false,
   properties: {
-    input: { description: 'The action\'s input (usually a {{ }} expression); validated against its input schema.' },
+    input: { description: "The action's input (usually a {{ }} expression); validated against its input schema." },
     version: { type: 'integer', minimum: 1, description: 'The version to run; the latest when absent.' },
   },
 } as const;
@@ -29,7 +29,11 @@ export interface CompiledAction {
  * field (`$.body.expression`, `$.body.inputSchema`...). Schemas may not carry `$id` (they share one
  * validator instance across tenants).
  */
-export function compileAction(action: Pick<TenantAction, 'name' | 'expression' | 'inputSchema' | 'outputSchema'>, sandbox: ExpressionSandbox, prefix = '$'): CompiledAction {
+export function compileAction(
+  action: Pick<TenantAction, 'name' | 'expression' | 'inputSchema' | 'outputSchema'>,
+  sandbox: ExpressionSandbox,
+  prefix = '$',
+): CompiledAction {
   const errors: FieldError[] = [];
   let expression: Expression | undefined;
   try {
@@ -44,7 +48,9 @@ export function compileAction(action: Pick<TenantAction, 'name' | 'expression' |
       return undefined;
     }
     try {
-      return new SchemaValidator<unknown>(value, `${action.name} ${field === 'inputSchema' ? 'input' : 'output'}`, { tenant: true });
+      return new SchemaValidator<unknown>(value, `${action.name} ${field === 'inputSchema' ? 'input' : 'output'}`, {
+        tenant: true,
+      });
     } catch (error) {
       errors.push({ path: `${prefix}.${field}`, message: `is not a valid JSON Schema: ${(error as Error).message}` });
       return undefined;
@@ -52,7 +58,8 @@ export function compileAction(action: Pick<TenantAction, 'name' | 'expression' |
   };
   const input = schema('inputSchema');
   const output = schema('outputSchema');
-  if (errors.length > 0 || !expression || !input || !output) throw new ValidationError('The action is not valid', errors);
+  if (errors.length > 0 || !expression || !input || !output)
+    throw new ValidationError('The action is not valid', errors);
   return { expression, input, output };
 }
 
@@ -63,9 +70,19 @@ export function compileAction(action: Pick<TenantAction, 'name' | 'expression' |
 export class ActionRunner {
   private readonly compiled = new Map<string, Promise<CompiledAction>>();
 
-  constructor(private readonly store: Store, private readonly sandbox: ExpressionSandbox, private readonly capacity = 1000) {}
+  constructor(
+    private readonly store: Store,
+    private readonly sandbox: ExpressionSandbox,
+    private readonly capacity = 1000,
+  ) {}
 
-  async run(tenantId: string, name: string, version: number | undefined, input: unknown, path: string): Promise<unknown> {
+  async run(
+    tenantId: string,
+    name: string,
+    version: number | undefined,
+    input: unknown,
+    path: string,
+  ): Promise<unknown> {
     const pinned = version ?? (await this.store.getAction(tenantId, name))?.version;
     if (pinned === undefined) throw permanent(`there is no action ${name}`);
     const action = await this.load(tenantId, name, pinned);

@@ -9,12 +9,25 @@ export interface OpenedDestination {
   credentials: Record<string, unknown>;
 }
 
-export async function openDestination(store: Store, keyring: Keyring, tenantId: string, name: string): Promise<OpenedDestination | undefined> {
+export async function openDestination(
+  store: Store,
+  keyring: Keyring,
+  tenantId: string,
+  name: string,
+): Promise<OpenedDestination | undefined> {
   const found = await store.getSealedDestination(tenantId, name);
   if (!found) return undefined;
-  const credentials = JSON.parse(keyring.open(found.sealedCredentials, destinationContext(tenantId, name))) as Record<string, unknown>;
+  const credentials = JSON.parse(keyring.open(found.sealedCredentials, destinationContext(tenantId, name))) as Record<
+    string,
+    unknown
+  >;
   const { destination } = found;
-  return { name: destination.name, type: destination.type, settings: destination.settings as Record<string, unknown>, credentials };
+  return {
+    name: destination.name,
+    type: destination.type,
+    settings: destination.settings as Record<string, unknown>,
+    credentials,
+  };
 }
 
 export interface WebhookSubscription {

@@ -19,16 +19,23 @@ export class OperationError extends Error {
   readonly retryAfterMs?: number;
   readonly details?: Record<string, unknown>;
 
-  constructor(readonly kind: ErrorKind, message: string, options: OperationErrorOptions = {}) {
+  constructor(
+    readonly kind: ErrorKind,
+    message: string,
+    options: OperationErrorOptions = {},
+  ) {
     super(message, { cause: options.cause });
     this.retryAfterMs = options.retryAfterMs;
     this.details = options.details;
   }
 }
 
-export const retryable = (message: string, options?: OperationErrorOptions) => new OperationError('retryable', message, options);
-export const permanent = (message: string, options?: OperationErrorOptions) => new OperationError('permanent', message, options);
-export const later = (message: string, options?: OperationErrorOptions) => new OperationError('later', message, options);
+export const retryable = (message: string, options?: OperationErrorOptions) =>
+  new OperationError('retryable', message, options);
+export const permanent = (message: string, options?: OperationErrorOptions) =>
+  new OperationError('permanent', message, options);
+export const later = (message: string, options?: OperationErrorOptions) =>
+  new OperationError('later', message, options);
 
 /**
  * A ValidationError (a resolved config that breaks its schema) is permanent: retrying resolves the
@@ -38,7 +45,10 @@ export function toOperationError(error: unknown): OperationError {
   if (error instanceof OperationError) return error;
   if (error instanceof ValidationError) {
     const fields = error.errors.map((field) => `${field.path} ${field.message}`).join('; ');
-    return new OperationError('permanent', `${error.message}: ${fields}`, { details: { errors: error.errors }, cause: error });
+    return new OperationError('permanent', `${error.message}: ${fields}`, {
+      details: { errors: error.errors },
+      cause: error,
+    });
   }
   const message = error instanceof Error ? error.message : String(error);
   return new OperationError('retryable', message, { cause: error });
@@ -49,7 +59,9 @@ export type { ErrorRecord } from './resources.ts';
 import type { ErrorRecord } from './resources.ts';
 
 export function toErrorRecord(error: OperationError): ErrorRecord {
-  return error.details ? { kind: error.kind, message: error.message, details: error.details } : { kind: error.kind, message: error.message };
+  return error.details
+    ? { kind: error.kind, message: error.message, details: error.details }
+    : { kind: error.kind, message: error.message };
 }
 
 /** A validation failure: each entry names the JSON path of the bad field. */
@@ -62,7 +74,10 @@ export interface FieldError {
 
 export class ValidationError extends Error {
   override readonly name = 'ValidationError';
-  constructor(message: string, readonly errors: FieldError[]) {
+  constructor(
+    message: string,
+    readonly errors: FieldError[],
+  ) {
     super(message);
   }
 }

@@ -4,7 +4,8 @@
  * latency); under load, one round trip serves many requests.
  */
 export class GroupCommit<Item, Result> {
-  private readonly pending: Array<{ item: Item; resolve: (result: Result) => void; reject: (error: unknown) => void }> = [];
+  private readonly pending: Array<{ item: Item; resolve: (result: Result) => void; reject: (error: unknown) => void }> =
+    [];
   private inFlight = 0;
 
   constructor(
@@ -29,16 +30,18 @@ export class GroupCommit<Item, Result> {
     while (this.inFlight < this.options.maxInFlight && this.pending.length > 0) {
       const batch = this.pending.splice(0, this.options.maxBatch);
       this.inFlight++;
-      this.flush(batch.map((entry) => entry.item)).then(
-        (results) => {
-          for (const [index, entry] of batch.entries()) entry.resolve(results[index]);
-        },
-        // One bad item must not fail the others: retry each on its own, so each gets its own answer.
-        (error) => (batch.length === 1 ? batch[0].reject(error) : this.flushEach(batch)),
-      ).finally(() => {
-        this.inFlight--;
-        this.drain();
-      });
+      this.flush(batch.map((entry) => entry.item))
+        .then(
+          (results) => {
+            for (const [index, entry] of batch.entries()) entry.resolve(results[index]);
+          },
+          // One bad item must not fail the others: retry each on its own, so each gets its own answer.
+          (error) => (batch.length === 1 ? batch[0].reject(error) : this.flushEach(batch)),
+        )
+        .finally(() => {
+          this.inFlight--;
+          this.drain();
+        });
     }
   }
 }

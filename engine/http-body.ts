@@ -9,7 +9,10 @@ import zlib from 'node:zlib';
 
 /** A body over the limit: as declared by Content-Length, as received, or once decoded. */
 export class BodyTooLargeError extends Error {
-  constructor(readonly limit: number, readonly stage: 'declared' | 'received' | 'decoded') {
+  constructor(
+    readonly limit: number,
+    readonly stage: 'declared' | 'received' | 'decoded',
+  ) {
     super(`body exceeds ${limit} bytes${stage === 'decoded' ? ' once decoded' : ''}`);
   }
 }
@@ -17,7 +20,8 @@ export class BodyTooLargeError extends Error {
 /** Reads the body; rejects with `BodyTooLargeError` as soon as it is over `limit`, or with the stream's error. */
 export function readBody(incoming: IncomingMessage, limit: number): Promise<Buffer> {
   const declared = incoming.headers['content-length'];
-  if (declared !== undefined && Number(declared) > limit) return Promise.reject(new BodyTooLargeError(limit, 'declared'));
+  if (declared !== undefined && Number(declared) > limit)
+    return Promise.reject(new BodyTooLargeError(limit, 'declared'));
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -39,7 +43,8 @@ const inflateRaw = promisify(zlib.inflateRaw);
 const brotli = promisify(zlib.brotliDecompress);
 
 /** The content codings `decodeBody` undoes. */
-export const isDecodable = (encoding: string) => ['identity', 'gzip', 'x-gzip', 'deflate', 'br'].includes(encoding.trim().toLowerCase());
+export const isDecodable = (encoding: string) =>
+  ['identity', 'gzip', 'x-gzip', 'deflate', 'br'].includes(encoding.trim().toLowerCase());
 
 /**
  * Undoes a content coding (other codings are returned as they are). More than `limit` bytes once
@@ -63,7 +68,8 @@ export async function decodeBody(encoding: string | undefined, body: Buffer, lim
         return body;
     }
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE' || error instanceof RangeError) throw new BodyTooLargeError(limit, 'decoded');
+    if ((error as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE' || error instanceof RangeError)
+      throw new BodyTooLargeError(limit, 'decoded');
     throw error;
   }
 }

@@ -56,7 +56,10 @@ export async function sendHttp(request: OutboundRequest): Promise<InboundRespons
     const response = await exchange(current);
     const location = REDIRECTS.has(response.status) ? response.headers.location : undefined;
     if (location === undefined) return response;
-    if (redirects === MAX_REDIRECTS) throw permanent(`${request.failure}: more than ${MAX_REDIRECTS} redirects`, { details: { url: where(request.url) } });
+    if (redirects === MAX_REDIRECTS)
+      throw permanent(`${request.failure}: more than ${MAX_REDIRECTS} redirects`, {
+        details: { url: where(request.url) },
+      });
     current = redirected(current, response.status, location);
   }
 }
@@ -71,10 +74,12 @@ function redirected(request: OutboundRequest, status: number, location: string):
   } catch {
     throw permanent(`${request.failure}: redirected to an invalid location`, { details: { url: where(request.url) } });
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw permanent(`${request.failure}: redirected to a ${url.protocol} URL`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw permanent(`${request.failure}: redirected to a ${url.protocol} URL`);
   const headers = { ...request.headers };
   if (url.origin !== request.url.origin) for (const name of CREDENTIAL_HEADERS) delete headers[name];
-  const toGet = status === 303 ? request.method !== 'HEAD' : (status === 301 || status === 302) && request.method === 'POST';
+  const toGet =
+    status === 303 ? request.method !== 'HEAD' : (status === 301 || status === 302) && request.method === 'POST';
   if (!toGet) return { ...request, url, headers };
   delete headers['content-type'];
   delete headers['content-length'];
@@ -91,7 +96,12 @@ function exchange(request: OutboundRequest): Promise<InboundResponse> {
 
     let settled = false;
     let timer: NodeJS.Timeout | undefined;
-    const onAbort = () => fail(retryable(`${request.failure}: ${signal?.reason instanceof Error ? signal.reason.message : 'aborted'}`, { details: { url: where(url) } }));
+    const onAbort = () =>
+      fail(
+        retryable(`${request.failure}: ${signal?.reason instanceof Error ? signal.reason.message : 'aborted'}`, {
+          details: { url: where(url) },
+        }),
+      );
     const finish = () => {
       settled = true;
       clearTimeout(timer);
@@ -103,14 +113,19 @@ function exchange(request: OutboundRequest): Promise<InboundResponse> {
       outgoing?.destroy();
       reject(error);
     };
-    const transportFailure = (reason: string) => fail(retryable(`${request.failure}: ${reason}`, { details: { url: where(url) } }));
+    const transportFailure = (reason: string) =>
+      fail(retryable(`${request.failure}: ${reason}`, { details: { url: where(url) } }));
 
     let outgoing: http.ClientRequest | undefined;
     try {
       outgoing = (url.protocol === 'https:' ? https : http).request(url, { method: request.method, headers, agent });
     } catch (error) {
       // Node refuses a header name or value that is not valid HTTP (a newline, say): sending again cannot help.
-      return fail(permanent(`${request.failure}: ${error instanceof Error ? error.message : String(error)}`, { details: { url: where(url) } }));
+      return fail(
+        permanent(`${request.failure}: ${error instanceof Error ? error.message : String(error)}`, {
+          details: { url: where(url) },
+        }),
+      );
     }
     timer = setTimeout(() => transportFailure(`no answer within ${request.timeoutMs} ms`), request.timeoutMs);
     if (signal?.aborted) return onAbort();
@@ -134,20 +149,28 @@ async function receive(incoming: http.IncomingMessage, request: OutboundRequest)
   const status = incoming.statusCode ?? 0;
   const details = { url: where(request.url), status };
   const headers = flatHeaders(incoming.headers);
-  const tooLarge = (error: BodyTooLargeError) => permanent(error.stage === 'declared'
-    ? `response of ${headers['content-length']} bytes exceeds maxResponseBytes (${limit})`
-    : `response exceeds maxResponseBytes (${limit})${error.stage === 'decoded' ? ' once decoded' : ''}`, { details });
+  const tooLarge = (error: BodyTooLargeError) =>
+    permanent(
+      error.stage === 'declared'
+        ? `response of ${headers['content-length']} bytes exceeds maxResponseBytes (${limit})`
+        : `response exceeds maxResponseBytes (${limit})${error.stage === 'decoded' ? ' once decoded' : ''}`,
+      { details },
+    );
   let received: Buffer;
   try {
     received = await readBody(incoming, limit);
   } catch (error) {
-    throw error instanceof BodyTooLargeError ? tooLarge(error) : retryable(`${request.failure}: ${describe(error as Error)}`, { details: { url: where(request.url) } });
+    throw error instanceof BodyTooLargeError
+      ? tooLarge(error)
+      : retryable(`${request.failure}: ${describe(error as Error)}`, { details: { url: where(request.url) } });
   }
   try {
     const body = await decodeBody(headers['content-encoding'], received, limit);
     return { status, ok: status >= 200 && status < 300, headers, body };
   } catch (error) {
-    throw error instanceof BodyTooLargeError ? tooLarge(error) : permanent(`${request.failure}: the response could not be decoded`, { details });
+    throw error instanceof BodyTooLargeError
+      ? tooLarge(error)
+      : permanent(`${request.failure}: the response could not be decoded`, { details });
   }
 }
 

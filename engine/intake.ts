@@ -7,7 +7,15 @@ import type { AcceptedMessage, HeldFilter, NewMessage, Store } from './store/por
 import { GroupCommit } from './group-commit.ts';
 import type { EngineMetrics } from './metrics.ts';
 import type { MaintenanceMode } from './queue/maintenance.ts';
-import { deliveryIdHeader, headerValue, keptHeaders, topicOf, verificationSecretNames, verifyDelivery, type Headers } from './triggers/webhook.ts';
+import {
+  deliveryIdHeader,
+  headerValue,
+  keptHeaders,
+  topicOf,
+  verificationSecretNames,
+  verifyDelivery,
+  type Headers,
+} from './triggers/webhook.ts';
 
 /** The active version behind a flow URL, with what verifying a delivery needs. */
 interface ActiveTrigger {
@@ -34,7 +42,11 @@ export type IntakeResult =
   | { outcome: 'maintenance'; retryAfterSeconds: number };
 
 /** Store a batch of messages with their runs, then enqueue the runs; only then is any of them accepted. */
-export async function acceptMessages(store: Store, queue: RunQueue, batch: Array<{ message: NewMessage; runId: string }>): Promise<AcceptedMessage[]> {
+export async function acceptMessages(
+  store: Store,
+  queue: RunQueue,
+  batch: Array<{ message: NewMessage; runId: string }>,
+): Promise<AcceptedMessage[]> {
   const results = await store.acceptMessages(batch);
   // New runs are queued unless held (they get a job when released). A duplicate whose run is still
   // queued never reached the queue (its first answer was a 503): it is enqueued now.
@@ -47,7 +59,14 @@ export async function acceptMessages(store: Store, queue: RunQueue, batch: Array
 export type HeldChoice = 'release' | 'discard' | 'keep';
 
 /** Settle held runs: released ones are queued in the store, then enqueued in arrival order. */
-export async function settleHeld(store: Store, queue: RunQueue, tenantId: string, choice: HeldChoice, filter: HeldFilter, discardReason: string) {
+export async function settleHeld(
+  store: Store,
+  queue: RunQueue,
+  tenantId: string,
+  choice: HeldChoice,
+  filter: HeldFilter,
+  discardReason: string,
+) {
   let released = 0;
   let discarded = 0;
   if (choice === 'release') {
@@ -113,22 +132,39 @@ export class Intake {
     const trigger = await this.resolve(delivery.tenantId, delivery.flowKey);
     if (!trigger) return { outcome: 'no-flow' };
     const { config } = trigger;
-    if (!verifyDelivery(config.verify, delivery.rawBody, delivery.headers, trigger.verificationSecrets)) return { outcome: 'unverified' };
+    if (!verifyDelivery(config.verify, delivery.rawBody, delivery.headers, trigger.verificationSecrets))
+      return { outcome: 'unverified' };
     if (config.verify?.type === 'shopify' && config.verify.topic) {
       const topic = headerValue(delivery.headers, 'x-shopify-topic');
       if (topic !== config.verify.topic) {
-        return { outcome: 'invalid', field: '$.headers["x-shopify-topic"]', reason: `is ${topic === undefined ? 'missing' : `"${topic}"`}; this flow takes ${config.verify.topic}` };
+        return {
+          outcome: 'invalid',
+          field: '$.headers["x-shopify-topic"]',
+          reason: `is ${topic === undefined ? 'missing' : `"${topic}"`}; this flow takes ${config.verify.topic}`,
+        };
       }
     }
 
-    const idHeader = headerValue(delivery.headers, 'idempotency-key') !== undefined ? 'idempotency-key' : deliveryIdHeader(config);
+    const idHeader =
+      headerValue(delivery.headers, 'idempotency-key') !== undefined ? 'idempotency-key' : deliveryIdHeader(config);
     const deliveryId = idHeader ? headerValue(delivery.headers, idHeader) : undefined;
     if (deliveryId !== undefined && deliveryId.length > MAX_DELIVERY_ID_LENGTH) {
-      return { outcome: 'invalid', field: `$.headers["${idHeader!.toLowerCase()}"]`, reason: `is longer than ${MAX_DELIVERY_ID_LENGTH} characters` };
+      return {
+        outcome: 'invalid',
+        field: `$.headers["${idHeader!.toLowerCase()}"]`,
+        reason: `is longer than ${MAX_DELIVERY_ID_LENGTH} characters`,
+      };
     }
     const message = {
-      tenantId: delivery.tenantId, id: newId(), flowId: trigger.flowId, flowVersion: trigger.version, deliveryId: deliveryId ?? null,
-      topic: topicOf(delivery.headers), body: delivery.body, headers: keptHeaders(delivery.headers, config.verify), query: delivery.query,
+      tenantId: delivery.tenantId,
+      id: newId(),
+      flowId: trigger.flowId,
+      flowVersion: trigger.version,
+      deliveryId: deliveryId ?? null,
+      topic: topicOf(delivery.headers),
+      body: delivery.body,
+      headers: keptHeaders(delivery.headers, config.verify),
+      query: delivery.query,
     };
     const { duplicate, messageId, run } = await this.commits.submit({ message, runId: newId() });
     return { outcome: duplicate ? 'duplicate' : 'accepted', messageId, runId: run.id, held: run.status === 'held' };
@@ -163,8 +199,12 @@ export class Intake {
     // A scheduled flow has no URL.
     if (trigger.type !== 'webhook') return undefined;
     const names = verificationSecretNames(trigger.config.verify);
-    const verificationSecrets = names.length === 0 ? []
-      : (await store.sealedSecrets(tenantId, names)).map((sealed) => keyring.open(sealed, secretContext(tenantId, sealed.name)));
+    const verificationSecrets =
+      names.length === 0
+        ? []
+        : (await store.sealedSecrets(tenantId, names)).map((sealed) =>
+            keyring.open(sealed, secretContext(tenantId, sealed.name)),
+          );
     return { flowId: record.id, version: record.activeVersion, config: trigger.config, verificationSecrets };
   }
 }

@@ -8,18 +8,34 @@ import { unstorableStrings } from './json-text.ts';
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 
 /** One ajv instance per process: schemas are compiled once. */
-export const ajv = addFormats(new Ajv({ allErrors: true, strict: true, allowUnionTypes: true, useDefaults: true, coerceTypes: false }));
+export const ajv = addFormats(
+  new Ajv({ allErrors: true, strict: true, allowUnionTypes: true, useDefaults: true, coerceTypes: false }),
+);
 /** For query strings and path parameters, which arrive as text: `?first=10` becomes a number. */
-const coercingAjv = addFormats(new Ajv({ allErrors: true, strict: true, allowUnionTypes: true, useDefaults: true, coerceTypes: true }));
+const coercingAjv = addFormats(
+  new Ajv({ allErrors: true, strict: true, allowUnionTypes: true, useDefaults: true, coerceTypes: true }),
+);
 /**
  * Tenants' schemas: their `pattern`s run on RE2 (linear time), so a pattern such as `^(a+)+$` cannot
  * hold the process on a crafted string. Patterns RE2 lacks (lookaround, backreferences) are refused.
  */
-const linearRegExp = Object.assign((pattern: string) => {
-  const compiled = RE2JS.compile(pattern);
-  return { test: (text: string) => compiled.test(text) };
-}, { code: 'linearRegExp' });
-const tenantAjv = addFormats(new Ajv({ allErrors: true, strict: true, allowUnionTypes: true, useDefaults: true, coerceTypes: false, code: { regExp: linearRegExp } }));
+const linearRegExp = Object.assign(
+  (pattern: string) => {
+    const compiled = RE2JS.compile(pattern);
+    return { test: (text: string) => compiled.test(text) };
+  },
+  { code: 'linearRegExp' },
+);
+const tenantAjv = addFormats(
+  new Ajv({
+    allErrors: true,
+    strict: true,
+    allowUnionTypes: true,
+    useDefaults: true,
+    coerceTypes: false,
+    code: { regExp: linearRegExp },
+  }),
+);
 
 /** Convert ajv's pointer-style paths into JSON paths (`$.nodes[1].config.url`). */
 export function jsonPath(instancePath: string, extra?: string): string {
@@ -28,19 +44,30 @@ export function jsonPath(instancePath: string, extra?: string): string {
   if (extra !== undefined) segments.push(extra);
   for (const raw of segments) {
     const segment = raw.replace(/~1/g, '/').replace(/~0/g, '~');
-    path += /^\d+$/.test(segment) ? `[${segment}]` : /^[A-Za-z_$][\w$]*$/.test(segment) ? `.${segment}` : `[${JSON.stringify(segment)}]`;
+    path += /^\d+$/.test(segment)
+      ? `[${segment}]`
+      : /^[A-Za-z_$][\w$]*$/.test(segment)
+        ? `.${segment}`
+        : `[${JSON.stringify(segment)}]`;
   }
   return path;
 }
 
 export function fieldErrors(errors: ErrorObject[] | null | undefined, prefix = '$'): FieldError[] {
   return (errors ?? []).map((error) => {
-    const extra = error.keyword === 'required' ? String(error.params.missingProperty)
-      : error.keyword === 'additionalProperties' ? String(error.params.additionalProperty) : undefined;
+    const extra =
+      error.keyword === 'required'
+        ? String(error.params.missingProperty)
+        : error.keyword === 'additionalProperties'
+          ? String(error.params.additionalProperty)
+          : undefined;
     const path = jsonPath(error.instancePath, extra);
-    const message = error.keyword === 'additionalProperties' ? 'is not a known field'
-      : error.keyword === 'enum' ? `must be one of ${(error.params.allowedValues as unknown[]).map((value) => JSON.stringify(value)).join(', ')}`
-      : error.message ?? 'is invalid';
+    const message =
+      error.keyword === 'additionalProperties'
+        ? 'is not a known field'
+        : error.keyword === 'enum'
+          ? `must be one of ${(error.params.allowedValues as unknown[]).map((value) => JSON.stringify(value)).join(', ')}`
+          : (error.message ?? 'is invalid');
     return { path: prefix + path.slice(1), message };
   });
 }
@@ -52,7 +79,12 @@ const STORE_INTEGER = { minimum: -2_147_483_648, maximum: 2_147_483_647 } as con
 function withStoreBounds(schema: unknown): unknown {
   if (Array.isArray(schema)) return schema.map(withStoreBounds);
   if (schema === null || typeof schema !== 'object') return schema;
-  const bounded: Record<string, unknown> = Object.fromEntries(Object.entries(schema).map(([key, value]) => [key, key === 'default' || key === 'examples' || key === 'enum' || key === 'const' ? value : withStoreBounds(value)]));
+  const bounded: Record<string, unknown> = Object.fromEntries(
+    Object.entries(schema).map(([key, value]) => [
+      key,
+      key === 'default' || key === 'examples' || key === 'enum' || key === 'const' ? value : withStoreBounds(value),
+    ]),
+  );
   const type = bounded.type;
   if (type === 'integer' || (Array.isArray(type) && type.includes('integer'))) {
     bounded.minimum ??= STORE_INTEGER.minimum;
@@ -79,7 +111,11 @@ export class SchemaValidator<T> {
   readonly schema: object;
   private readonly storable: boolean;
 
-  constructor(schema: object, private readonly what: string, options: ValidatorOptions = {}) {
+  constructor(
+    schema: object,
+    private readonly what: string,
+    options: ValidatorOptions = {},
+  ) {
     this.storable = options.storable ?? false;
     this.schema = this.storable ? (withStoreBounds(schema) as object) : schema;
     this.validateFn = (options.tenant ? tenantAjv : options.coerce ? coercingAjv : ajv).compile(this.schema);
@@ -88,7 +124,10 @@ export class SchemaValidator<T> {
   validate(value: unknown, prefix = '$'): T {
     const unstorable = this.storable ? unstorableStrings(value, prefix) : [];
     if (unstorable.length === 0 && this.validateFn(value)) return value as T;
-    throw new ValidationError(`Invalid ${this.what}`, unstorable.length > 0 ? unstorable : fieldErrors(this.validateFn.errors, prefix));
+    throw new ValidationError(
+      `Invalid ${this.what}`,
+      unstorable.length > 0 ? unstorable : fieldErrors(this.validateFn.errors, prefix),
+    );
   }
 
   errors(value: unknown, prefix = '$'): FieldError[] {

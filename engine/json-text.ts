@@ -20,8 +20,12 @@ export function unstorableJson(text: Buffer | string): string | undefined {
           const unit = parseInt(bytes.toString('latin1', i + 2, i + 6), 16);
           if (unit === 0) return 'contains the character \\u0000, which cannot be stored';
           if (unit >= 0xd800 && unit <= 0xdbff) {
-            const next = bytes[i + 6] === 0x5c && bytes[i + 7] === 0x75 ? parseInt(bytes.toString('latin1', i + 8, i + 12), 16) : NaN;
-            if (!(next >= 0xdc00 && next <= 0xdfff)) return 'contains a lone surrogate (\\ud800-\\udbff without its pair), which cannot be stored';
+            const next =
+              bytes[i + 6] === 0x5c && bytes[i + 7] === 0x75
+                ? parseInt(bytes.toString('latin1', i + 8, i + 12), 16)
+                : NaN;
+            if (!(next >= 0xdc00 && next <= 0xdfff))
+              return 'contains a lone surrogate (\\ud800-\\udbff without its pair), which cannot be stored';
             i += 6;
           } else if (unit >= 0xdc00 && unit <= 0xdfff) {
             return 'contains a lone surrogate (\\udc00-\\udfff without its pair), which cannot be stored';
@@ -48,7 +52,8 @@ export function unstorableJson(text: Buffer | string): string | undefined {
  * `\u0000` and lone surrogates in JSON text (after an even number of backslashes, so an escaped
  * backslash followed by "u0000" is left alone): what jsonb refuses.
  */
-const UNSTORABLE_ESCAPE = /(?<!\\)((?:\\\\)*)(?:\\u0000|\\ud[89ab][0-9a-f]{2}(?!\\ud[c-f][0-9a-f]{2})|(?<!\\ud[89ab][0-9a-f]{2})\\ud[c-f][0-9a-f]{2})/gi;
+const UNSTORABLE_ESCAPE =
+  /(?<!\\)((?:\\\\)*)(?:\\u0000|\\ud[89ab][0-9a-f]{2}(?!\\ud[c-f][0-9a-f]{2})|(?<!\\ud[89ab][0-9a-f]{2})\\ud[c-f][0-9a-f]{2})/gi;
 
 /**
  * A value as it can be stored: its JSON, with every `\u0000` and lone surrogate replaced by U+FFFD,

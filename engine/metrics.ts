@@ -1,5 +1,13 @@
 /** Outcomes of a delivery at a flow URL (or the adapter route), as counted per tenant. */
-export type DeliveryOutcome = 'accepted' | 'held' | 'duplicate' | 'no-flow' | 'unverified' | 'invalid' | 'maintenance' | 'not-stored';
+export type DeliveryOutcome =
+  | 'accepted'
+  | 'held'
+  | 'duplicate'
+  | 'no-flow'
+  | 'unverified'
+  | 'invalid'
+  | 'maintenance'
+  | 'not-stored';
 
 /**
  * What the engine reports as it works. An adapter exports it (Prometheus, in bin/); the engine

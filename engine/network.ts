@@ -8,12 +8,14 @@ import { isIPv4, isIPv6 } from 'node:net';
 export function unreachableFromOutside(url: URL): string | undefined {
   const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase();
   if (host === 'localhost' || host.endsWith('.localhost')) return 'a loopback name';
-  if (host.endsWith('.local') || host.endsWith('.internal') || (!host.includes('.') && !isIPv6(host))) return 'a name that only resolves on a local network';
+  if (host.endsWith('.local') || host.endsWith('.internal') || (!host.includes('.') && !isIPv6(host)))
+    return 'a name that only resolves on a local network';
   if (isIPv4(host)) {
     const [a, b] = host.split('.').map(Number);
     if (a === 127) return 'a loopback address';
     if (a === 0) return 'an unspecified address';
-    if (a === 10 || (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168) || (a === 100 && b >= 64 && b <= 127)) return 'a private address';
+    if (a === 10 || (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168) || (a === 100 && b >= 64 && b <= 127))
+      return 'a private address';
     if (a === 169 && b === 254) return 'a link-local address';
     return undefined;
   }

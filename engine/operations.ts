@@ -18,7 +18,10 @@ export interface MessageInput {
 
 /** Returned by an operation to end the run early with a non-failure status (see `ctx.stop`). */
 export class StopSignal {
-  constructor(readonly status: 'filtered' | 'skipped', readonly reason: string) {}
+  constructor(
+    readonly status: 'filtered' | 'skipped',
+    readonly reason: string,
+  ) {}
 }
 
 export interface OperationContext<Config> {
@@ -144,10 +147,14 @@ export class OperationRegistry {
 
   register(definition: OperationDefinition<unknown>): this {
     const major = majorOf(definition.version);
-    if (!Number.isInteger(major) || major < 1) throw new Error(`operation ${definition.name} has no major version in "${definition.version}"`);
+    if (!Number.isInteger(major) || major < 1)
+      throw new Error(`operation ${definition.name} has no major version in "${definition.version}"`);
     const majors = this.operations.get(definition.name) ?? new Map<number, RegisteredOperation>();
     if (majors.has(major)) throw new Error(`operation ${definition.name} v${major} is registered twice`);
-    majors.set(major, { definition, config: new SchemaValidator(definition.configSchema, `${definition.name} config`) });
+    majors.set(major, {
+      definition,
+      config: new SchemaValidator(definition.configSchema, `${definition.name} config`),
+    });
     this.operations.set(definition.name, new Map([...majors].sort(([a], [b]) => a - b)));
     return this;
   }
@@ -174,8 +181,12 @@ export class OperationRegistry {
     let registered = this.actionNodes.get(action);
     if (!registered) {
       const definition: OperationDefinition<{ input?: unknown; version?: number }> = {
-        name: `${ACTION_PREFIX}${action}`, title: `Action ${action}`, description: `The tenant's action ${action}: a JSONata transform of its input.`,
-        version: '1.0.0', sideEffects: false, configSchema: actionNodeConfigSchema,
+        name: `${ACTION_PREFIX}${action}`,
+        title: `Action ${action}`,
+        description: `The tenant's action ${action}: a JSONata transform of its input.`,
+        version: '1.0.0',
+        sideEffects: false,
+        configSchema: actionNodeConfigSchema,
         run: (ctx) => ctx.action(action, ctx.config.input ?? null, ctx.config.version),
       };
       registered = { definition, config: this.actionConfig };

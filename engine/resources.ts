@@ -14,7 +14,10 @@ export const errorRecordSchema = {
   additionalProperties: false,
   required: ['kind', 'message'],
   properties: {
-    kind: { enum: ['retryable', 'permanent', 'later'], description: 'retryable: transient; permanent: retrying cannot help; later: not yet.' },
+    kind: {
+      enum: ['retryable', 'permanent', 'later'],
+      description: 'retryable: transient; permanent: retrying cannot help; later: not yet.',
+    },
     message: { type: 'string' },
     details: { type: 'object' },
     node: { type: 'string', description: 'The node that failed.' },
@@ -28,7 +31,10 @@ export const tenantSchema = {
   properties: {
     id: { type: 'string', pattern: '^[a-z0-9][a-z0-9-]{0,62}$' },
     name: { type: 'string' },
-    status: { enum: ['active', 'suspended'], description: 'A suspended tenant\'s API calls get 403; its flow URLs record messages but start no runs.' },
+    status: {
+      enum: ['active', 'suspended'],
+      description: "A suspended tenant's API calls get 403; its flow URLs record messages but start no runs.",
+    },
     suspendedReason: { type: ['string', 'null'] },
     suspendedAt: nullableTimestamp,
     createdAt: timestamp,
@@ -38,14 +44,29 @@ export const tenantSchema = {
 export const flowSchema = {
   type: 'object',
   additionalProperties: false,
-  required: ['tenantId', 'id', 'key', 'name', 'draft', 'revision', 'activeVersion', 'latestVersion', 'active', 'createdAt', 'updatedAt'],
+  required: [
+    'tenantId',
+    'id',
+    'key',
+    'name',
+    'draft',
+    'revision',
+    'activeVersion',
+    'latestVersion',
+    'active',
+    'createdAt',
+    'updatedAt',
+  ],
   properties: {
     tenantId: { type: 'string' },
     id: uuid,
     key: { type: 'string' },
     name: { type: 'string' },
     draft: flowDocumentSchema,
-    revision: { type: 'integer', description: 'Bumped on every draft change; send it back to replace or publish (optimistic concurrency).' },
+    revision: {
+      type: 'integer',
+      description: 'Bumped on every draft change; send it back to replace or publish (optimistic concurrency).',
+    },
     activeVersion: { type: ['integer', 'null'], description: 'The published version its URL runs, if any.' },
     latestVersion: { type: ['integer', 'null'] },
     active: { type: 'boolean' },
@@ -58,7 +79,13 @@ export const flowVersionSchema = {
   type: 'object',
   additionalProperties: false,
   required: ['tenantId', 'flowId', 'version', 'document', 'publishedAt'],
-  properties: { tenantId: { type: 'string' }, flowId: uuid, version: { type: 'integer' }, document: flowDocumentSchema, publishedAt: timestamp },
+  properties: {
+    tenantId: { type: 'string' },
+    flowId: uuid,
+    version: { type: 'integer' },
+    document: flowDocumentSchema,
+    publishedAt: timestamp,
+  },
 } as const;
 
 export const variableSchema = {
@@ -85,14 +112,29 @@ export const secretInfoSchema = {
 export const messageSchema = {
   type: 'object',
   additionalProperties: false,
-  required: ['tenantId', 'id', 'flowId', 'flowVersion', 'deliveryId', 'topic', 'body', 'headers', 'query', 'receivedAt'],
+  required: [
+    'tenantId',
+    'id',
+    'flowId',
+    'flowVersion',
+    'deliveryId',
+    'topic',
+    'body',
+    'headers',
+    'query',
+    'receivedAt',
+  ],
   properties: {
     tenantId: { type: 'string' },
     id: uuid,
     flowId: uuid,
     flowVersion: { type: 'integer' },
     deliveryId: { type: ['string', 'null'] },
-    topic: { type: ['string', 'null'], description: 'What the sender says the message is about (X-Shopify-Topic, X-Topic); `schedule` for a tick, `poll` for a batch item.' },
+    topic: {
+      type: ['string', 'null'],
+      description:
+        'What the sender says the message is about (X-Shopify-Topic, X-Topic); `schedule` for a tick, `poll` for a batch item.',
+    },
     body: {},
     headers: { type: 'object', additionalProperties: { type: 'string' } },
     query: { type: 'object' },
@@ -101,26 +143,61 @@ export const messageSchema = {
 } as const;
 
 /** What became of a message: from its latest run, or `duplicate` for a repeated delivery (which has none). */
-export const messageStatuses = ['accepted', 'duplicate', 'blocked', 'running', 'succeeded', 'failed', 'skipped'] as const;
+export const messageStatuses = [
+  'accepted',
+  'duplicate',
+  'blocked',
+  'running',
+  'succeeded',
+  'failed',
+  'skipped',
+] as const;
 
 /** Why a run waits without a job: its tenant is suspended, or its message's topic is blocked. */
 export const holdReasons = ['suspended', 'topic'] as const;
 
-export const runStatuses = ['held', 'queued', 'running', 'waiting', 'succeeded', 'failed', 'filtered', 'skipped', 'cancelled'] as const;
+export const runStatuses = [
+  'held',
+  'queued',
+  'running',
+  'waiting',
+  'succeeded',
+  'failed',
+  'filtered',
+  'skipped',
+  'cancelled',
+] as const;
 export const terminalRunStatuses = ['succeeded', 'failed', 'filtered', 'skipped', 'cancelled'] as const;
 export const stepStatuses = ['succeeded', 'failed', 'waiting', 'filtered', 'skipped'] as const;
 
 export const runSchema = {
   type: 'object',
   additionalProperties: false,
-  required: ['tenantId', 'id', 'flowId', 'flowVersion', 'messageId', 'status', 'heldBy', 'attempts', 'error', 'createdAt', 'startedAt', 'finishedAt', 'batchId'],
+  required: [
+    'tenantId',
+    'id',
+    'flowId',
+    'flowVersion',
+    'messageId',
+    'status',
+    'heldBy',
+    'attempts',
+    'error',
+    'createdAt',
+    'startedAt',
+    'finishedAt',
+    'batchId',
+  ],
   properties: {
     tenantId: { type: 'string' },
     id: uuid,
     flowId: uuid,
     flowVersion: { type: 'integer' },
     messageId: uuid,
-    status: { enum: runStatuses, description: 'held: recorded but not queued (tenant suspended or topic blocked) until released or discarded.' },
+    status: {
+      enum: runStatuses,
+      description: 'held: recorded but not queued (tenant suspended or topic blocked) until released or discarded.',
+    },
     heldBy: { anyOf: [{ enum: holdReasons }, { type: 'null' }], description: 'Why a held run is held.' },
     attempts: { type: 'integer', description: 'How many times a worker took the run up.' },
     error: { anyOf: [errorRecordSchema, { type: 'null' }] },
@@ -141,8 +218,11 @@ export const stepSchema = {
     key: { type: 'string' },
     nodeId: { type: 'string' },
     status: { enum: stepStatuses },
-    attempts: { type: 'integer', description: 'Failed tries so far (not counting "later" waits), plus one when it succeeded.' },
-    output: { description: 'The node\'s output, secrets redacted.' },
+    attempts: {
+      type: 'integer',
+      description: 'Failed tries so far (not counting "later" waits), plus one when it succeeded.',
+    },
+    output: { description: "The node's output, secrets redacted." },
     error: { anyOf: [errorRecordSchema, { type: 'null' }] },
     startedAt: timestamp,
     finishedAt: nullableTimestamp,
@@ -158,7 +238,11 @@ export const destinationSchema = {
     name: { type: 'string' },
     type: { enum: ['shopify'] },
     settings: { type: 'object', description: 'The non-secret part of the configuration, as it was given.' },
-    credentialsSet: { type: 'array', items: { type: 'string' }, description: 'JSON paths of the credential fields that hold a value.' },
+    credentialsSet: {
+      type: 'array',
+      items: { type: 'string' },
+      description: 'JSON paths of the credential fields that hold a value.',
+    },
     createdAt: timestamp,
     updatedAt: timestamp,
   },
@@ -183,8 +267,22 @@ export const batchCountsSchema = {
 export const batchSchema = {
   type: 'object',
   additionalProperties: false,
-  required: ['tenantId', 'id', 'flowId', 'flowVersion', 'runId', 'nodeId', 'status', 'windowFrom', 'windowTo', 'counts', 'startedAt', 'finishedAt'],
-  description: 'One poll of a flow: the items its fan-out node imported, each run as a task through the nodes after it.',
+  required: [
+    'tenantId',
+    'id',
+    'flowId',
+    'flowVersion',
+    'runId',
+    'nodeId',
+    'status',
+    'windowFrom',
+    'windowTo',
+    'counts',
+    'startedAt',
+    'finishedAt',
+  ],
+  description:
+    'One poll of a flow: the items its fan-out node imported, each run as a task through the nodes after it.',
   properties: {
     tenantId: { type: 'string' },
     id: uuid,
@@ -192,7 +290,11 @@ export const batchSchema = {
     flowVersion: { type: 'integer' },
     runId: { ...uuid, description: 'The run that imported the batch.' },
     nodeId: { type: 'string' },
-    status: { enum: batchStatuses, description: 'importing (pages are being read), running (all read, tasks unfinished), then succeeded or failed (some task or the import failed).' },
+    status: {
+      enum: batchStatuses,
+      description:
+        'importing (pages are being read), running (all read, tasks unfinished), then succeeded or failed (some task or the import failed).',
+    },
     windowFrom: nullableTimestamp,
     windowTo: nullableTimestamp,
     counts: batchCountsSchema,
@@ -207,8 +309,8 @@ export const batchTaskSchema = {
   required: ['batchId', 'key', 'runId', 'status', 'error', 'retries'],
   properties: {
     batchId: uuid,
-    key: { type: 'string', description: 'The item\'s identity in the batch (for orders: id and updatedAt).' },
-    runId: { ...uuid, description: 'The task\'s latest run.' },
+    key: { type: 'string', description: "The item's identity in the batch (for orders: id and updatedAt)." },
+    runId: { ...uuid, description: "The task's latest run." },
     status: { enum: runStatuses },
     error: { anyOf: [errorRecordSchema, { type: 'null' }] },
     retries: { type: 'integer' },
@@ -219,7 +321,8 @@ export const incrementalFieldSchema = {
   type: 'object',
   additionalProperties: false,
   required: ['flowId', 'field', 'value', 'movedAt', 'overlapMs', 'updatedAt'],
-  description: 'Where a flow\'s next poll starts: the field compared, its value, when it last moved, and how far before it the poll re-reads.',
+  description:
+    "Where a flow's next poll starts: the field compared, its value, when it last moved, and how far before it the poll re-reads.",
   properties: {
     flowId: uuid,
     field: { type: 'string' },
@@ -234,7 +337,22 @@ export const incrementalFieldSchema = {
 export const messageInfoSchema = {
   type: 'object',
   additionalProperties: false,
-  required: ['id', 'flowId', 'flowVersion', 'deliveryId', 'topic', 'status', 'duplicateOf', 'headers', 'query', 'body', 'bodyBytes', 'bodyTruncated', 'receivedAt', 'runId'],
+  required: [
+    'id',
+    'flowId',
+    'flowVersion',
+    'deliveryId',
+    'topic',
+    'status',
+    'duplicateOf',
+    'headers',
+    'query',
+    'body',
+    'bodyBytes',
+    'bodyTruncated',
+    'receivedAt',
+    'runId',
+  ],
   properties: {
     id: uuid,
     flowId: uuid,
@@ -242,8 +360,15 @@ export const messageInfoSchema = {
     deliveryId: { type: ['string', 'null'] },
     topic: { type: ['string', 'null'] },
     status: { enum: messageStatuses },
-    duplicateOf: { anyOf: [uuid, { type: 'null' }], description: 'For a repeated delivery: the first message with its delivery id.' },
-    headers: { type: 'object', additionalProperties: { type: 'string' }, description: 'The headers kept (signatures and credentials are not).' },
+    duplicateOf: {
+      anyOf: [uuid, { type: 'null' }],
+      description: 'For a repeated delivery: the first message with its delivery id.',
+    },
+    headers: {
+      type: 'object',
+      additionalProperties: { type: 'string' },
+      description: 'The headers kept (signatures and credentials are not).',
+    },
     query: { type: 'object' },
     body: { description: 'The body, or null when it is over the size cap (see bodyTruncated).' },
     bodyBytes: { type: 'integer' },
@@ -268,7 +393,12 @@ export const blockedTopicSchema = {
 
 const percentiles = {
   anyOf: [
-    { type: 'object', additionalProperties: false, required: ['p50', 'p95', 'p99'], properties: { p50: { type: 'number' }, p95: { type: 'number' }, p99: { type: 'number' } } },
+    {
+      type: 'object',
+      additionalProperties: false,
+      required: ['p50', 'p95', 'p99'],
+      properties: { p50: { type: 'number' }, p95: { type: 'number' }, p99: { type: 'number' } },
+    },
     { type: 'null' },
   ],
 } as const;
@@ -277,7 +407,8 @@ export const statisticsSchema = {
   type: 'object',
   additionalProperties: false,
   required: ['from', 'to', 'interval', 'runs', 'messages'],
-  description: 'Runs and messages per time bucket (UTC), for the runs and messages created in [from, to). Test runs are never counted.',
+  description:
+    'Runs and messages per time bucket (UTC), for the runs and messages created in [from, to). Test runs are never counted.',
   properties: {
     from: timestamp,
     to: timestamp,
@@ -285,22 +416,31 @@ export const statisticsSchema = {
     runs: {
       type: 'array',
       items: {
-        type: 'object', additionalProperties: false, required: ['bucket', 'flowId', 'total', 'counts', 'durationMs', 'latencyMs'],
+        type: 'object',
+        additionalProperties: false,
+        required: ['bucket', 'flowId', 'total', 'counts', 'durationMs', 'latencyMs'],
         properties: {
           bucket: timestamp,
           flowId: uuid,
           total: { type: 'integer' },
           counts: { type: 'object', additionalProperties: { type: 'integer' }, description: 'Runs per status.' },
           durationMs: { ...percentiles, description: 'Of finished runs: from first start to finish.' },
-          latencyMs: { ...percentiles, description: 'Of finished runs: from the message\'s arrival to finish.' },
+          latencyMs: { ...percentiles, description: "Of finished runs: from the message's arrival to finish." },
         },
       },
     },
     messages: {
       type: 'array',
       items: {
-        type: 'object', additionalProperties: false, required: ['bucket', 'topic', 'count', 'duplicates'],
-        properties: { bucket: timestamp, topic: { type: ['string', 'null'] }, count: { type: 'integer' }, duplicates: { type: 'integer' } },
+        type: 'object',
+        additionalProperties: false,
+        required: ['bucket', 'topic', 'count', 'duplicates'],
+        properties: {
+          bucket: timestamp,
+          topic: { type: ['string', 'null'] },
+          count: { type: 'integer' },
+          duplicates: { type: 'integer' },
+        },
       },
     },
   },
@@ -311,15 +451,35 @@ export const userSettingsSchema = {
   additionalProperties: false,
   required: ['subject', 'settings', 'updatedAt'],
   properties: {
-    subject: { type: 'string', description: 'The token\'s subject (a client id, or a user of an external identity provider).' },
+    subject: {
+      type: 'string',
+      description: "The token's subject (a client id, or a user of an external identity provider).",
+    },
     settings: {
       type: 'object',
       additionalProperties: false,
       required: ['timezone', 'locale', 'pageSize'],
       properties: {
-        timezone: { type: 'string', minLength: 1, maxLength: 64, default: 'UTC', description: 'An IANA time zone, e.g. Europe/Berlin.' },
-        locale: { type: 'string', pattern: '^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$', default: 'en-US', description: 'A BCP 47 language tag.' },
-        pageSize: { type: 'integer', minimum: 1, maximum: 200, default: 50, description: 'Default page size of lists in a UI.' },
+        timezone: {
+          type: 'string',
+          minLength: 1,
+          maxLength: 64,
+          default: 'UTC',
+          description: 'An IANA time zone, e.g. Europe/Berlin.',
+        },
+        locale: {
+          type: 'string',
+          pattern: '^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$',
+          default: 'en-US',
+          description: 'A BCP 47 language tag.',
+        },
+        pageSize: {
+          type: 'integer',
+          minimum: 1,
+          maximum: 200,
+          default: 50,
+          description: 'Default page size of lists in a UI.',
+        },
       },
     },
     updatedAt: nullableTimestamp,
@@ -330,8 +490,14 @@ export const dataSpaceSchema = {
   type: 'object',
   additionalProperties: false,
   required: ['name', 'description', 'documents', 'createdAt'],
-  description: 'A named collection of JSON documents (e.g. a SKU mapping): flows read it with $lookup(space, key) and write it with dataspace.put.',
-  properties: { name: { type: 'string' }, description: { type: ['string', 'null'] }, documents: { type: 'integer' }, createdAt: timestamp },
+  description:
+    'A named collection of JSON documents (e.g. a SKU mapping): flows read it with $lookup(space, key) and write it with dataspace.put.',
+  properties: {
+    name: { type: 'string' },
+    description: { type: ['string', 'null'] },
+    documents: { type: 'integer' },
+    createdAt: timestamp,
+  },
 } as const;
 
 export const dataDocumentSchema = {
@@ -364,7 +530,8 @@ export const tenantActionSchema = {
   type: 'object',
   additionalProperties: false,
   required: ['name', 'version', 'description', 'expression', 'inputSchema', 'outputSchema', 'createdAt'],
-  description: 'A tenant-defined action: a named, versioned JSONata transform of its input, usable as a node ("operation": "action:<name>").',
+  description:
+    'A tenant-defined action: a named, versioned JSONata transform of its input, usable as a node ("operation": "action:<name>").',
   properties: {
     name: { type: 'string' },
     version: { type: 'integer', description: 'Each save is a new, immutable version.' },
@@ -380,13 +547,23 @@ export const tenantActionSchema = {
 export const operationInfoSchema = {
   type: 'object',
   additionalProperties: false,
-  required: ['name', 'version', 'title', 'description', 'configSchema', 'deprecated', 'successor', 'sideEffects', 'fanOut'],
+  required: [
+    'name',
+    'version',
+    'title',
+    'description',
+    'configSchema',
+    'deprecated',
+    'successor',
+    'sideEffects',
+    'fanOut',
+  ],
   properties: {
     name: { type: 'string', description: 'What a node names in `operation`.' },
     version: { type: 'string', description: 'Semantic version of its behaviour and config.' },
     title: { type: 'string' },
     description: { type: 'string' },
-    configSchema: { type: 'object', description: 'The JSON Schema a node\'s config is validated with.' },
+    configSchema: { type: 'object', description: "The JSON Schema a node's config is validated with." },
     deprecated: { type: 'boolean' },
     successor: { type: ['string', 'null'], description: 'The operation to use instead, when deprecated.' },
     sideEffects: { type: 'boolean', description: 'Whether running it changes an outside system.' },

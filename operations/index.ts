@@ -5,7 +5,11 @@ import type { WebhookSubscriber } from '../engine/destinations.ts';
 import { shopifyOperations, shopifyWebhooks } from './shopify/index.ts';
 
 /** Every operation family this build ships. */
-export const allOperations: OperationDefinition<unknown>[] = [...coreOperations, ...dataSpaceOperations, ...shopifyOperations];
+export const allOperations: OperationDefinition<unknown>[] = [
+  ...coreOperations,
+  ...dataSpaceOperations,
+  ...shopifyOperations,
+];
 
 /** Who registers webhooks for each destination type. */
 export const webhookSubscribers: Record<string, WebhookSubscriber> = { shopify: shopifyWebhooks };

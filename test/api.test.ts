@@ -35,7 +35,12 @@ async function apiOperations() {
     for (const [method, operation] of Object.entries<any>(methods)) {
       // The deprecated adapter route has its own key (x-api-key), tested with the refund operation.
       if (operation.security.length === 0) continue;
-      const filled = path.replace('{id}', flowA).replace('{name}', 'ERP_URL').replace('{version}', '1').replace('{tenantId}', 'tenant-a').replace('{topic}', 'refunds%2Fcreate');
+      const filled = path
+        .replace('{id}', flowA)
+        .replace('{name}', 'ERP_URL')
+        .replace('{version}', '1')
+        .replace('{tenantId}', 'tenant-a')
+        .replace('{topic}', 'refunds%2Fcreate');
       const scope = operation.security[0].oauth2[0];
       operations.push({ method: method.toUpperCase(), path: filled, scope, operator: scope === 'platform:admin' });
     }
@@ -44,10 +49,15 @@ async function apiOperations() {
 }
 
 const bodyFor = (method: string, path: string) =>
-  method === 'GET' || method === 'DELETE' ? undefined
-    : path.endsWith('/editable-flows') ? example
-      : path.includes('/editable-flows/') && method === 'PUT' ? { revision: 1, document: example }
-        : path.includes('variables/') ? { value: 'x' } : {};
+  method === 'GET' || method === 'DELETE'
+    ? undefined
+    : path.endsWith('/editable-flows')
+      ? example
+      : path.includes('/editable-flows/') && method === 'PUT'
+        ? { revision: 1, document: example }
+        : path.includes('variables/')
+          ? { value: 'x' }
+          : {};
 
 describe('authentication and authorization on every route', () => {
   it('answers 401 without a token, 401 with a bad one, 400 without tenant_id, 403 for another tenant', async () => {
@@ -55,10 +65,17 @@ describe('authentication and authorization on every route', () => {
     expect(operations.length).toBeGreaterThanOrEqual(17);
     for (const { method, path } of operations) {
       const body = bodyFor(method, path);
-      const noToken = await fetch(`${env.url}${path}`, { method, headers: { tenant_id: 'tenant-a', 'content-type': 'application/json' }, body: body && JSON.stringify(body) });
+      const noToken = await fetch(`${env.url}${path}`, {
+        method,
+        headers: { tenant_id: 'tenant-a', 'content-type': 'application/json' },
+        body: body && JSON.stringify(body),
+      });
       expect(noToken.status, `${method} ${path} without token`).toBe(401);
       expect(noToken.headers.get('content-type')).toMatch(/application\/problem\+json/);
-      const forged = await fetch(`${env.url}${path}`, { method, headers: { authorization: `Bearer ${a.token.slice(0, -4)}AAAA`, tenant_id: 'tenant-a' } });
+      const forged = await fetch(`${env.url}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${a.token.slice(0, -4)}AAAA`, tenant_id: 'tenant-a' },
+      });
       expect(forged.status, `${method} ${path} with a forged token`).toBe(401);
       const noTenant = await a.call(method, path, body, { tenant_id: '' });
       expect(noTenant.status, `${method} ${path} without tenant_id`).toBe(400);
@@ -67,19 +84,27 @@ describe('authentication and authorization on every route', () => {
     }
   });
 
-  it('answers 403 when the token lacks the route\'s scope', async () => {
-    const credentials = await createClientCredentials(env.platform.store, { tenantId: 'tenant-a', scopes: ['runs:read'] });
+  it("answers 403 when the token lacks the route's scope", async () => {
+    const credentials = await createClientCredentials(env.platform.store, {
+      tenantId: 'tenant-a',
+      scopes: ['runs:read'],
+    });
     const reader = await getToken(env.url, credentials.client_id, credentials.client_secret);
     for (const { method, path, scope } of await apiOperations()) {
       if (scope === 'runs:read' || scope === undefined) continue;
-      const response = await fetch(`${env.url}${path}`, { method, headers: { authorization: `Bearer ${reader}`, tenant_id: 'tenant-a' } });
+      const response = await fetch(`${env.url}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${reader}`, tenant_id: 'tenant-a' },
+      });
       expect(response.status, `${method} ${path} needs ${scope}`).toBe(403);
     }
   });
 
   it('answers operator routes only to operator tokens, without a tenant_id header', async () => {
     const operations = (await apiOperations()).filter((operation) => operation.operator);
-    expect(operations.map(({ method, path }) => `${method} ${path}`)).toEqual(expect.arrayContaining(['GET /api/v1/tenants', 'POST /api/v1/tenants/tenant-a/suspend']));
+    expect(operations.map(({ method, path }) => `${method} ${path}`)).toEqual(
+      expect.arrayContaining(['GET /api/v1/tenants', 'POST /api/v1/tenants/tenant-a/suspend']),
+    );
     for (const { method, path } of operations) {
       const body = method === 'GET' || method === 'DELETE' ? undefined : {};
       expect((await fetch(`${env.url}${path}`, { method })).status, `${method} ${path} without token`).toBe(401);
@@ -94,30 +119,60 @@ describe('authentication and authorization on every route', () => {
 
   it('refuses a token signed with the right key but without exp, or not yet valid', async () => {
     const [stored] = await env.platform.store.listSigningKeys();
-    const key = await importJWK(JSON.parse(Keyring.parse(env.config.secretsKey!).open(stored.sealedPrivateJwk, 'signing-key')), 'ES256');
-    const token = (claims: (jwt: SignJWT) => SignJWT) => claims(new SignJWT({ scope: 'flows:read', tenant_id: 'tenant-a' })
-      .setProtectedHeader({ alg: 'ES256', kid: stored.kid }).setIssuer(env.config.authIssuer).setAudience(env.config.authAudience).setIssuedAt()).sign(key);
-    const call = async (jwt: string) => (await fetch(`${env.url}/api/v1/flows`, { headers: { authorization: `Bearer ${jwt}`, tenant_id: 'tenant-a' } })).status;
+    const key = await importJWK(
+      JSON.parse(Keyring.parse(env.config.secretsKey!).open(stored.sealedPrivateJwk, 'signing-key')),
+      'ES256',
+    );
+    const token = (claims: (jwt: SignJWT) => SignJWT) =>
+      claims(
+        new SignJWT({ scope: 'flows:read', tenant_id: 'tenant-a' })
+          .setProtectedHeader({ alg: 'ES256', kid: stored.kid })
+          .setIssuer(env.config.authIssuer)
+          .setAudience(env.config.authAudience)
+          .setIssuedAt(),
+      ).sign(key);
+    const call = async (jwt: string) =>
+      (await fetch(`${env.url}/api/v1/flows`, { headers: { authorization: `Bearer ${jwt}`, tenant_id: 'tenant-a' } }))
+        .status;
     expect(await call(await token((jwt) => jwt.setExpirationTime('1h')))).toBe(200);
     expect(await call(await token((jwt) => jwt))).toBe(401);
     expect(await call(await token((jwt) => jwt.setExpirationTime('1h').setNotBefore('30m')))).toBe(401);
   });
 
   it('refuses wrong client secrets and unknown grant types at the token endpoint', async () => {
-    const post = (body: object) => fetch(`${env.url}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-    const wrong = await post({ grant_type: 'client_credentials', client_id: a.credentials.client_id, client_secret: 'nope' });
+    const post = (body: object) =>
+      fetch(`${env.url}/oauth/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    const wrong = await post({
+      grant_type: 'client_credentials',
+      client_id: a.credentials.client_id,
+      client_secret: 'nope',
+    });
     expect(wrong.status).toBe(401);
     expect(await wrong.json()).toMatchObject({ error: 'invalid_client' });
     expect((await post({ grant_type: 'password', client_id: 'x', client_secret: 'y' })).status).toBe(400);
     const missing = await post({ grant_type: 'client_credentials' });
     expect(missing.status).toBe(400);
-    expect((await missing.json()).errors).toEqual(expect.arrayContaining([expect.objectContaining({ path: '$.body.client_id' })]));
+    expect((await missing.json()).errors).toEqual(
+      expect.arrayContaining([expect.objectContaining({ path: '$.body.client_id' })]),
+    );
   });
 
   it('echoes a plausible x-request-id and makes one otherwise', async () => {
-    expect((await a.call('GET', '/api/v1/runs', undefined, { 'x-request-id': 'trace-123' })).headers.get('x-request-id')).toBe('trace-123');
-    expect((await a.call('GET', '/api/v1/runs', undefined, { 'x-request-id': 'bad id with spaces' })).headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
-    expect(env.lines.some((line) => line.includes('"reqId":"trace-123"') && line.includes('"path":"/api/v1/runs"'))).toBe(true);
+    expect(
+      (await a.call('GET', '/api/v1/runs', undefined, { 'x-request-id': 'trace-123' })).headers.get('x-request-id'),
+    ).toBe('trace-123');
+    expect(
+      (await a.call('GET', '/api/v1/runs', undefined, { 'x-request-id': 'bad id with spaces' })).headers.get(
+        'x-request-id',
+      ),
+    ).toMatch(/^[0-9a-f-]{36}$/);
+    expect(
+      env.lines.some((line) => line.includes('"reqId":"trace-123"') && line.includes('"path":"/api/v1/runs"')),
+    ).toBe(true);
   });
 
   it('lets an operator act for any tenant', async () => {
@@ -127,8 +182,12 @@ describe('authentication and authorization on every route', () => {
 });
 
 describe('behind a proxy', () => {
-  it('verifies the embedded issuer\'s tokens in the process: a PUBLIC_URL the process cannot reach changes nothing', async () => {
-    const proxied = await startTestPlatform('postgres', { api: true, worker: false }, { publicUrl: 'http://127.0.0.1:9' });
+  it("verifies the embedded issuer's tokens in the process: a PUBLIC_URL the process cannot reach changes nothing", async () => {
+    const proxied = await startTestPlatform(
+      'postgres',
+      { api: true, worker: false },
+      { publicUrl: 'http://127.0.0.1:9' },
+    );
     try {
       expect(proxied.platform.url).toBe('http://127.0.0.1:9');
       const acme = await proxied.tenant('acme');
@@ -138,10 +197,16 @@ describe('behind a proxy', () => {
     }
   });
 
-  it('names AUTH_JWKS_URL when an external identity provider\'s keys cannot be fetched', async () => {
-    const external = await startTestPlatform('postgres', { api: true, worker: false }, { authJwksUrl: 'http://127.0.0.1:9/jwks.json' });
+  it("names AUTH_JWKS_URL when an external identity provider's keys cannot be fetched", async () => {
+    const external = await startTestPlatform(
+      'postgres',
+      { api: true, worker: false },
+      { authJwksUrl: 'http://127.0.0.1:9/jwks.json' },
+    );
     try {
-      const refused = await fetch(`${external.url}/api/v1/flows`, { headers: { authorization: `Bearer ${a.token}`, tenant_id: 'tenant-a' } });
+      const refused = await fetch(`${external.url}/api/v1/flows`, {
+        headers: { authorization: `Bearer ${a.token}`, tenant_id: 'tenant-a' },
+      });
       expect(refused.status).toBe(503);
       expect((await refused.json()).detail).toContain('AUTH_JWKS_URL (http://127.0.0.1:9/jwks.json)');
     } finally {
@@ -150,12 +215,13 @@ describe('behind a proxy', () => {
   });
 });
 
-
 describe('tenant isolation', () => {
   it('tenant B cannot read, change, publish, delete or trigger what tenant A owns', async () => {
     expect((await b.call('GET', `/api/v1/editable-flows/${flowA}`)).status).toBe(404);
     expect((await b.call('GET', `/api/v1/flows/${flowA}`)).status).toBe(404);
-    expect((await b.call('PUT', `/api/v1/editable-flows/${flowA}`, { revision: 1, document: example })).status).toBe(404);
+    expect((await b.call('PUT', `/api/v1/editable-flows/${flowA}`, { revision: 1, document: example })).status).toBe(
+      404,
+    );
     expect((await b.call('POST', `/api/v1/editable-flows/${flowA}/publish`)).status).toBe(404);
     expect((await b.call('POST', `/api/v1/flows/${flowA}/deactivate`)).status).toBe(404);
     expect((await b.call('DELETE', `/api/v1/editable-flows/${flowA}`)).status).toBe(404);
@@ -179,68 +245,143 @@ describe('tenant isolation', () => {
 describe('request validation', () => {
   it('answers problem+json naming each bad field', async () => {
     const response = await a.call('POST', '/api/v1/editable-flows', {
-      ...example, key: 'bad-flow', nodes: [{ id: 'send', operation: 'http.request', config: { url: 'not a url', method: 'BREW' } }], edges: [{ from: 'trigger', to: 'send' }],
+      ...example,
+      key: 'bad-flow',
+      nodes: [{ id: 'send', operation: 'http.request', config: { url: 'not a url', method: 'BREW' } }],
+      edges: [{ from: 'trigger', to: 'send' }],
     });
     expect(response.status).toBe(400);
     expect(response.headers.get('content-type')).toMatch(/application\/problem\+json/);
-    expect(response.body.errors).toEqual(expect.arrayContaining([
-      { path: '$.body.nodes[0].config.url', message: expect.any(String), node: 'send' },
-      { path: '$.body.nodes[0].config.method', message: expect.any(String), node: 'send' },
-    ]));
+    expect(response.body.errors).toEqual(
+      expect.arrayContaining([
+        { path: '$.body.nodes[0].config.url', message: expect.any(String), node: 'send' },
+        { path: '$.body.nodes[0].config.method', message: expect.any(String), node: 'send' },
+      ]),
+    );
   });
 
   it('never answers 500 to malformed input', async () => {
-    const raw = (path: string, init: RequestInit) => fetch(`${env.url}${path}`, { ...init, headers: { authorization: `Bearer ${a.token}`, tenant_id: 'tenant-a', ...init.headers } });
-    const malformed = await raw('/api/v1/editable-flows', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"key": ' });
+    const raw = (path: string, init: RequestInit) =>
+      fetch(`${env.url}${path}`, {
+        ...init,
+        headers: { authorization: `Bearer ${a.token}`, tenant_id: 'tenant-a', ...init.headers },
+      });
+    const malformed = await raw('/api/v1/editable-flows', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"key": ',
+    });
     expect(malformed.status).toBe(400);
-    const wrongType = await raw('/api/v1/editable-flows', { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'hello' });
+    const wrongType = await raw('/api/v1/editable-flows', {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain' },
+      body: 'hello',
+    });
     expect(wrongType.status).toBe(415);
-    const tooLarge = await raw('/api/v1/global-variables/BIG', { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ value: 'x'.repeat(70_000) }) });
+    const tooLarge = await raw('/api/v1/global-variables/BIG', {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ value: 'x'.repeat(70_000) }),
+    });
     expect(tooLarge.status).toBe(413);
     expect((await tooLarge.json()).detail).toContain('BODY_LIMIT');
     const badEnum = await raw('/api/v1/runs?status=nope', { method: 'GET' });
-    expect((await badEnum.json()).errors).toEqual([{ path: '$.query.status', message: expect.stringContaining('"running"') }]);
-    for (const path of ['/api/v1/runs/%00', '/api/v1/runs?first=0', '/api/v1/runs?first=abc', '/api/v1/runs?after=%%%', '/api/v1/flows/1/versions/x', '/api/v1/runs?status=nope']) {
+    expect((await badEnum.json()).errors).toEqual([
+      { path: '$.query.status', message: expect.stringContaining('"running"') },
+    ]);
+    for (const path of [
+      '/api/v1/runs/%00',
+      '/api/v1/runs?first=0',
+      '/api/v1/runs?first=abc',
+      '/api/v1/runs?after=%%%',
+      '/api/v1/flows/1/versions/x',
+      '/api/v1/runs?status=nope',
+    ]) {
       const response = await raw(path, { method: 'GET' });
       expect(response.status, path).toBeGreaterThanOrEqual(400);
       expect(response.status, path).toBeLessThan(500);
     }
-    const hook = await fetch(`${env.url}/hooks/tenant-a/orders-to-erp`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{not json' });
+    const hook = await fetch(`${env.url}/hooks/tenant-a/orders-to-erp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{not json',
+    });
     expect(hook.status).toBe(400);
     for (const body of ['{"a":"x\\u0000y"}', `${'{"a":'.repeat(150)}1${'}'.repeat(150)}`]) {
-      const hookResponse = await fetch(`${env.url}/hooks/tenant-a/orders-to-erp`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      const hookResponse = await fetch(`${env.url}/hooks/tenant-a/orders-to-erp`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body,
+      });
       expect(hookResponse.status).toBe(400);
       expect((await hookResponse.json()).errors).toEqual([{ path: '$.body', message: expect.any(String) }]);
-      const apiResponse = await raw('/api/v1/global-variables/ODD', { method: 'PUT', headers: { 'content-type': 'application/json' }, body: `{"value": ${body}}` });
+      const apiResponse = await raw('/api/v1/global-variables/ODD', {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json' },
+        body: `{"value": ${body}}`,
+      });
       expect(apiResponse.status).toBe(400);
     }
-    const longKey = await fetch(`${env.url}/hooks/tenant-a/orders-to-erp`, { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': 'k'.repeat(300) }, body: '{}' });
+    const longKey = await fetch(`${env.url}/hooks/tenant-a/orders-to-erp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'idempotency-key': 'k'.repeat(300) },
+      body: '{}',
+    });
     expect(longKey.status).toBe(400);
-    expect((await longKey.json()).errors).toEqual([{ path: '$.headers["idempotency-key"]', message: expect.stringContaining('256') }]);
-    expect((await fetch(`${env.url}/hooks/tenant-a/orders-to-erp?x=%00`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).status).toBe(400);
-    const bigHook = await fetch(`${env.url}/hooks/tenant-a/orders-to-erp`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ x: 'y'.repeat(70_000) }) });
+    expect((await longKey.json()).errors).toEqual([
+      { path: '$.headers["idempotency-key"]', message: expect.stringContaining('256') },
+    ]);
+    expect(
+      (
+        await fetch(`${env.url}/hooks/tenant-a/orders-to-erp?x=%00`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: '{}',
+        })
+      ).status,
+    ).toBe(400);
+    const bigHook = await fetch(`${env.url}/hooks/tenant-a/orders-to-erp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ x: 'y'.repeat(70_000) }),
+    });
     expect(bigHook.status).toBe(413);
     expect((await bigHook.json()).detail).toContain('BODY_LIMIT');
   });
 
-  it('takes a flow URL\'s body gzipped, names each delivery by request id, and refuses what it cannot read', async () => {
+  it("takes a flow URL's body gzipped, names each delivery by request id, and refuses what it cannot read", async () => {
     const hookUrl = `${env.url}/hooks/tenant-a/orders-to-erp`;
     const json = { 'content-type': 'application/json' };
-    const zipped = await fetch(hookUrl, { method: 'POST', headers: { ...json, 'content-encoding': 'gzip', 'x-request-id': 'sender-req-1' }, body: gzipSync(JSON.stringify({ id: 77, total: 1 })) });
+    const zipped = await fetch(hookUrl, {
+      method: 'POST',
+      headers: { ...json, 'content-encoding': 'gzip', 'x-request-id': 'sender-req-1' },
+      body: gzipSync(JSON.stringify({ id: 77, total: 1 })),
+    });
     expect(zipped.status).toBe(202);
     expect(zipped.headers.get('x-request-id')).toBe('sender-req-1');
     const { messageId } = await zipped.json();
     expect((await a.call('GET', `/api/v1/messages/${messageId}`)).body.body).toEqual({ id: 77, total: 1 });
     // A trailing slash is the same flow URL; the query string is kept with the message.
-    const slashed = await fetch(`${hookUrl}/?source=test&tag=a&tag=b`, { method: 'POST', headers: json, body: '{"id":78}' });
+    const slashed = await fetch(`${hookUrl}/?source=test&tag=a&tag=b`, {
+      method: 'POST',
+      headers: json,
+      body: '{"id":78}',
+    });
     expect(slashed.status).toBe(202);
     expect(slashed.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
-    expect((await a.call('GET', `/api/v1/messages/${(await slashed.json()).messageId}`)).body.query).toEqual({ source: 'test', tag: ['a', 'b'] });
+    expect((await a.call('GET', `/api/v1/messages/${(await slashed.json()).messageId}`)).body.query).toEqual({
+      source: 'test',
+      tag: ['a', 'b'],
+    });
 
     const refusals: Array<[RequestInit, number, string]> = [
       [{ headers: { ...json, 'content-encoding': 'compress' }, body: '{}' }, 415, 'Unsupported media type'],
       [{ headers: { ...json, 'content-encoding': 'gzip' }, body: '{"not":"gzip"}' }, 400, 'Invalid body'],
-      [{ headers: { ...json, 'content-encoding': 'gzip' }, body: gzipSync(`{"x":"${'y'.repeat(200_000)}"}`) }, 413, 'Payload too large'],
+      [
+        { headers: { ...json, 'content-encoding': 'gzip' }, body: gzipSync(`{"x":"${'y'.repeat(200_000)}"}`) },
+        413,
+        'Payload too large',
+      ],
       [{ headers: { 'content-type': 'text/plain' }, body: 'hello' }, 415, 'Unsupported media type'],
     ];
     for (const [init, status, title] of refusals) {
@@ -251,14 +392,20 @@ describe('request validation', () => {
     }
     // Streamed without a length, over the limit: refused as soon as it is, not read to its end.
     const streamed = await new Promise<number>((resolve, reject) => {
-      const request = http.request(hookUrl, { method: 'POST', headers: json }, (response) => resolve(response.statusCode!));
+      const request = http.request(hookUrl, { method: 'POST', headers: json }, (response) =>
+        resolve(response.statusCode!),
+      );
       request.on('error', reject);
       for (let i = 0; i < 10; i++) request.write('x'.repeat(10_000));
       request.end();
     });
     expect(streamed).toBe(413);
     // Other methods and paths under /hooks are the app's, and it has no such route.
-    for (const [method, path] of [['GET', '/hooks/tenant-a/orders-to-erp'], ['POST', '/hooks/tenant-a'], ['POST', '/hooks/tenant-a/orders-to-erp/extra']]) {
+    for (const [method, path] of [
+      ['GET', '/hooks/tenant-a/orders-to-erp'],
+      ['POST', '/hooks/tenant-a'],
+      ['POST', '/hooks/tenant-a/orders-to-erp/extra'],
+    ]) {
       const response = await fetch(`${env.url}${path}`, { method });
       expect(response.status, `${method} ${path}`).toBe(404);
       expect(response.headers.get('content-type')).toMatch(/application\/problem\+json/);
@@ -267,21 +414,38 @@ describe('request validation', () => {
 
   it('refuses a stale revision with 409 and keeps the newer draft', async () => {
     const created = await a.call('POST', '/api/v1/editable-flows', { ...example, key: 'occ-flow' });
-    const first = await a.call('PUT', `/api/v1/editable-flows/${created.body.id}`, { revision: 1, document: { ...example, key: 'occ-flow', name: 'first' } });
+    const first = await a.call('PUT', `/api/v1/editable-flows/${created.body.id}`, {
+      revision: 1,
+      document: { ...example, key: 'occ-flow', name: 'first' },
+    });
     expect(first.body.revision).toBe(2);
-    const stale = await a.call('PUT', `/api/v1/editable-flows/${created.body.id}`, { revision: 1, document: { ...example, key: 'occ-flow', name: 'second' } });
+    const stale = await a.call('PUT', `/api/v1/editable-flows/${created.body.id}`, {
+      revision: 1,
+      document: { ...example, key: 'occ-flow', name: 'second' },
+    });
     expect(stale.status).toBe(409);
     expect((await a.call('GET', `/api/v1/editable-flows/${created.body.id}`)).body.name).toBe('first');
-    expect((await a.call('POST', `/api/v1/editable-flows/${created.body.id}/publish`, { revision: 1 })).status).toBe(409);
-    const moved = await a.call('PUT', `/api/v1/editable-flows/${created.body.id}`, { revision: 2, document: { ...example, key: 'new-url' } });
+    expect((await a.call('POST', `/api/v1/editable-flows/${created.body.id}/publish`, { revision: 1 })).status).toBe(
+      409,
+    );
+    const moved = await a.call('PUT', `/api/v1/editable-flows/${created.body.id}`, {
+      revision: 2,
+      document: { ...example, key: 'new-url' },
+    });
     expect(moved.status).toBe(400);
     expect(moved.body.errors).toEqual([{ path: '$.body.document.key', message: expect.stringContaining('occ-flow') }]);
   });
 
-  it('pins each node of a published version to its operation\'s major; the draft keeps what the author wrote', async () => {
+  it("pins each node of a published version to its operation's major; the draft keeps what the author wrote", async () => {
     const version = (await a.call('GET', `/api/v1/flows/${flowA}/versions/1`)).body;
-    expect(version.document.nodes.map((node: { operation: string; operationVersion: number }) => [node.operation, node.operationVersion])).toEqual([
-      ['transform', 1], ['http.request', 1],
+    expect(
+      version.document.nodes.map((node: { operation: string; operationVersion: number }) => [
+        node.operation,
+        node.operationVersion,
+      ]),
+    ).toEqual([
+      ['transform', 1],
+      ['http.request', 1],
     ]);
     const draft = (await a.call('GET', `/api/v1/editable-flows/${flowA}`)).body.draft;
     expect(draft.nodes.map((node: object) => 'operationVersion' in node)).toEqual([false, false]);
@@ -302,9 +466,12 @@ describe('OpenAPI document', () => {
     const document = await (await fetch(`${env.url}/openapi.json`)).json();
     expect(document.openapi).toBe('3.1.0');
     const tags = new Set(document.tags.map((tag: { name: string }) => tag.name));
-    for (const methods of Object.values<any>(document.paths)) for (const operation of Object.values<any>(methods)) expect(tags.has(operation.tags[0])).toBe(true);
+    for (const methods of Object.values<any>(document.paths))
+      for (const operation of Object.values<any>(methods)) expect(tags.has(operation.tags[0])).toBe(true);
     expect(document.tags).toContainEqual({ name: 'EditableFlow', description: 'flow editing' });
-    expect(document.paths['/api/v1/editable-flows'].post.requestBody.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/FlowDocument' });
+    expect(document.paths['/api/v1/editable-flows'].post.requestBody.content['application/json'].schema).toEqual({
+      $ref: '#/components/schemas/FlowDocument',
+    });
   });
 
   it('declares every path parameter, names every operation once, and marks operator routes', async () => {
@@ -313,14 +480,21 @@ describe('OpenAPI document', () => {
     for (const [path, methods] of Object.entries<any>(document.paths)) {
       const templated = [...path.matchAll(/\{(\w+)\}/g)].map((match) => match[1]).sort();
       for (const [method, operation] of Object.entries<any>(methods)) {
-        const declared = (operation.parameters ?? []).filter((parameter: any) => parameter.in === 'path').map((parameter: any) => parameter.name).sort();
+        const declared = (operation.parameters ?? [])
+          .filter((parameter: any) => parameter.in === 'path')
+          .map((parameter: any) => parameter.name)
+          .sort();
         expect(declared, `${method} ${path}`).toEqual(templated);
         if (operation.operationId) {
           expect(operationIds.has(operation.operationId), operation.operationId).toBe(false);
           operationIds.add(operation.operationId);
         }
         const operator = operation.security?.[0]?.oauth2?.[0] === 'platform:admin';
-        if (path.startsWith('/api/v1/')) expect(operation.parameters.some((parameter: any) => parameter.name === 'tenant_id'), `${method} ${path}`).toBe(!operator);
+        if (path.startsWith('/api/v1/'))
+          expect(
+            operation.parameters.some((parameter: any) => parameter.name === 'tenant_id'),
+            `${method} ${path}`,
+          ).toBe(!operator);
       }
     }
     expect(operationIds.size).toBeGreaterThan(80);
@@ -331,14 +505,22 @@ describe('queue dashboard', () => {
   it('is for operators only: Basic with an operator client, or an operator token', async () => {
     expect((await fetch(`${env.url}/admin/queues`)).status).toBe(401);
     const tenantBasic = Buffer.from(`${a.credentials.client_id}:${a.credentials.client_secret}`).toString('base64');
-    expect((await fetch(`${env.url}/admin/queues`, { headers: { authorization: `Basic ${tenantBasic}` } })).status).toBe(401);
-    expect((await fetch(`${env.url}/admin/queues`, { headers: { authorization: `Bearer ${a.token}` } })).status).toBe(401);
+    expect(
+      (await fetch(`${env.url}/admin/queues`, { headers: { authorization: `Basic ${tenantBasic}` } })).status,
+    ).toBe(401);
+    expect((await fetch(`${env.url}/admin/queues`, { headers: { authorization: `Bearer ${a.token}` } })).status).toBe(
+      401,
+    );
     const operator = await env.operator();
-    const basic = Buffer.from(`${operator.credentials.client_id}:${operator.credentials.client_secret}`).toString('base64');
+    const basic = Buffer.from(`${operator.credentials.client_id}:${operator.credentials.client_secret}`).toString(
+      'base64',
+    );
     const page = await fetch(`${env.url}/admin/queues`, { headers: { authorization: `Basic ${basic}` } });
     expect(page.status).toBe(200);
     expect(await page.text()).toContain('<html');
-    const queues = await fetch(`${env.url}/admin/queues/api/queues`, { headers: { authorization: `Bearer ${operator.token}` } });
+    const queues = await fetch(`${env.url}/admin/queues/api/queues`, {
+      headers: { authorization: `Bearer ${operator.token}` },
+    });
     expect(queues.status).toBe(200);
     expect(JSON.stringify(await queues.json())).toContain('"runs"');
   });
@@ -349,7 +531,11 @@ describe('metadata, operations and the reference page', () => {
     const { nodes } = (await a.call('GET', '/api/v1/low-code-actions/operations')).body;
     const byName = Object.fromEntries(nodes.map((operation: any) => [operation.name, operation]));
     expect(byName['shopify.refund-sync-to-erp']).toMatchObject({
-      title: '[DEPRECATED] - Refund sync to ERP', deprecated: true, successor: 'shopify.orders-import-list', sideEffects: true, fanOut: false,
+      title: '[DEPRECATED] - Refund sync to ERP',
+      deprecated: true,
+      successor: 'shopify.orders-import-list',
+      sideEffects: true,
+      fanOut: false,
       configSchema: expect.objectContaining({ required: ['destination'] }),
     });
     expect(byName['shopify.orders-import-list']).toMatchObject({ deprecated: false, successor: null, fanOut: true });
@@ -373,9 +559,13 @@ describe('metadata, operations and the reference page', () => {
     const contract = await OpenApiContract.of(env.url);
     const run = (await a.call('GET', '/api/v1/runs?first=1')).body;
     expect(contract.violations('GET', '/api/v1/runs', 200, run)).toEqual([]);
-    expect(contract.violations('GET', '/api/v1/runs', 200, { nodes: 'none' })).toEqual(expect.arrayContaining([expect.stringContaining('/nodes must be array')]));
+    expect(contract.violations('GET', '/api/v1/runs', 200, { nodes: 'none' })).toEqual(
+      expect.arrayContaining([expect.stringContaining('/nodes must be array')]),
+    );
     expect(contract.violations('GET', '/api/v1/runs', 418, {})).toEqual([expect.stringContaining('does not list')]);
-    expect(contract.violations('GET', '/api/v1/nowhere', 200, {})).toEqual([expect.stringContaining('is not in /openapi.json')]);
+    expect(contract.violations('GET', '/api/v1/nowhere', 200, {})).toEqual([
+      expect.stringContaining('is not in /openapi.json'),
+    ]);
   });
 
   it('renders an API reference at /docs from the OpenAPI document, every seed tag with its label', async () => {

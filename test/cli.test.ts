@@ -11,12 +11,18 @@ const CLI = path.resolve('bin/tributary.js');
 /** The CLI as a user runs it, from `cwd`, with only the environment given (no DATABASE_URL unless set). */
 function cli(args: string[], env: Record<string, string> = {}, cwd = process.cwd()) {
   const { DATABASE_URL: _url, DATA_DIR: _dir, ...inherited } = process.env;
-  const child = spawn(process.execPath, [CLI, ...args], { cwd, env: { ...inherited, LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [CLI, ...args], {
+    cwd,
+    env: { ...inherited, LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr })));
+  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
+    child.once('close', (code) => resolve({ code, stdout, stderr })),
+  );
 }
 
 describe('the tributary CLI', () => {
@@ -26,7 +32,7 @@ describe('the tributary CLI', () => {
   });
   afterAll(() => env?.close());
 
-  it('prints its version, each command\'s help, and refuses unknown commands and options with the usage', async () => {
+  it("prints its version, each command's help, and refuses unknown commands and options with the usage", async () => {
     expect(await cli(['--version'])).toMatchObject({ code: 0, stdout: `${VERSION}\n` });
     const help = await cli(['client', 'create', '--help']);
     expect(help.code).toBe(0);

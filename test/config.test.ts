@@ -6,7 +6,13 @@ import { loadConfig, settings, withSettingsTable } from '../bin/config.ts';
 describe('configuration', () => {
   it('takes defaults, coerces numbers and sizes, and treats blank as unset', () => {
     const defaults = loadConfig({});
-    expect(defaults).toMatchObject({ port: 3000, bodyLimitBytes: 1024 * 1024, workerConcurrency: 64, logLevel: 'info', dataDir: path.resolve('data') });
+    expect(defaults).toMatchObject({
+      port: 3000,
+      bodyLimitBytes: 1024 * 1024,
+      workerConcurrency: 64,
+      logLevel: 'info',
+      dataDir: path.resolve('data'),
+    });
     expect(defaults.publicUrl).toBeUndefined();
     const set = loadConfig({ PORT: '8080', BODY_LIMIT: '512kb', MAX_STEP_OUTPUT_BYTES: '2MB', DATABASE_URL: '  ' });
     expect(set).toMatchObject({ port: 8080, bodyLimitBytes: 512 * 1024, maxStepOutputBytes: 2 * 1024 * 1024 });
@@ -17,7 +23,9 @@ describe('configuration', () => {
     expect(() => loadConfig({ WORKER_CONCURRENCY: '0' })).toThrow('WORKER_CONCURRENCY must be >= 1, got "0"');
     expect(() => loadConfig({ PORT: 'eighty' })).toThrow('PORT must be integer, got "eighty"');
     expect(() => loadConfig({ LOG_LEVEL: 'loud' })).toThrow('LOG_LEVEL must be one of "trace", "debug", "info"');
-    expect(() => loadConfig({ BODY_LIMIT: '1gb' })).toThrow('BODY_LIMIT must be a size such as 1048576, 512kb or 1mb, got "1gb"');
+    expect(() => loadConfig({ BODY_LIMIT: '1gb' })).toThrow(
+      'BODY_LIMIT must be a size such as 1048576, 512kb or 1mb, got "1gb"',
+    );
     expect(() => loadConfig({ PUBLIC_URL: 'tributary.example.com' })).toThrow('PUBLIC_URL must match pattern');
   });
 

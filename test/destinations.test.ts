@@ -15,11 +15,17 @@ afterAll(() => env?.close());
 
 const secrets = { token: 'shpat_do-not-show-1', consumerSecret: 'cs-do-not-show-2', tokenSecret: 'ts-do-not-show-3' };
 const destination = (extra: object = {}) => ({
-  type: 'shopify', operation: 'shopify.refund-sync-to-erp', graphqlUrl: 'https://demo.myshopify.com/',
+  type: 'shopify',
+  operation: 'shopify.refund-sync-to-erp',
+  graphqlUrl: 'https://demo.myshopify.com/',
   adminApiAccessToken: secrets.token,
   erp: {
     apiUrl: 'https://1234567.restlets.api.netsuite.com/app/site/hosting/restlet.nl?script=12&deploy=1',
-    consumerKey: 'ck', consumerSecret: secrets.consumerSecret, tokenId: 'tid', tokenSecret: secrets.tokenSecret, accountId: '1234567_SB1',
+    consumerKey: 'ck',
+    consumerSecret: secrets.consumerSecret,
+    tokenId: 'tid',
+    tokenSecret: secrets.tokenSecret,
+    accountId: '1234567_SB1',
   },
   ...extra,
 });
@@ -29,15 +35,41 @@ describe('destinations', () => {
     const created = await acme.call('PUT', '/api/v1/destinations/main-shop', destination());
     expect(created.status).toBe(201);
     expect(created.body).toMatchObject({
-      name: 'main-shop', type: 'shopify',
-      settings: { operation: 'shopify.refund-sync-to-erp', graphqlUrl: 'https://demo.myshopify.com/', erp: { accountId: '1234567_SB1', apiUrl: expect.stringContaining('restlet.nl') } },
-      credentialsSet: ['$.adminApiAccessToken', '$.erp.consumerKey', '$.erp.consumerSecret', '$.erp.tokenId', '$.erp.tokenSecret'],
+      name: 'main-shop',
+      type: 'shopify',
+      settings: {
+        operation: 'shopify.refund-sync-to-erp',
+        graphqlUrl: 'https://demo.myshopify.com/',
+        erp: { accountId: '1234567_SB1', apiUrl: expect.stringContaining('restlet.nl') },
+      },
+      credentialsSet: [
+        '$.adminApiAccessToken',
+        '$.erp.consumerKey',
+        '$.erp.consumerSecret',
+        '$.erp.tokenId',
+        '$.erp.tokenSecret',
+      ],
     });
-    const replaced = await acme.call('PUT', '/api/v1/destinations/main-shop', destination({ adminApiAccessToken: undefined, clientId: 'client-id', clientSecret: 'client-secret-do-not-show' }));
+    const replaced = await acme.call(
+      'PUT',
+      '/api/v1/destinations/main-shop',
+      destination({ adminApiAccessToken: undefined, clientId: 'client-id', clientSecret: 'client-secret-do-not-show' }),
+    );
     expect(replaced.status).toBe(200);
-    expect(replaced.body.credentialsSet).toEqual(['$.clientId', '$.clientSecret', '$.erp.consumerKey', '$.erp.consumerSecret', '$.erp.tokenId', '$.erp.tokenSecret']);
+    expect(replaced.body.credentialsSet).toEqual([
+      '$.clientId',
+      '$.clientSecret',
+      '$.erp.consumerKey',
+      '$.erp.consumerSecret',
+      '$.erp.tokenId',
+      '$.erp.tokenSecret',
+    ]);
 
-    const shown = (await acme.call('GET', '/api/v1/destinations/main-shop')).text + (await acme.call('GET', '/api/v1/destinations')).text + created.text + replaced.text;
+    const shown =
+      (await acme.call('GET', '/api/v1/destinations/main-shop')).text +
+      (await acme.call('GET', '/api/v1/destinations')).text +
+      created.text +
+      replaced.text;
     for (const value of [...Object.values(secrets), 'client-secret-do-not-show']) {
       expect(shown).not.toContain(value);
       expect(env.lines.join('\n')).not.toContain(value);
@@ -57,9 +89,13 @@ describe('destinations', () => {
       expect(response.status).toBe(400);
       return response.body.errors.map((error: { path: string }) => error.path);
     };
-    expect(await errorsOf(destination({ clientId: 'id', clientSecret: 'secret' }))).toEqual(['$.body.adminApiAccessToken']);
+    expect(await errorsOf(destination({ clientId: 'id', clientSecret: 'secret' }))).toEqual([
+      '$.body.adminApiAccessToken',
+    ]);
     expect(await errorsOf(destination({ adminApiAccessToken: undefined }))).toEqual(['$.body']);
-    expect(await errorsOf(destination({ adminApiAccessToken: undefined, clientId: 'id' }))).toEqual(['$.body.clientSecret']);
+    expect(await errorsOf(destination({ adminApiAccessToken: undefined, clientId: 'id' }))).toEqual([
+      '$.body.clientSecret',
+    ]);
     expect(await errorsOf(destination({ graphqlUrl: 'https://demo.myshopify.com' }))).toEqual(['$.body.graphqlUrl']);
     const { tokenSecret: _omitted, ...erp } = destination().erp;
     expect(await errorsOf(destination({ erp }))).toEqual(['$.body.erp.tokenSecret']);

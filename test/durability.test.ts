@@ -1,7 +1,15 @@
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Platform } from '../bin/platform.ts';
-import { capturingLogger, eventually, sendWebhook, spawnWorker, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
+import {
+  capturingLogger,
+  eventually,
+  sendWebhook,
+  spawnWorker,
+  startTestPlatform,
+  type ApiClient,
+  type TestPlatform,
+} from './support/harness.ts';
 import { Receiver } from './support/receiver.ts';
 import { refundRecordValidator } from '../operations/shopify/refund-record.ts';
 import { importFlowDocument, refundFlow, refundWorld } from './support/refund-fixture.ts';
@@ -13,7 +21,11 @@ let receiver: Receiver;
 const workers: ChildProcess[] = [];
 
 beforeAll(async () => {
-  env = await startTestPlatform('postgres', { api: true, worker: false }, { workerLockMs: 2000, workerStalledIntervalMs: 1000 });
+  env = await startTestPlatform(
+    'postgres',
+    { api: true, worker: false },
+    { workerLockMs: 2000, workerStalledIntervalMs: 1000 },
+  );
   acme = await env.tenant('acme');
   receiver = await new Receiver().start();
   await acme.call('PUT', '/api/v1/global-variables/ERP_URL', { value: receiver.url });
@@ -43,15 +55,24 @@ async function stopWorkers() {
 
 const received = (path: string) => receiver.requests.filter((request) => request.url === path);
 const post = (id: string, path: string) => ({
-  id, operation: 'http.request', config: { method: 'POST', url: `{{ $vars.ERP_URL }}${path}`, body: { order: '{{ $input.body.id }}' } }, timeoutMs: 600_000,
+  id,
+  operation: 'http.request',
+  config: { method: 'POST', url: `{{ $vars.ERP_URL }}${path}`, body: { order: '{{ $input.body.id }}' } },
+  timeoutMs: 600_000,
 });
 
 describe('durability', () => {
   it('finishes a run whose worker was killed mid-run, without repeating completed nodes', async () => {
     receiver.script({ status: 200 }, 'hang');
     await acme.publish({
-      key: 'crash', name: 'crash', trigger: { type: 'webhook' }, nodes: [post('first', '/first'), post('second', '/second')],
-      edges: [{ from: 'trigger', to: 'first' }, { from: 'first', to: 'second' }],
+      key: 'crash',
+      name: 'crash',
+      trigger: { type: 'webhook' },
+      nodes: [post('first', '/first'), post('second', '/second')],
+      edges: [
+        { from: 'trigger', to: 'first' },
+        { from: 'first', to: 'second' },
+      ],
     });
     const doomed = await startWorker();
     const accepted = await sendWebhook(env.url, 'acme', 'crash', { id: 77 });
@@ -67,7 +88,10 @@ describe('durability', () => {
     expect(run.attempts).toBe(2);
     expect(received('/first')).toHaveLength(1);
     expect(received('/second')).toHaveLength(2);
-    expect(received('/second').map((request) => request.headers['idempotency-key'])).toEqual([`${run.id}.second`, `${run.id}.second`]);
+    expect(received('/second').map((request) => request.headers['idempotency-key'])).toEqual([
+      `${run.id}.second`,
+      `${run.id}.second`,
+    ]);
   });
 
   it('a worker killed after the ERP accepted a refund and before the order was marked: one ERP receipt, marked after recovery', async () => {
@@ -104,10 +128,15 @@ describe('durability', () => {
     const world = await refundWorld(acme, { shop: { restoreRate: 1000, maximumAvailable: 10_000 } });
     try {
       const shop = world.shopify.shop;
-      const orders = Array.from({ length: 12 }, (_, i) => shop.createOrder({ lines: [{ title: `Lamp ${i}`, price: 20, quantity: 1 }], synced: true }));
+      const orders = Array.from({ length: 12 }, (_, i) =>
+        shop.createOrder({ lines: [{ title: `Lamp ${i}`, price: 20, quantity: 1 }], synced: true }),
+      );
       const refunds = orders.map((order) => shop.createRefund(order.id, { lines: [{ line: 0, quantity: 1 }] }).refund);
       // The ERP takes five records, then stops answering: the sends in flight when the worker dies get no answer.
-      world.erp.script(...[1, 2, 3, 4, 5].map((n) => ({ status: 200, body: { ok: n } })), ...Array.from({ length: 20 }, () => 'hang' as const));
+      world.erp.script(
+        ...[1, 2, 3, 4, 5].map((n) => ({ status: 200, body: { ok: n } })),
+        ...Array.from({ length: 20 }, () => 'hang' as const),
+      );
       await stopWorkers();
       const doomed = await startWorker();
       const document = { ...importFlowDocument(), key: 'crash-import' };
@@ -141,7 +170,13 @@ describe('durability', () => {
 
   it('drains on SIGTERM: the run in flight finishes, then the worker exits', async () => {
     receiver.script({ status: 200, delayMs: 1500 });
-    await acme.publish({ key: 'drain', name: 'drain', trigger: { type: 'webhook' }, nodes: [post('slow', '/drain')], edges: [{ from: 'trigger', to: 'slow' }] });
+    await acme.publish({
+      key: 'drain',
+      name: 'drain',
+      trigger: { type: 'webhook' },
+      nodes: [post('slow', '/drain')],
+      edges: [{ from: 'trigger', to: 'slow' }],
+    });
     await stopWorkers();
     const worker = await startWorker();
     const accepted = await sendWebhook(env.url, 'acme', 'drain', { id: 8 });
@@ -157,9 +192,19 @@ describe('durability', () => {
 
   it('answers 503 when Redis is down, and loses nothing when the sender retries', async () => {
     const { logger } = capturingLogger();
-    const broken = await Platform.start({ ...env.config, redisUrl: 'redis://127.0.0.1:1' }, { api: true, worker: false }, { logger });
+    const broken = await Platform.start(
+      { ...env.config, redisUrl: 'redis://127.0.0.1:1' },
+      { api: true, worker: false },
+      { logger },
+    );
     try {
-      await acme.publish({ key: 'outage', name: 'outage', trigger: { type: 'webhook' }, nodes: [post('send', '/outage')], edges: [{ from: 'trigger', to: 'send' }] });
+      await acme.publish({
+        key: 'outage',
+        name: 'outage',
+        trigger: { type: 'webhook' },
+        nodes: [post('send', '/outage')],
+        edges: [{ from: 'trigger', to: 'send' }],
+      });
       const refused = await sendWebhook(broken.url, 'acme', 'outage', { id: 5 }, { 'Idempotency-Key': 'outage-1' });
       expect(refused.status).toBe(503);
       expect(refused.headers.get('retry-after')).toBe('5');

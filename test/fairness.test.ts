@@ -8,15 +8,30 @@ let quiet: ApiClient;
 let receiver: Receiver;
 
 beforeAll(async () => {
-  env = await startTestPlatform('postgres', { api: true, worker: true }, { workerConcurrency: 4, tenantConcurrency: 2 });
+  env = await startTestPlatform(
+    'postgres',
+    { api: true, worker: true },
+    { workerConcurrency: 4, tenantConcurrency: 2 },
+  );
   busy = await env.tenant('busy');
   quiet = await env.tenant('quiet');
   receiver = await new Receiver().start();
   receiver.slow('/busy', 300);
-  for (const [client, path] of [[busy, '/busy'], [quiet, '/quiet']] as const) {
+  for (const [client, path] of [
+    [busy, '/busy'],
+    [quiet, '/quiet'],
+  ] as const) {
     await client.publish({
-      key: 'call', name: 'call', trigger: { type: 'webhook' },
-      nodes: [{ id: 'call', operation: 'http.request', config: { method: 'POST', url: `${receiver.url}${path}`, body: { n: '{{ $input.body.n }}' } } }],
+      key: 'call',
+      name: 'call',
+      trigger: { type: 'webhook' },
+      nodes: [
+        {
+          id: 'call',
+          operation: 'http.request',
+          config: { method: 'POST', url: `${receiver.url}${path}`, body: { n: '{{ $input.body.n }}' } },
+        },
+      ],
       edges: [{ from: 'trigger', to: 'call' }],
     });
   }
@@ -27,7 +42,7 @@ afterAll(async () => {
 });
 
 describe('per-tenant concurrency', () => {
-  it('keeps a busy tenant to its share, so another tenant\'s run does not wait behind its backlog', async () => {
+  it("keeps a busy tenant to its share, so another tenant's run does not wait behind its backlog", async () => {
     const backlog = [];
     for (let n = 0; n < 8; n++) backlog.push((await sendWebhook(env.url, 'busy', 'call', { n })).body.runId);
     const quietRun = (await sendWebhook(env.url, 'quiet', 'call', { n: 0 })).body.runId;
@@ -38,7 +53,9 @@ describe('per-tenant concurrency', () => {
     expect(receiver.maxConcurrent('/busy')).toBeLessThanOrEqual(2);
     expect(receiver.requests.filter((request) => request.url === '/busy')).toHaveLength(8);
     const [quietCall] = receiver.requests.filter((request) => request.url === '/quiet');
-    const lastBusyCall = Math.max(...receiver.requests.filter((request) => request.url === '/busy').map((request) => request.receivedAt));
+    const lastBusyCall = Math.max(
+      ...receiver.requests.filter((request) => request.url === '/busy').map((request) => request.receivedAt),
+    );
     expect(quietCall.receivedAt).toBeLessThan(lastBusyCall);
   });
 });

@@ -9,10 +9,23 @@ import { allOperations } from '../operations/index.ts';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
-const sandbox = new ExpressionSandbox({ timeoutMs: 200, memoryMb: 64, maxDepth: 100, maxResultBytes: 1 << 20, processes: 1 });
+const sandbox = new ExpressionSandbox({
+  timeoutMs: 200,
+  memoryMb: 64,
+  maxDepth: 100,
+  maxResultBytes: 1 << 20,
+  processes: 1,
+});
 const options: CompileOptions = { registry: new OperationRegistry(allOperations), sandbox, defaultTimeoutMs: 30_000 };
 afterAll(() => sandbox.close());
-const flow = (nodes: object[], edges: object[], extra: object = {}) => ({ key: 'k', name: 'n', trigger: { type: 'webhook' }, nodes, edges, ...extra });
+const flow = (nodes: object[], edges: object[], extra: object = {}) => ({
+  key: 'k',
+  name: 'n',
+  trigger: { type: 'webhook' },
+  nodes,
+  edges,
+  ...extra,
+});
 const map = { id: 'map', operation: 'transform', config: { expression: '{{ $input.body }}' } };
 
 describe('flow validation', () => {
@@ -20,7 +33,8 @@ describe('flow validation', () => {
     const dir = path.resolve(import.meta.dirname, '../flows');
     const files = readdirSync(dir).filter((file) => file.endsWith('.json'));
     expect(files.length).toBeGreaterThanOrEqual(3);
-    for (const file of files) expect(validateFlow(JSON.parse(readFileSync(path.join(dir, file), 'utf8')), options), file).toEqual([]);
+    for (const file of files)
+      expect(validateFlow(JSON.parse(readFileSync(path.join(dir, file), 'utf8')), options), file).toEqual([]);
   });
 
   it('accepts the example the API reference shows', () => {
@@ -29,83 +43,153 @@ describe('flow validation', () => {
   });
 
   it('reports schema errors with their JSON paths', () => {
-    const errors = validateFlow({ key: 'Bad Key', name: 'n', trigger: { type: 'webhook' }, nodes: [{ id: 'a' }], edges: [], extra: 1 }, options);
-    expect(errors).toEqual(expect.arrayContaining([
-      expect.objectContaining({ path: '$.key' }),
-      expect.objectContaining({ path: '$.nodes[0].operation', message: expect.stringContaining('required') }),
-      expect.objectContaining({ path: '$.extra' }),
-    ]));
+    const errors = validateFlow(
+      { key: 'Bad Key', name: 'n', trigger: { type: 'webhook' }, nodes: [{ id: 'a' }], edges: [], extra: 1 },
+      options,
+    );
+    expect(errors).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ path: '$.key' }),
+        expect.objectContaining({ path: '$.nodes[0].operation', message: expect.stringContaining('required') }),
+        expect.objectContaining({ path: '$.extra' }),
+      ]),
+    );
   });
 
   it('names the node and field of duplicate ids, unknown operations and bad config', () => {
-    const errors = validateFlow(flow([
-      map,
-      { id: 'map', operation: 'transform', config: { expression: 1 } },
-      { id: 'x', operation: 'no.such.op' },
-      { id: 'send', operation: 'http.request', config: { url: 'ftp://nope', method: 'BREW' } },
-    ], [{ from: 'trigger', to: 'map' }, { from: 'map', to: 'x' }, { from: 'map', to: 'send' }]), options);
-    expect(errors).toEqual(expect.arrayContaining([
-      { path: '$.nodes[1].id', message: expect.stringContaining('duplicates'), node: 'map' },
-      { path: '$.nodes[2].operation', message: expect.stringContaining('no.such.op'), node: 'x' },
-      expect.objectContaining({ path: '$.nodes[3].config.url', node: 'send' }),
-      expect.objectContaining({ path: '$.nodes[3].config.method', node: 'send' }),
-    ]));
+    const errors = validateFlow(
+      flow(
+        [
+          map,
+          { id: 'map', operation: 'transform', config: { expression: 1 } },
+          { id: 'x', operation: 'no.such.op' },
+          { id: 'send', operation: 'http.request', config: { url: 'ftp://nope', method: 'BREW' } },
+        ],
+        [
+          { from: 'trigger', to: 'map' },
+          { from: 'map', to: 'x' },
+          { from: 'map', to: 'send' },
+        ],
+      ),
+      options,
+    );
+    expect(errors).toEqual(
+      expect.arrayContaining([
+        { path: '$.nodes[1].id', message: expect.stringContaining('duplicates'), node: 'map' },
+        { path: '$.nodes[2].operation', message: expect.stringContaining('no.such.op'), node: 'x' },
+        expect.objectContaining({ path: '$.nodes[3].config.url', node: 'send' }),
+        expect.objectContaining({ path: '$.nodes[3].config.method', node: 'send' }),
+      ]),
+    );
   });
 
   it('defers checks of config values given as expressions to run time', () => {
-    const send = { id: 'send', operation: 'http.request', config: { url: '{{ $vars.URL }}', method: '{{ "POST" }}', timeoutMs: '{{ 5 * 1000 }}' } };
+    const send = {
+      id: 'send',
+      operation: 'http.request',
+      config: { url: '{{ $vars.URL }}', method: '{{ "POST" }}', timeoutMs: '{{ 5 * 1000 }}' },
+    };
     expect(validateFlow(flow([send], [{ from: 'trigger', to: 'send' }]), options)).toEqual([]);
   });
 
   it('reports expressions that do not compile, with node and field', () => {
-    const errors = validateFlow(flow([{ id: 'map', operation: 'transform', config: { expression: '{{ $input.( }}' } }], [
-      { from: 'trigger', to: 'map', when: '{{ $input.body.ok = }}' },
-    ]), options);
-    expect(errors).toEqual(expect.arrayContaining([
-      expect.objectContaining({ path: '$.nodes[0].config.expression', node: 'map', message: expect.stringContaining('does not compile') }),
-      expect.objectContaining({ path: '$.edges[0].when', message: expect.stringContaining('does not compile') }),
-    ]));
+    const errors = validateFlow(
+      flow(
+        [{ id: 'map', operation: 'transform', config: { expression: '{{ $input.( }}' } }],
+        [{ from: 'trigger', to: 'map', when: '{{ $input.body.ok = }}' }],
+      ),
+      options,
+    );
+    expect(errors).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          path: '$.nodes[0].config.expression',
+          node: 'map',
+          message: expect.stringContaining('does not compile'),
+        }),
+        expect.objectContaining({ path: '$.edges[0].when', message: expect.stringContaining('does not compile') }),
+      ]),
+    );
   });
 
   it('reports edges to unknown nodes, cycles and unreachable nodes', () => {
-    const errors = validateFlow(flow([
-      map,
-      { id: 'a', operation: 'transform', config: { expression: 1 } },
-      { id: 'b', operation: 'transform', config: { expression: 2 } },
-      { id: 'lonely', operation: 'transform', config: { expression: 3 } },
-    ], [
-      { from: 'trigger', to: 'map' }, { from: 'map', to: 'a' }, { from: 'a', to: 'b' }, { from: 'b', to: 'a' }, { from: 'ghost', to: 'map' },
-    ]), options);
-    expect(errors).toEqual(expect.arrayContaining([
-      expect.objectContaining({ path: '$.edges[4].from', message: expect.stringContaining('ghost') }),
-      expect.objectContaining({ path: '$.nodes[1]', node: 'a', message: 'is part of a cycle' }),
-      expect.objectContaining({ path: '$.nodes[2]', node: 'b', message: 'is part of a cycle' }),
-      expect.objectContaining({ path: '$.nodes[3]', node: 'lonely', message: 'is not reachable from the trigger' }),
-    ]));
+    const errors = validateFlow(
+      flow(
+        [
+          map,
+          { id: 'a', operation: 'transform', config: { expression: 1 } },
+          { id: 'b', operation: 'transform', config: { expression: 2 } },
+          { id: 'lonely', operation: 'transform', config: { expression: 3 } },
+        ],
+        [
+          { from: 'trigger', to: 'map' },
+          { from: 'map', to: 'a' },
+          { from: 'a', to: 'b' },
+          { from: 'b', to: 'a' },
+          { from: 'ghost', to: 'map' },
+        ],
+      ),
+      options,
+    );
+    expect(errors).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ path: '$.edges[4].from', message: expect.stringContaining('ghost') }),
+        expect.objectContaining({ path: '$.nodes[1]', node: 'a', message: 'is part of a cycle' }),
+        expect.objectContaining({ path: '$.nodes[2]', node: 'b', message: 'is part of a cycle' }),
+        expect.objectContaining({ path: '$.nodes[3]', node: 'lonely', message: 'is not reachable from the trigger' }),
+      ]),
+    );
   });
 
   it('orders nodes so each runs after everything it depends on', () => {
-    const compiled = compileFlow(flow([
-      { id: 'last', operation: 'transform', config: { expression: 1 } },
-      { id: 'first', operation: 'transform', config: { expression: 1 } },
-      { id: 'middle', operation: 'transform', config: { expression: 1 } },
-    ], [{ from: 'middle', to: 'last' }, { from: 'trigger', to: 'first' }, { from: 'first', to: 'middle' }, { from: 'first', to: 'last' }]), options);
+    const compiled = compileFlow(
+      flow(
+        [
+          { id: 'last', operation: 'transform', config: { expression: 1 } },
+          { id: 'first', operation: 'transform', config: { expression: 1 } },
+          { id: 'middle', operation: 'transform', config: { expression: 1 } },
+        ],
+        [
+          { from: 'middle', to: 'last' },
+          { from: 'trigger', to: 'first' },
+          { from: 'first', to: 'middle' },
+          { from: 'first', to: 'last' },
+        ],
+      ),
+      options,
+    );
     expect(compiled.nodes.map((node) => node.id)).toEqual(['first', 'middle', 'last']);
   });
 
   it('records which variables and secrets a flow reads', () => {
-    const compiled = compileFlow(flow([
-      { id: 'send', operation: 'http.request', config: { url: '{{ $vars.ERP_URL }}/x', auth: { type: 'bearer', token: '{{ $secrets.ERP_TOKEN }}' } } },
-    ], [{ from: 'trigger', to: 'send' }]), options);
+    const compiled = compileFlow(
+      flow(
+        [
+          {
+            id: 'send',
+            operation: 'http.request',
+            config: { url: '{{ $vars.ERP_URL }}/x', auth: { type: 'bearer', token: '{{ $secrets.ERP_TOKEN }}' } },
+          },
+        ],
+        [{ from: 'trigger', to: 'send' }],
+      ),
+      options,
+    );
     expect(compiled.references.vars).toEqual(new Set(['ERP_URL']));
     expect(compiled.references.secrets).toEqual(new Set(['ERP_TOKEN']));
   });
 
   it('runs the major a node pins, the newest otherwise, and publishing pins the newest', async () => {
-    const echo = (version: string) => defineOperation({
-      name: 'test.echo', title: `Echo v${version}`, description: 'Returns its major.', version, sideEffects: false,
-      configSchema: { type: 'object', properties: {} }, run: async () => version,
-    });
+    const echo = (version: string) =>
+      defineOperation({
+        name: 'test.echo',
+        title: `Echo v${version}`,
+        description: 'Returns its major.',
+        version,
+        sideEffects: false,
+        configSchema: { type: 'object', properties: {} },
+        run: async () => version,
+      });
     const registry = new OperationRegistry([echo('1.4.0'), echo('2.0.0')]);
     const versioned = { ...options, registry };
     const document = flow([{ id: 'e', operation: 'test.echo' }], [{ from: 'trigger', to: 'e' }]) as FlowDocument;
@@ -115,7 +199,9 @@ describe('flow validation', () => {
     // Registering a breaking major later leaves the published version on the one it was published with.
     expect(compileFlow(pinned, versioned).nodes[0].operation.definition.version).toBe('1.4.0');
     expect(pinOperationVersions(pinned, registry)).toEqual(pinned);
-    expect(validateFlow({ ...document, nodes: [{ id: 'e', operation: 'test.echo', operationVersion: 3 }] }, versioned)).toEqual([
+    expect(
+      validateFlow({ ...document, nodes: [{ id: 'e', operation: 'test.echo', operationVersion: 3 }] }, versioned),
+    ).toEqual([
       { path: '$.nodes[0].operationVersion', message: 'test.echo has no major version 3 (it has 1, 2)', node: 'e' },
     ]);
     expect(() => new OperationRegistry([echo('2.1.0'), echo('2.0.0')])).toThrow('test.echo v2 is registered twice');
@@ -129,22 +215,37 @@ describe('templates', () => {
     expect(compiler.errors).toEqual([]);
     return template;
   };
-  const bindings = { input: { body: { id: 7, items: [1, 2, 3] } }, steps: {}, vars: { HOST: 'erp.example' }, secrets: {} };
+  const bindings = {
+    input: { body: { id: 7, items: [1, 2, 3] } },
+    steps: {},
+    vars: { HOST: 'erp.example' },
+    secrets: {},
+  };
 
   it('keeps the type of a whole {{ }} and interpolates text', async () => {
     expect(await compile('{{ $input.body.id }}').evaluate(bindings)).toBe(7);
     expect(await compile('{{ $sum($input.body.items) }}').evaluate(bindings)).toBe(6);
-    expect(await compile('https://{{ $vars.HOST }}/orders/{{ $input.body.id }}').evaluate(bindings)).toBe('https://erp.example/orders/7');
-    expect(await compile({ nested: ['{{ $input.body.id + 1 }}', 'plain'] }).evaluate(bindings)).toEqual({ nested: [8, 'plain'] });
+    expect(await compile('https://{{ $vars.HOST }}/orders/{{ $input.body.id }}').evaluate(bindings)).toBe(
+      'https://erp.example/orders/7',
+    );
+    expect(await compile({ nested: ['{{ $input.body.id + 1 }}', 'plain'] }).evaluate(bindings)).toEqual({
+      nested: [8, 'plain'],
+    });
   });
 
   it('evaluates an object constructor with nested braces', async () => {
-    expect(await compile("{{ {'id': $input.body.id, 'inner': {'n': 1}} }}").evaluate(bindings)).toEqual({ id: 7, inner: { n: 1 } });
+    expect(await compile("{{ {'id': $input.body.id, 'inner': {'n': 1}} }}").evaluate(bindings)).toEqual({
+      id: 7,
+      inner: { n: 1 },
+    });
   });
 
   it('fails a runaway expression with a clear, permanent error instead of stalling', async () => {
     const runaway = compile('{{ ( $f := function($n) { $f($n + 1) }; $f(0) ) }}');
-    await expect(runaway.evaluate(bindings)).rejects.toMatchObject({ kind: 'permanent', message: expect.stringContaining('EXPRESSION_TIMEOUT_MS') });
+    await expect(runaway.evaluate(bindings)).rejects.toMatchObject({
+      kind: 'permanent',
+      message: expect.stringContaining('EXPRESSION_TIMEOUT_MS'),
+    });
   });
 });
 
@@ -152,16 +253,34 @@ describe('where expressions run', () => {
   const isolated = (source: string) => new Expression(source, sandbox).isolated;
 
   it('evaluates expressions bounded by their input in the process', () => {
-    for (const source of ["{'id': $input.body.id, 'lines': $count($input.body.lines)}", '$input.body.total > 0', '$input.body.items[price > 1].sku',
-      '$vars.URL & "/orders/" & $string($input.body.id)', '$input.body.a[0] ? $uppercase($input.body.b) : -1', '$lookup("rates", $input.body.currency)']) {
+    for (const source of [
+      "{'id': $input.body.id, 'lines': $count($input.body.lines)}",
+      '$input.body.total > 0',
+      '$input.body.items[price > 1].sku',
+      '$vars.URL & "/orders/" & $string($input.body.id)',
+      '$input.body.a[0] ? $uppercase($input.body.b) : -1',
+      '$lookup("rates", $input.body.currency)',
+    ]) {
       expect(isolated(source), source).toBe(false);
     }
   });
 
   it('sends loops, ranges, lambdas, cross products and amplifying functions to the sandbox', () => {
-    for (const source of ['[1..5]', '$distinct($input.body.a)', '$pad("x", 9)', '$join($input.body.a, $input.body.s)', '$map($input.body.a, function($v) { $v })',
-      '$input.body.a.($input.body.b)', '$input.body.a[$input.body.i]', '$input.body.*', '**.x', '$input.body.s ~> $uppercase', '$match($input.body.s, /a+/)',
-      'a{b: c}', `(${Array.from({ length: 40 }, (_, i) => `$input.body.f${i}`).join(' + ')})`]) {
+    for (const source of [
+      '[1..5]',
+      '$distinct($input.body.a)',
+      '$pad("x", 9)',
+      '$join($input.body.a, $input.body.s)',
+      '$map($input.body.a, function($v) { $v })',
+      '$input.body.a.($input.body.b)',
+      '$input.body.a[$input.body.i]',
+      '$input.body.*',
+      '**.x',
+      '$input.body.s ~> $uppercase',
+      '$match($input.body.s, /a+/)',
+      'a{b: c}',
+      `(${Array.from({ length: 40 }, (_, i) => `$input.body.f${i}`).join(' + ')})`,
+    ]) {
       expect(isolated(source), source).toBe(true);
     }
   });
@@ -170,12 +289,26 @@ describe('where expressions run', () => {
 describe('plain paths', () => {
   // Plain paths skip JSONata; these pin that the answer is JSONata's all the same.
   const bindings = {
-    input: { body: { id: 7, name: 'x', nothing: null, items: [{ sku: 'a' }, { sku: 'b' }], nested: { deep: { value: 3 } } } },
-    steps: { map: { id: 7 } }, vars: { URL: 'http://erp' }, secrets: {},
+    input: {
+      body: { id: 7, name: 'x', nothing: null, items: [{ sku: 'a' }, { sku: 'b' }], nested: { deep: { value: 3 } } },
+    },
+    steps: { map: { id: 7 } },
+    vars: { URL: 'http://erp' },
+    secrets: {},
   };
   const sources = [
-    '$input.body.id', '$input.body.name.length', '$input.body.nothing', '$input.body.nothing.x', '$input.body.items', '$input.body.items.sku',
-    '$input.body.nested.deep.value', '$input.body.missing.deep', '$steps.map', '$vars.URL', '$vars.MISSING', '$input',
+    '$input.body.id',
+    '$input.body.name.length',
+    '$input.body.nothing',
+    '$input.body.nothing.x',
+    '$input.body.items',
+    '$input.body.items.sku',
+    '$input.body.nested.deep.value',
+    '$input.body.missing.deep',
+    '$steps.map',
+    '$vars.URL',
+    '$vars.MISSING',
+    '$input',
   ];
   for (const source of sources) {
     it(`${source} evaluates as in JSONata`, async () => {

@@ -8,18 +8,61 @@ const ROUNDS = Number(process.env.FUZZ_ROUNDS ?? 1);
 
 /** Raw path and query values (already percent-encoded). */
 const RAW_VALUES = [
-  '%00', 'a%00b', '%ED%A0%80', '%C0%80', '99999999999999999999', '1e308', '9007199254740993', '1.5', '-1', '0', 'x'.repeat(4000),
-  '%F0%9F%98%80', '..%2F..', '%25', 'null', 'true', '%20',
+  '%00',
+  'a%00b',
+  '%ED%A0%80',
+  '%C0%80',
+  '99999999999999999999',
+  '1e308',
+  '9007199254740993',
+  '1.5',
+  '-1',
+  '0',
+  'x'.repeat(4000),
+  '%F0%9F%98%80',
+  '..%2F..',
+  '%25',
+  'null',
+  'true',
+  '%20',
 ];
 
 /** JSON texts for body fields. */
 const JSON_VALUES = [
-  '"\\u0000"', '"a\\u0000b"', '"\\ud800"', '"\\udc00x"', '1e308', '-1e308', '9007199254740993', '99999999999999999999', '1.5', '-1', '0', 'null', '""',
-  JSON.stringify('x'.repeat(100_000)), '{}', '[]', 'true', '[null]', '{"\\u0000": 1}', `${'['.repeat(90)}${']'.repeat(90)}`,
+  '"\\u0000"',
+  '"a\\u0000b"',
+  '"\\ud800"',
+  '"\\udc00x"',
+  '1e308',
+  '-1e308',
+  '9007199254740993',
+  '99999999999999999999',
+  '1.5',
+  '-1',
+  '0',
+  'null',
+  '""',
+  JSON.stringify('x'.repeat(100_000)),
+  '{}',
+  '[]',
+  'true',
+  '[null]',
+  '{"\\u0000": 1}',
+  `${'['.repeat(90)}${']'.repeat(90)}`,
 ];
 
 /** Whole bodies. */
-const BODIES = ['null', '[]', '"text"', '0', '{', '{"a":', '\\u0000', '{"__proto__": {"x": 1}}', '{"constructor": {"prototype": {"x": 1}}}'];
+const BODIES = [
+  'null',
+  '[]',
+  '"text"',
+  '0',
+  '{',
+  '{"a":',
+  '\\u0000',
+  '{"__proto__": {"x": 1}}',
+  '{"constructor": {"prototype": {"x": 1}}}',
+];
 
 interface Operation {
   method: string;
@@ -43,14 +86,20 @@ beforeAll(async () => {
   tenant = await env.tenant('fuzz');
   operator = await env.operator();
   // Real resources, so requests that name them reach the store with their hostile parts.
-  const flowId = await tenant.publish({ key: 'fuzz', name: 'fuzz', trigger: { type: 'webhook' }, nodes: [{ id: 'n', operation: 'transform', config: { expression: '{{ 1 }}' } }], edges: [{ from: 'trigger', to: 'n' }] });
+  const flowId = await tenant.publish({
+    key: 'fuzz',
+    name: 'fuzz',
+    trigger: { type: 'webhook' },
+    nodes: [{ id: 'n', operation: 'transform', config: { expression: '{{ 1 }}' } }],
+    edges: [{ from: 'trigger', to: 'n' }],
+  });
   expect((await tenant.call('PUT', '/api/v1/data-spaces/space1', {})).status).toBe(201);
   expect((await tenant.call('PUT', '/api/v1/data-spaces/space1/documents/doc1', { value: 1 })).status).toBe(201);
   known = { id: flowId, name: 'space1', key: 'doc1', tenantId: 'fuzz', version: '1', topic: 'topic1' };
   const document = await (await fetch(`${env.url}/openapi.json`)).json();
   const resolve = (schema: any): any => {
     const ref = schema?.$ref as string | undefined;
-    return ref ? document.components?.schemas?.[ref.split('/').pop()!] ?? {} : schema ?? {};
+    return ref ? (document.components?.schemas?.[ref.split('/').pop()!] ?? {}) : (schema ?? {});
   };
   operations = [];
   for (const [path, methods] of Object.entries<any>(document.paths)) {
@@ -58,7 +107,8 @@ beforeAll(async () => {
       const parameters: any[] = operation.parameters ?? [];
       const body = resolve(operation.requestBody?.content?.['application/json']?.schema);
       operations.push({
-        method: method.toUpperCase(), path,
+        method: method.toUpperCase(),
+        path,
         // Operator routes are the ones without the tenant_id header.
         operator: !parameters.some((parameter) => parameter.in === 'header' && parameter.name === 'tenant_id'),
         pathParams: parameters.filter((parameter) => parameter.in === 'path').map((parameter) => parameter.name),
@@ -100,7 +150,8 @@ async function send(operation: Operation, path: string, query: string, body: str
   return { status, request };
 }
 
-const fill = (path: string, values: Record<string, string>) => path.replace(/\{(\w+)\}/g, (_, name: string) => values[name] ?? known[name] ?? 'x1');
+const fill = (path: string, values: Record<string, string>) =>
+  path.replace(/\{(\w+)\}/g, (_, name: string) => values[name] ?? known[name] ?? 'x1');
 
 /** Every request the drive sends for one operation. */
 function* requests(operation: Operation): Generator<[string, string, string | undefined]> {
@@ -118,7 +169,8 @@ function* requests(operation: Operation): Generator<[string, string, string | un
     for (const value of JSON_VALUES) yield [base, '', `{"${property}": ${value}}`];
   }
   // Nested places where documents keep strings and integers.
-  for (const value of JSON_VALUES) yield [base, '', `{"value": {"nested": [${value}]}, "document": {"key": ${value}}, "revision": ${value}}`];
+  for (const value of JSON_VALUES)
+    yield [base, '', `{"value": {"nested": [${value}]}, "document": {"key": ${value}}, "revision": ${value}}`];
 }
 
 describe('hostile input on every route', () => {
@@ -136,20 +188,29 @@ describe('hostile input on every route', () => {
         }
       }
     }
-    console.info(`hostile input: ${sent} requests over ${operations.length} operations; answers by status: ${JSON.stringify(Object.fromEntries(statuses))}`);
+    console.info(
+      `hostile input: ${sent} requests over ${operations.length} operations; answers by status: ${JSON.stringify(Object.fromEntries(statuses))}`,
+    );
     expect(sent).toBeGreaterThan(1000);
     expect(failures.slice(0, 30)).toEqual([]);
     expect((await fetch(`${env.url}/healthz`)).status).toBe(200);
   });
 
   it('the unauthenticated routes refuse NUL, lone surrogates and huge numbers with 4xx', async () => {
-    const token = (body: string) => fetch(`${env.url}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    const token = (body: string) =>
+      fetch(`${env.url}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
     for (const value of JSON_VALUES) {
-      const answer = await token(`{"grant_type": "client_credentials", "client_id": ${value}, "client_secret": ${value}}`);
+      const answer = await token(
+        `{"grant_type": "client_credentials", "client_id": ${value}, "client_secret": ${value}}`,
+      );
       expect(answer.status, value).toBeGreaterThanOrEqual(400);
       expect(answer.status, value).toBeLessThan(500);
     }
-    const hook = await fetch(`${env.url}/hooks/fuzz/none`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"a": "\\ud800"}' });
+    const hook = await fetch(`${env.url}/hooks/fuzz/none`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"a": "\\ud800"}',
+    });
     expect(hook.status).toBe(400);
     expect(hook.headers.get('content-type')).toMatch(/problem\+json/);
   });

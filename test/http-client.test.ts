@@ -6,30 +6,53 @@ import { OperationError } from '../engine/errors.ts';
 import { bodyValue, sendHttp, type OutboundRequest } from '../engine/http-client.ts';
 
 /** A server with one route per behaviour; records what it received. */
-function startServer(routes: Record<string, (req: http.IncomingMessage, res: http.ServerResponse, body: string) => void>) {
-  const received: Array<{ path: string; method: string; headers: http.IncomingHttpHeaders; body: string; remotePort: number }> = [];
+function startServer(
+  routes: Record<string, (req: http.IncomingMessage, res: http.ServerResponse, body: string) => void>,
+) {
+  const received: Array<{
+    path: string;
+    method: string;
+    headers: http.IncomingHttpHeaders;
+    body: string;
+    remotePort: number;
+  }> = [];
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
       const body = Buffer.concat(chunks).toString();
       const path = new URL(req.url ?? '/', 'http://x').pathname;
-      received.push({ path, method: req.method ?? '', headers: req.headers, body, remotePort: req.socket.remotePort ?? 0 });
+      received.push({
+        path,
+        method: req.method ?? '',
+        headers: req.headers,
+        body,
+        remotePort: req.socket.remotePort ?? 0,
+      });
       const route = routes[path];
       if (route) route(req, res, body);
       else res.writeHead(404).end();
     });
   });
-  return new Promise<{ url: string; received: typeof received; close: () => void }>((resolve) => server.listen(0, '127.0.0.1', () => resolve({
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, received, close: () => server.close(),
-  })));
+  return new Promise<{ url: string; received: typeof received; close: () => void }>((resolve) =>
+    server.listen(0, '127.0.0.1', () =>
+      resolve({
+        url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+        received,
+        close: () => server.close(),
+      }),
+    ),
+  );
 }
 
 const json = (res: http.ServerResponse, value: unknown, headers: Record<string, string> = {}) =>
   res.writeHead(200, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(value));
 
 async function failure(request: Promise<unknown>): Promise<OperationError> {
-  const error = await request.then(() => undefined, (thrown: unknown) => thrown);
+  const error = await request.then(
+    () => undefined,
+    (thrown: unknown) => thrown,
+  );
   expect(error).toBeInstanceOf(OperationError);
   return error as OperationError;
 }
@@ -38,16 +61,32 @@ describe('outbound HTTP client', () => {
   let main: Awaited<ReturnType<typeof startServer>>;
   let other: Awaited<ReturnType<typeof startServer>>;
   const request = (path: string, extra: Partial<OutboundRequest> = {}): OutboundRequest => ({
-    method: 'GET', url: new URL(path, main.url), headers: {}, timeoutMs: 5000, maxResponseBytes: 10_000, failure: `call ${path} failed`, ...extra,
+    method: 'GET',
+    url: new URL(path, main.url),
+    headers: {},
+    timeoutMs: 5000,
+    maxResponseBytes: 10_000,
+    failure: `call ${path} failed`,
+    ...extra,
   });
 
   beforeAll(async () => {
-    other = await startServer({ '/elsewhere': (req, res) => json(res, { authorization: req.headers.authorization ?? null }) });
+    other = await startServer({
+      '/elsewhere': (req, res) => json(res, { authorization: req.headers.authorization ?? null }),
+    });
     main = await startServer({
-      '/echo': (req, res, body) => json(res, { method: req.method, body, contentType: req.headers['content-type'] ?? null }),
-      '/gzip': (_req, res) => res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' }).end(zlib.gzipSync(JSON.stringify({ packed: true }))),
-      '/br': (_req, res) => res.writeHead(200, { 'content-type': 'text/plain', 'content-encoding': 'br' }).end(zlib.brotliCompressSync('brotli text')),
-      '/bomb': (_req, res) => res.writeHead(200, { 'content-encoding': 'gzip' }).end(zlib.gzipSync(Buffer.alloc(1_000_000))),
+      '/echo': (req, res, body) =>
+        json(res, { method: req.method, body, contentType: req.headers['content-type'] ?? null }),
+      '/gzip': (_req, res) =>
+        res
+          .writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' })
+          .end(zlib.gzipSync(JSON.stringify({ packed: true }))),
+      '/br': (_req, res) =>
+        res
+          .writeHead(200, { 'content-type': 'text/plain', 'content-encoding': 'br' })
+          .end(zlib.brotliCompressSync('brotli text')),
+      '/bomb': (_req, res) =>
+        res.writeHead(200, { 'content-encoding': 'gzip' }).end(zlib.gzipSync(Buffer.alloc(1_000_000))),
       '/big-declared': (_req, res) => res.writeHead(200, { 'content-length': '50000' }).end(Buffer.alloc(50_000)),
       '/big-chunked': (_req, res) => {
         res.writeHead(200);
@@ -72,7 +111,10 @@ describe('outbound HTTP client', () => {
     const first = await sendHttp(request('/echo'));
     const second = await sendHttp(request('/echo'));
     expect([first.status, second.status]).toEqual([200, 200]);
-    const ports = main.received.filter((entry) => entry.path === '/echo').slice(-2).map((entry) => entry.remotePort);
+    const ports = main.received
+      .filter((entry) => entry.path === '/echo')
+      .slice(-2)
+      .map((entry) => entry.remotePort);
     expect(ports[0]).toBe(ports[1]);
   });
 
@@ -80,19 +122,36 @@ describe('outbound HTTP client', () => {
     expect(bodyValue(await sendHttp(request('/gzip')))).toEqual({ packed: true });
     expect(bodyValue(await sendHttp(request('/br')))).toBe('brotli text');
     const bomb = await failure(sendHttp(request('/bomb')));
-    expect(bomb).toMatchObject({ kind: 'permanent', message: expect.stringContaining('exceeds maxResponseBytes (10000) once decoded') });
+    expect(bomb).toMatchObject({
+      kind: 'permanent',
+      message: expect.stringContaining('exceeds maxResponseBytes (10000) once decoded'),
+    });
   });
 
   it('refuses a response over maxResponseBytes, declared or streamed', async () => {
-    expect(await failure(sendHttp(request('/big-declared')))).toMatchObject({ kind: 'permanent', message: 'response of 50000 bytes exceeds maxResponseBytes (10000)' });
-    expect(await failure(sendHttp(request('/big-chunked')))).toMatchObject({ kind: 'permanent', message: 'response exceeds maxResponseBytes (10000)' });
+    expect(await failure(sendHttp(request('/big-declared')))).toMatchObject({
+      kind: 'permanent',
+      message: 'response of 50000 bytes exceeds maxResponseBytes (10000)',
+    });
+    expect(await failure(sendHttp(request('/big-chunked')))).toMatchObject({
+      kind: 'permanent',
+      message: 'response exceeds maxResponseBytes (10000)',
+    });
   });
 
   it('follows redirects as fetch does: 302 and 303 after a POST become GETs, 307 resends the body', async () => {
     const post = { method: 'POST', body: '{"a":1}', headers: { 'content-type': 'application/json' } };
     expect(bodyValue(await sendHttp(request('/found', post)))).toEqual({ method: 'GET', body: '', contentType: null });
-    expect(bodyValue(await sendHttp(request('/see-other', post)))).toEqual({ method: 'GET', body: '', contentType: null });
-    expect(bodyValue(await sendHttp(request('/temporary', post)))).toEqual({ method: 'POST', body: '{"a":1}', contentType: 'application/json' });
+    expect(bodyValue(await sendHttp(request('/see-other', post)))).toEqual({
+      method: 'GET',
+      body: '',
+      contentType: null,
+    });
+    expect(bodyValue(await sendHttp(request('/temporary', post)))).toEqual({
+      method: 'POST',
+      body: '{"a":1}',
+      contentType: 'application/json',
+    });
     const loop = await failure(sendHttp(request('/loop')));
     expect(loop).toMatchObject({ kind: 'permanent', message: 'call /loop failed: more than 5 redirects' });
   });
@@ -104,11 +163,18 @@ describe('outbound HTTP client', () => {
 
   it('fails retryably when the peer does not answer in time, is aborted, or refuses the connection', async () => {
     const slow = await failure(sendHttp(request('/hang', { timeoutMs: 200 })));
-    expect(slow).toMatchObject({ kind: 'retryable', message: 'call /hang failed: no answer within 200 ms', details: { url: `${main.url}/hang` } });
+    expect(slow).toMatchObject({
+      kind: 'retryable',
+      message: 'call /hang failed: no answer within 200 ms',
+      details: { url: `${main.url}/hang` },
+    });
     const controller = new AbortController();
     const aborted = sendHttp(request('/hang', { signal: controller.signal }));
     controller.abort(new Error('worker shutting down'));
-    expect(await failure(aborted)).toMatchObject({ kind: 'retryable', message: 'call /hang failed: worker shutting down' });
+    expect(await failure(aborted)).toMatchObject({
+      kind: 'retryable',
+      message: 'call /hang failed: worker shutting down',
+    });
     const refused = await failure(sendHttp({ ...request('/echo'), url: new URL('http://127.0.0.1:9/echo') }));
     expect(refused).toMatchObject({ kind: 'retryable', message: expect.stringContaining('ECONNREFUSED') });
   });

@@ -29,11 +29,17 @@ describe('unstorableJson', () => {
   });
 
   it('stores lone surrogates as U+FFFD, keeps pairs and escaped backslashes, and refuses what JSON cannot carry', () => {
-    expect(storableJson({ a: 'x\ud800y', b: '\udc00', ok: '\ud83d\ude00' }).value).toEqual({ a: 'x\ufffdy', b: '\ufffd', ok: '\ud83d\ude00' });
+    expect(storableJson({ a: 'x\ud800y', b: '\udc00', ok: '\ud83d\ude00' }).value).toEqual({
+      a: 'x\ufffdy',
+      b: '\ufffd',
+      ok: '\ud83d\ude00',
+    });
     expect(storableJson({ a: '\\u0000 \\ud800' }).value).toEqual({ a: '\\u0000 \\ud800' });
     const circular: Record<string, unknown> = {};
     circular.self = circular;
-    expect(() => storableJson(circular)).toThrow(expect.objectContaining({ kind: 'permanent', message: expect.stringContaining('circular') }));
+    expect(() => storableJson(circular)).toThrow(
+      expect.objectContaining({ kind: 'permanent', message: expect.stringContaining('circular') }),
+    );
     expect(() => storableJson({ n: 1n })).toThrow(expect.objectContaining({ kind: 'permanent' }));
     expect(storableJson(() => 1)).toEqual({ text: 'null', value: null });
   });
@@ -42,11 +48,14 @@ describe('unstorableJson', () => {
 describe('GroupCommit', () => {
   it('writes concurrent items together, and answers each with its own result', async () => {
     const batches: number[][] = [];
-    const commits = new GroupCommit<number, number>(async (items) => {
-      batches.push(items);
-      await new Promise((resolve) => setTimeout(resolve, 5));
-      return items.map((item) => item * 10);
-    }, { maxBatch: 50, maxInFlight: 1 });
+    const commits = new GroupCommit<number, number>(
+      async (items) => {
+        batches.push(items);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        return items.map((item) => item * 10);
+      },
+      { maxBatch: 50, maxInFlight: 1 },
+    );
     const results = await Promise.all(Array.from({ length: 20 }, (_, i) => commits.submit(i)));
     expect(results).toEqual(Array.from({ length: 20 }, (_, i) => i * 10));
     expect(batches.length).toBeLessThan(20);
@@ -54,11 +63,14 @@ describe('GroupCommit', () => {
   });
 
   it('fails only the poisoned item of a batch', async () => {
-    const commits = new GroupCommit<number, number>(async (items) => {
-      await new Promise((resolve) => setTimeout(resolve, 1));
-      if (items.includes(13)) throw new Error('poison');
-      return items;
-    }, { maxBatch: 50, maxInFlight: 1 });
+    const commits = new GroupCommit<number, number>(
+      async (items) => {
+        await new Promise((resolve) => setTimeout(resolve, 1));
+        if (items.includes(13)) throw new Error('poison');
+        return items;
+      },
+      { maxBatch: 50, maxInFlight: 1 },
+    );
     const outcomes = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => commits.submit(i)));
     expect(outcomes.filter((outcome) => outcome.status === 'rejected')).toHaveLength(1);
     expect(outcomes[13]).toMatchObject({ status: 'rejected', reason: new Error('poison') });

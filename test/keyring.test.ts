@@ -27,7 +27,9 @@ describe('Keyring (AES-256-GCM with key ids)', () => {
     const [iv, body] = sealed.ciphertext.split('.');
     const flipped = Buffer.from(body, 'base64url');
     flipped[0] ^= 1;
-    expect(() => keyring.open({ keyId: 'old', ciphertext: `${iv}.${flipped.toString('base64url')}` }, 'tenant-a/KEY')).toThrow();
+    expect(() =>
+      keyring.open({ keyId: 'old', ciphertext: `${iv}.${flipped.toString('base64url')}` }, 'tenant-a/KEY'),
+    ).toThrow();
   });
 
   it('says which key is missing after it was dropped', () => {

@@ -13,7 +13,13 @@ const field = (header: string, name: string) => decodeURIComponent(new RegExp(`$
 
 describe('OAuth 1.0a HMAC-SHA256 signer', () => {
   it("reproduces Oracle's NetSuite TBA test vector", () => {
-    const header = oauth1Header('GET', 'https://123456.suitetalk.api.netsuite.com/services/rest/record/v1/employee/40', oracle, 'fjaLirsIcCGVZWzBX0pg', '1508242306');
+    const header = oauth1Header(
+      'GET',
+      'https://123456.suitetalk.api.netsuite.com/services/rest/record/v1/employee/40',
+      oracle,
+      'fjaLirsIcCGVZWzBX0pg',
+      '1508242306',
+    );
     expect(field(header, 'oauth_signature')).toBe('B5OIWznZ2YP0OB7VrJrGkYsTh+8H+5T9Hag+o92q0zY=');
     expect(header).toMatch(/^OAuth realm="123456", /);
     expect(field(header, 'oauth_signature_method')).toBe('HMAC-SHA256');
@@ -22,13 +28,18 @@ describe('OAuth 1.0a HMAC-SHA256 signer', () => {
   it('signs query parameters (a RESTlet script and deploy) and changes with them', () => {
     const url = 'https://123456.restlets.api.netsuite.com/app/site/hosting/restlet.nl?script=12&deploy=1';
     const a = field(oauth1Header('POST', url, oracle, 'nonce-123456', '1508242306'), 'oauth_signature');
-    const b = field(oauth1Header('POST', url.replace('deploy=1', 'deploy=2'), oracle, 'nonce-123456', '1508242306'), 'oauth_signature');
+    const b = field(
+      oauth1Header('POST', url.replace('deploy=1', 'deploy=2'), oracle, 'nonce-123456', '1508242306'),
+      'oauth_signature',
+    );
     expect(a).not.toBe(b);
   });
 
   it('uses a fresh nonce and timestamp on every call', () => {
     const url = 'https://123456.suitetalk.api.netsuite.com/services/rest/record/v1/employee/40';
-    expect(field(oauth1Header('GET', url, oracle), 'oauth_nonce')).not.toBe(field(oauth1Header('GET', url, oracle), 'oauth_nonce'));
+    expect(field(oauth1Header('GET', url, oracle), 'oauth_nonce')).not.toBe(
+      field(oauth1Header('GET', url, oracle), 'oauth_nonce'),
+    );
   });
 
   it('percent-encodes as RFC 3986 requires', () => {

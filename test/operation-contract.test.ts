@@ -31,9 +31,20 @@ const twoCalls = defineOperation({
   description: 'Posts to /first, then to /second, each a memoized sub-step; the second fails once.',
   version: '1.0.0',
   sideEffects: true,
-  configSchema: { type: 'object', additionalProperties: false, required: ['url'], properties: { url: { type: 'string' } } },
+  configSchema: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['url'],
+    properties: { url: { type: 'string' } },
+  },
   run: async (ctx) => {
-    const post = async (path: string) => (await fetch(`${ctx.config.url}${path}`, { method: 'POST', headers: { 'idempotency-key': `${ctx.idempotencyKey}.${path}` } })).status;
+    const post = async (path: string) =>
+      (
+        await fetch(`${ctx.config.url}${path}`, {
+          method: 'POST',
+          headers: { 'idempotency-key': `${ctx.idempotencyKey}.${path}` },
+        })
+      ).status;
     const first = await ctx.step('first', () => post('/first'));
     const second = await ctx.step('second', async () => {
       if (count(`two-calls:${ctx.runId}`) === 1) throw retryable('connection reset');
@@ -49,10 +60,16 @@ const stepNamed = defineOperation({
   description: 'Runs one memoized sub-step per name in its config, in order.',
   version: '1.0.0',
   sideEffects: false,
-  configSchema: { type: 'object', additionalProperties: false, required: ['names'], properties: { names: { type: 'array', items: { type: 'string' } } } },
+  configSchema: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['names'],
+    properties: { names: { type: 'array', items: { type: 'string' } } },
+  },
   run: async (ctx) => {
     const results: number[] = [];
-    for (const name of ctx.config.names) results.push(await ctx.step(name, async () => count(`step-named:${ctx.runId}`)));
+    for (const name of ctx.config.names)
+      results.push(await ctx.step(name, async () => count(`step-named:${ctx.runId}`)));
     return results;
   },
 });
@@ -73,7 +90,13 @@ afterAll(async () => {
 
 describe('the operation contract', () => {
   it('"later" waits and tries again without spending an attempt', async () => {
-    await acme.publish({ key: 'later', name: 'later', trigger: { type: 'webhook' }, nodes: [{ id: 'wait', operation: 'test.not-yet', retry: { maxAttempts: 1 } }], edges: [{ from: 'trigger', to: 'wait' }] });
+    await acme.publish({
+      key: 'later',
+      name: 'later',
+      trigger: { type: 'webhook' },
+      nodes: [{ id: 'wait', operation: 'test.not-yet', retry: { maxAttempts: 1 } }],
+      edges: [{ from: 'trigger', to: 'wait' }],
+    });
     const run = await acme.settledRun((await sendWebhook(env.url, 'acme', 'later', {})).body.runId);
     expect(run.status).toBe('succeeded');
     expect(calls.get(`not-yet:${run.id}`)).toBe(3);
@@ -82,28 +105,65 @@ describe('the operation contract', () => {
 
   it('ctx.step runs each sub-step once per run, across retries', async () => {
     await acme.publish({
-      key: 'steps', name: 'steps', trigger: { type: 'webhook' },
-      nodes: [{ id: 'calls', operation: 'test.two-calls', config: { url: receiver.url }, retry: { maxAttempts: 3, backoffMs: 10 } }],
+      key: 'steps',
+      name: 'steps',
+      trigger: { type: 'webhook' },
+      nodes: [
+        {
+          id: 'calls',
+          operation: 'test.two-calls',
+          config: { url: receiver.url },
+          retry: { maxAttempts: 3, backoffMs: 10 },
+        },
+      ],
       edges: [{ from: 'trigger', to: 'calls' }],
     });
     const run = await acme.settledRun((await sendWebhook(env.url, 'acme', 'steps', {})).body.runId);
     expect(run.status).toBe('succeeded');
     expect(receiver.requests.map((request) => request.url)).toEqual(['/first', '/second']);
     expect(run.steps.map((step: { key: string; status: string }) => [step.key, step.status])).toEqual([
-      ['calls/first', 'succeeded'], ['calls', 'succeeded'], ['calls/second', 'succeeded'],
+      ['calls/first', 'succeeded'],
+      ['calls', 'succeeded'],
+      ['calls/second', 'succeeded'],
     ]);
-    expect(run.steps.find((step: { key: string }) => step.key === 'calls')).toMatchObject({ attempts: 2, output: { first: 200, second: 200 } });
+    expect(run.steps.find((step: { key: string }) => step.key === 'calls')).toMatchObject({
+      attempts: 2,
+      output: { first: 200, second: 200 },
+    });
   });
 
   it('ctx.step refuses a name used twice in one attempt, and names the engine keeps for itself', async () => {
     const named = async (key: string, names: string[]) => {
-      await acme.publish({ key, name: key, trigger: { type: 'webhook' }, nodes: [{ id: 'work', operation: 'test.step-named', config: { names } }], edges: [{ from: 'trigger', to: 'work' }] });
+      await acme.publish({
+        key,
+        name: key,
+        trigger: { type: 'webhook' },
+        nodes: [{ id: 'work', operation: 'test.step-named', config: { names } }],
+        edges: [{ from: 'trigger', to: 'work' }],
+      });
       return acme.settledRun((await sendWebhook(env.url, 'acme', key, {})).body.runId);
     };
-    expect(await named('distinct-steps', ['a', 'b'])).toMatchObject({ status: 'succeeded', steps: expect.arrayContaining([expect.objectContaining({ key: 'work', output: [1, 2] })]) });
+    expect(await named('distinct-steps', ['a', 'b'])).toMatchObject({
+      status: 'succeeded',
+      steps: expect.arrayContaining([expect.objectContaining({ key: 'work', output: [1, 2] })]),
+    });
     const twice = await named('same-step', ['a', 'a']);
-    expect(twice).toMatchObject({ status: 'failed', attempts: 1, error: { kind: 'permanent', node: 'work', message: expect.stringContaining('ctx.step("a") in node work: the name is used twice') } });
-    expect(await named('reserved-step', ['batch'])).toMatchObject({ status: 'failed', error: { message: expect.stringContaining('"batch" is reserved') } });
-    expect(await named('empty-step', [''])).toMatchObject({ status: 'failed', error: { message: expect.stringContaining('1-200 characters') } });
+    expect(twice).toMatchObject({
+      status: 'failed',
+      attempts: 1,
+      error: {
+        kind: 'permanent',
+        node: 'work',
+        message: expect.stringContaining('ctx.step("a") in node work: the name is used twice'),
+      },
+    });
+    expect(await named('reserved-step', ['batch'])).toMatchObject({
+      status: 'failed',
+      error: { message: expect.stringContaining('"batch" is reserved') },
+    });
+    expect(await named('empty-step', [''])).toMatchObject({
+      status: 'failed',
+      error: { message: expect.stringContaining('1-200 characters') },
+    });
   });
 });

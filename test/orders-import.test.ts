@@ -23,9 +23,13 @@ afterAll(async () => {
 
 const shop = () => world.shopify.shop;
 
-const importFlow = (key: string, importConfig: Record<string, unknown> = {}) => ({ ...importFlowDocument(importConfig), key });
+const importFlow = (key: string, importConfig: Record<string, unknown> = {}) => ({
+  ...importFlowDocument(importConfig),
+  key,
+});
 
-const batchesOf = async (flowId: string) => (await acme.call('GET', `/api/v1/batches?flowId=${flowId}`)).body.nodes as any[];
+const batchesOf = async (flowId: string) =>
+  (await acme.call('GET', `/api/v1/batches?flowId=${flowId}`)).body.nodes as any[];
 /** Waits for the flow's first batch to finish, then stops the schedule; returns that batch. */
 async function firstBatch(flowId: string) {
   const batch = await eventually(async () => {
@@ -40,26 +44,37 @@ async function allTasks(batchId: string) {
   const tasks: any[] = [];
   let after: string | undefined;
   do {
-    const page = (await acme.call('GET', `/api/v1/batches/${batchId}/tasks?first=200${after ? `&after=${after}` : ''}`)).body;
+    const page = (await acme.call('GET', `/api/v1/batches/${batchId}/tasks?first=200${after ? `&after=${after}` : ''}`))
+      .body;
     tasks.push(...page.nodes);
     after = page.pageInfo.hasNextPage ? page.pageInfo.endCursor : undefined;
   } while (after);
   return tasks;
 }
-const exportedTags = (orderId: string) => shop().orders.get(orderId)!.tags.filter((tag: string) => tag.startsWith('IPaaS Refunds Exported'));
+const exportedTags = (orderId: string) =>
+  shop()
+    .orders.get(orderId)!
+    .tags.filter((tag: string) => tag.startsWith('IPaaS Refunds Exported'));
 
 describe('Orders > Import List', () => {
   it('imports 600 orders across pages, once each, and exports the refunds whose webhooks never came', async () => {
-    const orders = Array.from({ length: 600 }, (_, i) => shop().createOrder({ lines: [{ title: `Item ${i}`, price: 10, quantity: 1 }], synced: true }));
+    const orders = Array.from({ length: 600 }, (_, i) =>
+      shop().createOrder({ lines: [{ title: `Item ${i}`, price: 10, quantity: 1 }], synced: true }),
+    );
     // Every 20th order has a refund, its webhook lost.
-    const refunded = orders.filter((_, i) => i % 20 === 0).map((order) => ({ order, refund: shop().createRefund(order.id, { lines: [{ line: 0, quantity: 1 }] }).refund }));
+    const refunded = orders
+      .filter((_, i) => i % 20 === 0)
+      .map((order) => ({ order, refund: shop().createRefund(order.id, { lines: [{ line: 0, quantity: 1 }] }).refund }));
     const receiptsBefore = world.erp.receipts().length;
     // The import (about 8,400 points) and the exports wait for points along the way; nothing fails for it.
     world.shopify.drainBucket();
     const flowId = await acme.publish(importFlow('import-600', { pageSize: 250 }));
     const batch = await firstBatch(flowId);
 
-    expect(batch).toMatchObject({ status: 'succeeded', counts: { total: 600, unfinished: 0, failed: 0, progress: 100 } });
+    expect(batch).toMatchObject({
+      status: 'succeeded',
+      counts: { total: 600, unfinished: 0, failed: 0, progress: 100 },
+    });
     expect(batch.counts.succeeded).toBe(refunded.length);
     expect(batch.counts.skipped).toBe(600 - refunded.length);
     const tasks = await allTasks(batch.id);
@@ -80,7 +95,9 @@ describe('Orders > Import List', () => {
 
   it('reads orders that share one updated_at across a page boundary exactly once', async () => {
     const at = new Date(Date.now() - 60_000).toISOString();
-    const tied = Array.from({ length: 7 }, () => shop().createOrder({ lines: [{ title: 'Tie', price: 5, quantity: 1 }], synced: true }));
+    const tied = Array.from({ length: 7 }, () =>
+      shop().createOrder({ lines: [{ title: 'Tie', price: 5, quantity: 1 }], synced: true }),
+    );
     for (const order of tied) shop().setUpdatedAt(order.id, at);
     const flowId = await acme.publish(importFlow('ties', { pageSize: 3, query: 'tag:none-but-ties' }));
     for (const order of tied) order.tags.push('none-but-ties');
@@ -90,7 +107,9 @@ describe('Orders > Import List', () => {
   });
 
   it('an order changed while the poll runs is imported once in it, and again by the next poll', async () => {
-    const orders = Array.from({ length: 6 }, () => shop().createOrder({ lines: [{ title: 'Moving', price: 3, quantity: 1 }], synced: true, tags: ['moving'] }));
+    const orders = Array.from({ length: 6 }, () =>
+      shop().createOrder({ lines: [{ title: 'Moving', price: 3, quantity: 1 }], synced: true, tags: ['moving'] }),
+    );
     let pages = 0;
     world.shopify.beforeExecute = (_fields, operationName) => {
       // Between the first and the second page, the first order changes.
@@ -119,7 +138,11 @@ describe('Orders > Import List', () => {
 
   it('the webhook flow and the poll on one shop send each refund once', async () => {
     await acme.publish(refundFlow('refunds'));
-    const order = shop().createOrder({ lines: [{ title: 'Both', price: 30, quantity: 2 }], synced: true, tags: ['both-ways'] });
+    const order = shop().createOrder({
+      lines: [{ title: 'Both', price: 30, quantity: 2 }],
+      synced: true,
+      tags: ['both-ways'],
+    });
     const { refund, webhookBody } = shop().createRefund(order.id, { lines: [{ line: 0, quantity: 1 }] });
     const receiptsBefore = world.erp.receipts().length;
     const flowId = await acme.publish(importFlow('both', { query: 'tag:both-ways' }));
@@ -128,32 +151,49 @@ describe('Orders > Import List', () => {
     const batch = await firstBatch(flowId);
     expect(['succeeded', 'skipped']).toContain(webhookRun.status);
     expect(batch.status).toBe('succeeded');
-    const receipts = (world.erp.receipts().slice(receiptsBefore) as any[]).filter((record) => record.Refund.Id === refund.id);
+    const receipts = (world.erp.receipts().slice(receiptsBefore) as any[]).filter(
+      (record) => record.Refund.Id === refund.id,
+    );
     expect(receipts).toHaveLength(1);
     expect(exportedTags(order.id)).toEqual(['IPaaS Refunds Exported: 1']);
   });
 
-  it('retries a batch\'s failed tasks from the API, and backfills after a rewind without sending twice', async () => {
-    const order = shop().createOrder({ lines: [{ title: 'Retry', price: 12, quantity: 1 }], synced: true, tags: ['retry-me'] });
+  it("retries a batch's failed tasks from the API, and backfills after a rewind without sending twice", async () => {
+    const order = shop().createOrder({
+      lines: [{ title: 'Retry', price: 12, quantity: 1 }],
+      synced: true,
+      tags: ['retry-me'],
+    });
     const { refund } = shop().createRefund(order.id, { lines: [{ line: 0, quantity: 1 }] });
     world.erp.script(erpReplies.invalidField);
     const flowId = await acme.publish(importFlow('retry', { query: 'tag:retry-me' }));
     const batch = await firstBatch(flowId);
     expect(batch).toMatchObject({ status: 'failed', counts: { total: 1, failed: 1 } });
     const [task] = await allTasks(batch.id);
-    expect(task).toMatchObject({ status: 'failed', error: { kind: 'permanent', message: expect.stringContaining('INVALID_FLD_VALUE') }, retries: 0 });
+    expect(task).toMatchObject({
+      status: 'failed',
+      error: { kind: 'permanent', message: expect.stringContaining('INVALID_FLD_VALUE') },
+      retries: 0,
+    });
     // The field moved on anyway: a failed task is settled and recorded.
     expect((await acme.call('GET', `/api/v1/ingress-incremental-fields/${flowId}`)).body.value).toBe(batch.windowTo);
 
     const retried = await acme.call('POST', `/api/v1/batches/${batch.id}/retry`);
     expect(retried.body).toEqual({ retried: 1, runIds: [expect.any(String)] });
     expect((await acme.settledRun(retried.body.runIds[0])).status).toBe('succeeded');
-    expect(await allTasks(batch.id)).toEqual([expect.objectContaining({ status: 'succeeded', retries: 1, runId: retried.body.runIds[0] })]);
-    expect((await acme.call('GET', `/api/v1/batches/${batch.id}`)).body.counts).toMatchObject({ failed: 0, succeeded: 1 });
+    expect(await allTasks(batch.id)).toEqual([
+      expect.objectContaining({ status: 'succeeded', retries: 1, runId: retried.body.runIds[0] }),
+    ]);
+    expect((await acme.call('GET', `/api/v1/batches/${batch.id}`)).body.counts).toMatchObject({
+      failed: 0,
+      succeeded: 1,
+    });
     expect((world.erp.receipts() as any[]).filter((record) => record.Refund.Id === refund.id)).toHaveLength(1);
 
     // Rewind an hour and poll again: the order is read again, its refund is not sent again.
-    const rewound = await acme.call('PUT', `/api/v1/ingress-incremental-fields/${flowId}`, { value: new Date(Date.now() - 3_600_000).toISOString() });
+    const rewound = await acme.call('PUT', `/api/v1/ingress-incremental-fields/${flowId}`, {
+      value: new Date(Date.now() - 3_600_000).toISOString(),
+    });
     expect(rewound.status).toBe(200);
     await acme.call('POST', `/api/v1/flows/${flowId}/activate`);
     const backfill = await eventually(async () => {
@@ -168,18 +208,44 @@ describe('Orders > Import List', () => {
   });
 
   it('imports the optional fields it is asked for, pages sized to their cost', async () => {
-    const order = shop().createOrder({ lines: Array.from({ length: 12 }, (_, i) => ({ title: `Part ${i}`, price: 2, quantity: 1 })), synced: true, tags: ['with-lines'] });
+    const order = shop().createOrder({
+      lines: Array.from({ length: 12 }, (_, i) => ({ title: `Part ${i}`, price: 2, quantity: 1 })),
+      synced: true,
+      tags: ['with-lines'],
+    });
     const queriesBefore = world.shopify.queries.length;
-    const flowId = await acme.publish(importFlow('fields', { query: 'tag:with-lines', pageSize: 250, fields: ['lineItems', 'shippingAddress', 'customer'] }));
+    const flowId = await acme.publish(
+      importFlow('fields', {
+        query: 'tag:with-lines',
+        pageSize: 250,
+        fields: ['lineItems', 'shippingAddress', 'customer'],
+      }),
+    );
     const batch = await firstBatch(flowId);
     const [task] = await allTasks(batch.id);
-    const record = (await acme.call('GET', `/api/v1/runs/${task.runId}`)).body.steps.find((step: any) => step.key === 'import').output;
-    expect(record).toMatchObject({ Id: order.id, ShippingAddress: null, Customer: null, LineItems: { PageInfo: { HasNextPage: true, EndCursor: expect.any(String) } } });
+    const record = (await acme.call('GET', `/api/v1/runs/${task.runId}`)).body.steps.find(
+      (step: any) => step.key === 'import',
+    ).output;
+    expect(record).toMatchObject({
+      Id: order.id,
+      ShippingAddress: null,
+      Customer: null,
+      LineItems: { PageInfo: { HasNextPage: true, EndCursor: expect.any(String) } },
+    });
     expect(record.LineItems.Nodes).toHaveLength(10);
     expect(record.LineItems.Nodes[0]).toEqual({
-      Id: order.lineItems[0].id, Sku: 'SKU-PART-0', Title: 'Part 0', Quantity: 1,
-      OriginalUnitPriceSet: { ShopMoney: { Amount: 2, CurrencyCode: 'USD' }, PresentmentMoney: { Amount: 2, CurrencyCode: 'USD' } },
-      DiscountedTotalSet: { ShopMoney: { Amount: 2, CurrencyCode: 'USD' }, PresentmentMoney: { Amount: 2, CurrencyCode: 'USD' } },
+      Id: order.lineItems[0].id,
+      Sku: 'SKU-PART-0',
+      Title: 'Part 0',
+      Quantity: 1,
+      OriginalUnitPriceSet: {
+        ShopMoney: { Amount: 2, CurrencyCode: 'USD' },
+        PresentmentMoney: { Amount: 2, CurrencyCode: 'USD' },
+      },
+      DiscountedTotalSet: {
+        ShopMoney: { Amount: 2, CurrencyCode: 'USD' },
+        PresentmentMoney: { Amount: 2, CurrencyCode: 'USD' },
+      },
     });
     const pages = world.shopify.queries.slice(queriesBefore).filter((query) => query.operationName === 'ImportOrders');
     // 14 + 72 + 1 + 1 = 88 points an order: 11 orders a page.
@@ -190,45 +256,82 @@ describe('Orders > Import List', () => {
   it('a poll Shopify refuses fails its batch, with the reason, and leaves the field where it was', async () => {
     const { consumerKey, consumerSecret, tokenId, tokenSecret, accountId } = ERP_CREDENTIALS;
     await acme.call('PUT', '/api/v1/destinations/revoked', {
-      type: 'shopify', operation: 'shopify.orders-import-list', graphqlUrl: world.shopify.url, adminApiAccessToken: 'shpat_revoked',
+      type: 'shopify',
+      operation: 'shopify.orders-import-list',
+      graphqlUrl: world.shopify.url,
+      adminApiAccessToken: 'shpat_revoked',
       erp: { apiUrl: world.erp.apiUrl, consumerKey, consumerSecret, tokenId, tokenSecret, accountId },
     });
     const flowId = await acme.publish(importFlow('revoked', { destination: 'revoked' }));
     const batch = await firstBatch(flowId);
     expect(batch.status).toBe('failed');
     const run = (await acme.call('GET', `/api/v1/runs/${batch.runId}`)).body;
-    expect(run).toMatchObject({ status: 'failed', error: { kind: 'permanent', message: expect.stringContaining('401') } });
+    expect(run).toMatchObject({
+      status: 'failed',
+      error: { kind: 'permanent', message: expect.stringContaining('401') },
+    });
     expect((await acme.call('GET', `/api/v1/ingress-incremental-fields/${flowId}`)).status).toBe(404);
   });
 
   it('refuses a fan-out operation that does not follow the trigger', async () => {
     const document = importFlow('misplaced');
     document.nodes = [document.nodes[1], document.nodes[0]];
-    document.edges = [{ from: 'trigger', to: 'export' }, { from: 'export', to: 'import' }];
+    document.edges = [
+      { from: 'trigger', to: 'export' },
+      { from: 'export', to: 'import' },
+    ];
     const created = await acme.call('POST', '/api/v1/editable-flows', document);
     expect(created.status).toBe(400);
-    expect(created.body.errors).toContainEqual(expect.objectContaining({ path: '$.body.nodes[1]', node: 'import', message: expect.stringContaining('must follow the trigger directly') }));
+    expect(created.body.errors).toContainEqual(
+      expect.objectContaining({
+        path: '$.body.nodes[1]',
+        node: 'import',
+        message: expect.stringContaining('must follow the trigger directly'),
+      }),
+    );
   });
 
   it('test-runs the import draft: orders are read, nothing is imported, no field moves, no order is marked', async () => {
-    const order = shop().createOrder({ lines: [{ title: 'Tested', price: 20, quantity: 1 }], synced: true, tags: ['test-run'] });
+    const order = shop().createOrder({
+      lines: [{ title: 'Tested', price: 20, quantity: 1 }],
+      synced: true,
+      tags: ['test-run'],
+    });
     const { refund } = shop().createRefund(order.id, { lines: [{ line: 0, quantity: 1 }] });
-    const created = await acme.call('POST', '/api/v1/editable-flows', importFlow('import-tested', { query: 'tag:test-run' }));
+    const created = await acme.call(
+      'POST',
+      '/api/v1/editable-flows',
+      importFlow('import-tested', { query: 'tag:test-run' }),
+    );
     const flowId = created.body.id;
     const receiptsBefore = world.erp.receipts().length;
 
     const dry = (await acme.call('POST', `/api/v1/editable-flows/${flowId}/test`, {})).body;
-    expect(dry).toMatchObject({ status: 'succeeded', dryRun: true, batch: { count: 1, items: [expect.objectContaining({ Id: order.id })] } });
+    expect(dry).toMatchObject({
+      status: 'succeeded',
+      dryRun: true,
+      batch: { count: 1, items: [expect.objectContaining({ Id: order.id })] },
+    });
     // The export shows the ERP request it would send (credentials masked) and the marks it would set.
     expect(dry.steps.find((step: any) => step.nodeId === 'export').output).toMatchObject({
       dryRun: true,
       wouldSend: {
         orderId: order.id,
-        refunds: [{
-          refundId: refund.id,
-          erp: { method: 'POST', headers: { authorization: '[REDACTED]', 'idempotency-key': refund.id }, body: { Refund: { Id: refund.id } } },
-          markOrder: { orderId: order.id, listOfRefundProcessed: [String(refund.legacyResourceId)], tag: 'IPaaS Refunds Exported: 1' },
-        }],
+        refunds: [
+          {
+            refundId: refund.id,
+            erp: {
+              method: 'POST',
+              headers: { authorization: '[REDACTED]', 'idempotency-key': refund.id },
+              body: { Refund: { Id: refund.id } },
+            },
+            markOrder: {
+              orderId: order.id,
+              listOfRefundProcessed: [String(refund.legacyResourceId)],
+              tag: 'IPaaS Refunds Exported: 1',
+            },
+          },
+        ],
       },
     });
     expect(JSON.stringify(dry)).not.toContain(ERP_CREDENTIALS.tokenSecret);

@@ -15,7 +15,8 @@ let browser: Browser;
 let operator: ApiClient;
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`no browser at ${CHROMIUM}: install Debian's chromium (apt-get install chromium) or set CHROMIUM`);
+  if (!existsSync(CHROMIUM))
+    throw new Error(`no browser at ${CHROMIUM}: install Debian's chromium (apt-get install chromium) or set CHROMIUM`);
   mkdirSync(SHOTS, { recursive: true });
   env = await startTestPlatform('postgres');
   operator = await env.operator();
@@ -28,13 +29,16 @@ afterAll(async () => {
 });
 
 describe('the API reference at /docs, in a headless browser', () => {
-  it('shows the flow document\'s fields, the request body and answers of each route, and links them', async () => {
+  it("shows the flow document's fields, the request body and answers of each route, and links them", async () => {
     const page = await browser.newPage();
     await page.goto(`${env.url}/docs`);
     const flowDocument = page.locator('#schema-FlowDocument');
     await expect.poll(() => flowDocument.isVisible()).toBe(true);
     const fields = await flowDocument.evaluate((section) =>
-      [...section.querySelector('table.fields')!.querySelectorAll(':scope > tbody > tr > td:first-child > code')].map((cell) => cell.textContent));
+      [...section.querySelector('table.fields')!.querySelectorAll(':scope > tbody > tr > td:first-child > code')].map(
+        (cell) => cell.textContent,
+      ),
+    );
     expect(fields).toEqual(['key', 'name', 'description', 'trigger', 'nodes', 'edges']);
     const text = await flowDocument.innerText();
     for (const nested of ['operation', 'retry', 'maxAttempts', 'when']) expect(text).toContain(nested);
@@ -91,7 +95,11 @@ describe('the queue dashboard, in a headless browser', () => {
     const unauthenticated = await fetch(`${env.url}/admin/queues/api/queues`);
     expect(unauthenticated.status).toBe(401);
     expect(unauthenticated.headers.get('www-authenticate')).toContain('Basic');
-    const basic = Buffer.from(`${operator.credentials.client_id}:${operator.credentials.client_secret}`).toString('base64');
-    expect((await fetch(`${env.url}/admin/queues/api/queues`, { headers: { authorization: `Basic ${basic}` } })).status).toBe(200);
+    const basic = Buffer.from(`${operator.credentials.client_id}:${operator.credentials.client_secret}`).toString(
+      'base64',
+    );
+    expect(
+      (await fetch(`${env.url}/admin/queues/api/queues`, { headers: { authorization: `Basic ${basic}` } })).status,
+    ).toBe(200);
   });
 });

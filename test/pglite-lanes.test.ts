@@ -17,27 +17,45 @@ async function finishingOrder(statements: Array<[label: string, run: () => Promi
 describe('PGlite in its thread, in two lanes', () => {
   it('serves a waiting request before queued background work', async () => {
     const background = driver.background();
-    const slow = (label: string) => [label, () => background.query('select pg_sleep(0.02)')] as [string, () => Promise<unknown>];
-    const order = await finishingOrder([slow('b1'), slow('b2'), slow('b3'), slow('b4'), ['request', () => driver.query('select 1')]]);
+    const slow = (label: string) =>
+      [label, () => background.query('select pg_sleep(0.02)')] as [string, () => Promise<unknown>];
+    const order = await finishingOrder([
+      slow('b1'),
+      slow('b2'),
+      slow('b3'),
+      slow('b4'),
+      ['request', () => driver.query('select 1')],
+    ]);
     expect(order.indexOf('request')).toBe(1);
   });
 
   it('still gives background work a turn while requests keep coming', async () => {
-    const requests = Array.from({ length: 12 }, (_, i) => [`r${i}`, () => driver.query('select pg_sleep(0.005)')] as [string, () => Promise<unknown>]);
-    const order = await finishingOrder([requests[0], ['job', () => driver.background().query('select 1')], ...requests.slice(1)]);
+    const requests = Array.from(
+      { length: 12 },
+      (_, i) => [`r${i}`, () => driver.query('select pg_sleep(0.005)')] as [string, () => Promise<unknown>],
+    );
+    const order = await finishingOrder([
+      requests[0],
+      ['job', () => driver.background().query('select 1')],
+      ...requests.slice(1),
+    ]);
     expect(order.indexOf('job')).toBeLessThanOrEqual(5);
   });
 
-  it('keeps PostgreSQL\'s error fields and transaction semantics across the database\'s thread', async () => {
+  it("keeps PostgreSQL's error fields and transaction semantics across the database's thread", async () => {
     await driver.exec('create table thread_check (id int primary key)');
     await driver.query('insert into thread_check values ($1)', [1]);
     const duplicate = await driver.query('insert into thread_check values (1)').catch((error: unknown) => error);
     expect(duplicate).toMatchObject({ code: '23505', constraint: 'thread_check_pkey' });
-    await expect(driver.transaction(async (tx) => {
-      await tx.query('insert into thread_check values (2)');
-      throw new Error('changed my mind');
-    })).rejects.toThrow('changed my mind');
-    expect(await driver.transaction((tx) => tx.query('insert into thread_check values (3) returning id'))).toEqual([{ id: 3 }]);
+    await expect(
+      driver.transaction(async (tx) => {
+        await tx.query('insert into thread_check values (2)');
+        throw new Error('changed my mind');
+      }),
+    ).rejects.toThrow('changed my mind');
+    expect(await driver.transaction((tx) => tx.query('insert into thread_check values (3) returning id'))).toEqual([
+      { id: 3 },
+    ]);
     expect(await driver.query('select id from thread_check order by id')).toEqual([{ id: 1 }, { id: 3 }]);
   });
 

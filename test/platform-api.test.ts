@@ -3,11 +3,22 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClientCredentials } from '../api/auth/clients.ts';
 import { Receiver } from './support/receiver.ts';
-import { ApiClient, eventually, getToken, POSTGRES_URL, sendWebhook, spawnWorker, startTestPlatform, type TestPlatform } from './support/harness.ts';
+import {
+  ApiClient,
+  eventually,
+  getToken,
+  POSTGRES_URL,
+  sendWebhook,
+  spawnWorker,
+  startTestPlatform,
+  type TestPlatform,
+} from './support/harness.ts';
 
 /** A flow that echoes what it got: every run of it succeeds. */
 const echo = (key: string) => ({
-  key, name: key, trigger: { type: 'webhook', config: { deliveryIdHeader: 'x-shopify-webhook-id' } },
+  key,
+  name: key,
+  trigger: { type: 'webhook', config: { deliveryIdHeader: 'x-shopify-webhook-id' } },
   nodes: [{ id: 'echo', operation: 'transform', config: { expression: '{{ $input.body }}' } }],
   edges: [{ from: 'trigger', to: 'echo' }],
 });
@@ -21,10 +32,11 @@ beforeAll(async () => {
 });
 afterAll(() => env?.close());
 
-const statusOf = async (client: ApiClient, runId: string) => (await client.call('GET', `/api/v1/runs/${runId}`)).body.status;
+const statusOf = async (client: ApiClient, runId: string) =>
+  (await client.call('GET', `/api/v1/runs/${runId}`)).body.status;
 
 describe('Tenant (operator)', () => {
-  it('creates, lists and gets tenants; refuses a repeated id and a bad one with the field\'s path', async () => {
+  it("creates, lists and gets tenants; refuses a repeated id and a bad one with the field's path", async () => {
     const created = await operator.call('POST', '/api/v1/tenants', { id: 'acme', name: 'Acme Ltd' });
     expect(created.status).toBe(201);
     expect(created.body).toMatchObject({ id: 'acme', name: 'Acme Ltd', status: 'active', suspendedReason: null });
@@ -50,17 +62,27 @@ describe('Tenant (operator)', () => {
     expect(refused.body.detail).toContain('invoice 42 unpaid');
     // Operators still see the tenant's data; a tenant that does not exist is a 404 to them.
     expect((await operator.as('shop-s').call('GET', '/api/v1/editable-flows')).status).toBe(200);
-    expect((await operator.as('no-such-shop').call('PUT', '/api/v1/global-variables/X', { value: 1 })).status).toBe(404);
+    expect((await operator.as('no-such-shop').call('PUT', '/api/v1/global-variables/X', { value: 1 })).status).toBe(
+      404,
+    );
 
     const delivered = await sendWebhook(env.url, 'shop-s', 'orders', { order: 1 });
     expect(delivered.status).toBe(202);
     const run = (await operator.as('shop-s').call('GET', `/api/v1/runs/${delivered.body.runId}`)).body;
     expect(run).toMatchObject({ status: 'held', heldBy: 'suspended' });
     const message = await operator.as('shop-s').call('GET', `/api/v1/messages/${delivered.body.messageId}`);
-    expect(message.body).toMatchObject({ status: 'blocked', body: { order: 1 }, runs: [expect.objectContaining({ status: 'held' })] });
+    expect(message.body).toMatchObject({
+      status: 'blocked',
+      body: { order: 1 },
+      runs: [expect.objectContaining({ status: 'held' })],
+    });
 
     const resumed = await operator.call('POST', '/api/v1/tenants/shop-s/resume', {});
-    expect(resumed.body).toMatchObject({ tenant: { status: 'active', suspendedReason: null }, released: 1, discarded: 0 });
+    expect(resumed.body).toMatchObject({
+      tenant: { status: 'active', suspendedReason: null },
+      released: 1,
+      discarded: 0,
+    });
     expect((await shop.settledRun(delivered.body.runId)).status).toBe('succeeded');
     expect((await shop.call('GET', '/api/v1/editable-flows')).status).toBe(200);
   });
@@ -69,15 +91,22 @@ describe('Tenant (operator)', () => {
     const doomed = await env.tenant('doomed');
     await doomed.publish(echo('orders'));
     await doomed.publish({
-      key: 'poll', name: 'poll', trigger: { type: 'schedule', config: { every: '1h' } },
-      nodes: [{ id: 'echo', operation: 'transform', config: { expression: '{{ 1 }}' } }], edges: [{ from: 'trigger', to: 'echo' }],
+      key: 'poll',
+      name: 'poll',
+      trigger: { type: 'schedule', config: { every: '1h' } },
+      nodes: [{ id: 'echo', operation: 'transform', config: { expression: '{{ 1 }}' } }],
+      edges: [{ from: 'trigger', to: 'echo' }],
     });
     await doomed.call('PUT', '/api/v1/global-variables/X', { value: 1 });
     await doomed.call('PUT', '/api/v1/secret-global-variables/Y', { value: 'hush' });
     await doomed.call('PUT', '/api/v1/blocked-topics/x', {});
     const delivered = await sendWebhook(env.url, 'doomed', 'orders', { order: 1 });
     await doomed.settledRun(delivered.body.runId);
-    expect((await env.platform.schedules.queue.getJobSchedulers()).some((scheduler) => scheduler.key.startsWith('flow:doomed:'))).toBe(true);
+    expect(
+      (await env.platform.schedules.queue.getJobSchedulers()).some((scheduler) =>
+        scheduler.key.startsWith('flow:doomed:'),
+      ),
+    ).toBe(true);
 
     const unconfirmed = await operator.call('DELETE', '/api/v1/tenants/doomed?confirm=other');
     expect(unconfirmed.status).toBe(400);
@@ -95,13 +124,19 @@ describe('Tenant (operator)', () => {
       );
       expect(tables.rows.length).toBeGreaterThanOrEqual(14);
       for (const { table_name, column_name } of tables.rows) {
-        const { rows } = await db.query(`select count(*)::int as n from ${schema}.${table_name} where ${column_name} = 'doomed'`);
+        const { rows } = await db.query(
+          `select count(*)::int as n from ${schema}.${table_name} where ${column_name} = 'doomed'`,
+        );
         expect(rows[0].n, `${table_name} rows of the deleted tenant`).toBe(0);
       }
     } finally {
       await db.end();
     }
-    expect((await env.platform.schedules.queue.getJobSchedulers()).some((scheduler) => scheduler.key.startsWith('flow:doomed:'))).toBe(false);
+    expect(
+      (await env.platform.schedules.queue.getJobSchedulers()).some((scheduler) =>
+        scheduler.key.startsWith('flow:doomed:'),
+      ),
+    ).toBe(false);
     expect((await doomed.call('GET', '/api/v1/editable-flows')).status).toBe(403);
     expect((await sendWebhook(env.url, 'doomed', 'orders', { order: 2 })).status).toBe(404);
     expect((await operator.call('GET', '/api/v1/tenants/doomed')).status).toBe(404);
@@ -114,7 +149,8 @@ describe('BlockedTopic and MessageInfo', () => {
     shop = await env.tenant('shop-t');
     await shop.publish(echo('refunds'));
   });
-  const refund = (n: number, headers: Record<string, string> = {}) => sendWebhook(env.url, 'shop-t', 'refunds', { refund: n }, { 'x-shopify-topic': 'refunds/create', ...headers });
+  const refund = (n: number, headers: Record<string, string> = {}) =>
+    sendWebhook(env.url, 'shop-t', 'refunds', { refund: n }, { 'x-shopify-topic': 'refunds/create', ...headers });
 
   it('records and answers deliveries of a blocked topic without running them; unblocking releases them', async () => {
     const blocked = await shop.call('PUT', '/api/v1/blocked-topics/refunds%2Fcreate', { reason: 'ERP cut-over' });
@@ -122,11 +158,21 @@ describe('BlockedTopic and MessageInfo', () => {
     expect(blocked.body).toMatchObject({ topic: 'refunds/create', reason: 'ERP cut-over', held: 0 });
     const held = [await refund(1), await refund(2), await refund(3)];
     expect(held.map((response) => response.status)).toEqual([202, 202, 202]);
-    const other = await sendWebhook(env.url, 'shop-t', 'refunds', { refund: 0 }, { 'x-shopify-topic': 'refunds/update' });
+    const other = await sendWebhook(
+      env.url,
+      'shop-t',
+      'refunds',
+      { refund: 0 },
+      { 'x-shopify-topic': 'refunds/update' },
+    );
     expect((await shop.settledRun(other.body.runId)).status).toBe('succeeded');
     for (const response of held) expect(await statusOf(shop, response.body.runId)).toBe('held');
-    expect((await shop.call('GET', '/api/v1/blocked-topics')).body.nodes).toEqual([expect.objectContaining({ topic: 'refunds/create', held: 3 })]);
-    expect((await shop.call('GET', '/api/v1/messages?status=blocked')).body.nodes.map((message: any) => message.body)).toEqual([{ refund: 3 }, { refund: 2 }, { refund: 1 }]);
+    expect((await shop.call('GET', '/api/v1/blocked-topics')).body.nodes).toEqual([
+      expect.objectContaining({ topic: 'refunds/create', held: 3 }),
+    ]);
+    expect(
+      (await shop.call('GET', '/api/v1/messages?status=blocked')).body.nodes.map((message: any) => message.body),
+    ).toEqual([{ refund: 3 }, { refund: 2 }, { refund: 1 }]);
 
     const unblocked = await shop.call('DELETE', '/api/v1/blocked-topics/refunds%2Fcreate');
     expect(unblocked.body).toEqual({ released: 3, discarded: 0 });
@@ -139,22 +185,35 @@ describe('BlockedTopic and MessageInfo', () => {
     const held = await refund(4);
     const discarded = await shop.call('DELETE', '/api/v1/blocked-topics/refunds%2Fcreate?heldMessages=discard');
     expect(discarded.body).toEqual({ released: 0, discarded: 1 });
-    expect((await shop.settledRun(held.body.runId))).toMatchObject({ status: 'cancelled', error: { message: 'discarded when refunds/create was unblocked' } });
+    expect(await shop.settledRun(held.body.runId)).toMatchObject({
+      status: 'cancelled',
+      error: { message: 'discarded when refunds/create was unblocked' },
+    });
     expect((await shop.call('GET', `/api/v1/messages/${held.body.messageId}`)).body.status).toBe('skipped');
   });
 
   it('lists repeated deliveries as duplicates of the first, filters by topic, and replays a finished message', async () => {
-    const first = await refund(5, { 'x-shopify-webhook-id': 'wh-5', 'x-api-key': 'hush-key', 'x-access-token': 'hush-token', 'x-trace': 't1' });
+    const first = await refund(5, {
+      'x-shopify-webhook-id': 'wh-5',
+      'x-api-key': 'hush-key',
+      'x-access-token': 'hush-token',
+      'x-trace': 't1',
+    });
     const again = await refund(5, { 'x-shopify-webhook-id': 'wh-5' });
     expect(again.status).toBe(200);
     await shop.settledRun(first.body.runId);
     const duplicates = (await shop.call('GET', '/api/v1/messages?status=duplicate')).body.nodes;
-    expect(duplicates).toEqual([expect.objectContaining({ duplicateOf: first.body.messageId, topic: 'refunds/create', body: null, runId: null })]);
+    expect(duplicates).toEqual([
+      expect.objectContaining({ duplicateOf: first.body.messageId, topic: 'refunds/create', body: null, runId: null }),
+    ]);
     const byTopic = (await shop.call('GET', '/api/v1/messages?topic=refunds%2Fupdate')).body.nodes;
     expect(byTopic.map((message: any) => message.body)).toEqual([{ refund: 0 }]);
     const badFilter = await shop.call('GET', '/api/v1/messages?status=lost&receivedFrom=yesterday');
     expect(badFilter.status).toBe(400);
-    expect(badFilter.body.errors.map((error: any) => error.path).sort()).toEqual(['$.query.receivedFrom', '$.query.status']);
+    expect(badFilter.body.errors.map((error: any) => error.path).sort()).toEqual([
+      '$.query.receivedFrom',
+      '$.query.status',
+    ]);
 
     const replayed = await shop.call('POST', `/api/v1/messages/${first.body.messageId}/replay`);
     expect(replayed.status).toBe(202);
@@ -188,10 +247,20 @@ describe('MessageQueue', () => {
     const shop = await env.tenant('shop-q');
     const failing = {
       ...echo('fragile'),
-      nodes: [{ id: 'echo', operation: 'transform', config: { expression: '{{ $input.body.ok ? $input.body : $error("not ok") }}' } }],
+      nodes: [
+        {
+          id: 'echo',
+          operation: 'transform',
+          config: { expression: '{{ $input.body.ok ? $input.body : $error("not ok") }}' },
+        },
+      ],
     };
     const flowId = await shop.publish(failing);
-    const sent = [await sendWebhook(env.url, 'shop-q', 'fragile', { ok: true }), await sendWebhook(env.url, 'shop-q', 'fragile', { ok: false }), await sendWebhook(env.url, 'shop-q', 'fragile', { ok: false })];
+    const sent = [
+      await sendWebhook(env.url, 'shop-q', 'fragile', { ok: true }),
+      await sendWebhook(env.url, 'shop-q', 'fragile', { ok: false }),
+      await sendWebhook(env.url, 'shop-q', 'fragile', { ok: false }),
+    ];
     const outcomes = await Promise.all(sent.map((response) => shop.settledRun(response.body.runId)));
     expect(outcomes.map((run) => run.status)).toEqual(['succeeded', 'failed', 'failed']);
 
@@ -199,16 +268,25 @@ describe('MessageQueue', () => {
     expect(backlog.runs).toMatchObject({ succeeded: 1, failed: 2, queued: 0, held: 0 });
     expect(backlog.messages).toMatchObject({ succeeded: 1, failed: 2, accepted: 0 });
     expect(backlog.oldestWaiting).toBeNull();
-    const later = (await shop.call('GET', `/api/v1/message-queue?since=${encodeURIComponent(new Date(Date.now() + 60_000).toISOString())}`)).body;
+    const later = (
+      await shop.call(
+        'GET',
+        `/api/v1/message-queue?since=${encodeURIComponent(new Date(Date.now() + 60_000).toISOString())}`,
+      )
+    ).body;
     expect(later.runs.failed).toBe(0);
 
     // The fix: the same flow without the failure, published as version 2.
     const editable = (await shop.call('GET', `/api/v1/editable-flows/${flowId}`)).body;
-    await shop.call('PUT', `/api/v1/editable-flows/${flowId}`, { revision: editable.revision, document: echo('fragile') });
+    await shop.call('PUT', `/api/v1/editable-flows/${flowId}`, {
+      revision: editable.revision,
+      document: echo('fragile'),
+    });
     expect((await shop.call('POST', `/api/v1/editable-flows/${flowId}/publish`)).status).toBe(201);
     const retried = await shop.call('POST', '/api/v1/message-queue/retry-failed', { flowId });
     expect(retried.body).toMatchObject({ retried: 2, more: false });
-    for (const runId of retried.body.runIds) expect(await shop.settledRun(runId)).toMatchObject({ status: 'succeeded', flowVersion: 2 });
+    for (const runId of retried.body.runIds)
+      expect(await shop.settledRun(runId)).toMatchObject({ status: 'succeeded', flowVersion: 2 });
     expect((await shop.call('POST', '/api/v1/message-queue/retry-failed', { flowId })).body.retried).toBe(0);
     expect((await shop.call('GET', '/api/v1/message-queue')).body.messages).toMatchObject({ succeeded: 3, failed: 0 });
   });
@@ -225,7 +303,9 @@ describe('Queue (operator) and Version', () => {
     expect((await operator.call('POST', '/api/v1/queues/runs/pause')).body.paused).toBe(true);
     const waiting = await sendWebhook(env.url, 'shop-p', 'orders', { order: 1 });
     expect(waiting.status).toBe(202);
-    await eventually(async () => expect((await operator.call('GET', '/api/v1/queues/runs')).body.counts.paused).toBeGreaterThanOrEqual(1));
+    await eventually(async () =>
+      expect((await operator.call('GET', '/api/v1/queues/runs')).body.counts.paused).toBeGreaterThanOrEqual(1),
+    );
     expect(await statusOf(shop, waiting.body.runId)).toBe('queued');
     expect((await operator.call('POST', '/api/v1/queues/runs/resume')).body.paused).toBe(false);
     expect((await shop.settledRun(waiting.body.runId)).status).toBe('succeeded');
@@ -245,8 +325,15 @@ describe('Queue (operator) and Version', () => {
   it('tells the product, API, build, runtime, Shopify API and operation versions', async () => {
     const shop = await env.tenant('shop-v');
     const version = (await shop.call('GET', '/api/v1/version')).body;
-    expect(version).toMatchObject({ api: 'v1', runtime: { node: process.version }, integrations: { shopify: { apiVersions: ['2025-10', '2026-10'] } } });
-    expect(version.operations).toMatchObject({ transform: expect.stringMatching(/^\d+\.\d+\.\d+$/), 'shopify.refund-export': expect.any(String) });
+    expect(version).toMatchObject({
+      api: 'v1',
+      runtime: { node: process.version },
+      integrations: { shopify: { apiVersions: ['2025-10', '2026-10'] } },
+    });
+    expect(version.operations).toMatchObject({
+      transform: expect.stringMatching(/^\d+\.\d+\.\d+$/),
+      'shopify.refund-export': expect.any(String),
+    });
     const head = (() => {
       try {
         return execFileSync('git', ['rev-parse', 'HEAD'], { encoding: 'utf8' }).trim();
@@ -259,7 +346,8 @@ describe('Queue (operator) and Version', () => {
 });
 
 describe('Platform (operator)', () => {
-  const basic = (client: ApiClient) => `Basic ${Buffer.from(`${client.credentials.client_id}:${client.credentials.client_secret}`).toString('base64')}`;
+  const basic = (client: ApiClient) =>
+    `Basic ${Buffer.from(`${client.credentials.client_id}:${client.credentials.client_secret}`).toString('base64')}`;
 
   it('exports Prometheus metrics to operators: deliveries per tenant, finished runs, durations, queue depths', async () => {
     const shop = await env.tenant('shop-m');
@@ -298,7 +386,10 @@ describe('Platform (operator)', () => {
   it('enters maintenance: deliveries get 503 with Retry-After and are not recorded, workers drain; leaving it accepts again', async () => {
     const shop = await env.tenant('shop-x');
     await shop.publish(echo('orders'));
-    const entered = await operator.call('PUT', '/api/v1/platform/maintenance', { reason: 'database upgrade', retryAfterSeconds: 120 });
+    const entered = await operator.call('PUT', '/api/v1/platform/maintenance', {
+      reason: 'database upgrade',
+      retryAfterSeconds: 120,
+    });
     expect(entered.body).toMatchObject({ enabled: true, reason: 'database upgrade', retryAfterSeconds: 120 });
     expect((await operator.call('GET', '/api/v1/queues/runs')).body.paused).toBe(true);
 
@@ -306,7 +397,13 @@ describe('Platform (operator)', () => {
     expect(refused.status).toBe(503);
     expect(refused.headers.get('retry-after')).toBe('120');
     expect((await shop.call('GET', '/api/v1/messages')).body.nodes).toEqual([]);
-    await eventually(async () => expect((await operator.call('GET', '/api/v1/platform/maintenance')).body).toMatchObject({ enabled: true, drained: true, activeJobs: 0 }));
+    await eventually(async () =>
+      expect((await operator.call('GET', '/api/v1/platform/maintenance')).body).toMatchObject({
+        enabled: true,
+        drained: true,
+        activeJobs: 0,
+      }),
+    );
     const ready = await (await fetch(`${env.url}/readyz`)).json();
     expect(ready.checks.maintenance).toMatchObject({ reason: 'database upgrade' });
 
@@ -324,7 +421,13 @@ describe('Statistic, Dashboard and UserSettings', () => {
     const shop = await env.tenant('shop-stats');
     const fragile = await shop.publish({
       ...echo('fragile'),
-      nodes: [{ id: 'echo', operation: 'transform', config: { expression: '{{ $input.body.ok ? $input.body : $error("not ok") }}' } }],
+      nodes: [
+        {
+          id: 'echo',
+          operation: 'transform',
+          config: { expression: '{{ $input.body.ok ? $input.body : $error("not ok") }}' },
+        },
+      ],
     });
     const steady = await shop.publish(echo('steady'));
     const sends = [
@@ -352,20 +455,34 @@ describe('Statistic, Dashboard and UserSettings', () => {
     }
     const topics = Object.fromEntries(stats.messages.map((row: any) => [row.topic, [row.count, row.duplicates]]));
     expect(topics).toEqual({ a: [2, 0], b: [2, 1] });
-    expect((await shop.call('GET', `/api/v1/statistics?interval=day&flowId=${steady}`)).body.runs).toEqual([expect.objectContaining({ flowId: steady, total: 1 })]);
+    expect((await shop.call('GET', `/api/v1/statistics?interval=day&flowId=${steady}`)).body.runs).toEqual([
+      expect.objectContaining({ flowId: steady, total: 1 }),
+    ]);
     const tooLong = await shop.call('GET', '/api/v1/statistics?from=2026-01-01T00:00:00Z&to=2026-11-01T00:00:00Z');
     expect(tooLong.status).toBe(400);
     expect(tooLong.body.errors).toEqual([expect.objectContaining({ path: '$.query.from' })]);
 
     const dashboard = (await shop.call('GET', '/api/v1/dashboard')).body;
-    expect(dashboard).toMatchObject({ activeFlows: 2, last24h: { runs: { succeeded: 2, failed: 2 }, failureRate: 0.5 }, backlog: { queued: 0, held: 0 } });
-    expect(dashboard.lastErrors).toEqual([expect.objectContaining({ flowId: fragile, flowName: 'fragile', error: expect.objectContaining({ kind: 'permanent' }) })]);
+    expect(dashboard).toMatchObject({
+      activeFlows: 2,
+      last24h: { runs: { succeeded: 2, failed: 2 }, failureRate: 0.5 },
+      backlog: { queued: 0, held: 0 },
+    });
+    expect(dashboard.lastErrors).toEqual([
+      expect.objectContaining({
+        flowId: fragile,
+        flowName: 'fragile',
+        error: expect.objectContaining({ kind: 'permanent' }),
+      }),
+    ]);
   });
 
   it('keeps settings per user, with defaults, validated', async () => {
     const shop = await env.tenant('shop-u');
     expect((await shop.call('GET', '/api/v1/user-settings')).body).toEqual({
-      subject: shop.credentials.client_id, settings: { timezone: 'UTC', locale: 'en-US', pageSize: 50 }, updatedAt: null,
+      subject: shop.credentials.client_id,
+      settings: { timezone: 'UTC', locale: 'en-US', pageSize: 50 },
+      updatedAt: null,
     });
     const saved = await shop.call('PUT', '/api/v1/user-settings', { timezone: 'Europe/Berlin', pageSize: 20 });
     expect(saved.body.settings).toEqual({ timezone: 'Europe/Berlin', locale: 'en-US', pageSize: 20 });
@@ -373,28 +490,58 @@ describe('Statistic, Dashboard and UserSettings', () => {
     const bad = await shop.call('PUT', '/api/v1/user-settings', { timezone: 'Mars/Olympus', pageSize: 500 });
     expect(bad.status).toBe(400);
     expect(bad.body.errors.map((error: any) => error.path)).toEqual(['$.body.pageSize']);
-    expect((await shop.call('PUT', '/api/v1/user-settings', { timezone: 'Mars/Olympus' })).body.errors).toEqual([expect.objectContaining({ path: '$.body.timezone' })]);
+    expect((await shop.call('PUT', '/api/v1/user-settings', { timezone: 'Mars/Olympus' })).body.errors).toEqual([
+      expect.objectContaining({ path: '$.body.timezone' }),
+    ]);
     // Another user of the tenant has their own.
     const credentials = await createClientCredentials(env.platform.store, { tenantId: 'shop-u' });
-    const colleague = new ApiClient(env.url, await getToken(env.url, credentials.client_id, credentials.client_secret), 'shop-u', credentials);
-    expect((await colleague.call('GET', '/api/v1/user-settings')).body).toMatchObject({ subject: credentials.client_id, updatedAt: null });
+    const colleague = new ApiClient(
+      env.url,
+      await getToken(env.url, credentials.client_id, credentials.client_secret),
+      'shop-u',
+      credentials,
+    );
+    expect((await colleague.call('GET', '/api/v1/user-settings')).body).toMatchObject({
+      subject: credentials.client_id,
+      updatedAt: null,
+    });
   });
 });
 
 describe('PlatformGlobal and PlatformTenantGlobal', () => {
-  it('lets flows read $platform values, a tenant\'s override first', async () => {
+  it("lets flows read $platform values, a tenant's override first", async () => {
     const [plain, special] = [await env.tenant('plain'), await env.tenant('special')];
-    expect((await operator.call('PUT', '/api/v1/platform-globals/ERP_HOST', { value: 'erp.example.com' })).status).toBe(201);
-    expect((await operator.call('PUT', '/api/v1/platform-globals/ERP_HOST', { value: 'erp.example.net' })).status).toBe(200);
+    expect((await operator.call('PUT', '/api/v1/platform-globals/ERP_HOST', { value: 'erp.example.com' })).status).toBe(
+      201,
+    );
+    expect((await operator.call('PUT', '/api/v1/platform-globals/ERP_HOST', { value: 'erp.example.net' })).status).toBe(
+      200,
+    );
     await operator.call('PUT', '/api/v1/platform-globals/REGION', { value: 'eu' });
-    expect((await operator.call('PUT', '/api/v1/tenants/special/platform-globals/ERP_HOST', { value: 'erp.special.com' })).status).toBe(201);
-    expect((await operator.call('PUT', '/api/v1/tenants/nobody/platform-globals/ERP_HOST', { value: 1 })).status).toBe(404);
-    expect((await operator.call('GET', '/api/v1/tenants/special/platform-globals')).body.nodes).toEqual([expect.objectContaining({ name: 'ERP_HOST', value: 'erp.special.com' })]);
+    expect(
+      (await operator.call('PUT', '/api/v1/tenants/special/platform-globals/ERP_HOST', { value: 'erp.special.com' }))
+        .status,
+    ).toBe(201);
+    expect((await operator.call('PUT', '/api/v1/tenants/nobody/platform-globals/ERP_HOST', { value: 1 })).status).toBe(
+      404,
+    );
+    expect((await operator.call('GET', '/api/v1/tenants/special/platform-globals')).body.nodes).toEqual([
+      expect.objectContaining({ name: 'ERP_HOST', value: 'erp.special.com' }),
+    ]);
     expect((await plain.call('PUT', '/api/v1/platform-globals/ERP_HOST', { value: 'mine' })).status).toBe(403);
 
     const reader = {
       ...echo('platform'),
-      nodes: [{ id: 'echo', operation: 'transform', config: { expression: '{{ {"url": "https://" & $platform.ERP_HOST & "/" & $platform.REGION, "missing": $platform.NOPE} }}' } }],
+      nodes: [
+        {
+          id: 'echo',
+          operation: 'transform',
+          config: {
+            expression:
+              '{{ {"url": "https://" & $platform.ERP_HOST & "/" & $platform.REGION, "missing": $platform.NOPE} }}',
+          },
+        },
+      ],
     };
     const outputs = [];
     for (const client of [plain, special]) {
@@ -415,35 +562,68 @@ describe('PlatformGlobal and PlatformTenantGlobal', () => {
 describe('DataSpace', () => {
   it('keeps mapping tables that flows read with $lookup and write with dataspace.put', async () => {
     const shop = await env.tenant('shop-d');
-    expect((await shop.call('PUT', '/api/v1/data-spaces/skus', { description: 'Shopify SKU to ERP item' })).status).toBe(201);
+    expect(
+      (await shop.call('PUT', '/api/v1/data-spaces/skus', { description: 'Shopify SKU to ERP item' })).status,
+    ).toBe(201);
     await shop.call('PUT', '/api/v1/data-spaces/seen', {});
     const imported = await shop.call('POST', '/api/v1/data-spaces/skus/documents/bulk', {
-      documents: [{ key: 'SKU-1', value: { item: 'ERP-100' } }, { key: 'SKU-2', value: { item: 'ERP-200' } }],
+      documents: [
+        { key: 'SKU-1', value: { item: 'ERP-100' } },
+        { key: 'SKU-2', value: { item: 'ERP-200' } },
+      ],
     });
     expect(imported.body).toEqual({ created: 2, updated: 0 });
-    expect((await shop.call('POST', '/api/v1/data-spaces/skus/documents/bulk', { documents: [{ key: 'SKU-2', value: { item: 'ERP-201' } }] })).body).toEqual({ created: 0, updated: 1 });
-    const tooMany = await shop.call('POST', '/api/v1/data-spaces/skus/documents/bulk', { documents: Array.from({ length: 1001 }, (_, i) => ({ key: `k${i}`, value: i })) });
+    expect(
+      (
+        await shop.call('POST', '/api/v1/data-spaces/skus/documents/bulk', {
+          documents: [{ key: 'SKU-2', value: { item: 'ERP-201' } }],
+        })
+      ).body,
+    ).toEqual({ created: 0, updated: 1 });
+    const tooMany = await shop.call('POST', '/api/v1/data-spaces/skus/documents/bulk', {
+      documents: Array.from({ length: 1001 }, (_, i) => ({ key: `k${i}`, value: i })),
+    });
     expect(tooMany.body.errors).toEqual([expect.objectContaining({ path: '$.body.documents' })]);
-    expect((await shop.call('POST', '/api/v1/data-spaces/nope/documents/bulk', { documents: [{ key: 'a', value: 1 }] })).status).toBe(404);
+    expect(
+      (await shop.call('POST', '/api/v1/data-spaces/nope/documents/bulk', { documents: [{ key: 'a', value: 1 }] }))
+        .status,
+    ).toBe(404);
     expect((await shop.call('GET', '/api/v1/data-spaces/skus')).body).toMatchObject({ name: 'skus', documents: 2 });
-    expect((await shop.call('GET', '/api/v1/data-spaces/skus/documents?prefix=SKU-&first=1')).body.pageInfo.hasNextPage).toBe(true);
+    expect(
+      (await shop.call('GET', '/api/v1/data-spaces/skus/documents?prefix=SKU-&first=1')).body.pageInfo.hasNextPage,
+    ).toBe(true);
 
     const flowId = await shop.publish({
       ...echo('map-sku'),
       nodes: [
-        { id: 'map', operation: 'transform', config: { expression: '{{ {"sku": $input.body.sku, "item": $lookup("skus", $input.body.sku).item} }}' } },
-        { id: 'remember', operation: 'dataspace.put', config: { space: 'seen', key: '{{ $input.body.sku }}', value: '{{ $steps.map }}' } },
+        {
+          id: 'map',
+          operation: 'transform',
+          config: { expression: '{{ {"sku": $input.body.sku, "item": $lookup("skus", $input.body.sku).item} }}' },
+        },
+        {
+          id: 'remember',
+          operation: 'dataspace.put',
+          config: { space: 'seen', key: '{{ $input.body.sku }}', value: '{{ $steps.map }}' },
+        },
       ],
-      edges: [{ from: 'trigger', to: 'map' }, { from: 'map', to: 'remember' }],
+      edges: [
+        { from: 'trigger', to: 'map' },
+        { from: 'map', to: 'remember' },
+      ],
     });
     expect(flowId).toBeTruthy();
     const known = await sendWebhook(env.url, 'shop-d', 'map-sku', { sku: 'SKU-2' });
     const unknown = await sendWebhook(env.url, 'shop-d', 'map-sku', { sku: 'SKU-9' });
     expect((await shop.settledRun(known.body.runId)).steps.map((step: any) => step.output)).toEqual([
-      { sku: 'SKU-2', item: 'ERP-201' }, { space: 'seen', key: 'SKU-2', created: true },
+      { sku: 'SKU-2', item: 'ERP-201' },
+      { space: 'seen', key: 'SKU-2', created: true },
     ]);
     expect((await shop.settledRun(unknown.body.runId)).steps[0].output).toEqual({ sku: 'SKU-9' });
-    expect((await shop.call('GET', '/api/v1/data-spaces/seen/documents/SKU-2')).body.value).toEqual({ sku: 'SKU-2', item: 'ERP-201' });
+    expect((await shop.call('GET', '/api/v1/data-spaces/seen/documents/SKU-2')).body.value).toEqual({
+      sku: 'SKU-2',
+      item: 'ERP-201',
+    });
 
     // Another tenant has its own spaces: the same names reach nothing of this one.
     const stranger = await env.tenant('stranger-d');
@@ -465,13 +645,26 @@ describe('Logs', () => {
       await shop.publish({
         ...echo('logged'),
         nodes: [
-          { id: 'note', operation: 'log', config: { message: 'order {{ $input.body.n }} for {{ $secrets.PATH_TOKEN }}', data: '{{ $input.body }}' } },
           {
-            id: 'call', operation: 'http.request', retry: { maxAttempts: 2, backoffMs: 50 },
-            config: { method: 'POST', url: `${receiver.url}/{{ $secrets.PATH_TOKEN }}/{{ $input.body.n }}`, body: '{{ $input.body }}' },
+            id: 'note',
+            operation: 'log',
+            config: { message: 'order {{ $input.body.n }} for {{ $secrets.PATH_TOKEN }}', data: '{{ $input.body }}' },
+          },
+          {
+            id: 'call',
+            operation: 'http.request',
+            retry: { maxAttempts: 2, backoffMs: 50 },
+            config: {
+              method: 'POST',
+              url: `${receiver.url}/{{ $secrets.PATH_TOKEN }}/{{ $input.body.n }}`,
+              body: '{{ $input.body }}',
+            },
           },
         ],
-        edges: [{ from: 'trigger', to: 'note' }, { from: 'note', to: 'call' }],
+        edges: [
+          { from: 'trigger', to: 'note' },
+          { from: 'note', to: 'call' },
+        ],
       });
       // The first run's call is refused once (a retry, then 200); the second one's for good.
       receiver.script({ status: 503 });
@@ -482,14 +675,20 @@ describe('Logs', () => {
       expect((await shop.settledRun(second.body.runId)).status).toBe('failed');
 
       const all = (await shop.call('GET', '/api/v1/logs')).body.nodes;
-      expect(all.map((line: any) => [line.nodeId, line.level])).toEqual([['call', 'warn'], ['note', 'info'], ['call', 'warn'], ['note', 'info']]);
+      expect(all.map((line: any) => [line.nodeId, line.level])).toEqual([
+        ['call', 'warn'],
+        ['note', 'info'],
+        ['call', 'warn'],
+        ['note', 'info'],
+      ]);
       expect(JSON.stringify(all)).not.toContain('path-secret-123');
       // The process log gets the same lines, redacted as well.
       expect(env.lines.some((line) => line.includes('order 1 for [REDACTED]'))).toBe(true);
       expect(env.lines.join('')).not.toContain('path-secret-123');
       const ofFirst = (await shop.call('GET', `/api/v1/logs?runId=${first.body.runId}`)).body.nodes;
       expect(ofFirst.map((line: any) => line.message)).toEqual([
-        expect.stringMatching(/^POST http:\/\/127\.0\.0\.1:\d+\/\[REDACTED\]\/1 answered 503$/), 'order 1 for [REDACTED]',
+        expect.stringMatching(/^POST http:\/\/127\.0\.0\.1:\d+\/\[REDACTED\]\/1 answered 503$/),
+        'order 1 for [REDACTED]',
       ]);
       expect(ofFirst[1].data).toEqual({ data: { n: 1 } });
       const warnings = (await shop.call('GET', '/api/v1/logs?level=warn')).body.nodes;
@@ -499,7 +698,9 @@ describe('Logs', () => {
       const stranger = await env.tenant('stranger-l');
       expect((await stranger.call('GET', '/api/v1/logs')).body.nodes).toEqual([]);
 
-      expect(await env.platform.store.pruneRunLogs(new Date(Date.now() + 60_000).toISOString())).toBeGreaterThanOrEqual(4);
+      expect(await env.platform.store.pruneRunLogs(new Date(Date.now() + 60_000).toISOString())).toBeGreaterThanOrEqual(
+        4,
+      );
       expect((await shop.call('GET', '/api/v1/logs')).body.nodes).toEqual([]);
     } finally {
       await receiver.close();
@@ -517,26 +718,62 @@ describe('Test', () => {
       const created = await shop.call('POST', '/api/v1/editable-flows', {
         ...echo('tested'),
         nodes: [
-          { id: 'map', operation: 'transform', config: { expression: '{{ {"order": $input.body.id, "total": $input.body.total} }}' } },
-          { id: 'send', operation: 'http.request', config: { method: 'POST', url: `${receiver.url}/orders`, body: '{{ $steps.map }}', auth: { type: 'bearer', token: '{{ $secrets.ERP_TOKEN }}' } } },
-          { id: 'remember', operation: 'dataspace.put', config: { space: 'seen', key: '{{ $string($steps.map.order) }}', value: '{{ $steps.map }}' } },
+          {
+            id: 'map',
+            operation: 'transform',
+            config: { expression: '{{ {"order": $input.body.id, "total": $input.body.total} }}' },
+          },
+          {
+            id: 'send',
+            operation: 'http.request',
+            config: {
+              method: 'POST',
+              url: `${receiver.url}/orders`,
+              body: '{{ $steps.map }}',
+              auth: { type: 'bearer', token: '{{ $secrets.ERP_TOKEN }}' },
+            },
+          },
+          {
+            id: 'remember',
+            operation: 'dataspace.put',
+            config: { space: 'seen', key: '{{ $string($steps.map.order) }}', value: '{{ $steps.map }}' },
+          },
         ],
-        edges: [{ from: 'trigger', to: 'map' }, { from: 'map', to: 'send' }, { from: 'send', to: 'remember' }],
+        edges: [
+          { from: 'trigger', to: 'map' },
+          { from: 'map', to: 'send' },
+          { from: 'send', to: 'remember' },
+        ],
       });
       const flowId = created.body.id;
 
-      const dry = await shop.call('POST', `/api/v1/editable-flows/${flowId}/test`, { input: { body: { id: 7, total: '12.50' } } });
+      const dry = await shop.call('POST', `/api/v1/editable-flows/${flowId}/test`, {
+        input: { body: { id: 7, total: '12.50' } },
+      });
       expect(dry.status).toBe(200);
       expect(dry.body).toMatchObject({ status: 'succeeded', dryRun: true, error: null });
-      expect(dry.body.steps.map((step: any) => [step.nodeId, step.status])).toEqual([['map', 'succeeded'], ['send', 'succeeded'], ['remember', 'succeeded']]);
+      expect(dry.body.steps.map((step: any) => [step.nodeId, step.status])).toEqual([
+        ['map', 'succeeded'],
+        ['send', 'succeeded'],
+        ['remember', 'succeeded'],
+      ]);
       expect(dry.body.steps[1].output).toEqual({
         dryRun: true,
         wouldSend: {
-          method: 'POST', url: `${receiver.url}/orders`, body: { order: 7, total: '12.50' },
-          headers: expect.objectContaining({ authorization: '[REDACTED]', 'content-type': 'application/json', 'idempotency-key': expect.any(String) }),
+          method: 'POST',
+          url: `${receiver.url}/orders`,
+          body: { order: 7, total: '12.50' },
+          headers: expect.objectContaining({
+            authorization: '[REDACTED]',
+            'content-type': 'application/json',
+            'idempotency-key': expect.any(String),
+          }),
         },
       });
-      expect(dry.body.steps[2].output).toEqual({ dryRun: true, wouldSend: { put: { space: 'seen', key: '7', value: { order: 7, total: '12.50' } } } });
+      expect(dry.body.steps[2].output).toEqual({
+        dryRun: true,
+        wouldSend: { put: { space: 'seen', key: '7', value: { order: 7, total: '12.50' } } },
+      });
       expect(JSON.stringify(dry.body)).not.toContain('erp-token-secret');
       expect(receiver.requests).toHaveLength(0);
       expect((await shop.call('GET', '/api/v1/data-spaces/seen/documents/7')).status).toBe(404);
@@ -544,28 +781,53 @@ describe('Test', () => {
       expect((await shop.call('GET', '/api/v1/messages')).body.nodes).toEqual([]);
       expect((await shop.call('GET', '/api/v1/statistics')).body.runs).toEqual([]);
 
-      const real = await shop.call('POST', `/api/v1/editable-flows/${flowId}/test`, { input: { body: { id: 8, total: '1.00' } }, dryRun: false });
+      const real = await shop.call('POST', `/api/v1/editable-flows/${flowId}/test`, {
+        input: { body: { id: 8, total: '1.00' } },
+        dryRun: false,
+      });
       expect(real.body).toMatchObject({ status: 'succeeded', dryRun: false });
       expect(receiver.requests).toHaveLength(1);
       expect(receiver.requests[0].headers.authorization).toBe('Bearer erp-token-secret');
-      expect((await shop.call('GET', '/api/v1/data-spaces/seen/documents/8')).body.value).toEqual({ order: 8, total: '1.00' });
+      expect((await shop.call('GET', '/api/v1/data-spaces/seen/documents/8')).body.value).toEqual({
+        order: 8,
+        total: '1.00',
+      });
       // A successful call logs nothing in the run's log: its answer is the step's output.
       expect(real.body.logs).toEqual([]);
       expect((await shop.call('GET', '/api/v1/runs')).body.nodes).toEqual([]);
 
       // One node, with the outputs of the nodes before it given.
-      const one = await shop.call('POST', `/api/v1/editable-flows/${flowId}/test`, { node: 'remember', steps: { map: { order: 9 } }, dryRun: false });
-      expect(one.body.steps).toEqual([expect.objectContaining({ nodeId: 'remember', output: { space: 'seen', key: '9', created: true } })]);
+      const one = await shop.call('POST', `/api/v1/editable-flows/${flowId}/test`, {
+        node: 'remember',
+        steps: { map: { order: 9 } },
+        dryRun: false,
+      });
+      expect(one.body.steps).toEqual([
+        expect.objectContaining({ nodeId: 'remember', output: { space: 'seen', key: '9', created: true } }),
+      ]);
       expect(receiver.requests).toHaveLength(1);
 
       // A failing node is reported with its error; a bad document with the paths of its faults.
       const failing = await shop.call('POST', `/api/v1/editable-flows/${flowId}/test`, {
-        document: { ...echo('tested'), nodes: [{ id: 'boom', operation: 'transform', config: { expression: '{{ $error("no good") }}' } }], edges: [{ from: 'trigger', to: 'boom' }] },
+        document: {
+          ...echo('tested'),
+          nodes: [{ id: 'boom', operation: 'transform', config: { expression: '{{ $error("no good") }}' } }],
+          edges: [{ from: 'trigger', to: 'boom' }],
+        },
       });
-      expect(failing.body).toMatchObject({ status: 'failed', error: { kind: 'permanent', node: 'boom', message: expect.stringContaining('no good') } });
-      const invalid = await shop.call('POST', `/api/v1/editable-flows/${flowId}/test`, { document: { ...echo('tested'), nodes: [{ id: 'x', operation: 'nope', config: {} }] } });
+      expect(failing.body).toMatchObject({
+        status: 'failed',
+        error: { kind: 'permanent', node: 'boom', message: expect.stringContaining('no good') },
+      });
+      const invalid = await shop.call('POST', `/api/v1/editable-flows/${flowId}/test`, {
+        document: { ...echo('tested'), nodes: [{ id: 'x', operation: 'nope', config: {} }] },
+      });
       expect(invalid.status).toBe(400);
-      expect(invalid.body.errors).toEqual(expect.arrayContaining([expect.objectContaining({ path: expect.stringMatching(/^\$\.body\.document\.nodes\[0\]/) })]));
+      expect(invalid.body.errors).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({ path: expect.stringMatching(/^\$\.body\.document\.nodes\[0\]/) }),
+        ]),
+      );
       expect((await shop.call('POST', `/api/v1/editable-flows/${flowId}/test`, { node: 'ghost' })).status).toBe(404);
     } finally {
       await receiver.close();
@@ -577,17 +839,36 @@ describe('LowCodeAction: tenant-defined actions', () => {
   it('saves versioned JSONata actions with schemas, runs them as action:<name> nodes, and keeps them per tenant', async () => {
     const shop = await env.tenant('shop-a');
     const path = '/api/v1/low-code-actions/actions/net-amount';
-    const inputSchema = { type: 'object', required: ['total', 'discount'], properties: { total: { type: 'number' }, discount: { type: 'number' } } };
+    const inputSchema = {
+      type: 'object',
+      required: ['total', 'discount'],
+      properties: { total: { type: 'number' }, discount: { type: 'number' } },
+    };
     const outputSchema = { type: 'object', required: ['net'], properties: { net: { type: 'number' } } };
-    const v1 = await shop.call('PUT', path, { expression: '{"net": total - discount}', inputSchema, outputSchema, description: 'Total after discount' });
+    const v1 = await shop.call('PUT', path, {
+      expression: '{"net": total - discount}',
+      inputSchema,
+      outputSchema,
+      description: 'Total after discount',
+    });
     expect(v1.status).toBe(201);
     expect(v1.body).toMatchObject({ name: 'net-amount', version: 1, description: 'Total after discount' });
-    expect((await shop.call('PUT', path, { expression: '{"net": $round((total - discount) * 1.2, 2)}', inputSchema, outputSchema })).body.version).toBe(2);
+    expect(
+      (
+        await shop.call('PUT', path, {
+          expression: '{"net": $round((total - discount) * 1.2, 2)}',
+          inputSchema,
+          outputSchema,
+        })
+      ).body.version,
+    ).toBe(2);
     const bad = await shop.call('PUT', path, { expression: '{"net": total -', inputSchema: { type: 'nope' } });
     expect(bad.status).toBe(400);
     expect(bad.body.errors.map((error: any) => error.path).sort()).toEqual(['$.body.expression', '$.body.inputSchema']);
     expect((await shop.call('GET', path)).body.version).toBe(2);
-    expect((await shop.call('GET', `${path}/versions`)).body.nodes.map((action: any) => action.version)).toEqual([2, 1]);
+    expect((await shop.call('GET', `${path}/versions`)).body.nodes.map((action: any) => action.version)).toEqual([
+      2, 1,
+    ]);
     expect((await shop.call('GET', `${path}/versions/1`)).body.expression).toBe('{"net": total - discount}');
 
     await shop.publish({
@@ -596,17 +877,28 @@ describe('LowCodeAction: tenant-defined actions', () => {
         { id: 'latest', operation: 'action:net-amount', config: { input: '{{ $input.body }}' } },
         { id: 'first', operation: 'action:net-amount', config: { input: '{{ $input.body }}', version: 1 } },
       ],
-      edges: [{ from: 'trigger', to: 'latest' }, { from: 'latest', to: 'first' }],
+      edges: [
+        { from: 'trigger', to: 'latest' },
+        { from: 'latest', to: 'first' },
+      ],
     });
     const ok = await sendWebhook(env.url, 'shop-a', 'net', { total: 10, discount: 2.5 });
-    expect((await shop.settledRun(ok.body.runId)).steps.map((step: any) => step.output)).toEqual([{ net: 9 }, { net: 7.5 }]);
+    expect((await shop.settledRun(ok.body.runId)).steps.map((step: any) => step.output)).toEqual([
+      { net: 9 },
+      { net: 7.5 },
+    ]);
     const wrong = await sendWebhook(env.url, 'shop-a', 'net', { total: 'ten' });
-    expect((await shop.settledRun(wrong.body.runId))).toMatchObject({
-      status: 'failed', error: { kind: 'permanent', node: 'latest', message: expect.stringContaining('$.nodes.latest.config.input') },
+    expect(await shop.settledRun(wrong.body.runId)).toMatchObject({
+      status: 'failed',
+      error: { kind: 'permanent', node: 'latest', message: expect.stringContaining('$.nodes.latest.config.input') },
     });
 
     // A flow naming an action the tenant does not have cannot be published; other tenants see none of these.
-    const created = await shop.call('POST', '/api/v1/editable-flows', { ...echo('missing'), nodes: [{ id: 'x', operation: 'action:nowhere', config: {} }], edges: [{ from: 'trigger', to: 'x' }] });
+    const created = await shop.call('POST', '/api/v1/editable-flows', {
+      ...echo('missing'),
+      nodes: [{ id: 'x', operation: 'action:nowhere', config: {} }],
+      edges: [{ from: 'trigger', to: 'x' }],
+    });
     expect(created.status).toBe(201);
     const refused = await shop.call('POST', `/api/v1/editable-flows/${created.body.id}/publish`);
     expect(refused.status).toBe(400);
@@ -614,11 +906,27 @@ describe('LowCodeAction: tenant-defined actions', () => {
     // Validation answers what publishing will: the same error, for the draft and for a document in the body.
     const validated = await shop.call('POST', `/api/v1/editable-flows/${created.body.id}/validate`);
     expect(validated.body).toEqual({ valid: false, errors: refused.body.errors });
-    const proposed = await shop.call('POST', `/api/v1/editable-flows/${created.body.id}/validate`, { document: { ...echo('missing'), nodes: [{ id: 'y', operation: 'action:net-amount', config: { version: 9 } }], edges: [{ from: 'trigger', to: 'y' }] } });
-    expect(proposed.body.errors).toEqual([expect.objectContaining({ path: '$.body.document.nodes[0].operation', message: expect.stringContaining('net-amount v9'), node: 'y' })]);
+    const proposed = await shop.call('POST', `/api/v1/editable-flows/${created.body.id}/validate`, {
+      document: {
+        ...echo('missing'),
+        nodes: [{ id: 'y', operation: 'action:net-amount', config: { version: 9 } }],
+        edges: [{ from: 'trigger', to: 'y' }],
+      },
+    });
+    expect(proposed.body.errors).toEqual([
+      expect.objectContaining({
+        path: '$.body.document.nodes[0].operation',
+        message: expect.stringContaining('net-amount v9'),
+        node: 'y',
+      }),
+    ]);
     const stranger = await env.tenant('stranger-a');
     expect((await stranger.call('GET', path)).status).toBe(404);
-    const theirs = await stranger.call('POST', '/api/v1/editable-flows', { ...echo('net'), nodes: [{ id: 'x', operation: 'action:net-amount', config: {} }], edges: [{ from: 'trigger', to: 'x' }] });
+    const theirs = await stranger.call('POST', '/api/v1/editable-flows', {
+      ...echo('net'),
+      nodes: [{ id: 'x', operation: 'action:net-amount', config: {} }],
+      edges: [{ from: 'trigger', to: 'x' }],
+    });
     expect(theirs.status).toBe(201);
     expect((await stranger.call('POST', `/api/v1/editable-flows/${theirs.body.id}/publish`)).status).toBe(400);
 

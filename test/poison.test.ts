@@ -11,7 +11,12 @@ const workers: ChildProcess[] = [];
 const WORKER_ENV = { WORKER_LOCK_MS: '2000', WORKER_STALLED_INTERVAL_MS: '1000' };
 
 beforeAll(async () => {
-  env = await startTestPlatform('postgres', { api: true, worker: false }, { workerLockMs: 2000, workerStalledIntervalMs: 1000 }, [crash]);
+  env = await startTestPlatform(
+    'postgres',
+    { api: true, worker: false },
+    { workerLockMs: 2000, workerStalledIntervalMs: 1000 },
+    [crash],
+  );
   acme = await env.tenant('acme');
 });
 afterAll(async () => {
@@ -20,8 +25,11 @@ afterAll(async () => {
 });
 
 const flow = (operation: string, config: object = {}) => ({
-  key: 'poison', name: 'poison', trigger: { type: 'webhook' },
-  nodes: [{ id: 'boom', operation, config }], edges: [{ from: 'trigger', to: 'boom' }],
+  key: 'poison',
+  name: 'poison',
+  trigger: { type: 'webhook' },
+  nodes: [{ id: 'boom', operation, config }],
+  edges: [{ from: 'trigger', to: 'boom' }],
 });
 
 let flowId: string | undefined;
@@ -29,7 +37,14 @@ let flowId: string | undefined;
 async function publishNode(operation: string, config: object = {}) {
   if (!flowId) return void (flowId = await acme.publish(flow(operation, config)));
   const current = (await acme.call('GET', `/api/v1/editable-flows/${flowId}`)).body;
-  expect((await acme.call('PUT', `/api/v1/editable-flows/${flowId}`, { revision: current.revision, document: flow(operation, config) })).status).toBe(200);
+  expect(
+    (
+      await acme.call('PUT', `/api/v1/editable-flows/${flowId}`, {
+        revision: current.revision,
+        document: flow(operation, config),
+      })
+    ).status,
+  ).toBe(200);
   expect((await acme.call('POST', `/api/v1/editable-flows/${flowId}/publish`)).status).toBe(201);
 }
 
@@ -63,9 +78,19 @@ describe('poison messages', () => {
     await publishNode('test.crash');
     const accepted = await sendWebhook(env.url, 'acme', 'poison', { order: 1 });
     expect(accepted.status).toBe(202);
-    const { run, deaths } = await superviseUntilFinished(accepted.body.runId, ['--import', 'tsx', 'test/support/crashing-worker.ts']);
+    const { run, deaths } = await superviseUntilFinished(accepted.body.runId, [
+      '--import',
+      'tsx',
+      'test/support/crashing-worker.ts',
+    ]);
     expect(deaths).toBe(MAX_STALLED_COUNT + 1);
-    expect(run).toMatchObject({ status: 'failed', error: { kind: 'permanent', message: expect.stringContaining(`crashed the worker ${MAX_STALLED_COUNT + 1} times`) } });
+    expect(run).toMatchObject({
+      status: 'failed',
+      error: {
+        kind: 'permanent',
+        message: expect.stringContaining(`crashed the worker ${MAX_STALLED_COUNT + 1} times`),
+      },
+    });
     expect((await acme.call('GET', `/api/v1/messages/${accepted.body.messageId}`)).body.status).toBe('failed');
     const backlog = (await acme.call('GET', '/api/v1/message-queue')).body;
     expect(backlog.runs).toMatchObject({ running: 0, queued: 0, waiting: 0 });
@@ -85,6 +110,9 @@ describe('poison messages', () => {
     // No worker runs yet: the job waits, and an operator removes it.
     expect(await env.platform.queue.queue.remove(accepted.body.runId)).toBe(1);
     const { run } = await superviseUntilFinished(accepted.body.runId);
-    expect(run).toMatchObject({ status: 'failed', error: { message: expect.stringContaining('removed from the queue') } });
+    expect(run).toMatchObject({
+      status: 'failed',
+      error: { message: expect.stringContaining('removed from the queue') },
+    });
   });
 });

@@ -8,8 +8,22 @@ import { ORDER_MARKS_QUERY, refundDocuments } from '../operations/shopify/refund
 import { refundRecordValidator } from '../operations/shopify/refund-record.ts';
 import { webhookDocuments } from '../operations/shopify/webhooks.ts';
 import { erpReplies } from './support/erp-simulator.ts';
-import { eventually, sendWebhook, startSiblingApi, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
-import { ERP_CREDENTIALS, refundFlow, refundWorld, SHOP_TOKEN, WEBHOOK_SECRET, APP_CLIENT } from './support/refund-fixture.ts';
+import {
+  eventually,
+  sendWebhook,
+  startSiblingApi,
+  startTestPlatform,
+  type ApiClient,
+  type TestPlatform,
+} from './support/harness.ts';
+import {
+  ERP_CREDENTIALS,
+  refundFlow,
+  refundWorld,
+  SHOP_TOKEN,
+  WEBHOOK_SECRET,
+  APP_CLIENT,
+} from './support/refund-fixture.ts';
 import { ADMIN_API_VERSIONS, adminSchema } from './support/shopify-admin-schema.ts';
 import { ShopifySimulator } from './support/shopify-simulator.ts';
 
@@ -32,9 +46,14 @@ afterAll(async () => {
 });
 
 const shop = () => world.shopify.shop;
-const order = (lines = 2, extra: Partial<Parameters<ReturnType<typeof shop>['createOrder']>[0]> = {}) => shop().createOrder({
-  lines: Array.from({ length: lines }, (_, i) => ({ title: `Item ${i + 1}`, price: 10 + i, quantity: 2 })), shipping: 5, synced: true, tags: ['wholesale'], ...extra,
-});
+const order = (lines = 2, extra: Partial<Parameters<ReturnType<typeof shop>['createOrder']>[0]> = {}) =>
+  shop().createOrder({
+    lines: Array.from({ length: lines }, (_, i) => ({ title: `Item ${i + 1}`, price: 10 + i, quantity: 2 })),
+    shipping: 5,
+    synced: true,
+    tags: ['wholesale'],
+    ...extra,
+  });
 
 /** Deliver the refund's webhook and wait for its run; returns the run and what the ERP got for it. */
 async function sync(webhookBody: string, flowKey = FLOW) {
@@ -46,21 +65,38 @@ async function sync(webhookBody: string, flowKey = FLOW) {
 }
 
 const syncStep = (run: any) => run.steps.find((step: any) => step.key === 'sync');
-const exportedTags = (orderId: string) => shop().orders.get(orderId)!.tags.filter((tag: string) => tag.startsWith('IPaaS Refunds Exported'));
-const processed = (orderId: string) => JSON.parse(shop().orders.get(orderId)!.metafield({ namespace: 'refundProcessed', key: 'listOfRefundProcessed' })?.value ?? '[]');
+const exportedTags = (orderId: string) =>
+  shop()
+    .orders.get(orderId)!
+    .tags.filter((tag: string) => tag.startsWith('IPaaS Refunds Exported'));
+const processed = (orderId: string) =>
+  JSON.parse(
+    shop().orders.get(orderId)!.metafield({ namespace: 'refundProcessed', key: 'listOfRefundProcessed' })?.value ??
+      '[]',
+  );
 
 describe('the simulated ERP', () => {
   it('turns away a reused nonce, a stale timestamp, a lower-case realm and a wrong signature', async () => {
     const { consumerKey, consumerSecret, tokenId: token, tokenSecret, accountId } = ERP_CREDENTIALS;
     const credentials = { consumerKey, consumerSecret, token, tokenSecret, realm: accountId.toUpperCase() };
-    const post = (authorization: string) => fetch(world.erp.apiUrl, { method: 'POST', headers: { authorization, 'content-type': 'application/json' }, body: '{}' });
+    const post = (authorization: string) =>
+      fetch(world.erp.apiUrl, {
+        method: 'POST',
+        headers: { authorization, 'content-type': 'application/json' },
+        body: '{}',
+      });
     const now = String(Math.floor(Date.now() / 1000));
     const signed = oauth1Header('POST', world.erp.apiUrl, credentials, 'nonce-once-only', now);
     expect((await post(signed)).status).toBe(200);
     expect((await post(signed)).status).toBe(401);
-    expect((await post(oauth1Header('POST', world.erp.apiUrl, credentials, 'fresh-nonce-1', String(Number(now) - 600)))).status).toBe(401);
+    expect(
+      (await post(oauth1Header('POST', world.erp.apiUrl, credentials, 'fresh-nonce-1', String(Number(now) - 600))))
+        .status,
+    ).toBe(401);
     expect((await post(oauth1Header('POST', world.erp.apiUrl, { ...credentials, realm: accountId }))).status).toBe(401);
-    expect((await post(oauth1Header('POST', world.erp.apiUrl, { ...credentials, tokenSecret: 'wrong' }))).status).toBe(401);
+    expect((await post(oauth1Header('POST', world.erp.apiUrl, { ...credentials, tokenSecret: 'wrong' }))).status).toBe(
+      401,
+    );
   });
 });
 
@@ -70,12 +106,25 @@ describe('the Shopify Admin client', () => {
     try {
       const api = new ShopifyAdminApi({ shopUrl: shopify.url, apiVersion: '2026-10', accessToken: SHOP_TOKEN });
       const order = shopify.shop.createOrder({ lines: [{ title: 'Mug', price: 9, quantity: 1 }] });
-      await expect(api.query('query { order(id: "x") { id refundsProcessed } }')).rejects.toMatchObject({ kind: 'permanent', message: expect.stringContaining('Cannot query field "refundsProcessed" on type "Order"') });
-      await expect(api.query('query($id: ID!) { order(id: $id) { lineItems(first: 251) { nodes { id } } } }', { id: order.id })).rejects.toMatchObject({ kind: 'permanent' });
-      await expect(api.query('query($id: ID!) { order(id: $id) { lineItems { nodes { id } } } }', { id: order.id })).rejects.toMatchObject({ message: expect.stringContaining('first or last') });
-      await expect(new ShopifyAdminApi({ shopUrl: shopify.url, apiVersion: '2026-10', accessToken: 'shpat_wrong' }).query(ORDER_MARKS_QUERY, { id: order.id }))
-        .rejects.toMatchObject({ kind: 'permanent', message: expect.stringContaining('401') });
-      expect(await api.query(ORDER_MARKS_QUERY, { id: order.id })).toEqual({ order: { id: order.id, tags: [], metafield: null } });
+      await expect(api.query('query { order(id: "x") { id refundsProcessed } }')).rejects.toMatchObject({
+        kind: 'permanent',
+        message: expect.stringContaining('Cannot query field "refundsProcessed" on type "Order"'),
+      });
+      await expect(
+        api.query('query($id: ID!) { order(id: $id) { lineItems(first: 251) { nodes { id } } } }', { id: order.id }),
+      ).rejects.toMatchObject({ kind: 'permanent' });
+      await expect(
+        api.query('query($id: ID!) { order(id: $id) { lineItems { nodes { id } } } }', { id: order.id }),
+      ).rejects.toMatchObject({ message: expect.stringContaining('first or last') });
+      await expect(
+        new ShopifyAdminApi({ shopUrl: shopify.url, apiVersion: '2026-10', accessToken: 'shpat_wrong' }).query(
+          ORDER_MARKS_QUERY,
+          { id: order.id },
+        ),
+      ).rejects.toMatchObject({ kind: 'permanent', message: expect.stringContaining('401') });
+      expect(await api.query(ORDER_MARKS_QUERY, { id: order.id })).toEqual({
+        order: { id: order.id, tags: [], metafield: null },
+      });
     } finally {
       await shopify.close();
     }
@@ -100,19 +149,29 @@ describe('the Shopify Admin client', () => {
 });
 
 describe('GraphQL documents', () => {
-  it('are all valid against Shopify\'s real Admin schema, 2025-10 and 2026-10', () => {
+  it("are all valid against Shopify's real Admin schema, 2025-10 and 2026-10", () => {
     for (const version of ADMIN_API_VERSIONS) {
       for (const document of [...refundDocuments, ...orderMarkDocuments, ...webhookDocuments]) {
-        expect(validate(adminSchema(version), parse(document)).map((error) => error.message), `${version}: ${document.slice(0, 60)}`).toEqual([]);
+        expect(
+          validate(adminSchema(version), parse(document)).map((error) => error.message),
+          `${version}: ${document.slice(0, 60)}`,
+        ).toEqual([]);
       }
     }
   });
 });
 
 describe('refund sync to ERP', () => {
-  it('sends a full refund once, as the seed\'s record, and marks the order', async () => {
+  it("sends a full refund once, as the seed's record, and marks the order", async () => {
     const placed = order(2);
-    const { refund, webhookBody } = shop().createRefund(placed.id, { lines: [{ line: 0, quantity: 2 }, { line: 1, quantity: 2 }], shipping: true, note: 'damaged' });
+    const { refund, webhookBody } = shop().createRefund(placed.id, {
+      lines: [
+        { line: 0, quantity: 2 },
+        { line: 1, quantity: 2 },
+      ],
+      shipping: true,
+      note: 'damaged',
+    });
     const { run, receipts } = await sync(webhookBody);
     expect(run.status).toBe('succeeded');
     expect(receipts).toHaveLength(1);
@@ -127,12 +186,19 @@ describe('refund sync to ERP', () => {
     expect(record.Refund.Note).toBe('damaged');
     expect(record.Refund.RefundLineItems.Nodes).toHaveLength(2);
     expect(record.Refund.RefundLineItems.PageInfo.HasNextPage).toBe(false);
-    expect(record.Refund.RefundLineItems.Nodes[0].SubtotalSet).toEqual({ ShopMoney: { Amount: 20, CurrencyCode: 'USD' }, PresentmentMoney: { Amount: 20, CurrencyCode: 'USD' } });
+    expect(record.Refund.RefundLineItems.Nodes[0].SubtotalSet).toEqual({
+      ShopMoney: { Amount: 20, CurrencyCode: 'USD' },
+      PresentmentMoney: { Amount: 20, CurrencyCode: 'USD' },
+    });
     expect(record.Refund.RefundShippingLines.Nodes).toHaveLength(1);
     expect(record.Refund.TotalRefundedSet.ShopMoney.Amount).toBeCloseTo((20 + 22) * 1.1 + 5.5, 2);
     expect(record.Refund.Transactions.Nodes).toHaveLength(1);
     const transaction = record.Refund.Transactions.Nodes[0];
-    expect(transaction).toMatchObject({ Kind: 'REFUND', Status: 'SUCCESS', StorePaymentsSet: { RefundSet: { AcquirerReferenceNumber: expect.any(String) } } });
+    expect(transaction).toMatchObject({
+      Kind: 'REFUND',
+      Status: 'SUCCESS',
+      StorePaymentsSet: { RefundSet: { AcquirerReferenceNumber: expect.any(String) } },
+    });
     expect(typeof transaction.ReceiptJson).toBe('string');
     expect(transaction.Order).toEqual(record.Refund.Order);
     expect(transaction.ParentTransaction.Id).toBe(placed.transactions[0].id);
@@ -146,17 +212,32 @@ describe('refund sync to ERP', () => {
     expect(exportedTags(placed.id)).toEqual(['IPaaS Refunds Exported: 1']);
     expect(shop().orders.get(placed.id)!.tags).toContain('wholesale');
     expect(processed(placed.id)).toEqual([refund.legacyResourceId]);
-    expect(syncStep(run).output).toMatchObject({ refundLegacyId: refund.legacyResourceId, tag: 'IPaaS Refunds Exported: 1', erp: { status: 200 } });
+    expect(syncStep(run).output).toMatchObject({
+      refundLegacyId: refund.legacyResourceId,
+      tag: 'IPaaS Refunds Exported: 1',
+      erp: { status: 200 },
+    });
     expect(run.steps.find((step: any) => step.key === 'sync/send-to-erp').output.record).toEqual(record);
   });
 
   it('partial, shipping-only, duty and zero-money refunds', async () => {
     const three = order(3);
-    const partial = await sync(shop().createRefund(three.id, { lines: [{ line: 0, quantity: 1 }, { line: 2, quantity: 2 }] }).webhookBody);
+    const partial = await sync(
+      shop().createRefund(three.id, {
+        lines: [
+          { line: 0, quantity: 1 },
+          { line: 2, quantity: 2 },
+        ],
+      }).webhookBody,
+    );
     expect(partial.run.status).toBe('succeeded');
     refundRecordValidator.validate(partial.receipts[0]);
-    expect(partial.receipts[0].Refund.RefundLineItems.Nodes.map((item: any) => [item.LineItem.Id, item.Quantity]))
-      .toEqual([[three.lineItems[0].id, 1], [three.lineItems[2].id, 2]]);
+    expect(
+      partial.receipts[0].Refund.RefundLineItems.Nodes.map((item: any) => [item.LineItem.Id, item.Quantity]),
+    ).toEqual([
+      [three.lineItems[0].id, 1],
+      [three.lineItems[2].id, 2],
+    ]);
 
     const shippingOnly = await sync(shop().createRefund(order(1).id, { shipping: true }).webhookBody);
     expect(shippingOnly.run.status).toBe('succeeded');
@@ -164,16 +245,32 @@ describe('refund sync to ERP', () => {
     expect(shippingOnly.receipts[0].Refund.RefundLineItems.Nodes).toEqual([]);
     expect(shippingOnly.receipts[0].Refund.RefundShippingLines.Nodes).toHaveLength(1);
 
-    const dutiable = shop().createOrder({ lines: [{ title: 'Wool coat', price: 120, quantity: 1, duty: 12.5 }], synced: true, presentment: { currency: 'EUR', rate: 0.9 } });
+    const dutiable = shop().createOrder({
+      lines: [{ title: 'Wool coat', price: 120, quantity: 1, duty: 12.5 }],
+      synced: true,
+      presentment: { currency: 'EUR', rate: 0.9 },
+    });
     const duty = await sync(shop().createRefund(dutiable.id, { duties: true }).webhookBody);
     expect(duty.run.status).toBe('succeeded');
     refundRecordValidator.validate(duty.receipts[0]);
-    expect(duty.receipts[0].Refund.Duties).toEqual([{
-      AmountSet: { ShopMoney: { Amount: 12.5, CurrencyCode: 'USD' }, PresentmentMoney: { Amount: 11.25, CurrencyCode: 'EUR' } },
-      OriginalDuty: { Id: dutiable.lineItems[0].duties[0].id, HarmonizedSystemCode: '6109100010', CountryCodeOfOrigin: 'PT' },
-    }]);
+    expect(duty.receipts[0].Refund.Duties).toEqual([
+      {
+        AmountSet: {
+          ShopMoney: { Amount: 12.5, CurrencyCode: 'USD' },
+          PresentmentMoney: { Amount: 11.25, CurrencyCode: 'EUR' },
+        },
+        OriginalDuty: {
+          Id: dutiable.lineItems[0].duties[0].id,
+          HarmonizedSystemCode: '6109100010',
+          CountryCodeOfOrigin: 'PT',
+        },
+      },
+    ]);
 
-    const zero = await sync(shop().createRefund(order(1).id, { lines: [{ line: 0, quantity: 1, restockType: 'CANCEL' }], zeroMoney: true }).webhookBody);
+    const zero = await sync(
+      shop().createRefund(order(1).id, { lines: [{ line: 0, quantity: 1, restockType: 'CANCEL' }], zeroMoney: true })
+        .webhookBody,
+    );
     expect(zero.run.status).toBe('succeeded');
     refundRecordValidator.validate(zero.receipts[0]);
     expect(zero.receipts[0].Refund.Transactions.Nodes).toEqual([]);
@@ -183,16 +280,38 @@ describe('refund sync to ERP', () => {
 
   it('a refund with a return: reverse fulfillment dispositions, deliveries and an exchange', async () => {
     const placed = order(2);
-    const ret = shop().createReturn(placed.id, { lines: [{ line: 1, quantity: 1, reason: 'SIZE_TOO_SMALL' }], exchange: [{ title: 'Item 2 (L)', price: 11 }], disposition: 'RESTOCKED' });
-    const { run, receipts } = await sync(shop().createRefund(placed.id, { lines: [{ line: 1, quantity: 1 }], return: ret }).webhookBody);
+    const ret = shop().createReturn(placed.id, {
+      lines: [{ line: 1, quantity: 1, reason: 'SIZE_TOO_SMALL' }],
+      exchange: [{ title: 'Item 2 (L)', price: 11 }],
+      disposition: 'RESTOCKED',
+    });
+    const { run, receipts } = await sync(
+      shop().createRefund(placed.id, { lines: [{ line: 1, quantity: 1 }], return: ret }).webhookBody,
+    );
     expect(run.status).toBe('succeeded');
     const record = receipts[0];
     refundRecordValidator.validate(record);
-    expect(record.Refund.Return).toEqual({ Id: ret.id, Name: ret.name, Status: 'CLOSED', TotalQuantity: 1, Decline: null });
+    expect(record.Refund.Return).toEqual({
+      Id: ret.id,
+      Name: ret.name,
+      Status: 'CLOSED',
+      TotalQuantity: 1,
+      Decline: null,
+    });
     expect(record.Return).toMatchObject({ Id: ret.id, Order: { Id: placed.id }, ThirdPartyConfirmation: null });
-    expect(record.Return.ReturnLineItems.Nodes[0]).toMatchObject({ ReturnReason: 'SIZE_TOO_SMALL', FulfillmentLineItem: { LineItem: { Id: placed.lineItems[1].id } } });
+    expect(record.Return.ReturnLineItems.Nodes[0]).toMatchObject({
+      ReturnReason: 'SIZE_TOO_SMALL',
+      FulfillmentLineItem: { LineItem: { Id: placed.lineItems[1].id } },
+    });
     const reverseLine = record.Return.ReverseFulfillmentOrders.Nodes[0].LineItems.Nodes[0];
-    expect(reverseLine.Dispositions).toEqual([{ Id: expect.stringMatching(/^gid:/), Location: { Id: expect.stringMatching(/^gid:\/\/shopify\/Location\//) }, Quantity: 1, Type: 'RESTOCKED' }]);
+    expect(reverseLine.Dispositions).toEqual([
+      {
+        Id: expect.stringMatching(/^gid:/),
+        Location: { Id: expect.stringMatching(/^gid:\/\/shopify\/Location\//) },
+        Quantity: 1,
+        Type: 'RESTOCKED',
+      },
+    ]);
     expect(reverseLine.FulfillmentLineItem.LineItem.Title).toBe('Item 2');
     expect(record.Return.ReverseDeliveries.Nodes).toHaveLength(1);
     expect(record.Return.ExchangeLineItems.Nodes).toHaveLength(1);
@@ -201,10 +320,15 @@ describe('refund sync to ERP', () => {
 
   it('pages through a refund with more line items than one page', async () => {
     const big = order(27);
-    const { run, receipts } = await sync(shop().createRefund(big.id, { lines: big.lineItems.map((_: unknown, line: number) => ({ line, quantity: 1 })) }).webhookBody);
+    const { run, receipts } = await sync(
+      shop().createRefund(big.id, { lines: big.lineItems.map((_: unknown, line: number) => ({ line, quantity: 1 })) })
+        .webhookBody,
+    );
     expect(run.status).toBe('succeeded');
     refundRecordValidator.validate(receipts[0]);
-    expect(receipts[0].Refund.RefundLineItems.Nodes.map((item: any) => item.LineItem.Id)).toEqual(big.lineItems.map((item: any) => item.id));
+    expect(receipts[0].Refund.RefundLineItems.Nodes.map((item: any) => item.LineItem.Id)).toEqual(
+      big.lineItems.map((item: any) => item.id),
+    );
     expect(receipts[0].Refund.RefundLineItems.PageInfo.HasNextPage).toBe(false);
     // Every query stayed within Shopify's limit of 1000 points.
     expect(world.shopify.queries.filter((query) => query.errors)).toEqual([]);
@@ -225,10 +349,12 @@ describe('refund sync to ERP', () => {
 
     const concurrent = order(3);
     const refunds = [0, 1, 2].map((line) => shop().createRefund(concurrent.id, { lines: [{ line, quantity: 1 }] }));
-    const runs = await Promise.all(refunds.map(async ({ webhookBody }) => {
-      const accepted = await world.deliver(env.url, FLOW, webhookBody);
-      return acme.settledRun(accepted.body.runId);
-    }));
+    const runs = await Promise.all(
+      refunds.map(async ({ webhookBody }) => {
+        const accepted = await world.deliver(env.url, FLOW, webhookBody);
+        return acme.settledRun(accepted.body.runId);
+      }),
+    );
     expect(runs.map((run) => run.status)).toEqual(['succeeded', 'succeeded', 'succeeded']);
     expect([...processed(concurrent.id)].sort()).toEqual(refunds.map(({ refund }) => refund.legacyResourceId).sort());
     expect(exportedTags(concurrent.id)).toEqual(['IPaaS Refunds Exported: 3']);
@@ -240,9 +366,19 @@ describe('refund sync to ERP', () => {
     world.shopify.beforeExecute = (fields) => {
       if (!fields.includes('metafieldsSet')) return;
       world.shopify.beforeExecute = undefined;
-      shop().mutations('2025-10').metafieldsSet({
-        metafields: [{ ownerId: placed.id, namespace: 'refundProcessed', key: 'listOfRefundProcessed', type: 'json', value: '["4242"]' }],
-      });
+      shop()
+        .mutations('2025-10')
+        .metafieldsSet({
+          metafields: [
+            {
+              ownerId: placed.id,
+              namespace: 'refundProcessed',
+              key: 'listOfRefundProcessed',
+              type: 'json',
+              value: '["4242"]',
+            },
+          ],
+        });
     };
     const { run } = await sync(webhookBody);
     expect(run.status).toBe('succeeded');
@@ -254,7 +390,9 @@ describe('refund sync to ERP', () => {
     const placed = order(1);
     const { refund, webhookBody } = shop().createRefund(placed.id, { lines: [{ line: 0, quantity: 1 }] });
     const before = world.erp.receipts().length;
-    const answers = await Promise.all([1, 2, 3].map(() => world.deliver(env.url, FLOW, webhookBody, `webhook-${refund.legacyResourceId}`)));
+    const answers = await Promise.all(
+      [1, 2, 3].map(() => world.deliver(env.url, FLOW, webhookBody, `webhook-${refund.legacyResourceId}`)),
+    );
     const runIds = new Set(answers.map((answer) => answer.body.runId));
     expect(runIds.size).toBe(1);
     expect((await acme.settledRun([...runIds][0])).status).toBe('succeeded');
@@ -263,16 +401,18 @@ describe('refund sync to ERP', () => {
     const resent = await world.deliver(env.url, FLOW, webhookBody);
     const skipped = await acme.settledRun(resent.body.runId);
     expect(skipped.status).toBe('skipped');
-    expect(syncStep(skipped).output.reason).toContain('already in the order\'s listOfRefundProcessed');
+    expect(syncStep(skipped).output.reason).toContain("already in the order's listOfRefundProcessed");
     expect(world.erp.receipts().length - before).toBe(1);
     expect(exportedTags(placed.id)).toEqual(['IPaaS Refunds Exported: 1']);
   });
 
-  it('retries the ERP\'s 429 and concurrency limit with fresh signatures, then succeeds', async () => {
+  it("retries the ERP's 429 and concurrency limit with fresh signatures, then succeeds", async () => {
     world.erp.script(erpReplies.tooManyRequests, erpReplies.concurrencyLimit, erpReplies.serverError);
     const placed = order(1);
     const requestsBefore = world.erp.requests.length;
-    const { run, receipts } = await sync(shop().createRefund(placed.id, { lines: [{ line: 0, quantity: 1 }] }).webhookBody);
+    const { run, receipts } = await sync(
+      shop().createRefund(placed.id, { lines: [{ line: 0, quantity: 1 }] }).webhookBody,
+    );
     expect(run.status).toBe('succeeded');
     expect(receipts).toHaveLength(1);
     const attempts = world.erp.requests.slice(requestsBefore);
@@ -282,8 +422,11 @@ describe('refund sync to ERP', () => {
     expect(syncStep(run).attempts).toBe(4);
   });
 
-  it('gives up on an ERP that does not answer within the node\'s timeout and sends again, with the same idempotency key', async () => {
-    await acme.publish({ ...refundFlow('refunds-short-timeout'), nodes: [{ ...refundFlow('x').nodes[0], timeoutMs: 1500 }] });
+  it("gives up on an ERP that does not answer within the node's timeout and sends again, with the same idempotency key", async () => {
+    await acme.publish({
+      ...refundFlow('refunds-short-timeout'),
+      nodes: [{ ...refundFlow('x').nodes[0], timeoutMs: 1500 }],
+    });
     world.erp.script('hang');
     const placed = order(1);
     const { refund, webhookBody } = shop().createRefund(placed.id, { lines: [{ line: 0, quantity: 1 }] });
@@ -297,13 +440,19 @@ describe('refund sync to ERP', () => {
     expect(syncStep(run).attempts).toBe(2);
   });
 
-  it('fails on the ERP\'s permanent 400 with its own message, and does not mark the order', async () => {
+  it("fails on the ERP's permanent 400 with its own message, and does not mark the order", async () => {
     world.erp.script(erpReplies.invalidField);
     const placed = order(1);
-    const { run, receipts } = await sync(shop().createRefund(placed.id, { lines: [{ line: 0, quantity: 1 }] }).webhookBody);
+    const { run, receipts } = await sync(
+      shop().createRefund(placed.id, { lines: [{ line: 0, quantity: 1 }] }).webhookBody,
+    );
     expect(run.status).toBe('failed');
     expect(receipts).toEqual([]);
-    expect(run.error).toMatchObject({ kind: 'permanent', message: expect.stringContaining('INVALID_FLD_VALUE: You have entered an Invalid Field Value'), details: { erpCode: 'INVALID_FLD_VALUE', status: 400 } });
+    expect(run.error).toMatchObject({
+      kind: 'permanent',
+      message: expect.stringContaining('INVALID_FLD_VALUE: You have entered an Invalid Field Value'),
+      details: { erpCode: 'INVALID_FLD_VALUE', status: 400 },
+    });
     expect(exportedTags(placed.id)).toEqual([]);
     expect(processed(placed.id)).toEqual([]);
 
@@ -330,7 +479,11 @@ describe('refund sync to ERP', () => {
 
   it('a refund whose order is not synced yet waits, then goes once the order is', async () => {
     const placed = order(1, { synced: false });
-    const accepted = await world.deliver(env.url, FLOW, shop().createRefund(placed.id, { lines: [{ line: 0, quantity: 1 }] }).webhookBody);
+    const accepted = await world.deliver(
+      env.url,
+      FLOW,
+      shop().createRefund(placed.id, { lines: [{ line: 0, quantity: 1 }] }).webhookBody,
+    );
     const waiting = await eventually(async () => {
       const run = (await acme.call('GET', `/api/v1/runs/${accepted.body.runId}`)).body;
       expect(run.status).toBe('waiting');
@@ -347,18 +500,28 @@ describe('refund sync to ERP', () => {
     expect(syncStep(run).attempts).toBe(1);
 
     await acme.publish(refundFlow('refunds-no-wait', { orderSyncWaitMinutes: 0 }));
-    const late = await sync(shop().createRefund(order(1, { synced: false }).id, { lines: [{ line: 0, quantity: 1 }] }).webhookBody, 'refunds-no-wait');
+    const late = await sync(
+      shop().createRefund(order(1, { synced: false }).id, { lines: [{ line: 0, quantity: 1 }] }).webhookBody,
+      'refunds-no-wait',
+    );
     expect(late.run.status).toBe('failed');
     expect(late.run.error.message).toMatch(/was not marked orderSynced = TRUE within 0 minutes/);
   });
 
-  it('registers the flow URL as the shop\'s refunds/create webhook in one call', async () => {
+  it("registers the flow URL as the shop's refunds/create webhook in one call", async () => {
     const flowId = (await acme.call('GET', '/api/v1/flows')).body.nodes.find((flow: any) => flow.key === FLOW).id;
     const created = await acme.call('POST', '/api/v1/destinations/shop/webhooks', { flowId });
     expect(created.status).toBe(201);
     const uri = `${PUBLIC_URL}/hooks/acme/${FLOW}`;
-    expect(created.body).toEqual({ id: expect.stringMatching(/^gid:\/\/shopify\/WebhookSubscription\/\d+$/), topic: 'refunds/create', uri, apiVersion: '2025-10' });
-    expect(shop().webhookSubscriptions).toEqual([expect.objectContaining({ topic: 'REFUNDS_CREATE', uri, format: 'JSON' })]);
+    expect(created.body).toEqual({
+      id: expect.stringMatching(/^gid:\/\/shopify\/WebhookSubscription\/\d+$/),
+      topic: 'refunds/create',
+      uri,
+      apiVersion: '2025-10',
+    });
+    expect(shop().webhookSubscriptions).toEqual([
+      expect.objectContaining({ topic: 'REFUNDS_CREATE', uri, format: 'JSON' }),
+    ]);
 
     // Behind other public URLs: plain http is refused before Shopify is asked; a loopback address is registered with a warning.
     for (const publicUrl of ['http://tributary.example.com', 'https://localhost:8443']) {
@@ -367,10 +530,14 @@ describe('refund sync to ERP', () => {
         const answer = await acme.at(proxied.url).call('POST', '/api/v1/destinations/shop/webhooks', { flowId });
         if (publicUrl.startsWith('http:')) {
           expect(answer.status).toBe(400);
-          expect(answer.body.errors).toEqual([{ path: '$.uri', message: expect.stringContaining('set PUBLIC_URL to the https address') }]);
+          expect(answer.body.errors).toEqual([
+            { path: '$.uri', message: expect.stringContaining('set PUBLIC_URL to the https address') },
+          ]);
         } else {
           expect(answer.status).toBe(201);
-          expect(answer.body.warnings).toEqual([expect.stringContaining('localhost is a loopback name: shopify cannot deliver to it')]);
+          expect(answer.body.warnings).toEqual([
+            expect.stringContaining('localhost is a loopback name: shopify cannot deliver to it'),
+          ]);
         }
       } finally {
         await proxied.close();
@@ -379,14 +546,30 @@ describe('refund sync to ERP', () => {
     expect(shop().webhookSubscriptions).toHaveLength(2);
 
     // A "shop" that answers 200 without data is a 502 naming the answer, not a 500.
-    const blank = http.createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}'));
+    const blank = http.createServer((_req, res) =>
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}'),
+    );
     await new Promise<void>((resolve) => blank.listen(0, '127.0.0.1', resolve));
     try {
       const graphqlUrl = `http://127.0.0.1:${(blank.address() as { port: number }).port}/`;
-      expect((await acme.call('PUT', '/api/v1/destinations/blank', {
-        type: 'shopify', operation: 'shopify.refund-sync-to-erp', graphqlUrl, adminApiAccessToken: 'shpat_x',
-        erp: { apiUrl: 'https://erp.example.com/', consumerKey: 'k', consumerSecret: 's', tokenId: 't', tokenSecret: 'u', accountId: 'a' },
-      })).status).toBe(201);
+      expect(
+        (
+          await acme.call('PUT', '/api/v1/destinations/blank', {
+            type: 'shopify',
+            operation: 'shopify.refund-sync-to-erp',
+            graphqlUrl,
+            adminApiAccessToken: 'shpat_x',
+            erp: {
+              apiUrl: 'https://erp.example.com/',
+              consumerKey: 'k',
+              consumerSecret: 's',
+              tokenId: 't',
+              tokenSecret: 'u',
+              accountId: 'a',
+            },
+          })
+        ).status,
+      ).toBe(201);
       const broken = await acme.call('POST', '/api/v1/destinations/blank/webhooks', { flowId });
       expect(broken.status).toBe(502);
       expect(broken.body.detail).toBe('Shopify answered 200 without data: {"ok":true}');
@@ -403,7 +586,11 @@ describe('refund sync to ERP', () => {
   it('answers 401 to a bad signature and records nothing', async () => {
     const { webhookBody } = shop().createRefund(order(1).id, { lines: [{ line: 0, quantity: 1 }] });
     const runsBefore = (await acme.call('GET', '/api/v1/runs?first=200')).body.nodes.length;
-    const forged = await world.shopify.deliverWebhook(`${env.url}/hooks/acme/${FLOW}`, { topic: 'refunds/create', body: webhookBody, secret: 'not-the-app-secret' });
+    const forged = await world.shopify.deliverWebhook(`${env.url}/hooks/acme/${FLOW}`, {
+      topic: 'refunds/create',
+      body: webhookBody,
+      secret: 'not-the-app-secret',
+    });
     expect(forged.status).toBe(401);
     expect((await acme.call('GET', '/api/v1/runs?first=200')).body.nodes.length).toBe(runsBefore);
   });
@@ -411,7 +598,14 @@ describe('refund sync to ERP', () => {
   it('keeps credentials out of run records and logs', async () => {
     const { run } = await sync(shop().createRefund(order(1).id, { lines: [{ line: 0, quantity: 1 }] }).webhookBody);
     const runs = JSON.stringify((await acme.call('GET', '/api/v1/runs?first=200')).body) + JSON.stringify(run);
-    for (const secret of [SHOP_TOKEN, WEBHOOK_SECRET, ERP_CREDENTIALS.consumerSecret, ERP_CREDENTIALS.tokenSecret, ERP_CREDENTIALS.consumerKey, ERP_CREDENTIALS.tokenId]) {
+    for (const secret of [
+      SHOP_TOKEN,
+      WEBHOOK_SECRET,
+      ERP_CREDENTIALS.consumerSecret,
+      ERP_CREDENTIALS.tokenSecret,
+      ERP_CREDENTIALS.consumerKey,
+      ERP_CREDENTIALS.tokenId,
+    ]) {
       expect(runs).not.toContain(secret);
       expect(env.lines.join('')).not.toContain(secret);
     }
@@ -423,7 +617,11 @@ describe('refund sync on another API version, with client credentials', () => {
   let globex: ApiClient;
   beforeAll(async () => {
     globex = await env.tenant('globex');
-    other = await refundWorld(globex, { apiVersion: '2026-10', clientCredentials: true, shop: { throttledStatus: 429 } });
+    other = await refundWorld(globex, {
+      apiVersion: '2026-10',
+      clientCredentials: true,
+      shop: { throttledStatus: 429 },
+    });
     await globex.publish(refundFlow(FLOW));
   });
   afterAll(() => other?.close());
@@ -442,7 +640,9 @@ describe('refund sync on another API version, with client credentials', () => {
     expect(other.shopify.queries.every((query) => query.version === '2026-10')).toBe(true);
     expect(other.shopify.queries[0].throttled).toBe(true);
     expect(other.shopify.shop.orders.get(placed.id)!.tags).toEqual(['IPaaS Refunds Exported: 2']);
-    expect(JSON.stringify((await globex.call('GET', '/api/v1/runs?first=200')).body)).not.toContain(APP_CLIENT.clientSecret);
+    expect(JSON.stringify((await globex.call('GET', '/api/v1/runs?first=200')).body)).not.toContain(
+      APP_CLIENT.clientSecret,
+    );
   });
 });
 
@@ -450,8 +650,17 @@ describe('shopify.refund-export (one order, every refund not exported yet)', () 
   const EXPORT = 'order-refunds';
   beforeAll(async () => {
     await acme.publish({
-      key: EXPORT, name: 'order refunds', trigger: { type: 'webhook' },
-      nodes: [{ id: 'export', operation: 'shopify.refund-export', config: { destination: 'shop', orderSyncRecheckSeconds: 1 }, retry: { maxAttempts: 4, backoffMs: 100 } }],
+      key: EXPORT,
+      name: 'order refunds',
+      trigger: { type: 'webhook' },
+      nodes: [
+        {
+          id: 'export',
+          operation: 'shopify.refund-export',
+          config: { destination: 'shop', orderSyncRecheckSeconds: 1 },
+          retry: { maxAttempts: 4, backoffMs: 100 },
+        },
+      ],
       edges: [{ from: 'trigger', to: 'export' }],
     });
   });
@@ -472,15 +681,25 @@ describe('shopify.refund-export (one order, every refund not exported yet)', () 
 
     const run = await exportOrder(placed.id);
     expect(run.status).toBe('succeeded');
-    expect(run.steps.find((step: any) => step.key === 'export').output)
-      .toEqual({ orderId: placed.id, exported: lost.map((refund) => refund.legacyResourceId), tag: 'IPaaS Refunds Exported: 3' });
+    expect(run.steps.find((step: any) => step.key === 'export').output).toEqual({
+      orderId: placed.id,
+      exported: lost.map((refund) => refund.legacyResourceId),
+      tag: 'IPaaS Refunds Exported: 3',
+    });
     const receipts = world.erp.receipts().slice(before) as any[];
     expect(receipts.map((record) => record.Refund.Id)).toEqual(lost.map((refund) => refund.id));
     for (const record of receipts) refundRecordValidator.validate(record);
     expect(exportedTags(placed.id)).toEqual(['IPaaS Refunds Exported: 3']);
-    expect(run.steps.map((step: any) => step.key).sort()).toEqual([
-      'export', 'export/pending', ...lost.flatMap((refund) => [`export/mark-order/${refund.legacyResourceId}`, `export/send-to-erp/${refund.legacyResourceId}`]),
-    ].sort());
+    expect(run.steps.map((step: any) => step.key).sort()).toEqual(
+      [
+        'export',
+        'export/pending',
+        ...lost.flatMap((refund) => [
+          `export/mark-order/${refund.legacyResourceId}`,
+          `export/send-to-erp/${refund.legacyResourceId}`,
+        ]),
+      ].sort(),
+    );
 
     // Nothing left: the next export of the order is skipped, and a late webhook too.
     const again = await exportOrder(placed.id);
@@ -494,24 +713,38 @@ describe('shopify.refund-export (one order, every refund not exported yet)', () 
     const placed = order(1, { synced: false });
     shop().createRefund(placed.id, { lines: [{ line: 0, quantity: 1 }] });
     const accepted = await sendWebhook(env.url, 'acme', EXPORT, { Id: placed.id });
-    await eventually(async () => expect((await acme.call('GET', `/api/v1/runs/${accepted.body.runId}`)).body.status).toBe('waiting'));
+    await eventually(async () =>
+      expect((await acme.call('GET', `/api/v1/runs/${accepted.body.runId}`)).body.status).toBe('waiting'),
+    );
     shop().markSynced(placed.id);
     expect((await acme.settledRun(accepted.body.runId)).status).toBe('succeeded');
 
     const nameless = await acme.settledRun((await sendWebhook(env.url, 'acme', EXPORT, { id: 12 })).body.runId);
-    expect(nameless).toMatchObject({ status: 'failed', error: { kind: 'permanent', message: expect.stringContaining('names no order') } });
+    expect(nameless).toMatchObject({
+      status: 'failed',
+      error: { kind: 'permanent', message: expect.stringContaining('names no order') },
+    });
   });
 });
 
 describe('the deprecated HTTP adapter route', () => {
   const route = '/api/adp/shopify/egress/sync-refund-to-erp-api';
   const settings = () => ({
-    'x-store-graphql-url': world.shopify.url, 'x-store-access-token': SHOP_TOKEN, 'x-erp-api-url': world.erp.apiUrl,
-    'x-erp-consumer-key': ERP_CREDENTIALS.consumerKey, 'x-erp-consumer-secret': ERP_CREDENTIALS.consumerSecret,
-    'x-erp-token-id': ERP_CREDENTIALS.tokenId, 'x-erp-token-secret': ERP_CREDENTIALS.tokenSecret, 'x-erp-account-id': ERP_CREDENTIALS.accountId,
+    'x-store-graphql-url': world.shopify.url,
+    'x-store-access-token': SHOP_TOKEN,
+    'x-erp-api-url': world.erp.apiUrl,
+    'x-erp-consumer-key': ERP_CREDENTIALS.consumerKey,
+    'x-erp-consumer-secret': ERP_CREDENTIALS.consumerSecret,
+    'x-erp-token-id': ERP_CREDENTIALS.tokenId,
+    'x-erp-token-secret': ERP_CREDENTIALS.tokenSecret,
+    'x-erp-account-id': ERP_CREDENTIALS.accountId,
   });
   const call = async (headers: Record<string, string>, body: string) => {
-    const response = await fetch(`${env.url}${route}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
+    const response = await fetch(`${env.url}${route}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body,
+    });
     const text = await response.text();
     return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : undefined };
   };
@@ -540,14 +773,20 @@ describe('the deprecated HTTP adapter route', () => {
     expect(again.status).toBe(409);
     expect(again.headers.get('content-type')).toContain('application/problem+json');
     expect(again.headers.get('deprecation')).toBe('@1767225600');
-    expect(again.body.detail).toContain('already in the order\'s listOfRefundProcessed');
+    expect(again.body.detail).toContain("already in the order's listOfRefundProcessed");
     expect(world.erp.receipts().length - receiptsBefore).toBe(1);
 
     // The header credentials live only sealed, in a destination the adapter keeps per shop and ERP account.
     const destinations = (await acme.call('GET', '/api/v1/destinations')).body.nodes;
-    expect(destinations.find((destination: any) => destination.name.startsWith('adp-'))).toMatchObject({ credentialsSet: expect.arrayContaining(['$.adminApiAccessToken', '$.erp.tokenSecret']) });
-    const stored = JSON.stringify((await acme.call('GET', '/api/v1/runs?first=200')).body) + JSON.stringify(destinations) + env.lines.join('');
-    for (const secret of [apiKey, SHOP_TOKEN, ERP_CREDENTIALS.consumerSecret, ERP_CREDENTIALS.tokenSecret]) expect(stored).not.toContain(secret);
+    expect(destinations.find((destination: any) => destination.name.startsWith('adp-'))).toMatchObject({
+      credentialsSet: expect.arrayContaining(['$.adminApiAccessToken', '$.erp.tokenSecret']),
+    });
+    const stored =
+      JSON.stringify((await acme.call('GET', '/api/v1/runs?first=200')).body) +
+      JSON.stringify(destinations) +
+      env.lines.join('');
+    for (const secret of [apiKey, SHOP_TOKEN, ERP_CREDENTIALS.consumerSecret, ERP_CREDENTIALS.tokenSecret])
+      expect(stored).not.toContain(secret);
   });
 
   it('refuses a missing or wrong key, bad settings and a body without a refund, as problems', async () => {
@@ -556,12 +795,20 @@ describe('the deprecated HTTP adapter route', () => {
     expect(missingKey.status).toBe(401);
     expect(missingKey.headers.get('deprecation')).toBe('@1767225600');
     expect((await call({ 'x-api-key': `acme.${'x'.repeat(32)}`, ...settings() }, webhookBody)).status).toBe(401);
-    expect((await call({ 'x-api-key': apiKey.replace(/^acme/, 'globex'), ...settings() }, webhookBody)).status).toBe(401);
+    expect((await call({ 'x-api-key': apiKey.replace(/^acme/, 'globex'), ...settings() }, webhookBody)).status).toBe(
+      401,
+    );
 
     const { 'x-erp-token-secret': _omitted, ...incomplete } = settings();
-    const badSettings = await call({ 'x-api-key': apiKey, ...incomplete, 'x-store-graphql-url': 'shop.example.com' }, webhookBody);
+    const badSettings = await call(
+      { 'x-api-key': apiKey, ...incomplete, 'x-store-graphql-url': 'shop.example.com' },
+      webhookBody,
+    );
     expect(badSettings.status).toBe(400);
-    expect(badSettings.body.errors.map((error: any) => error.path).sort()).toEqual(['$.headers["x-erp-token-secret"]', '$.headers["x-store-graphql-url"]']);
+    expect(badSettings.body.errors.map((error: any) => error.path).sort()).toEqual([
+      '$.headers["x-erp-token-secret"]',
+      '$.headers["x-store-graphql-url"]',
+    ]);
 
     const noRefund = await call({ 'x-api-key': apiKey, ...settings() }, '{"id": 1}');
     expect(noRefund.status).toBe(400);
@@ -570,17 +817,28 @@ describe('the deprecated HTTP adapter route', () => {
 
   it('answers 202 with the ids when the run outlasts the wait, and the run still completes', async () => {
     world.erp.script({ status: 200, body: { success: true }, delayMs: 4000 });
-    const answer = await call({ 'x-api-key': apiKey, ...settings() }, shop().createRefund(order(1).id, { lines: [{ line: 0, quantity: 1 }] }).webhookBody);
+    const answer = await call(
+      { 'x-api-key': apiKey, ...settings() },
+      shop().createRefund(order(1).id, { lines: [{ line: 0, quantity: 1 }] }).webhookBody,
+    );
     expect(answer.status).toBe(202);
     expect(answer.body).toMatchObject({ messageId: expect.any(String), runId: expect.any(String), status: 'running' });
     expect((await acme.settledRun(answer.body.runId)).status).toBe('succeeded');
   });
 
-  it('fails with the ERP\'s reason as a problem', async () => {
+  it("fails with the ERP's reason as a problem", async () => {
     world.erp.script(erpReplies.invalidField);
-    const answer = await call({ 'x-api-key': apiKey, ...settings() }, shop().createRefund(order(1).id, { lines: [{ line: 0, quantity: 1 }] }).webhookBody);
+    const answer = await call(
+      { 'x-api-key': apiKey, ...settings() },
+      shop().createRefund(order(1).id, { lines: [{ line: 0, quantity: 1 }] }).webhookBody,
+    );
     expect(answer.status).toBe(502);
-    expect(answer.body).toMatchObject({ title: 'Refund sync failed', detail: expect.stringContaining('INVALID_FLD_VALUE'), errorKind: 'permanent', runId: expect.any(String) });
+    expect(answer.body).toMatchObject({
+      title: 'Refund sync failed',
+      detail: expect.stringContaining('INVALID_FLD_VALUE'),
+      errorKind: 'permanent',
+      runId: expect.any(String),
+    });
   });
 });
 
@@ -590,14 +848,20 @@ describe('a test run of the refund flow', () => {
     const { refund, webhookBody } = shop().createRefund(placed.id, { lines: [{ line: 0, quantity: 1 }] });
     const created = await acme.call('POST', '/api/v1/editable-flows', refundFlow('refunds-tested'));
     const receiptsBefore = world.erp.receipts().length;
-    const dry = await acme.call('POST', `/api/v1/editable-flows/${created.body.id}/test`, { input: { body: JSON.parse(webhookBody) } });
+    const dry = await acme.call('POST', `/api/v1/editable-flows/${created.body.id}/test`, {
+      input: { body: JSON.parse(webhookBody) },
+    });
     expect(dry.body).toMatchObject({ status: 'succeeded', dryRun: true });
     const preview = dry.body.steps.find((step: any) => step.key === 'sync').output;
     expect(preview).toMatchObject({
       dryRun: true,
       wouldSend: {
         refundId: refund.id,
-        erp: { method: 'POST', url: world.erp.apiUrl, headers: { authorization: '[REDACTED]', 'idempotency-key': refund.id } },
+        erp: {
+          method: 'POST',
+          url: world.erp.apiUrl,
+          headers: { authorization: '[REDACTED]', 'idempotency-key': refund.id },
+        },
         markOrder: { orderId: placed.id, tag: 'IPaaS Refunds Exported: 1' },
       },
     });

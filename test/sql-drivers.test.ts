@@ -20,13 +20,24 @@ describe.each(drivers)('a statement %s refuses', (_name, open) => {
     try {
       await driver.exec(`create table ${table} (id text primary key, body text not null)`);
       await driver.query(`insert into ${table} (id, body) values ($1, $2)`, [SECRET, SECRET]);
-      const refusals = await Promise.all([
-        driver.query(`insert into ${table} (id, body) values ($1, $2)`, [SECRET, SECRET]),
-        driver.query(`insert into ${table} (id, body) values ($1, null)`, [`${SECRET}-2`]),
-        driver.query('select $1::uuid as id', [SECRET]),
-        driver.query('select $1::integer as n', ['99999999999999999999']),
-      ].map((statement) => statement.then(() => undefined, (error: unknown) => error)));
-      expect(refusals[0]).toMatchObject({ statement: `insert into ${table}`, code: '23505', constraint: `${table}_pkey` });
+      const refusals = await Promise.all(
+        [
+          driver.query(`insert into ${table} (id, body) values ($1, $2)`, [SECRET, SECRET]),
+          driver.query(`insert into ${table} (id, body) values ($1, null)`, [`${SECRET}-2`]),
+          driver.query('select $1::uuid as id', [SECRET]),
+          driver.query('select $1::integer as n', ['99999999999999999999']),
+        ].map((statement) =>
+          statement.then(
+            () => undefined,
+            (error: unknown) => error,
+          ),
+        ),
+      );
+      expect(refusals[0]).toMatchObject({
+        statement: `insert into ${table}`,
+        code: '23505',
+        constraint: `${table}_pkey`,
+      });
       expect(refusals[1]).toMatchObject({ code: '23502' });
       expect(refusals[2]).toMatchObject({ statement: 'select', code: '22P02' });
       expect(refusals[3]).toMatchObject({ code: '22003' });

@@ -11,29 +11,39 @@ import { SqlStore } from '../engine/store/sql/sql-store.ts';
 import { POSTGRES_URL } from './support/harness.ts';
 
 const adapters: Array<[string, () => Promise<{ store: Store; cleanup: () => Promise<void> }>]> = [
-  ['PGlite', async () => {
-    const store = await SqlStore.open(await PgliteDriver.open());
-    return { store, cleanup: () => store.close() };
-  }],
-  ['PostgreSQL', async () => {
-    const schema = `contract_${randomBytes(5).toString('hex')}`;
-    const admin = new pg.Client({ connectionString: POSTGRES_URL });
-    await admin.connect();
-    await admin.query(`create schema ${schema}`);
-    const store = await SqlStore.open(new PgDriver({ connectionString: POSTGRES_URL, schema }));
-    return {
-      store,
-      cleanup: async () => {
-        await store.close();
-        await admin.query(`drop schema ${schema} cascade`);
-        await admin.end();
-      },
-    };
-  }],
+  [
+    'PGlite',
+    async () => {
+      const store = await SqlStore.open(await PgliteDriver.open());
+      return { store, cleanup: () => store.close() };
+    },
+  ],
+  [
+    'PostgreSQL',
+    async () => {
+      const schema = `contract_${randomBytes(5).toString('hex')}`;
+      const admin = new pg.Client({ connectionString: POSTGRES_URL });
+      await admin.connect();
+      await admin.query(`create schema ${schema}`);
+      const store = await SqlStore.open(new PgDriver({ connectionString: POSTGRES_URL, schema }));
+      return {
+        store,
+        cleanup: async () => {
+          await store.close();
+          await admin.query(`drop schema ${schema} cascade`);
+          await admin.end();
+        },
+      };
+    },
+  ],
 ];
 
 const doc = (key: string): FlowDocument => ({
-  key, name: key, trigger: { type: 'webhook', config: {} }, nodes: [{ id: 'a', operation: 'transform', config: { expression: 1 } }], edges: [{ from: 'trigger', to: 'a' }],
+  key,
+  name: key,
+  trigger: { type: 'webhook', config: {} },
+  nodes: [{ id: 'a', operation: 'transform', config: { expression: 1 } }],
+  edges: [{ from: 'trigger', to: 'a' }],
 });
 
 describe.each(adapters)('store contract on %s', (_name, open) => {
@@ -57,7 +67,9 @@ describe.each(adapters)('store contract on %s', (_name, open) => {
     expect((await store.findFlowByKey('a', 'shared'))?.id).toBe(flowA.id);
     expect((await store.findFlowByKey('b', 'shared'))?.id).toBe(flowB.id);
     expect(await store.deleteFlow('b', flowA.id)).toBe(false);
-    await expect(store.createFlow('a', { id: newId(), key: 'shared', name: 'dup', draft: doc('shared') })).rejects.toBeInstanceOf(ConflictError);
+    await expect(
+      store.createFlow('a', { id: newId(), key: 'shared', name: 'dup', draft: doc('shared') }),
+    ).rejects.toBeInstanceOf(ConflictError);
   });
 
   it('replaces a draft only at the current revision', async () => {
@@ -98,7 +110,9 @@ describe.each(adapters)('store contract on %s', (_name, open) => {
     expect(second.nodes.map((v) => v.name)).toEqual(['V3']);
     expect(second.pageInfo.hasNextPage).toBe(false);
     expect((await store.listVariables('b', { first: 10 })).nodes).toEqual([]);
-    await expect(store.listRuns('a', {}, { first: 5, after: Buffer.from('nope').toString('base64url') })).rejects.toBeInstanceOf(ValidationError);
+    await expect(
+      store.listRuns('a', {}, { first: 5, after: Buffer.from('nope').toString('base64url') }),
+    ).rejects.toBeInstanceOf(ValidationError);
   });
 
   it('reports whether a put created or replaced, and keeps JSON values as JSON', async () => {
@@ -113,75 +127,176 @@ describe.each(adapters)('store contract on %s', (_name, open) => {
     const listed = await store.listSecrets('a', { first: 10 });
     expect(listed.nodes).toEqual([expect.objectContaining({ name: 'TOKEN', keyId: 'k', fingerprint: 'fp' })]);
     expect(JSON.stringify(listed)).not.toContain('iv.body');
-    expect(await store.sealedSecrets('a', ['TOKEN', 'MISSING'])).toEqual([{ name: 'TOKEN', keyId: 'k', ciphertext: 'iv.body', fingerprint: 'fp' }]);
+    expect(await store.sealedSecrets('a', ['TOKEN', 'MISSING'])).toEqual([
+      { name: 'TOKEN', keyId: 'k', ciphertext: 'iv.body', fingerprint: 'fp' },
+    ]);
     expect(await store.sealedSecrets('b', ['TOKEN'])).toEqual([]);
   });
 
   it('accepts a delivery id once per flow and returns the first message to repeats, also within one batch', async () => {
     const flow = await store.createFlow('a', { id: newId(), key: 'dedupe', name: 'd', draft: doc('dedupe') });
     const message = (tenantId: string, deliveryId: string | null) => ({
-      message: { tenantId, id: newId(), flowId: flow.id, flowVersion: 1, deliveryId, topic: null, body: { n: 1 }, headers: {}, query: {} }, runId: newId(),
+      message: {
+        tenantId,
+        id: newId(),
+        flowId: flow.id,
+        flowVersion: 1,
+        deliveryId,
+        topic: null,
+        body: { n: 1 },
+        headers: {},
+        query: {},
+      },
+      runId: newId(),
     });
-    const [first, sameBatch, other, anonymous] = await store.acceptMessages([message('a', 'd-1'), message('a', 'd-1'), message('b', 'd-1'), message('a', null)]);
+    const [first, sameBatch, other, anonymous] = await store.acceptMessages([
+      message('a', 'd-1'),
+      message('a', 'd-1'),
+      message('b', 'd-1'),
+      message('a', null),
+    ]);
     expect(first.duplicate).toBe(false);
     expect(sameBatch).toMatchObject({ duplicate: true, messageId: first.messageId, run: { id: first.run.id } });
     expect(other.duplicate).toBe(false);
     expect(anonymous.duplicate).toBe(false);
     const [later] = await store.acceptMessages([message('a', 'd-1')]);
-    expect(later).toMatchObject({ duplicate: true, messageId: first.messageId, run: { id: first.run.id, status: 'queued' } });
+    expect(later).toMatchObject({
+      duplicate: true,
+      messageId: first.messageId,
+      run: { id: first.run.id, status: 'queued' },
+    });
   });
 
   it('never changes a finished run, and counts attempts', async () => {
     const flow = await store.createFlow('a', { id: newId(), key: 'runs', name: 'r', draft: doc('runs') });
-    const [{ run }] = await store.acceptMessages([{ message: { tenantId: 'a', id: newId(), flowId: flow.id, flowVersion: 1, deliveryId: null, topic: null, body: null, headers: {}, query: {} }, runId: newId() }]);
+    const [{ run }] = await store.acceptMessages([
+      {
+        message: {
+          tenantId: 'a',
+          id: newId(),
+          flowId: flow.id,
+          flowVersion: 1,
+          deliveryId: null,
+          topic: null,
+          body: null,
+          headers: {},
+          query: {},
+        },
+        runId: newId(),
+      },
+    ]);
     expect((await store.beginRun('a', run.id))?.run).toMatchObject({ status: 'running', attempts: 1 });
     const now = new Date().toISOString();
-    const step = { runId: run.id, key: 'a', nodeId: 'a', status: 'succeeded' as const, attempts: 1, output: { big: 2 ** 40, none: null }, error: null, startedAt: now, finishedAt: now };
+    const step = {
+      runId: run.id,
+      key: 'a',
+      nodeId: 'a',
+      status: 'succeeded' as const,
+      attempts: 1,
+      output: { big: 2 ** 40, none: null },
+      error: null,
+      startedAt: now,
+      finishedAt: now,
+    };
     expect(await store.saveProgress('a', run.id, [step])).toBe(false);
-    expect(await store.saveProgress('a', run.id, [], { status: 'waiting', error: { kind: 'later', message: 'not yet' } })).toBe(true);
-    expect((await store.getRun('a', run.id))?.run).toMatchObject({ status: 'waiting', error: { kind: 'later', message: 'not yet' } });
+    expect(
+      await store.saveProgress('a', run.id, [], { status: 'waiting', error: { kind: 'later', message: 'not yet' } }),
+    ).toBe(true);
+    expect((await store.getRun('a', run.id))?.run).toMatchObject({
+      status: 'waiting',
+      error: { kind: 'later', message: 'not yet' },
+    });
     expect(await store.saveProgress('a', run.id, [], { status: 'succeeded', error: null })).toBe(true);
-    expect(await store.saveProgress('a', run.id, [], { status: 'failed', error: { kind: 'permanent', message: 'late' } })).toBe(false);
+    expect(
+      await store.saveProgress('a', run.id, [], { status: 'failed', error: { kind: 'permanent', message: 'late' } }),
+    ).toBe(false);
     const state = await store.beginRun('a', run.id);
     expect(state?.run).toMatchObject({ status: 'succeeded', attempts: 1, error: null });
     expect(state?.run.finishedAt).not.toBeNull();
     expect(state?.steps).toEqual([expect.objectContaining({ key: 'a', output: { big: 2 ** 40, none: null } })]);
     expect(await store.beginRun('b', run.id)).toBeUndefined();
-    expect((await store.listRuns('a', { flowId: flow.id, status: 'succeeded' }, { first: 10 })).nodes.map((r) => r.id)).toEqual([run.id]);
+    expect(
+      (await store.listRuns('a', { flowId: flow.id, status: 'succeeded' }, { first: 10 })).nodes.map((r) => r.id),
+    ).toEqual([run.id]);
     expect((await store.listRuns('b', {}, { first: 10 })).nodes.every((r) => r.tenantId === 'b')).toBe(true);
   });
 
   it('begins and checkpoints concurrent runs of two tenants together, each with its own reads, steps and answer', async () => {
     await store.putVariable('a', 'GROUPED', 'of a');
     await store.putVariable('b', 'GROUPED', 'of b');
-    const flows = { a: await store.createFlow('a', { id: newId(), key: 'grouped', name: 'g', draft: doc('grouped') }), b: await store.createFlow('b', { id: newId(), key: 'grouped', name: 'g', draft: doc('grouped') }) };
-    const accepted = await store.acceptMessages(Array.from({ length: 12 }, (_, n) => {
-      const tenantId = n % 2 === 0 ? 'a' : 'b';
-      return { message: { tenantId, id: newId(), flowId: flows[tenantId].id, flowVersion: 1, deliveryId: null, topic: null, body: { n }, headers: {}, query: {} }, runId: newId() };
-    }));
+    const flows = {
+      a: await store.createFlow('a', { id: newId(), key: 'grouped', name: 'g', draft: doc('grouped') }),
+      b: await store.createFlow('b', { id: newId(), key: 'grouped', name: 'g', draft: doc('grouped') }),
+    };
+    const accepted = await store.acceptMessages(
+      Array.from({ length: 12 }, (_, n) => {
+        const tenantId = n % 2 === 0 ? 'a' : 'b';
+        return {
+          message: {
+            tenantId,
+            id: newId(),
+            flowId: flows[tenantId].id,
+            flowVersion: 1,
+            deliveryId: null,
+            topic: null,
+            body: { n },
+            headers: {},
+            query: {},
+          },
+          runId: newId(),
+        };
+      }),
+    );
     const runs = accepted.map(({ run }) => run);
     // All at once: they share statements. The last asks for a run of tenant a as tenant b.
     const begun = await Promise.all([
-      ...runs.map((run, n) => store.beginRun(run.tenantId, run.id, { vars: n % 3 === 0 ? ['GROUPED'] : [], secrets: [], platform: [] })),
+      ...runs.map((run, n) =>
+        store.beginRun(run.tenantId, run.id, { vars: n % 3 === 0 ? ['GROUPED'] : [], secrets: [], platform: [] }),
+      ),
       store.beginRun('b', runs[0].id),
     ]);
     runs.forEach((run, n) => {
-      expect(begun[n]).toMatchObject({ run: { id: run.id, tenantId: run.tenantId, status: 'running', attempts: 1 }, message: { body: { n } }, steps: [] });
+      expect(begun[n]).toMatchObject({
+        run: { id: run.id, tenantId: run.tenantId, status: 'running', attempts: 1 },
+        message: { body: { n } },
+        steps: [],
+      });
       expect(begun[n]!.vars).toEqual(n % 3 === 0 ? { GROUPED: `of ${run.tenantId}` } : {});
     });
     expect(begun[runs.length]).toBeUndefined();
 
     const now = new Date().toISOString();
-    const step = (runId: string, key: string, output: unknown) => ({ runId, key, nodeId: key, status: 'succeeded' as const, attempts: 1, output, error: null, startedAt: now, finishedAt: now });
+    const step = (runId: string, key: string, output: unknown) => ({
+      runId,
+      key,
+      nodeId: key,
+      status: 'succeeded' as const,
+      attempts: 1,
+      output,
+      error: null,
+      startedAt: now,
+      finishedAt: now,
+    });
     const saved = await Promise.all([
-      ...runs.map((run, n) => store.saveProgress(run.tenantId, run.id, ['x', 'y', 'z'].map((key) => step(run.id, key, `${key}${n}`)), n < 6 ? { status: 'succeeded', error: null } : undefined)),
+      ...runs.map((run, n) =>
+        store.saveProgress(
+          run.tenantId,
+          run.id,
+          ['x', 'y', 'z'].map((key) => step(run.id, key, `${key}${n}`)),
+          n < 6 ? { status: 'succeeded', error: null } : undefined,
+        ),
+      ),
       store.saveProgress('b', runs[2].id, [], { status: 'failed', error: { kind: 'permanent', message: 'not yours' } }),
     ]);
     expect(saved).toEqual([...runs.map((_, n) => n < 6), false]);
     for (const [n, run] of runs.entries()) {
       const stored = await store.getRun(run.tenantId, run.id);
       expect(stored?.run.status).toBe(n < 6 ? 'succeeded' : 'running');
-      expect(stored?.steps.map((s) => [s.key, s.output])).toEqual([['x', `x${n}`], ['y', `y${n}`], ['z', `z${n}`]]);
+      expect(stored?.steps.map((s) => [s.key, s.output])).toEqual([
+        ['x', `x${n}`],
+        ['y', `y${n}`],
+        ['z', `z${n}`],
+      ]);
     }
     await store.deleteVariable('a', 'GROUPED');
     await store.deleteVariable('b', 'GROUPED');
@@ -192,8 +307,30 @@ describe.each(adapters)('store contract on %s', (_name, open) => {
     await store.putVariable('b', 'WANTED', 1);
     await store.putVariable('b', 'OTHER', 2);
     await store.putSecret('b', 'KEY', { keyId: 'k', ciphertext: 'c', fingerprint: 'f' });
-    const accept = async () => (await store.acceptMessages([{ message: { tenantId: 'b', id: newId(), flowId: flow.id, flowVersion: 1, deliveryId: null, topic: null, body: 1, headers: {}, query: {} }, runId: newId() }]))[0].run;
-    const named = await store.beginRun('b', (await accept()).id, { vars: ['WANTED', 'V1'], secrets: ['KEY'], platform: [] });
+    const accept = async () =>
+      (
+        await store.acceptMessages([
+          {
+            message: {
+              tenantId: 'b',
+              id: newId(),
+              flowId: flow.id,
+              flowVersion: 1,
+              deliveryId: null,
+              topic: null,
+              body: 1,
+              headers: {},
+              query: {},
+            },
+            runId: newId(),
+          },
+        ])
+      )[0].run;
+    const named = await store.beginRun('b', (await accept()).id, {
+      vars: ['WANTED', 'V1'],
+      secrets: ['KEY'],
+      platform: [],
+    });
     expect(named?.vars).toEqual({ WANTED: 1 });
     expect(named?.sealedSecrets).toEqual([{ name: 'KEY', keyId: 'k', ciphertext: 'c', fingerprint: 'f' }]);
     const all = await store.beginRun('b', (await accept()).id, { vars: '*', secrets: [], platform: [] });
@@ -207,11 +344,17 @@ describe.each(adapters)('store contract on %s', (_name, open) => {
     await store.putPlatformValue({ tenantId: null }, 'UNREAD', 1);
     expect((await store.putPlatformValue({ tenantId: 'b' }, 'ERP_HOST', 'erp-b.example.com')).created).toBe(true);
     await store.putPlatformValue({ tenantId: 'b' }, 'ONLY_B', true);
-    const platform = await store.beginRun('b', (await accept()).id, { vars: [], secrets: [], platform: ['ERP_HOST', 'REGION', 'ONLY_B', 'MISSING'] });
+    const platform = await store.beginRun('b', (await accept()).id, {
+      vars: [],
+      secrets: [],
+      platform: ['ERP_HOST', 'REGION', 'ONLY_B', 'MISSING'],
+    });
     expect(platform?.platform).toEqual({ ERP_HOST: 'erp-b.example.com', REGION: 'eu', ONLY_B: true });
     const everything = await store.beginRun('b', (await accept()).id, { vars: [], secrets: [], platform: '*' });
     expect(everything?.platform).toMatchObject({ ERP_HOST: 'erp-b.example.com', UNREAD: 1 });
-    expect((await store.listPlatformValues({ tenantId: 'b' }, { first: 10 })).nodes.map((value) => value.name)).toEqual(['ERP_HOST', 'ONLY_B']);
+    expect((await store.listPlatformValues({ tenantId: 'b' }, { first: 10 })).nodes.map((value) => value.name)).toEqual(
+      ['ERP_HOST', 'ONLY_B'],
+    );
     expect(await store.getPlatformValue({ tenantId: 'a' }, 'ERP_HOST')).toBeUndefined();
     expect(await store.deletePlatformValue({ tenantId: 'b' }, 'ERP_HOST')).toBe(true);
     const fallback = await store.beginRun('b', (await accept()).id, { vars: [], secrets: [], platform: ['ERP_HOST'] });
@@ -222,40 +365,104 @@ describe.each(adapters)('store contract on %s', (_name, open) => {
   it('keeps batches: tasks deduplicated by key with their seeded checkpoint, counts from their runs, failed tasks retried', async () => {
     const flow = await store.createFlow('a', { id: newId(), key: 'batched', name: 'batched', draft: doc('batched') });
     await store.publishFlow('a', flow.id, flow.revision, doc('batched'));
-    const [poll] = await store.acceptMessages([{ message: { tenantId: 'a', id: newId(), flowId: flow.id, flowVersion: 1, deliveryId: null, topic: null, body: {}, headers: {}, query: {} }, runId: newId() }]);
-    const batch = await store.createBatch('a', { id: newId(), flowId: flow.id, flowVersion: 1, runId: poll.run.id, nodeId: 'a', windowFrom: null, windowTo: '2026-11-21T00:00:00.000Z' });
-    expect(batch).toMatchObject({ status: 'importing', counts: { total: 0, progress: 100 }, windowTo: '2026-11-21T00:00:00.000Z' });
+    const [poll] = await store.acceptMessages([
+      {
+        message: {
+          tenantId: 'a',
+          id: newId(),
+          flowId: flow.id,
+          flowVersion: 1,
+          deliveryId: null,
+          topic: null,
+          body: {},
+          headers: {},
+          query: {},
+        },
+        runId: newId(),
+      },
+    ]);
+    const batch = await store.createBatch('a', {
+      id: newId(),
+      flowId: flow.id,
+      flowVersion: 1,
+      runId: poll.run.id,
+      nodeId: 'a',
+      windowFrom: null,
+      windowTo: '2026-11-21T00:00:00.000Z',
+    });
+    expect(batch).toMatchObject({
+      status: 'importing',
+      counts: { total: 0, progress: 100 },
+      windowTo: '2026-11-21T00:00:00.000Z',
+    });
     const task = (key: string) => ({ key, item: { order: key }, messageId: newId(), runId: newId() });
     const first = await store.addBatchTasks('a', batch.id, [task('o1'), task('o2')]);
     expect(first.map((run) => run.batchId)).toEqual([batch.id, batch.id]);
     // A repeated key adds nothing new; a task still queued is handed back to be queued again.
     const again = await store.addBatchTasks('a', batch.id, [task('o1'), task('o3')]);
-    expect(again.map((run) => run.id).sort()).toEqual([first[0].id, again.find((run) => run.id !== first[0].id)!.id].sort());
-    expect((await store.getRun('a', first[0].id))!.steps).toEqual([expect.objectContaining({ key: 'a', status: 'succeeded', output: { order: 'o1' } })]);
+    expect(again.map((run) => run.id).sort()).toEqual(
+      [first[0].id, again.find((run) => run.id !== first[0].id)!.id].sort(),
+    );
+    expect((await store.getRun('a', first[0].id))!.steps).toEqual([
+      expect.objectContaining({ key: 'a', status: 'succeeded', output: { order: 'o1' } }),
+    ]);
     expect(await store.getBatch('b', batch.id)).toBeUndefined();
 
     await store.saveProgress('a', first[0].id, [], { status: 'succeeded', error: null });
     await store.saveProgress('a', first[1].id, [], { status: 'failed', error: { kind: 'permanent', message: 'no' } });
-    expect((await store.getBatch('a', batch.id))!.counts).toEqual({ total: 3, unfinished: 1, succeeded: 1, failed: 1, skipped: 0, progress: 66.7 });
+    expect((await store.getBatch('a', batch.id))!.counts).toEqual({
+      total: 3,
+      unfinished: 1,
+      succeeded: 1,
+      failed: 1,
+      skipped: 0,
+      progress: 66.7,
+    });
     const retried = await store.retryFailedTasks('a', batch.id, newId);
     expect(retried).toHaveLength(1);
-    expect((await store.getRun('a', retried[0].id))!.steps).toEqual([expect.objectContaining({ key: 'a', output: { order: 'o2' } })]);
+    expect((await store.getRun('a', retried[0].id))!.steps).toEqual([
+      expect.objectContaining({ key: 'a', output: { order: 'o2' } }),
+    ]);
     const tasks = await store.listBatchTasks('a', batch.id, {}, { first: 2 });
-    expect(tasks.nodes.map((entry) => [entry.key, entry.status, entry.retries])).toEqual([['o1', 'succeeded', 0], ['o2', 'queued', 1]]);
-    expect((await store.listBatchTasks('a', batch.id, {}, { first: 2, after: tasks.pageInfo.endCursor! })).nodes.map((entry) => entry.key)).toEqual(['o3']);
+    expect(tasks.nodes.map((entry) => [entry.key, entry.status, entry.retries])).toEqual([
+      ['o1', 'succeeded', 0],
+      ['o2', 'queued', 1],
+    ]);
+    expect(
+      (await store.listBatchTasks('a', batch.id, {}, { first: 2, after: tasks.pageInfo.endCursor! })).nodes.map(
+        (entry) => entry.key,
+      ),
+    ).toEqual(['o3']);
     await store.setBatchStatus('a', batch.id, 'succeeded');
-    expect((await store.listBatches('a', { flowId: flow.id }, { first: 10 })).nodes).toEqual([expect.objectContaining({ id: batch.id, status: 'succeeded', finishedAt: expect.any(String) })]);
+    expect((await store.listBatches('a', { flowId: flow.id }, { first: 10 })).nodes).toEqual([
+      expect.objectContaining({ id: batch.id, status: 'succeeded', finishedAt: expect.any(String) }),
+    ]);
     expect(await store.hasUnfinishedRun('a', flow.id)).toBe(true);
   });
 
   it('keeps incremental fields per flow, moving movedAt only when the value changes', async () => {
     const flowId = newId();
-    const set = await store.putIncrementalField('a', flowId, { field: 'updated_at', value: '2026-11-01T00:00:00.000Z', overlapMs: 300_000 });
-    expect(set).toMatchObject({ flowId, value: '2026-11-01T00:00:00.000Z', movedAt: expect.any(String), overlapMs: 300_000 });
-    const same = await store.putIncrementalField('a', flowId, { field: 'updated_at', value: '2026-11-01T00:00:00.000Z', overlapMs: 60_000 });
+    const set = await store.putIncrementalField('a', flowId, {
+      field: 'updated_at',
+      value: '2026-11-01T00:00:00.000Z',
+      overlapMs: 300_000,
+    });
+    expect(set).toMatchObject({
+      flowId,
+      value: '2026-11-01T00:00:00.000Z',
+      movedAt: expect.any(String),
+      overlapMs: 300_000,
+    });
+    const same = await store.putIncrementalField('a', flowId, {
+      field: 'updated_at',
+      value: '2026-11-01T00:00:00.000Z',
+      overlapMs: 60_000,
+    });
     expect(same.movedAt).toBe(set.movedAt);
     expect(await store.getIncrementalField('b', flowId)).toBeUndefined();
-    expect((await store.listIncrementalFields('a', { first: 10 })).nodes).toEqual([expect.objectContaining({ flowId, overlapMs: 60_000 })]);
+    expect((await store.listIncrementalFields('a', { first: 10 })).nodes).toEqual([
+      expect.objectContaining({ flowId, overlapMs: 60_000 }),
+    ]);
     expect(await store.deleteIncrementalField('a', flowId)).toBe(true);
     expect(await store.getIncrementalField('a', flowId)).toBeUndefined();
   });
@@ -264,9 +471,25 @@ describe.each(adapters)('store contract on %s', (_name, open) => {
     await store.createTenant({ id: 'held', name: 'Held' });
     const flow = await store.createFlow('held', { id: newId(), key: 'topics', name: 't', draft: doc('topics') });
     await store.publishFlow('held', flow.id, flow.revision, doc('topics'));
-    const deliver = async (topic: string | null, deliveryId: string | null = null) => (await store.acceptMessages([{
-      message: { tenantId: 'held', id: newId(), flowId: flow.id, flowVersion: 1, deliveryId, topic, body: { topic }, headers: {}, query: {} }, runId: newId(),
-    }]))[0];
+    const deliver = async (topic: string | null, deliveryId: string | null = null) =>
+      (
+        await store.acceptMessages([
+          {
+            message: {
+              tenantId: 'held',
+              id: newId(),
+              flowId: flow.id,
+              flowVersion: 1,
+              deliveryId,
+              topic,
+              body: { topic },
+              headers: {},
+              query: {},
+            },
+            runId: newId(),
+          },
+        ])
+      )[0];
 
     expect((await store.blockTopic('held', 'refunds/create', 'ERP migration')).created).toBe(true);
     expect((await store.blockTopic('held', 'refunds/create', 'still migrating')).created).toBe(false);
@@ -274,7 +497,11 @@ describe.each(adapters)('store contract on %s', (_name, open) => {
     const open = await deliver('orders/create');
     expect(first.run).toMatchObject({ status: 'held', heldBy: 'topic' });
     expect(open.run).toMatchObject({ status: 'queued', heldBy: null });
-    expect(await store.setTenantStatus('held', 'suspended', 'unpaid invoice')).toMatchObject({ status: 'suspended', suspendedReason: 'unpaid invoice', suspendedAt: expect.any(String) });
+    expect(await store.setTenantStatus('held', 'suspended', 'unpaid invoice')).toMatchObject({
+      status: 'suspended',
+      suspendedReason: 'unpaid invoice',
+      suspendedAt: expect.any(String),
+    });
     const whileSuspended = await deliver('orders/create');
     const second = await deliver('refunds/create');
     expect([whileSuspended.run.heldBy, second.run.heldBy]).toEqual(['suspended', 'suspended']);
@@ -282,80 +509,176 @@ describe.each(adapters)('store contract on %s', (_name, open) => {
     const repeat = await deliver('refunds/create', 'w-1');
     expect(repeat).toMatchObject({ duplicate: true, messageId: first.messageId, run: { id: first.run.id } });
 
-    expect((await store.listBlockedTopics('held', { first: 10 })).nodes).toEqual([{ topic: 'refunds/create', reason: 'still migrating', blockedAt: expect.any(String), held: 2 }]);
-    const statuses = (await store.listMessages('held', {}, { first: 10 }, 1000)).nodes.map((message) => [message.topic, message.status]);
-    expect(statuses).toEqual([['refunds/create', 'duplicate'], ['refunds/create', 'blocked'], ['orders/create', 'blocked'], ['orders/create', 'accepted'], ['refunds/create', 'blocked']]);
+    expect((await store.listBlockedTopics('held', { first: 10 })).nodes).toEqual([
+      { topic: 'refunds/create', reason: 'still migrating', blockedAt: expect.any(String), held: 2 },
+    ]);
+    const statuses = (await store.listMessages('held', {}, { first: 10 }, 1000)).nodes.map((message) => [
+      message.topic,
+      message.status,
+    ]);
+    expect(statuses).toEqual([
+      ['refunds/create', 'duplicate'],
+      ['refunds/create', 'blocked'],
+      ['orders/create', 'blocked'],
+      ['orders/create', 'accepted'],
+      ['refunds/create', 'blocked'],
+    ]);
     expect((await store.listMessages('held', { status: 'duplicate' }, { first: 10 }, 1000)).nodes).toEqual([
       expect.objectContaining({ duplicateOf: first.messageId, deliveryId: null, body: null }),
     ]);
 
     // Resuming releases what the suspension held, except what the blocked topic still holds.
     await store.setTenantStatus('held', 'active', null);
-    expect((await store.releaseHeld('held', { heldBy: 'suspended' })).map((run) => run.id)).toEqual([whileSuspended.run.id]);
+    expect((await store.releaseHeld('held', { heldBy: 'suspended' })).map((run) => run.id)).toEqual([
+      whileSuspended.run.id,
+    ]);
     expect((await store.getRun('held', second.run.id))?.run).toMatchObject({ status: 'held', heldBy: 'topic' });
     // Still blocked: a release changes nothing.
     expect(await store.releaseHeld('held', { topic: 'refunds/create' })).toEqual([]);
     expect(await store.unblockTopic('held', 'refunds/create')).toBe(true);
     expect(await store.unblockTopic('held', 'refunds/create')).toBe(false);
     expect(await store.discardHeld('held', { topic: 'orders/create' }, 'nothing held')).toBe(0);
-    expect((await store.releaseHeld('held', { topic: 'refunds/create' })).map((run) => run.id)).toEqual([first.run.id, second.run.id]);
+    expect((await store.releaseHeld('held', { topic: 'refunds/create' })).map((run) => run.id)).toEqual([
+      first.run.id,
+      second.run.id,
+    ]);
 
     await store.blockTopic('held', 'refunds/create', null);
     const third = await deliver('refunds/create');
     expect(await store.discardHeld('held', { topic: 'refunds/create' }, 'discarded when unblocked')).toBe(1);
-    expect((await store.getRun('held', third.run.id))?.run).toMatchObject({ status: 'cancelled', heldBy: null, error: { kind: 'permanent', message: 'discarded when unblocked' } });
+    expect((await store.getRun('held', third.run.id))?.run).toMatchObject({
+      status: 'cancelled',
+      heldBy: null,
+      error: { kind: 'permanent', message: 'discarded when unblocked' },
+    });
     expect((await store.getMessage('held', third.messageId, 1000))?.message.status).toBe('skipped');
     expect(await store.getMessage('a', third.messageId, 1000)).toBeUndefined();
-    expect((await store.listTenants({ status: 'active' }, { first: 100 })).nodes.map((tenant) => tenant.id)).toEqual(['a', 'b', 'held']);
+    expect((await store.listTenants({ status: 'active' }, { first: 100 })).nodes.map((tenant) => tenant.id)).toEqual([
+      'a',
+      'b',
+      'held',
+    ]);
   });
 
-  it('replays a message on the flow\'s active version, only when its last run has finished', async () => {
+  it("replays a message on the flow's active version, only when its last run has finished", async () => {
     const flow = await store.createFlow('a', { id: newId(), key: 'replay', name: 'r', draft: doc('replay') });
     await store.publishFlow('a', flow.id, flow.revision, doc('replay'));
-    const [accepted] = await store.acceptMessages([{
-      message: { tenantId: 'a', id: newId(), flowId: flow.id, flowVersion: 1, deliveryId: 'r-1', topic: null, body: { big: 'x'.repeat(100) }, headers: {}, query: {} }, runId: newId(),
-    }]);
+    const [accepted] = await store.acceptMessages([
+      {
+        message: {
+          tenantId: 'a',
+          id: newId(),
+          flowId: flow.id,
+          flowVersion: 1,
+          deliveryId: 'r-1',
+          topic: null,
+          body: { big: 'x'.repeat(100) },
+          headers: {},
+          query: {},
+        },
+        runId: newId(),
+      },
+    ]);
     await expect(store.replayMessage('a', accepted.messageId, newId())).rejects.toBeInstanceOf(ConflictError);
-    await store.saveProgress('a', accepted.run.id, [], { status: 'failed', error: { kind: 'permanent', message: 'ERP down' } });
+    await store.saveProgress('a', accepted.run.id, [], {
+      status: 'failed',
+      error: { kind: 'permanent', message: 'ERP down' },
+    });
     await store.publishFlow('a', flow.id, undefined, doc('replay'));
     const replayed = await store.replayMessage('a', accepted.messageId, newId());
     expect(replayed).toMatchObject({ messageId: accepted.messageId, status: 'queued', flowVersion: 2 });
     await expect(store.replayMessage('b', accepted.messageId, newId())).rejects.toBeInstanceOf(NotFoundError);
     const found = await store.getMessage('a', accepted.messageId, 50);
-    expect(found?.message).toMatchObject({ status: 'accepted', runId: replayed.id, body: null, bodyTruncated: true, bodyBytes: 111 });
+    expect(found?.message).toMatchObject({
+      status: 'accepted',
+      runId: replayed.id,
+      body: null,
+      bodyTruncated: true,
+      bodyBytes: 111,
+    });
     expect(found?.runs.map((run) => run.id)).toEqual([accepted.run.id, replayed.id]);
   });
 
   it('sums runs per bucket, flow and status, with percentiles of finished ones', async () => {
     await store.createTenant({ id: 'stats', name: 'Stats' });
     const flow = await store.createFlow('stats', { id: newId(), key: 'stats', name: 's', draft: doc('stats') });
-    const accepted = await store.acceptMessages([1, 2, 3].map((n) => ({
-      message: { tenantId: 'stats', id: newId(), flowId: flow.id, flowVersion: 1, deliveryId: null, topic: 't', body: n, headers: {}, query: {} }, runId: newId(),
-    })));
+    const accepted = await store.acceptMessages(
+      [1, 2, 3].map((n) => ({
+        message: {
+          tenantId: 'stats',
+          id: newId(),
+          flowId: flow.id,
+          flowVersion: 1,
+          deliveryId: null,
+          topic: 't',
+          body: n,
+          headers: {},
+          query: {},
+        },
+        runId: newId(),
+      })),
+    );
     await store.beginRun('stats', accepted[0].run.id);
     await store.saveProgress('stats', accepted[0].run.id, [], { status: 'succeeded', error: null });
-    await store.saveProgress('stats', accepted[1].run.id, [], { status: 'failed', error: { kind: 'permanent', message: 'no' } });
+    await store.saveProgress('stats', accepted[1].run.id, [], {
+      status: 'failed',
+      error: { kind: 'permanent', message: 'no' },
+    });
     const now = Date.now();
-    const stats = await store.statistics('stats', { from: new Date(now - 3600_000).toISOString(), to: new Date(now + 60_000).toISOString(), interval: 'day' });
-    expect(stats.runs).toEqual([{
-      bucket: expect.stringMatching(/T00:00:00.000Z$/), flowId: flow.id, total: 3, counts: { queued: 1, succeeded: 1, failed: 1 },
-      durationMs: { p50: expect.any(Number), p95: expect.any(Number), p99: expect.any(Number) }, latencyMs: expect.objectContaining({ p50: expect.any(Number) }),
-    }]);
+    const stats = await store.statistics('stats', {
+      from: new Date(now - 3600_000).toISOString(),
+      to: new Date(now + 60_000).toISOString(),
+      interval: 'day',
+    });
+    expect(stats.runs).toEqual([
+      {
+        bucket: expect.stringMatching(/T00:00:00.000Z$/),
+        flowId: flow.id,
+        total: 3,
+        counts: { queued: 1, succeeded: 1, failed: 1 },
+        durationMs: { p50: expect.any(Number), p95: expect.any(Number), p99: expect.any(Number) },
+        latencyMs: expect.objectContaining({ p50: expect.any(Number) }),
+      },
+    ]);
     expect(stats.messages).toEqual([expect.objectContaining({ topic: 't', count: 3, duplicates: 0 })]);
-    expect((await store.statistics('stats', { from: new Date(now + 60_000).toISOString(), to: new Date(now + 120_000).toISOString(), interval: 'hour' })).runs).toEqual([]);
-    const other = await store.statistics('b', { from: new Date(now - 3600_000).toISOString(), to: new Date(now + 60_000).toISOString(), interval: 'hour' });
+    expect(
+      (
+        await store.statistics('stats', {
+          from: new Date(now + 60_000).toISOString(),
+          to: new Date(now + 120_000).toISOString(),
+          interval: 'hour',
+        })
+      ).runs,
+    ).toEqual([]);
+    const other = await store.statistics('b', {
+      from: new Date(now - 3600_000).toISOString(),
+      to: new Date(now + 60_000).toISOString(),
+      interval: 'hour',
+    });
     expect(other.runs.some((row) => row.flowId === flow.id)).toBe(false);
   });
 
   it('keeps at most the per-run limit of log lines, filters them by level and text, and prunes them by age', async () => {
     const runId = newId();
     const flowId = newId();
-    const line = (n: number, level: 'info' | 'warn') => ({ nodeId: 'n', level, message: `line ${n}`, data: { n }, loggedAt: new Date(Date.now() - (n === 0 ? 86_400_000 : 0)).toISOString() });
-    await store.saveProgress('a', runId, [], undefined, { flowId, lines: [line(0, 'warn'), ...Array.from({ length: 7 }, (_, i) => line(i + 1, 'info'))], perRunLimit: 5 });
+    const line = (n: number, level: 'info' | 'warn') => ({
+      nodeId: 'n',
+      level,
+      message: `line ${n}`,
+      data: { n },
+      loggedAt: new Date(Date.now() - (n === 0 ? 86_400_000 : 0)).toISOString(),
+    });
+    await store.saveProgress('a', runId, [], undefined, {
+      flowId,
+      lines: [line(0, 'warn'), ...Array.from({ length: 7 }, (_, i) => line(i + 1, 'info'))],
+      perRunLimit: 5,
+    });
     await store.saveProgress('a', runId, [], undefined, { flowId, lines: [line(9, 'warn')], perRunLimit: 5 });
     const kept = await store.listRunLogs('a', { runId }, { first: 10 });
     expect(kept.nodes.map((entry) => entry.message)).toEqual(['line 4', 'line 3', 'line 2', 'line 1', 'line 0']);
-    expect((await store.listRunLogs('a', { runId, level: 'warn' }, { first: 10 })).nodes.map((entry) => entry.data)).toEqual([{ n: 0 }]);
+    expect(
+      (await store.listRunLogs('a', { runId, level: 'warn' }, { first: 10 })).nodes.map((entry) => entry.data),
+    ).toEqual([{ n: 0 }]);
     expect((await store.listRunLogs('a', { text: 'LINE 3' }, { first: 10 })).nodes).toHaveLength(1);
     expect((await store.listRunLogs('b', { runId }, { first: 10 })).nodes).toEqual([]);
     expect(await store.pruneRunLogs(new Date(Date.now() - 3_600_000).toISOString())).toBe(1);
@@ -365,7 +688,22 @@ describe.each(adapters)('store contract on %s', (_name, open) => {
   it('deletes a tenant with everything it owns', async () => {
     await store.createTenant({ id: 'gone', name: 'Gone' });
     const flow = await store.createFlow('gone', { id: newId(), key: 'gone', name: 'g', draft: doc('gone') });
-    await store.acceptMessages([{ message: { tenantId: 'gone', id: newId(), flowId: flow.id, flowVersion: 1, deliveryId: null, topic: null, body: 1, headers: {}, query: {} }, runId: newId() }]);
+    await store.acceptMessages([
+      {
+        message: {
+          tenantId: 'gone',
+          id: newId(),
+          flowId: flow.id,
+          flowVersion: 1,
+          deliveryId: null,
+          topic: null,
+          body: 1,
+          headers: {},
+          query: {},
+        },
+        runId: newId(),
+      },
+    ]);
     await store.blockTopic('gone', 'x', null);
     expect(await store.deleteTenant('gone')).toBe(true);
     expect(await store.getTenant('gone')).toBeUndefined();

@@ -24,7 +24,12 @@ let mallory: ApiClient;
 let acme: ApiClient;
 
 beforeAll(async () => {
-  env = await startTestPlatform('postgres', { api: true, worker: true }, { expressionTimeoutMs: 3000, expressionMemoryMb: 64 }, [circular]);
+  env = await startTestPlatform(
+    'postgres',
+    { api: true, worker: true },
+    { expressionTimeoutMs: 3000, expressionMemoryMb: 64 },
+    [circular],
+  );
   mallory = await env.tenant('mallory');
   acme = await env.tenant('acme');
 });
@@ -33,14 +38,20 @@ afterAll(async () => {
 });
 
 const transform = (expression: string, key = 'hostile') => ({
-  key, name: key, trigger: { type: 'webhook' },
+  key,
+  name: key,
+  trigger: { type: 'webhook' },
   nodes: [{ id: 'map', operation: 'transform', config: { expression } }],
   edges: [{ from: 'trigger', to: 'map' }],
 });
 
 /** A test run of a document: the answer's body. */
 async function testRun(client: ApiClient, document: object, input: object = { body: {} }) {
-  const created = await client.call('POST', '/api/v1/editable-flows', transform('{{ 1 }}', `t${Math.random().toString(36).slice(2, 8)}`));
+  const created = await client.call(
+    'POST',
+    '/api/v1/editable-flows',
+    transform('{{ 1 }}', `t${Math.random().toString(36).slice(2, 8)}`),
+  );
   expect(created.status).toBe(201);
   return client.call('POST', `/api/v1/editable-flows/${created.body.id}/test`, { document, input });
 }
@@ -56,39 +67,54 @@ describe('tenant expressions', () => {
     expect(settled).toBe(false);
     const answer = await running;
     expect(answer.status).toBe(200);
-    expect(answer.body).toMatchObject({ status: 'failed', error: { kind: 'permanent', node: 'map', message: expect.stringContaining('EXPRESSION_TIMEOUT_MS') } });
+    expect(answer.body).toMatchObject({
+      status: 'failed',
+      error: { kind: 'permanent', node: 'map', message: expect.stringContaining('EXPRESSION_TIMEOUT_MS') },
+    });
   });
 
   it('an expression past the memory cap fails its node; the process and other tenants go on', async () => {
     const answer = await testRun(mallory, transform('{{ $length($pad("x", 300000000)) }}'));
     expect(answer.status).toBe(200);
-    expect(answer.body).toMatchObject({ status: 'failed', error: { kind: 'permanent', message: expect.stringContaining('EXPRESSION_MEMORY_MB') } });
+    expect(answer.body).toMatchObject({
+      status: 'failed',
+      error: { kind: 'permanent', message: expect.stringContaining('EXPRESSION_MEMORY_MB') },
+    });
     const other = await testRun(acme, transform('{{ $sum([1..10]) }}'));
     expect(other.body).toMatchObject({ status: 'succeeded', steps: [{ output: 55 }] });
   });
 
-  it('a published flow whose expression outgrows memory fails its run once; the worker runs the next tenant\'s message', async () => {
+  it("a published flow whose expression outgrows memory fails its run once; the worker runs the next tenant's message", async () => {
     await mallory.publish(transform('{{ $length($pad("x", $input.body.n)) }}'));
     await acme.publish(transform('{{ $join($input.body.words, " ") }}', 'words'));
     const hostile = await sendWebhook(env.url, 'mallory', 'hostile', { n: 300_000_000 });
     expect(hostile.status).toBe(202);
     const fine = await sendWebhook(env.url, 'acme', 'words', { words: ['one', 'run', 'each'] });
     const failed = await mallory.settledRun(hostile.body.runId);
-    expect(failed).toMatchObject({ status: 'failed', attempts: 1, error: { kind: 'permanent', node: 'map', message: expect.stringContaining('EXPRESSION_MEMORY_MB') } });
+    expect(failed).toMatchObject({
+      status: 'failed',
+      attempts: 1,
+      error: { kind: 'permanent', node: 'map', message: expect.stringContaining('EXPRESSION_MEMORY_MB') },
+    });
     const succeeded = await acme.settledRun(fine.body.runId);
     expect(succeeded.steps).toMatchObject([{ nodeId: 'map', output: 'one run each' }]);
   });
 
   it('$lookup reads data spaces from the sandbox too', async () => {
     expect((await acme.call('PUT', '/api/v1/data-spaces/rates', {})).status).toBe(201);
-    expect((await acme.call('PUT', '/api/v1/data-spaces/rates/documents/EUR', { value: { rate: 2 } })).status).toBeLessThan(300);
-    const answer = await testRun(acme, transform('{{ $map([1, 2], function($n) { $n * $lookup("rates", "EUR").rate }) }}'));
+    expect(
+      (await acme.call('PUT', '/api/v1/data-spaces/rates/documents/EUR', { value: { rate: 2 } })).status,
+    ).toBeLessThan(300);
+    const answer = await testRun(
+      acme,
+      transform('{{ $map([1, 2], function($n) { $n * $lookup("rates", "EUR").rate }) }}'),
+    );
     expect(answer.body).toMatchObject({ status: 'succeeded', steps: [{ output: [2, 4] }] });
   });
 });
 
 describe('tenant schemas', () => {
-  it('an action\'s pattern runs in linear time: a catastrophic pattern meets a crafted input without holding the process', async () => {
+  it("an action's pattern runs in linear time: a catastrophic pattern meets a crafted input without holding the process", async () => {
     const path = '/api/v1/low-code-actions/actions/redos';
     // Backtracking engines take exponential time on ^(a|aa)+$ against "a…a!": 2^(n/2) steps here.
     const inputSchema = { type: 'object', properties: { code: { type: 'string', pattern: '^(a|aa)+$' } } };
@@ -98,31 +124,49 @@ describe('tenant schemas', () => {
       nodes: [{ id: 'check', operation: 'action:redos', config: { input: { code: `${'a'.repeat(60)}!` } } }],
       edges: [{ from: 'trigger', to: 'check' }],
     });
-    expect(answer.body).toMatchObject({ status: 'failed', error: { kind: 'permanent', node: 'check', message: expect.stringContaining('must match pattern') } });
+    expect(answer.body).toMatchObject({
+      status: 'failed',
+      error: { kind: 'permanent', node: 'check', message: expect.stringContaining('must match pattern') },
+    });
   });
 
-  it('a pattern the linear engine cannot run (a backreference) is refused with its field\'s path', async () => {
+  it("a pattern the linear engine cannot run (a backreference) is refused with its field's path", async () => {
     const refused = await mallory.call('PUT', '/api/v1/low-code-actions/actions/backref', {
-      expression: 'code', inputSchema: { type: 'string', pattern: '(a)\\1' }, outputSchema: {},
+      expression: 'code',
+      inputSchema: { type: 'string', pattern: '(a)\\1' },
+      outputSchema: {},
     });
     expect(refused.status).toBe(400);
-    expect(refused.body.errors).toEqual([expect.objectContaining({ path: '$.body.inputSchema', message: expect.stringContaining('invalid escape sequence') })]);
+    expect(refused.body.errors).toEqual([
+      expect.objectContaining({
+        path: '$.body.inputSchema',
+        message: expect.stringContaining('invalid escape sequence'),
+      }),
+    ]);
   });
 });
 
 describe('outputs', () => {
   it('$steps is plain data: a node may output every output before it', async () => {
     const document = {
-      key: 'steps', name: 'steps', trigger: { type: 'webhook' },
+      key: 'steps',
+      name: 'steps',
+      trigger: { type: 'webhook' },
       nodes: [
         { id: 'first', operation: 'transform', config: { expression: '{{ {"id": $input.body.id} }}' } },
         { id: 'all', operation: 'transform', config: { expression: '{{ $steps }}' } },
       ],
-      edges: [{ from: 'trigger', to: 'first' }, { from: 'first', to: 'all' }],
+      edges: [
+        { from: 'trigger', to: 'first' },
+        { from: 'first', to: 'all' },
+      ],
     };
     const answer = await testRun(acme, document, { body: { id: 7 } });
     expect(answer.status).toBe(200);
-    expect(answer.body.steps.map((step: { output: unknown }) => step.output)).toEqual([{ id: 7 }, { first: { id: 7 } }]);
+    expect(answer.body.steps.map((step: { output: unknown }) => step.output)).toEqual([
+      { id: 7 },
+      { first: { id: 7 } },
+    ]);
     await acme.publish(document);
     const run = await acme.settledRun((await sendWebhook(env.url, 'acme', 'steps', { id: 8 })).body.runId);
     expect(run).toMatchObject({ status: 'succeeded', attempts: 1 });
@@ -130,12 +174,18 @@ describe('outputs', () => {
 
   it('an output that cannot be stored fails its node at once, without retries', async () => {
     await acme.publish({
-      key: 'circular', name: 'circular', trigger: { type: 'webhook' },
+      key: 'circular',
+      name: 'circular',
+      trigger: { type: 'webhook' },
       nodes: [{ id: 'loop', operation: 'test.circular', retry: { maxAttempts: 5, backoffMs: 10 } }],
       edges: [{ from: 'trigger', to: 'loop' }],
     });
     const run = await acme.settledRun((await sendWebhook(env.url, 'acme', 'circular', {})).body.runId);
-    expect(run).toMatchObject({ status: 'failed', attempts: 1, error: { kind: 'permanent', node: 'loop', message: expect.stringContaining('cannot be stored') } });
+    expect(run).toMatchObject({
+      status: 'failed',
+      attempts: 1,
+      error: { kind: 'permanent', node: 'loop', message: expect.stringContaining('cannot be stored') },
+    });
     expect(run.steps).toMatchObject([{ nodeId: 'loop', status: 'failed', attempts: 1 }]);
   });
 });

@@ -21,21 +21,41 @@ export async function createClientCredentials(
   options: { tenantId?: string; scopes?: string[]; operator?: boolean },
 ): Promise<ClientCredentials> {
   const operator = options.operator ?? false;
-  if (operator && options.tenantId) throw new Error('a client is either one tenant\'s (--tenant <id>) or an operator\'s (--operator), not both');
+  if (operator && options.tenantId)
+    throw new Error("a client is either one tenant's (--tenant <id>) or an operator's (--operator), not both");
   if (!operator && !options.tenantId) throw new Error('a tenant client needs --tenant <id>');
   const unknown = (options.scopes ?? []).filter((scope) => !isScope(scope));
-  if (unknown.length > 0) throw new Error(`unknown scope(s) ${unknown.join(', ')}; the scopes are ${[...allTenantScopes, operatorScope].join(', ')}`);
-  if (!operator && options.scopes?.includes(operatorScope)) throw new Error(`${operatorScope} is the operator's scope: use --operator`);
-  if (options.tenantId && !(await store.getTenant(options.tenantId))) throw new Error(`no tenant ${options.tenantId}: create it first`);
-  const scopes = options.scopes?.length ? options.scopes : operator ? [...allTenantScopes, operatorScope] : [...allTenantScopes];
+  if (unknown.length > 0)
+    throw new Error(
+      `unknown scope(s) ${unknown.join(', ')}; the scopes are ${[...allTenantScopes, operatorScope].join(', ')}`,
+    );
+  if (!operator && options.scopes?.includes(operatorScope))
+    throw new Error(`${operatorScope} is the operator's scope: use --operator`);
+  if (options.tenantId && !(await store.getTenant(options.tenantId)))
+    throw new Error(`no tenant ${options.tenantId}: create it first`);
+  const scopes = options.scopes?.length
+    ? options.scopes
+    : operator
+      ? [...allTenantScopes, operatorScope]
+      : [...allTenantScopes];
   const clientId = `trb_${randomBytes(9).toString('base64url')}`;
   const clientSecret = randomBytes(32).toString('base64url');
-  await store.createClient({ clientId, tenantId: options.tenantId ?? null, secretHash: hashSecret(clientSecret), scopes, operator });
+  await store.createClient({
+    clientId,
+    tenantId: options.tenantId ?? null,
+    secretHash: hashSecret(clientSecret),
+    scopes,
+    operator,
+  });
   return { client_id: clientId, client_secret: clientSecret, tenant: options.tenantId ?? null, scopes };
 }
 
 /** The client these credentials name, if the secret matches (compared in constant time). */
-export async function authenticateClient(store: Store, clientId: string, clientSecret: string): Promise<Client | undefined> {
+export async function authenticateClient(
+  store: Store,
+  clientId: string,
+  clientSecret: string,
+): Promise<Client | undefined> {
   const client = await store.getClient(clientId);
   // Hash even for an unknown id, so the answer takes as long either way.
   const presented = hashSecret(clientSecret);

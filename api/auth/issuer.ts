@@ -13,12 +13,23 @@ const KEY_CONTEXT = 'signing-key';
 export class TokenIssuer {
   private signingKey?: Promise<{ kid: string; key: CryptoKey | Uint8Array }>;
 
-  constructor(private readonly store: Store, private readonly keyring: Keyring, readonly issuer: string, readonly audience: string) {}
+  constructor(
+    private readonly store: Store,
+    private readonly keyring: Keyring,
+    readonly issuer: string,
+    readonly audience: string,
+  ) {}
 
-  async issue(client: Client): Promise<{ access_token: string; token_type: 'Bearer'; expires_in: number; scope: string }> {
+  async issue(
+    client: Client,
+  ): Promise<{ access_token: string; token_type: 'Bearer'; expires_in: number; scope: string }> {
     const { kid, key } = await this.key();
     const scope = client.scopes.join(' ');
-    const accessToken = await new SignJWT({ scope, ...(client.tenantId ? { tenant_id: client.tenantId } : {}), ...(client.operator ? { operator: true } : {}) })
+    const accessToken = await new SignJWT({
+      scope,
+      ...(client.tenantId ? { tenant_id: client.tenantId } : {}),
+      ...(client.operator ? { operator: true } : {}),
+    })
       .setProtectedHeader({ alg: ALGORITHM, kid, typ: 'at+jwt' })
       .setIssuer(this.issuer)
       .setAudience(this.audience)

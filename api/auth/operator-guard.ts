@@ -8,7 +8,11 @@ import type { TokenVerifier } from './verifier.ts';
  * Whether an Authorization header is an operator's: HTTP Basic with an operator client's id and
  * secret (what browsers and Prometheus' basic_auth send), or an operator's bearer token.
  */
-export async function isOperatorAuthorization(store: Store, verifier: TokenVerifier, authorization: string | undefined): Promise<boolean> {
+export async function isOperatorAuthorization(
+  store: Store,
+  verifier: TokenVerifier,
+  authorization: string | undefined,
+): Promise<boolean> {
   if (authorization?.startsWith('Basic ')) {
     const decoded = Buffer.from(authorization.slice(6), 'base64').toString();
     const separator = decoded.indexOf(':');
@@ -16,13 +20,15 @@ export async function isOperatorAuthorization(store: Store, verifier: TokenVerif
     const client = await authenticateClient(store, decoded.slice(0, separator), decoded.slice(separator + 1));
     return client?.operator === true;
   }
-  if (authorization?.startsWith('Bearer ')) return (await verifier.verify(authorization).catch(() => undefined))?.operator === true;
+  if (authorization?.startsWith('Bearer '))
+    return (await verifier.verify(authorization).catch(() => undefined))?.operator === true;
   return false;
 }
 
-export const operatorsOnly = () => new HttpProblem(401, 'Operators only', 'sign in with an operator client id and secret', {
-  headers: { 'WWW-Authenticate': 'Basic realm="Tributary operators", charset="UTF-8"' },
-});
+export const operatorsOnly = () =>
+  new HttpProblem(401, 'Operators only', 'sign in with an operator client id and secret', {
+    headers: { 'WWW-Authenticate': 'Basic realm="Tributary operators", charset="UTF-8"' },
+  });
 
 /** The cookie the dashboard's sign-in page sets: an operator's bearer token. */
 export const OPERATOR_COOKIE = 'tributary_operator';
@@ -47,7 +53,8 @@ export function operatorGuard(store: Store, verifier: TokenVerifier, signInPath?
     isOperatorAuthorization(store, verifier, authorization).then((allowed) => {
       if (allowed) return next();
       // A browser navigating asks for text/html by name; programs (*/*) get the challenge.
-      if (signInPath && req.method === 'GET' && (req.get('accept') ?? '').includes('text/html')) return res.redirect(303, signInPath);
+      if (signInPath && req.method === 'GET' && (req.get('accept') ?? '').includes('text/html'))
+        return res.redirect(303, signInPath);
       next(operatorsOnly());
     }, next);
   };

@@ -1,4 +1,12 @@
-import { createLocalJWKSet, createRemoteJWKSet, errors, jwtVerify, type JWK, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import {
+  createLocalJWKSet,
+  createRemoteJWKSet,
+  errors,
+  jwtVerify,
+  type JWK,
+  type JWTPayload,
+  type JWTVerifyGetKey,
+} from 'jose';
 import { HttpProblem } from '../problem.ts';
 import { operatorScope, type Scope } from './scopes.ts';
 
@@ -57,33 +65,57 @@ export class TokenVerifier {
 
   constructor(private readonly options: VerifierOptions) {
     const { keys } = options;
-    this.keys = 'jwksUrl' in keys ? createRemoteJWKSet(keys.jwksUrl, { cooldownDuration: 30_000, timeoutDuration: 5000 }) : storedKeySet(keys.stored);
+    this.keys =
+      'jwksUrl' in keys
+        ? createRemoteJWKSet(keys.jwksUrl, { cooldownDuration: 30_000, timeoutDuration: 5000 })
+        : storedKeySet(keys.stored);
   }
 
   async verify(authorization: string | undefined): Promise<Principal> {
     const match = /^Bearer ([A-Za-z0-9._~+/-]+=*)$/i.exec(authorization ?? '');
-    if (!match) throw unauthorized(authorization ? 'the Authorization header is not a bearer token' : 'an Authorization: Bearer <token> header is required');
+    if (!match)
+      throw unauthorized(
+        authorization
+          ? 'the Authorization header is not a bearer token'
+          : 'an Authorization: Bearer <token> header is required',
+      );
     let payload: JWTPayload;
     try {
       // A token without an expiry would be valid for ever: `exp` is required (`nbf` is honoured when present).
       ({ payload } = await jwtVerify(match[1], this.keys, {
-        issuer: this.options.issuer, audience: this.options.audience, algorithms: ['ES256', 'RS256'], requiredClaims: ['exp'],
+        issuer: this.options.issuer,
+        audience: this.options.audience,
+        algorithms: ['ES256', 'RS256'],
+        requiredClaims: ['exp'],
       }));
     } catch (error) {
       if (error instanceof errors.JWTExpired) throw unauthorized('the token has expired');
-      if (error instanceof errors.JOSEError && !(error instanceof errors.JWKSTimeout)) throw unauthorized('the token is not valid');
+      if (error instanceof errors.JOSEError && !(error instanceof errors.JWKSTimeout))
+        throw unauthorized('the token is not valid');
       const { keys } = this.options;
       const source = 'jwksUrl' in keys ? `from AUTH_JWKS_URL (${keys.jwksUrl.href})` : 'from the store';
-      throw new HttpProblem(503, 'Identity provider unavailable', `the signing keys could not be read ${source}; try again`, { headers: { 'Retry-After': '5' } });
+      throw new HttpProblem(
+        503,
+        'Identity provider unavailable',
+        `the signing keys could not be read ${source}; try again`,
+        { headers: { 'Retry-After': '5' } },
+      );
     }
     const scopes = new Set(typeof payload.scope === 'string' ? payload.scope.split(' ').filter(Boolean) : []);
     const operator = payload.operator === true && scopes.has(operatorScope);
-    return { subject: String(payload.sub ?? ''), tenantId: typeof payload.tenant_id === 'string' ? payload.tenant_id : null, operator, scopes };
+    return {
+      subject: String(payload.sub ?? ''),
+      tenantId: typeof payload.tenant_id === 'string' ? payload.tenant_id : null,
+      operator,
+      scopes,
+    };
   }
 }
 
 /** 403 unless the principal may act for `tenantId` with `scope`. */
 export function authorize(principal: Principal, tenantId: string, scope: Scope | undefined) {
-  if (!principal.operator && principal.tenantId !== tenantId) throw new HttpProblem(403, 'Forbidden', `the token does not grant tenant ${tenantId}`);
-  if (scope && !principal.scopes.has(scope)) throw new HttpProblem(403, 'Forbidden', `the token lacks the scope ${scope}`);
+  if (!principal.operator && principal.tenantId !== tenantId)
+    throw new HttpProblem(403, 'Forbidden', `the token does not grant tenant ${tenantId}`);
+  if (scope && !principal.scopes.has(scope))
+    throw new HttpProblem(403, 'Forbidden', `the token lacks the scope ${scope}`);
 }

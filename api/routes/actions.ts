@@ -5,8 +5,16 @@ import type { ApiContext } from '../context.ts';
 import { connectionSchema, defineRoute, pageQuerySchema } from '../route.ts';
 import { byNameRoutes } from './by-name.ts';
 
-const nameParams = { type: 'object', required: ['name'], properties: { name: { type: 'string', pattern: ACTION_NAME.source } } } as const;
-const versionParams = { type: 'object', required: ['name', 'version'], properties: { ...nameParams.properties, version: { type: 'integer', minimum: 1 } } } as const;
+const nameParams = {
+  type: 'object',
+  required: ['name'],
+  properties: { name: { type: 'string', pattern: ACTION_NAME.source } },
+} as const;
+const versionParams = {
+  type: 'object',
+  required: ['name', 'version'],
+  properties: { ...nameParams.properties, version: { type: 'integer', minimum: 1 } },
+} as const;
 
 /**
  * Tenant-defined actions (seed tag LowCodeAction): named, versioned JSONata transforms with input
@@ -16,43 +24,73 @@ export function actionRoutes({ store, compile }: ApiContext) {
   const base = '/api/v1/low-code-actions/actions';
   return [
     defineRoute({
-      method: 'put', path: `${base}/{name}`, tag: 'LowCodeAction', scope: 'flows:write',
+      method: 'put',
+      path: `${base}/{name}`,
+      tag: 'LowCodeAction',
+      scope: 'flows:write',
       summary: 'Save an action as its next version',
-      description: 'The expression is JSONata over the input; the input is validated before it runs and the output after. Versions are immutable; nodes run the latest unless their config names a version.',
+      description:
+        'The expression is JSONata over the input; the input is validated before it runs and the output after. Versions are immutable; nodes run the latest unless their config names a version.',
       params: nameParams,
       body: {
-        type: 'object', additionalProperties: false, required: ['expression'],
+        type: 'object',
+        additionalProperties: false,
+        required: ['expression'],
         properties: {
           description: { type: 'string', maxLength: 1000 },
           expression: { type: 'string', minLength: 1, maxLength: 20_000 },
           inputSchema: { type: 'object', default: {}, description: 'JSON Schema of the input (any JSON when absent).' },
-          outputSchema: { type: 'object', default: {}, description: 'JSON Schema of the output (any JSON when absent).' },
+          outputSchema: {
+            type: 'object',
+            default: {},
+            description: 'JSON Schema of the output (any JSON when absent).',
+          },
         },
       },
       responses: { 201: { description: 'The new version.', schema: tenantActionSchema } },
       async handle({ tenantId, params, body }) {
-        const action = { name: params.name, description: body.description ?? null, expression: body.expression, inputSchema: body.inputSchema, outputSchema: body.outputSchema };
+        const action = {
+          name: params.name,
+          description: body.description ?? null,
+          expression: body.expression,
+          inputSchema: body.inputSchema,
+          outputSchema: body.outputSchema,
+        };
         compileAction(action, compile.sandbox, '$.body');
         return { status: 201, body: await store.putAction(tenantId, action) };
       },
     }),
     ...byNameRoutes({
-      base, tag: 'LowCodeAction', noun: ['action', 'actions'], item: tenantActionSchema, nameParams,
+      base,
+      tag: 'LowCodeAction',
+      noun: ['action', 'actions'],
+      item: tenantActionSchema,
+      nameParams,
       scopes: { read: 'flows:read', write: 'flows:write' },
       list: (tenantId, page) => store.listActions(tenantId, page),
       get: (tenantId, name) => store.getAction(tenantId, name),
       remove: (tenantId, name) => store.deleteAction(tenantId, name),
     }),
     defineRoute({
-      method: 'get', path: `${base}/{name}/versions`, tag: 'LowCodeAction', scope: 'flows:read',
-      summary: 'List the versions of an action, newest first', params: nameParams,
+      method: 'get',
+      path: `${base}/{name}/versions`,
+      tag: 'LowCodeAction',
+      scope: 'flows:read',
+      summary: 'List the versions of an action, newest first',
+      params: nameParams,
       query: { type: 'object', additionalProperties: false, properties: pageQuerySchema },
       responses: { 200: { description: 'A page of versions.', schema: connectionSchema(tenantActionSchema) } },
-      handle: async ({ tenantId, params, query }) => ({ body: await store.listActionVersions(tenantId, params.name, query) }),
+      handle: async ({ tenantId, params, query }) => ({
+        body: await store.listActionVersions(tenantId, params.name, query),
+      }),
     }),
     defineRoute({
-      method: 'get', path: `${base}/{name}/versions/{version}`, tag: 'LowCodeAction', scope: 'flows:read',
-      summary: 'Get a version of an action', params: versionParams,
+      method: 'get',
+      path: `${base}/{name}/versions/{version}`,
+      tag: 'LowCodeAction',
+      scope: 'flows:read',
+      summary: 'Get a version of an action',
+      params: versionParams,
       responses: { 200: { description: 'The version.', schema: tenantActionSchema } },
       async handle({ tenantId, params }) {
         const action = await store.getAction(tenantId, params.name, params.version);

@@ -17,25 +17,45 @@ export function batchRoutes({ store, queue }: ApiContext) {
   };
   return [
     defineRoute({
-      method: 'get', path: base, tag: 'Batch', scope: 'batches:read',
+      method: 'get',
+      path: base,
+      tag: 'Batch',
+      scope: 'batches:read',
       summary: 'List batches, newest first',
       query: {
-        type: 'object', additionalProperties: false,
+        type: 'object',
+        additionalProperties: false,
         properties: { ...pageQuerySchema, flowId: { type: 'string', format: 'uuid' }, status: { enum: batchStatuses } },
       },
-      responses: { 200: { description: 'A page of batches with their task counts.', schema: connectionSchema(batchSchema) } },
-      handle: async ({ tenantId, query }) => ({ body: await store.listBatches(tenantId, { flowId: query.flowId, status: query.status }, query) }),
+      responses: {
+        200: { description: 'A page of batches with their task counts.', schema: connectionSchema(batchSchema) },
+      },
+      handle: async ({ tenantId, query }) => ({
+        body: await store.listBatches(tenantId, { flowId: query.flowId, status: query.status }, query),
+      }),
     }),
     defineRoute({
-      method: 'get', path: `${base}/{id}`, tag: 'Batch', scope: 'batches:read',
-      summary: 'Get a batch: its window, status, task counts and progress', params: idParams,
+      method: 'get',
+      path: `${base}/{id}`,
+      tag: 'Batch',
+      scope: 'batches:read',
+      summary: 'Get a batch: its window, status, task counts and progress',
+      params: idParams,
       responses: { 200: { description: 'The batch.', schema: batchSchema } },
       handle: async ({ tenantId, params }) => ({ body: await load(tenantId, params.id) }),
     }),
     defineRoute({
-      method: 'get', path: `${base}/{id}/tasks`, tag: 'BatchTask', scope: 'batches:read',
-      summary: 'List the tasks of a batch in import order, with their status, error and run', params: idParams,
-      query: { type: 'object', additionalProperties: false, properties: { ...pageQuerySchema, status: { enum: runStatuses } } },
+      method: 'get',
+      path: `${base}/{id}/tasks`,
+      tag: 'BatchTask',
+      scope: 'batches:read',
+      summary: 'List the tasks of a batch in import order, with their status, error and run',
+      params: idParams,
+      query: {
+        type: 'object',
+        additionalProperties: false,
+        properties: { ...pageQuerySchema, status: { enum: runStatuses } },
+      },
       responses: { 200: { description: 'A page of tasks.', schema: connectionSchema(batchTaskSchema) } },
       async handle({ tenantId, params, query }) {
         await load(tenantId, params.id);
@@ -43,14 +63,22 @@ export function batchRoutes({ store, queue }: ApiContext) {
       },
     }),
     defineRoute({
-      method: 'post', path: `${base}/{id}/retry`, tag: 'BatchTask', scope: 'batches:write',
+      method: 'post',
+      path: `${base}/{id}/retry`,
+      tag: 'BatchTask',
+      scope: 'batches:write',
       summary: 'Retry the failed tasks of a batch',
-      description: 'Each failed task gets a new run from the same item; the failed run stays in the history. The incremental field does not move back.',
+      description:
+        'Each failed task gets a new run from the same item; the failed run stays in the history. The incremental field does not move back.',
       params: idParams,
       responses: {
         200: {
           description: 'The runs started.',
-          schema: { type: 'object', required: ['retried', 'runIds'], properties: { retried: { type: 'integer' }, runIds: { type: 'array', items: { type: 'string' } } } },
+          schema: {
+            type: 'object',
+            required: ['retried', 'runIds'],
+            properties: { retried: { type: 'integer' }, runIds: { type: 'array', items: { type: 'string' } } },
+          },
         },
       },
       async handle({ tenantId, params }) {

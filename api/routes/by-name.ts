@@ -24,22 +24,45 @@ export interface ByNameCollection<Item> {
 
 /** List, get and delete routes of a tenant's resources addressed by name (variables, secrets, destinations). */
 export function byNameRoutes<Item>(collection: ByNameCollection<Item>): RouteSpec[] {
-  const { base, tag, noun: [one, many], scopes } = collection;
+  const {
+    base,
+    tag,
+    noun: [one, many],
+    scopes,
+  } = collection;
   const nameOf = (params: unknown) => (params as { name: string }).name;
   const ownerOf = collection.owner ?? (async ({ tenantId }) => tenantId);
   // The list's own path parameters: those of an item but `name` (e.g. `{tenantId}`).
-  const { name: _name, ...baseProperties } = (collection.nameParams as { properties: Record<string, JSONSchema> }).properties;
-  const baseParams = Object.keys(baseProperties).length === 0 ? undefined : { type: 'object', required: Object.keys(baseProperties), properties: baseProperties } as const;
-  const routes: RouteSpec[] = [{
-    method: 'get', path: base, tag, scope: scopes.read, summary: `List ${many} by name`, params: baseParams,
-    query: { type: 'object', additionalProperties: false, properties: pageQuerySchema },
-    responses: { 200: { description: `A page of ${many}.`, schema: connectionSchema(collection.item) } },
-    handle: async (request) => ({ body: await collection.list(await ownerOf(request), request.query as PageRequest) }),
-  }];
+  const { name: _name, ...baseProperties } = (collection.nameParams as { properties: Record<string, JSONSchema> })
+    .properties;
+  const baseParams =
+    Object.keys(baseProperties).length === 0
+      ? undefined
+      : ({ type: 'object', required: Object.keys(baseProperties), properties: baseProperties } as const);
+  const routes: RouteSpec[] = [
+    {
+      method: 'get',
+      path: base,
+      tag,
+      scope: scopes.read,
+      summary: `List ${many} by name`,
+      params: baseParams,
+      query: { type: 'object', additionalProperties: false, properties: pageQuerySchema },
+      responses: { 200: { description: `A page of ${many}.`, schema: connectionSchema(collection.item) } },
+      handle: async (request) => ({
+        body: await collection.list(await ownerOf(request), request.query as PageRequest),
+      }),
+    },
+  ];
   const get = collection.get;
   if (get) {
     routes.push({
-      method: 'get', path: `${base}/{name}`, tag, scope: scopes.read, summary: `Get a ${one}`, params: collection.nameParams,
+      method: 'get',
+      path: `${base}/{name}`,
+      tag,
+      scope: scopes.read,
+      summary: `Get a ${one}`,
+      params: collection.nameParams,
       responses: { 200: { description: `The ${one}.`, schema: collection.item } },
       async handle(request) {
         const { params } = request;
@@ -50,11 +73,17 @@ export function byNameRoutes<Item>(collection: ByNameCollection<Item>): RouteSpe
     });
   }
   routes.push({
-    method: 'delete', path: `${base}/{name}`, tag, scope: scopes.write, summary: `Delete a ${one}`, params: collection.nameParams,
+    method: 'delete',
+    path: `${base}/{name}`,
+    tag,
+    scope: scopes.write,
+    summary: `Delete a ${one}`,
+    params: collection.nameParams,
     responses: { 204: { description: 'Deleted.' } },
     async handle(request) {
       const { params } = request;
-      if (!(await collection.remove(await ownerOf(request), nameOf(params)))) throw new NotFoundError(`no ${one} ${nameOf(params)}`);
+      if (!(await collection.remove(await ownerOf(request), nameOf(params))))
+        throw new NotFoundError(`no ${one} ${nameOf(params)}`);
       return { status: 204 };
     },
   });

@@ -10,10 +10,21 @@ export const MAX_BULK_DOCUMENTS = 1000;
 const spaceName = { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$' } as const;
 const documentKey = { type: 'string', minLength: 1, maxLength: 512 } as const;
 /** A document is any JSON but null: a document without a value is deleted instead. */
-const documentValue = { not: { type: 'null' }, description: 'Any JSON but null (delete the document instead).' } as const;
+const documentValue = {
+  not: { type: 'null' },
+  description: 'Any JSON but null (delete the document instead).',
+} as const;
 const spaceParams = { type: 'object', required: ['name'], properties: { name: spaceName } } as const;
-const documentParams = { type: 'object', required: ['name', 'key'], properties: { name: spaceName, key: { ...documentKey, description: 'URL-encoded.' } } } as const;
-const writtenSchema = { type: 'object', required: ['created', 'updated'], properties: { created: { type: 'integer' }, updated: { type: 'integer' } } } as const;
+const documentParams = {
+  type: 'object',
+  required: ['name', 'key'],
+  properties: { name: spaceName, key: { ...documentKey, description: 'URL-encoded.' } },
+} as const;
+const writtenSchema = {
+  type: 'object',
+  required: ['created', 'updated'],
+  properties: { created: { type: 'integer' }, updated: { type: 'integer' } },
+} as const;
 
 /** Data spaces (seed tag DataSpace): named collections of JSON documents per tenant. */
 export function dataSpaceRoutes({ store }: ApiContext) {
@@ -25,26 +36,52 @@ export function dataSpaceRoutes({ store }: ApiContext) {
   };
   return [
     defineRoute({
-      method: 'put', path: `${base}/{name}`, tag: 'DataSpace', scope: 'dataspaces:write',
-      summary: 'Create a data space (or change its description)', params: spaceParams,
-      body: { type: 'object', additionalProperties: false, properties: { description: { type: 'string', maxLength: 500 } } },
-      responses: { 200: { description: 'Changed.', schema: dataSpaceSchema }, 201: { description: 'Created.', schema: dataSpaceSchema } },
+      method: 'put',
+      path: `${base}/{name}`,
+      tag: 'DataSpace',
+      scope: 'dataspaces:write',
+      summary: 'Create a data space (or change its description)',
+      params: spaceParams,
+      body: {
+        type: 'object',
+        additionalProperties: false,
+        properties: { description: { type: 'string', maxLength: 500 } },
+      },
+      responses: {
+        200: { description: 'Changed.', schema: dataSpaceSchema },
+        201: { description: 'Created.', schema: dataSpaceSchema },
+      },
       async handle({ tenantId, params, body }) {
         const { space, created } = await store.putDataSpace(tenantId, params.name, body.description ?? null);
         return { status: created ? 201 : 200, body: space };
       },
     }),
     ...byNameRoutes({
-      base, tag: 'DataSpace', noun: ['data space', 'data spaces'], item: dataSpaceSchema, nameParams: spaceParams,
+      base,
+      tag: 'DataSpace',
+      noun: ['data space', 'data spaces'],
+      item: dataSpaceSchema,
+      nameParams: spaceParams,
       scopes: { read: 'dataspaces:read', write: 'dataspaces:write' },
       list: (tenantId, page) => store.listDataSpaces(tenantId, page),
       get: (tenantId, name) => store.getDataSpace(tenantId, name),
       remove: (tenantId, name) => store.deleteDataSpace(tenantId, name),
     }),
     defineRoute({
-      method: 'get', path: `${base}/{name}/documents`, tag: 'DataSpace', scope: 'dataspaces:read',
-      summary: 'List the documents of a data space by key', params: spaceParams,
-      query: { type: 'object', additionalProperties: false, properties: { ...pageQuerySchema, prefix: { type: 'string', maxLength: 512, description: 'Only keys that start with it.' } } },
+      method: 'get',
+      path: `${base}/{name}/documents`,
+      tag: 'DataSpace',
+      scope: 'dataspaces:read',
+      summary: 'List the documents of a data space by key',
+      params: spaceParams,
+      query: {
+        type: 'object',
+        additionalProperties: false,
+        properties: {
+          ...pageQuerySchema,
+          prefix: { type: 'string', maxLength: 512, description: 'Only keys that start with it.' },
+        },
+      },
       responses: { 200: { description: 'A page of documents.', schema: connectionSchema(dataDocumentSchema) } },
       async handle({ tenantId, params, query }) {
         if (!(await store.getDataSpace(tenantId, params.name))) throw new NotFoundError(`no data space ${params.name}`);
@@ -52,14 +89,27 @@ export function dataSpaceRoutes({ store }: ApiContext) {
       },
     }),
     defineRoute({
-      method: 'post', path: `${base}/{name}/documents/bulk`, tag: 'DataSpace', scope: 'dataspaces:write',
-      summary: `Create or replace up to ${MAX_BULK_DOCUMENTS} documents at once, all or none`, params: spaceParams,
+      method: 'post',
+      path: `${base}/{name}/documents/bulk`,
+      tag: 'DataSpace',
+      scope: 'dataspaces:write',
+      summary: `Create or replace up to ${MAX_BULK_DOCUMENTS} documents at once, all or none`,
+      params: spaceParams,
       body: {
-        type: 'object', additionalProperties: false, required: ['documents'],
+        type: 'object',
+        additionalProperties: false,
+        required: ['documents'],
         properties: {
           documents: {
-            type: 'array', minItems: 1, maxItems: MAX_BULK_DOCUMENTS,
-            items: { type: 'object', additionalProperties: false, required: ['key', 'value'], properties: { key: documentKey, value: documentValue } },
+            type: 'array',
+            minItems: 1,
+            maxItems: MAX_BULK_DOCUMENTS,
+            items: {
+              type: 'object',
+              additionalProperties: false,
+              required: ['key', 'value'],
+              properties: { key: documentKey, value: documentValue },
+            },
           },
         },
       },
@@ -67,18 +117,29 @@ export function dataSpaceRoutes({ store }: ApiContext) {
       handle: async ({ tenantId, params, body }) => ({ body: await write(tenantId, params.name, body.documents) }),
     }),
     defineRoute({
-      method: 'put', path: `${base}/{name}/documents/{key}`, tag: 'DataSpace', scope: 'dataspaces:write',
-      summary: 'Create or replace a document', params: documentParams,
+      method: 'put',
+      path: `${base}/{name}/documents/{key}`,
+      tag: 'DataSpace',
+      scope: 'dataspaces:write',
+      summary: 'Create or replace a document',
+      params: documentParams,
       body: { type: 'object', additionalProperties: false, required: ['value'], properties: { value: documentValue } },
-      responses: { 200: { description: 'Replaced.', schema: dataDocumentSchema }, 201: { description: 'Created.', schema: dataDocumentSchema } },
+      responses: {
+        200: { description: 'Replaced.', schema: dataDocumentSchema },
+        201: { description: 'Created.', schema: dataDocumentSchema },
+      },
       async handle({ tenantId, params, body }) {
         const { created } = await write(tenantId, params.name, [{ key: params.key, value: body.value }]);
         return { status: created === 1 ? 201 : 200, body: await store.getDocument(tenantId, params.name, params.key) };
       },
     }),
     defineRoute({
-      method: 'get', path: `${base}/{name}/documents/{key}`, tag: 'DataSpace', scope: 'dataspaces:read',
-      summary: 'Get a document', params: documentParams,
+      method: 'get',
+      path: `${base}/{name}/documents/{key}`,
+      tag: 'DataSpace',
+      scope: 'dataspaces:read',
+      summary: 'Get a document',
+      params: documentParams,
       responses: { 200: { description: 'The document.', schema: dataDocumentSchema } },
       async handle({ tenantId, params }) {
         const document = await store.getDocument(tenantId, params.name, params.key);
@@ -87,11 +148,16 @@ export function dataSpaceRoutes({ store }: ApiContext) {
       },
     }),
     defineRoute({
-      method: 'delete', path: `${base}/{name}/documents/{key}`, tag: 'DataSpace', scope: 'dataspaces:write',
-      summary: 'Delete a document', params: documentParams,
+      method: 'delete',
+      path: `${base}/{name}/documents/{key}`,
+      tag: 'DataSpace',
+      scope: 'dataspaces:write',
+      summary: 'Delete a document',
+      params: documentParams,
       responses: { 204: { description: 'Deleted.' } },
       async handle({ tenantId, params }) {
-        if (!(await store.deleteDocument(tenantId, params.name, params.key))) throw new NotFoundError(`no document ${params.key} in ${params.name}`);
+        if (!(await store.deleteDocument(tenantId, params.name, params.key)))
+          throw new NotFoundError(`no document ${params.key} in ${params.name}`);
         return { status: 204 };
       },
     }),

@@ -10,12 +10,14 @@ import { connectionSchema, defineRoute, pageQuerySchema } from '../route.ts';
 const base = '/api/v1/editable-flows';
 export const idParams = { type: 'object', required: ['id'], properties: { id: { type: 'string' } } } as const;
 const fieldErrorSchema = {
-  type: 'object', required: ['path', 'message'],
+  type: 'object',
+  required: ['path', 'message'],
   properties: { path: { type: 'string' }, message: { type: 'string' }, node: { type: 'string' } },
 } as const;
 
 /** A document's field errors (`$.nodes[0]...`) as paths of where the document sits (`$.draft.nodes[0]...`). */
-export const underPath = (errors: FieldError[], prefix: string): FieldError[] => errors.map((error) => ({ ...error, path: prefix + error.path.slice(1) }));
+export const underPath = (errors: FieldError[], prefix: string): FieldError[] =>
+  errors.map((error) => ({ ...error, path: prefix + error.path.slice(1) }));
 
 export function editableFlowRoutes(context: ApiContext) {
   const { store, compile } = context;
@@ -34,7 +36,11 @@ export function editableFlowRoutes(context: ApiContext) {
       const version = (node.config as { version?: unknown } | undefined)?.version;
       const name = node.operation.slice(ACTION_PREFIX.length);
       if (!(await store.getAction(tenantId, name, typeof version === 'number' ? version : undefined))) {
-        errors.push({ path: `${prefix}.nodes[${index}].operation`, message: `names no action of this tenant: ${name}${typeof version === 'number' ? ` v${version}` : ''}`, node: node.id });
+        errors.push({
+          path: `${prefix}.nodes[${index}].operation`,
+          message: `names no action of this tenant: ${name}${typeof version === 'number' ? ` v${version}` : ''}`,
+          node: node.id,
+        });
       }
     }
     return errors;
@@ -47,11 +53,17 @@ export function editableFlowRoutes(context: ApiContext) {
 
   return [
     defineRoute({
-      method: 'post', path: base, tag: 'EditableFlow', scope: 'flows:write',
+      method: 'post',
+      path: base,
+      tag: 'EditableFlow',
+      scope: 'flows:write',
       summary: 'Create a draft flow',
       description: 'The body is a flow document. It is validated as on publish; every error names its node and field.',
       body: flowDocumentSchema,
-      responses: { 201: { description: 'The new flow, with its draft.', schema: flowSchema }, 409: { description: 'A flow with this key exists already.' } },
+      responses: {
+        201: { description: 'The new flow, with its draft.', schema: flowSchema },
+        409: { description: 'A flow with this key exists already.' },
+      },
       async handle({ tenantId, body }) {
         assertValid(body, '$.body');
         const flow = await store.createFlow(tenantId, { id: newId(), key: body.key, name: body.name, draft: body });
@@ -59,43 +71,66 @@ export function editableFlowRoutes(context: ApiContext) {
       },
     }),
     defineRoute({
-      method: 'get', path: base, tag: 'EditableFlow', scope: 'flows:read',
+      method: 'get',
+      path: base,
+      tag: 'EditableFlow',
+      scope: 'flows:read',
       summary: 'List flows with their drafts',
       query: { type: 'object', additionalProperties: false, properties: pageQuerySchema },
       responses: { 200: { description: 'A page of flows.', schema: connectionSchema(flowSchema) } },
       handle: async ({ tenantId, query }) => ({ body: await store.listFlows(tenantId, {}, query) }),
     }),
     defineRoute({
-      method: 'get', path: `${base}/{id}`, tag: 'EditableFlow', scope: 'flows:read',
-      summary: 'Get a flow and its draft', params: idParams,
+      method: 'get',
+      path: `${base}/{id}`,
+      tag: 'EditableFlow',
+      scope: 'flows:read',
+      summary: 'Get a flow and its draft',
+      params: idParams,
       responses: { 200: { description: 'The flow.', schema: flowSchema } },
       handle: async ({ tenantId, params }) => ({ body: await load(tenantId, params.id) }),
     }),
     defineRoute({
-      method: 'put', path: `${base}/{id}`, tag: 'EditableFlow', scope: 'flows:write',
+      method: 'put',
+      path: `${base}/{id}`,
+      tag: 'EditableFlow',
+      scope: 'flows:write',
       summary: 'Replace the draft',
-      description: 'Send the revision you read: if the draft changed since, the answer is 409 and nothing is written. The key cannot change.',
+      description:
+        'Send the revision you read: if the draft changed since, the answer is 409 and nothing is written. The key cannot change.',
       params: idParams,
       body: {
-        type: 'object', additionalProperties: false, required: ['revision', 'document'],
+        type: 'object',
+        additionalProperties: false,
+        required: ['revision', 'document'],
         properties: { revision: { type: 'integer', minimum: 1 }, document: flowDocumentSchema },
       },
-      responses: { 200: { description: 'The flow with its new draft and revision.', schema: flowSchema }, 409: { description: 'The draft changed since that revision, or the key would change.' } },
+      responses: {
+        200: { description: 'The flow with its new draft and revision.', schema: flowSchema },
+        409: { description: 'The draft changed since that revision, or the key would change.' },
+      },
       async handle({ tenantId, params, body }) {
         assertValid(body.document, '$.body.document');
         const current = await load(tenantId, params.id);
         // The key is the flow URL: senders are configured with it, so it never moves under them.
         if (body.document.key !== current.key) {
           throw new ValidationError('The key of a flow cannot change', [
-            { path: '$.body.document.key', message: `must stay "${current.key}" (it is the flow URL); create a new flow for a new key` },
+            {
+              path: '$.body.document.key',
+              message: `must stay "${current.key}" (it is the flow URL); create a new flow for a new key`,
+            },
           ]);
         }
         return { body: await store.replaceDraft(tenantId, params.id, body.revision, body.document) };
       },
     }),
     defineRoute({
-      method: 'delete', path: `${base}/{id}`, tag: 'EditableFlow', scope: 'flows:write',
-      summary: 'Delete a flow, its draft and its versions (its runs stay in the history)', params: idParams,
+      method: 'delete',
+      path: `${base}/{id}`,
+      tag: 'EditableFlow',
+      scope: 'flows:write',
+      summary: 'Delete a flow, its draft and its versions (its runs stay in the history)',
+      params: idParams,
       responses: { 204: { description: 'Deleted.' } },
       async handle({ tenantId, params }) {
         const flow = await load(tenantId, params.id);
@@ -105,14 +140,21 @@ export function editableFlowRoutes(context: ApiContext) {
       },
     }),
     defineRoute({
-      method: 'post', path: `${base}/{id}/validate`, tag: 'EditableFlow', scope: 'flows:read',
+      method: 'post',
+      path: `${base}/{id}/validate`,
+      tag: 'EditableFlow',
+      scope: 'flows:read',
       summary: 'Validate the draft, or the document in the body, as publishing would',
       params: idParams,
       body: { type: 'object', additionalProperties: false, properties: { document: { type: 'object' } } },
       responses: {
         200: {
           description: 'Whether it can be published, and every problem.',
-          schema: { type: 'object', required: ['valid', 'errors'], properties: { valid: { type: 'boolean' }, errors: { type: 'array', items: fieldErrorSchema } } },
+          schema: {
+            type: 'object',
+            required: ['valid', 'errors'],
+            properties: { valid: { type: 'boolean' }, errors: { type: 'array', items: fieldErrorSchema } },
+          },
         },
       },
       async handle({ tenantId, params, body }) {
@@ -122,20 +164,36 @@ export function editableFlowRoutes(context: ApiContext) {
       },
     }),
     defineRoute({
-      method: 'post', path: `${base}/{id}/publish`, tag: 'EditableFlow', scope: 'flows:write',
+      method: 'post',
+      path: `${base}/{id}/publish`,
+      tag: 'EditableFlow',
+      scope: 'flows:write',
       summary: 'Publish the draft as a new immutable version and make it the active one',
-      description: 'With `revision`, publishing fails with 409 if the draft changed since you read it. Each node that names no `operationVersion` is pinned to its operation\'s newest major.',
+      description:
+        "With `revision`, publishing fails with 409 if the draft changed since you read it. Each node that names no `operationVersion` is pinned to its operation's newest major.",
       params: idParams,
       body: { type: 'object', additionalProperties: false, properties: { revision: { type: 'integer', minimum: 1 } } },
-      responses: { 201: { description: 'The new version.', schema: flowVersionSchema }, 409: { description: 'The draft changed since that revision.' } },
+      responses: {
+        201: { description: 'The new version.', schema: flowVersionSchema },
+        409: { description: 'The draft changed since that revision.' },
+      },
       async handle({ tenantId, params, body }) {
         const flow = await load(tenantId, params.id);
         const errors = await publishErrors(tenantId, flow.draft, '$.draft');
         if (errors.length > 0) throw new ValidationError('The flow document is not valid', errors);
         // Publish exactly the draft that was validated: a concurrent edit makes this a 409.
-        const version = await store.publishFlow(tenantId, flow.id, body.revision ?? flow.revision, pinOperationVersions(flow.draft as FlowDocument, compile.registry));
+        const version = await store.publishFlow(
+          tenantId,
+          flow.id,
+          body.revision ?? flow.revision,
+          pinOperationVersions(flow.draft as FlowDocument, compile.registry),
+        );
         await activeVersionChanged(context, tenantId, flow);
-        return { status: 201, body: version, headers: { Location: `/api/v1/flows/${flow.id}/versions/${version.version}` } };
+        return {
+          status: 201,
+          body: version,
+          headers: { Location: `/api/v1/flows/${flow.id}/versions/${version.version}` },
+        };
       },
     }),
   ];

@@ -6,7 +6,8 @@ import { idParams } from './editable-flows.ts';
 
 const base = '/api/v1/flows';
 const versionSummary = {
-  type: 'object', required: ['version', 'publishedAt'],
+  type: 'object',
+  required: ['version', 'publishedAt'],
   properties: { version: { type: 'integer' }, publishedAt: { type: 'string', format: 'date-time' } },
 } as const;
 
@@ -14,10 +15,18 @@ export function flowRoutes(context: ApiContext) {
   const { store } = context;
   const setActive = (active: boolean) =>
     defineRoute({
-      method: 'post', path: `${base}/{id}/${active ? 'activate' : 'deactivate'}`, tag: 'Flow', scope: 'flows:write',
-      summary: active ? 'Activate: the flow URL (or schedule) starts runs of the active version' : 'Deactivate: the flow URL stops accepting messages and the schedule stops',
+      method: 'post',
+      path: `${base}/{id}/${active ? 'activate' : 'deactivate'}`,
+      tag: 'Flow',
+      scope: 'flows:write',
+      summary: active
+        ? 'Activate: the flow URL (or schedule) starts runs of the active version'
+        : 'Deactivate: the flow URL stops accepting messages and the schedule stops',
       params: idParams,
-      responses: { 200: { description: 'The flow.', schema: flowSchema }, 409: { description: 'The flow has no published version yet.' } },
+      responses: {
+        200: { description: 'The flow.', schema: flowSchema },
+        409: { description: 'The flow has no published version yet.' },
+      },
       async handle({ tenantId, params }) {
         const flow = await store.setFlowActive(tenantId, params.id, active);
         await activeVersionChanged(context, tenantId, flow);
@@ -27,39 +36,72 @@ export function flowRoutes(context: ApiContext) {
 
   return [
     defineRoute({
-      method: 'get', path: base, tag: 'Flow', scope: 'flows:read',
+      method: 'get',
+      path: base,
+      tag: 'Flow',
+      scope: 'flows:read',
       summary: 'List published flows',
       query: { type: 'object', additionalProperties: false, properties: pageQuerySchema },
-      responses: { 200: { description: 'A page of flows that have at least one version.', schema: connectionSchema(flowSchema) } },
+      responses: {
+        200: { description: 'A page of flows that have at least one version.', schema: connectionSchema(flowSchema) },
+      },
       handle: async ({ tenantId, query }) => ({ body: await store.listFlows(tenantId, { published: true }, query) }),
     }),
     defineRoute({
-      method: 'get', path: `${base}/{id}`, tag: 'Flow', scope: 'flows:read',
-      summary: 'Get a published flow with its latest versions', params: idParams,
+      method: 'get',
+      path: `${base}/{id}`,
+      tag: 'Flow',
+      scope: 'flows:read',
+      summary: 'Get a published flow with its latest versions',
+      params: idParams,
       responses: {
         200: {
           description: 'The flow; `versions` is the first page of its versions, newest first.',
-          schema: { type: 'object', properties: { ...flowSchema.properties, versions: connectionSchema(versionSummary) } },
+          schema: {
+            type: 'object',
+            properties: { ...flowSchema.properties, versions: connectionSchema(versionSummary) },
+          },
         },
       },
       async handle({ tenantId, params }) {
         const flow = await store.getFlow(tenantId, params.id);
         if (!flow || flow.latestVersion === null) throw new NotFoundError(`no published flow ${params.id}`);
         const versions = await store.listFlowVersions(tenantId, flow.id, { first: 50 });
-        return { body: { ...flow, versions: { ...versions, nodes: versions.nodes.map(({ version, publishedAt }) => ({ version, publishedAt })) } } };
+        return {
+          body: {
+            ...flow,
+            versions: {
+              ...versions,
+              nodes: versions.nodes.map(({ version, publishedAt }) => ({ version, publishedAt })),
+            },
+          },
+        };
       },
     }),
     defineRoute({
-      method: 'get', path: `${base}/{id}/versions`, tag: 'Flow', scope: 'flows:read',
-      summary: 'List the versions of a flow, newest first', params: idParams,
+      method: 'get',
+      path: `${base}/{id}/versions`,
+      tag: 'Flow',
+      scope: 'flows:read',
+      summary: 'List the versions of a flow, newest first',
+      params: idParams,
       query: { type: 'object', additionalProperties: false, properties: pageQuerySchema },
       responses: { 200: { description: 'A page of versions.', schema: connectionSchema(flowVersionSchema) } },
-      handle: async ({ tenantId, params, query }) => ({ body: await store.listFlowVersions(tenantId, params.id, query) }),
+      handle: async ({ tenantId, params, query }) => ({
+        body: await store.listFlowVersions(tenantId, params.id, query),
+      }),
     }),
     defineRoute({
-      method: 'get', path: `${base}/{id}/versions/{version}`, tag: 'Flow', scope: 'flows:read',
+      method: 'get',
+      path: `${base}/{id}/versions/{version}`,
+      tag: 'Flow',
+      scope: 'flows:read',
       summary: 'Get one immutable version',
-      params: { type: 'object', required: ['id', 'version'], properties: { id: { type: 'string' }, version: { type: 'integer', minimum: 1 } } },
+      params: {
+        type: 'object',
+        required: ['id', 'version'],
+        properties: { id: { type: 'string' }, version: { type: 'integer', minimum: 1 } },
+      },
       responses: { 200: { description: 'The version.', schema: flowVersionSchema } },
       async handle({ tenantId, params }) {
         const version = await store.getFlowVersion(tenantId, params.id, params.version);

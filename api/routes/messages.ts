@@ -2,7 +2,13 @@ import { NotFoundError } from '../../engine/errors.ts';
 import { newId } from '../../engine/ids.ts';
 import { settleHeld } from '../../engine/intake.ts';
 import { runJob } from '../../engine/queue/run-queue.ts';
-import { blockedTopicSchema, messageInfoSchema, messageStatuses, runSchema, runStatuses } from '../../engine/resources.ts';
+import {
+  blockedTopicSchema,
+  messageInfoSchema,
+  messageStatuses,
+  runSchema,
+  runStatuses,
+} from '../../engine/resources.ts';
 import type { ApiContext } from '../context.ts';
 import { connectionSchema, defineRoute, pageQuerySchema } from '../route.ts';
 import { idParams } from './editable-flows.ts';
@@ -15,42 +21,71 @@ const RETRY_LIMIT = 1000;
 const DAY_MS = 24 * 3600 * 1000;
 
 const topic = { type: 'string', minLength: 1, maxLength: 200 } as const;
-const countsOf = (keys: readonly string[]) => ({ type: 'object', description: `Counts per status: ${keys.join(', ')}.`, additionalProperties: { type: 'integer' } }) as const;
+const countsOf = (keys: readonly string[]) =>
+  ({
+    type: 'object',
+    description: `Counts per status: ${keys.join(', ')}.`,
+    additionalProperties: { type: 'integer' },
+  }) as const;
 const backlogSchema = {
-  type: 'object', required: ['since', 'runs', 'messages', 'oldestWaiting'],
+  type: 'object',
+  required: ['since', 'runs', 'messages', 'oldestWaiting'],
   properties: {
     since: { type: 'string', format: 'date-time' },
     runs: countsOf(runStatuses),
     messages: countsOf(messageStatuses),
     oldestWaiting: {
-      type: ['object', 'null'], description: 'The oldest run queued or waiting for a retry.',
-      properties: { runId: { type: 'string' }, flowId: { type: 'string' }, status: { type: 'string' }, createdAt: { type: 'string' }, ageMs: { type: 'integer' } },
+      type: ['object', 'null'],
+      description: 'The oldest run queued or waiting for a retry.',
+      properties: {
+        runId: { type: 'string' },
+        flowId: { type: 'string' },
+        status: { type: 'string' },
+        createdAt: { type: 'string' },
+        ageMs: { type: 'integer' },
+      },
     },
   },
 } as const;
-const topicParams = { type: 'object', required: ['topic'], properties: { topic: { ...topic, description: 'URL-encoded: refunds%2Fcreate.' } } } as const;
+const topicParams = {
+  type: 'object',
+  required: ['topic'],
+  properties: { topic: { ...topic, description: 'URL-encoded: refunds%2Fcreate.' } },
+} as const;
 export const heldOutcomeSchema = {
-  type: 'object', required: ['released', 'discarded'],
-  properties: { released: { type: 'integer', description: 'Held messages now queued, in arrival order.' }, discarded: { type: 'integer' } },
+  type: 'object',
+  required: ['released', 'discarded'],
+  properties: {
+    released: { type: 'integer', description: 'Held messages now queued, in arrival order.' },
+    discarded: { type: 'integer' },
+  },
 } as const;
 export const heldChoice = {
-  enum: ['release', 'discard', 'keep'], default: 'release',
-  description: 'What becomes of the held messages: run them in arrival order, discard them, or keep them held (to release or discard later).',
+  enum: ['release', 'discard', 'keep'],
+  default: 'release',
+  description:
+    'What becomes of the held messages: run them in arrival order, discard them, or keep them held (to release or discard later).',
 } as const;
-
 
 /** Every inbound message with what became of it (seed tag MessageInfo), and replays. */
 export function messageRoutes({ store, queue }: ApiContext) {
   const base = '/api/v1/messages';
   return [
     defineRoute({
-      method: 'get', path: base, tag: 'MessageInfo', scope: 'messages:read',
+      method: 'get',
+      path: base,
+      tag: 'MessageInfo',
+      scope: 'messages:read',
       summary: 'List inbound messages, newest first',
       description: `Webhook deliveries (repeated ones too, as status duplicate), adapter calls, schedule ticks and poll items. Bodies over ${MESSAGE_BODY_CAP_BYTES} bytes are listed without content.`,
       query: {
-        type: 'object', additionalProperties: false,
+        type: 'object',
+        additionalProperties: false,
         properties: {
-          ...pageQuerySchema, flowId: { type: 'string', format: 'uuid' }, status: { enum: messageStatuses }, topic,
+          ...pageQuerySchema,
+          flowId: { type: 'string', format: 'uuid' },
+          status: { enum: messageStatuses },
+          topic,
           receivedFrom: { type: 'string', format: 'date-time', description: 'Received at or after.' },
           receivedTo: { type: 'string', format: 'date-time', description: 'Received before.' },
         },
@@ -61,10 +96,20 @@ export function messageRoutes({ store, queue }: ApiContext) {
       }),
     }),
     defineRoute({
-      method: 'get', path: `${base}/{id}`, tag: 'MessageInfo', scope: 'messages:read',
-      summary: 'Get a message with its runs (a repeated delivery: the first one\'s runs)', params: idParams,
+      method: 'get',
+      path: `${base}/{id}`,
+      tag: 'MessageInfo',
+      scope: 'messages:read',
+      summary: "Get a message with its runs (a repeated delivery: the first one's runs)",
+      params: idParams,
       responses: {
-        200: { description: 'The message.', schema: { type: 'object', properties: { ...messageInfoSchema.properties, runs: { type: 'array', items: runSchema } } } },
+        200: {
+          description: 'The message.',
+          schema: {
+            type: 'object',
+            properties: { ...messageInfoSchema.properties, runs: { type: 'array', items: runSchema } },
+          },
+        },
       },
       async handle({ tenantId, params }) {
         const found = await store.getMessage(tenantId, params.id, MESSAGE_BODY_CAP_BYTES);
@@ -73,11 +118,21 @@ export function messageRoutes({ store, queue }: ApiContext) {
       },
     }),
     defineRoute({
-      method: 'post', path: `${base}/{id}/replay`, tag: 'MessageInfo', scope: 'messages:write',
-      summary: 'Run a message again, on its flow\'s active version',
-      description: 'A new run, with new idempotency keys: its side effects happen again. Refused (409) while the message\'s last run is unfinished or held, for a repeated delivery, and for a batch item (retry its batch instead).',
+      method: 'post',
+      path: `${base}/{id}/replay`,
+      tag: 'MessageInfo',
+      scope: 'messages:write',
+      summary: "Run a message again, on its flow's active version",
+      description:
+        "A new run, with new idempotency keys: its side effects happen again. Refused (409) while the message's last run is unfinished or held, for a repeated delivery, and for a batch item (retry its batch instead).",
       params: idParams,
-      responses: { 202: { description: 'The new run, queued.', schema: runSchema }, 409: { description: 'Its last run is unfinished or held, it is a repeated delivery or a batch item, or its flow has no active version.' } },
+      responses: {
+        202: { description: 'The new run, queued.', schema: runSchema },
+        409: {
+          description:
+            'Its last run is unfinished or held, it is a repeated delivery or a batch item, or its flow has no active version.',
+        },
+      },
       async handle({ tenantId, params }) {
         const run = await store.replayMessage(tenantId, params.id, newId());
         await queue.enqueue([runJob(run)]);
@@ -85,24 +140,54 @@ export function messageRoutes({ store, queue }: ApiContext) {
       },
     }),
     defineRoute({
-      method: 'get', path: '/api/v1/message-queue', tag: 'MessageQueue', scope: 'messages:read',
-      summary: 'The backlog: runs per status (unfinished: all; finished: since `since`), messages since `since` per status, and the oldest waiting run',
+      method: 'get',
+      path: '/api/v1/message-queue',
+      tag: 'MessageQueue',
+      scope: 'messages:read',
+      summary:
+        'The backlog: runs per status (unfinished: all; finished: since `since`), messages since `since` per status, and the oldest waiting run',
       query: {
-        type: 'object', additionalProperties: false,
-        properties: { since: { type: 'string', format: 'date-time', description: 'Count finished runs and messages from here (default: 24 hours ago). Unfinished runs are always all counted.' } },
+        type: 'object',
+        additionalProperties: false,
+        properties: {
+          since: {
+            type: 'string',
+            format: 'date-time',
+            description:
+              'Count finished runs and messages from here (default: 24 hours ago). Unfinished runs are always all counted.',
+          },
+        },
       },
       responses: { 200: { description: 'The backlog.', schema: backlogSchema } },
-      handle: async ({ tenantId, query }) => ({ body: await store.backlog(tenantId, query.since ?? new Date(Date.now() - DAY_MS).toISOString()) }),
+      handle: async ({ tenantId, query }) => ({
+        body: await store.backlog(tenantId, query.since ?? new Date(Date.now() - DAY_MS).toISOString()),
+      }),
     }),
     defineRoute({
-      method: 'post', path: '/api/v1/message-queue/retry-failed', tag: 'MessageQueue', scope: 'messages:write',
-      summary: 'Run again every message of a flow whose latest run failed, on the flow\'s active version',
+      method: 'post',
+      path: '/api/v1/message-queue/retry-failed',
+      tag: 'MessageQueue',
+      scope: 'messages:write',
+      summary: "Run again every message of a flow whose latest run failed, on the flow's active version",
       description: `At most ${RETRY_LIMIT} per call, oldest first (\`more\` says whether to call again). Batch items are retried with their batch.`,
-      body: { type: 'object', additionalProperties: false, required: ['flowId'], properties: { flowId: { type: 'string', format: 'uuid' } } },
+      body: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['flowId'],
+        properties: { flowId: { type: 'string', format: 'uuid' } },
+      },
       responses: {
         200: {
           description: 'The runs started.',
-          schema: { type: 'object', required: ['retried', 'runIds', 'more'], properties: { retried: { type: 'integer' }, runIds: { type: 'array', items: { type: 'string' } }, more: { type: 'boolean' } } },
+          schema: {
+            type: 'object',
+            required: ['retried', 'runIds', 'more'],
+            properties: {
+              retried: { type: 'integer' },
+              runIds: { type: 'array', items: { type: 'string' } },
+              more: { type: 'boolean' },
+            },
+          },
         },
       },
       async handle({ tenantId, body }) {
@@ -112,18 +197,35 @@ export function messageRoutes({ store, queue }: ApiContext) {
       },
     }),
     defineRoute({
-      method: 'post', path: '/api/v1/message-queue/held/release', tag: 'MessageQueue', scope: 'messages:write',
+      method: 'post',
+      path: '/api/v1/message-queue/held/release',
+      tag: 'MessageQueue',
+      scope: 'messages:write',
       summary: 'Run the held messages (of a topic) whose hold no longer applies, in arrival order',
       body: { type: 'object', additionalProperties: false, properties: { topic } },
       responses: { 200: { description: 'How many were released.', schema: heldOutcomeSchema } },
-      handle: async ({ tenantId, body }) => ({ body: await settleHeld(store, queue, tenantId, 'release', { topic: body.topic }, '') }),
+      handle: async ({ tenantId, body }) => ({
+        body: await settleHeld(store, queue, tenantId, 'release', { topic: body.topic }, ''),
+      }),
     }),
     defineRoute({
-      method: 'post', path: '/api/v1/message-queue/held/discard', tag: 'MessageQueue', scope: 'messages:write',
+      method: 'post',
+      path: '/api/v1/message-queue/held/discard',
+      tag: 'MessageQueue',
+      scope: 'messages:write',
       summary: 'Discard the held messages (of a topic): their runs end cancelled',
       body: { type: 'object', additionalProperties: false, properties: { topic } },
       responses: { 200: { description: 'How many were discarded.', schema: heldOutcomeSchema } },
-      handle: async ({ tenantId, body }) => ({ body: await settleHeld(store, queue, tenantId, 'discard', { topic: body.topic }, 'discarded from the message queue') }),
+      handle: async ({ tenantId, body }) => ({
+        body: await settleHeld(
+          store,
+          queue,
+          tenantId,
+          'discard',
+          { topic: body.topic },
+          'discarded from the message queue',
+        ),
+      }),
     }),
   ];
 }
@@ -133,33 +235,56 @@ export function blockedTopicRoutes({ store, queue }: ApiContext) {
   const base = '/api/v1/blocked-topics';
   return [
     defineRoute({
-      method: 'get', path: base, tag: 'BlockedTopic', scope: 'messages:read',
+      method: 'get',
+      path: base,
+      tag: 'BlockedTopic',
+      scope: 'messages:read',
       summary: 'List blocked topics with the number of messages each holds',
       query: { type: 'object', additionalProperties: false, properties: pageQuerySchema },
       responses: { 200: { description: 'A page of blocked topics.', schema: connectionSchema(blockedTopicSchema) } },
       handle: async ({ tenantId, query }) => ({ body: await store.listBlockedTopics(tenantId, query) }),
     }),
     defineRoute({
-      method: 'put', path: `${base}/{topic}`, tag: 'BlockedTopic', scope: 'messages:write',
+      method: 'put',
+      path: `${base}/{topic}`,
+      tag: 'BlockedTopic',
+      scope: 'messages:write',
       summary: 'Block a topic (e.g. refunds/create)',
-      description: 'Deliveries of the topic (X-Shopify-Topic, X-Topic or X-Event-Type) are still verified, recorded and answered 2xx, so the sender keeps its subscription; their runs are held until the topic is unblocked.',
+      description:
+        'Deliveries of the topic (X-Shopify-Topic, X-Topic or X-Event-Type) are still verified, recorded and answered 2xx, so the sender keeps its subscription; their runs are held until the topic is unblocked.',
       params: topicParams,
       body: { type: 'object', additionalProperties: false, properties: { reason: { type: 'string', maxLength: 500 } } },
-      responses: { 200: { description: 'Already blocked: the reason is updated.', schema: blockedTopicSchema }, 201: { description: 'Blocked.', schema: blockedTopicSchema } },
+      responses: {
+        200: { description: 'Already blocked: the reason is updated.', schema: blockedTopicSchema },
+        201: { description: 'Blocked.', schema: blockedTopicSchema },
+      },
       async handle({ tenantId, params, body }) {
         const { blockedTopic, created } = await store.blockTopic(tenantId, params.topic, body.reason ?? null);
         return { status: created ? 201 : 200, body: blockedTopic };
       },
     }),
     defineRoute({
-      method: 'delete', path: `${base}/{topic}`, tag: 'BlockedTopic', scope: 'messages:write',
+      method: 'delete',
+      path: `${base}/{topic}`,
+      tag: 'BlockedTopic',
+      scope: 'messages:write',
       summary: 'Unblock a topic, and release (run in arrival order), discard or keep its held messages',
       params: topicParams,
       query: { type: 'object', additionalProperties: false, properties: { heldMessages: heldChoice } },
       responses: { 200: { description: 'What became of the held messages.', schema: heldOutcomeSchema } },
       async handle({ tenantId, params, query }) {
-        if (!(await store.unblockTopic(tenantId, params.topic))) throw new NotFoundError(`the topic ${params.topic} is not blocked`);
-        return { body: await settleHeld(store, queue, tenantId, query.heldMessages, { heldBy: 'topic', topic: params.topic }, `discarded when ${params.topic} was unblocked`) };
+        if (!(await store.unblockTopic(tenantId, params.topic)))
+          throw new NotFoundError(`the topic ${params.topic} is not blocked`);
+        return {
+          body: await settleHeld(
+            store,
+            queue,
+            tenantId,
+            query.heldMessages,
+            { heldBy: 'topic', topic: params.topic },
+            `discarded when ${params.topic} was unblocked`,
+          ),
+        };
       },
     }),
   ];

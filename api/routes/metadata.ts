@@ -6,9 +6,15 @@ import { connectionSchema, defineRoute, wholeList } from '../route.ts';
 
 function operationInfos(registry: OperationRegistry): OperationInfo[] {
   return registry.list().map(({ definition }) => ({
-    name: definition.name, version: definition.version, title: definition.title, description: definition.description, configSchema: definition.configSchema as Record<string, unknown>,
-    deprecated: definition.deprecated !== undefined, successor: definition.deprecated?.successor ?? null,
-    sideEffects: definition.sideEffects, fanOut: definition.fanOut ?? false,
+    name: definition.name,
+    version: definition.version,
+    title: definition.title,
+    description: definition.description,
+    configSchema: definition.configSchema as Record<string, unknown>,
+    deprecated: definition.deprecated !== undefined,
+    successor: definition.deprecated?.successor ?? null,
+    sideEffects: definition.sideEffects,
+    fanOut: definition.fanOut ?? false,
   }));
 }
 
@@ -20,30 +26,50 @@ export function metadataRoutes({ compile }: ApiContext) {
   const operations = operationInfos(compile.registry);
   return [
     defineRoute({
-      method: 'get', path: '/api/v1/low-code-actions/operations', tag: 'LowCodeAction', scope: 'flows:read',
+      method: 'get',
+      path: '/api/v1/low-code-actions/operations',
+      tag: 'LowCodeAction',
+      scope: 'flows:read',
       summary: 'List the operations a node can run, with their config schemas',
-      responses: { 200: { description: 'Every registered operation, in one page.', schema: connectionSchema(operationInfoSchema) } },
+      responses: {
+        200: { description: 'Every registered operation, in one page.', schema: connectionSchema(operationInfoSchema) },
+      },
       handle: async () => ({ body: wholeList(operations) }),
     }),
     defineRoute({
-      method: 'get', path: '/api/v1/metadata', tag: 'Metadata', scope: 'flows:read',
+      method: 'get',
+      path: '/api/v1/metadata',
+      tag: 'Metadata',
+      scope: 'flows:read',
       summary: 'The JSON Schemas of every resource and of the flow document, the status enums, and the operations',
       responses: {
         200: {
           description: 'The same schemas the server validates with.',
-          schema: { type: 'object', required: ['schemas', 'enums', 'operations'], properties: { schemas: { type: 'object' }, enums: { type: 'object' }, operations: { type: 'array', items: operationInfoSchema } } },
+          schema: {
+            type: 'object',
+            required: ['schemas', 'enums', 'operations'],
+            properties: {
+              schemas: { type: 'object' },
+              enums: { type: 'object' },
+              operations: { type: 'array', items: operationInfoSchema },
+            },
+          },
         },
       },
       handle: async () => ({ body: { schemas: resourceSchemas, enums: statusEnums, operations } }),
     }),
     defineRoute({
-      method: 'get', path: '/api/v1/metadata/schemas/{name}', tag: 'Metadata', scope: 'flows:read',
-      summary: 'One resource\'s JSON Schema (e.g. FlowDocument, Run, Batch)',
+      method: 'get',
+      path: '/api/v1/metadata/schemas/{name}',
+      tag: 'Metadata',
+      scope: 'flows:read',
+      summary: "One resource's JSON Schema (e.g. FlowDocument, Run, Batch)",
       params: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } },
       responses: { 200: { description: 'The schema.', schema: { type: 'object' } } },
       async handle({ params }) {
         const schema = (resourceSchemas as Record<string, object>)[params.name];
-        if (!schema) throw new NotFoundError(`no schema ${params.name}; there are ${Object.keys(resourceSchemas).join(', ')}`);
+        if (!schema)
+          throw new NotFoundError(`no schema ${params.name}; there are ${Object.keys(resourceSchemas).join(', ')}`);
         return { body: schema };
       },
     }),

@@ -21,13 +21,22 @@ export function platformValueRoutes({ store }: ApiContext) {
   };
   return [
     ...namedValueRoutes({
-      ...values, base: '/api/v1/platform-globals', tag: 'PlatformGlobal', summary: 'Create or replace a platform value (read in flows as $platform.NAME)',
+      ...values,
+      base: '/api/v1/platform-globals',
+      tag: 'PlatformGlobal',
+      summary: 'Create or replace a platform value (read in flows as $platform.NAME)',
       owner: async () => PLATFORM,
     }),
     ...namedValueRoutes({
-      ...values, base: '/api/v1/tenants/{tenantId}/platform-globals', tag: 'PlatformTenantGlobal',
-      summary: 'Create or replace a tenant\'s override of a platform value',
-      params: { type: 'object', required: ['tenantId', 'name'], properties: { tenantId: { type: 'string' }, ...nameParams.properties } },
+      ...values,
+      base: '/api/v1/tenants/{tenantId}/platform-globals',
+      tag: 'PlatformTenantGlobal',
+      summary: "Create or replace a tenant's override of a platform value",
+      params: {
+        type: 'object',
+        required: ['tenantId', 'name'],
+        properties: { tenantId: { type: 'string' }, ...nameParams.properties },
+      },
       async owner({ params }) {
         const { tenantId } = params as { tenantId: string };
         if (!(await store.getTenant(tenantId))) throw new NotFoundError(`no tenant ${tenantId}`);

@@ -2,13 +2,18 @@ import type { ApiContext } from '../context.ts';
 import { defineRoute } from '../route.ts';
 
 const maintenanceSchema = {
-  type: 'object', additionalProperties: false, required: ['enabled', 'reason', 'since', 'retryAfterSeconds', 'activeJobs', 'drained'],
+  type: 'object',
+  additionalProperties: false,
+  required: ['enabled', 'reason', 'since', 'retryAfterSeconds', 'activeJobs', 'drained'],
   properties: {
     enabled: { type: 'boolean' },
     reason: { type: ['string', 'null'] },
     since: { type: ['string', 'null'], format: 'date-time' },
     retryAfterSeconds: { type: ['integer', 'null'] },
-    activeJobs: { type: 'integer', description: 'Jobs workers are still running (they finish; no new one starts while in maintenance).' },
+    activeJobs: {
+      type: 'integer',
+      description: 'Jobs workers are still running (they finish; no new one starts while in maintenance).',
+    },
     drained: { type: 'boolean', description: 'In maintenance and no job running: safe to stop the workers.' },
   },
 } as const;
@@ -19,25 +24,41 @@ export function platformRoutes({ maintenance, queue }: ApiContext) {
     const current = await maintenance.current();
     const activeJobs = await queue.queue.getActiveCount();
     return {
-      enabled: current !== null, reason: current?.reason ?? null, since: current?.since ?? null, retryAfterSeconds: current?.retryAfterSeconds ?? null,
-      activeJobs, drained: current !== null && activeJobs === 0,
+      enabled: current !== null,
+      reason: current?.reason ?? null,
+      since: current?.since ?? null,
+      retryAfterSeconds: current?.retryAfterSeconds ?? null,
+      activeJobs,
+      drained: current !== null && activeJobs === 0,
     };
   };
   const path = '/api/v1/platform/maintenance';
   return [
     defineRoute({
-      method: 'get', path, tag: 'Platform', scope: 'platform:admin',
+      method: 'get',
+      path,
+      tag: 'Platform',
+      scope: 'platform:admin',
       summary: 'Whether the platform is in maintenance, and whether the workers have drained',
       responses: { 200: { description: 'The maintenance state.', schema: maintenanceSchema } },
       handle: async () => ({ body: await state() }),
     }),
     defineRoute({
-      method: 'put', path, tag: 'Platform', scope: 'platform:admin',
+      method: 'put',
+      path,
+      tag: 'Platform',
+      scope: 'platform:admin',
       summary: 'Enter maintenance: flow URLs answer 503 with Retry-After, the queues pause (running jobs finish)',
-      description: 'Every process sees it within INTAKE_CACHE_TTL_MS. Deliveries are refused before anything is recorded, so senders retry them after the maintenance. The API stays up.',
+      description:
+        'Every process sees it within INTAKE_CACHE_TTL_MS. Deliveries are refused before anything is recorded, so senders retry them after the maintenance. The API stays up.',
       body: {
-        type: 'object', additionalProperties: false, required: ['reason'],
-        properties: { reason: { type: 'string', minLength: 1, maxLength: 500 }, retryAfterSeconds: { type: 'integer', minimum: 1, maximum: 86_400, default: 60 } },
+        type: 'object',
+        additionalProperties: false,
+        required: ['reason'],
+        properties: {
+          reason: { type: 'string', minLength: 1, maxLength: 500 },
+          retryAfterSeconds: { type: 'integer', minimum: 1, maximum: 86_400, default: 60 },
+        },
       },
       responses: { 200: { description: 'The maintenance state.', schema: maintenanceSchema } },
       async handle({ body }) {
@@ -46,7 +67,10 @@ export function platformRoutes({ maintenance, queue }: ApiContext) {
       },
     }),
     defineRoute({
-      method: 'delete', path, tag: 'Platform', scope: 'platform:admin',
+      method: 'delete',
+      path,
+      tag: 'Platform',
+      scope: 'platform:admin',
       summary: 'Leave maintenance: flow URLs accept again, the queues resume',
       responses: { 200: { description: 'The maintenance state.', schema: maintenanceSchema } },
       async handle() {

@@ -4,19 +4,35 @@ import { HEARTBEAT_TTL_MS, heartbeatKey, ioredisOf } from '../../engine/queue/he
 import type { ApiContext } from '../context.ts';
 import { connectionSchema, defineRoute, wholeList } from '../route.ts';
 
-const jobStates = ['waiting', 'active', 'delayed', 'prioritized', 'waiting-children', 'completed', 'failed', 'paused'] as const;
+const jobStates = [
+  'waiting',
+  'active',
+  'delayed',
+  'prioritized',
+  'waiting-children',
+  'completed',
+  'failed',
+  'paused',
+] as const;
 
 const queueSchema = {
-  type: 'object', additionalProperties: false, required: ['name', 'paused', 'counts', 'workers'],
+  type: 'object',
+  additionalProperties: false,
+  required: ['name', 'paused', 'counts', 'workers'],
   properties: {
     name: { type: 'string' },
     paused: { type: 'boolean' },
-    counts: { type: 'object', description: `Jobs per state: ${jobStates.join(', ')}.`, additionalProperties: { type: 'integer' } },
+    counts: {
+      type: 'object',
+      description: `Jobs per state: ${jobStates.join(', ')}.`,
+      additionalProperties: { type: 'integer' },
+    },
     workers: { type: 'integer', description: 'Workers whose heartbeat is fresh (run queue only; 0 elsewhere).' },
   },
 } as const;
 const queueParams = { type: 'object', required: ['name'], properties: { name: { type: 'string' } } } as const;
-const countSchema = (description: string) => ({ type: 'object', required: ['count'], properties: { count: { type: 'integer', description } } }) as const;
+const countSchema = (description: string) =>
+  ({ type: 'object', required: ['count'], properties: { count: { type: 'integer', description } } }) as const;
 
 /**
  * The BullMQ queues (seed tag Queue), for operators: every tenant's jobs. Runs live in the store;
@@ -33,43 +49,67 @@ export function queueRoutes({ queue, schedules }: ApiContext) {
     const counts = await q.getJobCounts(...jobStates);
     const redis = await ioredisOf(q.client);
     return {
-      name: q.name, paused: await q.isPaused(), counts: Object.fromEntries(jobStates.map((state) => [state, counts[state] ?? 0])),
+      name: q.name,
+      paused: await q.isPaused(),
+      counts: Object.fromEntries(jobStates.map((state) => [state, counts[state] ?? 0])),
       workers: await redis.zcount(heartbeatKey(q), Date.now() - HEARTBEAT_TTL_MS, '+inf'),
     };
   };
   const base = '/api/v1/queues';
   return [
     defineRoute({
-      method: 'get', path: base, tag: 'Queue', scope: 'platform:admin',
+      method: 'get',
+      path: base,
+      tag: 'Queue',
+      scope: 'platform:admin',
       summary: 'List the queues with their job counts per state',
       responses: { 200: { description: 'Every queue, in one page.', schema: connectionSchema(queueSchema) } },
       handle: async () => ({ body: wholeList(await Promise.all([...queues.values()].map(describe))) }),
     }),
     defineRoute({
-      method: 'get', path: `${base}/{name}`, tag: 'Queue', scope: 'platform:admin',
-      summary: 'Get a queue with its job counts per state', params: queueParams,
+      method: 'get',
+      path: `${base}/{name}`,
+      tag: 'Queue',
+      scope: 'platform:admin',
+      summary: 'Get a queue with its job counts per state',
+      params: queueParams,
       responses: { 200: { description: 'The queue.', schema: queueSchema } },
       handle: async ({ params }) => ({ body: await describe(find(params.name)) }),
     }),
-    ...(['pause', 'resume'] as const).map((change) => defineRoute({
-      method: 'post', path: `${base}/{name}/${change}`, tag: 'Queue', scope: 'platform:admin',
-      summary: change === 'pause'
-        ? 'Pause a queue: workers finish what they hold and take no new job; intake still records and enqueues'
-        : 'Resume a paused queue',
-      params: queueParams,
-      responses: { 200: { description: 'The queue.', schema: queueSchema } },
-      async handle({ params }) {
-        const q = find(params.name);
-        await q[change]();
-        return { body: await describe(q) };
-      },
-    })),
+    ...(['pause', 'resume'] as const).map((change) =>
+      defineRoute({
+        method: 'post',
+        path: `${base}/{name}/${change}`,
+        tag: 'Queue',
+        scope: 'platform:admin',
+        summary:
+          change === 'pause'
+            ? 'Pause a queue: workers finish what they hold and take no new job; intake still records and enqueues'
+            : 'Resume a paused queue',
+        params: queueParams,
+        responses: { 200: { description: 'The queue.', schema: queueSchema } },
+        async handle({ params }) {
+          const q = find(params.name);
+          await q[change]();
+          return { body: await describe(q) };
+        },
+      }),
+    ),
     defineRoute({
-      method: 'post', path: `${base}/{name}/retry-failed`, tag: 'Queue', scope: 'platform:admin',
+      method: 'post',
+      path: `${base}/{name}/retry-failed`,
+      tag: 'Queue',
+      scope: 'platform:admin',
       summary: 'Move failed jobs back to waiting',
-      description: 'A job fails when its attempts ran out on faults outside the run (the store or Redis unreachable); a run that failed on its own error is finished and stays so — replay its message instead.',
+      description:
+        'A job fails when its attempts ran out on faults outside the run (the store or Redis unreachable); a run that failed on its own error is finished and stays so — replay its message instead.',
       params: queueParams,
-      responses: { 200: { description: 'How many failed jobs there were.', schema: countSchema('Failed jobs moved back to waiting.') } },
+      responses: {
+        200: {
+          description: 'How many failed jobs there were.',
+          schema: countSchema('Failed jobs moved back to waiting.'),
+        },
+      },
       async handle({ params }) {
         const q = find(params.name);
         const count = await q.getFailedCount();
@@ -78,14 +118,23 @@ export function queueRoutes({ queue, schedules }: ApiContext) {
       },
     }),
     defineRoute({
-      method: 'post', path: `${base}/{name}/clean`, tag: 'Queue', scope: 'platform:admin',
+      method: 'post',
+      path: `${base}/{name}/clean`,
+      tag: 'Queue',
+      scope: 'platform:admin',
       summary: 'Remove finished jobs older than a grace period (runs stay in the store)',
       params: queueParams,
       body: {
-        type: 'object', additionalProperties: false,
+        type: 'object',
+        additionalProperties: false,
         properties: {
           state: { enum: ['completed', 'failed'], default: 'completed' },
-          graceMs: { type: 'integer', minimum: 0, default: 3_600_000, description: 'Keep jobs that finished more recently than this.' },
+          graceMs: {
+            type: 'integer',
+            minimum: 0,
+            default: 3_600_000,
+            description: 'Keep jobs that finished more recently than this.',
+          },
           limit: { type: 'integer', minimum: 1, maximum: 100_000, default: 10_000 },
         },
       },

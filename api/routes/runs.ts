@@ -8,23 +8,40 @@ export function runRoutes({ store }: ApiContext) {
   const base = '/api/v1/runs';
   return [
     defineRoute({
-      method: 'get', path: base, tag: 'MessageInfo', scope: 'runs:read',
+      method: 'get',
+      path: base,
+      tag: 'MessageInfo',
+      scope: 'runs:read',
       summary: 'List runs, newest first',
       query: {
-        type: 'object', additionalProperties: false,
+        type: 'object',
+        additionalProperties: false,
         properties: { ...pageQuerySchema, flowId: { type: 'string', format: 'uuid' }, status: { enum: runStatuses } },
       },
       responses: { 200: { description: 'A page of runs.', schema: connectionSchema(runSchema) } },
       handle: async ({ tenantId, query }) => ({
-        body: await store.listRuns(tenantId, { flowId: query.flowId, status: query.status }, { first: query.first, after: query.after }),
+        body: await store.listRuns(
+          tenantId,
+          { flowId: query.flowId, status: query.status },
+          { first: query.first, after: query.after },
+        ),
       }),
     }),
     defineRoute({
-      method: 'get', path: `${base}/{id}`, tag: 'MessageInfo', scope: 'runs:read',
+      method: 'get',
+      path: `${base}/{id}`,
+      tag: 'MessageInfo',
+      scope: 'runs:read',
       summary: 'Get a run with its steps (status, attempts, timing, output or error of each node; secrets redacted)',
       params: idParams,
       responses: {
-        200: { description: 'The run.', schema: { type: 'object', properties: { ...runSchema.properties, steps: { type: 'array', items: stepSchema } } } },
+        200: {
+          description: 'The run.',
+          schema: {
+            type: 'object',
+            properties: { ...runSchema.properties, steps: { type: 'array', items: stepSchema } },
+          },
+        },
       },
       async handle({ tenantId, params }) {
         const found = await store.getRun(tenantId, params.id);

@@ -10,18 +10,42 @@ const MAX_RANGE_MS = { hour: 31 * DAY_MS, day: 400 * DAY_MS } as const;
 
 const countsOf = { type: 'object', additionalProperties: { type: 'integer' } } as const;
 const dashboardSchema = {
-  type: 'object', additionalProperties: false, required: ['activeFlows', 'last24h', 'backlog', 'oldestWaiting', 'lastErrors'],
+  type: 'object',
+  additionalProperties: false,
+  required: ['activeFlows', 'last24h', 'backlog', 'oldestWaiting', 'lastErrors'],
   properties: {
     activeFlows: { type: 'integer' },
     last24h: {
-      type: 'object', required: ['runs', 'failureRate'],
-      properties: { runs: { ...countsOf, description: 'Runs created in the last 24 h, by status.' }, failureRate: { type: ['number', 'null'], description: 'Failed of finished, 0..1.' } },
+      type: 'object',
+      required: ['runs', 'failureRate'],
+      properties: {
+        runs: { ...countsOf, description: 'Runs created in the last 24 h, by status.' },
+        failureRate: { type: ['number', 'null'], description: 'Failed of finished, 0..1.' },
+      },
     },
     backlog: { ...countsOf, description: 'Unfinished runs: held, queued, running, waiting.' },
-    oldestWaiting: { type: ['object', 'null'], properties: { runId: { type: 'string' }, flowId: { type: 'string' }, createdAt: { type: 'string' }, ageMs: { type: 'integer' } } },
+    oldestWaiting: {
+      type: ['object', 'null'],
+      properties: {
+        runId: { type: 'string' },
+        flowId: { type: 'string' },
+        createdAt: { type: 'string' },
+        ageMs: { type: 'integer' },
+      },
+    },
     lastErrors: {
-      type: 'array', description: 'Per flow, its latest failed run.',
-      items: { type: 'object', properties: { flowId: { type: 'string' }, flowName: { type: 'string' }, runId: { type: 'string' }, error: { type: ['object', 'null'] }, finishedAt: { type: ['string', 'null'] } } },
+      type: 'array',
+      description: 'Per flow, its latest failed run.',
+      items: {
+        type: 'object',
+        properties: {
+          flowId: { type: 'string' },
+          flowName: { type: 'string' },
+          runId: { type: 'string' },
+          error: { type: ['object', 'null'] },
+          finishedAt: { type: ['string', 'null'] },
+        },
+      },
     },
   },
 } as const;
@@ -30,33 +54,59 @@ const dashboardSchema = {
 export function statisticsRoutes({ store }: ApiContext) {
   return [
     defineRoute({
-      method: 'get', path: '/api/v1/statistics', tag: 'Statistic', scope: 'runs:read',
+      method: 'get',
+      path: '/api/v1/statistics',
+      tag: 'Statistic',
+      scope: 'runs:read',
       summary: 'Runs per flow and status, with duration percentiles, and messages per topic, per hour or day',
       description: `Buckets are UTC. Default range: the last 24 hours. At most ${MAX_RANGE_MS.hour / DAY_MS} days by the hour, ${MAX_RANGE_MS.day / DAY_MS} by the day.`,
       query: {
-        type: 'object', additionalProperties: false,
+        type: 'object',
+        additionalProperties: false,
         properties: {
-          from: { type: 'string', format: 'date-time' }, to: { type: 'string', format: 'date-time' },
-          interval: { enum: ['hour', 'day'], default: 'hour' }, flowId: { type: 'string', format: 'uuid' },
+          from: { type: 'string', format: 'date-time' },
+          to: { type: 'string', format: 'date-time' },
+          interval: { enum: ['hour', 'day'], default: 'hour' },
+          flowId: { type: 'string', format: 'uuid' },
         },
       },
       responses: { 200: { description: 'The statistics.', schema: statisticsSchema } },
       async handle({ tenantId, query }) {
         const to = query.to ? Date.parse(query.to) : Date.now();
         const from = query.from ? Date.parse(query.from) : to - DAY_MS;
-        if (from >= to) throw new ValidationError('Invalid range', [{ path: '$.query.from', message: 'must be before to' }]);
+        if (from >= to)
+          throw new ValidationError('Invalid range', [{ path: '$.query.from', message: 'must be before to' }]);
         if (to - from > MAX_RANGE_MS[query.interval]) {
-          throw new ValidationError('Range too long', [{ path: '$.query.from', message: `is more than ${MAX_RANGE_MS[query.interval] / DAY_MS} days before to (interval ${query.interval})` }]);
+          throw new ValidationError('Range too long', [
+            {
+              path: '$.query.from',
+              message: `is more than ${MAX_RANGE_MS[query.interval] / DAY_MS} days before to (interval ${query.interval})`,
+            },
+          ]);
         }
-        return { body: await store.statistics(tenantId, { from: new Date(from).toISOString(), to: new Date(to).toISOString(), interval: query.interval, flowId: query.flowId }) };
+        return {
+          body: await store.statistics(tenantId, {
+            from: new Date(from).toISOString(),
+            to: new Date(to).toISOString(),
+            interval: query.interval,
+            flowId: query.flowId,
+          }),
+        };
       },
     }),
     defineRoute({
-      method: 'get', path: '/api/v1/dashboard', tag: 'Dashboard', scope: 'runs:read',
-      summary: 'The tenant at a glance: active flows, the last 24 h of runs and their failure rate, the backlog, each flow\'s last error',
+      method: 'get',
+      path: '/api/v1/dashboard',
+      tag: 'Dashboard',
+      scope: 'runs:read',
+      summary:
+        "The tenant at a glance: active flows, the last 24 h of runs and their failure rate, the backlog, each flow's last error",
       responses: { 200: { description: 'The summary.', schema: dashboardSchema } },
       async handle({ tenantId }) {
-        const [backlog, health] = await Promise.all([store.backlog(tenantId, new Date(Date.now() - DAY_MS).toISOString()), store.flowHealth(tenantId)]);
+        const [backlog, health] = await Promise.all([
+          store.backlog(tenantId, new Date(Date.now() - DAY_MS).toISOString()),
+          store.flowHealth(tenantId),
+        ]);
         const { held, queued, running, waiting, failed, ...others } = backlog.runs;
         const finished = failed + Object.values(others).reduce((sum, n) => sum + n, 0);
         return {

@@ -17,34 +17,65 @@ export function tenantRoutes({ store, queue, schedules, intake }: ApiContext) {
   };
   return [
     defineRoute({
-      method: 'post', path: base, tag: 'Tenant', scope: 'platform:admin',
+      method: 'post',
+      path: base,
+      tag: 'Tenant',
+      scope: 'platform:admin',
       summary: 'Create a tenant',
       body: {
-        type: 'object', additionalProperties: false, required: ['id'],
+        type: 'object',
+        additionalProperties: false,
+        required: ['id'],
         properties: { id: tenantSchema.properties.id, name: { type: 'string', minLength: 1, maxLength: 200 } },
       },
-      responses: { 201: { description: 'The tenant.', schema: tenantSchema }, 409: { description: 'A tenant with this id exists already.' } },
-      handle: async ({ body }) => ({ status: 201, body: await store.createTenant({ id: body.id, name: body.name ?? body.id }) }),
+      responses: {
+        201: { description: 'The tenant.', schema: tenantSchema },
+        409: { description: 'A tenant with this id exists already.' },
+      },
+      handle: async ({ body }) => ({
+        status: 201,
+        body: await store.createTenant({ id: body.id, name: body.name ?? body.id }),
+      }),
     }),
     defineRoute({
-      method: 'get', path: base, tag: 'Tenant', scope: 'platform:admin',
+      method: 'get',
+      path: base,
+      tag: 'Tenant',
+      scope: 'platform:admin',
       summary: 'List tenants by id',
-      query: { type: 'object', additionalProperties: false, properties: { ...pageQuerySchema, status: tenantSchema.properties.status } },
+      query: {
+        type: 'object',
+        additionalProperties: false,
+        properties: { ...pageQuerySchema, status: tenantSchema.properties.status },
+      },
       responses: { 200: { description: 'A page of tenants.', schema: connectionSchema(tenantSchema) } },
       handle: async ({ query }) => ({ body: await store.listTenants({ status: query.status }, query) }),
     }),
     defineRoute({
-      method: 'get', path: `${base}/{tenantId}`, tag: 'Tenant', scope: 'platform:admin',
-      summary: 'Get a tenant', params: tenantParams,
+      method: 'get',
+      path: `${base}/{tenantId}`,
+      tag: 'Tenant',
+      scope: 'platform:admin',
+      summary: 'Get a tenant',
+      params: tenantParams,
       responses: { 200: { description: 'The tenant.', schema: tenantSchema } },
       handle: async ({ params }) => ({ body: await load(params.tenantId) }),
     }),
     defineRoute({
-      method: 'post', path: `${base}/{tenantId}/suspend`, tag: 'Tenant', scope: 'platform:admin',
+      method: 'post',
+      path: `${base}/{tenantId}/suspend`,
+      tag: 'Tenant',
+      scope: 'platform:admin',
       summary: 'Suspend a tenant',
-      description: 'Its API calls get 403 with the reason; its flow URLs still verify, record and answer deliveries, but the runs are held; its schedules skip.',
+      description:
+        'Its API calls get 403 with the reason; its flow URLs still verify, record and answer deliveries, but the runs are held; its schedules skip.',
       params: tenantParams,
-      body: { type: 'object', additionalProperties: false, required: ['reason'], properties: { reason: { type: 'string', minLength: 1, maxLength: 500 } } },
+      body: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['reason'],
+        properties: { reason: { type: 'string', minLength: 1, maxLength: 500 } },
+      },
       responses: { 200: { description: 'The suspended tenant.', schema: tenantSchema } },
       async handle({ params, body }) {
         const tenant = await store.setTenantStatus(params.tenantId, 'suspended', body.reason);
@@ -53,33 +84,60 @@ export function tenantRoutes({ store, queue, schedules, intake }: ApiContext) {
       },
     }),
     defineRoute({
-      method: 'post', path: `${base}/{tenantId}/resume`, tag: 'Tenant', scope: 'platform:admin',
+      method: 'post',
+      path: `${base}/{tenantId}/resume`,
+      tag: 'Tenant',
+      scope: 'platform:admin',
       summary: 'Resume a suspended tenant',
       params: tenantParams,
       body: { type: 'object', additionalProperties: false, properties: { heldMessages: heldChoice } },
       responses: {
         200: {
           description: 'The tenant, and what became of the held messages.',
-          schema: { type: 'object', required: ['tenant', 'released', 'discarded'], properties: { tenant: tenantSchema, ...heldOutcomeSchema.properties } },
+          schema: {
+            type: 'object',
+            required: ['tenant', 'released', 'discarded'],
+            properties: { tenant: tenantSchema, ...heldOutcomeSchema.properties },
+          },
         },
       },
       async handle({ params, body }) {
         const tenant = await store.setTenantStatus(params.tenantId, 'active', null);
         if (!tenant) throw new NotFoundError(`no tenant ${params.tenantId}`);
-        const outcome = await settleHeld(store, queue, tenant.id, body.heldMessages, { heldBy: 'suspended' }, 'discarded when the tenant was resumed');
+        const outcome = await settleHeld(
+          store,
+          queue,
+          tenant.id,
+          body.heldMessages,
+          { heldBy: 'suspended' },
+          'discarded when the tenant was resumed',
+        );
         return { body: { tenant, ...outcome } };
       },
     }),
     defineRoute({
-      method: 'delete', path: `${base}/{tenantId}`, tag: 'Tenant', scope: 'platform:admin',
+      method: 'delete',
+      path: `${base}/{tenantId}`,
+      tag: 'Tenant',
+      scope: 'platform:admin',
       summary: 'Delete a tenant and every record it owns',
-      description: 'Flows, versions, messages, runs, variables, secrets, destinations, batches, clients and schedules. Irreversible: `confirm` must repeat the tenant id.',
+      description:
+        'Flows, versions, messages, runs, variables, secrets, destinations, batches, clients and schedules. Irreversible: `confirm` must repeat the tenant id.',
       params: tenantParams,
-      query: { type: 'object', additionalProperties: false, properties: { confirm: { type: 'string', description: 'The tenant id, again.' } } },
+      query: {
+        type: 'object',
+        additionalProperties: false,
+        properties: { confirm: { type: 'string', description: 'The tenant id, again.' } },
+      },
       responses: { 204: { description: 'Deleted.' } },
       async handle({ params, query }) {
         if (query.confirm !== params.tenantId) {
-          throw new ValidationError('Deletion not confirmed', [{ path: '$.query.confirm', message: `must repeat the tenant id (${params.tenantId}) to confirm the deletion` }]);
+          throw new ValidationError('Deletion not confirmed', [
+            {
+              path: '$.query.confirm',
+              message: `must repeat the tenant id (${params.tenantId}) to confirm the deletion`,
+            },
+          ]);
         }
         await load(params.tenantId);
         await schedules.removeTenant(params.tenantId);

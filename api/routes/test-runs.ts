@@ -6,14 +6,25 @@ import { defineRoute } from '../route.ts';
 import { idParams, underPath } from './editable-flows.ts';
 
 const testResultSchema = {
-  type: 'object', required: ['status', 'dryRun', 'error', 'steps', 'logs', 'batch'],
+  type: 'object',
+  required: ['status', 'dryRun', 'error', 'steps', 'logs', 'batch'],
   properties: {
-    status: { enum: ['succeeded', 'failed', 'filtered', 'skipped', 'cancelled', 'waiting'], description: 'waiting: a node failed in a way a run would retry, or asked to be tried later.' },
+    status: {
+      enum: ['succeeded', 'failed', 'filtered', 'skipped', 'cancelled', 'waiting'],
+      description: 'waiting: a node failed in a way a run would retry, or asked to be tried later.',
+    },
     dryRun: { type: 'boolean' },
     error: { type: ['object', 'null'] },
-    steps: { type: 'array', items: stepSchema, description: 'Every node (and sub-step) that ran, with its output or error; secrets redacted.' },
+    steps: {
+      type: 'array',
+      items: stepSchema,
+      description: 'Every node (and sub-step) that ran, with its output or error; secrets redacted.',
+    },
     logs: { type: 'array', description: 'What the operations logged.' },
-    batch: { type: ['object', 'null'], description: 'A fan-out node\'s items: the first 20 and the count. The nodes after it ran with the first.' },
+    batch: {
+      type: ['object', 'null'],
+      description: "A fan-out node's items: the first 20 and the count. The nodes after it ran with the first.",
+    },
   },
 } as const;
 
@@ -30,19 +41,31 @@ export function testRunRoutes({ store, compile, testRunner }: ApiContext) {
   };
   return [
     defineRoute({
-      method: 'post', path: '/api/v1/editable-flows/{id}/test', tag: 'Test', scope: 'flows:write',
-      summary: 'Run the draft (or the document in the body, or one node of it) with sample input, and get every node\'s output or error',
-      description: 'Nothing is recorded: no message, no run, no statistics; the incremental field does not move and no order is marked. '
-        + 'With dryRun (the default), side-effecting operations return what they would send (method, URL, headers with credentials masked, body) instead of sending it. '
-        + 'The answer comes when the run ends: node timeouts bound it.',
+      method: 'post',
+      path: '/api/v1/editable-flows/{id}/test',
+      tag: 'Test',
+      scope: 'flows:write',
+      summary:
+        "Run the draft (or the document in the body, or one node of it) with sample input, and get every node's output or error",
+      description:
+        'Nothing is recorded: no message, no run, no statistics; the incremental field does not move and no order is marked. ' +
+        'With dryRun (the default), side-effecting operations return what they would send (method, URL, headers with credentials masked, body) instead of sending it. ' +
+        'The answer comes when the run ends: node timeouts bound it.',
       params: idParams,
       body: {
-        type: 'object', additionalProperties: false,
+        type: 'object',
+        additionalProperties: false,
         properties: {
           document: { type: 'object', description: 'A flow document to test instead of the saved draft.' },
           input: {
-            type: 'object', additionalProperties: false, description: 'The trigger message ($input).',
-            properties: { body: {}, headers: { type: 'object', additionalProperties: { type: 'string' } }, query: { type: 'object' } },
+            type: 'object',
+            additionalProperties: false,
+            description: 'The trigger message ($input).',
+            properties: {
+              body: {},
+              headers: { type: 'object', additionalProperties: { type: 'string' } },
+              query: { type: 'object' },
+            },
           },
           dryRun: { type: 'boolean', default: true },
           node: { type: 'string', description: 'Run only this node.' },
@@ -57,7 +80,14 @@ export function testRunRoutes({ store, compile, testRunner }: ApiContext) {
         if (body.node !== undefined && !compiled.nodes.some((node) => node.id === body.node)) {
           throw new NotFoundError(`the flow has no node ${body.node}`);
         }
-        return { body: await testRunner.run(tenantId, flow.id, compiled, { input: body.input ?? {}, dryRun: body.dryRun, node: body.node, steps: body.steps }) };
+        return {
+          body: await testRunner.run(tenantId, flow.id, compiled, {
+            input: body.input ?? {},
+            dryRun: body.dryRun,
+            node: body.node,
+            steps: body.steps,
+          }),
+        };
       },
     }),
   ];

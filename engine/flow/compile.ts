@@ -5,7 +5,12 @@ import { ACTION_PREFIX } from '../actions.ts';
 import type { Expression } from './expression.ts';
 import type { ExpressionSandbox } from './sandbox.ts';
 import { scheduleErrors } from '../triggers/schedule.ts';
-import { flowDocumentSchema, type FlowDocument, type ScheduleTriggerConfig, type WebhookTriggerConfig } from './schema.ts';
+import {
+  flowDocumentSchema,
+  type FlowDocument,
+  type ScheduleTriggerConfig,
+  type WebhookTriggerConfig,
+} from './schema.ts';
 import { emptyReferences, mergeReferences, TemplateCompiler, type References, type Template } from './template.ts';
 
 export interface RetryPolicy {
@@ -27,7 +32,9 @@ export interface CompiledNode {
   incoming: CompiledEdge[];
 }
 
-export type CompiledTrigger = { type: 'webhook'; config: WebhookTriggerConfig } | { type: 'schedule'; config: ScheduleTriggerConfig };
+export type CompiledTrigger =
+  | { type: 'webhook'; config: WebhookTriggerConfig }
+  | { type: 'schedule'; config: ScheduleTriggerConfig };
 
 /** A validated flow version, ready to run: nodes in graph order, every expression compiled. */
 export interface CompiledFlow {
@@ -67,20 +74,27 @@ function analyse(input: unknown, options: CompileOptions): { errors: FieldError[
   const doc = document as FlowDocument;
   const errors: FieldError[] = [];
   const indexById = new Map<string, number>();
-  const trigger: CompiledTrigger = doc.trigger.type === 'schedule'
-    ? { type: 'schedule', config: doc.trigger.config as ScheduleTriggerConfig }
-    : { type: 'webhook', config: (doc.trigger.config ?? {}) as WebhookTriggerConfig };
+  const trigger: CompiledTrigger =
+    doc.trigger.type === 'schedule'
+      ? { type: 'schedule', config: doc.trigger.config as ScheduleTriggerConfig }
+      : { type: 'webhook', config: (doc.trigger.config ?? {}) as WebhookTriggerConfig };
   if (trigger.type === 'schedule') errors.push(...scheduleErrors(trigger.config, '$.trigger.config'));
 
   doc.nodes.forEach((node, index) => {
-    if (indexById.has(node.id)) errors.push({ path: `$.nodes[${index}].id`, message: `duplicates the id of node ${indexById.get(node.id)}`, node: node.id });
+    if (indexById.has(node.id))
+      errors.push({
+        path: `$.nodes[${index}].id`,
+        message: `duplicates the id of node ${indexById.get(node.id)}`,
+        node: node.id,
+      });
     else indexById.set(node.id, index);
   });
 
   const incoming = new Map<string, CompiledEdge[]>(doc.nodes.map((node) => [node.id, []]));
   const references = emptyReferences();
   doc.edges.forEach((edge, index) => {
-    if (edge.from !== TRIGGER && !indexById.has(edge.from)) errors.push({ path: `$.edges[${index}].from`, message: `names no node: ${edge.from}` });
+    if (edge.from !== TRIGGER && !indexById.has(edge.from))
+      errors.push({ path: `$.edges[${index}].from`, message: `names no node: ${edge.from}` });
     if (!indexById.has(edge.to)) errors.push({ path: `$.edges[${index}].to`, message: `names no node: ${edge.to}` });
     let when: Expression | undefined;
     if (edge.when !== undefined) {
@@ -98,9 +112,15 @@ function analyse(input: unknown, options: CompileOptions): { errors: FieldError[
     const operation = options.registry.get(node.operation, node.operationVersion);
     if (!operation) {
       const majors = options.registry.majors(node.operation);
-      errors.push(majors.length > 0 && node.operationVersion !== undefined
-        ? { path: `${path}.operationVersion`, message: `${node.operation} has no major version ${node.operationVersion} (it has ${majors.join(', ')})`, node: node.id }
-        : { path: `${path}.operation`, message: `is not a registered operation: ${node.operation}`, node: node.id });
+      errors.push(
+        majors.length > 0 && node.operationVersion !== undefined
+          ? {
+              path: `${path}.operationVersion`,
+              message: `${node.operation} has no major version ${node.operationVersion} (it has ${majors.join(', ')})`,
+              node: node.id,
+            }
+          : { path: `${path}.operation`, message: `is not a registered operation: ${node.operation}`, node: node.id },
+      );
       return;
     }
     const config = node.config ?? {};
@@ -143,9 +163,18 @@ function fanOutErrors(doc: FlowDocument, nodes: Map<string, CompiledNode>): Fiel
   doc.nodes.forEach((node, index) => {
     const compiled = nodes.get(node.id);
     if (!compiled?.operation.definition.fanOut) return;
-    if (seen) errors.push({ path: `$.nodes[${index}].operation`, message: 'a flow may have one fan-out operation', node: node.id });
+    if (seen)
+      errors.push({
+        path: `$.nodes[${index}].operation`,
+        message: 'a flow may have one fan-out operation',
+        node: node.id,
+      });
     if (compiled.incoming.some((edge) => edge.from !== TRIGGER)) {
-      errors.push({ path: `$.nodes[${index}]`, message: `${node.operation} fans out: it must follow the trigger directly`, node: node.id });
+      errors.push({
+        path: `$.nodes[${index}]`,
+        message: `${node.operation} fans out: it must follow the trigger directly`,
+        node: node.id,
+      });
     }
     seen = true;
   });
@@ -156,15 +185,28 @@ function fanOutErrors(doc: FlowDocument, nodes: Map<string, CompiledNode>): Fiel
  * Check a node's config against its operation's schema where the value is known before run time.
  * Errors at or under a `{{ }}` value are deferred: the resolved config is validated on every run.
  */
-function staticConfigErrors(operation: RegisteredOperation, config: object, dynamicPointers: string[], prefix: string, node: string): FieldError[] {
+function staticConfigErrors(
+  operation: RegisteredOperation,
+  config: object,
+  dynamicPointers: string[],
+  prefix: string,
+  node: string,
+): FieldError[] {
   const errors = operation.config.rawErrors(config);
-  const isDynamic = (pointer: string) => dynamicPointers.some((dynamic) => pointer === dynamic || pointer.startsWith(`${dynamic}/`));
-  return fieldErrors(errors.filter((error) => !isDynamic(error.instancePath)), prefix).map((error) => ({ ...error, node }));
+  const isDynamic = (pointer: string) =>
+    dynamicPointers.some((dynamic) => pointer === dynamic || pointer.startsWith(`${dynamic}/`));
+  return fieldErrors(
+    errors.filter((error) => !isDynamic(error.instancePath)),
+    prefix,
+  ).map((error) => ({ ...error, node }));
 }
 
 /** Topological order (document order among peers); reports cycles and nodes the trigger cannot reach. */
 function graphOrder(doc: FlowDocument, incoming: Map<string, CompiledEdge[]>, errors: FieldError[]): string[] {
-  const outgoing = new Map<string, string[]>([[TRIGGER, []], ...doc.nodes.map((node) => [node.id, []] as [string, string[]])]);
+  const outgoing = new Map<string, string[]>([
+    [TRIGGER, []],
+    ...doc.nodes.map((node) => [node.id, []] as [string, string[]]),
+  ]);
   for (const [to, edges] of incoming) for (const edge of edges) outgoing.get(edge.from)?.push(to);
 
   const reachable = new Set<string>([TRIGGER]);
@@ -195,8 +237,10 @@ function graphOrder(doc: FlowDocument, incoming: Map<string, CompiledEdge[]>, er
   }
 
   doc.nodes.forEach((node, index) => {
-    if (!reachable.has(node.id)) errors.push({ path: `$.nodes[${index}]`, message: 'is not reachable from the trigger', node: node.id });
-    else if (!order.includes(node.id)) errors.push({ path: `$.nodes[${index}]`, message: 'is part of a cycle', node: node.id });
+    if (!reachable.has(node.id))
+      errors.push({ path: `$.nodes[${index}]`, message: 'is not reachable from the trigger', node: node.id });
+    else if (!order.includes(node.id))
+      errors.push({ path: `$.nodes[${index}]`, message: 'is part of a cycle', node: node.id });
   });
   return order;
 }

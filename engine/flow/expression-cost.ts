@@ -15,9 +15,34 @@ export const MAX_INLINE_NODES = 64;
 
 /** Built-in functions whose time and result are linear in their arguments. */
 const LINEAR_FUNCTIONS = new Set([
-  'count', 'sum', 'max', 'min', 'average', 'string', 'length', 'substring', 'substringBefore', 'substringAfter',
-  'uppercase', 'lowercase', 'trim', 'contains', 'number', 'abs', 'floor', 'ceil', 'round', 'boolean', 'not',
-  'exists', 'keys', 'type', 'now', 'millis', 'lookup', 'append',
+  'count',
+  'sum',
+  'max',
+  'min',
+  'average',
+  'string',
+  'length',
+  'substring',
+  'substringBefore',
+  'substringAfter',
+  'uppercase',
+  'lowercase',
+  'trim',
+  'contains',
+  'number',
+  'abs',
+  'floor',
+  'ceil',
+  'round',
+  'boolean',
+  'not',
+  'exists',
+  'keys',
+  'type',
+  'now',
+  'millis',
+  'lookup',
+  'append',
 ]);
 
 const OPERATORS = new Set(['+', '-', '*', '/', '%', '=', '!=', '<', '<=', '>', '>=', '&', 'and', 'or', 'in']);
@@ -67,20 +92,36 @@ export function expressionCost(ast: unknown): ExpressionCost {
       case 'path':
         return node.group === undefined && node.steps!.every((step, index) => boundedStep(step, index, allowVariables));
       case 'binary':
-        return OPERATORS.has(String(node.value)) && bounded(node.lhs as AstNode, allowVariables) && bounded(node.rhs, allowVariables);
+        return (
+          OPERATORS.has(String(node.value)) &&
+          bounded(node.lhs as AstNode, allowVariables) &&
+          bounded(node.rhs, allowVariables)
+        );
       case 'unary':
-        if (node.value === '-') return bounded(node.expressions?.[0] ?? (node as { expression?: AstNode }).expression, allowVariables);
+        if (node.value === '-')
+          return bounded(node.expressions?.[0] ?? (node as { expression?: AstNode }).expression, allowVariables);
         if (node.value === '[') return node.expressions!.every((item) => bounded(item, allowVariables));
-        if (node.value === '{') return (node.lhs as AstNode[][]).every(([key, value]) => bounded(key, allowVariables) && bounded(value, allowVariables));
+        if (node.value === '{')
+          return (node.lhs as AstNode[][]).every(
+            ([key, value]) => bounded(key, allowVariables) && bounded(value, allowVariables),
+          );
         return false;
       case 'condition':
-        return bounded(node.condition, allowVariables) && bounded(node.then, allowVariables) && bounded(node.else, allowVariables);
+        return (
+          bounded(node.condition, allowVariables) &&
+          bounded(node.then, allowVariables) &&
+          bounded(node.else, allowVariables)
+        );
       case 'block':
         return node.expressions!.every((item) => bounded(item, allowVariables));
       case 'function': {
         const name = node.procedure?.type === 'variable' ? String(node.procedure.value) : undefined;
         if (name !== undefined) variables.add(name);
-        return name !== undefined && LINEAR_FUNCTIONS.has(name) && node.arguments!.every((argument) => bounded(argument, allowVariables));
+        return (
+          name !== undefined &&
+          LINEAR_FUNCTIONS.has(name) &&
+          node.arguments!.every((argument) => bounded(argument, allowVariables))
+        );
       }
       default:
         return false;
@@ -89,7 +130,8 @@ export function expressionCost(ast: unknown): ExpressionCost {
   // After the first step a path may only name fields: a variable or a block there would be evaluated
   // once per item (a cross product). Filters look only inside each item: no variables.
   const boundedStep = (step: AstNode, index: number, allowVariables: boolean): boolean => {
-    if (step.focus !== undefined || step.index !== undefined || step.tuple !== undefined || step.group !== undefined) return false;
+    if (step.focus !== undefined || step.index !== undefined || step.tuple !== undefined || step.group !== undefined)
+      return false;
     if (index > 0 && step.type !== 'name') return false;
     if (!bounded({ ...step, stages: undefined }, allowVariables)) return false;
     return (step.stages ?? []).every((stage) => stage.type === 'filter' && bounded(stage.expr, false));

@@ -24,7 +24,10 @@ export class Expression {
   /** The bindings the sandbox needs, for an expression evaluated there. */
   private readonly sandboxed?: readonly string[];
 
-  constructor(readonly source: string, private readonly sandbox: ExpressionSandbox) {
+  constructor(
+    readonly source: string,
+    private readonly sandbox: ExpressionSandbox,
+  ) {
     // Throws JSONata's syntax error (with position) for the caller to report against the field.
     const { timeoutMs, maxDepth } = sandbox.limits;
     const compiled = jsonata(source, { timeout: timeoutMs, stack: maxDepth, sequence: 1_000_000 });
@@ -70,7 +73,10 @@ export class Expression {
     let timer: NodeJS.Timeout | undefined;
     // JSONata's own timeout is cooperative; the race also bounds time spent waiting on `$lookup`.
     const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(permanent(`expression timed out after ${timeoutMs} ms: ${this.source}`)), timeoutMs);
+      timer = setTimeout(
+        () => reject(permanent(`expression timed out after ${timeoutMs} ms: ${this.source}`)),
+        timeoutMs,
+      );
     });
     try {
       return await Promise.race([this.compiled!.evaluate(bindings.input ?? {}, bindings), deadline]);
@@ -84,7 +90,10 @@ export class Expression {
 
 function expressionFailure(source: string, error: unknown) {
   if (error instanceof OperationError) return error;
-  const detail = error && typeof error === 'object' && 'message' in error ? String((error as { message: unknown }).message) : String(error);
+  const detail =
+    error && typeof error === 'object' && 'message' in error
+      ? String((error as { message: unknown }).message)
+      : String(error);
   // A failing expression is a fault of the flow document: retrying cannot help.
   return permanent(`expression failed: ${detail} (in ${source})`);
 }

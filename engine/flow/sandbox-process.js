@@ -44,20 +44,29 @@ async function evaluate(request) {
     const expression = compile(source, limits.timeoutMs, limits.maxDepth);
     // `$lookup` reads the tenant's data spaces through the parent, which holds the store.
     /** @param {unknown} space @param {unknown} key */
-    const lookup = (space, key) => new Promise((resolve) => {
-      const lookupId = nextLookup++;
-      lookups.set(lookupId, resolve);
-      reply({ kind: 'lookup', id, lookupId, space, key });
-    });
+    const lookup = (space, key) =>
+      new Promise((resolve) => {
+        const lookupId = nextLookup++;
+        lookups.set(lookupId, resolve);
+        reply({ kind: 'lookup', id, lookupId, space, key });
+      });
     const value = await expression.evaluate(bindings.input ?? {}, { ...bindings, lookup });
     const json = JSON.stringify(value);
     if (json !== undefined && json.length > limits.maxResultBytes) {
-      return reply({ kind: 'result', id, error: { limit: 'result', message: `its result of ${json.length} characters exceeds ${limits.maxResultBytes}` } });
+      return reply({
+        kind: 'result',
+        id,
+        error: { limit: 'result', message: `its result of ${json.length} characters exceeds ${limits.maxResultBytes}` },
+      });
     }
     reply({ kind: 'result', id, json });
   } catch (error) {
     const { message, code } = /** @type {{ message?: string; code?: string }} */ (error);
-    reply({ kind: 'result', id, error: code === JSONATA_TIMEOUT ? { limit: 'time', message: '' } : { message: String(message ?? error) } });
+    reply({
+      kind: 'result',
+      id,
+      error: code === JSONATA_TIMEOUT ? { limit: 'time', message: '' } : { message: String(message ?? error) },
+    });
   }
 }
 

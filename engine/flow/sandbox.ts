@@ -19,7 +19,13 @@ type SandboxBindings = Record<string, unknown>;
 export type Lookup = (space: unknown, key: unknown) => Promise<unknown> | unknown;
 
 export type SandboxRequest =
-  | { kind: 'evaluate'; id: number; source: string; bindings: SandboxBindings; limits: Pick<SandboxLimits, 'timeoutMs' | 'maxDepth' | 'maxResultBytes'> }
+  | {
+      kind: 'evaluate';
+      id: number;
+      source: string;
+      bindings: SandboxBindings;
+      limits: Pick<SandboxLimits, 'timeoutMs' | 'maxDepth' | 'maxResultBytes'>;
+    }
   | { kind: 'lookup'; id: number; lookupId: number; value: unknown };
 
 export type SandboxReply =
@@ -129,7 +135,8 @@ class SandboxProcess {
       return evaluation.reject(error as Error);
     }
     // It may have died between starting and now.
-    if (!this.alive) return evaluation.reject(retryable('an expression sandbox process ended before it could evaluate'));
+    if (!this.alive)
+      return evaluation.reject(retryable('an expression sandbox process ended before it could evaluate'));
     const { timeoutMs, maxDepth, maxResultBytes } = this.limits;
     return new Promise<void>((done) => {
       const timer = setTimeout(() => {
@@ -158,7 +165,13 @@ class SandboxProcess {
         },
       };
       this.child.on('message', onMessage);
-      this.send({ kind: 'evaluate', id: evaluation.id, source: evaluation.source, bindings: evaluation.bindings, limits: { timeoutMs, maxDepth, maxResultBytes } });
+      this.send({
+        kind: 'evaluate',
+        id: evaluation.id,
+        source: evaluation.source,
+        bindings: evaluation.bindings,
+        limits: { timeoutMs, maxDepth, maxResultBytes },
+      });
     });
   }
 
@@ -190,15 +203,21 @@ class SandboxProcess {
     const evaluation = this.current;
     if (!evaluation) return;
     if (this.stopping) return evaluation.reject(retryable('the expression sandbox closed'));
-    evaluation.reject(this.killedForTime
-      ? this.failure(evaluation.source, { limit: 'time', message: '' })
-      : permanent(`expression stopped: it went past the memory limit of ${this.limits.memoryMb} MB (EXPRESSION_MEMORY_MB) or a size limit of the JavaScript engine (in ${evaluation.source})`));
+    evaluation.reject(
+      this.killedForTime
+        ? this.failure(evaluation.source, { limit: 'time', message: '' })
+        : permanent(
+            `expression stopped: it went past the memory limit of ${this.limits.memoryMb} MB (EXPRESSION_MEMORY_MB) or a size limit of the JavaScript engine (in ${evaluation.source})`,
+          ),
+    );
   }
 
   private failure(source: string, error: { limit?: 'time' | 'result'; message: string }) {
     switch (error.limit) {
       case 'time':
-        return permanent(`expression stopped: it ran past the limit of ${this.limits.timeoutMs} ms (EXPRESSION_TIMEOUT_MS) (in ${source})`);
+        return permanent(
+          `expression stopped: it ran past the limit of ${this.limits.timeoutMs} ms (EXPRESSION_TIMEOUT_MS) (in ${source})`,
+        );
       case 'result':
         return permanent(`expression stopped: ${error.message} (in ${source})`);
       default:

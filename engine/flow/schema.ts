@@ -11,26 +11,47 @@ export const webhookTriggerConfigSchema = {
       oneOf: [
         { type: 'object', additionalProperties: false, required: ['type'], properties: { type: { const: 'none' } } },
         {
-          type: 'object', additionalProperties: false, required: ['type', 'header', 'secret'],
+          type: 'object',
+          additionalProperties: false,
+          required: ['type', 'header', 'secret'],
           description: 'A shared secret sent as-is in a header.',
-          properties: { type: { const: 'header' }, header: { type: 'string', minLength: 1 }, secret: { type: 'string', pattern: identifier } },
-        },
-        {
-          type: 'object', additionalProperties: false, required: ['type', 'secret'],
-          description: 'Shopify: HMAC-SHA256 of the raw body with the app\'s client secret, base64, in X-Shopify-Hmac-Sha256. '
-            + 'Deliveries are deduplicated on X-Shopify-Webhook-Id.',
           properties: {
-            type: { const: 'shopify' },
-            secret: { type: 'string', pattern: identifier, description: 'Secret variable holding the app\'s client secret.' },
-            previousSecret: {
-              type: 'string', pattern: identifier,
-              description: 'During a rotation Shopify may sign with the old secret for up to an hour: name it here, and remove it after.',
-            },
-            topic: { type: 'string', pattern: '^[a-z_]+/[a-z_]+$', description: 'Only deliveries whose X-Shopify-Topic is this (e.g. refunds/create).' },
+            type: { const: 'header' },
+            header: { type: 'string', minLength: 1 },
+            secret: { type: 'string', pattern: identifier },
           },
         },
         {
-          type: 'object', additionalProperties: false, required: ['type', 'header', 'secret'],
+          type: 'object',
+          additionalProperties: false,
+          required: ['type', 'secret'],
+          description:
+            "Shopify: HMAC-SHA256 of the raw body with the app's client secret, base64, in X-Shopify-Hmac-Sha256. " +
+            'Deliveries are deduplicated on X-Shopify-Webhook-Id.',
+          properties: {
+            type: { const: 'shopify' },
+            secret: {
+              type: 'string',
+              pattern: identifier,
+              description: "Secret variable holding the app's client secret.",
+            },
+            previousSecret: {
+              type: 'string',
+              pattern: identifier,
+              description:
+                'During a rotation Shopify may sign with the old secret for up to an hour: name it here, and remove it after.',
+            },
+            topic: {
+              type: 'string',
+              pattern: '^[a-z_]+/[a-z_]+$',
+              description: 'Only deliveries whose X-Shopify-Topic is this (e.g. refunds/create).',
+            },
+          },
+        },
+        {
+          type: 'object',
+          additionalProperties: false,
+          required: ['type', 'header', 'secret'],
           description: 'HMAC-SHA256 of the raw body, keyed with the secret, in a header.',
           properties: {
             type: { const: 'hmac-sha256' },
@@ -43,8 +64,10 @@ export const webhookTriggerConfigSchema = {
       ],
     },
     deliveryIdHeader: {
-      type: 'string', minLength: 1,
-      description: 'Header carrying the sender\'s delivery id, used to drop repeated deliveries. Idempotency-Key is always honoured.',
+      type: 'string',
+      minLength: 1,
+      description:
+        "Header carrying the sender's delivery id, used to drop repeated deliveries. Idempotency-Key is always honoured.",
     },
   },
 } as const;
@@ -52,11 +75,26 @@ export const webhookTriggerConfigSchema = {
 export const scheduleTriggerConfigSchema = {
   type: 'object',
   additionalProperties: false,
-  description: 'When to run: a cron pattern (with its time zone) or a fixed interval. Exactly one poll of a flow runs at a time.',
+  description:
+    'When to run: a cron pattern (with its time zone) or a fixed interval. Exactly one poll of a flow runs at a time.',
   properties: {
-    cron: { type: 'string', minLength: 9, maxLength: 120, description: 'Five fields (minute hour day month weekday), e.g. "*/5 * * * *".' },
-    timezone: { type: 'string', minLength: 1, maxLength: 64, description: 'IANA time zone of the cron pattern; UTC when absent.' },
-    every: { type: 'string', pattern: '^[1-9]\\d{0,5}(s|m|h)$', description: 'An interval such as "30s", "5m" or "1h".' },
+    cron: {
+      type: 'string',
+      minLength: 9,
+      maxLength: 120,
+      description: 'Five fields (minute hour day month weekday), e.g. "*/5 * * * *".',
+    },
+    timezone: {
+      type: 'string',
+      minLength: 1,
+      maxLength: 64,
+      description: 'IANA time zone of the cron pattern; UTC when absent.',
+    },
+    every: {
+      type: 'string',
+      pattern: '^[1-9]\\d{0,5}(s|m|h)$',
+      description: 'An interval such as "30s", "5m" or "1h".',
+    },
   },
 } as const;
 
@@ -66,17 +104,36 @@ export const flowDocumentSchema = {
   type: 'object',
   additionalProperties: false,
   required: ['key', 'name', 'trigger', 'nodes', 'edges'],
-  examples: [{
-    key: 'orders-to-erp', name: 'Orders to ERP',
-    trigger: { type: 'webhook', config: {} },
-    nodes: [
-      { id: 'map', operation: 'transform', config: { expression: "{{ {'id': $input.body.id, 'total': $input.body.total} }}" } },
-      { id: 'send', operation: 'http.request', config: { method: 'POST', url: '{{ $vars.ERP_URL }}/orders', body: '{{ $steps.map }}' }, retry: { maxAttempts: 5, backoffMs: 1000 } },
-    ],
-    edges: [{ from: 'trigger', to: 'map' }, { from: 'map', to: 'send' }],
-  }],
+  examples: [
+    {
+      key: 'orders-to-erp',
+      name: 'Orders to ERP',
+      trigger: { type: 'webhook', config: {} },
+      nodes: [
+        {
+          id: 'map',
+          operation: 'transform',
+          config: { expression: "{{ {'id': $input.body.id, 'total': $input.body.total} }}" },
+        },
+        {
+          id: 'send',
+          operation: 'http.request',
+          config: { method: 'POST', url: '{{ $vars.ERP_URL }}/orders', body: '{{ $steps.map }}' },
+          retry: { maxAttempts: 5, backoffMs: 1000 },
+        },
+      ],
+      edges: [
+        { from: 'trigger', to: 'map' },
+        { from: 'map', to: 'send' },
+      ],
+    },
+  ],
   properties: {
-    key: { type: 'string', pattern: '^[a-z0-9][a-z0-9-]{0,62}$', description: 'URL-safe, unique per tenant; part of the flow URL.' },
+    key: {
+      type: 'string',
+      pattern: '^[a-z0-9][a-z0-9-]{0,62}$',
+      description: 'URL-safe, unique per tenant; part of the flow URL.',
+    },
     name: { type: 'string', minLength: 1, maxLength: 200, description: 'Shown in lists and the dashboard.' },
     description: { type: 'string', maxLength: 4000 },
     trigger: {
@@ -86,11 +143,15 @@ export const flowDocumentSchema = {
       properties: { type: { enum: ['webhook', 'schedule'] } },
       oneOf: [
         {
-          type: 'object', additionalProperties: false, required: ['type'],
+          type: 'object',
+          additionalProperties: false,
+          required: ['type'],
           properties: { type: { const: 'webhook' }, config: webhookTriggerConfigSchema },
         },
         {
-          type: 'object', additionalProperties: false, required: ['type', 'config'],
+          type: 'object',
+          additionalProperties: false,
+          required: ['type', 'config'],
           properties: { type: { const: 'schedule' }, config: scheduleTriggerConfigSchema },
         },
       ],
@@ -105,24 +166,52 @@ export const flowDocumentSchema = {
         additionalProperties: false,
         required: ['id', 'operation'],
         properties: {
-          id: { type: 'string', pattern: identifier, not: { const: 'trigger' }, description: 'Referenced as $steps.<id>.' },
-          name: { type: 'string', maxLength: 200 },
-          operation: { type: 'string', minLength: 1, description: 'A registered operation (transform, http.request, ...) or action:<name>, a tenant action.' },
-          operationVersion: {
-            type: 'integer', minimum: 1, maximum: 999,
-            description: 'The major version of the operation the node runs. Publishing sets it to the newest where it is absent, so a later breaking version of the operation never changes a published flow.',
+          id: {
+            type: 'string',
+            pattern: identifier,
+            not: { const: 'trigger' },
+            description: 'Referenced as $steps.<id>.',
           },
-          config: { type: 'object', default: {}, description: 'Checked against the operation\'s config schema; a string that is exactly {{ expression }} is evaluated.' },
+          name: { type: 'string', maxLength: 200 },
+          operation: {
+            type: 'string',
+            minLength: 1,
+            description: 'A registered operation (transform, http.request, ...) or action:<name>, a tenant action.',
+          },
+          operationVersion: {
+            type: 'integer',
+            minimum: 1,
+            maximum: 999,
+            description:
+              'The major version of the operation the node runs. Publishing sets it to the newest where it is absent, so a later breaking version of the operation never changes a published flow.',
+          },
+          config: {
+            type: 'object',
+            default: {},
+            description:
+              "Checked against the operation's config schema; a string that is exactly {{ expression }} is evaluated.",
+          },
           retry: {
             type: 'object',
             additionalProperties: false,
             description: 'How often a retryable failure is tried again.',
             properties: {
               maxAttempts: { type: 'integer', minimum: 1, maximum: 25, default: 5 },
-              backoffMs: { type: 'integer', minimum: 0, maximum: 3_600_000, default: 1000, description: 'First delay; doubles on each retry, with jitter.' },
+              backoffMs: {
+                type: 'integer',
+                minimum: 0,
+                maximum: 3_600_000,
+                default: 1000,
+                description: 'First delay; doubles on each retry, with jitter.',
+              },
             },
           },
-          timeoutMs: { type: 'integer', minimum: 1, maximum: 900_000, description: 'One attempt\'s deadline; NODE_TIMEOUT_MS when absent.' },
+          timeoutMs: {
+            type: 'integer',
+            minimum: 1,
+            maximum: 900_000,
+            description: "One attempt's deadline; NODE_TIMEOUT_MS when absent.",
+          },
         },
       },
     },

@@ -34,7 +34,10 @@ export class TemplateCompiler {
   readonly dynamicPointers: string[] = [];
   readonly references: References = emptyReferences();
 
-  constructor(private readonly sandbox: ExpressionSandbox, private readonly node?: string) {}
+  constructor(
+    private readonly sandbox: ExpressionSandbox,
+    private readonly node?: string,
+  ) {}
 
   compile(value: unknown, path: string, pointer = ''): Template {
     if (typeof value === 'string') return this.compileString(value, path, pointer);
@@ -43,7 +46,9 @@ export class TemplateCompiler {
       return items.every((item) => item.isStatic) ? constant(value) : new ArrayTemplate(items);
     }
     if (value !== null && typeof value === 'object') {
-      const entries = Object.entries(value).map(([key, item]) => [key, this.compile(item, jsonPath('', key).replace('$', path), `${pointer}/${key}`)] as const);
+      const entries = Object.entries(value).map(
+        ([key, item]) => [key, this.compile(item, jsonPath('', key).replace('$', path), `${pointer}/${key}`)] as const,
+      );
       return entries.every(([, item]) => item.isStatic) ? constant(value) : new ObjectTemplate(entries);
     }
     return constant(value);

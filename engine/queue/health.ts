@@ -6,7 +6,8 @@ import type { RunJobData } from './run-queue.ts';
 export const HEARTBEAT_TTL_MS = 15_000;
 export const HEARTBEAT_INTERVAL_MS = 5_000;
 
-export const heartbeatKey = (queue: Queue | { opts: { prefix?: string }; name: string }) => `${queue.opts.prefix ?? 'bull'}:${queue.name}:tributary:workers`;
+export const heartbeatKey = (queue: Queue | { opts: { prefix?: string }; name: string }) =>
+  `${queue.opts.prefix ?? 'bull'}:${queue.name}:tributary:workers`;
 
 /** BullMQ types its connection abstractly; with ioredis connections it is an ioredis client. */
 export const ioredisOf = async (client: Promise<unknown>) => (await client) as Redis;
@@ -24,9 +25,18 @@ export async function inspectQueue(queue: Queue<RunJobData>): Promise<QueueRepor
   const client = await ioredisOf(queue.client);
   await client.ping();
   // Managed Redis may forbid CONFIG: report it rather than fail.
-  const policy = await client.config('GET', 'maxmemory-policy').then((reply: unknown) => String((reply as string[])[1]), () => 'unknown (CONFIG not allowed)');
+  const policy = await client.config('GET', 'maxmemory-policy').then(
+    (reply: unknown) => String((reply as string[])[1]),
+    () => 'unknown (CONFIG not allowed)',
+  );
   const liveWorkers = await client.zcount(heartbeatKey(queue), Date.now() - HEARTBEAT_TTL_MS, '+inf');
   const waiting = await queue.getWaitingCount();
   const [oldest] = waiting > 0 ? await queue.getJobs(['wait'], 0, 0, true) : [];
-  return { redis: 'ok', maxmemoryPolicy: policy, liveWorkers, waiting, oldestWaitingMs: oldest ? Date.now() - oldest.timestamp : 0 };
+  return {
+    redis: 'ok',
+    maxmemoryPolicy: policy,
+    liveWorkers,
+    waiting,
+    oldestWaitingMs: oldest ? Date.now() - oldest.timestamp : 0,
+  };
 }

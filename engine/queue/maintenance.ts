@@ -20,7 +20,10 @@ export class MaintenanceMode {
   private refreshing?: Promise<void>;
 
   /** `queues[0]`'s connection and prefix hold the flag. */
-  constructor(private readonly queues: Queue[], private readonly cacheTtlMs: number) {}
+  constructor(
+    private readonly queues: Queue[],
+    private readonly cacheTtlMs: number,
+  ) {}
 
   private get key() {
     return `${this.queues[0].opts.prefix ?? 'bull'}:tributary:maintenance`;
@@ -44,10 +47,13 @@ export class MaintenanceMode {
   /** Read the flag now (once at a time, bounded by the enqueue timeout). */
   refresh(): Promise<void> {
     this.refreshing ??= withinEnqueueTimeout(this.current(), 'read the maintenance flag')
-      .then((value) => {
-        this.known = value;
-        this.checkedAt = Date.now();
-      }, () => {})
+      .then(
+        (value) => {
+          this.known = value;
+          this.checkedAt = Date.now();
+        },
+        () => {},
+      )
       .finally(() => (this.refreshing = undefined));
     return this.refreshing;
   }

@@ -36,7 +36,11 @@ export class QueueReconciler {
   private timer?: NodeJS.Timeout;
   private sweeping?: Promise<number>;
 
-  constructor(private readonly queue: Queue<RunJobData>, private readonly store: Store, private readonly options: ReconcilerOptions) {}
+  constructor(
+    private readonly queue: Queue<RunJobData>,
+    private readonly store: Store,
+    private readonly options: ReconcilerOptions,
+  ) {}
 
   start() {
     this.timer = setInterval(() => void this.sweep(), this.options.intervalMs).unref();
@@ -78,7 +82,10 @@ export class QueueReconciler {
       if (!(await this.store.saveProgress(run.tenantId, run.id, [], { status: 'failed', error }))) continue;
       ended++;
       this.options.metrics.runAttempt(run.tenantId, 'failed', 0);
-      this.options.logger.warn({ tenantId: run.tenantId, runId: run.id, jobState: state, reason: error.message }, 'run failed: its job left the queue');
+      this.options.logger.warn(
+        { tenantId: run.tenantId, runId: run.id, jobState: state, reason: error.message },
+        'run failed: its job left the queue',
+      );
     }
     // The next look goes on from here; after the last page it starts over.
     this.cursor = runs.length === PAGE ? runs[runs.length - 1] : undefined;
@@ -92,12 +99,17 @@ export class QueueReconciler {
 
 /** Why a run failed whose job BullMQ failed (or that is no longer in the queue at all). */
 function jobLostError(failedReason: string | undefined): ErrorRecord {
-  if (failedReason === undefined) return { kind: 'permanent', message: 'its job left the queue without an outcome (removed from the queue); replay the message to run it again' };
+  if (failedReason === undefined)
+    return {
+      kind: 'permanent',
+      message: 'its job left the queue without an outcome (removed from the queue); replay the message to run it again',
+    };
   if (/stalled more than allowable limit/.test(failedReason)) {
     return {
       kind: 'permanent',
-      message: `crashed the worker ${MAX_STALLED_COUNT + 1} times: each worker running it died or stopped answering `
-        + '(a crash, an out-of-memory kill, or its event loop blocked past WORKER_LOCK_MS); it is not tried again',
+      message:
+        `crashed the worker ${MAX_STALLED_COUNT + 1} times: each worker running it died or stopped answering ` +
+        '(a crash, an out-of-memory kill, or its event loop blocked past WORKER_LOCK_MS); it is not tried again',
     };
   }
   return { kind: 'permanent', message: `its job failed in the queue: ${failedReason}` };

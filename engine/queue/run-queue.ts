@@ -21,8 +21,12 @@ export interface RunJobData {
   flowVersion: number;
 }
 
-export const runJob = (run: Pick<Run, 'tenantId' | 'id' | 'flowId' | 'flowVersion'>): RunJobData =>
-  ({ tenantId: run.tenantId, runId: run.id, flowId: run.flowId, flowVersion: run.flowVersion });
+export const runJob = (run: Pick<Run, 'tenantId' | 'id' | 'flowId' | 'flowVersion'>): RunJobData => ({
+  tenantId: run.tenantId,
+  runId: run.id,
+  flowId: run.flowId,
+  flowVersion: run.flowVersion,
+});
 
 export interface QueueOptions {
   connection: ConnectionOptions;
@@ -46,7 +50,10 @@ export const ENQUEUE_TIMEOUT_MS = 3000;
 export async function withinEnqueueTimeout<T>(call: Promise<T>, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`Redis did not ${what} within ${ENQUEUE_TIMEOUT_MS} ms`)), ENQUEUE_TIMEOUT_MS);
+    timer = setTimeout(
+      () => reject(new Error(`Redis did not ${what} within ${ENQUEUE_TIMEOUT_MS} ms`)),
+      ENQUEUE_TIMEOUT_MS,
+    );
   });
   try {
     return await Promise.race([call, timeout]);
@@ -85,7 +92,10 @@ export class RunQueue {
   /** The job id is the run id: adding a run that is already queued is a no-op. One round trip for all. */
   async enqueue(jobs: RunJobData[]): Promise<void> {
     if (jobs.length === 0) return;
-    await withinEnqueueTimeout(this.queue.addBulk(jobs.map((data) => ({ name: 'run', data, opts: { jobId: data.runId } }))), 'take the jobs');
+    await withinEnqueueTimeout(
+      this.queue.addBulk(jobs.map((data) => ({ name: 'run', data, opts: { jobId: data.runId } }))),
+      'take the jobs',
+    );
   }
 
   close() {
@@ -113,7 +123,11 @@ export class RunWorker {
   private heartbeat?: NodeJS.Timeout;
   private readonly slots?: TenantSlots;
 
-  constructor(private readonly executor: Executor, private readonly store: Store, private readonly options: WorkerOptions) {
+  constructor(
+    private readonly executor: Executor,
+    private readonly store: Store,
+    private readonly options: WorkerOptions,
+  ) {
     this.worker = new Worker<RunJobData>(RUN_QUEUE, (job, token) => this.process(job, token), {
       connection: options.connection,
       prefix: options.prefix,
@@ -125,7 +139,9 @@ export class RunWorker {
     });
     if (options.tenantConcurrency > 0) {
       this.slots = new TenantSlots(() => ioredisOf(this.worker.client), {
-        prefix: options.prefix, limit: options.tenantConcurrency, leaseMs: Math.max(options.lockDurationMs, HEARTBEAT_TTL_MS),
+        prefix: options.prefix,
+        limit: options.tenantConcurrency,
+        leaseMs: Math.max(options.lockDurationMs, HEARTBEAT_TTL_MS),
       });
     }
     // Every node in flight that asked for an abort signal listens to the shutdown: as many as the concurrency.
@@ -152,7 +168,11 @@ export class RunWorker {
       const client = await ioredisOf(this.worker.client);
       const key = heartbeatKey({ opts: { prefix: this.options.prefix }, name: RUN_QUEUE });
       const now = Date.now();
-      await client.multi().zadd(key, now, this.id).zremrangebyscore(key, '-inf', now - HEARTBEAT_TTL_MS * 4).exec();
+      await client
+        .multi()
+        .zadd(key, now, this.id)
+        .zremrangebyscore(key, '-inf', now - HEARTBEAT_TTL_MS * 4)
+        .exec();
       await this.slots?.renew();
     } catch (error) {
       this.options.logger.warn({ err: error }, 'worker heartbeat failed');
@@ -170,7 +190,11 @@ export class RunWorker {
     let status = 'error';
     const started = performance.now();
     try {
-      outcome = await this.executor.execute(job.data, this.shutdown.signal, (percent) => void job.updateProgress(percent).catch(() => {}));
+      outcome = await this.executor.execute(
+        job.data,
+        this.shutdown.signal,
+        (percent) => void job.updateProgress(percent).catch(() => {}),
+      );
       status = outcome.kind === 'finished' ? outcome.status : outcome.kind;
     } finally {
       this.options.metrics.runAttempt(tenantId, status, (performance.now() - started) / 1000);
@@ -194,7 +218,10 @@ export class RunWorker {
     try {
       // A failed attempt that will be retried leaves the job waiting or delayed; only a final failure leaves it failed.
       if ((await job.getState()) !== 'failed') return;
-      const reason = { kind: 'retryable' as const, message: `gave up after ${job.attemptsMade} attempts: ${error.message}` };
+      const reason = {
+        kind: 'retryable' as const,
+        message: `gave up after ${job.attemptsMade} attempts: ${error.message}`,
+      };
       await this.store.saveProgress(job.data.tenantId, job.data.runId, [], { status: 'failed', error: reason });
     } catch (failure) {
       this.options.logger.error({ err: failure, runId: job.data.runId }, 'could not record the failed run');
@@ -210,7 +237,9 @@ export class RunWorker {
     const timer = setTimeout(() => this.shutdown.abort(new Error('worker shutting down')), graceMs);
     try {
       const client = await ioredisOf(this.worker.client);
-      await client.zrem(heartbeatKey({ opts: { prefix: this.options.prefix }, name: RUN_QUEUE }), this.id).catch(() => {});
+      await client
+        .zrem(heartbeatKey({ opts: { prefix: this.options.prefix }, name: RUN_QUEUE }), this.id)
+        .catch(() => {});
       await this.worker.close();
     } finally {
       clearTimeout(timer);

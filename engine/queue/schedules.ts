@@ -27,7 +27,10 @@ const schedulerId = (tenantId: string, flowId: string) => `flow:${tenantId}:${fl
 export class FlowSchedules {
   readonly queue: Queue<TickJobData>;
 
-  constructor(private readonly store: Store, options: QueueOptions) {
+  constructor(
+    private readonly store: Store,
+    options: QueueOptions,
+  ) {
     this.queue = new Queue<TickJobData>(TICK_QUEUE, { connection: options.connection, prefix: options.prefix });
     this.queue.on('error', () => {});
   }
@@ -36,7 +39,9 @@ export class FlowSchedules {
     try {
       await withinEnqueueTimeout(this.apply(tenantId, flowId), 'update the schedule');
     } catch (error) {
-      throw retryable(`the flow's schedule could not be updated (${(error as Error).message}): activate the flow again`);
+      throw retryable(
+        `the flow's schedule could not be updated (${(error as Error).message}): activate the flow again`,
+      );
     }
   }
 
@@ -55,7 +60,10 @@ export class FlowSchedules {
 
   private async apply(tenantId: string, flowId: string): Promise<void> {
     const flow = await this.store.getFlow(tenantId, flowId);
-    const version = flow?.active && flow.activeVersion !== null ? await this.store.getFlowVersion(tenantId, flowId, flow.activeVersion) : undefined;
+    const version =
+      flow?.active && flow.activeVersion !== null
+        ? await this.store.getFlowVersion(tenantId, flowId, flow.activeVersion)
+        : undefined;
     const trigger = version?.document.trigger;
     const id = schedulerId(tenantId, flowId);
     if (!version || trigger?.type !== 'schedule' || !trigger.config) {
@@ -85,9 +93,19 @@ export class TickWorker {
 
   private readonly logger: Logger;
 
-  constructor(private readonly store: Store, private readonly runs: RunQueue, private readonly schedules: FlowSchedules, options: QueueOptions & { logger: Logger }) {
+  constructor(
+    private readonly store: Store,
+    private readonly runs: RunQueue,
+    private readonly schedules: FlowSchedules,
+    options: QueueOptions & { logger: Logger },
+  ) {
     this.logger = options.logger;
-    this.worker = new Worker<TickJobData>(TICK_QUEUE, (job) => this.tick(job), { connection: options.connection, prefix: options.prefix, concurrency: 1, autorun: false });
+    this.worker = new Worker<TickJobData>(TICK_QUEUE, (job) => this.tick(job), {
+      connection: options.connection,
+      prefix: options.prefix,
+      concurrency: 1,
+      autorun: false,
+    });
     this.worker.on('error', (error) => this.logger.error({ err: error }, 'tick worker error'));
   }
 
@@ -113,12 +131,26 @@ export class TickWorker {
       return { outcome: 'overlap' };
     }
     const firedAt = new Date().toISOString();
-    const scheduledAt = new Date(job.opts.delay !== undefined ? job.timestamp + job.opts.delay : job.timestamp).toISOString();
-    const [accepted] = await acceptMessages(this.store, this.runs, [{
-      // The tick's job id is unique per scheduled time: a tick handled twice starts one run.
-      message: { tenantId, id: newId(), flowId, flowVersion, deliveryId: `tick:${job.id}`, topic: 'schedule', body: { scheduledAt, firedAt }, headers: {}, query: {} },
-      runId: newId(),
-    }]);
+    const scheduledAt = new Date(
+      job.opts.delay !== undefined ? job.timestamp + job.opts.delay : job.timestamp,
+    ).toISOString();
+    const [accepted] = await acceptMessages(this.store, this.runs, [
+      {
+        // The tick's job id is unique per scheduled time: a tick handled twice starts one run.
+        message: {
+          tenantId,
+          id: newId(),
+          flowId,
+          flowVersion,
+          deliveryId: `tick:${job.id}`,
+          topic: 'schedule',
+          body: { scheduledAt, firedAt },
+          headers: {},
+          query: {},
+        },
+        runId: newId(),
+      },
+    ]);
     return { outcome: accepted.duplicate ? 'duplicate' : 'started', runId: accepted.run.id };
   }
 

@@ -22,7 +22,15 @@ export class TenantSlots {
   async acquire(tenantId: string, runId: string): Promise<boolean> {
     const now = Date.now();
     const redis = await this.redis();
-    const taken = await redis.eval(ACQUIRE, 1, this.key(tenantId), now, now + this.options.leaseMs, this.options.limit, runId);
+    const taken = await redis.eval(
+      ACQUIRE,
+      1,
+      this.key(tenantId),
+      now,
+      now + this.options.leaseMs,
+      this.options.limit,
+      runId,
+    );
     if (taken === 1) this.held.set(runId, tenantId);
     return taken === 1;
   }

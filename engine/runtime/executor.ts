@@ -1,11 +1,33 @@
 import type { Logger } from 'pino';
-import { NotFoundError, OperationError, permanent, retryable, toErrorRecord, toOperationError, type ErrorRecord } from '../errors.ts';
+import {
+  NotFoundError,
+  OperationError,
+  permanent,
+  retryable,
+  toErrorRecord,
+  toOperationError,
+  type ErrorRecord,
+} from '../errors.ts';
 import type { CompiledFlow, CompiledNode } from '../flow/compile.ts';
 import { truthy, type Bindings } from '../flow/expression.ts';
-import { StopSignal, type BatchHandle, type MessageInput, type OpenedDestination, type OperationContext } from '../operations.ts';
+import {
+  StopSignal,
+  type BatchHandle,
+  type MessageInput,
+  type OpenedDestination,
+  type OperationContext,
+} from '../operations.ts';
 import { openDestination } from '../destinations.ts';
 import { secretContext, type Keyring } from '../secrets/keyring.ts';
-import { isTerminal, type Run, type RunOutcome, type RunState, type Step, type Store, type TerminalRunStatus } from '../store/port.ts';
+import {
+  isTerminal,
+  type Run,
+  type RunOutcome,
+  type RunState,
+  type Step,
+  type Store,
+  type TerminalRunStatus,
+} from '../store/port.ts';
 import type { CompiledFlowCache } from './flow-cache.ts';
 import { redactSecrets } from './redact.ts';
 import { RunLogRecorder } from './run-log.ts';
@@ -47,7 +69,11 @@ const LATER_DEFAULT_MS = 60_000;
 export class Executor {
   constructor(private readonly options: ExecutorOptions) {}
 
-  async execute(job: { tenantId: string; runId: string; flowId: string; flowVersion: number }, shutdown: AbortSignal, progress: (percent: number) => void = () => {}): Promise<PassOutcome> {
+  async execute(
+    job: { tenantId: string; runId: string; flowId: string; flowVersion: number },
+    shutdown: AbortSignal,
+    progress: (percent: number) => void = () => {},
+  ): Promise<PassOutcome> {
     const { store, keyring } = this.options;
     const { tenantId, runId } = job;
     let flow: CompiledFlow;
@@ -62,9 +88,20 @@ export class Executor {
     }
     const state = await store.beginRun(tenantId, runId, flow.references);
     if (!state) return { kind: 'gone' };
-    if (isTerminal(state.run.status)) return { kind: 'finished', status: state.run.status, error: state.run.error ?? undefined };
-    const secrets = Object.fromEntries(state.sealedSecrets.map((sealed) => [sealed.name, keyring.open(sealed, secretContext(tenantId, sealed.name))]));
-    return new RunPass(this.options, new StoreSink(store, this.options.enqueue), state, flow, secrets, shutdown, progress).run();
+    if (isTerminal(state.run.status))
+      return { kind: 'finished', status: state.run.status, error: state.run.error ?? undefined };
+    const secrets = Object.fromEntries(
+      state.sealedSecrets.map((sealed) => [sealed.name, keyring.open(sealed, secretContext(tenantId, sealed.name))]),
+    );
+    return new RunPass(
+      this.options,
+      new StoreSink(store, this.options.enqueue),
+      state,
+      flow,
+      secrets,
+      shutdown,
+      progress,
+    ).run();
   }
 }
 
@@ -87,7 +124,10 @@ export class RunPass {
   private logger?: Logger;
 
   constructor(
-    private readonly options: Pick<ExecutorOptions, 'store' | 'actions' | 'keyring' | 'logger' | 'maxOutputBytes' | 'maxRetryDelayMs'>,
+    private readonly options: Pick<
+      ExecutorOptions,
+      'store' | 'actions' | 'keyring' | 'logger' | 'maxOutputBytes' | 'maxRetryDelayMs'
+    >,
     private readonly sink: RunSink,
     private readonly state: RunState,
     private readonly flow: CompiledFlow,
@@ -97,13 +137,26 @@ export class RunPass {
   ) {
     this.checkpoints = new Map(state.steps.map((step) => [step.key, step]));
     const { message } = state;
-    this.input = { messageId: message.id, receivedAt: message.receivedAt, body: message.body, headers: message.headers, query: message.query };
+    this.input = {
+      messageId: message.id,
+      receivedAt: message.receivedAt,
+      body: message.body,
+      headers: message.headers,
+      query: message.query,
+    };
     this.secretList = Object.values(secrets).filter((value) => value.length > 0);
   }
 
   async run(): Promise<PassOutcome> {
     const { vars, platform } = this.state;
-    const bindings: Bindings = { input: this.input, steps: this.outputs, vars, secrets: this.secrets, platform, lookup: this.lookup };
+    const bindings: Bindings = {
+      input: this.input,
+      steps: this.outputs,
+      vars,
+      secrets: this.secrets,
+      platform,
+      lookup: this.lookup,
+    };
     const done = new Set<string>([TRIGGER]);
     const last = this.flow.nodes[this.flow.nodes.length - 1];
     for (const node of this.flow.nodes) {
@@ -148,7 +201,9 @@ export class RunPass {
     this.lookups ??= new Map();
     let found = this.lookups.get(id);
     if (!found) {
-      found = this.options.store.getDocument(this.state.run.tenantId, space, String(key)).then((document) => document?.value);
+      found = this.options.store
+        .getDocument(this.state.run.tenantId, space, String(key))
+        .then((document) => document?.value);
       this.lookups.set(id, found);
     }
     return found;
@@ -163,12 +218,24 @@ export class RunPass {
   }
 
   /** Runs one node; returns an outcome when the pass must end here. */
-  private async runNode(node: CompiledNode, bindings: Bindings, checkpoint: Step | undefined): Promise<PassOutcome | undefined> {
+  private async runNode(
+    node: CompiledNode,
+    bindings: Bindings,
+    checkpoint: Step | undefined,
+  ): Promise<PassOutcome | undefined> {
     const startedAt = new Date().toISOString();
     const failuresSoFar = checkpoint?.status === 'waiting' ? checkpoint.attempts : 0;
     const attempt = failuresSoFar + 1;
     const step = (status: Step['status'], attempts: number, output: unknown, error: ErrorRecord | null): Step => ({
-      runId: this.state.run.id, key: node.id, nodeId: node.id, status, attempts, output, error, startedAt, finishedAt: new Date().toISOString(),
+      runId: this.state.run.id,
+      key: node.id,
+      nodeId: node.id,
+      status,
+      attempts,
+      output,
+      error,
+      startedAt,
+      finishedAt: new Date().toISOString(),
     });
 
     let result: unknown;
@@ -183,9 +250,16 @@ export class RunPass {
       }
       if (error.kind === 'retryable' && attempt < node.retry.maxAttempts) {
         this.unsaved.push(step('waiting', attempt, null, record));
-        return this.wait(record, Math.max(error.retryAfterMs ?? 0, backoff(node.retry.backoffMs, attempt)), error.message);
+        return this.wait(
+          record,
+          Math.max(error.retryAfterMs ?? 0, backoff(node.retry.backoffMs, attempt)),
+          error.message,
+        );
       }
-      const final = error.kind === 'retryable' ? { ...record, message: `gave up after ${attempt} attempts: ${record.message}` } : record;
+      const final =
+        error.kind === 'retryable'
+          ? { ...record, message: `gave up after ${attempt} attempts: ${record.message}` }
+          : record;
       this.unsaved.push(step('failed', attempt, null, final));
       this.log().warn({ nodeId: node.id, error: final }, 'run failed');
       return this.end({ status: 'failed', error: final });
@@ -204,13 +278,24 @@ export class RunPass {
     }
     const { text, value: output } = stored;
     const size = Buffer.byteLength(text);
-    if (size > this.options.maxOutputBytes) return this.failNode(step, attempt, node, `output of ${size} bytes exceeds the limit of ${this.options.maxOutputBytes}`);
+    if (size > this.options.maxOutputBytes)
+      return this.failNode(
+        step,
+        attempt,
+        node,
+        `output of ${size} bytes exceeds the limit of ${this.options.maxOutputBytes}`,
+      );
     this.unsaved.push(step('succeeded', attempt, output, null));
     this.outputs[node.id] = output;
     return undefined;
   }
 
-  private failNode(step: (status: Step['status'], attempts: number, output: unknown, error: ErrorRecord | null) => Step, attempt: number, node: CompiledNode, message: string) {
+  private failNode(
+    step: (status: Step['status'], attempts: number, output: unknown, error: ErrorRecord | null) => Step,
+    attempt: number,
+    node: CompiledNode,
+    message: string,
+  ) {
     const record: ErrorRecord = { kind: 'permanent', message, node: node.id };
     this.unsaved.push(step('failed', attempt, null, record));
     return this.end({ status: 'failed', error: record });
@@ -241,9 +326,12 @@ export class RunPass {
       const { definition } = node.operation;
       const ctx = this.context(node, config, attempt, signal);
       // A dry run sends nothing: a side-effecting operation describes what it would send, if it can.
-      const work = this.sink.mode === 'dry-run' && definition.sideEffects
-        ? (definition.preview ? definition.preview(ctx).then((wouldSend) => ({ dryRun: true, wouldSend })) : Promise.resolve({ dryRun: true, notRun: `${definition.name} has side effects and cannot describe them` }))
-        : definition.run(ctx);
+      const work =
+        this.sink.mode === 'dry-run' && definition.sideEffects
+          ? definition.preview
+            ? definition.preview(ctx).then((wouldSend) => ({ dryRun: true, wouldSend }))
+            : Promise.resolve({ dryRun: true, notRun: `${definition.name} has side effects and cannot describe them` })
+          : definition.run(ctx);
       return await Promise.race([work, timeout]);
     } finally {
       clearTimeout(timer);
@@ -251,7 +339,12 @@ export class RunPass {
     }
   }
 
-  private context(node: CompiledNode, config: unknown, attempt: number, signal: () => AbortSignal): OperationContext<unknown> {
+  private context(
+    node: CompiledNode,
+    config: unknown,
+    attempt: number,
+    signal: () => AbortSignal,
+  ): OperationContext<unknown> {
     const { run } = this.state;
     const pass = this;
     let logger: Logger | undefined;
@@ -262,7 +355,11 @@ export class RunPass {
       steps: this.outputs,
       // Created on first use: most operations never log.
       get logger() {
-        return (logger ??= (pass.runLog ??= new RunLogRecorder(pass.secretList)).wrap(pass.options.logger, () => pass.log().child({ nodeId: node.id }), node.id));
+        return (logger ??= (pass.runLog ??= new RunLogRecorder(pass.secretList)).wrap(
+          pass.options.logger,
+          () => pass.log().child({ nodeId: node.id }),
+          node.id,
+        ));
       },
       get signal() {
         return signal();
@@ -281,9 +378,11 @@ export class RunPass {
       },
       destination: (name) => this.destination(name),
       batch: (window) => this.batch(node, window),
-      action: (name, input, version) => this.options.actions.run(run.tenantId, name, version, input, `$.nodes.${node.id}.config`),
+      action: (name, input, version) =>
+        this.options.actions.run(run.tenantId, name, version, input, `$.nodes.${node.id}.config`),
       dataSpaces: {
-        get: (space, key) => this.options.store.getDocument(run.tenantId, space, key).then((document) => document?.value),
+        get: (space, key) =>
+          this.options.store.getDocument(run.tenantId, space, key).then((document) => document?.value),
         put: (space, key, value) => this.sink.putDocument(run, space, key, value),
       },
       incrementalField: {
@@ -299,7 +398,9 @@ export class RunPass {
   private async batch(node: CompiledNode, window: Window): Promise<BatchHandle> {
     const { sink } = this;
     const { run } = this.state;
-    const { id } = await this.subStep(node, 'batch', async () => ({ id: await sink.createBatch(run, node.id, window) }));
+    const { id } = await this.subStep(node, 'batch', async () => ({
+      id: await sink.createBatch(run, node.id, window),
+    }));
     return {
       id,
       add: (items) => sink.addBatchItems(run, id, items),
@@ -332,8 +433,15 @@ export class RunPass {
     const startedAt = new Date().toISOString();
     const value = await fn();
     const record: Step = {
-      runId: this.state.run.id, key, nodeId: node.id, status: 'succeeded', attempts: 1,
-      output: storableJson(redactSecrets(value ?? null, this.secretList)).value, error: null, startedAt, finishedAt: new Date().toISOString(),
+      runId: this.state.run.id,
+      key,
+      nodeId: node.id,
+      status: 'succeeded',
+      attempts: 1,
+      output: storableJson(redactSecrets(value ?? null, this.secretList)).value,
+      error: null,
+      startedAt,
+      finishedAt: new Date().toISOString(),
     };
     this.unsaved.push(record);
     await this.save();
@@ -352,7 +460,9 @@ export class RunPass {
 
   private async end(outcome: RunOutcome & { status: TerminalRunStatus }): Promise<PassOutcome> {
     await this.save(outcome);
-    return outcome.error ? { kind: 'finished', status: outcome.status, error: outcome.error } : { kind: 'finished', status: outcome.status };
+    return outcome.error
+      ? { kind: 'finished', status: outcome.status, error: outcome.error }
+      : { kind: 'finished', status: outcome.status };
   }
 
   private redactError(error: OperationError): OperationError {

@@ -10,7 +10,11 @@ import type { Store } from '../store/port.ts';
 export class CompiledFlowCache {
   private readonly entries = new Map<string, Promise<CompiledFlow>>();
 
-  constructor(private readonly store: Store, private readonly options: CompileOptions, private readonly capacity = 1000) {}
+  constructor(
+    private readonly store: Store,
+    private readonly options: CompileOptions,
+    private readonly capacity = 1000,
+  ) {}
 
   get(tenantId: string, flowId: string, version: number): Promise<CompiledFlow> {
     const key = `${tenantId}\0${flowId}\0${version}`;

@@ -7,9 +7,11 @@ export const MASK = '[REDACTED]';
 export function redactSecrets(value: unknown, secrets: readonly string[]): unknown {
   if (secrets.length === 0) return value;
   const walk = (item: unknown): unknown => {
-    if (typeof item === 'string') return secrets.reduce((text, secret) => (text.includes(secret) ? text.split(secret).join(MASK) : text), item);
+    if (typeof item === 'string')
+      return secrets.reduce((text, secret) => (text.includes(secret) ? text.split(secret).join(MASK) : text), item);
     if (Array.isArray(item)) return item.map(walk);
-    if (item !== null && typeof item === 'object') return Object.fromEntries(Object.entries(item).map(([key, inner]) => [key, walk(inner)]));
+    if (item !== null && typeof item === 'object')
+      return Object.fromEntries(Object.entries(item).map(([key, inner]) => [key, walk(inner)]));
     return item;
   };
   return walk(value);

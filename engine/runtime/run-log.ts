@@ -57,16 +57,33 @@ export class RunLogRecorder {
   private redacted(args: unknown[]): { message: string; data: unknown } {
     const [first, ...rest] = args;
     const withObject = first !== null && typeof first === 'object';
-    const text = withObject ? (rest.length > 0 ? format(...rest) : (first instanceof Error ? first.message : '')) : format(first, ...rest);
+    const text = withObject
+      ? rest.length > 0
+        ? format(...rest)
+        : first instanceof Error
+          ? first.message
+          : ''
+      : format(first, ...rest);
     const data = withObject ? (first instanceof Error ? { error: first.message } : first) : null;
-    return { message: (redactSecrets(text, this.secrets) as string).slice(0, MAX_MESSAGE_CHARS), data: data === null ? null : redactSecrets(data, this.secrets) };
+    return {
+      message: (redactSecrets(text, this.secrets) as string).slice(0, MAX_MESSAGE_CHARS),
+      data: data === null ? null : redactSecrets(data, this.secrets),
+    };
   }
 
   private keep(nodeId: string, level: LogLevel, message: string, data: unknown) {
     const kept = data === null ? null : storableData(data);
     this.lines.push({
-      nodeId, level, loggedAt: new Date().toISOString(), message,
-      data: kept === null ? null : Buffer.byteLength(kept.text) > MAX_DATA_BYTES ? { truncated: true, bytes: Buffer.byteLength(kept.text) } : kept.value,
+      nodeId,
+      level,
+      loggedAt: new Date().toISOString(),
+      message,
+      data:
+        kept === null
+          ? null
+          : Buffer.byteLength(kept.text) > MAX_DATA_BYTES
+            ? { truncated: true, bytes: Buffer.byteLength(kept.text) }
+            : kept.value,
     });
   }
 }

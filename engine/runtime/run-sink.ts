@@ -1,6 +1,15 @@
 import { permanent } from '../errors.ts';
 import { newId } from '../ids.ts';
-import type { BatchCounts, BatchStatus, IncrementalField, NewRunLog, Run, RunOutcome, Step, Store } from '../store/port.ts';
+import type {
+  BatchCounts,
+  BatchStatus,
+  IncrementalField,
+  NewRunLog,
+  Run,
+  RunOutcome,
+  Step,
+  Store,
+} from '../store/port.ts';
 import { LOG_LINES_PER_RUN } from './run-log.ts';
 
 export type Window = { from: string | null; to: string | null };
@@ -18,7 +27,10 @@ export interface RunSink {
   addBatchItems(run: Run, batchId: string, items: Array<{ key: string; item: unknown }>): Promise<number>;
   batchCounts(run: Run, batchId: string): Promise<BatchCounts>;
   setBatchStatus(run: Run, batchId: string, status: BatchStatus): Promise<void>;
-  setIncrementalField(run: Run, value: { field: string; value: string | null; overlapMs: number }): Promise<IncrementalField>;
+  setIncrementalField(
+    run: Run,
+    value: { field: string; value: string | null; overlapMs: number },
+  ): Promise<IncrementalField>;
   putDocument(run: Run, space: string, key: string, value: unknown): Promise<{ created: boolean }>;
   /** After a fan-out node: the item its following nodes run with in this pass, if any (a test run); none ends the run. */
   fanOutItem(): unknown;
@@ -28,21 +40,40 @@ export interface RunSink {
 export class StoreSink implements RunSink {
   readonly mode = 'run';
 
-  constructor(private readonly store: Store, private readonly enqueue: (runs: Run[]) => Promise<void>) {}
+  constructor(
+    private readonly store: Store,
+    private readonly enqueue: (runs: Run[]) => Promise<void>,
+  ) {}
 
   async save(run: Run, steps: Step[], outcome: RunOutcome | undefined, logs: NewRunLog[]) {
-    await this.store.saveProgress(run.tenantId, run.id, steps, outcome, logs.length > 0 ? { flowId: run.flowId, lines: logs, perRunLimit: LOG_LINES_PER_RUN } : undefined);
+    await this.store.saveProgress(
+      run.tenantId,
+      run.id,
+      steps,
+      outcome,
+      logs.length > 0 ? { flowId: run.flowId, lines: logs, perRunLimit: LOG_LINES_PER_RUN } : undefined,
+    );
   }
 
   async createBatch(run: Run, nodeId: string, window: Window) {
     const created = await this.store.createBatch(run.tenantId, {
-      id: newId(), flowId: run.flowId, flowVersion: run.flowVersion, runId: run.id, nodeId, windowFrom: window.from, windowTo: window.to,
+      id: newId(),
+      flowId: run.flowId,
+      flowVersion: run.flowVersion,
+      runId: run.id,
+      nodeId,
+      windowFrom: window.from,
+      windowTo: window.to,
     });
     return created.id;
   }
 
   async addBatchItems(run: Run, batchId: string, items: Array<{ key: string; item: unknown }>) {
-    const runs = await this.store.addBatchTasks(run.tenantId, batchId, items.map((item) => ({ ...item, messageId: newId(), runId: newId() })));
+    const runs = await this.store.addBatchTasks(
+      run.tenantId,
+      batchId,
+      items.map((item) => ({ ...item, messageId: newId(), runId: newId() })),
+    );
     await this.enqueue(runs);
     return runs.length;
   }
@@ -61,7 +92,8 @@ export class StoreSink implements RunSink {
 
   async putDocument(run: Run, space: string, key: string, value: unknown) {
     const written = await this.store.putDocuments(run.tenantId, space, [{ key, value }]);
-    if (!written) throw permanent(`there is no data space ${space}: create it first (PUT /api/v1/data-spaces/${space})`);
+    if (!written)
+      throw permanent(`there is no data space ${space}: create it first (PUT /api/v1/data-spaces/${space})`);
     return { created: written.created === 1 };
   }
 

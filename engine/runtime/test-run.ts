@@ -4,7 +4,16 @@ import type { ErrorRecord } from '../errors.ts';
 import type { CompiledFlow } from '../flow/compile.ts';
 import { newId } from '../ids.ts';
 import { secretContext, type Keyring } from '../secrets/keyring.ts';
-import type { BatchCounts, IncrementalField, NewRunLog, Run, RunOutcome, RunState, Step, Store } from '../store/port.ts';
+import type {
+  BatchCounts,
+  IncrementalField,
+  NewRunLog,
+  Run,
+  RunOutcome,
+  RunState,
+  Step,
+  Store,
+} from '../store/port.ts';
 import { RunPass } from './executor.ts';
 import { StoreSink, type RunSink } from './run-sink.ts';
 
@@ -45,7 +54,10 @@ class TestSink implements RunSink {
   count = 0;
   private batched = false;
 
-  constructor(dryRun: boolean, private readonly stores: StoreSink) {
+  constructor(
+    dryRun: boolean,
+    private readonly stores: StoreSink,
+  ) {
     this.mode = dryRun ? 'dry-run' : 'test';
   }
 
@@ -72,7 +84,10 @@ class TestSink implements RunSink {
 
   async setBatchStatus() {}
 
-  async setIncrementalField(run: Run, value: { field: string; value: string | null; overlapMs: number }): Promise<IncrementalField> {
+  async setIncrementalField(
+    run: Run,
+    value: { field: string; value: string | null; overlapMs: number },
+  ): Promise<IncrementalField> {
     return { flowId: run.flowId, ...value, movedAt: null, updatedAt: new Date().toISOString() };
   }
 
@@ -108,28 +123,74 @@ export class TestRunner {
   async run(tenantId: string, flowId: string, flow: CompiledFlow, request: TestRequest): Promise<TestResult> {
     const { store, keyring } = this.options;
     const context = await store.readRunContext(tenantId, flow.references);
-    const secrets = Object.fromEntries(context.sealedSecrets.map((sealed) => [sealed.name, keyring.open(sealed, secretContext(tenantId, sealed.name))]));
+    const secrets = Object.fromEntries(
+      context.sealedSecrets.map((sealed) => [sealed.name, keyring.open(sealed, secretContext(tenantId, sealed.name))]),
+    );
     const now = new Date().toISOString();
     const messageId = newId();
     const run: Run = {
-      tenantId, id: newId(), flowId, flowVersion: 0, messageId, status: 'running', heldBy: null, attempts: 1, error: null,
-      createdAt: now, startedAt: now, finishedAt: null, batchId: null,
+      tenantId,
+      id: newId(),
+      flowId,
+      flowVersion: 0,
+      messageId,
+      status: 'running',
+      heldBy: null,
+      attempts: 1,
+      error: null,
+      createdAt: now,
+      startedAt: now,
+      finishedAt: null,
+      batchId: null,
     };
     const message = {
-      tenantId, id: messageId, flowId, flowVersion: 0, deliveryId: null, topic: null, receivedAt: now,
-      body: request.input.body ?? null, headers: request.input.headers ?? {}, query: request.input.query ?? {},
+      tenantId,
+      id: messageId,
+      flowId,
+      flowVersion: 0,
+      deliveryId: null,
+      topic: null,
+      receivedAt: now,
+      body: request.input.body ?? null,
+      headers: request.input.headers ?? {},
+      query: request.input.query ?? {},
     };
     // One node alone: every other node counts as done, with the outputs given for it.
-    const steps: Step[] = request.node === undefined ? [] : flow.nodes.filter((node) => node.id !== request.node).map((node) => ({
-      runId: run.id, key: node.id, nodeId: node.id, status: 'succeeded', attempts: 1, output: request.steps?.[node.id] ?? null, error: null, startedAt: now, finishedAt: now,
-    }));
+    const steps: Step[] =
+      request.node === undefined
+        ? []
+        : flow.nodes
+            .filter((node) => node.id !== request.node)
+            .map((node) => ({
+              runId: run.id,
+              key: node.id,
+              nodeId: node.id,
+              status: 'succeeded',
+              attempts: 1,
+              output: request.steps?.[node.id] ?? null,
+              error: null,
+              startedAt: now,
+              finishedAt: now,
+            }));
     const state: RunState = { run, message, steps, ...context };
     const sink = new TestSink(request.dryRun, new StoreSink(store, async () => {}));
-    const pass = new RunPass({ ...this.options, maxRetryDelayMs: 0 }, sink, state, flow, secrets, new AbortController().signal, () => {});
+    const pass = new RunPass(
+      { ...this.options, maxRetryDelayMs: 0 },
+      sink,
+      state,
+      flow,
+      secrets,
+      new AbortController().signal,
+      () => {},
+    );
     const outcome = await pass.run();
     return {
       status: outcome.kind === 'wait' ? 'waiting' : outcome.kind === 'finished' ? outcome.status : 'failed',
-      dryRun: request.dryRun, error: sink.outcome?.error ?? null, steps: sink.steps, logs: sink.logs, batch: sink.batch,
+      dryRun: request.dryRun,
+      error: sink.outcome?.error ?? null,
+      steps: sink.steps,
+      logs: sink.logs,
+      batch: sink.batch,
     };
   }
 }

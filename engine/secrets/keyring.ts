@@ -13,7 +13,8 @@ export class Keyring {
   constructor(keys: Array<{ id: string; key: Buffer }>) {
     if (keys.length === 0) throw new Error('the keyring needs at least one key');
     for (const { id, key } of keys) {
-      if (!/^[A-Za-z0-9_-]{1,32}$/.test(id)) throw new Error(`secret key id "${id}" must be 1-32 letters, digits, _ or -`);
+      if (!/^[A-Za-z0-9_-]{1,32}$/.test(id))
+        throw new Error(`secret key id "${id}" must be 1-32 letters, digits, _ or -`);
       if (key.length !== 32) throw new Error(`secret key "${id}" must be 32 bytes (AES-256), got ${key.length}`);
     }
     this.keys = new Map(keys.map(({ id, key }) => [id, key]));
@@ -22,11 +23,17 @@ export class Keyring {
 
   /** Parse `SECRETS_KEY`: `id:base64key[,id:base64key...]`, the first one sealing new values. */
   static parse(text: string): Keyring {
-    return new Keyring(text.split(',').map((entry) => entry.trim()).filter(Boolean).map((entry) => {
-      const separator = entry.indexOf(':');
-      if (separator < 1) throw new Error('SECRETS_KEY entries look like <key id>:<base64 of 32 bytes>');
-      return { id: entry.slice(0, separator), key: Buffer.from(entry.slice(separator + 1), 'base64') };
-    }));
+    return new Keyring(
+      text
+        .split(',')
+        .map((entry) => entry.trim())
+        .filter(Boolean)
+        .map((entry) => {
+          const separator = entry.indexOf(':');
+          if (separator < 1) throw new Error('SECRETS_KEY entries look like <key id>:<base64 of 32 bytes>');
+          return { id: entry.slice(0, separator), key: Buffer.from(entry.slice(separator + 1), 'base64') };
+        }),
+    );
   }
 
   static generateEntry(id = `k${Date.now().toString(36)}`): string {

@@ -1,9 +1,66 @@
 import type { ErrorRecord } from '../errors.ts';
 import type { FlowDocument } from '../flow/schema.ts';
 import type { SealedValue } from '../secrets/keyring.ts';
-import { terminalRunStatuses, type TenantAction, type LogLevel, type RunLog, type DataDocument, type DataSpace, type Statistics, type UserSettings, type BlockedTopic, type HoldReason, type MessageInfo, type MessageStatus, type Batch, type BatchStatus, type BatchTask, type IncrementalField, type Destination, type Flow, type FlowVersion, type Message, type Run, type RunStatus, type SecretInfo, type Step, type Tenant, type TerminalRunStatus, type Variable } from '../resources.ts';
+import {
+  terminalRunStatuses,
+  type TenantAction,
+  type LogLevel,
+  type RunLog,
+  type DataDocument,
+  type DataSpace,
+  type Statistics,
+  type UserSettings,
+  type BlockedTopic,
+  type HoldReason,
+  type MessageInfo,
+  type MessageStatus,
+  type Batch,
+  type BatchStatus,
+  type BatchTask,
+  type IncrementalField,
+  type Destination,
+  type Flow,
+  type FlowVersion,
+  type Message,
+  type Run,
+  type RunStatus,
+  type SecretInfo,
+  type Step,
+  type Tenant,
+  type TerminalRunStatus,
+  type Variable,
+} from '../resources.ts';
 
-export type { TenantAction, LogLevel, RunLog, DataDocument, DataSpace, Statistics, UserSettings, BlockedTopic, HoldReason, MessageInfo, MessageStatus, Batch, BatchCounts, BatchStatus, BatchTask, IncrementalField, Destination, Flow, FlowVersion, Message, Run, RunStatus, SecretInfo, Step, StepStatus, Tenant, TerminalRunStatus, Variable } from '../resources.ts';
+export type {
+  TenantAction,
+  LogLevel,
+  RunLog,
+  DataDocument,
+  DataSpace,
+  Statistics,
+  UserSettings,
+  BlockedTopic,
+  HoldReason,
+  MessageInfo,
+  MessageStatus,
+  Batch,
+  BatchCounts,
+  BatchStatus,
+  BatchTask,
+  IncrementalField,
+  Destination,
+  Flow,
+  FlowVersion,
+  Message,
+  Run,
+  RunStatus,
+  SecretInfo,
+  Step,
+  StepStatus,
+  Tenant,
+  TerminalRunStatus,
+  Variable,
+} from '../resources.ts';
 export { messageStatuses, runStatuses, stepStatuses, terminalRunStatuses } from '../resources.ts';
 
 /**
@@ -36,7 +93,12 @@ export interface Store {
   replaceDraft(tenantId: string, id: string, expectedRevision: number, draft: FlowDocument): Promise<Flow>;
   deleteFlow(tenantId: string, id: string): Promise<boolean>;
   /** Store `document` as the next immutable version and make it the active one. */
-  publishFlow(tenantId: string, id: string, expectedRevision: number | undefined, document: FlowDocument): Promise<FlowVersion>;
+  publishFlow(
+    tenantId: string,
+    id: string,
+    expectedRevision: number | undefined,
+    document: FlowDocument,
+  ): Promise<FlowVersion>;
   setFlowActive(tenantId: string, id: string, active: boolean): Promise<Flow>;
   getFlowVersion(tenantId: string, flowId: string, version: number): Promise<FlowVersion | undefined>;
   listFlowVersions(tenantId: string, flowId: string, page: PageRequest): Promise<Page<FlowVersion>>;
@@ -53,12 +115,18 @@ export interface Store {
   sealedSecrets(tenantId: string, names: Iterable<string>): Promise<Array<{ name: string } & SealedValue>>;
 
   /** Create or replace a destination (settings in the clear, credentials sealed). */
-  putDestination(tenantId: string, destination: NewDestination): Promise<{ destination: Destination; created: boolean }>;
+  putDestination(
+    tenantId: string,
+    destination: NewDestination,
+  ): Promise<{ destination: Destination; created: boolean }>;
   getDestination(tenantId: string, name: string): Promise<Destination | undefined>;
   listDestinations(tenantId: string, page: PageRequest): Promise<Page<Destination>>;
   deleteDestination(tenantId: string, name: string): Promise<boolean>;
   /** A destination with its sealed credentials, for the run that uses it. */
-  getSealedDestination(tenantId: string, name: string): Promise<{ destination: Destination; sealedCredentials: SealedValue } | undefined>;
+  getSealedDestination(
+    tenantId: string,
+    name: string,
+  ): Promise<{ destination: Destination; sealedCredentials: SealedValue } | undefined>;
 
   /**
    * Record inbound messages with their runs, all in one statement. A run is `held` (no job is to be
@@ -79,7 +147,13 @@ export interface Store {
    * Save checkpoints, optionally the run's new status, and what its operations logged, in one
    * statement. A finished run keeps its first outcome; returns whether the status was written.
    */
-  saveProgress(tenantId: string, runId: string, steps: Step[], outcome?: RunOutcome, logs?: RunLogAppend): Promise<boolean>;
+  saveProgress(
+    tenantId: string,
+    runId: string,
+    steps: Step[],
+    outcome?: RunOutcome,
+    logs?: RunLogAppend,
+  ): Promise<boolean>;
   /** What a run would read (a test run, which has no record): the same as `beginRun` gives. */
   readRunContext(tenantId: string, reads: RunReads): Promise<Pick<RunState, 'vars' | 'sealedSecrets' | 'platform'>>;
   getRun(tenantId: string, runId: string): Promise<{ run: Run; steps: Step[] } | undefined>;
@@ -89,7 +163,11 @@ export interface Store {
   /** A fan-out node's batch, with its task counts. */
   createBatch(tenantId: string, batch: NewBatch): Promise<Batch>;
   getBatch(tenantId: string, id: string): Promise<Batch | undefined>;
-  listBatches(tenantId: string, filter: { flowId?: string; status?: BatchStatus }, page: PageRequest): Promise<Page<Batch>>;
+  listBatches(
+    tenantId: string,
+    filter: { flowId?: string; status?: BatchStatus },
+    page: PageRequest,
+  ): Promise<Page<Batch>>;
   /** Moves a batch on; `succeeded` and `failed` also stamp when it finished. */
   setBatchStatus(tenantId: string, id: string, status: BatchStatus): Promise<void>;
   /**
@@ -98,20 +176,38 @@ export interface Store {
    * statement. Returns the new runs, to be enqueued.
    */
   addBatchTasks(tenantId: string, batchId: string, items: NewBatchTask[]): Promise<Run[]>;
-  listBatchTasks(tenantId: string, batchId: string, filter: { status?: RunStatus }, page: PageRequest): Promise<Page<BatchTask>>;
+  listBatchTasks(
+    tenantId: string,
+    batchId: string,
+    filter: { status?: RunStatus },
+    page: PageRequest,
+  ): Promise<Page<BatchTask>>;
   /** A new run for each failed task of the batch, in place of the failed one (which stays in the history). */
   retryFailedTasks(tenantId: string, batchId: string, newId: () => string): Promise<Run[]>;
 
   getIncrementalField(tenantId: string, flowId: string): Promise<IncrementalField | undefined>;
   listIncrementalFields(tenantId: string, page: PageRequest): Promise<Page<IncrementalField>>;
   /** Sets the field; `movedAt` changes only when the value does. */
-  putIncrementalField(tenantId: string, flowId: string, field: { field: string; value: string | null; overlapMs: number }): Promise<IncrementalField>;
+  putIncrementalField(
+    tenantId: string,
+    flowId: string,
+    field: { field: string; value: string | null; overlapMs: number },
+  ): Promise<IncrementalField>;
   deleteIncrementalField(tenantId: string, flowId: string): Promise<boolean>;
   listRuns(tenantId: string, filter: { flowId?: string; status?: RunStatus }, page: PageRequest): Promise<Page<Run>>;
 
   /** Messages newest first; bodies over `bodyCapBytes` are left out (`bodyTruncated`). */
-  listMessages(tenantId: string, filter: MessageFilter, page: PageRequest, bodyCapBytes: number): Promise<Page<MessageInfo>>;
-  getMessage(tenantId: string, id: string, bodyCapBytes: number): Promise<{ message: MessageInfo; runs: Run[] } | undefined>;
+  listMessages(
+    tenantId: string,
+    filter: MessageFilter,
+    page: PageRequest,
+    bodyCapBytes: number,
+  ): Promise<Page<MessageInfo>>;
+  getMessage(
+    tenantId: string,
+    id: string,
+    bodyCapBytes: number,
+  ): Promise<{ message: MessageInfo; runs: Run[] } | undefined>;
   /**
    * A new queued run of the message on its flow's active version. Refused (ConflictError) for a
    * duplicate, a batch item, a message whose latest run is unfinished, or a flow without an active
@@ -126,7 +222,12 @@ export interface Store {
    * failed (at most `limit`, oldest first); `more` when others remain. Batch items are left to
    * their batch's retry.
    */
-  retryFailedRuns(tenantId: string, flowId: string, newId: () => string, limit: number): Promise<{ runs: Run[]; more: boolean }>;
+  retryFailedRuns(
+    tenantId: string,
+    flowId: string,
+    newId: () => string,
+    limit: number,
+  ): Promise<{ runs: Run[]; more: boolean }>;
 
   /** Runs created in [from, to) per time bucket, flow and status, with duration percentiles; messages per bucket and topic. */
   statistics(tenantId: string, request: StatisticsRequest): Promise<Statistics>;
@@ -134,20 +235,37 @@ export interface Store {
   flowHealth(tenantId: string): Promise<{ activeFlows: number; lastErrors: FlowLastError[] }>;
 
   /** Platform-wide named values (PlatformGlobal); `tenantId` set: one tenant's overrides (PlatformTenantGlobal). */
-  putPlatformValue(scope: PlatformScope, name: string, value: unknown): Promise<{ variable: Variable; created: boolean }>;
+  putPlatformValue(
+    scope: PlatformScope,
+    name: string,
+    value: unknown,
+  ): Promise<{ variable: Variable; created: boolean }>;
   getPlatformValue(scope: PlatformScope, name: string): Promise<Variable | undefined>;
   listPlatformValues(scope: PlatformScope, page: PageRequest): Promise<Page<Variable>>;
   deletePlatformValue(scope: PlatformScope, name: string): Promise<boolean>;
 
-  putDataSpace(tenantId: string, name: string, description: string | null): Promise<{ space: DataSpace; created: boolean }>;
+  putDataSpace(
+    tenantId: string,
+    name: string,
+    description: string | null,
+  ): Promise<{ space: DataSpace; created: boolean }>;
   getDataSpace(tenantId: string, name: string): Promise<DataSpace | undefined>;
   listDataSpaces(tenantId: string, page: PageRequest): Promise<Page<DataSpace>>;
   /** The space and all its documents. */
   deleteDataSpace(tenantId: string, name: string): Promise<boolean>;
   /** Create or replace documents of an existing space, in one statement; undefined if there is no such space. */
-  putDocuments(tenantId: string, space: string, documents: Array<{ key: string; value: unknown }>): Promise<{ created: number; updated: number } | undefined>;
+  putDocuments(
+    tenantId: string,
+    space: string,
+    documents: Array<{ key: string; value: unknown }>,
+  ): Promise<{ created: number; updated: number } | undefined>;
   getDocument(tenantId: string, space: string, key: string): Promise<DataDocument | undefined>;
-  listDocuments(tenantId: string, space: string, filter: { prefix?: string }, page: PageRequest): Promise<Page<DataDocument>>;
+  listDocuments(
+    tenantId: string,
+    space: string,
+    filter: { prefix?: string },
+    page: PageRequest,
+  ): Promise<Page<DataDocument>>;
   deleteDocument(tenantId: string, space: string, key: string): Promise<boolean>;
 
   /** Log lines newest first. */
@@ -158,10 +276,17 @@ export interface Store {
    * Unfinished runs (queued, running, waiting) of every tenant created before `createdBefore`, oldest
    * first, after the cursor: what the queue reconciler checks against the queue's jobs.
    */
-  listUnfinishedRuns(createdBefore: string, after: UnfinishedRunCursor | undefined, limit: number): Promise<UnfinishedRun[]>;
+  listUnfinishedRuns(
+    createdBefore: string,
+    after: UnfinishedRunCursor | undefined,
+    limit: number,
+  ): Promise<UnfinishedRun[]>;
 
   /** Saves the action as its next version (1 for a new name). */
-  putAction(tenantId: string, action: Pick<TenantAction, 'name' | 'description' | 'expression' | 'inputSchema' | 'outputSchema'>): Promise<TenantAction>;
+  putAction(
+    tenantId: string,
+    action: Pick<TenantAction, 'name' | 'description' | 'expression' | 'inputSchema' | 'outputSchema'>,
+  ): Promise<TenantAction>;
   /** A version of an action; the latest without one. */
   getAction(tenantId: string, name: string, version?: number): Promise<TenantAction | undefined>;
   /** The latest version of each action, by name. */
@@ -173,7 +298,11 @@ export interface Store {
   getUserSettings(tenantId: string, subject: string): Promise<UserSettings | undefined>;
   putUserSettings(tenantId: string, subject: string, settings: UserSettings['settings']): Promise<UserSettings>;
 
-  blockTopic(tenantId: string, topic: string, reason: string | null): Promise<{ blockedTopic: BlockedTopic; created: boolean }>;
+  blockTopic(
+    tenantId: string,
+    topic: string,
+    reason: string | null,
+  ): Promise<{ blockedTopic: BlockedTopic; created: boolean }>;
   listBlockedTopics(tenantId: string, page: PageRequest): Promise<Page<BlockedTopic>>;
   unblockTopic(tenantId: string, topic: string): Promise<boolean>;
   /**
@@ -200,7 +329,13 @@ export interface Backlog {
   runs: Record<RunStatus, number>;
   /** Per message status, of messages received since `since`. */
   messages: Record<MessageStatus, number>;
-  oldestWaiting: { runId: string; flowId: string; status: 'queued' | 'waiting'; createdAt: string; ageMs: number } | null;
+  oldestWaiting: {
+    runId: string;
+    flowId: string;
+    status: 'queued' | 'waiting';
+    createdAt: string;
+    ageMs: number;
+  } | null;
 }
 
 export interface NewRunLog {
@@ -284,7 +419,8 @@ export interface SigningKey {
   createdAt: string;
 }
 
-export const isTerminal = (status: RunStatus): status is TerminalRunStatus => (terminalRunStatuses as readonly string[]).includes(status);
+export const isTerminal = (status: RunStatus): status is TerminalRunStatus =>
+  (terminalRunStatuses as readonly string[]).includes(status);
 
 export type NewMessage = Omit<Message, 'receivedAt'>;
 

@@ -14,18 +14,24 @@ export function intervalMs(every: string): number {
 
 /** What BullMQ's job scheduler repeats on. */
 export function repeatOptions(config: ScheduleTriggerConfig): { pattern: string; tz: string } | { every: number } {
-  return config.cron !== undefined ? { pattern: config.cron, tz: config.timezone ?? 'UTC' } : { every: intervalMs(config.every!) };
+  return config.cron !== undefined
+    ? { pattern: config.cron, tz: config.timezone ?? 'UTC' }
+    : { every: intervalMs(config.every!) };
 }
 
 /** Problems the JSON Schema cannot see: exactly one of cron and every, a pattern that parses, a real time zone. */
 export function scheduleErrors(config: ScheduleTriggerConfig, at: string): FieldError[] {
-  if ((config.cron === undefined) === (config.every === undefined)) return [{ path: at, message: 'needs exactly one of cron and every' }];
+  if ((config.cron === undefined) === (config.every === undefined))
+    return [{ path: at, message: 'needs exactly one of cron and every' }];
   if (config.every !== undefined) {
     if (config.timezone !== undefined) return [{ path: `${at}.timezone`, message: 'applies to cron only' }];
-    return intervalMs(config.every) < MIN_INTERVAL_MS ? [{ path: `${at}.every`, message: `must be at least ${MIN_INTERVAL_MS / 1000}s` }] : [];
+    return intervalMs(config.every) < MIN_INTERVAL_MS
+      ? [{ path: `${at}.every`, message: `must be at least ${MIN_INTERVAL_MS / 1000}s` }]
+      : [];
   }
   const errors: FieldError[] = [];
-  if (config.cron!.trim().split(/\s+/).length !== 5) errors.push({ path: `${at}.cron`, message: 'must have five fields: minute hour day-of-month month day-of-week' });
+  if (config.cron!.trim().split(/\s+/).length !== 5)
+    errors.push({ path: `${at}.cron`, message: 'must have five fields: minute hour day-of-month month day-of-week' });
   else {
     try {
       cronParser.parseExpression(config.cron!, { tz: 'UTC' });

@@ -49,16 +49,23 @@ export function deliveryIdHeader(config: WebhookTriggerConfig): string | undefin
  * Whether a delivery proves its origin as the trigger requires. `secretValues` are the values of
  * the verification's secrets; any of them may have signed (the previous one, during a rotation).
  */
-export function verifyDelivery(verify: Verify, rawBody: Buffer, headers: Headers, secretValues: readonly string[]): boolean {
+export function verifyDelivery(
+  verify: Verify,
+  rawBody: Buffer,
+  headers: Headers,
+  secretValues: readonly string[],
+): boolean {
   if (!verify || verify.type === 'none') return true;
   const presented = headerValue(headers, verificationHeader(verify)!);
   if (presented === undefined || secretValues.length === 0) return false;
   if (verify.type === 'header') return secretValues.some((secret) => constantTimeEqual(presented, secret));
-  const encoding = verify.type === 'shopify' ? 'base64' : verify.encoding ?? 'hex';
-  const prefix = verify.type === 'shopify' ? '' : verify.prefix ?? '';
+  const encoding = verify.type === 'shopify' ? 'base64' : (verify.encoding ?? 'hex');
+  const prefix = verify.type === 'shopify' ? '' : (verify.prefix ?? '');
   if (!presented.startsWith(prefix)) return false;
   const digest = presented.slice(prefix.length);
-  return secretValues.some((secret) => constantTimeEqual(digest, createHmac('sha256', secret).update(rawBody).digest(encoding)));
+  return secretValues.some((secret) =>
+    constantTimeEqual(digest, createHmac('sha256', secret).update(rawBody).digest(encoding)),
+  );
 }
 
 /** Headers that carry credentials or proofs by their name: never stored, shown or given to a run. */

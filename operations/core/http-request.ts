@@ -20,26 +20,43 @@ const configSchema = {
     timeoutMs: { type: 'integer', minimum: 1, maximum: 300_000, default: 30_000 },
     maxResponseBytes: { type: 'integer', minimum: 1, maximum: MAX_RESPONSE_BYTES, default: 5 * 1024 * 1024 },
     idempotencyKeyHeader: {
-      type: ['string', 'null'], default: 'Idempotency-Key',
+      type: ['string', 'null'],
+      default: 'Idempotency-Key',
       description: 'Header that carries the idempotency key; null sends none.',
     },
     auth: {
       oneOf: [
         { type: 'object', additionalProperties: false, required: ['type'], properties: { type: { const: 'none' } } },
-        { type: 'object', additionalProperties: false, required: ['type', 'token'], properties: { type: { const: 'bearer' }, token: text } },
         {
-          type: 'object', additionalProperties: false, required: ['type', 'username', 'password'],
+          type: 'object',
+          additionalProperties: false,
+          required: ['type', 'token'],
+          properties: { type: { const: 'bearer' }, token: text },
+        },
+        {
+          type: 'object',
+          additionalProperties: false,
+          required: ['type', 'username', 'password'],
           properties: { type: { const: 'basic' }, username: { type: 'string' }, password: { type: 'string' } },
         },
         {
-          type: 'object', additionalProperties: false, required: ['type', 'header', 'value'],
+          type: 'object',
+          additionalProperties: false,
+          required: ['type', 'header', 'value'],
           properties: { type: { const: 'apiKey' }, header: text, value: text },
         },
         {
-          type: 'object', additionalProperties: false, required: ['type', 'consumerKey', 'consumerSecret', 'token', 'tokenSecret'],
+          type: 'object',
+          additionalProperties: false,
+          required: ['type', 'consumerKey', 'consumerSecret', 'token', 'tokenSecret'],
           description: 'Token-based authentication (OAuth 1.0a, HMAC-SHA256), e.g. NetSuite TBA; realm = account id.',
           properties: {
-            type: { const: 'oauth1' }, consumerKey: text, consumerSecret: text, token: text, tokenSecret: text, realm: { type: 'string' },
+            type: { const: 'oauth1' },
+            consumerKey: text,
+            consumerSecret: text,
+            token: text,
+            tokenSecret: text,
+            realm: { type: 'string' },
           },
         },
       ],
@@ -54,15 +71,20 @@ export const httpRequest = defineOperation({
   title: 'HTTP request',
   description:
     'Calls an HTTP endpoint; the output is {status, headers, body}. 429, 5xx and network errors are retried; other 4xx fail the run. ' +
-    'Sends the node\'s idempotency key so the receiver can drop repeats.',
+    "Sends the node's idempotency key so the receiver can drop repeats.",
   version: '1.0.0',
   sideEffects: true,
   configSchema,
   async preview(ctx: OperationContext<HttpRequestConfig>) {
     const { url, method, headers, body } = buildRequest(ctx.config, ctx.idempotencyKey);
     // Credentials the auth put in headers are masked; secrets elsewhere are redacted from every output.
-    const credentialHeaders = new Set(['authorization', ctx.config.auth?.type === 'apiKey' ? ctx.config.auth.header.toLowerCase() : '']);
-    const shown = Object.fromEntries(Object.entries(headers).map(([name, value]) => [name, credentialHeaders.has(name) ? MASK : value]));
+    const credentialHeaders = new Set([
+      'authorization',
+      ctx.config.auth?.type === 'apiKey' ? ctx.config.auth.header.toLowerCase() : '',
+    ]);
+    const shown = Object.fromEntries(
+      Object.entries(headers).map(([name, value]) => [name, credentialHeaders.has(name) ? MASK : value]),
+    );
     return { method, url: url.toString(), headers: shown, body: body === undefined ? null : ctx.config.body };
   },
   async run(ctx: OperationContext<HttpRequestConfig>) {
@@ -71,17 +93,24 @@ export const httpRequest = defineOperation({
     const { method, url } = request;
     const started = performance.now();
     const response = await sendHttp({
-      ...request, timeoutMs: config.timeoutMs ?? 30_000, maxResponseBytes: config.maxResponseBytes ?? 5 * 1024 * 1024, signal: ctx.signal,
+      ...request,
+      timeoutMs: config.timeoutMs ?? 30_000,
+      maxResponseBytes: config.maxResponseBytes ?? 5 * 1024 * 1024,
+      signal: ctx.signal,
       failure: `${method} ${where(url)} failed`,
     });
     const body = bodyValue(response);
     const message = `${method} ${where(url)} answered ${response.status}`;
     // A refusal is worth a line in the run's log; a success is in the step's output already (debug only).
-    ctx.logger[response.ok ? 'debug' : 'warn']({ status: response.status, ms: Math.round(performance.now() - started) }, message);
+    ctx.logger[response.ok ? 'debug' : 'warn'](
+      { status: response.status, ms: Math.round(performance.now() - started) },
+      message,
+    );
     if (response.ok) return { status: response.status, headers: response.headers, body };
 
     const details = { status: response.status, body: preview(body) };
-    if (response.status === 429 || response.status >= 500) throw retryable(message, { details, retryAfterMs: retryAfter(response.headers['retry-after']) });
+    if (response.status === 429 || response.status >= 500)
+      throw retryable(message, { details, retryAfterMs: retryAfter(response.headers['retry-after']) });
     throw permanent(message, { details });
   },
 });
@@ -93,7 +122,8 @@ function buildRequest(config: HttpRequestConfig, idempotencyKey: string) {
   const method = config.method ?? 'GET';
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(config.headers ?? {})) headers[name.toLowerCase()] = value;
-  if (config.idempotencyKeyHeader !== null) headers[(config.idempotencyKeyHeader ?? 'Idempotency-Key').toLowerCase()] = idempotencyKey;
+  if (config.idempotencyKeyHeader !== null)
+    headers[(config.idempotencyKeyHeader ?? 'Idempotency-Key').toLowerCase()] = idempotencyKey;
   let body: string | undefined;
   if (config.body !== undefined && method !== 'GET' && method !== 'HEAD') {
     body = typeof config.body === 'string' ? config.body : JSON.stringify(config.body);
@@ -101,7 +131,8 @@ function buildRequest(config: HttpRequestConfig, idempotencyKey: string) {
   }
   const auth = config.auth;
   if (auth?.type === 'bearer') headers.authorization = `Bearer ${auth.token}`;
-  if (auth?.type === 'basic') headers.authorization = `Basic ${Buffer.from(`${auth.username}:${auth.password}`).toString('base64')}`;
+  if (auth?.type === 'basic')
+    headers.authorization = `Basic ${Buffer.from(`${auth.username}:${auth.password}`).toString('base64')}`;
   if (auth?.type === 'apiKey') headers[auth.header.toLowerCase()] = auth.value;
   // Signed per attempt: a retry carries a fresh nonce and timestamp.
   if (auth?.type === 'oauth1') headers.authorization = oauth1Header(method, url.toString(), auth);

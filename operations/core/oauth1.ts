@@ -41,12 +41,18 @@ export function oauth1Header(
     .map(([key, value]) => `${key}=${value}`)
     .join('&');
   // WHATWG URL parsing already lower-cases scheme and host and drops a default port; the path keeps its case.
-  const base = [method.toUpperCase(), percentEncode(`${parsed.protocol}//${parsed.host}${parsed.pathname}`), percentEncode(params)].join('&');
+  const base = [
+    method.toUpperCase(),
+    percentEncode(`${parsed.protocol}//${parsed.host}${parsed.pathname}`),
+    percentEncode(params),
+  ].join('&');
   const key = `${percentEncode(credentials.consumerSecret)}&${percentEncode(credentials.tokenSecret)}`;
   const signature = createHmac('sha256', key).update(base).digest('base64');
   const fields = [
     ...(credentials.realm !== undefined ? [`realm="${percentEncode(credentials.realm)}"`] : []),
-    ...Object.entries({ ...oauth, oauth_signature: signature }).map(([name, value]) => `${name}="${percentEncode(value)}"`),
+    ...Object.entries({ ...oauth, oauth_signature: signature }).map(
+      ([name, value]) => `${name}="${percentEncode(value)}"`,
+    ),
   ];
   return `OAuth ${fields.join(', ')}`;
 }

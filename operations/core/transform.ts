@@ -10,7 +10,9 @@ export const transform = defineOperation({
     type: 'object',
     additionalProperties: false,
     required: ['expression'],
-    properties: { expression: { description: 'Any JSON; `{{ <JSONata> }}` evaluates with $input, $steps, $vars, $secrets.' } },
+    properties: {
+      expression: { description: 'Any JSON; `{{ <JSONata> }}` evaluates with $input, $steps, $vars, $secrets.' },
+    },
   },
   run: async ({ config }) => config.expression,
 });

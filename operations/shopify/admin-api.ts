@@ -101,7 +101,10 @@ export class ShopifyAdminApi {
   private readonly endpoint: string;
   private readonly budget: CostBudget;
 
-  constructor(private readonly access: ShopAccess, private readonly signal?: AbortSignal) {
+  constructor(
+    private readonly access: ShopAccess,
+    private readonly signal?: AbortSignal,
+  ) {
     this.endpoint = new URL(`admin/api/${access.apiVersion}/graphql.json`, access.shopUrl).toString();
     const shop = new URL(access.shopUrl).host;
     let budget = budgets.get(shop);
@@ -113,7 +116,8 @@ export class ShopifyAdminApi {
     let renewedToken = false;
     for (;;) {
       const estimate = knownCosts.get(document) ?? 0;
-      for (let wait = this.budget.reserve(estimate); wait > 0; wait = this.budget.reserve(estimate)) await sleep(wait, this.signal);
+      for (let wait = this.budget.reserve(estimate); wait > 0; wait = this.budget.reserve(estimate))
+        await sleep(wait, this.signal);
       const token = await this.token();
       const response = await this.post(token, document, variables);
       if (response.status === 401 && this.access.clientId && !renewedToken) {
@@ -134,7 +138,8 @@ export class ShopifyAdminApi {
       }
       if (Array.isArray(body?.errors) && body.errors.some((error) => error.extensions?.code === 'THROTTLED')) {
         const status = cost?.throttleStatus;
-        const needed = cost && status ? Math.max(0, cost.requestedQueryCost - status.currentlyAvailable) / status.restoreRate : 1;
+        const needed =
+          cost && status ? Math.max(0, cost.requestedQueryCost - status.currentlyAvailable) / status.restoreRate : 1;
         await sleep(Math.ceil(needed * 1000) + 50, this.signal);
         continue;
       }
@@ -144,7 +149,8 @@ export class ShopifyAdminApi {
 
   private result<T>(status: number, body: GraphqlResponse<T> | undefined): T {
     const details = { status, endpoint: this.endpoint };
-    if (status === 401) throw permanent('Shopify refused the access token (401): check the destination\'s credentials', { details });
+    if (status === 401)
+      throw permanent("Shopify refused the access token (401): check the destination's credentials", { details });
     if (status === 402 || status === 403 || status === 404 || status === 423) {
       const reason = typeof body?.errors === 'string' ? `: ${body.errors}` : '';
       throw permanent(`Shopify answered ${status}${reason}`, { details });
@@ -154,7 +160,9 @@ export class ShopifyAdminApi {
     if (Array.isArray(body.errors) && body.errors.length > 0) {
       const messages = body.errors.map((error) => error.message).join('; ');
       const internal = body.errors.every((error) => error.extensions?.code === 'INTERNAL_SERVER_ERROR');
-      throw new OperationError(internal ? 'retryable' : 'permanent', `Shopify rejected the query: ${messages}`, { details: { ...details, errors: body.errors } });
+      throw new OperationError(internal ? 'retryable' : 'permanent', `Shopify rejected the query: ${messages}`, {
+        details: { ...details, errors: body.errors },
+      });
     }
     if (body.data === undefined || body.data === null) {
       throw permanent(`Shopify answered ${status} without data: ${JSON.stringify(body).slice(0, 200)}`, { details });
@@ -163,13 +171,26 @@ export class ShopifyAdminApi {
   }
 
   private async post(token: string, document: string, variables: Record<string, unknown>) {
-    return this.postJson(new URL(this.endpoint), 'application/json', JSON.stringify({ query: document, variables }), { 'x-shopify-access-token': token });
+    return this.postJson(new URL(this.endpoint), 'application/json', JSON.stringify({ query: document, variables }), {
+      'x-shopify-access-token': token,
+    });
   }
 
-  private async postJson(url: URL, contentType: string, body: string, headers: Record<string, string> = {}): Promise<{ status: number; body: unknown }> {
+  private async postJson(
+    url: URL,
+    contentType: string,
+    body: string,
+    headers: Record<string, string> = {},
+  ): Promise<{ status: number; body: unknown }> {
     const response = await sendHttp({
-      method: 'POST', url, headers: { 'content-type': contentType, accept: 'application/json', ...headers }, body,
-      timeoutMs: REQUEST_TIMEOUT_MS, maxResponseBytes: MAX_RESPONSE_BYTES, signal: this.signal, failure: 'Shopify did not answer',
+      method: 'POST',
+      url,
+      headers: { 'content-type': contentType, accept: 'application/json', ...headers },
+      body,
+      timeoutMs: REQUEST_TIMEOUT_MS,
+      maxResponseBytes: MAX_RESPONSE_BYTES,
+      signal: this.signal,
+      failure: 'Shopify did not answer',
     });
     let parsed: unknown;
     try {
@@ -206,12 +227,20 @@ export class ShopifyAdminApi {
 
   private async grant(): Promise<{ token: string; expiresAt: number }> {
     const { status, body } = await this.postJson(
-      new URL('admin/oauth/access_token', this.access.shopUrl), 'application/x-www-form-urlencoded',
-      new URLSearchParams({ grant_type: 'client_credentials', client_id: this.access.clientId ?? '', client_secret: this.access.clientSecret ?? '' }).toString(),
+      new URL('admin/oauth/access_token', this.access.shopUrl),
+      'application/x-www-form-urlencoded',
+      new URLSearchParams({
+        grant_type: 'client_credentials',
+        client_id: this.access.clientId ?? '',
+        client_secret: this.access.clientSecret ?? '',
+      }).toString(),
     );
     const granted = body as { access_token?: string; expires_in?: number } | undefined;
     if (status === 429 || status >= 500) throw retryable(`Shopify's token endpoint answered ${status}`);
-    if (status !== 200 || !granted?.access_token) throw permanent(`Shopify refused the client credentials (${status}): check the destination's clientId and clientSecret`);
+    if (status !== 200 || !granted?.access_token)
+      throw permanent(
+        `Shopify refused the client credentials (${status}): check the destination's clientId and clientSecret`,
+      );
     return { token: granted.access_token, expiresAt: Date.now() + (granted.expires_in ?? 86_399) * 1000 };
   }
 }

@@ -17,16 +17,26 @@ export interface ShopifyDestination {
 
 /** A destination of type `shopify` (see the Destination schema in api/routes/destinations.ts), as the operations use it. */
 export function shopifyDestination(destination: OpenedDestination): ShopifyDestination {
-  if (destination.type !== 'shopify') throw permanent(`destination "${destination.name}" is of type ${destination.type}, not shopify`);
-  const settings = destination.settings as { graphqlUrl: string; apiVersion?: string; erp: { apiUrl: string; accountId: string } };
+  if (destination.type !== 'shopify')
+    throw permanent(`destination "${destination.name}" is of type ${destination.type}, not shopify`);
+  const settings = destination.settings as {
+    graphqlUrl: string;
+    apiVersion?: string;
+    erp: { apiUrl: string; accountId: string };
+  };
   const credentials = destination.credentials as {
-    adminApiAccessToken?: string; clientId?: string; clientSecret?: string;
+    adminApiAccessToken?: string;
+    clientId?: string;
+    clientSecret?: string;
     erp: { consumerKey: string; consumerSecret: string; tokenId: string; tokenSecret: string };
   };
   return {
     shop: {
-      shopUrl: settings.graphqlUrl, apiVersion: settings.apiVersion ?? DEFAULT_API_VERSION,
-      accessToken: credentials.adminApiAccessToken, clientId: credentials.clientId, clientSecret: credentials.clientSecret,
+      shopUrl: settings.graphqlUrl,
+      apiVersion: settings.apiVersion ?? DEFAULT_API_VERSION,
+      accessToken: credentials.adminApiAccessToken,
+      clientId: credentials.clientId,
+      clientSecret: credentials.clientSecret,
     },
     erp: { apiUrl: settings.erp.apiUrl, accountId: settings.erp.accountId, ...credentials.erp },
   };
@@ -38,12 +48,18 @@ export function shopifyConfigSchema<const Properties extends Record<string, JSON
     type: 'object',
     additionalProperties: false,
     required: ['destination'],
-    properties: { destination: { type: 'string', minLength: 1, description: 'Name of a destination of type shopify.' }, ...properties },
+    properties: {
+      destination: { type: 'string', minLength: 1, description: 'Name of a destination of type shopify.' },
+      ...properties,
+    },
   } as const;
 }
 
 /** The run's destination, and a client of its shop bound to the node's abort signal. */
-export async function openShop(ctx: OperationContext<unknown>, name: string): Promise<{ destination: ShopifyDestination; api: ShopifyAdminApi }> {
+export async function openShop(
+  ctx: OperationContext<unknown>,
+  name: string,
+): Promise<{ destination: ShopifyDestination; api: ShopifyAdminApi }> {
   const destination = shopifyDestination(await ctx.destination(name));
   return { destination, api: new ShopifyAdminApi(destination.shop, ctx.signal) };
 }

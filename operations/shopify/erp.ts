@@ -27,21 +27,37 @@ const CONCURRENCY_LIMIT = 'SSS_REQUEST_LIMIT_EXCEEDED';
  * ERP's concurrency limit are retryable; any other refusal, including a 200 that carries an ERP
  * error, is permanent and carries the ERP's own message.
  */
-export async function sendToErp(erp: ErpAccess, document: unknown, options: { idempotencyKey: string; signal?: AbortSignal }): Promise<ErpReceipt> {
+export async function sendToErp(
+  erp: ErpAccess,
+  document: unknown,
+  options: { idempotencyKey: string; signal?: AbortSignal },
+): Promise<ErpReceipt> {
   const request = erpRequest(erp, document, options.idempotencyKey);
   const url = new URL(request.url);
   // A send that fails in transit may have reached the ERP: the processed-refunds marker, checked first, keeps a repeat out.
   const response = await sendHttp({
-    method: request.method, url, headers: request.headers, body: JSON.stringify(document), timeoutMs: SEND_TIMEOUT_MS,
-    maxResponseBytes: MAX_RESPONSE_BYTES, signal: options.signal, failure: `ERP ${where(url)} did not answer`,
+    method: request.method,
+    url,
+    headers: request.headers,
+    body: JSON.stringify(document),
+    timeoutMs: SEND_TIMEOUT_MS,
+    maxResponseBytes: MAX_RESPONSE_BYTES,
+    signal: options.signal,
+    failure: `ERP ${where(url)} did not answer`,
   });
   const text = response.body.toString('utf8');
   const body = parseBody(text);
   const erpError = erpErrorOf(body);
-  const details = { url: where(url), status: response.status, ...(erpError ? { erpCode: erpError.code, erpMessage: erpError.message } : {}) };
+  const details = {
+    url: where(url),
+    status: response.status,
+    ...(erpError ? { erpCode: erpError.code, erpMessage: erpError.message } : {}),
+  };
   if (response.ok && !erpError) return { status: response.status, body };
 
-  const described = erpError ? `${erpError.code ? `${erpError.code}: ` : ''}${erpError.message}` : text.slice(0, 500) || '(empty body)';
+  const described = erpError
+    ? `${erpError.code ? `${erpError.code}: ` : ''}${erpError.message}`
+    : text.slice(0, 500) || '(empty body)';
   const message = `ERP answered ${response.status}: ${described}`;
   if (response.status === 429 || response.status >= 500 || erpError?.code === CONCURRENCY_LIMIT) {
     throw retryable(message, { details, retryAfterMs: retryAfter(response.headers['retry-after']) });
@@ -52,11 +68,22 @@ export async function sendToErp(erp: ErpAccess, document: unknown, options: { id
 /** The request `sendToErp` sends, signed (a fresh nonce and timestamp each time it is made). */
 export function erpRequest(erp: ErpAccess, document: unknown, idempotencyKey: string) {
   const authorization = oauth1Header('POST', erp.apiUrl, {
-    consumerKey: erp.consumerKey, consumerSecret: erp.consumerSecret, token: erp.tokenId, tokenSecret: erp.tokenSecret, realm: erp.accountId.toUpperCase(),
+    consumerKey: erp.consumerKey,
+    consumerSecret: erp.consumerSecret,
+    token: erp.tokenId,
+    tokenSecret: erp.tokenSecret,
+    realm: erp.accountId.toUpperCase(),
   });
   return {
-    method: 'POST', url: erp.apiUrl, body: document,
-    headers: { authorization, 'content-type': 'application/json', accept: 'application/json', 'idempotency-key': idempotencyKey } as Record<string, string>,
+    method: 'POST',
+    url: erp.apiUrl,
+    body: document,
+    headers: {
+      authorization,
+      'content-type': 'application/json',
+      accept: 'application/json',
+      'idempotency-key': idempotencyKey,
+    } as Record<string, string>,
   };
 }
 
@@ -77,9 +104,9 @@ function erpErrorOf(body: unknown): { code?: string; message: string } | undefin
   if (!body || typeof body !== 'object') return undefined;
   // biome-ignore lint/suspicious/noExplicitAny: the ERP's answer is any JSON; each field read is checked
   const value = body as Record<string, any>;
-  if (value.error && typeof value.error === 'object') return { code: value.error.code, message: String(value.error.message ?? value.error.code ?? 'error') };
+  if (value.error && typeof value.error === 'object')
+    return { code: value.error.code, message: String(value.error.message ?? value.error.code ?? 'error') };
   const detail = Array.isArray(value['o:errorDetails']) ? value['o:errorDetails'][0] : undefined;
   if (detail) return { code: detail['o:errorCode'], message: String(detail.detail ?? value.title ?? 'error') };
   return undefined;
 }
-

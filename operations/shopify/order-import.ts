@@ -30,12 +30,14 @@ export const optionalOrderFields = Object.keys(optionalFields) as OptionalOrderF
 
 /** What one order of the standard record costs in Shopify's points (checked by the tests against the simulator). */
 export const ORDER_NODE_COST = 14;
-export const orderNodeCost = (fields: readonly OptionalOrderField[]) => ORDER_NODE_COST + fields.reduce((sum, field) => sum + optionalFields[field].cost, 0);
+export const orderNodeCost = (fields: readonly OptionalOrderField[]) =>
+  ORDER_NODE_COST + fields.reduce((sum, field) => sum + optionalFields[field].cost, 0);
 /** Shopify refuses a query over 1000 points: the page size is lowered to fit. */
 export const maxPageSize = (requested: number, fields: readonly OptionalOrderField[] = []) =>
   Math.max(1, Math.min(requested, Math.floor((1000 - 2) / orderNodeCost(fields))));
 
-const MONEY_FRAGMENT = 'fragment Money on MoneyBag { shopMoney { amount currencyCode } presentmentMoney { amount currencyCode } }';
+const MONEY_FRAGMENT =
+  'fragment Money on MoneyBag { shopMoney { amount currencyCode } presentmentMoney { amount currencyCode } }';
 const queries = new Map<string, string>();
 
 /** The import query for a choice of optional fields (built once per choice). */
@@ -43,7 +45,9 @@ export function ordersQuery(fields: readonly OptionalOrderField[] = []): string 
   const key = [...fields].sort().join(',');
   let query = queries.get(key);
   if (!query) {
-    const selection = [STANDARD_FIELDS, ...[...fields].sort().map((field) => optionalFields[field].graphql)].join('\n  ');
+    const selection = [STANDARD_FIELDS, ...[...fields].sort().map((field) => optionalFields[field].graphql)].join(
+      '\n  ',
+    );
     query = `query ImportOrders($first: Int!, $after: String, $query: String!) {
   orders(first: $first, after: $after, query: $query, sortKey: UPDATED_AT) {
     nodes { ${selection} }
@@ -58,24 +62,51 @@ ${MONEY_FRAGMENT}`;
 
 export const orderImportDocuments = [ordersQuery(), ordersQuery(optionalOrderFields)];
 
-const money = (value: GraphqlNode | null) => (value ? { Amount: Number(value.amount), CurrencyCode: value.currencyCode } : null);
-const moneySet = (bag: GraphqlNode | null) => (bag ? { ShopMoney: money(bag.shopMoney), PresentmentMoney: money(bag.presentmentMoney) } : null);
+const money = (value: GraphqlNode | null) =>
+  value ? { Amount: Number(value.amount), CurrencyCode: value.currencyCode } : null;
+const moneySet = (bag: GraphqlNode | null) =>
+  bag ? { ShopMoney: money(bag.shopMoney), PresentmentMoney: money(bag.presentmentMoney) } : null;
 
 export type OrderRecord = ReturnType<typeof orderRecord>;
 
 export function orderRecord(order: GraphqlNode) {
   return {
     ...optionalParts(order),
-    Id: order.id as string, LegacyResourceId: String(order.legacyResourceId), Name: order.name, CreatedAt: order.createdAt, UpdatedAt: order.updatedAt as string,
-    ProcessedAt: order.processedAt, CancelledAt: order.cancelledAt ?? null, DisplayFinancialStatus: order.displayFinancialStatus ?? null,
-    CurrencyCode: order.currencyCode, TotalPriceSet: moneySet(order.totalPriceSet), Tags: order.tags,
-    CustomAttributes: (order.customAttributes as GraphqlNode[]).map((attribute) => ({ Key: attribute.key, Value: attribute.value ?? null })),
-    Metafield: order.metafield ? { Id: order.metafield.id, Key: order.metafield.key, Value: order.metafield.value, Namespace: order.metafield.namespace } : null,
+    Id: order.id as string,
+    LegacyResourceId: String(order.legacyResourceId),
+    Name: order.name,
+    CreatedAt: order.createdAt,
+    UpdatedAt: order.updatedAt as string,
+    ProcessedAt: order.processedAt,
+    CancelledAt: order.cancelledAt ?? null,
+    DisplayFinancialStatus: order.displayFinancialStatus ?? null,
+    CurrencyCode: order.currencyCode,
+    TotalPriceSet: moneySet(order.totalPriceSet),
+    Tags: order.tags,
+    CustomAttributes: (order.customAttributes as GraphqlNode[]).map((attribute) => ({
+      Key: attribute.key,
+      Value: attribute.value ?? null,
+    })),
+    Metafield: order.metafield
+      ? {
+          Id: order.metafield.id,
+          Key: order.metafield.key,
+          Value: order.metafield.value,
+          Namespace: order.metafield.namespace,
+        }
+      : null,
     Refunds: (order.refunds as GraphqlNode[]).map((refund) => ({
-      Id: refund.id, LegacyResourceId: String(refund.legacyResourceId), CreatedAt: refund.createdAt, TotalRefundedSet: moneySet(refund.totalRefundedSet),
+      Id: refund.id,
+      LegacyResourceId: String(refund.legacyResourceId),
+      CreatedAt: refund.createdAt,
+      TotalRefundedSet: moneySet(refund.totalRefundedSet),
     })),
     Transactions: (order.transactions as GraphqlNode[]).map((transaction) => ({
-      Id: transaction.id, Kind: transaction.kind, Status: transaction.status, Gateway: transaction.gateway, ProcessedAt: transaction.processedAt,
+      Id: transaction.id,
+      Kind: transaction.kind,
+      Status: transaction.status,
+      Gateway: transaction.gateway,
+      ProcessedAt: transaction.processedAt,
       AmountSet: moneySet(transaction.amountSet),
     })),
   };
@@ -83,21 +114,37 @@ export function orderRecord(order: GraphqlNode) {
 
 function optionalParts(order: GraphqlNode) {
   return {
-    ...(order.lineItems !== undefined ? {
-      LineItems: {
-        Nodes: (order.lineItems.nodes as GraphqlNode[]).map((item) => ({
-          Id: item.id, Sku: item.sku ?? null, Title: item.title, Quantity: item.quantity,
-          OriginalUnitPriceSet: moneySet(item.originalUnitPriceSet), DiscountedTotalSet: moneySet(item.discountedTotalSet),
-        })),
-        PageInfo: { HasNextPage: order.lineItems.pageInfo.hasNextPage, EndCursor: order.lineItems.pageInfo.endCursor },
-      },
-    } : {}),
-    ...(order.shippingAddress !== undefined ? {
-      ShippingAddress: order.shippingAddress && {
-        City: order.shippingAddress.city, ProvinceCode: order.shippingAddress.provinceCode, Zip: order.shippingAddress.zip, CountryCode: order.shippingAddress.countryCodeV2,
-      },
-    } : {}),
-    ...(order.customer !== undefined ? { Customer: order.customer && { Id: order.customer.id, DisplayName: order.customer.displayName } } : {}),
+    ...(order.lineItems !== undefined
+      ? {
+          LineItems: {
+            Nodes: (order.lineItems.nodes as GraphqlNode[]).map((item) => ({
+              Id: item.id,
+              Sku: item.sku ?? null,
+              Title: item.title,
+              Quantity: item.quantity,
+              OriginalUnitPriceSet: moneySet(item.originalUnitPriceSet),
+              DiscountedTotalSet: moneySet(item.discountedTotalSet),
+            })),
+            PageInfo: {
+              HasNextPage: order.lineItems.pageInfo.hasNextPage,
+              EndCursor: order.lineItems.pageInfo.endCursor,
+            },
+          },
+        }
+      : {}),
+    ...(order.shippingAddress !== undefined
+      ? {
+          ShippingAddress: order.shippingAddress && {
+            City: order.shippingAddress.city,
+            ProvinceCode: order.shippingAddress.provinceCode,
+            Zip: order.shippingAddress.zip,
+            CountryCode: order.shippingAddress.countryCodeV2,
+          },
+        }
+      : {}),
+    ...(order.customer !== undefined
+      ? { Customer: order.customer && { Id: order.customer.id, DisplayName: order.customer.displayName } }
+      : {}),
   };
 }
 
@@ -108,7 +155,11 @@ export function windowQuery(from: string, to: string, filter?: string) {
 }
 
 /** One page of orders changed in the window, in updated_at order. */
-export async function ordersPage(api: ShopifyAdminApi, fields: readonly OptionalOrderField[], variables: { first: number; after: string | null; query: string }) {
+export async function ordersPage(
+  api: ShopifyAdminApi,
+  fields: readonly OptionalOrderField[],
+  variables: { first: number; after: string | null; query: string },
+) {
   const { orders } = await api.query<{ orders: Connection }>(ordersQuery(fields), variables);
   return { records: orders.nodes.map(orderRecord), pageInfo: orders.pageInfo };
 }

@@ -42,7 +42,11 @@ export function parseProcessed(value: string | null | undefined): string[] {
 }
 
 /** The marks as read with the order (`OrderMarks` fragment). */
-export const marksOf = (order: GraphqlNode): OrderMarks => ({ processed: parseProcessed(order.metafield?.value), tags: order.tags, metafield: order.metafield });
+export const marksOf = (order: GraphqlNode): OrderMarks => ({
+  processed: parseProcessed(order.metafield?.value),
+  tags: order.tags,
+  metafield: order.metafield,
+});
 
 async function readMarks(api: ShopifyAdminApi, orderId: string): Promise<OrderMarks> {
   const { order } = await api.query<{ order: GraphqlNode | null }>(ORDER_MARKS_QUERY, { id: orderId });
@@ -61,21 +65,37 @@ function userErrorsOf(payload: GraphqlNode | null | undefined): GraphqlNode[] {
  * the order, ends in the same state. `known` (marks read earlier) saves the first read: if they are
  * stale, the compare-and-set fails and the marks are read again.
  */
-export async function markRefundExported(api: ShopifyAdminApi, orderId: string, refundLegacyId: string, known?: OrderMarks): Promise<{ processed: string[]; tag: string }> {
+export async function markRefundExported(
+  api: ShopifyAdminApi,
+  orderId: string,
+  refundLegacyId: string,
+  known?: OrderMarks,
+): Promise<{ processed: string[]; tag: string }> {
   let marks = known ?? (await readMarks(api, orderId));
   for (let round = 0; !marks.processed.includes(refundLegacyId); round++) {
     if (round === MAX_ROUNDS) throw retryable(`the processed-refunds list of order ${orderId} kept changing under us`);
     const { metafieldsSet } = await api.query<{ metafieldsSet: GraphqlNode }>(SET_PROCESSED, {
-      metafields: [{
-        ownerId: orderId, namespace: PROCESSED_NAMESPACE, key: PROCESSED_KEY, type: 'json',
-        value: JSON.stringify([...marks.processed, refundLegacyId]),
-        // null: "only if it does not exist yet".
-        compareDigest: marks.metafield?.compareDigest ?? null,
-      }],
+      metafields: [
+        {
+          ownerId: orderId,
+          namespace: PROCESSED_NAMESPACE,
+          key: PROCESSED_KEY,
+          type: 'json',
+          value: JSON.stringify([...marks.processed, refundLegacyId]),
+          // null: "only if it does not exist yet".
+          compareDigest: marks.metafield?.compareDigest ?? null,
+        },
+      ],
     });
     const errors = userErrorsOf(metafieldsSet);
-    if (errors.length > 0 && !errors.every((error) => error.code === 'STALE_OBJECT' || error.code === 'INVALID_COMPARE_DIGEST')) {
-      throw permanent(`Shopify refused to update the processed-refunds list: ${errors.map((error) => error.message).join('; ')}`, { details: { userErrors: errors } });
+    if (
+      errors.length > 0 &&
+      !errors.every((error) => error.code === 'STALE_OBJECT' || error.code === 'INVALID_COMPARE_DIGEST')
+    ) {
+      throw permanent(
+        `Shopify refused to update the processed-refunds list: ${errors.map((error) => error.message).join('; ')}`,
+        { details: { userErrors: errors } },
+      );
     }
     marks = await readMarks(api, orderId);
   }
@@ -85,9 +105,16 @@ export async function markRefundExported(api: ShopifyAdminApi, orderId: string, 
     const stale = marks.tags.filter((tag) => exportedTag.test(tag) && tag !== wanted);
     if (stale.length === 0 && marks.tags.includes(wanted)) return { processed: marks.processed, tag: wanted };
     if (round === MAX_ROUNDS) throw retryable(`the tags of order ${orderId} kept changing under us`);
-    const result = await api.query<Record<string, GraphqlNode>>(stale.length > 0 ? REPLACE_TAG : ADD_TAG, { id: orderId, add: [wanted], ...(stale.length > 0 ? { remove: stale } : {}) });
+    const result = await api.query<Record<string, GraphqlNode>>(stale.length > 0 ? REPLACE_TAG : ADD_TAG, {
+      id: orderId,
+      add: [wanted],
+      ...(stale.length > 0 ? { remove: stale } : {}),
+    });
     const errors = Object.values(result).flatMap(userErrorsOf);
-    if (errors.length > 0) throw permanent(`Shopify refused to tag order ${orderId}: ${errors.map((error) => error.message).join('; ')}`, { details: { userErrors: errors } });
+    if (errors.length > 0)
+      throw permanent(`Shopify refused to tag order ${orderId}: ${errors.map((error) => error.message).join('; ')}`, {
+        details: { userErrors: errors },
+      });
     // Read back: a concurrent export of another refund may have moved the count meanwhile.
     marks = await readMarks(api, orderId);
   }

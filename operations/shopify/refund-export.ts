@@ -16,12 +16,13 @@ function orderIdOf(body: unknown): unknown {
   return value?.Id ?? value?.admin_graphql_api_id;
 }
 
-
 /** The order to export the refunds of: the config's, or the message's. */
 function orderOf(ctx: OperationContext<RefundExportConfig>): string {
   const orderId = ctx.config.orderId ?? orderIdOf(ctx.input.body);
   if (typeof orderId !== 'string' || !ORDER_GID.test(orderId)) {
-    throw permanent('the message names no order: expected an order GID like gid://shopify/Order/123', { details: { orderId: orderId ?? null } });
+    throw permanent('the message names no order: expected an order GID like gid://shopify/Order/123', {
+      details: { orderId: orderId ?? null },
+    });
   }
   return orderId;
 }
@@ -46,7 +47,11 @@ function recordShowsPending(body: unknown): boolean | undefined {
 }
 
 const configSchema = shopifyConfigSchema({
-  orderId: { type: 'string', description: 'The order\'s GID; by default the message body\'s Id (an imported order) or admin_graphql_api_id (an order webhook).' },
+  orderId: {
+    type: 'string',
+    description:
+      "The order's GID; by default the message body's Id (an imported order) or admin_graphql_api_id (an order webhook).",
+  },
   ...orderSyncGateSchema,
 });
 
@@ -61,7 +66,7 @@ export const refundExport = defineOperation({
   name: 'shopify.refund-export',
   title: 'Refund export to ERP',
   description:
-    'For one order: sends each refund not yet in the order\'s refundProcessed.listOfRefundProcessed metafield to the ERP (the Refund record, ' +
+    "For one order: sends each refund not yet in the order's refundProcessed.listOfRefundProcessed metafield to the ERP (the Refund record, " +
     'token-based authentication), oldest first, marking the order after each. An order with nothing left to export ends the run as skipped.',
   version: '1.0.0',
   sideEffects: true,
@@ -70,7 +75,8 @@ export const refundExport = defineOperation({
     const orderId = orderOf(ctx);
     const { destination, api } = await openShop(ctx, ctx.config.destination);
     const refunds = [];
-    for (const refund of await pendingRefunds(api, orderId)) refunds.push(await previewRefundExport(ctx, api, destination, refund.id, ctx.config));
+    for (const refund of await pendingRefunds(api, orderId))
+      refunds.push(await previewRefundExport(ctx, api, destination, refund.id, ctx.config));
     return { orderId, refunds };
   },
   async run(ctx) {
@@ -79,13 +85,17 @@ export const refundExport = defineOperation({
     // An imported record that shows nothing new saves the query: the processed list only grows, and a
     // refund made after the import changes the order, which the next poll reads again.
     if (config.orderId === undefined && recordShowsPending(ctx.input.body) === false) {
-      return ctx.stop('skipped', `the imported order ${orderId} shows no refund missing from its listOfRefundProcessed`);
+      return ctx.stop(
+        'skipped',
+        `the imported order ${orderId} shows no refund missing from its listOfRefundProcessed`,
+      );
     }
     const { destination, api } = await openShop(ctx, config.destination);
     // The refunds to export are decided once per run (a memoized step): a pass resumed after a crash
     // finishes the same refunds, whose sends and marks are memoized, instead of judging them anew.
     const pending = await ctx.step('pending', () => pendingRefunds(api, orderId));
-    if (pending.length === 0) return ctx.stop('skipped', `every refund of order ${orderId} is already in its listOfRefundProcessed`);
+    if (pending.length === 0)
+      return ctx.stop('skipped', `every refund of order ${orderId} is already in its listOfRefundProcessed`);
 
     const exported: string[] = [];
     let tag: string | undefined;

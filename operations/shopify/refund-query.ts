@@ -96,27 +96,70 @@ interface ConnectionSpec {
 const connectionSpecs = {
   refundLineItems: { owner: 'Refund', field: 'refundLineItems', node: '...RefundLineItemFields', first: 5, page: 20 },
   refundShippingLines: {
-    owner: 'Refund', field: 'refundShippingLines', node: 'id shippingLine { title code } subtotalAmountSet { ...Money } taxAmountSet { ...Money }', first: 2, page: 50,
+    owner: 'Refund',
+    field: 'refundShippingLines',
+    node: 'id shippingLine { title code } subtotalAmountSet { ...Money } taxAmountSet { ...Money }',
+    first: 2,
+    page: 50,
   },
   transactions: { owner: 'Refund', field: 'transactions', node: '...TransactionFields', first: 3, page: 50 },
-  orderAdjustments: { owner: 'Refund', field: 'orderAdjustments', node: 'id reason amountSet { ...Money } taxAmountSet { ...Money }', first: 2, page: 50 },
-  returnLineItems: { owner: 'Return', field: 'returnLineItems', node: '... on ReturnLineItem { ...ReturnLineFields }', first: 5, page: 20 },
-  exchangeLineItems: { owner: 'Return', field: 'exchangeLineItems', node: 'id quantity variantId lineItems { ...LineItemFields }', first: 3, page: 20 },
+  orderAdjustments: {
+    owner: 'Refund',
+    field: 'orderAdjustments',
+    node: 'id reason amountSet { ...Money } taxAmountSet { ...Money }',
+    first: 2,
+    page: 50,
+  },
+  returnLineItems: {
+    owner: 'Return',
+    field: 'returnLineItems',
+    node: '... on ReturnLineItem { ...ReturnLineFields }',
+    first: 5,
+    page: 20,
+  },
+  exchangeLineItems: {
+    owner: 'Return',
+    field: 'exchangeLineItems',
+    node: 'id quantity variantId lineItems { ...LineItemFields }',
+    first: 3,
+    page: 20,
+  },
   reverseFulfillmentOrders: {
-    owner: 'Return', field: 'reverseFulfillmentOrders', first: 2, page: 5,
+    owner: 'Return',
+    field: 'reverseFulfillmentOrders',
+    first: 2,
+    page: 5,
     node: 'id status thirdPartyConfirmation { status } lineItems(first: 10) { nodes { ...ReverseLineFields } pageInfo { hasNextPage endCursor } } reverseDeliveries(first: 2) { nodes { ...ReverseDeliveryFields } pageInfo { hasNextPage endCursor } }',
   },
-  reverseLineItems: { owner: 'ReverseFulfillmentOrder', field: 'lineItems', node: '...ReverseLineFields', first: 10, page: 100 },
-  reverseDeliveries: { owner: 'ReverseFulfillmentOrder', field: 'reverseDeliveries', node: '...ReverseDeliveryFields', first: 2, page: 50 },
+  reverseLineItems: {
+    owner: 'ReverseFulfillmentOrder',
+    field: 'lineItems',
+    node: '...ReverseLineFields',
+    first: 10,
+    page: 100,
+  },
+  reverseDeliveries: {
+    owner: 'ReverseFulfillmentOrder',
+    field: 'reverseDeliveries',
+    node: '...ReverseDeliveryFields',
+    first: 2,
+    page: 50,
+  },
 } satisfies Record<string, ConnectionSpec>;
 
-const firstPage = (spec: ConnectionSpec) => `${spec.field}(first: ${spec.first}) { nodes { ${spec.node} } pageInfo { hasNextPage endCursor } }`;
+const firstPage = (spec: ConnectionSpec) =>
+  `${spec.field}(first: ${spec.first}) { nodes { ${spec.node} } pageInfo { hasNextPage endCursor } }`;
 
-const pageDocuments = new Map<ConnectionSpec, string>(Object.values(connectionSpecs).map((spec) => [spec, document(
-  `query ${spec.owner}${spec.field[0].toUpperCase()}${spec.field.slice(1)}Page($id: ID!, $after: String) {
+const pageDocuments = new Map<ConnectionSpec, string>(
+  Object.values(connectionSpecs).map((spec) => [
+    spec,
+    document(
+      `query ${spec.owner}${spec.field[0].toUpperCase()}${spec.field.slice(1)}Page($id: ID!, $after: String) {
     node(id: $id) { ... on ${spec.owner} { ${spec.field}(first: ${spec.page}, after: $after) { nodes { ${spec.node} } pageInfo { hasNextPage endCursor } } } }
   }`,
-)]));
+    ),
+  ]),
+);
 
 export const REFUND_QUERY = document(`query RefundForErp($id: ID!) {
   refund(id: $id) {
@@ -186,22 +229,46 @@ async function fetchReturn(api: ShopifyAdminApi, returnId: string): Promise<Grap
 /** Fills each reverse line item's fulfillment line item from the return's own (fetching only those missing). */
 async function completeFulfillmentLines(api: ShopifyAdminApi, found: GraphqlNode) {
   const known = new Map<string, GraphqlNode>(
-    (found.returnLineItems.nodes as GraphqlNode[]).flatMap((item) => (item.fulfillmentLineItem ? [[item.fulfillmentLineItem.id, item.fulfillmentLineItem] as const] : [])),
+    (found.returnLineItems.nodes as GraphqlNode[]).flatMap((item) =>
+      item.fulfillmentLineItem ? [[item.fulfillmentLineItem.id, item.fulfillmentLineItem] as const] : [],
+    ),
   );
-  const reverseLines = (found.reverseFulfillmentOrders.nodes as GraphqlNode[]).flatMap((order) => order.lineItems.nodes as GraphqlNode[]);
-  const missing = [...new Set(reverseLines.flatMap((line) => (line.fulfillmentLineItem && !known.has(line.fulfillmentLineItem.id) ? [line.fulfillmentLineItem.id as string] : [])))];
+  const reverseLines = (found.reverseFulfillmentOrders.nodes as GraphqlNode[]).flatMap(
+    (order) => order.lineItems.nodes as GraphqlNode[],
+  );
+  const missing = [
+    ...new Set(
+      reverseLines.flatMap((line) =>
+        line.fulfillmentLineItem && !known.has(line.fulfillmentLineItem.id)
+          ? [line.fulfillmentLineItem.id as string]
+          : [],
+      ),
+    ),
+  ];
   for (let start = 0; start < missing.length; start += 10) {
-    const { nodes } = await api.query<{ nodes: Array<GraphqlNode | null> }>(FULFILLMENT_LINES_QUERY, { ids: missing.slice(start, start + 10) });
+    const { nodes } = await api.query<{ nodes: Array<GraphqlNode | null> }>(FULFILLMENT_LINES_QUERY, {
+      ids: missing.slice(start, start + 10),
+    });
     for (const node of nodes) if (node?.id) known.set(node.id, node);
   }
-  for (const line of reverseLines) if (line.fulfillmentLineItem) line.fulfillmentLineItem = known.get(line.fulfillmentLineItem.id) ?? line.fulfillmentLineItem;
+  for (const line of reverseLines)
+    if (line.fulfillmentLineItem)
+      line.fulfillmentLineItem = known.get(line.fulfillmentLineItem.id) ?? line.fulfillmentLineItem;
 }
 
-async function allPages(api: ShopifyAdminApi, spec: ConnectionSpec, ownerId: string, first: Connection): Promise<Connection> {
+async function allPages(
+  api: ShopifyAdminApi,
+  spec: ConnectionSpec,
+  ownerId: string,
+  first: Connection,
+): Promise<Connection> {
   const nodes = [...first.nodes];
   let { pageInfo } = first;
   while (pageInfo.hasNextPage) {
-    const { node } = await api.query<{ node: GraphqlNode | null }>(pageDocuments.get(spec)!, { id: ownerId, after: pageInfo.endCursor });
+    const { node } = await api.query<{ node: GraphqlNode | null }>(pageDocuments.get(spec)!, {
+      id: ownerId,
+      after: pageInfo.endCursor,
+    });
     const page = node?.[spec.field] as Connection | undefined;
     if (!page) throw retryable(`${spec.owner} ${ownerId} vanished while its ${spec.field} were being read`);
     nodes.push(...page.nodes);
@@ -211,4 +278,11 @@ async function allPages(api: ShopifyAdminApi, spec: ConnectionSpec, ownerId: str
 }
 
 /** Every GraphQL document this module sends (the tests validate each against Shopify's schema). */
-export const refundDocuments = [REFUND_QUERY, RETURN_QUERY, FULFILLMENT_LINES_QUERY, ORDER_MARKS_QUERY, ORDER_REFUNDS_QUERY, ...pageDocuments.values()];
+export const refundDocuments = [
+  REFUND_QUERY,
+  RETURN_QUERY,
+  FULFILLMENT_LINES_QUERY,
+  ORDER_MARKS_QUERY,
+  ORDER_REFUNDS_QUERY,
+  ...pageDocuments.values(),
+];

@@ -7,7 +7,7 @@ import { exportRefund, orderSyncGateSchema, previewRefundExport } from './export
 const REFUND_GID = /^gid:\/\/shopify\/Refund\/\d+$/;
 
 const configSchema = shopifyConfigSchema({
-  refundId: { type: 'string', description: 'The refund\'s GID; by default the webhook\'s admin_graphql_api_id.' },
+  refundId: { type: 'string', description: "The refund's GID; by default the webhook's admin_graphql_api_id." },
   ...orderSyncGateSchema,
 });
 
@@ -42,18 +42,23 @@ export const refundSyncToErp = defineOperation({
 
     const exported = await exportRefund(ctx, api, destination, refundId, config);
     if (exported.alreadyProcessed) {
-      return ctx.stop('skipped', `refund ${exported.refundLegacyId} is already in the order's listOfRefundProcessed: not sent again`);
+      return ctx.stop(
+        'skipped',
+        `refund ${exported.refundLegacyId} is already in the order's listOfRefundProcessed: not sent again`,
+      );
     }
     return { refundId, ...exported };
   },
 });
 
-
 /** The refund to export: the config's, or the webhook's admin_graphql_api_id. */
 function refundIdOf(ctx: OperationContext<RefundSyncConfig>): string {
-  const refundId = ctx.config.refundId ?? (ctx.input.body as { admin_graphql_api_id?: unknown } | null)?.admin_graphql_api_id;
+  const refundId =
+    ctx.config.refundId ?? (ctx.input.body as { admin_graphql_api_id?: unknown } | null)?.admin_graphql_api_id;
   if (typeof refundId !== 'string' || !REFUND_GID.test(refundId)) {
-    throw permanent('the message names no refund: expected admin_graphql_api_id like gid://shopify/Refund/123', { details: { refundId: refundId ?? null } });
+    throw permanent('the message names no refund: expected admin_graphql_api_id like gid://shopify/Refund/123', {
+      details: { refundId: refundId ?? null },
+    });
   }
   return refundId;
 }

@@ -26,23 +26,33 @@ export const shopifyWebhooks: WebhookSubscriber = {
   apiVersions: SUPPORTED_API_VERSIONS,
   async subscribe(destination, { uri, topic }) {
     if (new URL(uri).protocol !== 'https:') {
-      throw new ValidationError('Shopify delivers webhooks only to https addresses', [{
-        path: '$.uri', message: `is ${uri}: set PUBLIC_URL to the https address at which Shopify reaches this server (a proxy or tunnel)`,
-      }]);
+      throw new ValidationError('Shopify delivers webhooks only to https addresses', [
+        {
+          path: '$.uri',
+          message: `is ${uri}: set PUBLIC_URL to the https address at which Shopify reaches this server (a proxy or tunnel)`,
+        },
+      ]);
     }
     const { shop } = shopifyDestination(destination);
-    const { webhookSubscriptionCreate: created } = await new ShopifyAdminApi(shop).query<{ webhookSubscriptionCreate: SubscribePayload | null }>(SUBSCRIBE, {
+    const { webhookSubscriptionCreate: created } = await new ShopifyAdminApi(shop).query<{
+      webhookSubscriptionCreate: SubscribePayload | null;
+    }>(SUBSCRIBE, {
       topic: topic.toUpperCase().replace(/\//g, '_'),
       subscription: { uri, format: 'JSON' },
     });
     if (!created) throw permanent(`Shopify answered webhookSubscriptionCreate with ${JSON.stringify(created)}`);
     if (created.userErrors.length > 0) {
-      throw new ValidationError('Shopify refused the subscription', created.userErrors.map((error) => ({
-        path: `$.${(error.field ?? []).join('.') || 'webhookSubscription'}`, message: error.message,
-      })));
+      throw new ValidationError(
+        'Shopify refused the subscription',
+        created.userErrors.map((error) => ({
+          path: `$.${(error.field ?? []).join('.') || 'webhookSubscription'}`,
+          message: error.message,
+        })),
+      );
     }
     const subscription = created.webhookSubscription;
-    if (!subscription) throw permanent('Shopify answered webhookSubscriptionCreate with neither a subscription nor errors');
+    if (!subscription)
+      throw permanent('Shopify answered webhookSubscriptionCreate with neither a subscription nor errors');
     return { id: subscription.id, topic, uri: subscription.uri, apiVersion: subscription.apiVersion.handle };
   },
 };

@@ -9,5 +9,9 @@ import { allOperations } from '../../operations/index.ts';
 import { crash } from './crash-operation.ts';
 
 const config = loadConfig();
-await Platform.start(config, { api: false, worker: true }, { logger: pino({ level: 'warn' }), operations: [...allOperations, crash] });
+await Platform.start(
+  config,
+  { api: false, worker: true },
+  { logger: pino({ level: 'warn' }), operations: [...allOperations, crash] },
+);
 console.error(`worker consuming ${config.redisUrl}`);

@@ -10,15 +10,36 @@ export interface ErpCredentials {
 }
 
 const MAX_CLOCK_SKEW_S = 300;
-const invalidLogin: Reply = { status: 401, body: { error: { code: 'INVALID_LOGIN_ATTEMPT', message: 'Invalid login attempt.' } } };
+const invalidLogin: Reply = {
+  status: 401,
+  body: { error: { code: 'INVALID_LOGIN_ATTEMPT', message: 'Invalid login attempt.' } },
+};
 
 /** Canned ERP answers, in NetSuite's shapes. */
 export const erpReplies = {
-  tooManyRequests: { status: 429, body: { error: { code: 'SSS_REQUEST_LIMIT_EXCEEDED', message: 'Too many requests' } }, headers: { 'retry-after': '0' } },
-  concurrencyLimit: { status: 400, body: { error: { code: 'SSS_REQUEST_LIMIT_EXCEEDED', message: 'Request limit exceeded for this account.' } } },
-  invalidField: { status: 400, body: { error: { code: 'INVALID_FLD_VALUE', message: 'You have entered an Invalid Field Value 99 for the following field: location' } } },
+  tooManyRequests: {
+    status: 429,
+    body: { error: { code: 'SSS_REQUEST_LIMIT_EXCEEDED', message: 'Too many requests' } },
+    headers: { 'retry-after': '0' },
+  },
+  concurrencyLimit: {
+    status: 400,
+    body: { error: { code: 'SSS_REQUEST_LIMIT_EXCEEDED', message: 'Request limit exceeded for this account.' } },
+  },
+  invalidField: {
+    status: 400,
+    body: {
+      error: {
+        code: 'INVALID_FLD_VALUE',
+        message: 'You have entered an Invalid Field Value 99 for the following field: location',
+      },
+    },
+  },
   serverError: { status: 500, body: { error: { code: 'UNEXPECTED_ERROR', message: 'An unexpected error occurred.' } } },
-  okWithError: { status: 200, body: { error: { code: 'USER_ERROR', message: 'Customer refund could not be created: period is closed' } } },
+  okWithError: {
+    status: 200,
+    body: { error: { code: 'USER_ERROR', message: 'Customer refund could not be created: period is closed' } },
+  },
 } satisfies Record<string, Reply>;
 
 /**
@@ -41,7 +62,13 @@ export class ErpSimulator extends Receiver {
   /** The records the ERP accepted (verified, answered 2xx without an error). */
   receipts(): unknown[] {
     return this.requests
-      .filter((request) => !request.refused && request.reply && request.reply.status < 300 && !(request.reply.body as { error?: unknown } | undefined)?.error)
+      .filter(
+        (request) =>
+          !request.refused &&
+          request.reply &&
+          request.reply.status < 300 &&
+          !(request.reply.body as { error?: unknown } | undefined)?.error,
+      )
       .map((request) => JSON.parse(request.body));
   }
 
@@ -61,7 +88,8 @@ export class ErpSimulator extends Receiver {
     const { consumerKey, tokenId, accountId } = this.credentials;
     if (params.get('realm') !== accountId.toUpperCase()) return invalidLogin;
     if (params.get('oauth_consumer_key') !== consumerKey || params.get('oauth_token') !== tokenId) return invalidLogin;
-    if (params.get('oauth_signature_method') !== 'HMAC-SHA256' || params.get('oauth_version') !== '1.0') return invalidLogin;
+    if (params.get('oauth_signature_method') !== 'HMAC-SHA256' || params.get('oauth_version') !== '1.0')
+      return invalidLogin;
     const timestamp = Number(params.get('oauth_timestamp'));
     if (!Number.isInteger(timestamp) || Math.abs(Date.now() / 1000 - timestamp) > MAX_CLOCK_SKEW_S) return invalidLogin;
     const nonce = params.get('oauth_nonce') ?? '';
@@ -75,13 +103,18 @@ export class ErpSimulator extends Receiver {
   }
 
   private signature(request: ReceivedRequest, header: Map<string, string>): Buffer {
-    const rfc3986 = (value: string) => encodeURIComponent(value).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+    const rfc3986 = (value: string) =>
+      encodeURIComponent(value).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
     const [pathname, query = ''] = request.url.split('?');
-    const pairs: [string, string][] = [...header].filter(([key]) => key.startsWith('oauth_') && key !== 'oauth_signature');
+    const pairs: [string, string][] = [...header].filter(
+      ([key]) => key.startsWith('oauth_') && key !== 'oauth_signature',
+    );
     for (const [key, value] of new URLSearchParams(query)) pairs.push([key, value]);
-    const normalized = pairs.map(([key, value]) => [rfc3986(key), rfc3986(value)])
+    const normalized = pairs
+      .map(([key, value]) => [rfc3986(key), rfc3986(value)])
       .sort(([k1, v1], [k2, v2]) => (k1 !== k2 ? (k1 < k2 ? -1 : 1) : v1 < v2 ? -1 : v1 > v2 ? 1 : 0))
-      .map(([key, value]) => `${key}=${value}`).join('&');
+      .map(([key, value]) => `${key}=${value}`)
+      .join('&');
     const base = `${request.method.toUpperCase()}&${rfc3986(`http://${String(request.headers.host).toLowerCase()}${pathname}`)}&${rfc3986(normalized)}`;
     const key = `${rfc3986(this.credentials.consumerSecret)}&${rfc3986(this.credentials.tokenSecret)}`;
     return Buffer.from(createHmac('sha256', key).update(base).digest('base64'));

@@ -49,7 +49,13 @@ export function capturingLogger(): { logger: Logger; lines: string[] } {
       done();
     },
   });
-  return { logger: pino({ level: 'debug', redact: { paths: ['authorization', '*.authorization'], censor: '[REDACTED]' } }, stream), lines };
+  return {
+    logger: pino(
+      { level: 'debug', redact: { paths: ['authorization', '*.authorization'], censor: '[REDACTED]' } },
+      stream,
+    ),
+    lines,
+  };
 }
 
 export interface TestPlatform {
@@ -98,8 +104,15 @@ export async function startTestPlatform(
 }
 
 /** A second API process on a platform's store and Redis, with other settings (a PUBLIC_URL, say); closing it drops nothing. */
-export async function startSiblingApi(env: TestPlatform, overrides: Partial<Config>): Promise<{ url: string; close: () => Promise<void> }> {
-  const platform = await Platform.start({ ...env.config, ...overrides }, { api: true, worker: false }, { logger: capturingLogger().logger });
+export async function startSiblingApi(
+  env: TestPlatform,
+  overrides: Partial<Config>,
+): Promise<{ url: string; close: () => Promise<void> }> {
+  const platform = await Platform.start(
+    { ...env.config, ...overrides },
+    { api: true, worker: false },
+    { logger: capturingLogger().logger },
+  );
   return { url: platform.localUrl!, close: () => platform.close() };
 }
 
@@ -125,7 +138,12 @@ export async function getToken(url: string, clientId: string, clientSecret: stri
   const response = await fetch(`${url}/oauth/token`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret, audience: 'tributary-api' }),
+    body: JSON.stringify({
+      grant_type: 'client_credentials',
+      client_id: clientId,
+      client_secret: clientSecret,
+      audience: 'tributary-api',
+    }),
   });
   if (!response.ok) throw new Error(`token request failed: ${response.status} ${await response.text()}`);
   return ((await response.json()) as { access_token: string }).access_token;
@@ -147,7 +165,12 @@ export class ApiClient {
   ) {}
 
   /** Call an /api route as this client (`tenant_id` defaults to the client's own tenant). */
-  async call<T = any>(method: string, route: string, body?: unknown, headers: Record<string, string> = {}): Promise<ApiResponse<T>> {
+  async call<T = any>(
+    method: string,
+    route: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<ApiResponse<T>> {
     const response = await fetch(`${this.url}${route}`, {
       method,
       headers: {
@@ -159,7 +182,12 @@ export class ApiClient {
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     const text = await response.text();
-    const answer = { status: response.status, body: text ? JSON.parse(text) : undefined, headers: response.headers, text };
+    const answer = {
+      status: response.status,
+      body: text ? JSON.parse(text) : undefined,
+      headers: response.headers,
+      text,
+    };
     const violations = (await OpenApiContract.of(this.url)).violations(method, route, answer.status, answer.body);
     if (violations.length > 0) throw new Error(`the answer breaks /openapi.json:\n${violations.join('\n')}`);
     return answer;
@@ -187,13 +215,20 @@ export class ApiClient {
   async settledRun(runId: string): Promise<any> {
     return eventually(async () => {
       const run = await this.call('GET', `/api/v1/runs/${runId}`);
-      if (!['succeeded', 'failed', 'filtered', 'skipped', 'cancelled'].includes(run.body?.status)) throw new Error(`run is ${run.body?.status}`);
+      if (!['succeeded', 'failed', 'filtered', 'skipped', 'cancelled'].includes(run.body?.status))
+        throw new Error(`run is ${run.body?.status}`);
       return run.body;
     });
   }
 }
 
-export async function sendWebhook(url: string, tenantId: string, flowKey: string, body: unknown, headers: Record<string, string> = {}) {
+export async function sendWebhook(
+  url: string,
+  tenantId: string,
+  flowKey: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+) {
   const response = await fetch(`${url}/hooks/${tenantId}/${flowKey}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },
@@ -220,11 +255,21 @@ export async function eventually<T>(probe: () => Promise<T>, limitMs = 60_000): 
 }
 
 /** `tributary worker` (or another worker command) as its own OS process on a platform's store and Redis; `ready` resolves once it consumes. */
-export function spawnWorker(config: Config, env: Record<string, string> = {}, command = ['bin/tributary.js', 'worker']): { child: ChildProcess; ready: Promise<void> } {
+export function spawnWorker(
+  config: Config,
+  env: Record<string, string> = {},
+  command = ['bin/tributary.js', 'worker'],
+): { child: ChildProcess; ready: Promise<void> } {
   const child = spawn(process.execPath, command, {
     env: {
-      ...process.env, DATABASE_URL: config.databaseUrl, DATABASE_SCHEMA: config.databaseSchema, SECRETS_KEY: config.secretsKey,
-      REDIS_URL: config.redisUrl, REDIS_PREFIX: config.redisPrefix, LOG_LEVEL: 'warn', ...env,
+      ...process.env,
+      DATABASE_URL: config.databaseUrl,
+      DATABASE_SCHEMA: config.databaseSchema,
+      SECRETS_KEY: config.secretsKey,
+      REDIS_URL: config.redisUrl,
+      REDIS_PREFIX: config.redisPrefix,
+      LOG_LEVEL: 'warn',
+      ...env,
     },
     stdio: ['ignore', 'ignore', 'pipe'],
   });

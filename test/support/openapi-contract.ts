@@ -21,7 +21,10 @@ export class OpenApiContract {
     // Templates with fewer parameters first, so /flows/{id}/versions wins over a looser match.
     this.routes = Object.keys(document.paths)
       .sort((a, b) => (a.match(/\{/g)?.length ?? 0) - (b.match(/\{/g)?.length ?? 0))
-      .map((template) => ({ template, pattern: new RegExp(`^${template.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+')}$`) }));
+      .map((template) => ({
+        template,
+        pattern: new RegExp(`^${template.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+')}$`),
+      }));
   }
 
   private static readonly loaded = new Map<string, Promise<OpenApiContract>>();
@@ -30,7 +33,9 @@ export class OpenApiContract {
   static of(baseUrl: string): Promise<OpenApiContract> {
     let contract = OpenApiContract.loaded.get(baseUrl);
     if (!contract) {
-      contract = fetch(`${baseUrl}/openapi.json`).then(async (response) => new OpenApiContract((await response.json()) as OpenApi));
+      contract = fetch(`${baseUrl}/openapi.json`).then(
+        async (response) => new OpenApiContract((await response.json()) as OpenApi),
+      );
       OpenApiContract.loaded.set(baseUrl, contract);
     }
     return contract;
@@ -44,14 +49,27 @@ export class OpenApiContract {
     const operation = route && this.document.paths[route.template][verb];
     if (!route || !operation) return [`${method} ${path} is not in /openapi.json`];
     const declared = operation.responses?.[String(status)];
-    if (!declared) return [`${method} ${route.template} answered ${status}, which /openapi.json does not list (${Object.keys(operation.responses ?? {}).join(', ')})`];
+    if (!declared)
+      return [
+        `${method} ${route.template} answered ${status}, which /openapi.json does not list (${Object.keys(operation.responses ?? {}).join(', ')})`,
+      ];
     const mediaType = Object.keys(declared.content ?? {})[0];
     if (!mediaType || body === undefined) return [];
     const validate = this.validator(`${route.template} ${verb} ${status} ${mediaType}`, [
-      'paths', route.template, verb, 'responses', String(status), 'content', mediaType, 'schema',
+      'paths',
+      route.template,
+      verb,
+      'responses',
+      String(status),
+      'content',
+      mediaType,
+      'schema',
     ]);
     if (!validate || validate(body)) return [];
-    return (validate.errors ?? []).map((error) => `${method} ${route.template} ${status}: ${error.instancePath || '(body)'} ${error.message} ${JSON.stringify(error.params)}`);
+    return (validate.errors ?? []).map(
+      (error) =>
+        `${method} ${route.template} ${status}: ${error.instancePath || '(body)'} ${error.message} ${JSON.stringify(error.params)}`,
+    );
   }
 
   private validator(key: string, pointer: string[]): ValidateFunction | null {

@@ -36,7 +36,13 @@ export class Receiver {
       req.on('data', (chunk: Buffer) => chunks.push(chunk));
       req.on('end', () => {
         const body = Buffer.concat(chunks).toString();
-        const request: ReceivedRequest = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body, receivedAt: Date.now() };
+        const request: ReceivedRequest = {
+          method: req.method ?? '',
+          url: req.url ?? '',
+          headers: req.headers,
+          body,
+          receivedAt: Date.now(),
+        };
         this.requests.push(request);
         res.once('finish', () => (request.answeredAt = Date.now()));
         const refusal = this.guard?.(request);
@@ -47,7 +53,10 @@ export class Receiver {
           return;
         }
         request.reply = { status: reply.status, body: reply.body };
-        const send = () => res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers }).end(JSON.stringify(reply.body ?? {}));
+        const send = () =>
+          res
+            .writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers })
+            .end(JSON.stringify(reply.body ?? {}));
         if (reply.delayMs) setTimeout(send, reply.delayMs);
         else send();
       });
@@ -58,7 +67,11 @@ export class Receiver {
   }
 
   protected defaultReply(request: ReceivedRequest): Reply {
-    return { status: 200, body: { received: request.body ? JSON.parse(request.body) : null }, delayMs: this.slowPaths.get(request.url) };
+    return {
+      status: 200,
+      body: { received: request.body ? JSON.parse(request.body) : null },
+      delayMs: this.slowPaths.get(request.url),
+    };
   }
 
   /** Requests to `path` are answered after `delayMs` (unless a scripted reply says otherwise). */
@@ -69,8 +82,15 @@ export class Receiver {
 
   /** The most requests to `path` that were open at the same moment. */
   maxConcurrent(path: string): number {
-    const events = this.requests.filter((request) => request.url === path)
-      .flatMap((request) => [[request.receivedAt, 1], [request.answeredAt ?? Infinity, -1]] as const)
+    const events = this.requests
+      .filter((request) => request.url === path)
+      .flatMap(
+        (request) =>
+          [
+            [request.receivedAt, 1],
+            [request.answeredAt ?? Infinity, -1],
+          ] as const,
+      )
       .sort((a, b) => a[0] - b[0] || a[1] - b[1]);
     let open = 0;
     let most = 0;

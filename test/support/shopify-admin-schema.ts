@@ -23,12 +23,19 @@ export function fetchAdminSchemas(): void {
   if (ADMIN_API_VERSIONS.every((version) => existsSync(schemaFile(version)))) return;
   const work = mkdtempSync(path.join(os.tmpdir(), 'shopify-dev-mcp-'));
   try {
-    const [packed] = JSON.parse(execFileSync('npm', ['pack', PACKAGE, '--json', '--pack-destination', work], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }));
-    if (packed.integrity !== INTEGRITY) throw new Error(`${PACKAGE}: integrity ${packed.integrity} is not the pinned one`);
+    const [packed] = JSON.parse(
+      execFileSync('npm', ['pack', PACKAGE, '--json', '--pack-destination', work], {
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'ignore'],
+      }),
+    );
+    if (packed.integrity !== INTEGRITY)
+      throw new Error(`${PACKAGE}: integrity ${packed.integrity} is not the pinned one`);
     const members = ADMIN_API_VERSIONS.map((version) => `package/dist/data/admin_${version}.json.gz`);
     execFileSync('tar', ['-xzf', path.join(work, packed.filename), '-C', work, ...members]);
     mkdirSync(cacheDir, { recursive: true });
-    for (const version of ADMIN_API_VERSIONS) renameSync(path.join(work, `package/dist/data/admin_${version}.json.gz`), schemaFile(version));
+    for (const version of ADMIN_API_VERSIONS)
+      renameSync(path.join(work, `package/dist/data/admin_${version}.json.gz`), schemaFile(version));
   } finally {
     rmSync(work, { recursive: true, force: true });
   }

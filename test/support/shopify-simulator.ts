@@ -1,14 +1,29 @@
 import http from 'node:http';
 import { createHash, createHmac, randomBytes } from 'node:crypto';
 import {
-  execute, getNamedType, type GraphQLError, isLeafType, Kind, parse, validate,
-  type DocumentNode, type FragmentDefinitionNode, type GraphQLCompositeType, type GraphQLField, type GraphQLFieldResolver, type GraphQLObjectType,
-  type GraphQLSchema, type OperationDefinitionNode, type SelectionSetNode, type ValueNode,
+  execute,
+  getNamedType,
+  type GraphQLError,
+  isLeafType,
+  Kind,
+  parse,
+  validate,
+  type DocumentNode,
+  type FragmentDefinitionNode,
+  type GraphQLCompositeType,
+  type GraphQLField,
+  type GraphQLFieldResolver,
+  type GraphQLObjectType,
+  type GraphQLSchema,
+  type OperationDefinitionNode,
+  type SelectionSetNode,
+  type ValueNode,
 } from 'graphql';
 import { ADMIN_API_VERSIONS, adminSchema, type AdminApiVersion } from './shopify-admin-schema.ts';
 
 /** Shopify's timestamps are whole seconds (`2026-01-01T14:34:26Z`): so are the simulated shop's. */
-export const shopifyTime = (at = Date.now()) => new Date(Math.floor(at / 1000) * 1000).toISOString().replace('.000Z', 'Z');
+export const shopifyTime = (at = Date.now()) =>
+  new Date(Math.floor(at / 1000) * 1000).toISOString().replace('.000Z', 'Z');
 
 /**
  * A simulated Shopify shop: the Admin GraphQL API, answered from Shopify's real schema (every
@@ -65,8 +80,12 @@ export class ShopifySimulator {
 
   constructor(options: ShopifySimulatorOptions = {}) {
     this.options = {
-      accessToken: options.accessToken ?? 'shpat_simulated', clientId: options.clientId ?? '', clientSecret: options.clientSecret ?? '',
-      tokenLifetimeS: options.tokenLifetimeS ?? 86_399, restoreRate: options.restoreRate ?? 100, maximumAvailable: options.maximumAvailable ?? 2000,
+      accessToken: options.accessToken ?? 'shpat_simulated',
+      clientId: options.clientId ?? '',
+      clientSecret: options.clientSecret ?? '',
+      tokenLifetimeS: options.tokenLifetimeS ?? 86_399,
+      restoreRate: options.restoreRate ?? 100,
+      maximumAvailable: options.maximumAvailable ?? 2000,
       throttledStatus: options.throttledStatus ?? 200,
     };
     this.bucket = { available: this.options.maximumAvailable, at: Date.now() };
@@ -77,9 +96,11 @@ export class ShopifySimulator {
     this.server = http.createServer((req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (chunk: Buffer) => chunks.push(chunk));
-      req.on('end', () => this.handle(req, res, Buffer.concat(chunks).toString('utf8')).catch((error) => {
-        res.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ errors: String(error) }));
-      }));
+      req.on('end', () =>
+        this.handle(req, res, Buffer.concat(chunks).toString('utf8')).catch((error) => {
+          res.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ errors: String(error) }));
+        }),
+      );
     });
     await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
     this.url = `http://127.0.0.1:${(this.server.address() as { port: number }).port}/`;
@@ -119,7 +140,10 @@ export class ShopifySimulator {
   }
 
   /** Delivers a webhook the way Shopify does: raw JSON body, HMAC-SHA256 of it with the app's secret. */
-  async deliverWebhook(url: string, options: { topic: string; body: string; secret: string; webhookId?: string; apiVersion?: string }) {
+  async deliverWebhook(
+    url: string,
+    options: { topic: string; body: string; secret: string; webhookId?: string; apiVersion?: string },
+  ) {
     const headers = {
       'content-type': 'application/json',
       'x-shopify-topic': options.topic,
@@ -135,7 +159,8 @@ export class ShopifySimulator {
   }
 
   private async handle(req: http.IncomingMessage, res: http.ServerResponse, body: string) {
-    const send = (status: number, payload: unknown) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(payload));
+    const send = (status: number, payload: unknown) =>
+      res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(payload));
     const url = new URL(req.url ?? '/', 'http://shop');
     if (req.method === 'POST' && url.pathname === '/admin/oauth/access_token') return send(...this.grant(req, body));
     const match = /^\/admin\/api\/([^/]+)\/graphql\.json$/.exec(url.pathname);
@@ -158,19 +183,32 @@ export class ShopifySimulator {
   }
 
   private grant(req: http.IncomingMessage, body: string): [number, unknown] {
-    const form = /json/.test(req.headers['content-type'] ?? '') ? new URLSearchParams(JSON.parse(body)) : new URLSearchParams(body);
+    const form = /json/.test(req.headers['content-type'] ?? '')
+      ? new URLSearchParams(JSON.parse(body))
+      : new URLSearchParams(body);
     if (form.get('grant_type') !== 'client_credentials') return [400, { error: 'unsupported_grant_type' }];
-    if (!this.options.clientId || form.get('client_id') !== this.options.clientId || form.get('client_secret') !== this.options.clientSecret) {
+    if (
+      !this.options.clientId ||
+      form.get('client_id') !== this.options.clientId ||
+      form.get('client_secret') !== this.options.clientSecret
+    ) {
       return [400, { error: 'invalid_client', error_description: 'Client authentication failed' }];
     }
     this.counts.grants++;
     const token = `shpca_${randomBytes(16).toString('hex')}`;
     this.tokens.set(token, Date.now() + this.options.tokenLifetimeS * 1000);
-    return [200, { access_token: token, scope: 'read_orders,write_orders,read_returns', expires_in: this.options.tokenLifetimeS }];
+    return [
+      200,
+      { access_token: token, scope: 'read_orders,write_orders,read_returns', expires_in: this.options.tokenLifetimeS },
+    ];
   }
 
   /** Returns [0] when the answer is held (a hanging mutation). */
-  private async graphql(version: AdminApiVersion, request: { query?: unknown; variables?: Obj; operationName?: string }, res: http.ServerResponse): Promise<[number, unknown]> {
+  private async graphql(
+    version: AdminApiVersion,
+    request: { query?: unknown; variables?: Obj; operationName?: string },
+    res: http.ServerResponse,
+  ): Promise<[number, unknown]> {
     const schema = adminSchema(version);
     if (typeof request.query !== 'string') return [400, { errors: [{ message: 'No query string was present' }] }];
     let document: DocumentNode;
@@ -181,12 +219,25 @@ export class ShopifySimulator {
     }
     const invalid = validate(schema, document);
     if (invalid.length > 0) {
-      const errors = invalid.map((error) => ({ message: error.message, locations: error.locations, extensions: { code: 'GRAPHQL_VALIDATION_FAILED' } }));
-      this.queries.push({ version, operationName: request.operationName, requestedQueryCost: 0, actualQueryCost: null, throttled: false, errors });
+      const errors = invalid.map((error) => ({
+        message: error.message,
+        locations: error.locations,
+        extensions: { code: 'GRAPHQL_VALIDATION_FAILED' },
+      }));
+      this.queries.push({
+        version,
+        operationName: request.operationName,
+        requestedQueryCost: 0,
+        actualQueryCost: null,
+        throttled: false,
+        errors,
+      });
       return [200, { errors }];
     }
     const variables = request.variables ?? {};
-    const operation = document.definitions.find((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION)!;
+    const operation = document.definitions.find(
+      (d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION,
+    )!;
     const costing = new QueryCost(schema, document, variables);
     let requested: number;
     try {
@@ -195,46 +246,108 @@ export class ShopifySimulator {
       return [200, { errors: [{ message: (error as Error).message, extensions: { code: 'argumentError' } }] }];
     }
     if (requested > MAX_QUERY_COST) {
-      return [200, { errors: [{ message: `Query cost is ${requested}, which exceeds the single query max cost limit (${MAX_QUERY_COST}).`, extensions: { code: 'MAX_COST_EXCEEDED', cost: requested, maxCost: MAX_QUERY_COST } }] }];
+      return [
+        200,
+        {
+          errors: [
+            {
+              message: `Query cost is ${requested}, which exceeds the single query max cost limit (${MAX_QUERY_COST}).`,
+              extensions: { code: 'MAX_COST_EXCEEDED', cost: requested, maxCost: MAX_QUERY_COST },
+            },
+          ],
+        },
+      ];
     }
     const available = this.refill();
     if (requested > available) {
-      this.queries.push({ version, operationName: operation.name?.value, requestedQueryCost: requested, actualQueryCost: null, throttled: true });
-      return [this.options.throttledStatus, {
-        errors: [{ message: 'Throttled', extensions: { code: 'THROTTLED', documentation: 'https://shopify.dev/api/usage/rate-limits' } }],
-        extensions: { cost: { requestedQueryCost: requested, actualQueryCost: null, throttleStatus: this.throttleStatus() } },
-      }];
+      this.queries.push({
+        version,
+        operationName: operation.name?.value,
+        requestedQueryCost: requested,
+        actualQueryCost: null,
+        throttled: true,
+      });
+      return [
+        this.options.throttledStatus,
+        {
+          errors: [
+            {
+              message: 'Throttled',
+              extensions: { code: 'THROTTLED', documentation: 'https://shopify.dev/api/usage/rate-limits' },
+            },
+          ],
+          extensions: {
+            cost: { requestedQueryCost: requested, actualQueryCost: null, throttleStatus: this.throttleStatus() },
+          },
+        },
+      ];
     }
     this.bucket.available -= requested;
-    const mutationFields = operation.operation === 'mutation' ? operation.selectionSet.selections.flatMap((s) => (s.kind === Kind.FIELD ? [s.name.value] : [])) : [];
+    const mutationFields =
+      operation.operation === 'mutation'
+        ? operation.selectionSet.selections.flatMap((s) => (s.kind === Kind.FIELD ? [s.name.value] : []))
+        : [];
     if (mutationFields.some((name) => this.hangOn.has(name))) {
       this.hanging.add(res);
       return [0, undefined];
     }
-    this.beforeExecute?.(operation.selectionSet.selections.flatMap((selection) => (selection.kind === Kind.FIELD ? [selection.name.value] : [])), operation.name?.value);
+    this.beforeExecute?.(
+      operation.selectionSet.selections.flatMap((selection) =>
+        selection.kind === Kind.FIELD ? [selection.name.value] : [],
+      ),
+      operation.name?.value,
+    );
     const result = await execute({
-      schema, document, variableValues: variables, rootValue: operation.operation === 'mutation' ? this.shop.mutations(version) : this.shop.queryRoot(),
-      fieldResolver, typeResolver: (value: Obj) => value.__typename,
+      schema,
+      document,
+      variableValues: variables,
+      rootValue: operation.operation === 'mutation' ? this.shop.mutations(version) : this.shop.queryRoot(),
+      fieldResolver,
+      typeResolver: (value: Obj) => value.__typename,
     });
     const actual = result.data ? costing.actual(operation, result.data) : requested;
     this.bucket.available = Math.min(this.options.maximumAvailable, this.bucket.available + requested - actual);
-    const errors = result.errors?.map((error) => ({ message: error.message, path: error.path, extensions: { code: error.extensions?.code ?? 'INTERNAL_SERVER_ERROR' } }));
-    this.queries.push({ version, operationName: operation.name?.value, requestedQueryCost: requested, actualQueryCost: actual, throttled: false, errors });
-    return [200, {
-      ...(errors ? { errors } : {}), data: result.data,
-      extensions: { cost: { requestedQueryCost: requested, actualQueryCost: actual, throttleStatus: this.throttleStatus() } },
-    }];
+    const errors = result.errors?.map((error) => ({
+      message: error.message,
+      path: error.path,
+      extensions: { code: error.extensions?.code ?? 'INTERNAL_SERVER_ERROR' },
+    }));
+    this.queries.push({
+      version,
+      operationName: operation.name?.value,
+      requestedQueryCost: requested,
+      actualQueryCost: actual,
+      throttled: false,
+      errors,
+    });
+    return [
+      200,
+      {
+        ...(errors ? { errors } : {}),
+        data: result.data,
+        extensions: {
+          cost: { requestedQueryCost: requested, actualQueryCost: actual, throttleStatus: this.throttleStatus() },
+        },
+      },
+    ];
   }
 
   private refill() {
     const now = Date.now();
-    this.bucket.available = Math.min(this.options.maximumAvailable, this.bucket.available + ((now - this.bucket.at) / 1000) * this.options.restoreRate);
+    this.bucket.available = Math.min(
+      this.options.maximumAvailable,
+      this.bucket.available + ((now - this.bucket.at) / 1000) * this.options.restoreRate,
+    );
     this.bucket.at = now;
     return this.bucket.available;
   }
 
   private throttleStatus() {
-    return { maximumAvailable: this.options.maximumAvailable, currentlyAvailable: Math.floor(this.bucket.available), restoreRate: this.options.restoreRate };
+    return {
+      maximumAvailable: this.options.maximumAvailable,
+      currentlyAvailable: Math.floor(this.bucket.available),
+      restoreRate: this.options.restoreRate,
+    };
   }
 }
 
@@ -256,8 +369,10 @@ function paginate(items: Obj[], args: { first?: number; last?: number; after?: s
     nodes,
     edges: nodes.map((node, i) => ({ node, cursor: cursor(start + i) })),
     pageInfo: {
-      hasNextPage: start + size < items.length, hasPreviousPage: start > 0,
-      startCursor: nodes.length > 0 ? cursor(start) : null, endCursor: nodes.length > 0 ? cursor(start + nodes.length - 1) : null,
+      hasNextPage: start + size < items.length,
+      hasPreviousPage: start > 0,
+      startCursor: nodes.length > 0 ? cursor(start) : null,
+      endCursor: nodes.length > 0 ? cursor(start + nodes.length - 1) : null,
     },
   };
 }
@@ -269,8 +384,14 @@ function paginate(items: Obj[], args: { first?: number; last?: number; after?: s
 class QueryCost {
   private readonly fragments: Map<string, FragmentDefinitionNode>;
 
-  constructor(private readonly schema: GraphQLSchema, document: DocumentNode, private readonly variables: Obj) {
-    this.fragments = new Map(document.definitions.flatMap((d) => (d.kind === Kind.FRAGMENT_DEFINITION ? [[d.name.value, d] as const] : [])));
+  constructor(
+    private readonly schema: GraphQLSchema,
+    document: DocumentNode,
+    private readonly variables: Obj,
+  ) {
+    this.fragments = new Map(
+      document.definitions.flatMap((d) => (d.kind === Kind.FRAGMENT_DEFINITION ? [[d.name.value, d] as const] : [])),
+    );
   }
 
   requested(operation: OperationDefinitionNode): number {
@@ -288,9 +409,13 @@ class QueryCost {
     let total = 0;
     for (const selection of selectionSet.selections) {
       if (selection.kind === Kind.INLINE_FRAGMENT || selection.kind === Kind.FRAGMENT_SPREAD) {
-        const fragment = selection.kind === Kind.INLINE_FRAGMENT ? selection : this.fragments.get(selection.name.value)!;
-        const condition = fragment.typeCondition ? (this.schema.getType(fragment.typeCondition.name.value) as GraphQLCompositeType) : type;
-        if (data && fragment.typeCondition && data.__typename !== undefined && data.__typename !== condition.name) continue;
+        const fragment =
+          selection.kind === Kind.INLINE_FRAGMENT ? selection : this.fragments.get(selection.name.value)!;
+        const condition = fragment.typeCondition
+          ? (this.schema.getType(fragment.typeCondition.name.value) as GraphQLCompositeType)
+          : type;
+        if (data && fragment.typeCondition && data.__typename !== undefined && data.__typename !== condition.name)
+          continue;
         total += this.cost(fragment.selectionSet, condition, data);
         continue;
       }
@@ -305,7 +430,8 @@ class QueryCost {
         if (!nodes || nodes.kind !== Kind.FIELD || !nodes.selectionSet) continue;
         const nodeType = getNamedType((named as GraphQLObjectType).getFields().nodes.type) as GraphQLCompositeType;
         if (data) for (const node of value.nodes as Obj[]) total += 1 + this.cost(nodes.selectionSet, nodeType, node);
-        else total += this.pageSize(selection.arguments ?? []) * (1 + this.cost(nodes.selectionSet, nodeType, undefined));
+        else
+          total += this.pageSize(selection.arguments ?? []) * (1 + this.cost(nodes.selectionSet, nodeType, undefined));
         total += 2;
         continue;
       }
@@ -318,7 +444,12 @@ class QueryCost {
   private pageSize(args: readonly { name: { value: string }; value: ValueNode }[]) {
     const arg = args.find((a) => a.name.value === 'first' || a.name.value === 'last');
     if (!arg) throw new Error('you must provide one of first or last');
-    const size = arg.value.kind === Kind.INT ? Number(arg.value.value) : arg.value.kind === Kind.VARIABLE ? Number(this.variables[arg.value.name.value] ?? 0) : 0;
+    const size =
+      arg.value.kind === Kind.INT
+        ? Number(arg.value.value)
+        : arg.value.kind === Kind.VARIABLE
+          ? Number(this.variables[arg.value.name.value] ?? 0)
+          : 0;
     if (size > MAX_PAGE) throw new Error(`${arg.name.value} must be at most ${MAX_PAGE}, got ${size}`);
     return size;
   }
@@ -392,8 +523,14 @@ export class Shop {
     });
     const now = shopifyTime();
     const order: Obj = {
-      __typename: 'Order', ...newId('Order'), name: `#${1000 + this.orders.size + 1}`, createdAt: now, updatedAt: now, processedAt: now,
-      currencyCode: currency, money,
+      __typename: 'Order',
+      ...newId('Order'),
+      name: `#${1000 + this.orders.size + 1}`,
+      createdAt: now,
+      updatedAt: now,
+      processedAt: now,
+      currencyCode: currency,
+      money,
       app: { __typename: 'OrderApp', id: 'gid://shopify/App/580111', name: 'Online Store' },
       customAttributes: spec.synced ? [{ key: 'orderSynced', value: 'TRUE' }] : [],
       tags: [...(spec.tags ?? [])],
@@ -406,14 +543,31 @@ export class Shop {
       order.metafieldList.find((m: Obj) => m.key === key && m.namespace === (namespace ?? '$app')) ?? null;
     order.lineItems = spec.lines.map((line) => this.lineItem(line, money));
     order.fulfillmentLineItems = order.lineItems.map((lineItem: Obj) => ({
-      __typename: 'FulfillmentLineItem', ...newId('FulfillmentLineItem'), lineItem, quantity: lineItem.quantity,
-      originalTotalSet: lineItem.originalTotalSet, discountedTotalSet: lineItem.discountedTotalSet,
+      __typename: 'FulfillmentLineItem',
+      ...newId('FulfillmentLineItem'),
+      lineItem,
+      quantity: lineItem.quantity,
+      originalTotalSet: lineItem.originalTotalSet,
+      discountedTotalSet: lineItem.discountedTotalSet,
     }));
-    order.shippingLine = spec.shipping !== undefined
-      ? { __typename: 'ShippingLine', ...newId('ShippingLine'), title: 'Standard', code: 'STANDARD', price: spec.shipping, taxRate: 0.1 }
-      : null;
-    const total = order.lineItems.reduce((sum: number, item: Obj) => sum + item.price * item.quantity * (1 + item.taxRate) + (item.duty ?? 0) * item.quantity, 0)
-      + (spec.shipping ?? 0) * 1.1;
+    order.shippingLine =
+      spec.shipping !== undefined
+        ? {
+            __typename: 'ShippingLine',
+            ...newId('ShippingLine'),
+            title: 'Standard',
+            code: 'STANDARD',
+            price: spec.shipping,
+            taxRate: 0.1,
+          }
+        : null;
+    const total =
+      order.lineItems.reduce(
+        (sum: number, item: Obj) =>
+          sum + item.price * item.quantity * (1 + item.taxRate) + (item.duty ?? 0) * item.quantity,
+        0,
+      ) +
+      (spec.shipping ?? 0) * 1.1;
     order.transactions.push(this.transaction(order, 'SALE', total, null));
     order.totalPriceSet = money(total);
     order.displayFinancialStatus = 'PAID';
@@ -431,31 +585,81 @@ export class Shop {
   createReturn(orderId: string, spec: ReturnSpec): Obj {
     const order = this.orders.get(orderId)!;
     const returnLineItems = spec.lines.map(({ line, quantity, reason }) => ({
-      __typename: 'ReturnLineItem', ...newId('ReturnLineItem'), quantity, customerNote: null, refundableQuantity: quantity, refundedQuantity: 0,
-      returnReason: reason ?? 'UNKNOWN', returnReasonNote: '', restockingFee: null, fulfillmentLineItem: order.fulfillmentLineItems[line],
+      __typename: 'ReturnLineItem',
+      ...newId('ReturnLineItem'),
+      quantity,
+      customerNote: null,
+      refundableQuantity: quantity,
+      refundedQuantity: 0,
+      returnReason: reason ?? 'UNKNOWN',
+      returnReasonNote: '',
+      restockingFee: null,
+      fulfillmentLineItem: order.fulfillmentLineItems[line],
     }));
     const disposition = spec.disposition ?? 'RESTOCKED';
     const reverseFulfillmentOrder: Obj = {
-      __typename: 'ReverseFulfillmentOrder', ...newId('ReverseFulfillmentOrder'), status: 'CLOSED', order, thirdPartyConfirmation: null,
+      __typename: 'ReverseFulfillmentOrder',
+      ...newId('ReverseFulfillmentOrder'),
+      status: 'CLOSED',
+      order,
+      thirdPartyConfirmation: null,
       lineItems: returnLineItems.map((item) => ({
-        __typename: 'ReverseFulfillmentOrderLineItem', ...newId('ReverseFulfillmentOrderLineItem'), totalQuantity: item.quantity,
+        __typename: 'ReverseFulfillmentOrderLineItem',
+        ...newId('ReverseFulfillmentOrderLineItem'),
+        totalQuantity: item.quantity,
         fulfillmentLineItem: item.fulfillmentLineItem,
-        dispositions: [{ __typename: 'ReverseFulfillmentOrderDisposition', ...newId('ReverseFulfillmentOrderDisposition'), createdAt: new Date().toISOString(), location: this.location, quantity: item.quantity, type: disposition }],
+        dispositions: [
+          {
+            __typename: 'ReverseFulfillmentOrderDisposition',
+            ...newId('ReverseFulfillmentOrderDisposition'),
+            createdAt: new Date().toISOString(),
+            location: this.location,
+            quantity: item.quantity,
+            type: disposition,
+          },
+        ],
       })),
     };
-    reverseFulfillmentOrder.reverseDeliveries = [{
-      __typename: 'ReverseDelivery', ...newId('ReverseDelivery'), reverseFulfillmentOrder,
-      deliverable: { __typename: 'ReverseDeliveryShippingDeliverable', tracking: { number: '1Z999AA10123456784', carrierName: 'UPS', url: null }, label: null },
-    }];
+    reverseFulfillmentOrder.reverseDeliveries = [
+      {
+        __typename: 'ReverseDelivery',
+        ...newId('ReverseDelivery'),
+        reverseFulfillmentOrder,
+        deliverable: {
+          __typename: 'ReverseDeliveryShippingDeliverable',
+          tracking: { number: '1Z999AA10123456784', carrierName: 'UPS', url: null },
+          label: null,
+        },
+      },
+    ];
     const exchangeLineItems = (spec.exchange ?? []).map((exchange) => {
       const lineItem = this.lineItem({ title: exchange.title, price: exchange.price, quantity: 1 }, order.money);
-      return { __typename: 'ExchangeLineItem', ...newId('ExchangeLineItem'), quantity: 1, processableQuantity: 0, processedQuantity: 1, unprocessedQuantity: 0, variantId: lineItem.variant.id, lineItems: [lineItem] };
+      return {
+        __typename: 'ExchangeLineItem',
+        ...newId('ExchangeLineItem'),
+        quantity: 1,
+        processableQuantity: 0,
+        processedQuantity: 1,
+        unprocessedQuantity: 0,
+        variantId: lineItem.variant.id,
+        lineItems: [lineItem],
+      };
     });
     const ret: Obj = {
-      __typename: 'Return', ...newId('Return'), name: `${order.name}-R${order.returns.length + 1}`, status: 'CLOSED', order, createdAt: new Date().toISOString(),
-      totalQuantity: spec.lines.reduce((sum, line) => sum + line.quantity, 0), decline: null,
-      returnLineItems, exchangeLineItems, reverseFulfillmentOrders: [reverseFulfillmentOrder],
-      returnShippingFees: spec.shippingFee ? [{ __typename: 'ReturnShippingFee', ...newId('ReturnShippingFee'), amountSet: order.money(spec.shippingFee) }] : [],
+      __typename: 'Return',
+      ...newId('Return'),
+      name: `${order.name}-R${order.returns.length + 1}`,
+      status: 'CLOSED',
+      order,
+      createdAt: new Date().toISOString(),
+      totalQuantity: spec.lines.reduce((sum, line) => sum + line.quantity, 0),
+      decline: null,
+      returnLineItems,
+      exchangeLineItems,
+      reverseFulfillmentOrders: [reverseFulfillmentOrder],
+      returnShippingFees: spec.shippingFee
+        ? [{ __typename: 'ReturnShippingFee', ...newId('ReturnShippingFee'), amountSet: order.money(spec.shippingFee) }]
+        : [],
       refunds: [] as Obj[],
     };
     order.returns.push(ret);
@@ -472,24 +676,59 @@ export class Shop {
       const lineItem = order.lineItems[line];
       const subtotal = lineItem.price * quantity;
       return {
-        __typename: 'RefundLineItem', ...newId('RefundLineItem'), lineItem, quantity, restockType: restockType ?? 'RETURN', restocked: (restockType ?? 'RETURN') !== 'NO_RESTOCK',
-        location: this.location, priceSet: order.money(lineItem.price), subtotalSet: order.money(subtotal), totalTaxSet: order.money(subtotal * lineItem.taxRate),
-        subtotal, totalTax: round(subtotal * lineItem.taxRate),
+        __typename: 'RefundLineItem',
+        ...newId('RefundLineItem'),
+        lineItem,
+        quantity,
+        restockType: restockType ?? 'RETURN',
+        restocked: (restockType ?? 'RETURN') !== 'NO_RESTOCK',
+        location: this.location,
+        priceSet: order.money(lineItem.price),
+        subtotalSet: order.money(subtotal),
+        totalTaxSet: order.money(subtotal * lineItem.taxRate),
+        subtotal,
+        totalTax: round(subtotal * lineItem.taxRate),
       };
     });
-    const shipping = spec.shipping && order.shippingLine
-      ? [{ __typename: 'RefundShippingLine', ...newId('RefundShippingLine'), shippingLine: order.shippingLine, subtotalAmountSet: order.money(order.shippingLine.price), taxAmountSet: order.money(order.shippingLine.price * 0.1) }]
-      : [];
+    const shipping =
+      spec.shipping && order.shippingLine
+        ? [
+            {
+              __typename: 'RefundShippingLine',
+              ...newId('RefundShippingLine'),
+              shippingLine: order.shippingLine,
+              subtotalAmountSet: order.money(order.shippingLine.price),
+              taxAmountSet: order.money(order.shippingLine.price * 0.1),
+            },
+          ]
+        : [];
     const duties = spec.duties
-      ? order.lineItems.filter((item: Obj) => item.duty).map((item: Obj) => ({ __typename: 'RefundDuty', amountSet: order.money(item.duty * item.quantity), originalDuty: item.duties[0] }))
+      ? order.lineItems
+          .filter((item: Obj) => item.duty)
+          .map((item: Obj) => ({
+            __typename: 'RefundDuty',
+            amountSet: order.money(item.duty * item.quantity),
+            originalDuty: item.duties[0],
+          }))
       : [];
-    const amount = spec.zeroMoney ? 0
-      : refundLineItems.reduce((sum: number, item: Obj) => sum + item.subtotal + item.totalTax, 0)
-        + (shipping.length > 0 ? order.shippingLine.price * 1.1 : 0)
-        + duties.reduce((sum: number, duty: Obj) => sum + Number(duty.amountSet.shopMoney.amount), 0);
+    const amount = spec.zeroMoney
+      ? 0
+      : refundLineItems.reduce((sum: number, item: Obj) => sum + item.subtotal + item.totalTax, 0) +
+        (shipping.length > 0 ? order.shippingLine.price * 1.1 : 0) +
+        duties.reduce((sum: number, duty: Obj) => sum + Number(duty.amountSet.shopMoney.amount), 0);
     const refund: Obj = {
-      __typename: 'Refund', ...newId('Refund'), createdAt: now, updatedAt: now, note: spec.note ?? null, order, return: spec.return ?? null,
-      totalRefundedSet: order.money(amount), duties, refundLineItems, refundShippingLines: shipping, orderAdjustments: [],
+      __typename: 'Refund',
+      ...newId('Refund'),
+      createdAt: now,
+      updatedAt: now,
+      note: spec.note ?? null,
+      order,
+      return: spec.return ?? null,
+      totalRefundedSet: order.money(amount),
+      duties,
+      refundLineItems,
+      refundShippingLines: shipping,
+      orderAdjustments: [],
       transactions: amount > 0 ? [this.transaction(order, 'REFUND', amount, order.transactions[0])] : [],
     };
     order.transactions.push(...refund.transactions);
@@ -507,7 +746,14 @@ export class Shop {
 
   queryRoot(): Obj {
     return {
-      orders: (args: { first?: number; last?: number; after?: string; query?: string; sortKey?: string; reverse?: boolean }) => this.searchOrders(args),
+      orders: (args: {
+        first?: number;
+        last?: number;
+        after?: string;
+        query?: string;
+        sortKey?: string;
+        reverse?: boolean;
+      }) => this.searchOrders(args),
       refund: ({ id }: { id: string }) => this.refunds.get(id) ?? null,
       order: ({ id }: { id: string }) => this.orders.get(id) ?? null,
       return: ({ id }: { id: string }) => this.returns.get(id) ?? null,
@@ -518,18 +764,35 @@ export class Shop {
   mutations(version: string): Obj {
     return {
       metafieldsSet: ({ metafields }: { metafields: Obj[] }) => this.metafieldsSet(metafields),
-      tagsAdd: ({ id, tags }: { id: string; tags: string[] }) => this.retag(id, (order) => [...order.tags, ...tags.filter((tag) => !order.tags.includes(tag))]),
-      tagsRemove: ({ id, tags }: { id: string; tags: string[] }) => this.retag(id, (order) => order.tags.filter((tag: string) => !tags.includes(tag))),
+      tagsAdd: ({ id, tags }: { id: string; tags: string[] }) =>
+        this.retag(id, (order) => [...order.tags, ...tags.filter((tag) => !order.tags.includes(tag))]),
+      tagsRemove: ({ id, tags }: { id: string; tags: string[] }) =>
+        this.retag(id, (order) => order.tags.filter((tag: string) => !tags.includes(tag))),
       webhookSubscriptionCreate: ({ topic, webhookSubscription }: { topic: string; webhookSubscription: Obj }) => {
         const uri = webhookSubscription.uri ?? webhookSubscription.callbackUrl;
         if (!uri || !/^https:\/\//.test(uri)) {
           // Shopify has delivered only to HTTPS addresses since 2019.
           const protocol = /^[a-z]+:\/\//i.exec(uri ?? '')?.[0];
-          return { webhookSubscription: null, userErrors: [{ field: ['webhookSubscription', 'uri'], message: protocol ? `Address protocol ${protocol} is not supported` : 'Address is invalid' }] };
+          return {
+            webhookSubscription: null,
+            userErrors: [
+              {
+                field: ['webhookSubscription', 'uri'],
+                message: protocol ? `Address protocol ${protocol} is not supported` : 'Address is invalid',
+              },
+            ],
+          };
         }
         const subscription = {
-          __typename: 'WebhookSubscription', ...newId('WebhookSubscription'), topic, uri, callbackUrl: uri, format: webhookSubscription.format ?? 'JSON',
-          apiVersion: { handle: version, displayName: version, supported: true }, createdAt: new Date().toISOString(), updatedAt: new Date().toISOString(),
+          __typename: 'WebhookSubscription',
+          ...newId('WebhookSubscription'),
+          topic,
+          uri,
+          callbackUrl: uri,
+          format: webhookSubscription.format ?? 'JSON',
+          apiVersion: { handle: version, displayName: version, supported: true },
+          createdAt: new Date().toISOString(),
+          updatedAt: new Date().toISOString(),
         };
         this.webhookSubscriptions.push(subscription);
         return { webhookSubscription: subscription, userErrors: [] };
@@ -543,36 +806,61 @@ export class Shop {
    * cursors over (sort value, id), as Shopify's are: an order that changes while a client pages
    * moves in the order instead of shifting every page.
    */
-  private searchOrders(args: { first?: number; last?: number; after?: string; query?: string; sortKey?: string; reverse?: boolean }) {
-    const terms = (args.query ?? '').split(/\s+AND\s+/i).map((term) => term.trim().replace(/^\(+|\)+$/g, '')).filter(Boolean);
-    const matches = (order: Obj) => terms.every((term) => {
-      const date = /^(updated_at|created_at):(>=|<=|>|<)?['"]?([^'"]+)['"]?$/.exec(term);
-      if (date) {
-        const value = Date.parse(order[date[1] === 'updated_at' ? 'updatedAt' : 'createdAt']);
-        const bound = Date.parse(date[3]);
-        return { '>=': value >= bound, '<=': value <= bound, '>': value > bound, '<': value < bound, '': value === bound }[date[2] ?? ''];
-      }
-      const tag = /^tag:['"]?([^'"]+)['"]?$/.exec(term);
-      return tag ? order.tags.includes(tag[1]) : true;
-    });
-    const sortValue = (order: Obj) => (args.sortKey === 'UPDATED_AT' ? order.updatedAt : args.sortKey === 'CREATED_AT' ? order.createdAt : '');
-    const compare = (a: [string, bigint], b: [string, bigint]) => (a[0] !== b[0] ? Date.parse(a[0]) - Date.parse(b[0]) : a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0);
+  private searchOrders(args: {
+    first?: number;
+    last?: number;
+    after?: string;
+    query?: string;
+    sortKey?: string;
+    reverse?: boolean;
+  }) {
+    const terms = (args.query ?? '')
+      .split(/\s+AND\s+/i)
+      .map((term) => term.trim().replace(/^\(+|\)+$/g, ''))
+      .filter(Boolean);
+    const matches = (order: Obj) =>
+      terms.every((term) => {
+        const date = /^(updated_at|created_at):(>=|<=|>|<)?['"]?([^'"]+)['"]?$/.exec(term);
+        if (date) {
+          const value = Date.parse(order[date[1] === 'updated_at' ? 'updatedAt' : 'createdAt']);
+          const bound = Date.parse(date[3]);
+          return {
+            '>=': value >= bound,
+            '<=': value <= bound,
+            '>': value > bound,
+            '<': value < bound,
+            '': value === bound,
+          }[date[2] ?? ''];
+        }
+        const tag = /^tag:['"]?([^'"]+)['"]?$/.exec(term);
+        return tag ? order.tags.includes(tag[1]) : true;
+      });
+    const sortValue = (order: Obj) =>
+      args.sortKey === 'UPDATED_AT' ? order.updatedAt : args.sortKey === 'CREATED_AT' ? order.createdAt : '';
+    const compare = (a: [string, bigint], b: [string, bigint]) =>
+      a[0] !== b[0] ? Date.parse(a[0]) - Date.parse(b[0]) : a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0;
     const keyOf = (order: Obj): [string, bigint] => [sortValue(order), BigInt(order.legacyResourceId)];
     let list = [...this.orders.values()].filter(matches).sort((a, b) => compare(keyOf(a), keyOf(b)));
     if (args.reverse) list = list.reverse();
-    const cursorOf = (order: Obj) => Buffer.from(JSON.stringify([sortValue(order), order.legacyResourceId])).toString('base64url');
+    const cursorOf = (order: Obj) =>
+      Buffer.from(JSON.stringify([sortValue(order), order.legacyResourceId])).toString('base64url');
     if (args.after) {
       const [value, id] = JSON.parse(Buffer.from(args.after, 'base64url').toString());
       const after: [string, bigint] = [value, BigInt(id)];
-      list = list.filter((order) => (args.reverse ? compare(keyOf(order), after) < 0 : compare(keyOf(order), after) > 0));
+      list = list.filter((order) =>
+        args.reverse ? compare(keyOf(order), after) < 0 : compare(keyOf(order), after) > 0,
+      );
     }
     const size = args.first ?? args.last ?? 0;
     const nodes = list.slice(0, size);
     return {
-      nodes, edges: nodes.map((node) => ({ node, cursor: cursorOf(node) })),
+      nodes,
+      edges: nodes.map((node) => ({ node, cursor: cursorOf(node) })),
       pageInfo: {
-        hasNextPage: list.length > size, hasPreviousPage: Boolean(args.after),
-        startCursor: nodes.length > 0 ? cursorOf(nodes[0]) : null, endCursor: nodes.length > 0 ? cursorOf(nodes[nodes.length - 1]) : null,
+        hasNextPage: list.length > size,
+        hasPreviousPage: Boolean(args.after),
+        startCursor: nodes.length > 0 ? cursorOf(nodes[0]) : null,
+        endCursor: nodes.length > 0 ? cursorOf(nodes[nodes.length - 1]) : null,
       },
     };
   }
@@ -582,7 +870,12 @@ export class Shop {
     inputs.forEach((input, index) => {
       const order = this.orders.get(input.ownerId);
       if (!order) {
-        userErrors.push({ field: ['metafields', String(index), 'ownerId'], message: 'Owner does not exist', code: 'INVALID', elementIndex: index });
+        userErrors.push({
+          field: ['metafields', String(index), 'ownerId'],
+          message: 'Owner does not exist',
+          code: 'INVALID',
+          elementIndex: index,
+        });
         return;
       }
       const existing = order.metafield({ namespace: input.namespace, key: input.key });
@@ -590,11 +883,22 @@ export class Shop {
         try {
           JSON.parse(input.value);
         } catch {
-          userErrors.push({ field: ['metafields', String(index), 'value'], message: 'Value is invalid JSON', code: 'INVALID_VALUE', elementIndex: index });
+          userErrors.push({
+            field: ['metafields', String(index), 'value'],
+            message: 'Value is invalid JSON',
+            code: 'INVALID_VALUE',
+            elementIndex: index,
+          });
         }
       }
       if ('compareDigest' in input && (existing?.compareDigest ?? null) !== input.compareDigest) {
-        userErrors.push({ field: ['metafields', String(index), 'compareDigest'], message: 'The resource has been updated since it was loaded. Try again with an updated `compareDigest` value.', code: 'STALE_OBJECT', elementIndex: index });
+        userErrors.push({
+          field: ['metafields', String(index), 'compareDigest'],
+          message:
+            'The resource has been updated since it was loaded. Try again with an updated `compareDigest` value.',
+          code: 'STALE_OBJECT',
+          elementIndex: index,
+        });
       }
     });
     if (userErrors.length > 0) return { metafields: [], userErrors };
@@ -602,10 +906,21 @@ export class Shop {
       const order = this.orders.get(input.ownerId)!;
       let metafield = order.metafield({ namespace: input.namespace, key: input.key });
       if (!metafield) {
-        metafield = { __typename: 'Metafield', ...newId('Metafield'), namespace: input.namespace ?? '$app', key: input.key, type: input.type ?? 'json', createdAt: new Date().toISOString() };
+        metafield = {
+          __typename: 'Metafield',
+          ...newId('Metafield'),
+          namespace: input.namespace ?? '$app',
+          key: input.key,
+          type: input.type ?? 'json',
+          createdAt: new Date().toISOString(),
+        };
         order.metafieldList.push(metafield);
       }
-      Object.assign(metafield, { value: input.value, jsonValue: JSON.parse(input.value), updatedAt: new Date().toISOString() });
+      Object.assign(metafield, {
+        value: input.value,
+        jsonValue: JSON.parse(input.value),
+        updatedAt: new Date().toISOString(),
+      });
       metafield.compareDigest = createHash('sha256').update(`${metafield.id}\0${metafield.value}`).digest('hex');
       this.touch(order);
       return metafield;
@@ -630,18 +945,58 @@ export class Shop {
     const total = spec.price * spec.quantity;
     const variant = newId('ProductVariant');
     const item: Obj = {
-      __typename: 'LineItem', ...newId('LineItem'), price: spec.price, quantity: spec.quantity, taxRate, duty: spec.duty,
-      requiresShipping: !spec.giftCard, taxable: true, isGiftCard: spec.giftCard ?? false, sku: spec.sku === undefined ? `SKU-${spec.title.toUpperCase().replace(/\W+/g, '-')}` : spec.sku,
-      name: `${spec.title} - Default`, title: spec.title, variantTitle: 'Default', vendor: 'Tributary Goods',
-      totalDiscountSet: money(0), discountedUnitPriceAfterAllDiscountsSet: money(spec.price), discountedTotalSet: money(total),
-      originalTotalSet: money(total), originalUnitPriceSet: money(spec.price), discountedUnitPriceSet: money(spec.price),
+      __typename: 'LineItem',
+      ...newId('LineItem'),
+      price: spec.price,
+      quantity: spec.quantity,
+      taxRate,
+      duty: spec.duty,
+      requiresShipping: !spec.giftCard,
+      taxable: true,
+      isGiftCard: spec.giftCard ?? false,
+      sku: spec.sku === undefined ? `SKU-${spec.title.toUpperCase().replace(/\W+/g, '-')}` : spec.sku,
+      name: `${spec.title} - Default`,
+      title: spec.title,
+      variantTitle: 'Default',
+      vendor: 'Tributary Goods',
+      totalDiscountSet: money(0),
+      discountedUnitPriceAfterAllDiscountsSet: money(spec.price),
+      discountedTotalSet: money(total),
+      originalTotalSet: money(total),
+      originalUnitPriceSet: money(spec.price),
+      discountedUnitPriceSet: money(spec.price),
       product: { __typename: 'Product', ...newId('Product') },
-      variant: { __typename: 'ProductVariant', ...variant, selectedOptions: [{ name: 'Title', value: 'Default' }], barcode: null, price: decimal(spec.price), compareAtPrice: null },
-      taxLines: [{ __typename: 'TaxLine', title: 'State tax', rate: taxRate, ratePercentage: taxRate * 100, priceSet: money(total * taxRate) }],
-      discountAllocations: [], customAttributes: [],
+      variant: {
+        __typename: 'ProductVariant',
+        ...variant,
+        selectedOptions: [{ name: 'Title', value: 'Default' }],
+        barcode: null,
+        price: decimal(spec.price),
+        compareAtPrice: null,
+      },
+      taxLines: [
+        {
+          __typename: 'TaxLine',
+          title: 'State tax',
+          rate: taxRate,
+          ratePercentage: taxRate * 100,
+          priceSet: money(total * taxRate),
+        },
+      ],
+      discountAllocations: [],
+      customAttributes: [],
     };
     item.duties = spec.duty
-      ? [{ __typename: 'Duty', ...newId('Duty'), harmonizedSystemCode: '6109100010', countryCodeOfOrigin: 'PT', price: money(spec.duty * spec.quantity), taxLines: [] }]
+      ? [
+          {
+            __typename: 'Duty',
+            ...newId('Duty'),
+            harmonizedSystemCode: '6109100010',
+            countryCodeOfOrigin: 'PT',
+            price: money(spec.duty * spec.quantity),
+            taxLines: [],
+          },
+        ]
       : [];
     return item;
   }
@@ -650,19 +1005,68 @@ export class Shop {
     const now = shopifyTime();
     const { id, legacyResourceId } = newId('OrderTransaction');
     return {
-      __typename: 'OrderTransaction', id, legacyResourceId, kind, status: 'SUCCESS', errorCode: null, gateway: 'shopify_payments', formattedGateway: 'Shopify Payments',
-      accountNumber: '•••• •••• •••• 4242', authorizationCode: kind === 'SALE' ? '53433' : null, authorizationExpiresAt: null, createdAt: now, processedAt: now,
-      fees: kind === 'SALE' ? [{ __typename: 'TransactionFee', id: newId('TransactionFee').id, type: 'payment_fee', rate: '0.029', rateName: 'Card', flatFeeName: null,
-        amount: { amount: decimal(amount * 0.029 + 0.3), currencyCode: order.currencyCode }, flatFee: { amount: '0.30', currencyCode: order.currencyCode }, taxAmount: { amount: '0.00', currencyCode: order.currencyCode } }] : [],
-      manuallyCapturable: false, multiCapturable: false, maximumRefundableV2: kind === 'SALE' ? { amount: decimal(amount), currencyCode: order.currencyCode } : null,
-      paymentId: `c${legacyResourceId}.1`, settlementCurrency: null, settlementCurrencyRate: null,
-      shopifyPaymentsSet: { refundSet: kind === 'REFUND' ? { acquirerReferenceNumber: '74987505186000001234567' } : null, extendedAuthorizationSet: null },
-      test: false, totalUnsettledSet: order.money(0), amountSet: order.money(amount),
+      __typename: 'OrderTransaction',
+      id,
+      legacyResourceId,
+      kind,
+      status: 'SUCCESS',
+      errorCode: null,
+      gateway: 'shopify_payments',
+      formattedGateway: 'Shopify Payments',
+      accountNumber: '•••• •••• •••• 4242',
+      authorizationCode: kind === 'SALE' ? '53433' : null,
+      authorizationExpiresAt: null,
+      createdAt: now,
+      processedAt: now,
+      fees:
+        kind === 'SALE'
+          ? [
+              {
+                __typename: 'TransactionFee',
+                id: newId('TransactionFee').id,
+                type: 'payment_fee',
+                rate: '0.029',
+                rateName: 'Card',
+                flatFeeName: null,
+                amount: { amount: decimal(amount * 0.029 + 0.3), currencyCode: order.currencyCode },
+                flatFee: { amount: '0.30', currencyCode: order.currencyCode },
+                taxAmount: { amount: '0.00', currencyCode: order.currencyCode },
+              },
+            ]
+          : [],
+      manuallyCapturable: false,
+      multiCapturable: false,
+      maximumRefundableV2: kind === 'SALE' ? { amount: decimal(amount), currencyCode: order.currencyCode } : null,
+      paymentId: `c${legacyResourceId}.1`,
+      settlementCurrency: null,
+      settlementCurrencyRate: null,
+      shopifyPaymentsSet: {
+        refundSet: kind === 'REFUND' ? { acquirerReferenceNumber: '74987505186000001234567' } : null,
+        extendedAuthorizationSet: null,
+      },
+      test: false,
+      totalUnsettledSet: order.money(0),
+      amountSet: order.money(amount),
       // Shopify returns receiptJson as a JSON object on some versions and as text on others.
-      receiptJson: kind === 'SALE' ? { id: `ch_${legacyResourceId}`, amount: Math.round(amount * 100) } : JSON.stringify({ id: `re_${legacyResourceId}`, amount: Math.round(amount * 100) }),
-      paymentDetails: { __typename: 'CardPaymentDetails', name: 'Test Holder', expirationMonth: 12, expirationYear: 2030, paymentMethodName: 'card', wallet: null,
-        avsResultCode: 'Y', bin: '424242', cvvResultCode: 'M', number: '•••• •••• •••• 4242', company: 'Visa' },
-      parentTransaction: parent, order,
+      receiptJson:
+        kind === 'SALE'
+          ? { id: `ch_${legacyResourceId}`, amount: Math.round(amount * 100) }
+          : JSON.stringify({ id: `re_${legacyResourceId}`, amount: Math.round(amount * 100) }),
+      paymentDetails: {
+        __typename: 'CardPaymentDetails',
+        name: 'Test Holder',
+        expirationMonth: 12,
+        expirationYear: 2030,
+        paymentMethodName: 'card',
+        wallet: null,
+        avsResultCode: 'Y',
+        bin: '424242',
+        cvvResultCode: 'M',
+        number: '•••• •••• •••• 4242',
+        company: 'Visa',
+      },
+      parentTransaction: parent,
+      order,
     };
   }
 }
@@ -673,22 +1077,54 @@ export class Shop {
  */
 function restRefund(refund: Obj): string {
   const big = (legacy: string) => `@@${legacy}@@`;
-  const money = (set: Obj) => ({ shop_money: { amount: set.shopMoney.amount, currency_code: set.shopMoney.currencyCode }, presentment_money: { amount: set.presentmentMoney.amount, currency_code: set.presentmentMoney.currencyCode } });
+  const money = (set: Obj) => ({
+    shop_money: { amount: set.shopMoney.amount, currency_code: set.shopMoney.currencyCode },
+    presentment_money: { amount: set.presentmentMoney.amount, currency_code: set.presentmentMoney.currencyCode },
+  });
   const body = {
-    id: big(refund.legacyResourceId), admin_graphql_api_id: refund.id, order_id: big(refund.order.legacyResourceId),
-    created_at: refund.createdAt, processed_at: refund.createdAt, note: refund.note, user_id: null, restock: refund.refundLineItems.some((item: Obj) => item.restocked),
+    id: big(refund.legacyResourceId),
+    admin_graphql_api_id: refund.id,
+    order_id: big(refund.order.legacyResourceId),
+    created_at: refund.createdAt,
+    processed_at: refund.createdAt,
+    note: refund.note,
+    user_id: null,
+    restock: refund.refundLineItems.some((item: Obj) => item.restocked),
     return: refund.return ? { id: big(refund.return.legacyResourceId), admin_graphql_api_id: refund.return.id } : null,
-    duties: refund.duties.map((duty: Obj) => ({ duty_id: big(duty.originalDuty.legacyResourceId), amount_set: money(duty.amountSet) })),
-    total_duties_set: money(refund.order.money(refund.duties.reduce((sum: number, duty: Obj) => sum + Number(duty.amountSet.shopMoney.amount), 0))),
+    duties: refund.duties.map((duty: Obj) => ({
+      duty_id: big(duty.originalDuty.legacyResourceId),
+      amount_set: money(duty.amountSet),
+    })),
+    total_duties_set: money(
+      refund.order.money(
+        refund.duties.reduce((sum: number, duty: Obj) => sum + Number(duty.amountSet.shopMoney.amount), 0),
+      ),
+    ),
     order_adjustments: [],
-    refund_shipping_lines: refund.refundShippingLines.map((line: Obj) => ({ id: big(line.legacyResourceId), shipping_line_id: big(line.shippingLine.legacyResourceId), subtotal_amount_set: money(line.subtotalAmountSet) })),
+    refund_shipping_lines: refund.refundShippingLines.map((line: Obj) => ({
+      id: big(line.legacyResourceId),
+      shipping_line_id: big(line.shippingLine.legacyResourceId),
+      subtotal_amount_set: money(line.subtotalAmountSet),
+    })),
     refund_line_items: refund.refundLineItems.map((item: Obj) => ({
-      id: big(item.legacyResourceId), line_item_id: big(item.lineItem.legacyResourceId), quantity: item.quantity, restock_type: item.restockType.toLowerCase(),
-      subtotal: item.subtotal, total_tax: item.totalTax, subtotal_set: money(item.subtotalSet), total_tax_set: money(item.totalTaxSet),
+      id: big(item.legacyResourceId),
+      line_item_id: big(item.lineItem.legacyResourceId),
+      quantity: item.quantity,
+      restock_type: item.restockType.toLowerCase(),
+      subtotal: item.subtotal,
+      total_tax: item.totalTax,
+      subtotal_set: money(item.subtotalSet),
+      total_tax_set: money(item.totalTaxSet),
     })),
     transactions: refund.transactions.map((transaction: Obj) => ({
-      id: big(transaction.legacyResourceId), admin_graphql_api_id: transaction.id, order_id: big(refund.order.legacyResourceId), kind: 'refund',
-      gateway: transaction.gateway, status: 'success', amount: transaction.amountSet.shopMoney.amount, currency: transaction.amountSet.shopMoney.currencyCode,
+      id: big(transaction.legacyResourceId),
+      admin_graphql_api_id: transaction.id,
+      order_id: big(refund.order.legacyResourceId),
+      kind: 'refund',
+      gateway: transaction.gateway,
+      status: 'success',
+      amount: transaction.amountSet.shopMoney.amount,
+      currency: transaction.amountSet.shopMoney.currencyCode,
       parent_id: big(transaction.parentTransaction.legacyResourceId),
     })),
   };

@@ -48,12 +48,18 @@ export function refusedStatement(error: unknown, text: string): unknown {
   const fields = error as { code?: unknown; message?: unknown; constraint?: string; table?: string; column?: string };
   if (typeof fields?.code !== 'string' || !/^[0-9A-Z]{5}$/.test(fields.code)) return error;
   const reason = String(fields.message ?? 'refused').replace(/"[^"]*"/g, '"…"');
-  return new StatementError(statementLabel(text), fields.code, { constraint: fields.constraint, table: fields.table, column: fields.column }, reason);
+  return new StatementError(
+    statementLabel(text),
+    fields.code,
+    { constraint: fields.constraint, table: fields.table, column: fields.column },
+    reason,
+  );
 }
 
 /** "insert into runs", "select from messages": enough to find the statement in the code. */
 function statementLabel(text: string): string {
   const verb = /\b(insert into|update|delete from|select)\b/i.exec(text)?.[1]?.toLowerCase() ?? 'statement';
-  const table = verb === 'select' ? /\bfrom\s+([\w.]+)/i.exec(text)?.[1] : new RegExp(`${verb}\\s+([\\w.]+)`, 'i').exec(text)?.[1];
+  const table =
+    verb === 'select' ? /\bfrom\s+([\w.]+)/i.exec(text)?.[1] : new RegExp(`${verb}\\s+([\\w.]+)`, 'i').exec(text)?.[1];
   return table ? `${verb === 'select' ? 'select from' : verb} ${table}` : verb;
 }

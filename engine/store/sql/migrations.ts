@@ -308,12 +308,17 @@ export async function migrate(driver: SqlDriver): Promise<number[]> {
     if (driver.schema) await tx.exec(`create schema if not exists ${driver.schema}`);
     await tx.query(`create table if not exists schema_migrations (
       version integer primary key, name text not null, applied_at timestamptz not null default now())`);
-    const done = new Set((await tx.query<{ version: number }>('select version from schema_migrations')).map((row) => row.version));
+    const done = new Set(
+      (await tx.query<{ version: number }>('select version from schema_migrations')).map((row) => row.version),
+    );
     const applied: number[] = [];
     for (const migration of migrations) {
       if (done.has(migration.version)) continue;
       await tx.exec(migration.sql);
-      await tx.query('insert into schema_migrations (version, name) values ($1, $2)', [migration.version, migration.name]);
+      await tx.query('insert into schema_migrations (version, name) values ($1, $2)', [
+        migration.version,
+        migration.name,
+      ]);
       applied.push(migration.version);
     }
     return applied;

@@ -26,7 +26,11 @@ export class PgliteDriver implements SqlDriver {
   /** Why the thread is gone, once it is: every statement after fails with it. */
   private failure?: Error;
 
-  private constructor(private readonly thread: Worker, private readonly lane: Lane = 'foreground', private readonly owner?: PgliteDriver) {}
+  private constructor(
+    private readonly thread: Worker,
+    private readonly lane: Lane = 'foreground',
+    private readonly owner?: PgliteDriver,
+  ) {}
 
   /** `dataDir` undefined keeps everything in memory. */
   static async open(dataDir?: string, schema?: string): Promise<PgliteDriver> {
@@ -34,7 +38,10 @@ export class PgliteDriver implements SqlDriver {
     // The thread runs TypeScript through tsx's loader, as the CLI does (bin/tributary.js).
     const loader = import.meta.resolve('tsx/esm/api');
     const entry = new URL('./pglite-thread.ts', import.meta.url).href;
-    const thread = new Worker(`import(${JSON.stringify(loader)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(entry)}); })`, { eval: true, workerData: options });
+    const thread = new Worker(
+      `import(${JSON.stringify(loader)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(entry)}); })`,
+      { eval: true, workerData: options },
+    );
     const driver = new PgliteDriver(thread);
     thread.on('message', (reply: ThreadReply) => driver.settle(reply));
     thread.on('error', (error) => driver.failAll(error));

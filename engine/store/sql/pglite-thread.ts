@@ -48,10 +48,12 @@ try {
   if (schema) await db.exec(`create schema if not exists ${schema}; set search_path to ${schema}`);
   let previous = Promise.resolve();
   port.on('message', (request: ThreadRequest) => {
-    previous = previous.then(() => execute(db, request).then(
-      (rows) => port.postMessage({ id: request.id, rows } satisfies ThreadReply),
-      (error: unknown) => port.postMessage({ id: request.id, error: errorFields(error) } satisfies ThreadReply),
-    ));
+    previous = previous.then(() =>
+      execute(db, request).then(
+        (rows) => port.postMessage({ id: request.id, rows } satisfies ThreadReply),
+        (error: unknown) => port.postMessage({ id: request.id, error: errorFields(error) } satisfies ThreadReply),
+      ),
+    );
   });
   port.postMessage({ id: 0 } satisfies ThreadReply);
 } catch (error) {

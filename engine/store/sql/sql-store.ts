@@ -2,21 +2,74 @@ import { ConflictError, NotFoundError, ValidationError } from '../../errors.ts';
 import type { FlowDocument } from '../../flow/schema.ts';
 import type { SealedValue } from '../../secrets/keyring.ts';
 import type {
-  AcceptedMessage, BlockedTopic, HeldFilter, MessageFilter, MessageInfo, Batch, BatchStatus, BatchTask, Client, Destination, IncrementalField, NewBatch, NewBatchTask, Flow, FlowVersion, Message, NewMessage, Page, PageRequest, Run, RunOutcome, RunReads, RunState, RunStatus, SecretInfo,
-  NewDestination, SigningKey, Step, Store, Tenant, Variable,
+  AcceptedMessage,
+  BlockedTopic,
+  HeldFilter,
+  MessageFilter,
+  MessageInfo,
+  Batch,
+  BatchStatus,
+  BatchTask,
+  Client,
+  Destination,
+  IncrementalField,
+  NewBatch,
+  NewBatchTask,
+  Flow,
+  FlowVersion,
+  Message,
+  NewMessage,
+  Page,
+  PageRequest,
+  Run,
+  RunOutcome,
+  RunReads,
+  RunState,
+  RunStatus,
+  SecretInfo,
+  NewDestination,
+  SigningKey,
+  Step,
+  Store,
+  Tenant,
+  Variable,
 } from '../port.ts';
-import { isTerminal, messageStatuses, runStatuses, type Backlog, type TenantAction, type RunLogAppend, type RunLog, type RunLogFilter, type DataDocument, type DataSpace, type PlatformScope, type Statistics, type StatisticsRequest, type UserSettings, type UnfinishedRun, type UnfinishedRunCursor } from '../port.ts';
+import {
+  isTerminal,
+  messageStatuses,
+  runStatuses,
+  type Backlog,
+  type TenantAction,
+  type RunLogAppend,
+  type RunLog,
+  type RunLogFilter,
+  type DataDocument,
+  type DataSpace,
+  type PlatformScope,
+  type Statistics,
+  type StatisticsRequest,
+  type UserSettings,
+  type UnfinishedRun,
+  type UnfinishedRunCursor,
+} from '../port.ts';
 import { idAt } from '../../ids.ts';
 import type { SqlDriver } from './driver.ts';
 import { migrate } from './migrations.ts';
 import { GroupCommit } from '../../group-commit.ts';
 
-interface ProgressSave { tenantId: string; runId: string; steps: Step[]; outcome?: RunOutcome; logs?: RunLogAppend }
+interface ProgressSave {
+  tenantId: string;
+  runId: string;
+  steps: Step[];
+  outcome?: RunOutcome;
+  logs?: RunLogAppend;
+}
 
 // biome-ignore lint/suspicious/noExplicitAny: a row's columns are typed by the mapper that reads them
 type Row = Record<string, any>;
 
-const iso = (value: unknown): string => (value instanceof Date ? value.toISOString() : new Date(String(value)).toISOString());
+const iso = (value: unknown): string =>
+  value instanceof Date ? value.toISOString() : new Date(String(value)).toISOString();
 const isoOrNull = (value: unknown): string | null => (value === null || value === undefined ? null : iso(value));
 const json = (value: unknown): string => JSON.stringify(value ?? null);
 const TERMINAL = `('succeeded','failed','filtered','skipped','cancelled')`;
@@ -31,7 +84,8 @@ const encodeCursor = (key: string) => Buffer.from(key).toString('base64url');
 function decodeCursor(cursor: string | undefined, shape: RegExp = /^[\s\S]{1,200}$/): string | null {
   if (cursor === undefined) return null;
   const key = Buffer.from(cursor, 'base64url').toString();
-  if (!shape.test(key)) throw new ValidationError('Invalid cursor', [{ path: '$.after', message: 'is not a cursor of this list' }]);
+  if (!shape.test(key))
+    throw new ValidationError('Invalid cursor', [{ path: '$.after', message: 'is not a cursor of this list' }]);
   return key;
 }
 
@@ -43,49 +97,136 @@ function page<T>(rows: Row[], request: PageRequest, map: (row: Row) => T, cursor
 }
 
 const toTenant = (r: Row): Tenant => ({
-  id: r.id, name: r.name, status: r.status, suspendedReason: r.suspended_reason ?? null, suspendedAt: isoOrNull(r.suspended_at), createdAt: iso(r.created_at),
-});
-const toClient = (r: Row): Client => ({
-  clientId: r.client_id, tenantId: r.tenant_id, secretHash: r.secret_hash, scopes: r.scopes, operator: r.operator, createdAt: iso(r.created_at),
-});
-const toFlow = (r: Row): Flow => ({
-  tenantId: r.tenant_id, id: r.id, key: r.key, name: r.name, draft: r.draft, revision: r.revision,
-  activeVersion: r.active_version, latestVersion: r.latest_version, active: r.active,
-  createdAt: iso(r.created_at), updatedAt: iso(r.updated_at),
-});
-const toVersion = (r: Row): FlowVersion => ({
-  tenantId: r.tenant_id, flowId: r.flow_id, version: r.version, document: r.document, publishedAt: iso(r.published_at),
-});
-const toVariable = (r: Row): Variable => ({ name: r.name, value: r.value, createdAt: iso(r.created_at), updatedAt: iso(r.updated_at) });
-const toSecretInfo = (r: Row): SecretInfo => ({
-  name: r.name, keyId: r.key_id, fingerprint: r.fingerprint, createdAt: iso(r.created_at), updatedAt: iso(r.updated_at),
-});
-const toDestination = (r: Row): Destination => ({
-  name: r.name, type: r.type, settings: r.settings, credentialsSet: r.credentials_set, createdAt: iso(r.created_at), updatedAt: iso(r.updated_at),
-});
-const toMessage = (r: Row): Message => ({
-  tenantId: r.tenant_id, id: r.id, flowId: r.flow_id, flowVersion: r.flow_version, deliveryId: r.delivery_id,
-  topic: r.topic ?? null, body: r.body, headers: r.headers, query: r.query, receivedAt: iso(r.received_at),
-});
-const toMessageInfo = (r: Row): MessageInfo => ({
-  id: r.id, flowId: r.flow_id, flowVersion: r.flow_version, deliveryId: r.delivery_id, topic: r.topic, status: r.status, duplicateOf: r.duplicate_of,
-  headers: r.headers, query: r.query, body: r.body_truncated ? null : r.body, bodyBytes: Number(r.body_bytes), bodyTruncated: r.body_truncated,
-  receivedAt: iso(r.received_at), runId: r.run_id ?? null,
-});
-const toDataSpace = (r: Row): DataSpace => ({ name: r.name, description: r.description ?? null, documents: Number(r.documents ?? 0), createdAt: iso(r.created_at) });
-const toDataDocument = (r: Row): DataDocument => ({ key: r.key, value: r.value, createdAt: iso(r.created_at), updatedAt: iso(r.updated_at) });
-const DATA_SPACES = `select s.*, (select count(*) from data_documents d where d.tenant_id = s.tenant_id and d.space = s.name) as documents from data_spaces s`;
-const toRunLog = (r: Row): RunLog => ({
-  id: String(r.seq), flowId: r.flow_id, runId: r.run_id, nodeId: r.node_id, level: r.level, message: r.message, data: r.data ?? null, loggedAt: iso(r.logged_at),
-});
-/** pino's numbers for the levels kept, so "warn and above" is a comparison. */
-const SEVERITY = (level: string) => `(case ${level} when 'info' then 30 when 'warn' then 40 when 'error' then 50 when 'fatal' then 60 end)`;
-const toTenantAction = (r: Row): TenantAction => ({
-  name: r.name, version: r.version, description: r.description ?? null, expression: r.expression, inputSchema: r.input_schema, outputSchema: r.output_schema,
+  id: r.id,
+  name: r.name,
+  status: r.status,
+  suspendedReason: r.suspended_reason ?? null,
+  suspendedAt: isoOrNull(r.suspended_at),
   createdAt: iso(r.created_at),
 });
-const toUserSettings = (r: Row): UserSettings => ({ subject: r.subject, settings: r.settings, updatedAt: iso(r.updated_at) });
-const toBlockedTopic = (r: Row): BlockedTopic => ({ topic: r.topic, reason: r.reason, blockedAt: iso(r.blocked_at), held: Number(r.held ?? 0) });
+const toClient = (r: Row): Client => ({
+  clientId: r.client_id,
+  tenantId: r.tenant_id,
+  secretHash: r.secret_hash,
+  scopes: r.scopes,
+  operator: r.operator,
+  createdAt: iso(r.created_at),
+});
+const toFlow = (r: Row): Flow => ({
+  tenantId: r.tenant_id,
+  id: r.id,
+  key: r.key,
+  name: r.name,
+  draft: r.draft,
+  revision: r.revision,
+  activeVersion: r.active_version,
+  latestVersion: r.latest_version,
+  active: r.active,
+  createdAt: iso(r.created_at),
+  updatedAt: iso(r.updated_at),
+});
+const toVersion = (r: Row): FlowVersion => ({
+  tenantId: r.tenant_id,
+  flowId: r.flow_id,
+  version: r.version,
+  document: r.document,
+  publishedAt: iso(r.published_at),
+});
+const toVariable = (r: Row): Variable => ({
+  name: r.name,
+  value: r.value,
+  createdAt: iso(r.created_at),
+  updatedAt: iso(r.updated_at),
+});
+const toSecretInfo = (r: Row): SecretInfo => ({
+  name: r.name,
+  keyId: r.key_id,
+  fingerprint: r.fingerprint,
+  createdAt: iso(r.created_at),
+  updatedAt: iso(r.updated_at),
+});
+const toDestination = (r: Row): Destination => ({
+  name: r.name,
+  type: r.type,
+  settings: r.settings,
+  credentialsSet: r.credentials_set,
+  createdAt: iso(r.created_at),
+  updatedAt: iso(r.updated_at),
+});
+const toMessage = (r: Row): Message => ({
+  tenantId: r.tenant_id,
+  id: r.id,
+  flowId: r.flow_id,
+  flowVersion: r.flow_version,
+  deliveryId: r.delivery_id,
+  topic: r.topic ?? null,
+  body: r.body,
+  headers: r.headers,
+  query: r.query,
+  receivedAt: iso(r.received_at),
+});
+const toMessageInfo = (r: Row): MessageInfo => ({
+  id: r.id,
+  flowId: r.flow_id,
+  flowVersion: r.flow_version,
+  deliveryId: r.delivery_id,
+  topic: r.topic,
+  status: r.status,
+  duplicateOf: r.duplicate_of,
+  headers: r.headers,
+  query: r.query,
+  body: r.body_truncated ? null : r.body,
+  bodyBytes: Number(r.body_bytes),
+  bodyTruncated: r.body_truncated,
+  receivedAt: iso(r.received_at),
+  runId: r.run_id ?? null,
+});
+const toDataSpace = (r: Row): DataSpace => ({
+  name: r.name,
+  description: r.description ?? null,
+  documents: Number(r.documents ?? 0),
+  createdAt: iso(r.created_at),
+});
+const toDataDocument = (r: Row): DataDocument => ({
+  key: r.key,
+  value: r.value,
+  createdAt: iso(r.created_at),
+  updatedAt: iso(r.updated_at),
+});
+const DATA_SPACES = `select s.*, (select count(*) from data_documents d where d.tenant_id = s.tenant_id and d.space = s.name) as documents from data_spaces s`;
+const toRunLog = (r: Row): RunLog => ({
+  id: String(r.seq),
+  flowId: r.flow_id,
+  runId: r.run_id,
+  nodeId: r.node_id,
+  level: r.level,
+  message: r.message,
+  data: r.data ?? null,
+  loggedAt: iso(r.logged_at),
+});
+/** pino's numbers for the levels kept, so "warn and above" is a comparison. */
+const SEVERITY = (level: string) =>
+  `(case ${level} when 'info' then 30 when 'warn' then 40 when 'error' then 50 when 'fatal' then 60 end)`;
+const toTenantAction = (r: Row): TenantAction => ({
+  name: r.name,
+  version: r.version,
+  description: r.description ?? null,
+  expression: r.expression,
+  inputSchema: r.input_schema,
+  outputSchema: r.output_schema,
+  createdAt: iso(r.created_at),
+});
+const toUserSettings = (r: Row): UserSettings => ({
+  subject: r.subject,
+  settings: r.settings,
+  updatedAt: iso(r.updated_at),
+});
+const toBlockedTopic = (r: Row): BlockedTopic => ({
+  topic: r.topic,
+  reason: r.reason,
+  blockedAt: iso(r.blocked_at),
+  held: Number(r.held ?? 0),
+});
 /** A message's status, from its latest run `r` (joined with LATEST_RUN). */
 const MESSAGE_STATUS = `case when m.duplicate_of is not null then 'duplicate' when r.status = 'held' then 'blocked' when r.status = 'queued' then 'accepted'
     when r.status in ('running', 'waiting') then 'running' when r.status in ('succeeded', 'failed') then r.status else 'skipped' end`;
@@ -98,26 +239,60 @@ const MESSAGE_INFO = `select * from (
     from messages m ${LATEST_RUN}
     where m.tenant_id = $1) info`;
 const toRun = (r: Row): Run => ({
-  tenantId: r.tenant_id, id: r.id, flowId: r.flow_id, flowVersion: r.flow_version, messageId: r.message_id, status: r.status, heldBy: r.held_by ?? null,
-  attempts: r.attempts, error: r.error, createdAt: iso(r.created_at), startedAt: isoOrNull(r.started_at), finishedAt: isoOrNull(r.finished_at),
+  tenantId: r.tenant_id,
+  id: r.id,
+  flowId: r.flow_id,
+  flowVersion: r.flow_version,
+  messageId: r.message_id,
+  status: r.status,
+  heldBy: r.held_by ?? null,
+  attempts: r.attempts,
+  error: r.error,
+  createdAt: iso(r.created_at),
+  startedAt: isoOrNull(r.started_at),
+  finishedAt: isoOrNull(r.finished_at),
   batchId: r.batch_id ?? null,
 });
 const toBatch = (r: Row): Batch => {
   const total = Number(r.total ?? 0);
   const unfinished = Number(r.unfinished ?? 0);
   return {
-    tenantId: r.tenant_id, id: r.id, flowId: r.flow_id, flowVersion: r.flow_version, runId: r.run_id, nodeId: r.node_id, status: r.status,
-    windowFrom: isoOrNull(r.window_from), windowTo: isoOrNull(r.window_to),
+    tenantId: r.tenant_id,
+    id: r.id,
+    flowId: r.flow_id,
+    flowVersion: r.flow_version,
+    runId: r.run_id,
+    nodeId: r.node_id,
+    status: r.status,
+    windowFrom: isoOrNull(r.window_from),
+    windowTo: isoOrNull(r.window_to),
     counts: {
-      total, unfinished, succeeded: Number(r.succeeded ?? 0), failed: Number(r.failed ?? 0), skipped: Number(r.skipped ?? 0),
+      total,
+      unfinished,
+      succeeded: Number(r.succeeded ?? 0),
+      failed: Number(r.failed ?? 0),
+      skipped: Number(r.skipped ?? 0),
       progress: total === 0 ? 100 : Math.round(((total - unfinished) / total) * 1000) / 10,
     },
-    startedAt: iso(r.created_at), finishedAt: isoOrNull(r.finished_at),
+    startedAt: iso(r.created_at),
+    finishedAt: isoOrNull(r.finished_at),
   };
 };
-const toBatchTask = (r: Row): BatchTask => ({ batchId: r.batch_id, key: r.key, runId: r.run_id, status: r.status, error: r.error, retries: r.retries });
+const toBatchTask = (r: Row): BatchTask => ({
+  batchId: r.batch_id,
+  key: r.key,
+  runId: r.run_id,
+  status: r.status,
+  error: r.error,
+  retries: r.retries,
+});
 const toIncrementalField = (r: Row): IncrementalField => ({
-  flowId: r.flow_id, field: r.field, value: isoOrNull(r.value), movedAt: isoOrNull(r.moved_at), overlapMs: r.overlap_ms, updatedAt: iso(r.updated_at),
+  flowId: r.flow_id,
+  field: r.field,
+  value: isoOrNull(r.value),
+  movedAt: isoOrNull(r.moved_at),
+  overlapMs: r.overlap_ms,
+  updatedAt: iso(r.updated_at),
 });
 /** A batch with the counts of its tasks' latest runs. */
 const BATCH_WITH_COUNTS = `select b.*, c.* from batches b cross join lateral (
@@ -134,16 +309,24 @@ const BATCH_WITH_COUNTS = `select b.*, c.* from batches b cross join lateral (
  * and platform values it names, or all of them.
  */
 function readsRow(tenantId: string, reads: RunReads) {
-  const names = (wanted: Iterable<string> | '*') => (wanted === '*' ? { all: true, names: [] } : { all: false, names: [...wanted] });
+  const names = (wanted: Iterable<string> | '*') =>
+    wanted === '*' ? { all: true, names: [] } : { all: false, names: [...wanted] };
   const [vars, secrets, platform] = [names(reads.vars), names(reads.secrets), names(reads.platform)];
   return {
-    tenant_id: tenantId, all_vars: vars.all, vars: vars.names, all_secrets: secrets.all, secrets: secrets.names,
-    reads_platform: platform.all || platform.names.length > 0, all_platform: platform.all, platform: platform.names,
+    tenant_id: tenantId,
+    all_vars: vars.all,
+    vars: vars.names,
+    all_secrets: secrets.all,
+    secrets: secrets.names,
+    reads_platform: platform.all || platform.names.length > 0,
+    all_platform: platform.all,
+    platform: platform.names,
   };
 }
 /** The runs a group names ($1 tenants, $2 run ids, in pairs), as rows `k`: see beginRuns for why unnest of sub-selects. */
 const RUN_KEYS = 'unnest((select $1::text[]), (select $2::uuid[])) as k(tenant_id, run_id)';
-const READS_COLUMNS = 'tenant_id text, all_vars boolean, vars text[], all_secrets boolean, secrets text[], reads_platform boolean, all_platform boolean, platform text[]';
+const READS_COLUMNS =
+  'tenant_id text, all_vars boolean, vars text[], all_secrets boolean, secrets text[], reads_platform boolean, all_platform boolean, platform text[]';
 
 /**
  * The columns `vars`, `sealed_secrets` and `platform` of what the run of row `w` reads.
@@ -161,8 +344,15 @@ const RUN_CONTEXT = `(select coalesce(jsonb_object_agg(v.name, v.value), '{}'::j
              on t.name = p.name) resolved) else '{}'::jsonb end as platform`;
 
 const toStep = (r: Row): Step => ({
-  runId: r.run_id, key: r.key, nodeId: r.node_id, status: r.status, attempts: r.attempts, output: r.output, error: r.error,
-  startedAt: iso(r.started_at), finishedAt: isoOrNull(r.finished_at),
+  runId: r.run_id,
+  key: r.key,
+  nodeId: r.node_id,
+  status: r.status,
+  attempts: r.attempts,
+  output: r.output,
+  error: r.error,
+  startedAt: iso(r.started_at),
+  finishedAt: isoOrNull(r.finished_at),
 });
 
 const isUniqueViolation = (error: unknown) => (error as { code?: string })?.code === '23505';
@@ -188,7 +378,10 @@ export class SqlStore implements Store {
 
   async createTenant(tenant: { id: string; name: string }) {
     try {
-      const [row] = await this.db.query('insert into tenants (id, name) values ($1, $2) returning *', [tenant.id, tenant.name]);
+      const [row] = await this.db.query('insert into tenants (id, name) values ($1, $2) returning *', [
+        tenant.id,
+        tenant.name,
+      ]);
       return toTenant(row);
     } catch (error) {
       if (isUniqueViolation(error)) throw new ConflictError(`tenant ${tenant.id} exists already`);
@@ -238,22 +431,29 @@ export class SqlStore implements Store {
 
   async listSigningKeys(): Promise<SigningKey[]> {
     const rows = await this.db.query('select * from signing_keys order by created_at desc');
-    return rows.map((r: Row) => ({ kid: r.kid, sealedPrivateJwk: r.sealed_private_jwk, publicJwk: r.public_jwk, createdAt: iso(r.created_at) }));
+    return rows.map((r: Row) => ({
+      kid: r.kid,
+      sealedPrivateJwk: r.sealed_private_jwk,
+      publicJwk: r.public_jwk,
+      createdAt: iso(r.created_at),
+    }));
   }
 
   async addSigningKey(key: Omit<SigningKey, 'createdAt'>) {
-    await this.db.query('insert into signing_keys (kid, sealed_private_jwk, public_jwk) values ($1, $2::jsonb, $3::jsonb) on conflict do nothing', [
-      key.kid, json(key.sealedPrivateJwk), json(key.publicJwk),
-    ]);
+    await this.db.query(
+      'insert into signing_keys (kid, sealed_private_jwk, public_jwk) values ($1, $2::jsonb, $3::jsonb) on conflict do nothing',
+      [key.kid, json(key.sealedPrivateJwk), json(key.publicJwk)],
+    );
   }
 
   // --- flows ----------------------------------------------------------------------------------
 
   async createFlow(tenantId: string, flow: { id: string; key: string; name: string; draft: FlowDocument }) {
     try {
-      const [row] = await this.db.query('insert into flows (tenant_id, id, key, name, draft) values ($1, $2, $3, $4, $5::jsonb) returning *', [
-        tenantId, flow.id, flow.key, flow.name, json(flow.draft),
-      ]);
+      const [row] = await this.db.query(
+        'insert into flows (tenant_id, id, key, name, draft) values ($1, $2, $3, $4, $5::jsonb) returning *',
+        [tenantId, flow.id, flow.key, flow.name, json(flow.draft)],
+      );
       return toFlow(row);
     } catch (error) {
       if (isUniqueViolation(error)) throw new ConflictError(`a flow with key "${flow.key}" exists already`);
@@ -295,8 +495,11 @@ export class SqlStore implements Store {
   private async missingOrStale(tenantId: string, id: string, expectedRevision: number, key?: string) {
     const current = await this.getFlow(tenantId, id);
     if (!current) return new NotFoundError(`no flow ${id}`);
-    if (key !== undefined && key !== current.key) return new ConflictError(`the key of flow ${id} is "${current.key}" and cannot change`);
-    return new ConflictError(`the flow is at revision ${current.revision}, not ${expectedRevision}: read it again and reapply your change`);
+    if (key !== undefined && key !== current.key)
+      return new ConflictError(`the key of flow ${id} is "${current.key}" and cannot change`);
+    return new ConflictError(
+      `the flow is at revision ${current.revision}, not ${expectedRevision}: read it again and reapply your change`,
+    );
   }
 
   async deleteFlow(tenantId: string, id: string) {
@@ -315,9 +518,10 @@ export class SqlStore implements Store {
         [tenantId, id, expectedRevision ?? null],
       );
       if (!flow) return undefined;
-      const [row] = await tx.query('insert into flow_versions (tenant_id, flow_id, version, document) values ($1, $2, $3, $4::jsonb) returning *', [
-        tenantId, id, flow.latest_version, json(document),
-      ]);
+      const [row] = await tx.query(
+        'insert into flow_versions (tenant_id, flow_id, version, document) values ($1, $2, $3, $4::jsonb) returning *',
+        [tenantId, id, flow.latest_version, json(document)],
+      );
       return toVersion(row);
     });
     // Diagnosed after the transaction: PGlite runs one statement at a time and would wait on itself.
@@ -332,13 +536,17 @@ export class SqlStore implements Store {
       [tenantId, id, active],
     );
     if (row) return toFlow(row);
-    if (await this.getFlow(tenantId, id)) throw new ConflictError('the flow has no published version yet: publish it first');
+    if (await this.getFlow(tenantId, id))
+      throw new ConflictError('the flow has no published version yet: publish it first');
     throw new NotFoundError(`no flow ${id}`);
   }
 
   async getFlowVersion(tenantId: string, flowId: string, version: number) {
     if (!isUuid(flowId)) return undefined;
-    const [row] = await this.db.query('select * from flow_versions where tenant_id = $1 and flow_id = $2 and version = $3', [tenantId, flowId, version]);
+    const [row] = await this.db.query(
+      'select * from flow_versions where tenant_id = $1 and flow_id = $2 and version = $3',
+      [tenantId, flowId, version],
+    );
     return row ? toVersion(row) : undefined;
   }
 
@@ -356,40 +564,54 @@ export class SqlStore implements Store {
   // --- variables and secrets ------------------------------------------------------------------
 
   async putPlatformValue({ tenantId }: PlatformScope, name: string, value: unknown) {
-    const [row] = tenantId === null
-      ? await this.db.query(
-        `insert into platform_globals (name, value) values ($1, $2::jsonb)
+    const [row] =
+      tenantId === null
+        ? await this.db.query(
+            `insert into platform_globals (name, value) values ($1, $2::jsonb)
          on conflict (name) do update set value = excluded.value, updated_at = now() returning *, (xmax = 0) as created`,
-        [name, json(value)],
-      )
-      : await this.db.query(
-        `insert into platform_tenant_globals (tenant_id, name, value) values ($1, $2, $3::jsonb)
+            [name, json(value)],
+          )
+        : await this.db.query(
+            `insert into platform_tenant_globals (tenant_id, name, value) values ($1, $2, $3::jsonb)
          on conflict (tenant_id, name) do update set value = excluded.value, updated_at = now() returning *, (xmax = 0) as created`,
-        [tenantId, name, json(value)],
-      );
+            [tenantId, name, json(value)],
+          );
     return { variable: toVariable(row), created: row.created };
   }
 
   async getPlatformValue({ tenantId }: PlatformScope, name: string) {
-    const [row] = tenantId === null
-      ? await this.db.query('select * from platform_globals where name = $1', [name])
-      : await this.db.query('select * from platform_tenant_globals where tenant_id = $1 and name = $2', [tenantId, name]);
+    const [row] =
+      tenantId === null
+        ? await this.db.query('select * from platform_globals where name = $1', [name])
+        : await this.db.query('select * from platform_tenant_globals where tenant_id = $1 and name = $2', [
+            tenantId,
+            name,
+          ]);
     return row ? toVariable(row) : undefined;
   }
 
   async listPlatformValues({ tenantId }: PlatformScope, request: PageRequest) {
-    const rows = tenantId === null
-      ? await this.db.query('select * from platform_globals where ($1::text is null or name > $1) order by name limit $2', [decodeCursor(request.after), request.first + 1])
-      : await this.db.query('select * from platform_tenant_globals where tenant_id = $1 and ($2::text is null or name > $2) order by name limit $3', [
-        tenantId, decodeCursor(request.after), request.first + 1,
-      ]);
+    const rows =
+      tenantId === null
+        ? await this.db.query(
+            'select * from platform_globals where ($1::text is null or name > $1) order by name limit $2',
+            [decodeCursor(request.after), request.first + 1],
+          )
+        : await this.db.query(
+            'select * from platform_tenant_globals where tenant_id = $1 and ($2::text is null or name > $2) order by name limit $3',
+            [tenantId, decodeCursor(request.after), request.first + 1],
+          );
     return page(rows, request, toVariable, (r) => r.name);
   }
 
   async deletePlatformValue({ tenantId }: PlatformScope, name: string) {
-    const rows = tenantId === null
-      ? await this.db.query('delete from platform_globals where name = $1 returning name', [name])
-      : await this.db.query('delete from platform_tenant_globals where tenant_id = $1 and name = $2 returning name', [tenantId, name]);
+    const rows =
+      tenantId === null
+        ? await this.db.query('delete from platform_globals where name = $1 returning name', [name])
+        : await this.db.query('delete from platform_tenant_globals where tenant_id = $1 and name = $2 returning name', [
+            tenantId,
+            name,
+          ]);
     return rows.length > 0;
   }
 
@@ -409,14 +631,18 @@ export class SqlStore implements Store {
   }
 
   async listVariables(tenantId: string, request: PageRequest) {
-    const rows = await this.db.query('select * from variables where tenant_id = $1 and ($2::text is null or name > $2) order by name limit $3', [
-      tenantId, decodeCursor(request.after), request.first + 1,
-    ]);
+    const rows = await this.db.query(
+      'select * from variables where tenant_id = $1 and ($2::text is null or name > $2) order by name limit $3',
+      [tenantId, decodeCursor(request.after), request.first + 1],
+    );
     return page(rows, request, toVariable, (r) => r.name);
   }
 
   async deleteVariable(tenantId: string, name: string) {
-    return (await this.db.query('delete from variables where tenant_id = $1 and name = $2 returning name', [tenantId, name])).length > 0;
+    return (
+      (await this.db.query('delete from variables where tenant_id = $1 and name = $2 returning name', [tenantId, name]))
+        .length > 0
+    );
   }
 
   async putSecret(tenantId: string, name: string, sealed: SealedValue) {
@@ -440,7 +666,10 @@ export class SqlStore implements Store {
   }
 
   async deleteSecret(tenantId: string, name: string) {
-    return (await this.db.query('delete from secrets where tenant_id = $1 and name = $2 returning name', [tenantId, name])).length > 0;
+    return (
+      (await this.db.query('delete from secrets where tenant_id = $1 and name = $2 returning name', [tenantId, name]))
+        .length > 0
+    );
   }
 
   async sealedSecrets(tenantId: string, names: Iterable<string>) {
@@ -459,13 +688,23 @@ export class SqlStore implements Store {
        on conflict (tenant_id, name) do update set type = excluded.type, settings = excluded.settings, credentials_set = excluded.credentials_set,
          sealed_credentials = excluded.sealed_credentials, updated_at = now()
        returning name, type, settings, credentials_set, created_at, updated_at, (xmax = 0) as created`,
-      [tenantId, destination.name, destination.type, json(destination.settings), json(destination.credentialsSet), json(destination.sealedCredentials)],
+      [
+        tenantId,
+        destination.name,
+        destination.type,
+        json(destination.settings),
+        json(destination.credentialsSet),
+        json(destination.sealedCredentials),
+      ],
     );
     return { destination: toDestination(row), created: row.created };
   }
 
   async getDestination(tenantId: string, name: string) {
-    const [row] = await this.db.query('select name, type, settings, credentials_set, created_at, updated_at from destinations where tenant_id = $1 and name = $2', [tenantId, name]);
+    const [row] = await this.db.query(
+      'select name, type, settings, credentials_set, created_at, updated_at from destinations where tenant_id = $1 and name = $2',
+      [tenantId, name],
+    );
     return row ? toDestination(row) : undefined;
   }
 
@@ -474,7 +713,9 @@ export class SqlStore implements Store {
       'select name, type, settings, credentials_set, sealed_credentials, created_at, updated_at from destinations where tenant_id = $1 and name = $2',
       [tenantId, name],
     );
-    return row ? { destination: toDestination(row), sealedCredentials: row.sealed_credentials as SealedValue } : undefined;
+    return row
+      ? { destination: toDestination(row), sealedCredentials: row.sealed_credentials as SealedValue }
+      : undefined;
   }
 
   async listDestinations(tenantId: string, request: PageRequest) {
@@ -487,15 +728,30 @@ export class SqlStore implements Store {
   }
 
   async deleteDestination(tenantId: string, name: string) {
-    return (await this.db.query('delete from destinations where tenant_id = $1 and name = $2 returning name', [tenantId, name])).length > 0;
+    return (
+      (
+        await this.db.query('delete from destinations where tenant_id = $1 and name = $2 returning name', [
+          tenantId,
+          name,
+        ])
+      ).length > 0
+    );
   }
 
   // --- messages, runs, steps ------------------------------------------------------------------
 
   async acceptMessages(batch: Array<{ message: NewMessage; runId: string }>): Promise<AcceptedMessage[]> {
     const rows = batch.map(({ message, runId }) => ({
-      tenant_id: message.tenantId, id: message.id, flow_id: message.flowId, flow_version: message.flowVersion, delivery_id: message.deliveryId,
-      topic: message.topic, body: message.body ?? null, headers: message.headers, query: message.query, run_id: runId,
+      tenant_id: message.tenantId,
+      id: message.id,
+      flow_id: message.flowId,
+      flow_version: message.flowVersion,
+      delivery_id: message.deliveryId,
+      topic: message.topic,
+      body: message.body ?? null,
+      headers: message.headers,
+      query: message.query,
+      run_id: runId,
     }));
     // One statement for the whole batch: messages and their runs are written together or not at all.
     // The rows that hold a run are read FOR SHARE: a resume or an unblock waits for this statement,
@@ -541,7 +797,15 @@ export class SqlStore implements Store {
          select $1, $4, $2, flow_version, $5, 'null'::jsonb, $6::jsonb, $7::jsonb, message_id from first
        )
        select * from first`,
-      [message.tenantId, message.flowId, message.deliveryId, message.id, message.topic, json(message.headers), json(message.query)],
+      [
+        message.tenantId,
+        message.flowId,
+        message.deliveryId,
+        message.id,
+        message.topic,
+        json(message.headers),
+        json(message.query),
+      ],
     );
     return { duplicate: true, messageId: first.message_id, run: toRun(first) };
   }
@@ -552,16 +816,27 @@ export class SqlStore implements Store {
    * flight makes the largest groups: a statement's cost is mostly its round trip and commit.
    */
   private readonly begins = new GroupCommit<{ tenantId: string; runId: string; reads: RunReads }, RunState | undefined>(
-    (items) => this.beginRuns(items), { maxBatch: 100, maxInFlight: 1 });
-  private readonly saves = new GroupCommit<ProgressSave, boolean>((items) => this.saveProgresses(items), { maxBatch: 100, maxInFlight: 1 });
+    (items) => this.beginRuns(items),
+    { maxBatch: 100, maxInFlight: 1 },
+  );
+  private readonly saves = new GroupCommit<ProgressSave, boolean>((items) => this.saveProgresses(items), {
+    maxBatch: 100,
+    maxInFlight: 1,
+  });
 
-  async beginRun(tenantId: string, runId: string, reads: RunReads = { vars: [], secrets: [], platform: [] }): Promise<RunState | undefined> {
+  async beginRun(
+    tenantId: string,
+    runId: string,
+    reads: RunReads = { vars: [], secrets: [], platform: [] },
+  ): Promise<RunState | undefined> {
     if (!isUuid(runId)) return undefined;
     return this.begins.submit({ tenantId, runId, reads });
   }
 
   /** Marks each run running (unless finished) and reads it with its message, its checkpoints and what it reads. */
-  private async beginRuns(items: Array<{ tenantId: string; runId: string; reads: RunReads }>): Promise<Array<RunState | undefined>> {
+  private async beginRuns(
+    items: Array<{ tenantId: string; runId: string; reads: RunReads }>,
+  ): Promise<Array<RunState | undefined>> {
     // Runs are found by unnest(), so the planner looks each up by its key (a recordset, estimated at 100 rows,
     // is hashed against a scan of the table). Its arrays are sub-selects so that the plan does not depend on
     // their length: PostgreSQL then keeps one generic plan instead of planning each call anew.
@@ -583,7 +858,8 @@ export class SqlStore implements Store {
               ${RUN_CONTEXT}
          from run join jsonb_to_recordset($3::jsonb) as w(i integer, run_id uuid, ${READS_COLUMNS}) on w.tenant_id = run.tenant_id and w.run_id = run.id`,
       [
-        items.map((item) => item.tenantId), items.map((item) => item.runId),
+        items.map((item) => item.tenantId),
+        items.map((item) => item.runId),
         JSON.stringify(items.map((item, i) => ({ i, run_id: item.runId, ...readsRow(item.tenantId, item.reads) }))),
       ],
     );
@@ -591,7 +867,11 @@ export class SqlStore implements Store {
     for (const row of rows) {
       // A run always has its message (the message's deletion takes its runs along).
       states[row.i] = {
-        run: toRun(row.run), message: toMessage(row.message), steps: (row.steps as Row[]).map(toStep), vars: row.vars, sealedSecrets: row.sealed_secrets,
+        run: toRun(row.run),
+        message: toMessage(row.message),
+        steps: (row.steps as Row[]).map(toStep),
+        vars: row.vars,
+        sealedSecrets: row.sealed_secrets,
         platform: row.platform,
       };
     }
@@ -599,11 +879,20 @@ export class SqlStore implements Store {
   }
 
   async readRunContext(tenantId: string, reads: RunReads) {
-    const [row] = await this.db.query(`select ${RUN_CONTEXT} from jsonb_to_recordset($1::jsonb) as w(${READS_COLUMNS})`, [JSON.stringify([readsRow(tenantId, reads)])]);
+    const [row] = await this.db.query(
+      `select ${RUN_CONTEXT} from jsonb_to_recordset($1::jsonb) as w(${READS_COLUMNS})`,
+      [JSON.stringify([readsRow(tenantId, reads)])],
+    );
     return { vars: row.vars, sealedSecrets: row.sealed_secrets, platform: row.platform };
   }
 
-  async saveProgress(tenantId: string, runId: string, steps: Step[], outcome?: RunOutcome, logs?: RunLogAppend): Promise<boolean> {
+  async saveProgress(
+    tenantId: string,
+    runId: string,
+    steps: Step[],
+    outcome?: RunOutcome,
+    logs?: RunLogAppend,
+  ): Promise<boolean> {
     if (!isUuid(runId)) return false;
     return this.saves.submit({ tenantId, runId, steps, outcome, logs });
   }
@@ -611,14 +900,34 @@ export class SqlStore implements Store {
   /** Writes each run's checkpoints and log lines, and its status when it has an outcome; true for each run whose status changed. */
   private async saveProgresses(items: ProgressSave[]): Promise<boolean[]> {
     // Rows keep their order (a run's steps are numbered in it), so each carries its run instead of joining to it.
-    const steps = items.flatMap((item) => item.steps.map((step) => ({
-      tenant_id: item.tenantId, run_id: item.runId, key: step.key, node_id: step.nodeId, status: step.status, attempts: step.attempts,
-      output: step.output ?? null, error: step.error, started_at: step.startedAt, finished_at: step.finishedAt,
-    })));
-    const lines = items.flatMap((item) => (item.logs?.lines ?? []).map((line, index) => ({
-      tenant_id: item.tenantId, run_id: item.runId, flow_id: item.logs!.flowId, n: index + 1, log_limit: item.logs!.perRunLimit,
-      node_id: line.nodeId, level: line.level, message: line.message, data: line.data ?? null, logged_at: line.loggedAt,
-    })));
+    const steps = items.flatMap((item) =>
+      item.steps.map((step) => ({
+        tenant_id: item.tenantId,
+        run_id: item.runId,
+        key: step.key,
+        node_id: step.nodeId,
+        status: step.status,
+        attempts: step.attempts,
+        output: step.output ?? null,
+        error: step.error,
+        started_at: step.startedAt,
+        finished_at: step.finishedAt,
+      })),
+    );
+    const lines = items.flatMap((item) =>
+      (item.logs?.lines ?? []).map((line, index) => ({
+        tenant_id: item.tenantId,
+        run_id: item.runId,
+        flow_id: item.logs!.flowId,
+        n: index + 1,
+        log_limit: item.logs!.perRunLimit,
+        node_id: line.nodeId,
+        level: line.level,
+        message: line.message,
+        data: line.data ?? null,
+        logged_at: line.loggedAt,
+      })),
+    );
     const updated = await this.db.query<{ i: number }>(
       `with logged as (
          -- A run keeps at most log_limit lines: later ones are dropped.
@@ -642,8 +951,12 @@ export class SqlStore implements Store {
         where r.tenant_id = o.tenant_id and r.id = o.run_id and o.status is not null and r.status not in ${TERMINAL}
        returning o.i`,
       [
-        items.map((item) => item.tenantId), JSON.stringify(steps), JSON.stringify(lines), items.map((item) => item.runId),
-        items.map((item) => item.outcome?.status ?? null), items.map((item) => (item.outcome ? json(item.outcome.error) : null)),
+        items.map((item) => item.tenantId),
+        JSON.stringify(steps),
+        JSON.stringify(lines),
+        items.map((item) => item.runId),
+        items.map((item) => item.outcome?.status ?? null),
+        items.map((item) => (item.outcome ? json(item.outcome.error) : null)),
       ],
     );
     const changed = new Array<boolean>(items.length).fill(false);
@@ -655,7 +968,10 @@ export class SqlStore implements Store {
     if (!isUuid(runId)) return undefined;
     const [run] = await this.db.query('select * from runs where tenant_id = $1 and id = $2', [tenantId, runId]);
     if (!run) return undefined;
-    const steps = await this.db.query('select * from steps where tenant_id = $1 and run_id = $2 order by seq', [tenantId, runId]);
+    const steps = await this.db.query('select * from steps where tenant_id = $1 and run_id = $2 order by seq', [
+      tenantId,
+      runId,
+    ]);
     return { run: toRun(run), steps: steps.map(toStep) };
   }
 
@@ -673,7 +989,16 @@ export class SqlStore implements Store {
     await this.db.query(
       `insert into batches (tenant_id, id, flow_id, flow_version, run_id, node_id, status, window_from, window_to)
        values ($1, $2, $3, $4, $5, $6, 'importing', $7, $8)`,
-      [tenantId, batch.id, batch.flowId, batch.flowVersion, batch.runId, batch.nodeId, batch.windowFrom, batch.windowTo],
+      [
+        tenantId,
+        batch.id,
+        batch.flowId,
+        batch.flowVersion,
+        batch.runId,
+        batch.nodeId,
+        batch.windowFrom,
+        batch.windowTo,
+      ],
     );
     return (await this.getBatch(tenantId, batch.id))!;
   }
@@ -685,7 +1010,8 @@ export class SqlStore implements Store {
   }
 
   async listBatches(tenantId: string, filter: { flowId?: string; status?: BatchStatus }, request: PageRequest) {
-    if (filter.flowId !== undefined && !isUuid(filter.flowId)) return { nodes: [], pageInfo: { hasNextPage: false, endCursor: null } };
+    if (filter.flowId !== undefined && !isUuid(filter.flowId))
+      return { nodes: [], pageInfo: { hasNextPage: false, endCursor: null } };
     const rows = await this.db.query(
       `${BATCH_WITH_COUNTS} where b.tenant_id = $1 and ($2::uuid is null or b.flow_id = $2::uuid) and ($3::text is null or b.status = $3)
          and ($4::uuid is null or b.id < $4::uuid) order by b.id desc limit $5`,
@@ -703,7 +1029,12 @@ export class SqlStore implements Store {
 
   async addBatchTasks(tenantId: string, batchId: string, items: NewBatchTask[]) {
     if (items.length === 0) return [];
-    const rows = items.map((item) => ({ key: item.key, item: item.item ?? null, message_id: item.messageId, run_id: item.runId }));
+    const rows = items.map((item) => ({
+      key: item.key,
+      item: item.item ?? null,
+      message_id: item.messageId,
+      run_id: item.runId,
+    }));
     const inserted = await this.db.query(
       `with input as (
          select * from jsonb_to_recordset($3::jsonb) as x(key text, item jsonb, message_id uuid, run_id uuid)
@@ -788,7 +1119,10 @@ export class SqlStore implements Store {
 
   async getIncrementalField(tenantId: string, flowId: string) {
     if (!isUuid(flowId)) return undefined;
-    const [row] = await this.db.query('select * from incremental_fields where tenant_id = $1 and flow_id = $2', [tenantId, flowId]);
+    const [row] = await this.db.query('select * from incremental_fields where tenant_id = $1 and flow_id = $2', [
+      tenantId,
+      flowId,
+    ]);
     return row ? toIncrementalField(row) : undefined;
   }
 
@@ -800,7 +1134,11 @@ export class SqlStore implements Store {
     return page(rows, request, toIncrementalField, (r) => r.flow_id);
   }
 
-  async putIncrementalField(tenantId: string, flowId: string, field: { field: string; value: string | null; overlapMs: number }) {
+  async putIncrementalField(
+    tenantId: string,
+    flowId: string,
+    field: { field: string; value: string | null; overlapMs: number },
+  ) {
     const [row] = await this.db.query(
       `insert into incremental_fields (tenant_id, flow_id, field, value, moved_at, overlap_ms) values ($1, $2, $3, $4, case when $4::timestamptz is null then null else now() end, $5)
        on conflict (tenant_id, flow_id) do update set field = excluded.field, value = excluded.value, overlap_ms = excluded.overlap_ms, updated_at = now(),
@@ -813,11 +1151,19 @@ export class SqlStore implements Store {
 
   async deleteIncrementalField(tenantId: string, flowId: string) {
     if (!isUuid(flowId)) return false;
-    return (await this.db.query('delete from incremental_fields where tenant_id = $1 and flow_id = $2 returning flow_id', [tenantId, flowId])).length > 0;
+    return (
+      (
+        await this.db.query('delete from incremental_fields where tenant_id = $1 and flow_id = $2 returning flow_id', [
+          tenantId,
+          flowId,
+        ])
+      ).length > 0
+    );
   }
 
   async listRuns(tenantId: string, filter: { flowId?: string; status?: RunStatus }, request: PageRequest) {
-    if (filter.flowId !== undefined && !isUuid(filter.flowId)) return { nodes: [], pageInfo: { hasNextPage: false, endCursor: null } };
+    if (filter.flowId !== undefined && !isUuid(filter.flowId))
+      return { nodes: [], pageInfo: { hasNextPage: false, endCursor: null } };
     const rows = await this.db.query(
       `select * from runs where tenant_id = $1 and ($2::uuid is null or flow_id = $2::uuid) and ($3::text is null or status = $3)
          and ($4::uuid is null or id < $4::uuid) order by id desc limit $5`,
@@ -829,13 +1175,23 @@ export class SqlStore implements Store {
   // --- messages, held runs, blocked topics -----------------------------------------------------
 
   async listMessages(tenantId: string, filter: MessageFilter, request: PageRequest, bodyCapBytes: number) {
-    if (filter.flowId !== undefined && !isUuid(filter.flowId)) return { nodes: [], pageInfo: { hasNextPage: false, endCursor: null } };
+    if (filter.flowId !== undefined && !isUuid(filter.flowId))
+      return { nodes: [], pageInfo: { hasNextPage: false, endCursor: null } };
     const rows = await this.db.query(
       `${MESSAGE_INFO} where ($3::uuid is null or flow_id = $3::uuid) and ($4::text is null or status = $4) and ($5::text is null or topic = $5)
          and ($6::timestamptz is null or received_at >= $6::timestamptz) and ($7::timestamptz is null or received_at < $7::timestamptz)
          and ($8::uuid is null or id < $8::uuid) order by id desc limit $9`,
-      [tenantId, bodyCapBytes, filter.flowId ?? null, filter.status ?? null, filter.topic ?? null, filter.receivedFrom ?? null, filter.receivedTo ?? null,
-        decodeCursor(request.after, UUID), request.first + 1],
+      [
+        tenantId,
+        bodyCapBytes,
+        filter.flowId ?? null,
+        filter.status ?? null,
+        filter.topic ?? null,
+        filter.receivedFrom ?? null,
+        filter.receivedTo ?? null,
+        decodeCursor(request.after, UUID),
+        request.first + 1,
+      ],
     );
     return page(rows, request, toMessageInfo, (r) => r.id);
   }
@@ -844,7 +1200,10 @@ export class SqlStore implements Store {
     if (!isUuid(id)) return undefined;
     const [row] = await this.db.query(`${MESSAGE_INFO} where id = $3`, [tenantId, bodyCapBytes, id]);
     if (!row) return undefined;
-    const runs = await this.db.query('select * from runs where tenant_id = $1 and message_id = $2 order by id', [tenantId, row.duplicate_of ?? id]);
+    const runs = await this.db.query('select * from runs where tenant_id = $1 and message_id = $2 order by id', [
+      tenantId,
+      row.duplicate_of ?? id,
+    ]);
     return { message: toMessageInfo(row), runs: runs.map(toRun) };
   }
 
@@ -863,11 +1222,16 @@ export class SqlStore implements Store {
     const found = await this.getMessage(tenantId, messageId, 0);
     if (!found) throw new NotFoundError(`no message ${messageId}`);
     const { message, runs } = found;
-    if (message.duplicateOf) throw new ConflictError(`the message is a repeated delivery: replay the first one, ${message.duplicateOf}`);
-    if (runs.some((run) => run.batchId !== null)) throw new ConflictError('the message is a batch item: retry its batch\'s failed tasks instead');
+    if (message.duplicateOf)
+      throw new ConflictError(`the message is a repeated delivery: replay the first one, ${message.duplicateOf}`);
+    if (runs.some((run) => run.batchId !== null))
+      throw new ConflictError("the message is a batch item: retry its batch's failed tasks instead");
     const latest = runs[runs.length - 1];
-    if (latest && !isTerminal(latest.status)) throw new ConflictError(`its run ${latest.id} is ${latest.status}; ${latest.status === 'held' ? 'release it' : 'wait for it to finish'}`);
-    throw new ConflictError('the message\'s flow has no active version');
+    if (latest && !isTerminal(latest.status))
+      throw new ConflictError(
+        `its run ${latest.id} is ${latest.status}; ${latest.status === 'held' ? 'release it' : 'wait for it to finish'}`,
+      );
+    throw new ConflictError("the message's flow has no active version");
   }
 
   async backlog(tenantId: string, since: string): Promise<Backlog> {
@@ -887,13 +1251,23 @@ export class SqlStore implements Store {
             order by id limit 1) o) as oldest`,
       [tenantId, floor],
     );
-    const count = <K extends string>(keys: readonly K[], counts: Record<string, unknown>) => Object.fromEntries(keys.map((key) => [key, Number(counts[key] ?? 0)])) as Record<K, number>;
-    const oldest = row.oldest as { runId: string; flowId: string; status: 'queued' | 'waiting'; createdAt: string } | null;
+    const count = <K extends string>(keys: readonly K[], counts: Record<string, unknown>) =>
+      Object.fromEntries(keys.map((key) => [key, Number(counts[key] ?? 0)])) as Record<K, number>;
+    const oldest = row.oldest as {
+      runId: string;
+      flowId: string;
+      status: 'queued' | 'waiting';
+      createdAt: string;
+    } | null;
     return {
       since: new Date(since).toISOString(),
       runs: count(runStatuses, row.runs),
       messages: count(messageStatuses, row.messages),
-      oldestWaiting: oldest && { ...oldest, createdAt: iso(oldest.createdAt), ageMs: Math.max(0, Date.now() - Date.parse(oldest.createdAt)) },
+      oldestWaiting: oldest && {
+        ...oldest,
+        createdAt: iso(oldest.createdAt),
+        ageMs: Math.max(0, Date.now() - Date.parse(oldest.createdAt)),
+      },
     };
   }
 
@@ -906,15 +1280,18 @@ export class SqlStore implements Store {
       [tenantId, flowId, limit + 1],
     );
     const input = failed.slice(0, limit).map((row) => ({ message_id: row.id, run_id: newId() }));
-    const inserted = input.length === 0 ? [] : await this.db.query(
-      `insert into runs (tenant_id, id, flow_id, flow_version, message_id, status)
+    const inserted =
+      input.length === 0
+        ? []
+        : await this.db.query(
+            `insert into runs (tenant_id, id, flow_id, flow_version, message_id, status)
        select $1, i.run_id, f.id, f.active_version, i.message_id, 'queued'
          from jsonb_to_recordset($3::jsonb) as i(message_id uuid, run_id uuid)
          join flows f on f.tenant_id = $1 and f.id = $2 and f.active and f.active_version is not null
         where (select status from runs r where r.tenant_id = $1 and r.message_id = i.message_id order by r.id desc limit 1) = 'failed'
        returning *`,
-      [tenantId, flowId, JSON.stringify(input)],
-    );
+            [tenantId, flowId, JSON.stringify(input)],
+          );
     return { runs: inserted.map(toRun).sort((x, y) => (x.id < y.id ? -1 : 1)), more: failed.length > limit };
   }
 
@@ -924,7 +1301,8 @@ export class SqlStore implements Store {
     const from = Date.parse(request.from);
     const to = Date.parse(request.to);
     const range = [tenantId, request.interval, request.from, request.to, idAt(from - 60_000), idAt(to + 60_000)];
-    const percentilesOf = (values: number[] | null) => (values ? { p50: values[0], p95: values[1], p99: values[2] } : null);
+    const percentilesOf = (values: number[] | null) =>
+      values ? { p50: values[0], p95: values[1], p99: values[2] } : null;
     const [runs, messages] = await Promise.all([
       this.db.query(
         `select bucket, flow_id, jsonb_object_agg(status, n) filter (where status is not null) as counts, sum(n) as total,
@@ -952,13 +1330,25 @@ export class SqlStore implements Store {
       ),
     ]);
     return {
-      from: new Date(from).toISOString(), to: new Date(to).toISOString(), interval: request.interval,
+      from: new Date(from).toISOString(),
+      to: new Date(to).toISOString(),
+      interval: request.interval,
       runs: runs.map((r) => ({
-        bucket: iso(r.bucket), flowId: r.flow_id, total: Number(r.total),
-        counts: Object.fromEntries(Object.entries(r.counts as Record<string, unknown>).map(([status, n]) => [status, Number(n)])),
-        durationMs: percentilesOf(r.duration), latencyMs: percentilesOf(r.latency),
+        bucket: iso(r.bucket),
+        flowId: r.flow_id,
+        total: Number(r.total),
+        counts: Object.fromEntries(
+          Object.entries(r.counts as Record<string, unknown>).map(([status, n]) => [status, Number(n)]),
+        ),
+        durationMs: percentilesOf(r.duration),
+        latencyMs: percentilesOf(r.latency),
       })),
-      messages: messages.map((r) => ({ bucket: iso(r.bucket), topic: r.topic, count: Number(r.count), duplicates: Number(r.duplicates) })),
+      messages: messages.map((r) => ({
+        bucket: iso(r.bucket),
+        topic: r.topic,
+        count: Number(r.count),
+        duplicates: Number(r.duplicates),
+      })),
     };
   }
 
@@ -971,7 +1361,15 @@ export class SqlStore implements Store {
     );
     return {
       activeFlows: rows.filter((r) => r.active).length,
-      lastErrors: rows.filter((r) => r.run_id).map((r) => ({ flowId: r.id, flowName: r.name, runId: r.run_id, error: r.error, finishedAt: isoOrNull(r.finished_at) })),
+      lastErrors: rows
+        .filter((r) => r.run_id)
+        .map((r) => ({
+          flowId: r.id,
+          flowName: r.name,
+          runId: r.run_id,
+          error: r.error,
+          finishedAt: isoOrNull(r.finished_at),
+        })),
     };
   }
 
@@ -981,11 +1379,17 @@ export class SqlStore implements Store {
        on conflict (tenant_id, name) do update set description = excluded.description returning *, (xmax = 0) as created`,
       [tenantId, name, description],
     );
-    return { space: toDataSpace({ ...row, documents: row.created ? 0 : await this.countDocuments(tenantId, name) }), created: row.created };
+    return {
+      space: toDataSpace({ ...row, documents: row.created ? 0 : await this.countDocuments(tenantId, name) }),
+      created: row.created,
+    };
   }
 
   private async countDocuments(tenantId: string, space: string) {
-    const [row] = await this.db.query('select count(*) as n from data_documents where tenant_id = $1 and space = $2', [tenantId, space]);
+    const [row] = await this.db.query('select count(*) as n from data_documents where tenant_id = $1 and space = $2', [
+      tenantId,
+      space,
+    ]);
     return Number(row.n);
   }
 
@@ -995,14 +1399,22 @@ export class SqlStore implements Store {
   }
 
   async listDataSpaces(tenantId: string, request: PageRequest) {
-    const rows = await this.db.query(`${DATA_SPACES} where s.tenant_id = $1 and ($2::text is null or s.name > $2) order by s.name limit $3`, [
-      tenantId, decodeCursor(request.after), request.first + 1,
-    ]);
+    const rows = await this.db.query(
+      `${DATA_SPACES} where s.tenant_id = $1 and ($2::text is null or s.name > $2) order by s.name limit $3`,
+      [tenantId, decodeCursor(request.after), request.first + 1],
+    );
     return page(rows, request, toDataSpace, (r) => r.name);
   }
 
   async deleteDataSpace(tenantId: string, name: string) {
-    return (await this.db.query('delete from data_spaces where tenant_id = $1 and name = $2 returning name', [tenantId, name])).length > 0;
+    return (
+      (
+        await this.db.query('delete from data_spaces where tenant_id = $1 and name = $2 returning name', [
+          tenantId,
+          name,
+        ])
+      ).length > 0
+    );
   }
 
   async putDocuments(tenantId: string, space: string, documents: Array<{ key: string; value: unknown }>) {
@@ -1020,7 +1432,11 @@ export class SqlStore implements Store {
   }
 
   async getDocument(tenantId: string, space: string, key: string) {
-    const [row] = await this.db.query('select * from data_documents where tenant_id = $1 and space = $2 and key = $3', [tenantId, space, key]);
+    const [row] = await this.db.query('select * from data_documents where tenant_id = $1 and space = $2 and key = $3', [
+      tenantId,
+      space,
+      key,
+    ]);
     return row ? toDataDocument(row) : undefined;
   }
 
@@ -1034,40 +1450,74 @@ export class SqlStore implements Store {
   }
 
   async deleteDocument(tenantId: string, space: string, key: string) {
-    return (await this.db.query('delete from data_documents where tenant_id = $1 and space = $2 and key = $3 returning key', [tenantId, space, key])).length > 0;
+    return (
+      (
+        await this.db.query(
+          'delete from data_documents where tenant_id = $1 and space = $2 and key = $3 returning key',
+          [tenantId, space, key],
+        )
+      ).length > 0
+    );
   }
 
   async listRunLogs(tenantId: string, filter: RunLogFilter, request: PageRequest) {
-    if ((filter.flowId !== undefined && !isUuid(filter.flowId)) || (filter.runId !== undefined && !isUuid(filter.runId))) {
+    if (
+      (filter.flowId !== undefined && !isUuid(filter.flowId)) ||
+      (filter.runId !== undefined && !isUuid(filter.runId))
+    ) {
       return { nodes: [], pageInfo: { hasNextPage: false, endCursor: null } };
     }
     const rows = await this.db.query(
       `select * from run_logs where tenant_id = $1 and ($2::uuid is null or flow_id = $2::uuid) and ($3::uuid is null or run_id = $3::uuid)
-          and severity >= ${SEVERITY('coalesce($4, \'info\')')} and ($5::timestamptz is null or logged_at >= $5::timestamptz) and ($6::timestamptz is null or logged_at < $6::timestamptz)
+          and severity >= ${SEVERITY("coalesce($4, 'info')")} and ($5::timestamptz is null or logged_at >= $5::timestamptz) and ($6::timestamptz is null or logged_at < $6::timestamptz)
           and ($7::text is null or strpos(lower(message), lower($7)) > 0) and ($8::bigint is null or seq < $8::bigint)
         order by seq desc limit $9`,
-      [tenantId, filter.flowId ?? null, filter.runId ?? null, filter.level ?? null, filter.from ?? null, filter.to ?? null, filter.text ?? null,
-        decodeCursor(request.after, /^\d{1,19}$/), request.first + 1],
+      [
+        tenantId,
+        filter.flowId ?? null,
+        filter.runId ?? null,
+        filter.level ?? null,
+        filter.from ?? null,
+        filter.to ?? null,
+        filter.text ?? null,
+        decodeCursor(request.after, /^\d{1,19}$/),
+        request.first + 1,
+      ],
     );
     return page(rows, request, toRunLog, (r) => String(r.seq));
   }
 
   async pruneRunLogs(before: string) {
-    const [row] = await this.db.query('with gone as (delete from run_logs where logged_at < $1 returning 1) select count(*) as n from gone', [before]);
+    const [row] = await this.db.query(
+      'with gone as (delete from run_logs where logged_at < $1 returning 1) select count(*) as n from gone',
+      [before],
+    );
     return Number(row.n);
   }
 
-  async listUnfinishedRuns(createdBefore: string, after: UnfinishedRunCursor | undefined, limit: number): Promise<UnfinishedRun[]> {
+  async listUnfinishedRuns(
+    createdBefore: string,
+    after: UnfinishedRunCursor | undefined,
+    limit: number,
+  ): Promise<UnfinishedRun[]> {
     const rows = await this.db.query(
       `select tenant_id, id, status, created_at from runs
         where status in ${UNFINISHED} and created_at < $1 and ($2::timestamptz is null or (created_at, id) > ($2::timestamptz, $3::uuid))
         order by created_at, id limit $4`,
       [createdBefore, after?.createdAt ?? null, after?.id ?? null, limit],
     );
-    return rows.map((row) => ({ tenantId: row.tenant_id, id: row.id, status: row.status, createdAt: iso(row.created_at) }));
+    return rows.map((row) => ({
+      tenantId: row.tenant_id,
+      id: row.id,
+      status: row.status,
+      createdAt: iso(row.created_at),
+    }));
   }
 
-  async putAction(tenantId: string, action: Pick<TenantAction, 'name' | 'description' | 'expression' | 'inputSchema' | 'outputSchema'>) {
+  async putAction(
+    tenantId: string,
+    action: Pick<TenantAction, 'name' | 'description' | 'expression' | 'inputSchema' | 'outputSchema'>,
+  ) {
     // The primary key settles a race between two saves: the loser gets a unique violation and tries the next number.
     for (;;) {
       try {
@@ -1075,7 +1525,14 @@ export class SqlStore implements Store {
           `insert into actions (tenant_id, name, version, description, expression, input_schema, output_schema)
            select $1, $2, coalesce(max(version), 0) + 1, $3, $4, $5::jsonb, $6::jsonb from actions where tenant_id = $1 and name = $2
            returning *`,
-          [tenantId, action.name, action.description, action.expression, json(action.inputSchema), json(action.outputSchema)],
+          [
+            tenantId,
+            action.name,
+            action.description,
+            action.expression,
+            json(action.inputSchema),
+            json(action.outputSchema),
+          ],
         );
         return toTenantAction(row);
       } catch (error) {
@@ -1110,11 +1567,21 @@ export class SqlStore implements Store {
   }
 
   async deleteAction(tenantId: string, name: string) {
-    return (await this.db.query('delete from actions where tenant_id = $1 and name = $2 returning version', [tenantId, name])).length > 0;
+    return (
+      (
+        await this.db.query('delete from actions where tenant_id = $1 and name = $2 returning version', [
+          tenantId,
+          name,
+        ])
+      ).length > 0
+    );
   }
 
   async getUserSettings(tenantId: string, subject: string) {
-    const [row] = await this.db.query('select * from user_settings where tenant_id = $1 and subject = $2', [tenantId, subject]);
+    const [row] = await this.db.query('select * from user_settings where tenant_id = $1 and subject = $2', [
+      tenantId,
+      subject,
+    ]);
     return row ? toUserSettings(row) : undefined;
   }
 
@@ -1147,7 +1614,14 @@ export class SqlStore implements Store {
   }
 
   async unblockTopic(tenantId: string, topic: string) {
-    return (await this.db.query('delete from blocked_topics where tenant_id = $1 and topic = $2 returning topic', [tenantId, topic])).length > 0;
+    return (
+      (
+        await this.db.query('delete from blocked_topics where tenant_id = $1 and topic = $2 returning topic', [
+          tenantId,
+          topic,
+        ])
+      ).length > 0
+    );
   }
 
   async releaseHeld(tenantId: string, filter: HeldFilter) {
@@ -1163,7 +1637,10 @@ export class SqlStore implements Store {
       [tenantId, filter.heldBy ?? null, filter.topic ?? null],
     );
     // Run ids are time-ordered: their order is the order the messages arrived in.
-    return rows.filter((row) => row.status === 'queued').map(toRun).sort((x, y) => (x.id < y.id ? -1 : 1));
+    return rows
+      .filter((row) => row.status === 'queued')
+      .map(toRun)
+      .sort((x, y) => (x.id < y.id ? -1 : 1));
   }
 
   async discardHeld(tenantId: string, filter: HeldFilter, reason: string) {
