@@ -10,6 +10,7 @@ import type { TokenVerifier } from './auth/verifier.ts';
 import type { ApiContext } from './context.ts';
 import { dashboardRoutes, dashboardSignIn, DASHBOARD_PATH, SIGN_IN_PATH } from './dashboard.ts';
 import { renderDocs } from './docs.ts';
+import { operationInfos } from './routes/metadata.ts';
 import { hookHandler } from './hooks.ts';
 import { requestLog } from './request-log.ts';
 import { openApiDocument } from './openapi.ts';
@@ -122,7 +123,7 @@ function createApp(options: AppOptions): Express {
     res.status(readiness.ready ? 200 : 503).json(readiness);
   });
   app.get('/openapi.json', (_req, res) => void res.json(openapi));
-  const docs = renderDocs(openapi);
+  const docs = renderDocs(openapi, operationInfos(context.compile.registry));
   app.get('/docs', (_req, res) => void res.type('html').send(docs));
   app.use(tokenRoutes(context.store, options.issuer, bodyLimitBytes));
   app.use(adapterRoutes(context, { bodyLimitBytes, waitMs: options.adapterWaitMs }));

@@ -1,3 +1,6 @@
+import { majorOf } from '../engine/operations.ts';
+import type { OperationInfo } from '../engine/resources.ts';
+
 /**
  * `/docs`: the API reference as one self-contained HTML page, rendered once from the OpenAPI
  * document the server publishes (no scripts, no outside assets): every route with its parameters,
@@ -164,7 +167,27 @@ ${body ? `<h4>Request body</h4>${schemaHtml(body)}` : ''}
 </section>`;
 }
 
-export function renderDocs(document: Record<string, unknown>): string {
+/** One operation a node can run: what it does, its config, whether it changes an outside system. */
+function operationReference(operation: OperationInfo): string {
+  const major = majorOf(operation.version);
+  const notes = [
+    operation.sideEffects
+      ? 'Changes an outside system: a dry run shows what it would send instead.'
+      : 'No side effects.',
+    operation.fanOut ? 'Fans out: its items become a batch of tasks that run the nodes after it.' : '',
+    operation.deprecated
+      ? `Deprecated${operation.successor ? `: use <a href="#${html(operationAnchor(operation.successor))}"><code>${html(operation.successor)}</code></a>` : ''}.`
+      : '',
+  ].filter(Boolean);
+  return `<section class="schema" id="${html(operationAnchor(operation.name))}">
+<h3><code>${html(operation.name)}</code> — ${html(operation.title)} <small>v${html(operation.version)} (a node pins it with <code>"operationVersion": ${major}</code>)</small></h3>
+<p>${html(operation.description)}</p><p><small>${notes.join(' ')}</small></p><h4>Config</h4>${schemaHtml(operation.configSchema as Schema)}</section>`;
+}
+
+const operationAnchor = (name: string) => `operation-${name}`;
+
+/** The page: every route by tag, every operation a node can run, every schema. */
+export function renderDocs(document: Record<string, unknown>, operations: OperationInfo[]): string {
   const openapi = document as unknown as OpenApi;
   const byTag = new Map<string, string[]>();
   for (const [path, methods] of Object.entries(openapi.paths)) {
@@ -198,6 +221,7 @@ pre{background:#f6f6f6;padding:.5rem;overflow:auto}.op,.schema{border-top:1px so
 td,th{border:1px solid #ddd;padding:.2rem .4rem;text-align:left;vertical-align:top}h4{margin:.6rem 0 .2rem}td table{font-size:95%}</style></head>
 <body><h1>${html(openapi.info.title)} <small>${html(openapi.info.version)}</small></h1><p>${html(openapi.info.description)}</p>
 <p>Machine-readable: <a href="/openapi.json">/openapi.json</a>. Fields marked <b>*</b> are required.</p>
-<ul>${contents}<li><a href="#schemas">Schemas</a> — every resource and document</li></ul>${sections.join('\n')}
+<ul>${contents}<li><a href="#operations">Operations</a> — what a flow's nodes can run</li><li><a href="#schemas">Schemas</a> — every resource and document</li></ul>${sections.join('\n')}
+<h2 id="operations">Operations <small>what a node's <code>operation</code> names (and <code>action:&lt;name&gt;</code>, a tenant action)</small></h2>${operations.map(operationReference).join('\n')}
 <h2 id="schemas">Schemas</h2>${schemas.join('\n')}</body></html>`;
 }

@@ -18,7 +18,7 @@ import autocannon from 'autocannon';
 import { Queue } from 'bullmq';
 import pg from 'pg';
 import { redisOptions } from '../bin/redis.ts';
-import { ORDER_NODE_COST } from '../operations/shopify/order-import.ts';
+import { ORDER_NODE_COST } from '../operations/shopify/order-record.ts';
 import { Keyring } from '../engine/secrets/keyring.ts';
 import { BASELINE, sampleOrder } from './flows.ts';
 import { measureImport } from './import.ts';

@@ -18,5 +18,3 @@ export interface EngineMetrics {
   /** A run attempt ended: its status after the attempt, and how long the attempt took. */
   runAttempt(tenantId: string, status: string, seconds: number): void;
 }
-
-export const noMetrics: EngineMetrics = { delivery() {}, runAttempt() {} };

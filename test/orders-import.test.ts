@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ORDER_NODE_COST } from '../operations/shopify/order-import.ts';
+import { ORDER_NODE_COST } from '../operations/shopify/order-record.ts';
 import { refundRecordValidator } from '../operations/shopify/refund-record.ts';
 import { erpReplies } from './support/erp-simulator.ts';
 import { shopifyTime } from './support/shopify-simulator.ts';

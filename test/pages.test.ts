@@ -52,6 +52,14 @@ describe('the API reference at /docs, in a headless browser', () => {
     const answers = await create.innerText();
     expect(answers).toMatch(/201 The new flow, with its draft\.\s*Flow\b/);
     expect(answers).toContain('Problem');
+    // Every operation a node can run, from its definition: config fields, side effects, deprecation.
+    const request = page.locator('[id="operation-http.request"]');
+    expect(await request.locator('h3').innerText()).toMatch(/^http\.request — .* v1\.\d+\.\d+/);
+    for (const field of ['method', 'url', 'auth', 'timeoutMs']) expect(await request.innerText()).toContain(field);
+    expect(await request.innerText()).toContain('Changes an outside system');
+    const deprecated = page.locator('[id="operation-shopify.refund-sync-to-erp"]');
+    await deprecated.getByRole('link', { name: 'shopify.orders-import-list' }).click();
+    expect(page.url()).toMatch(/#operation-shopify\.orders-import-list$/);
     await page.screenshot({ path: path.join(SHOTS, 'docs.png') });
     await page.close();
   });

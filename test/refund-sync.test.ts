@@ -2,6 +2,7 @@ import http from 'node:http';
 import { parse, validate } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { oauth1Header } from '../operations/core/oauth1.ts';
+import { orderImportDocuments } from '../operations/shopify/order-record.ts';
 import { orderMarkDocuments } from '../operations/shopify/order-marks.ts';
 import { ShopifyAdminApi } from '../operations/shopify/admin-api.ts';
 import { ORDER_MARKS_QUERY, refundDocuments } from '../operations/shopify/refund-query.ts';
@@ -151,7 +152,12 @@ describe('the Shopify Admin client', () => {
 describe('GraphQL documents', () => {
   it("are all valid against Shopify's real Admin schema, 2025-10 and 2026-10", () => {
     for (const version of ADMIN_API_VERSIONS) {
-      for (const document of [...refundDocuments, ...orderMarkDocuments, ...webhookDocuments]) {
+      for (const document of [
+        ...refundDocuments,
+        ...orderMarkDocuments,
+        ...webhookDocuments,
+        ...orderImportDocuments,
+      ]) {
         expect(
           validate(adminSchema(version), parse(document)).map((error) => error.message),
           `${version}: ${document.slice(0, 60)}`,

@@ -4,7 +4,8 @@ import { operationInfoSchema, resourceSchemas, statusEnums, type OperationInfo }
 import type { ApiContext } from '../context.ts';
 import { connectionSchema, defineRoute, wholeList } from '../route.ts';
 
-function operationInfos(registry: OperationRegistry): OperationInfo[] {
+/** What each registered operation is, for the operations route and the API reference. */
+export function operationInfos(registry: OperationRegistry): OperationInfo[] {
   return registry.list().map(({ definition }) => ({
     name: definition.name,
     version: definition.version,

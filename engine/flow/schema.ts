@@ -234,6 +234,5 @@ export const flowDocumentSchema = {
 } as const;
 
 export type FlowDocument = FromSchema<typeof flowDocumentSchema>;
-export type FlowNode = FlowDocument['nodes'][number];
 export type WebhookTriggerConfig = FromSchema<typeof webhookTriggerConfigSchema>;
 export type ScheduleTriggerConfig = FromSchema<typeof scheduleTriggerConfigSchema>;

@@ -1,7 +1,7 @@
 import { later, toOperationError } from '../../engine/errors.ts';
 import { defineOperation } from '../../engine/operations.ts';
 import { openShop, shopifyConfigSchema } from './destination.ts';
-import { maxPageSize, optionalOrderFields, ordersPage, windowQuery } from './order-import.ts';
+import { maxPageSize, optionalOrderFields, ordersPage, windowQuery } from './order-record.ts';
 
 const FIELD = 'updated_at';
 /** How long the poll waits before it looks at its tasks again. */

@@ -4,8 +4,8 @@ import { defineOperation, type OperationContext } from '../../engine/operations.
 import type { ShopifyAdminApi } from './admin-api.ts';
 import { openShop, shopifyConfigSchema } from './destination.ts';
 import { marksOf, parseProcessed } from './order-marks.ts';
-import type { OrderRecord } from './order-import.ts';
-import { exportRefund, orderSyncGateSchema, previewRefundExport } from './export-refund.ts';
+import type { OrderRecord } from './order-record.ts';
+import { exportRefund, orderSyncGateSchema, previewRefundExport } from './refund-pipeline.ts';
 import { ORDER_REFUNDS_QUERY, type GraphqlNode } from './refund-query.ts';
 
 const ORDER_GID = /^gid:\/\/shopify\/Order\/\d+$/;

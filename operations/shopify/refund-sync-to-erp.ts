@@ -2,7 +2,7 @@ import type { FromSchema } from 'json-schema-to-ts';
 import { permanent } from '../../engine/errors.ts';
 import { defineOperation, type OperationContext } from '../../engine/operations.ts';
 import { openShop, shopifyConfigSchema } from './destination.ts';
-import { exportRefund, orderSyncGateSchema, previewRefundExport } from './export-refund.ts';
+import { exportRefund, orderSyncGateSchema, previewRefundExport } from './refund-pipeline.ts';
 
 const REFUND_GID = /^gid:\/\/shopify\/Refund\/\d+$/;
 
