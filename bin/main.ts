@@ -210,6 +210,14 @@ main(process.argv.slice(2)).catch((error) => {
     console.error(`tributary: ${error.message}\n\n${error.command ? commandHelp(error.command) : USAGE}`);
     process.exit(2);
   }
-  console.error(`tributary: ${error instanceof Error ? error.message : String(error)}`);
+  console.error(`tributary: ${failure(error)}`);
   process.exit(1);
 });
+
+/** What went wrong, said so that the reader knows what to change. */
+function failure(error: unknown): string {
+  const { code, port } = error as { code?: string; port?: number };
+  if (code === 'EADDRINUSE')
+    return `port ${port} is in use (another Tributary, or another server): stop it, or set PORT`;
+  return error instanceof Error ? error.message : String(error);
+}

@@ -47,6 +47,21 @@ describe('the tributary CLI', () => {
     expect(badOption.stderr).toContain('--colour');
   });
 
+  it('says which port is taken when serve cannot listen', async () => {
+    const port = new URL(env.url).port;
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'tributary-cli-'));
+    const taken = await cli(['serve'], {
+      PORT: port,
+      DATA_DIR: dataDir,
+      REDIS_URL: env.config.redisUrl,
+      REDIS_PREFIX: env.config.redisPrefix,
+    });
+    expect(taken.code).toBe(1);
+    expect(taken.stderr).toContain(
+      `tributary: port ${port} is in use (another Tributary, or another server): stop it, or set PORT`,
+    );
+  });
+
   it('never creates a store: it says where it looked, and which DATA_DIR a running server uses', async () => {
     const elsewhere = mkdtempSync(path.join(os.tmpdir(), 'tributary-cli-'));
     const refused = await cli(['tenant', 'create', 'globex'], {}, elsewhere);
