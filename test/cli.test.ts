@@ -54,7 +54,7 @@ describe('the tributary CLI', () => {
       PORT: port,
       DATA_DIR: dataDir,
       REDIS_URL: env.config.redisUrl,
-      REDIS_PREFIX: env.config.redisPrefix,
+      REDIS_PREFIX: `${env.config.redisPrefix}:taken`,
     });
     expect(taken.code).toBe(1);
     expect(taken.stderr).toContain(
