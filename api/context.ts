@@ -1,7 +1,8 @@
 import type { WebhookSubscriber } from '../engine/destinations.ts';
 import type { CompileOptions } from '../engine/flow/compile.ts';
 import type { Intake } from '../engine/intake.ts';
-import type { RunQueue } from '../engine/queue/run-queue.ts';
+import type { QueueAdmin } from '../engine/queue/queue-admin.ts';
+import type { RunService } from '../engine/run-service.ts';
 import type { MaintenanceMode } from '../engine/queue/maintenance.ts';
 import type { TestRunner } from '../engine/runtime/test-run.ts';
 import type { FlowSchedules } from '../engine/queue/schedules.ts';
@@ -12,8 +13,10 @@ import type { Store } from '../engine/store/port.ts';
 export interface ApiContext {
   store: Store;
   intake: Intake;
-  /** Runs an API call starts (retried batch tasks) are queued here. */
-  queue: RunQueue;
+  /** Runs an API call starts: replays, retries, held runs released. */
+  runs: RunService;
+  /** The queues themselves, for operators. */
+  queues: QueueAdmin;
   keyring: Keyring;
   compile: CompileOptions;
   /** Kept in step with the active version of every scheduled flow. */

@@ -10,6 +10,8 @@ import { OperationRegistry, type OperationDefinition } from '../engine/operation
 import { inspectQueue } from '../engine/queue/health.ts';
 import { ENQUEUE_TIMEOUT_MS, runJob, RunQueue, RunWorker } from '../engine/queue/run-queue.ts';
 import { QueueReconciler } from '../engine/queue/reconciler.ts';
+import { QueueAdmin } from '../engine/queue/queue-admin.ts';
+import { RunService } from '../engine/run-service.ts';
 import { FlowSchedules, TickWorker } from '../engine/queue/schedules.ts';
 import { ActionRunner } from '../engine/actions.ts';
 import { ExpressionSandbox } from '../engine/flow/sandbox.ts';
@@ -214,7 +216,8 @@ export class Platform {
         context: {
           store,
           intake,
-          queue,
+          runs: new RunService(store, queue),
+          queues: new QueueAdmin(queues),
           keyring,
           compile,
           schedules,

@@ -3,7 +3,7 @@ import { newId } from './ids.ts';
 import { runJob, type RunQueue } from './queue/run-queue.ts';
 import type { CompiledFlowCache } from './runtime/flow-cache.ts';
 import { secretContext, type Keyring } from './secrets/keyring.ts';
-import type { AcceptedMessage, HeldFilter, NewMessage, Store } from './store/port.ts';
+import type { AcceptedMessage, NewMessage, Store } from './store/port.ts';
 import { GroupCommit } from './group-commit.ts';
 import type { EngineMetrics } from './metrics.ts';
 import type { MaintenanceMode } from './queue/maintenance.ts';
@@ -53,30 +53,6 @@ export async function acceptMessages(
   const jobs = results.filter(({ run }) => run.status === 'queued').map(({ run }) => runJob(run));
   await queue.enqueue(jobs);
   return results;
-}
-
-/** What becomes of held runs: run them (those whose hold no longer applies), discard them, or keep them held. */
-export type HeldChoice = 'release' | 'discard' | 'keep';
-
-/** Settle held runs: released ones are queued in the store, then enqueued in arrival order. */
-export async function settleHeld(
-  store: Store,
-  queue: RunQueue,
-  tenantId: string,
-  choice: HeldChoice,
-  filter: HeldFilter,
-  discardReason: string,
-) {
-  let released = 0;
-  let discarded = 0;
-  if (choice === 'release') {
-    const runs = await store.releaseHeld(tenantId, filter);
-    await queue.enqueue(runs.map(runJob));
-    released = runs.length;
-  } else if (choice === 'discard') {
-    discarded = await store.discardHeld(tenantId, filter, discardReason);
-  }
-  return { released, discarded };
 }
 
 /** Longest delivery id kept (it is a unique index key). */

@@ -1,6 +1,4 @@
 import { NotFoundError } from '../../engine/errors.ts';
-import { newId } from '../../engine/ids.ts';
-import { runJob } from '../../engine/queue/run-queue.ts';
 import { batchSchema, batchStatuses, batchTaskSchema, runStatuses } from '../../engine/resources.ts';
 import type { ApiContext } from '../context.ts';
 import { connectionSchema, defineRoute, pageQuerySchema } from '../route.ts';
@@ -9,7 +7,7 @@ import { idParams } from './editable-flows.ts';
 const base = '/api/v1/batches';
 
 /** Batches (seed tag Batch) and their tasks (BatchTask): each poll of a fan-out node, each item it imported. */
-export function batchRoutes({ store, queue }: ApiContext) {
+export function batchRoutes({ store, runs }: ApiContext) {
   const load = async (tenantId: string, id: string) => {
     const batch = await store.getBatch(tenantId, id);
     if (!batch) throw new NotFoundError(`no batch ${id}`);
@@ -83,9 +81,8 @@ export function batchRoutes({ store, queue }: ApiContext) {
       },
       async handle({ tenantId, params }) {
         await load(tenantId, params.id);
-        const runs = await store.retryFailedTasks(tenantId, params.id, newId);
-        await queue.enqueue(runs.map(runJob));
-        return { body: { retried: runs.length, runIds: runs.map((run) => run.id) } };
+        const retried = await runs.retryFailedTasks(tenantId, params.id);
+        return { body: { retried: retried.length, runIds: retried.map((run) => run.id) } };
       },
     }),
   ];

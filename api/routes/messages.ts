@@ -1,7 +1,4 @@
 import { NotFoundError } from '../../engine/errors.ts';
-import { newId } from '../../engine/ids.ts';
-import { settleHeld } from '../../engine/intake.ts';
-import { runJob } from '../../engine/queue/run-queue.ts';
 import {
   blockedTopicSchema,
   messageInfoSchema,
@@ -68,7 +65,7 @@ export const heldChoice = {
 } as const;
 
 /** Every inbound message with what became of it (seed tag MessageInfo), and replays. */
-export function messageRoutes({ store, queue }: ApiContext) {
+export function messageRoutes({ store, runs }: ApiContext) {
   const base = '/api/v1/messages';
   return [
     defineRoute({
@@ -134,9 +131,7 @@ export function messageRoutes({ store, queue }: ApiContext) {
         },
       },
       async handle({ tenantId, params }) {
-        const run = await store.replayMessage(tenantId, params.id, newId());
-        await queue.enqueue([runJob(run)]);
-        return { status: 202, body: run };
+        return { status: 202, body: await runs.replay(tenantId, params.id) };
       },
     }),
     defineRoute({
@@ -191,9 +186,10 @@ export function messageRoutes({ store, queue }: ApiContext) {
         },
       },
       async handle({ tenantId, body }) {
-        const { runs, more } = await store.retryFailedRuns(tenantId, body.flowId, newId, RETRY_LIMIT);
-        await queue.enqueue(runs.map(runJob));
-        return { body: { retried: runs.length, runIds: runs.map((run) => run.id), more } };
+        const retried = await runs.retryFailedRuns(tenantId, body.flowId, RETRY_LIMIT);
+        return {
+          body: { retried: retried.runs.length, runIds: retried.runs.map((run) => run.id), more: retried.more },
+        };
       },
     }),
     defineRoute({
@@ -205,7 +201,7 @@ export function messageRoutes({ store, queue }: ApiContext) {
       body: { type: 'object', additionalProperties: false, properties: { topic } },
       responses: { 200: { description: 'How many were released.', schema: heldOutcomeSchema } },
       handle: async ({ tenantId, body }) => ({
-        body: await settleHeld(store, queue, tenantId, 'release', { topic: body.topic }, ''),
+        body: await runs.settleHeld(tenantId, 'release', { topic: body.topic }, ''),
       }),
     }),
     defineRoute({
@@ -217,21 +213,14 @@ export function messageRoutes({ store, queue }: ApiContext) {
       body: { type: 'object', additionalProperties: false, properties: { topic } },
       responses: { 200: { description: 'How many were discarded.', schema: heldOutcomeSchema } },
       handle: async ({ tenantId, body }) => ({
-        body: await settleHeld(
-          store,
-          queue,
-          tenantId,
-          'discard',
-          { topic: body.topic },
-          'discarded from the message queue',
-        ),
+        body: await runs.settleHeld(tenantId, 'discard', { topic: body.topic }, 'discarded from the message queue'),
       }),
     }),
   ];
 }
 
 /** Blocked topics (seed tag BlockedTopic): deliveries are verified, recorded and answered, but held. */
-export function blockedTopicRoutes({ store, queue }: ApiContext) {
+export function blockedTopicRoutes({ store, runs }: ApiContext) {
   const base = '/api/v1/blocked-topics';
   return [
     defineRoute({
@@ -276,9 +265,7 @@ export function blockedTopicRoutes({ store, queue }: ApiContext) {
         if (!(await store.unblockTopic(tenantId, params.topic)))
           throw new NotFoundError(`the topic ${params.topic} is not blocked`);
         return {
-          body: await settleHeld(
-            store,
-            queue,
+          body: await runs.settleHeld(
             tenantId,
             query.heldMessages,
             { heldBy: 'topic', topic: params.topic },

@@ -1,3 +1,4 @@
+import { RUN_QUEUE } from '../../engine/queue/run-queue.ts';
 import type { ApiContext } from '../context.ts';
 import { defineRoute } from '../route.ts';
 
@@ -19,10 +20,10 @@ const maintenanceSchema = {
 } as const;
 
 /** Platform operations (seed tag Platform), for operators: maintenance mode and the drain it brings. */
-export function platformRoutes({ maintenance, queue }: ApiContext) {
+export function platformRoutes({ maintenance, queues }: ApiContext) {
   const state = async () => {
     const current = await maintenance.current();
-    const activeJobs = await queue.queue.getActiveCount();
+    const activeJobs = await queues.activeJobs(RUN_QUEUE);
     return {
       enabled: current !== null,
       reason: current?.reason ?? null,

@@ -1,19 +1,6 @@
-import type { Queue } from 'bullmq';
-import { NotFoundError } from '../../engine/errors.ts';
-import { HEARTBEAT_TTL_MS, heartbeatKey, ioredisOf } from '../../engine/queue/health.ts';
+import { jobStates } from '../../engine/queue/queue-admin.ts';
 import type { ApiContext } from '../context.ts';
 import { connectionSchema, defineRoute, wholeList } from '../route.ts';
-
-const jobStates = [
-  'waiting',
-  'active',
-  'delayed',
-  'prioritized',
-  'waiting-children',
-  'completed',
-  'failed',
-  'paused',
-] as const;
 
 const queueSchema = {
   type: 'object',
@@ -38,23 +25,7 @@ const countSchema = (description: string) =>
  * The BullMQ queues (seed tag Queue), for operators: every tenant's jobs. Runs live in the store;
  * these act on jobs (a failed job's run is retried with MessageQueue, per tenant).
  */
-export function queueRoutes({ queue, schedules }: ApiContext) {
-  const queues = new Map<string, Queue>([queue.queue, schedules.queue].map((q) => [q.name, q as Queue]));
-  const find = (name: string) => {
-    const found = queues.get(name);
-    if (!found) throw new NotFoundError(`no queue ${name}; there are ${[...queues.keys()].join(', ')}`);
-    return found;
-  };
-  const describe = async (q: Queue) => {
-    const counts = await q.getJobCounts(...jobStates);
-    const redis = await ioredisOf(q.client);
-    return {
-      name: q.name,
-      paused: await q.isPaused(),
-      counts: Object.fromEntries(jobStates.map((state) => [state, counts[state] ?? 0])),
-      workers: await redis.zcount(heartbeatKey(q), Date.now() - HEARTBEAT_TTL_MS, '+inf'),
-    };
-  };
+export function queueRoutes({ queues }: ApiContext) {
   const base = '/api/v1/queues';
   return [
     defineRoute({
@@ -64,7 +35,7 @@ export function queueRoutes({ queue, schedules }: ApiContext) {
       scope: 'platform:admin',
       summary: 'List the queues with their job counts per state',
       responses: { 200: { description: 'Every queue, in one page.', schema: connectionSchema(queueSchema) } },
-      handle: async () => ({ body: wholeList(await Promise.all([...queues.values()].map(describe))) }),
+      handle: async () => ({ body: wholeList(await queues.list()) }),
     }),
     defineRoute({
       method: 'get',
@@ -74,7 +45,7 @@ export function queueRoutes({ queue, schedules }: ApiContext) {
       summary: 'Get a queue with its job counts per state',
       params: queueParams,
       responses: { 200: { description: 'The queue.', schema: queueSchema } },
-      handle: async ({ params }) => ({ body: await describe(find(params.name)) }),
+      handle: async ({ params }) => ({ body: await queues.describe(params.name) }),
     }),
     ...(['pause', 'resume'] as const).map((change) =>
       defineRoute({
@@ -88,11 +59,7 @@ export function queueRoutes({ queue, schedules }: ApiContext) {
             : 'Resume a paused queue',
         params: queueParams,
         responses: { 200: { description: 'The queue.', schema: queueSchema } },
-        async handle({ params }) {
-          const q = find(params.name);
-          await q[change]();
-          return { body: await describe(q) };
-        },
+        handle: async ({ params }) => ({ body: await queues[change](params.name) }),
       }),
     ),
     defineRoute({
@@ -110,12 +77,7 @@ export function queueRoutes({ queue, schedules }: ApiContext) {
           schema: countSchema('Failed jobs moved back to waiting.'),
         },
       },
-      async handle({ params }) {
-        const q = find(params.name);
-        const count = await q.getFailedCount();
-        await q.retryJobs({ state: 'failed' });
-        return { body: { count } };
-      },
+      handle: async ({ params }) => ({ body: { count: await queues.retryFailed(params.name) } }),
     }),
     defineRoute({
       method: 'post',
@@ -139,10 +101,11 @@ export function queueRoutes({ queue, schedules }: ApiContext) {
         },
       },
       responses: { 200: { description: 'How many jobs were removed.', schema: countSchema('Jobs removed.') } },
-      async handle({ params, body }) {
-        const removed = await find(params.name).clean(body.graceMs, body.limit, body.state);
-        return { body: { count: removed.length } };
-      },
+      handle: async ({ params, body }) => ({
+        body: {
+          count: await queues.clean(params.name, { state: body.state, graceMs: body.graceMs, limit: body.limit }),
+        },
+      }),
     }),
   ];
 }

@@ -1,5 +1,4 @@
 import { NotFoundError, ValidationError } from '../../engine/errors.ts';
-import { settleHeld } from '../../engine/intake.ts';
 import { tenantSchema, type Tenant } from '../../engine/resources.ts';
 import type { ApiContext } from '../context.ts';
 import { connectionSchema, defineRoute, pageQuerySchema } from '../route.ts';
@@ -9,7 +8,7 @@ const base = '/api/v1/tenants';
 const tenantParams = { type: 'object', required: ['tenantId'], properties: { tenantId: { type: 'string' } } } as const;
 
 /** Tenant management (seed tag Tenant): operator routes, across tenants; the tenant is in the path. */
-export function tenantRoutes({ store, queue, schedules, intake }: ApiContext) {
+export function tenantRoutes({ store, runs, schedules, intake }: ApiContext) {
   const load = async (id: string): Promise<Tenant> => {
     const tenant = await store.getTenant(id);
     if (!tenant) throw new NotFoundError(`no tenant ${id}`);
@@ -104,9 +103,7 @@ export function tenantRoutes({ store, queue, schedules, intake }: ApiContext) {
       async handle({ params, body }) {
         const tenant = await store.setTenantStatus(params.tenantId, 'active', null);
         if (!tenant) throw new NotFoundError(`no tenant ${params.tenantId}`);
-        const outcome = await settleHeld(
-          store,
-          queue,
+        const outcome = await runs.settleHeld(
           tenant.id,
           body.heldMessages,
           { heldBy: 'suspended' },
