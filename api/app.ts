@@ -123,7 +123,7 @@ function createApp(options: AppOptions): Express {
     res.status(readiness.ready ? 200 : 503).json(readiness);
   });
   app.get('/openapi.json', (_req, res) => void res.json(openapi));
-  const docs = renderDocs(openapi, operationInfos(context.compile.registry));
+  const docs = renderDocs(openapi, operationInfos(context.compile.registry), context.compile.registry.listSignatures());
   app.get('/docs', (_req, res) => void res.type('html').send(docs));
   app.use(tokenRoutes(context.store, options.issuer, bodyLimitBytes));
   app.use(adapterRoutes(context, { bodyLimitBytes, waitMs: options.adapterWaitMs }));

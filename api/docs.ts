@@ -1,5 +1,6 @@
 import { majorOf } from '../engine/operations.ts';
 import type { OperationInfo } from '../engine/resources.ts';
+import type { WebhookSignature } from '../engine/triggers/webhook.ts';
 
 /**
  * `/docs`: the API reference as one self-contained HTML page, rendered once from the OpenAPI
@@ -187,7 +188,11 @@ function operationReference(operation: OperationInfo): string {
 const operationAnchor = (name: string) => `operation-${name}`;
 
 /** The page: every route by tag, every operation a node can run, every schema. */
-export function renderDocs(document: Record<string, unknown>, operations: OperationInfo[]): string {
+export function renderDocs(
+  document: Record<string, unknown>,
+  operations: OperationInfo[],
+  signatures: WebhookSignature[],
+): string {
   const openapi = document as unknown as OpenApi;
   const byTag = new Map<string, string[]>();
   for (const [path, methods] of Object.entries(openapi.paths)) {
@@ -221,7 +226,8 @@ pre{background:#f6f6f6;padding:.5rem;overflow:auto}.op,.schema{border-top:1px so
 td,th{border:1px solid #ddd;padding:.2rem .4rem;text-align:left;vertical-align:top}h4{margin:.6rem 0 .2rem}td table{font-size:95%}</style></head>
 <body><h1>${html(openapi.info.title)} <small>${html(openapi.info.version)}</small></h1><p>${html(openapi.info.description)}</p>
 <p>Machine-readable: <a href="/openapi.json">/openapi.json</a>. Fields marked <b>*</b> are required.</p>
-<ul>${contents}<li><a href="#operations">Operations</a> — what a flow's nodes can run</li><li><a href="#schemas">Schemas</a> — every resource and document</li></ul>${sections.join('\n')}
+<ul>${contents}<li><a href="#operations">Operations</a> — what a flow's nodes can run</li><li><a href="#webhook-signatures">Webhook signatures</a> — how vendors sign what they deliver</li><li><a href="#schemas">Schemas</a> — every resource and document</li></ul>${sections.join('\n')}
 <h2 id="operations">Operations <small>what a node's <code>operation</code> names (and <code>action:&lt;name&gt;</code>, a tenant action)</small></h2>${operations.map(operationReference).join('\n')}
+<h2 id="webhook-signatures">Webhook signatures <small>what a webhook trigger's <code>verify.type</code> may name, besides none, header and hmac-sha256</small></h2><ul>${signatures.map((signature) => `<li id="signature-${html(signature.type)}"><code>${html(signature.type)}</code>: ${html(signature.description)}</li>`).join('')}</ul>
 <h2 id="schemas">Schemas</h2>${schemas.join('\n')}</body></html>`;
 }

@@ -23,7 +23,7 @@ import type { Store } from '../engine/store/port.ts';
 import { PgDriver } from '../engine/store/sql/pg-driver.ts';
 import { PgliteDriver } from '../engine/store/sql/pglite-driver.ts';
 import { SqlStore } from '../engine/store/sql/sql-store.ts';
-import { allOperations, webhookSubscribers } from '../operations/index.ts';
+import { allOperations, webhookSignatures, webhookSubscribers } from '../operations/index.ts';
 import { serveAdminSocket, storeAdmin } from './admin.ts';
 import { buildCommit } from './build.ts';
 import { PrometheusMetrics } from './metrics.ts';
@@ -131,7 +131,7 @@ export class Platform {
     const { store, workerStore, keyring, lock } = await openStore(config);
     let url = baseUrl(config);
     const compile: CompileOptions = {
-      registry: new OperationRegistry(options.operations ?? allOperations),
+      registry: new OperationRegistry(options.operations ?? allOperations, webhookSignatures),
       sandbox: new ExpressionSandbox({
         timeoutMs: config.expressionTimeoutMs,
         memoryMb: config.expressionMemoryMb,
@@ -210,6 +210,7 @@ export class Platform {
         cacheTtlMs: config.intakeCacheTtlMs,
         maintenance,
         metrics,
+        topicHeaders: compile.registry.topicHeaders(),
       });
       const issuer = new TokenIssuer(store, keyring, config.authIssuer, config.authAudience);
       const listener = createRequestListener({

@@ -41,8 +41,8 @@ export interface WebhookSubscription {
 }
 
 /**
- * Registers a flow URL for a topic with the system a destination points to (e.g. Shopify's
- * webhookSubscriptionCreate). Provided by operation families, one per destination type.
+ * Registers a flow URL for a topic with the system a destination points to (a vendor's own
+ * subscription call). Provided by operation families, one per destination type.
  */
 export interface WebhookSubscriber {
   topics: readonly string[];

@@ -1,4 +1,3 @@
-import type { WebhookTriggerConfig } from './flow/schema.ts';
 import { newId } from './ids.ts';
 import { runJob, type RunQueue } from './queue/run-queue.ts';
 import type { CompiledFlowCache } from './runtime/flow-cache.ts';
@@ -8,12 +7,11 @@ import { GroupCommit } from './group-commit.ts';
 import type { EngineMetrics } from './metrics.ts';
 import type { MaintenanceMode } from './queue/maintenance.ts';
 import {
-  deliveryIdHeader,
   headerValue,
   keptHeaders,
   topicOf,
-  verificationSecretNames,
   verifyDelivery,
+  type CompiledWebhook,
   type Headers,
 } from './triggers/webhook.ts';
 
@@ -21,7 +19,7 @@ import {
 interface ActiveTrigger {
   flowId: string;
   version: number;
-  config: WebhookTriggerConfig;
+  webhook: CompiledWebhook;
   verificationSecrets: string[];
 }
 
@@ -68,6 +66,8 @@ export interface IntakeOptions {
   /** While it is on, deliveries are refused with a Retry-After (nothing is recorded): senders retry. */
   maintenance: Pick<MaintenanceMode, 'cached'>;
   metrics: EngineMetrics;
+  /** Headers a delivery's topic is read from, in order (the operation families' own first). */
+  topicHeaders: readonly string[];
 }
 
 /**
@@ -107,22 +107,22 @@ export class Intake {
     if (maintenance) return { outcome: 'maintenance', retryAfterSeconds: maintenance.retryAfterSeconds };
     const trigger = await this.resolve(delivery.tenantId, delivery.flowKey);
     if (!trigger) return { outcome: 'no-flow' };
-    const { config } = trigger;
-    if (!verifyDelivery(config.verify, delivery.rawBody, delivery.headers, trigger.verificationSecrets))
+    const { webhook } = trigger;
+    if (!verifyDelivery(webhook.verification, delivery.rawBody, delivery.headers, trigger.verificationSecrets))
       return { outcome: 'unverified' };
-    if (config.verify?.type === 'shopify' && config.verify.topic) {
-      const topic = headerValue(delivery.headers, 'x-shopify-topic');
-      if (topic !== config.verify.topic) {
+    if (webhook.topic) {
+      const topic = headerValue(delivery.headers, webhook.topic.header);
+      if (topic !== webhook.topic.value) {
         return {
           outcome: 'invalid',
-          field: '$.headers["x-shopify-topic"]',
-          reason: `is ${topic === undefined ? 'missing' : `"${topic}"`}; this flow takes ${config.verify.topic}`,
+          field: `$.headers["${webhook.topic.header}"]`,
+          reason: `is ${topic === undefined ? 'missing' : `"${topic}"`}; this flow takes ${webhook.topic.value}`,
         };
       }
     }
 
     const idHeader =
-      headerValue(delivery.headers, 'idempotency-key') !== undefined ? 'idempotency-key' : deliveryIdHeader(config);
+      headerValue(delivery.headers, 'idempotency-key') !== undefined ? 'idempotency-key' : webhook.deliveryIdHeader;
     const deliveryId = idHeader ? headerValue(delivery.headers, idHeader) : undefined;
     if (deliveryId !== undefined && deliveryId.length > MAX_DELIVERY_ID_LENGTH) {
       return {
@@ -137,9 +137,9 @@ export class Intake {
       flowId: trigger.flowId,
       flowVersion: trigger.version,
       deliveryId: deliveryId ?? null,
-      topic: topicOf(delivery.headers),
+      topic: topicOf(delivery.headers, this.options.topicHeaders),
       body: delivery.body,
-      headers: keptHeaders(delivery.headers, config.verify),
+      headers: keptHeaders(delivery.headers, webhook.verification),
       query: delivery.query,
     };
     const { duplicate, messageId, run } = await this.commits.submit({ message, runId: newId() });
@@ -174,13 +174,14 @@ export class Intake {
     const { trigger } = await flows.get(tenantId, record.id, record.activeVersion);
     // A scheduled flow has no URL.
     if (trigger.type !== 'webhook') return undefined;
-    const names = verificationSecretNames(trigger.config.verify);
+    const { webhook } = trigger;
+    const names = webhook.verification.kind === 'none' ? [] : webhook.verification.secrets;
     const verificationSecrets =
       names.length === 0
         ? []
         : (await store.sealedSecrets(tenantId, names)).map((sealed) =>
             keyring.open(sealed, secretContext(tenantId, sealed.name)),
           );
-    return { flowId: record.id, version: record.activeVersion, config: trigger.config, verificationSecrets };
+    return { flowId: record.id, version: record.activeVersion, webhook, verificationSecrets };
   }
 }

@@ -4,6 +4,7 @@ import type { OpenedDestination } from './destinations.ts';
 import type { BatchCounts, BatchStatus, IncrementalField } from './resources.ts';
 import { SchemaValidator } from './json-schema.ts';
 import { ACTION_NAME, ACTION_PREFIX, actionNodeConfigSchema } from './actions.ts';
+import { GENERIC_TOPIC_HEADERS, type WebhookSignature } from './triggers/webhook.ts';
 
 export type { OpenedDestination } from './destinations.ts';
 
@@ -137,12 +138,42 @@ export interface RegisteredOperation {
 /** The major of a semantic version: a node pins it, since only a new major may break a flow. */
 export const majorOf = (version: string) => Number.parseInt(version, 10);
 
-/** The operations a process knows, by name and major version; each config schema is compiled once, here. */
+/**
+ * The operations a process knows, by name and major version (each config schema compiled once,
+ * here), and the webhook signatures their families declare.
+ */
 export class OperationRegistry {
   private readonly operations = new Map<string, Map<number, RegisteredOperation>>();
+  private readonly signatures = new Map<string, WebhookSignature>();
 
-  constructor(definitions: Iterable<OperationDefinition<unknown>> = []) {
+  constructor(definitions: Iterable<OperationDefinition<unknown>> = [], signatures: Iterable<WebhookSignature> = []) {
     for (const definition of definitions) this.register(definition);
+    for (const signature of signatures) {
+      if (this.signatures.has(signature.type)) throw new Error(`webhook signature ${signature.type} is declared twice`);
+      this.signatures.set(signature.type, signature);
+    }
+  }
+
+  /** The webhook signature a trigger's `verify.type` names. */
+  signature(type: string): WebhookSignature | undefined {
+    return this.signatures.get(type);
+  }
+
+  /** Headers deliveries name their topic in: the vendors' own, then the generic ones. */
+  topicHeaders(): string[] {
+    return [
+      ...new Set([
+        ...[...this.signatures.values()].flatMap((signature) =>
+          signature.topicHeader ? [signature.topicHeader.toLowerCase()] : [],
+        ),
+        ...GENERIC_TOPIC_HEADERS,
+      ]),
+    ];
+  }
+
+  /** Every declared webhook signature. */
+  listSignatures(): WebhookSignature[] {
+    return [...this.signatures.values()];
   }
 
   register(definition: OperationDefinition<unknown>): this {

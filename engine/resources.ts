@@ -133,7 +133,7 @@ export const messageSchema = {
     topic: {
       type: ['string', 'null'],
       description:
-        'What the sender says the message is about (X-Shopify-Topic, X-Topic); `schedule` for a tick, `poll` for a batch item.',
+        "What the sender says the message is about (its family's topic header, X-Topic or X-Event-Type); `schedule` for a tick, `poll` for a batch item.",
     },
     body: {},
     headers: { type: 'object', additionalProperties: { type: 'string' } },

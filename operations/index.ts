@@ -2,7 +2,8 @@ import type { OperationDefinition } from '../engine/operations.ts';
 import { coreOperations } from './core/index.ts';
 import { dataSpaceOperations } from './dataspace/index.ts';
 import type { WebhookSubscriber } from '../engine/destinations.ts';
-import { shopifyOperations, shopifyWebhooks } from './shopify/index.ts';
+import type { WebhookSignature } from '../engine/triggers/webhook.ts';
+import { shopifyOperations, shopifyWebhookSignature, shopifyWebhooks } from './shopify/index.ts';
 
 /** Every operation family this build ships. */
 export const allOperations: OperationDefinition<unknown>[] = [
@@ -13,3 +14,6 @@ export const allOperations: OperationDefinition<unknown>[] = [
 
 /** Who registers webhooks for each destination type. */
 export const webhookSubscribers: Record<string, WebhookSubscriber> = { shopify: shopifyWebhooks };
+
+/** How the vendors of these families sign the webhooks they deliver (a trigger's `verify.type`). */
+export const webhookSignatures: WebhookSignature[] = [shopifyWebhookSignature];

@@ -5,7 +5,7 @@ import { TemplateCompiler } from '../engine/flow/template.ts';
 import { Expression } from '../engine/flow/expression.ts';
 import { defineOperation, OperationRegistry } from '../engine/operations.ts';
 import { flowDocumentSchema, type FlowDocument } from '../engine/flow/schema.ts';
-import { allOperations } from '../operations/index.ts';
+import { allOperations, webhookSignatures } from '../operations/index.ts';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
@@ -16,7 +16,11 @@ const sandbox = new ExpressionSandbox({
   maxResultBytes: 1 << 20,
   processes: 1,
 });
-const options: CompileOptions = { registry: new OperationRegistry(allOperations), sandbox, defaultTimeoutMs: 30_000 };
+const options: CompileOptions = {
+  registry: new OperationRegistry(allOperations, webhookSignatures),
+  sandbox,
+  defaultTimeoutMs: 30_000,
+};
 afterAll(() => sandbox.close());
 const flow = (nodes: object[], edges: object[], extra: object = {}) => ({
   key: 'k',
@@ -205,6 +209,44 @@ describe('flow validation', () => {
       { path: '$.nodes[0].operationVersion', message: 'test.echo has no major version 3 (it has 1, 2)', node: 'e' },
     ]);
     expect(() => new OperationRegistry([echo('2.1.0'), echo('2.0.0')])).toThrow('test.echo v2 is registered twice');
+  });
+
+  it('checks a delivery as the signature its family declares; a second vendor needs no engine change', () => {
+    const hooked = (verify: object) =>
+      flow([map], [{ from: 'trigger', to: 'map' }], { trigger: { type: 'webhook', config: { verify } } });
+    const acmeSigned = {
+      type: 'acme-signed',
+      description: 'Acme: HMAC-SHA256, hex, in X-Acme-Signature.',
+      header: 'X-Acme-Signature',
+      encoding: 'hex' as const,
+      deliveryIdHeader: 'X-Acme-Delivery',
+    };
+    const registry = new OperationRegistry(allOperations, [...webhookSignatures, acmeSigned]);
+    const compiled = compileFlow(hooked({ type: 'acme-signed', secret: 'ACME_KEY', previousSecret: 'OLD_KEY' }), {
+      ...options,
+      registry,
+    });
+    expect(compiled.trigger).toMatchObject({
+      type: 'webhook',
+      webhook: {
+        verification: {
+          kind: 'hmac-sha256',
+          header: 'x-acme-signature',
+          encoding: 'hex',
+          prefix: '',
+          secrets: ['ACME_KEY', 'OLD_KEY'],
+        },
+        deliveryIdHeader: 'x-acme-delivery',
+      },
+    });
+    expect(validateFlow(hooked({ type: 'shopify', secret: 'S', topic: 'refunds/create' }), options)).toEqual([]);
+    expect(validateFlow(hooked({ type: 'acme-signed', secret: 'S' }), options)).toEqual([
+      { path: '$.trigger.config.verify.type', message: 'names no webhook signature: acme-signed' },
+    ]);
+    expect(validateFlow(hooked({ type: 'acme-signed', secret: 'S', topic: 'a/b' }), { ...options, registry })).toEqual([
+      { path: '$.trigger.config.verify.topic', message: 'acme-signed deliveries name no topic' },
+    ]);
+    expect(registry.topicHeaders()).toEqual(['x-shopify-topic', 'x-topic', 'x-event-type']);
   });
 });
 

@@ -60,6 +60,7 @@ describe('the API reference at /docs, in a headless browser', () => {
     const deprecated = page.locator('[id="operation-shopify.refund-sync-to-erp"]');
     await deprecated.getByRole('link', { name: 'shopify.orders-import-list' }).click();
     expect(page.url()).toMatch(/#operation-shopify\.orders-import-list$/);
+    expect(await page.locator('#signature-shopify').innerText()).toContain('X-Shopify-Hmac-Sha256');
     await page.screenshot({ path: path.join(SHOTS, 'docs.png') });
     await page.close();
   });

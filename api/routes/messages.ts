@@ -240,7 +240,7 @@ export function blockedTopicRoutes({ store, runs }: ApiContext) {
       scope: 'messages:write',
       summary: 'Block a topic (e.g. refunds/create)',
       description:
-        'Deliveries of the topic (X-Shopify-Topic, X-Topic or X-Event-Type) are still verified, recorded and answered 2xx, so the sender keeps its subscription; their runs are held until the topic is unblocked.',
+        "Deliveries of the topic (named in its family's topic header, X-Topic or X-Event-Type) are still verified, recorded and answered 2xx, so the sender keeps its subscription; their runs are held until the topic is unblocked.",
       params: topicParams,
       body: { type: 'object', additionalProperties: false, properties: { reason: { type: 'string', maxLength: 500 } } },
       responses: {

@@ -5,6 +5,7 @@ import { ACTION_PREFIX } from '../actions.ts';
 import type { Expression } from './expression.ts';
 import type { ExpressionSandbox } from './sandbox.ts';
 import { scheduleErrors } from '../triggers/schedule.ts';
+import { compileWebhook, type CompiledWebhook } from '../triggers/webhook.ts';
 import {
   flowDocumentSchema,
   type FlowDocument,
@@ -33,7 +34,7 @@ export interface CompiledNode {
 }
 
 export type CompiledTrigger =
-  | { type: 'webhook'; config: WebhookTriggerConfig }
+  | { type: 'webhook'; config: WebhookTriggerConfig; webhook: CompiledWebhook }
   | { type: 'schedule'; config: ScheduleTriggerConfig };
 
 /** A validated flow version, ready to run: nodes in graph order, every expression compiled. */
@@ -74,11 +75,16 @@ function analyse(input: unknown, options: CompileOptions): { errors: FieldError[
   const doc = document as FlowDocument;
   const errors: FieldError[] = [];
   const indexById = new Map<string, number>();
-  const trigger: CompiledTrigger =
-    doc.trigger.type === 'schedule'
-      ? { type: 'schedule', config: doc.trigger.config as ScheduleTriggerConfig }
-      : { type: 'webhook', config: (doc.trigger.config ?? {}) as WebhookTriggerConfig };
-  if (trigger.type === 'schedule') errors.push(...scheduleErrors(trigger.config, '$.trigger.config'));
+  let trigger: CompiledTrigger | undefined;
+  if (doc.trigger.type === 'schedule') {
+    trigger = { type: 'schedule', config: doc.trigger.config as ScheduleTriggerConfig };
+    errors.push(...scheduleErrors(trigger.config, '$.trigger.config'));
+  } else {
+    const config = (doc.trigger.config ?? {}) as WebhookTriggerConfig;
+    const compiled = compileWebhook(config, (type) => options.registry.signature(type), '$.trigger.config');
+    errors.push(...compiled.errors);
+    if (compiled.webhook) trigger = { type: 'webhook', config, webhook: compiled.webhook };
+  }
 
   doc.nodes.forEach((node, index) => {
     if (indexById.has(node.id))
@@ -141,7 +147,7 @@ function analyse(input: unknown, options: CompileOptions): { errors: FieldError[
 
   errors.push(...fanOutErrors(doc, compiledNodes));
   const order = graphOrder(doc, incoming, errors);
-  if (errors.length > 0) return { errors };
+  if (errors.length > 0 || !trigger) return { errors };
   return {
     errors,
     flow: {

@@ -26,25 +26,29 @@ export const webhookTriggerConfigSchema = {
           additionalProperties: false,
           required: ['type', 'secret'],
           description:
-            "Shopify: HMAC-SHA256 of the raw body with the app's client secret, base64, in X-Shopify-Hmac-Sha256. " +
-            'Deliveries are deduplicated on X-Shopify-Webhook-Id.',
+            "A vendor's own webhook signature, declared by its operation family (the API reference lists them): " +
+            'HMAC-SHA256 of the raw body in its header, deliveries deduplicated on its delivery id header.',
           properties: {
-            type: { const: 'shopify' },
+            type: {
+              type: 'string',
+              pattern: '^(?!(none|header|hmac-sha256)$)[a-z][a-z0-9-]{0,39}$',
+              description: 'A signature an operation family declares (the API reference lists them).',
+            },
             secret: {
               type: 'string',
               pattern: identifier,
-              description: "Secret variable holding the app's client secret.",
+              description: 'Secret variable holding the key the vendor signs with.',
             },
             previousSecret: {
               type: 'string',
               pattern: identifier,
               description:
-                'During a rotation Shopify may sign with the old secret for up to an hour: name it here, and remove it after.',
+                'During a rotation the vendor may still sign with the old key for a while: name it here, and remove it after.',
             },
             topic: {
               type: 'string',
               pattern: '^[a-z_]+/[a-z_]+$',
-              description: 'Only deliveries whose X-Shopify-Topic is this (e.g. refunds/create).',
+              description: "Only deliveries whose topic header (the vendor's) names this topic, e.g. refunds/create.",
             },
           },
         },

@@ -42,7 +42,7 @@ const JOB_ATTEMPTS = 10;
 
 /**
  * BullMQ waits for a connection indefinitely; intake must answer within a sender's window
- * (Shopify allows 5 s), so an enqueue that does not complete in time counts as failed.
+ * (webhook senders commonly wait about 5 s), so an enqueue that does not complete in time counts as failed.
  */
 export const ENQUEUE_TIMEOUT_MS = 3000;
 

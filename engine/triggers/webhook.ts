@@ -1,4 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { FieldError } from '../errors.ts';
 import type { WebhookTriggerConfig } from '../flow/schema.ts';
 
 export type Headers = Record<string, string | string[] | undefined>;
@@ -15,34 +16,99 @@ export function headerValue(headers: Headers, name: string): string | undefined 
   return Array.isArray(value) ? value[0] : value;
 }
 
-type Verify = WebhookTriggerConfig['verify'];
-
-/** The header a verification reads its proof from. */
-export function verificationHeader(verify: Verify): string | undefined {
-  if (!verify || verify.type === 'none') return undefined;
-  return verify.type === 'shopify' ? 'x-shopify-hmac-sha256' : verify.header.toLowerCase();
+/**
+ * How a vendor signs the webhooks it delivers (HMAC-SHA256 of the raw body, keyed with a shared
+ * secret), declared by the vendor's operation family: a trigger names it as `verify.type`.
+ */
+export interface WebhookSignature {
+  /** What a trigger's `verify.type` names. */
+  type: string;
+  description: string;
+  /** The header carrying the signature. */
+  header: string;
+  encoding: 'base64' | 'hex';
+  /** The header carrying the vendor's delivery id: repeated deliveries are dropped on it. */
+  deliveryIdHeader?: string;
+  /** The header naming a delivery's topic: `verify.topic` is checked against it, and topics are blocked by it. */
+  topicHeader?: string;
 }
 
-/** Names of the secret variables a verification needs (the current one first). */
-export function verificationSecretNames(verify: Verify): string[] {
-  if (!verify || verify.type === 'none') return [];
-  return verify.type === 'shopify' && verify.previousSecret ? [verify.secret, verify.previousSecret] : [verify.secret];
+/** What a flow URL checks of a delivery, resolved when the flow is compiled (vendor signatures included). */
+export interface CompiledWebhook {
+  verification:
+    | { kind: 'none' }
+    | { kind: 'shared-secret'; header: string; secrets: string[] }
+    | { kind: 'hmac-sha256'; header: string; encoding: 'base64' | 'hex'; prefix: string; secrets: string[] };
+  /** The header carrying the sender's delivery id, when the sender has one. */
+  deliveryIdHeader?: string;
+  /** Only deliveries whose header names this topic are taken. */
+  topic?: { header: string; value: string };
 }
 
-/** Headers senders name a delivery's topic in (Shopify's first); what topics are blocked by. */
-const TOPIC_HEADERS = ['x-shopify-topic', 'x-topic', 'x-event-type'];
+type Verify = NonNullable<WebhookTriggerConfig['verify']>;
+type VendorVerify = { type: string; secret: string; previousSecret?: string; topic?: string };
 
-export function topicOf(headers: Headers): string | null {
-  for (const name of TOPIC_HEADERS) {
+/** A webhook trigger's config as the flow URL applies it; `signature` looks up a vendor's `verify.type`. */
+export function compileWebhook(
+  config: WebhookTriggerConfig,
+  signature: (type: string) => WebhookSignature | undefined,
+  at: string,
+): { webhook?: CompiledWebhook; errors: FieldError[] } {
+  const verify = config.verify as Verify | undefined;
+  const deliveryIdHeader = config.deliveryIdHeader?.toLowerCase();
+  if (!verify || verify.type === 'none')
+    return { webhook: { verification: { kind: 'none' }, deliveryIdHeader }, errors: [] };
+  if (verify.type === 'header' || verify.type === 'hmac-sha256') {
+    const { header, secret } = verify as { header: string; secret: string };
+    const hmac = verify as { encoding?: 'base64' | 'hex'; prefix?: string };
+    const verification =
+      verify.type === 'header'
+        ? { kind: 'shared-secret' as const, header: header.toLowerCase(), secrets: [secret] }
+        : {
+            kind: 'hmac-sha256' as const,
+            header: header.toLowerCase(),
+            encoding: hmac.encoding ?? 'hex',
+            prefix: hmac.prefix ?? '',
+            secrets: [secret],
+          };
+    return { webhook: { verification, deliveryIdHeader }, errors: [] };
+  }
+  const vendor = verify as VendorVerify;
+  const signed = signature(vendor.type);
+  if (!signed)
+    return { errors: [{ path: `${at}.verify.type`, message: `names no webhook signature: ${vendor.type}` }] };
+  if (vendor.topic && !signed.topicHeader) {
+    return { errors: [{ path: `${at}.verify.topic`, message: `${vendor.type} deliveries name no topic` }] };
+  }
+  return {
+    errors: [],
+    webhook: {
+      // During a rotation the sender may still sign with the previous secret.
+      verification: {
+        kind: 'hmac-sha256',
+        header: signed.header.toLowerCase(),
+        encoding: signed.encoding,
+        prefix: '',
+        secrets: vendor.previousSecret ? [vendor.secret, vendor.previousSecret] : [vendor.secret],
+      },
+      deliveryIdHeader: deliveryIdHeader ?? signed.deliveryIdHeader?.toLowerCase(),
+      topic:
+        vendor.topic && signed.topicHeader
+          ? { header: signed.topicHeader.toLowerCase(), value: vendor.topic }
+          : undefined,
+    },
+  };
+}
+
+/** Headers any sender may name a delivery's topic in, after the vendors' own; what topics are blocked by. */
+export const GENERIC_TOPIC_HEADERS = ['x-topic', 'x-event-type'];
+
+export function topicOf(headers: Headers, topicHeaders: readonly string[]): string | null {
+  for (const name of topicHeaders) {
     const value = headerValue(headers, name);
     if (value) return value.slice(0, 200);
   }
   return null;
-}
-
-/** The header carrying the sender's delivery id, when the sender has one. */
-export function deliveryIdHeader(config: WebhookTriggerConfig): string | undefined {
-  return config.deliveryIdHeader ?? (config.verify?.type === 'shopify' ? 'x-shopify-webhook-id' : undefined);
 }
 
 /**
@@ -50,21 +116,19 @@ export function deliveryIdHeader(config: WebhookTriggerConfig): string | undefin
  * the verification's secrets; any of them may have signed (the previous one, during a rotation).
  */
 export function verifyDelivery(
-  verify: Verify,
+  verification: CompiledWebhook['verification'],
   rawBody: Buffer,
   headers: Headers,
   secretValues: readonly string[],
 ): boolean {
-  if (!verify || verify.type === 'none') return true;
-  const presented = headerValue(headers, verificationHeader(verify)!);
+  if (verification.kind === 'none') return true;
+  const presented = headerValue(headers, verification.header);
   if (presented === undefined || secretValues.length === 0) return false;
-  if (verify.type === 'header') return secretValues.some((secret) => constantTimeEqual(presented, secret));
-  const encoding = verify.type === 'shopify' ? 'base64' : (verify.encoding ?? 'hex');
-  const prefix = verify.type === 'shopify' ? '' : (verify.prefix ?? '');
-  if (!presented.startsWith(prefix)) return false;
-  const digest = presented.slice(prefix.length);
+  if (verification.kind === 'shared-secret') return secretValues.some((secret) => constantTimeEqual(presented, secret));
+  if (!presented.startsWith(verification.prefix)) return false;
+  const digest = presented.slice(verification.prefix.length);
   return secretValues.some((secret) =>
-    constantTimeEqual(digest, createHmac('sha256', secret).update(rawBody).digest(encoding)),
+    constantTimeEqual(digest, createHmac('sha256', secret).update(rawBody).digest(verification.encoding)),
   );
 }
 
@@ -72,8 +136,8 @@ export function verifyDelivery(
 const NEVER_KEPT = /authorization|cookie|api-?key|token|secret|password|signature|hmac/i;
 
 /** The headers kept with a message: lower-case names, no credentials, no verification header. */
-export function keptHeaders(headers: Headers, verify: Verify): Record<string, string> {
-  const dropped = verificationHeader(verify);
+export function keptHeaders(headers: Headers, verification: CompiledWebhook['verification']): Record<string, string> {
+  const dropped = verification.kind === 'none' ? undefined : verification.header;
   const kept: Record<string, string> = {};
   for (const [name, value] of Object.entries(headers)) {
     if (value === undefined || NEVER_KEPT.test(name) || name === dropped) continue;

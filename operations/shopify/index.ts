@@ -1,7 +1,7 @@
 import { ordersImportList } from './orders-import-list.ts';
 import { refundExport } from './refund-export.ts';
 import { refundSyncToErp } from './refund-sync-to-erp.ts';
-import { shopifyWebhooks } from './webhooks.ts';
+import { shopifyWebhookSignature, shopifyWebhooks } from './webhooks.ts';
 
 export const shopifyOperations = [refundSyncToErp, ordersImportList, refundExport];
-export { shopifyWebhooks };
+export { shopifyWebhookSignature, shopifyWebhooks };

@@ -1,5 +1,6 @@
 import { permanent, ValidationError } from '../../engine/errors.ts';
 import type { WebhookSubscriber } from '../../engine/destinations.ts';
+import type { WebhookSignature } from '../../engine/triggers/webhook.ts';
 import { ShopifyAdminApi } from './admin-api.ts';
 import { shopifyDestination, SUPPORTED_API_VERSIONS } from './destination.ts';
 
@@ -55,4 +56,19 @@ export const shopifyWebhooks: WebhookSubscriber = {
       throw permanent('Shopify answered webhookSubscriptionCreate with neither a subscription nor errors');
     return { id: subscription.id, topic, uri: subscription.uri, apiVersion: subscription.apiVersion.handle };
   },
+};
+
+/**
+ * How Shopify signs its webhooks: HMAC-SHA256 of the raw body with the app's client secret, base64,
+ * in X-Shopify-Hmac-Sha256; X-Shopify-Webhook-Id names the delivery, X-Shopify-Topic its topic.
+ */
+export const shopifyWebhookSignature: WebhookSignature = {
+  type: 'shopify',
+  description:
+    "Shopify: HMAC-SHA256 of the raw body with the app's client secret, base64, in X-Shopify-Hmac-Sha256; " +
+    'deliveries are deduplicated on X-Shopify-Webhook-Id, and X-Shopify-Topic names the topic.',
+  header: 'x-shopify-hmac-sha256',
+  encoding: 'base64',
+  deliveryIdHeader: 'x-shopify-webhook-id',
+  topicHeader: 'x-shopify-topic',
 };
