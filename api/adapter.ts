@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import express, { Router, type Request, type Response } from 'express';
+import { putDestination } from '../engine/destinations.ts';
 import type { FlowDocument } from '../engine/flow/schema.ts';
 import { newId } from '../engine/ids.ts';
 import { SchemaValidator } from '../engine/json-schema.ts';
@@ -13,7 +14,6 @@ import { activeVersionChanged, type ApiContext } from './context.ts';
 import { maintenanceProblem, parseBody } from './hooks.ts';
 import { HttpProblem, sendProblem } from './problem.ts';
 import { defineRoute } from './route.ts';
-import { putShopifyDestination, shopifyDestinationSchema, type ShopifyDestinationBody } from './routes/destinations.ts';
 
 /**
  * The seed's deprecated HTTP adapter: `POST /api/adp/<store>/egress/sync-refund-to-erp-api`, the
@@ -48,9 +48,14 @@ const settingHeaders = [
 const headerOf = new Map<string, string>(
   settingHeaders.map(([header, field]) => [`$.${field}`, `$.headers["${header}"]`]),
 );
-const settingsValidator = new SchemaValidator<ShopifyDestinationBody>(shopifyDestinationSchema, 'adapter settings');
+/** The settings headers as a body of the `shopify` destination type (what the adapter reads of it). */
+type AdapterSettings = Record<string, unknown> & {
+  type: string;
+  graphqlUrl: string;
+  erp: { apiUrl: string; accountId: string };
+};
 
-function settingsFrom(req: Request): ShopifyDestinationBody {
+function settingsFrom(req: Request, settingsValidator: SchemaValidator<unknown>): AdapterSettings {
   const erp: Record<string, string | undefined> = {};
   const settings: Record<string, unknown> = { type: 'shopify', operation: 'shopify.refund-sync-to-erp', erp };
   for (const [header, field] of settingHeaders) {
@@ -65,11 +70,11 @@ function settingsFrom(req: Request): ShopifyDestinationBody {
     .map((error) => ({ ...error, path: headerOf.get(error.path) ?? '$.headers' }));
   if (errors.length > 0)
     throw new HttpProblem(400, 'Invalid settings', 'the adapter settings headers are missing or malformed', { errors });
-  return settings as ShopifyDestinationBody;
+  return settings as AdapterSettings;
 }
 
 /** One destination per shop and ERP account: repeated calls update it (credentials may rotate). */
-const destinationName = (settings: ShopifyDestinationBody) =>
+const destinationName = (settings: AdapterSettings) =>
   `adp-${createHash('sha256').update(`${settings.graphqlUrl}\0${settings.erp.apiUrl}\0${settings.erp.accountId}`).digest('hex').slice(0, 24)}`;
 
 async function settledRun(
@@ -89,6 +94,8 @@ async function settledRun(
 
 export function adapterRoutes(context: ApiContext, options: { bodyLimitBytes: number; waitMs: number }): Router {
   const { store, keyring, intake } = context;
+  const shopify = context.destinationTypes.shopify;
+  const settingsValidator = new SchemaValidator<unknown>(shopify.schema, 'adapter settings');
   const router = Router();
   router.post(
     ADAPTER_PATH,
@@ -111,7 +118,7 @@ export function adapterRoutes(context: ApiContext, options: { bodyLimitBytes: nu
       if (!sealed || !constantTimeEqual(keyring.open(sealed, secretContext(tenantId, ADAPTER_KEY_SECRET)), apiKey)) {
         throw new HttpProblem(401, 'Invalid API key', 'x-api-key is missing or not a valid adapter key');
       }
-      const settings = settingsFrom(req);
+      const settings = settingsFrom(req, settingsValidator);
       const rawBody = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
       const body = parseBody(rawBody, req.get('content-type')) as { admin_graphql_api_id?: unknown } | null;
       if (typeof body?.admin_graphql_api_id !== 'string' || !REFUND_GID.test(body.admin_graphql_api_id)) {
@@ -122,7 +129,7 @@ export function adapterRoutes(context: ApiContext, options: { bodyLimitBytes: nu
         });
       }
       const destination = destinationName(settings);
-      await putShopifyDestination(context, tenantId, destination, settings, '$.headers');
+      await putDestination(context, tenantId, destination, shopify, settings, '$.headers');
       const idempotencyKey = req.get('idempotency-key');
       const result = await intake
         .accept({

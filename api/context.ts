@@ -1,4 +1,4 @@
-import type { WebhookSubscriber } from '../engine/destinations.ts';
+import type { DestinationType, WebhookSubscriber } from '../engine/destinations.ts';
 import type { CompileOptions } from '../engine/flow/compile.ts';
 import type { Intake } from '../engine/intake.ts';
 import type { QueueAdmin } from '../engine/queue/queue-admin.ts';
@@ -24,6 +24,8 @@ export interface ApiContext {
   maintenance: MaintenanceMode;
   /** Runs drafts for the Test API. */
   testRunner: TestRunner;
+  /** The destination types the operation families declare, by type. */
+  destinationTypes: Record<string, DestinationType>;
   /** Per destination type: who registers flow URLs as webhooks there. */
   webhookSubscribers: Record<string, WebhookSubscriber>;
   /** The public base URL flow URLs start with (known once the server listens). */

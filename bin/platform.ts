@@ -23,7 +23,7 @@ import type { Store } from '../engine/store/port.ts';
 import { PgDriver } from '../engine/store/sql/pg-driver.ts';
 import { PgliteDriver } from '../engine/store/sql/pglite-driver.ts';
 import { SqlStore } from '../engine/store/sql/sql-store.ts';
-import { allOperations, webhookSignatures, webhookSubscribers } from '../operations/index.ts';
+import { allOperations, destinationTypes, webhookSignatures, webhookSubscribers } from '../operations/index.ts';
 import { serveAdminSocket, storeAdmin } from './admin.ts';
 import { buildCommit } from './build.ts';
 import { PrometheusMetrics } from './metrics.ts';
@@ -224,6 +224,7 @@ export class Platform {
           schedules,
           maintenance,
           webhookSubscribers,
+          destinationTypes,
           testRunner: new TestRunner({
             store,
             actions: new ActionRunner(store, compile.sandbox),

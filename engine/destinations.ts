@@ -1,3 +1,4 @@
+import { ValidationError, type FieldError } from './errors.ts';
 import { destinationContext, type Keyring } from './secrets/keyring.ts';
 import type { Store } from './store/port.ts';
 
@@ -7,6 +8,45 @@ export interface OpenedDestination {
   type: string;
   settings: Record<string, unknown>;
   credentials: Record<string, unknown>;
+}
+
+/**
+ * A kind of destination, declared by the operation family that uses it: the body that configures one
+ * (a JSON Schema with `type: {const}`), and how that body splits into settings, shown as given, and
+ * credentials, sealed and never shown again.
+ */
+export interface DestinationType {
+  type: string;
+  schema: Record<string, unknown> & { properties: { type: { const: string } } };
+  /** What the schema cannot say (one of two ways to sign in, say), with paths under `at`. */
+  errors(body: Record<string, unknown>, at: string): FieldError[];
+  split(body: Record<string, unknown>): {
+    settings: Record<string, unknown>;
+    credentials: Record<string, unknown>;
+    /** JSON paths of the credential fields given a value. */
+    credentialsSet: string[];
+  };
+}
+
+/** Creates or replaces a destination from a body its type's schema accepted: settings stored, credentials sealed. */
+export async function putDestination(
+  { store, keyring }: { store: Store; keyring: Keyring },
+  tenantId: string,
+  name: string,
+  type: DestinationType,
+  body: Record<string, unknown>,
+  at: string,
+) {
+  const errors = type.errors(body, at);
+  if (errors.length > 0) throw new ValidationError('Invalid destination', errors);
+  const { settings, credentials, credentialsSet } = type.split(body);
+  return store.putDestination(tenantId, {
+    name,
+    type: type.type,
+    settings,
+    credentialsSet,
+    sealedCredentials: keyring.seal(JSON.stringify(credentials), destinationContext(tenantId, name)),
+  });
 }
 
 export async function openDestination(

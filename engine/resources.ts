@@ -236,7 +236,7 @@ export const destinationSchema = {
   required: ['name', 'type', 'settings', 'credentialsSet', 'createdAt', 'updatedAt'],
   properties: {
     name: { type: 'string' },
-    type: { enum: ['shopify'] },
+    type: { type: 'string', description: 'A destination type an operation family declares (the PUT body lists them).' },
     settings: { type: 'object', description: 'The non-secret part of the configuration, as it was given.' },
     credentialsSet: {
       type: 'array',

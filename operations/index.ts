@@ -3,7 +3,13 @@ import { coreOperations } from './core/index.ts';
 import { dataSpaceOperations } from './dataspace/index.ts';
 import type { WebhookSubscriber } from '../engine/destinations.ts';
 import type { WebhookSignature } from '../engine/triggers/webhook.ts';
-import { shopifyOperations, shopifyWebhookSignature, shopifyWebhooks } from './shopify/index.ts';
+import type { DestinationType } from '../engine/destinations.ts';
+import {
+  shopifyDestinationType,
+  shopifyOperations,
+  shopifyWebhookSignature,
+  shopifyWebhooks,
+} from './shopify/index.ts';
 
 /** Every operation family this build ships. */
 export const allOperations: OperationDefinition<unknown>[] = [
@@ -17,3 +23,6 @@ export const webhookSubscribers: Record<string, WebhookSubscriber> = { shopify: 
 
 /** How the vendors of these families sign the webhooks they deliver (a trigger's `verify.type`). */
 export const webhookSignatures: WebhookSignature[] = [shopifyWebhookSignature];
+
+/** The destination types these families configure, by type. */
+export const destinationTypes: Record<string, DestinationType> = { shopify: shopifyDestinationType };

@@ -1,61 +1,10 @@
-import type { FromSchema } from 'json-schema-to-ts';
-import { openDestination } from '../../engine/destinations.ts';
-import { NotFoundError, ValidationError, type FieldError } from '../../engine/errors.ts';
+import { openDestination, putDestination, type DestinationType } from '../../engine/destinations.ts';
+import { NotFoundError, ValidationError } from '../../engine/errors.ts';
 import { destinationSchema } from '../../engine/resources.ts';
 import { unreachableFromOutside } from '../../engine/network.ts';
-import { destinationContext } from '../../engine/secrets/keyring.ts';
 import type { ApiContext } from '../context.ts';
 import { defineRoute } from '../route.ts';
 import { byNameRoutes } from './by-name.ts';
-
-const credential = { type: 'string', minLength: 1, maxLength: 4096, writeOnly: true } as const;
-
-/** The seed's "Destination configuration for the refund operation": a shop, and the ERP it sends to. */
-export const shopifyDestinationSchema = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['type', 'operation', 'graphqlUrl', 'erp'],
-  properties: {
-    type: { const: 'shopify' },
-    operation: {
-      type: 'string',
-      minLength: 1,
-      maxLength: 200,
-      description: 'The operation it is configured for, e.g. shopify.refund-sync-to-erp.',
-    },
-    graphqlUrl: {
-      type: 'string',
-      pattern: '^https?://[^\\s]+/$',
-      description: "The shop's URL for the Admin GraphQL API, ending in a slash.",
-    },
-    apiVersion: {
-      type: 'string',
-      pattern: '^\\d{4}-\\d{2}$',
-      description: 'Admin API version (YYYY-MM) the operations call; 2025-10 when absent.',
-    },
-    adminApiAccessToken: { ...credential, description: 'Either this, or clientId and clientSecret.' },
-    clientId: { ...credential, description: "The app's client ID (API key), with clientSecret." },
-    clientSecret: credential,
-    erp: {
-      type: 'object',
-      additionalProperties: false,
-      required: ['apiUrl', 'consumerKey', 'consumerSecret', 'tokenId', 'tokenSecret', 'accountId'],
-      description: 'Token-based (OAuth 1.0a) credentials of the ERP endpoint that receives refunds.',
-      properties: {
-        apiUrl: { type: 'string', pattern: '^https?://[^\\s]+$' },
-        consumerKey: credential,
-        consumerSecret: credential,
-        tokenId: credential,
-        tokenSecret: credential,
-        accountId: {
-          type: 'string',
-          pattern: '^[A-Za-z0-9_-]{1,64}$',
-          description: 'Account id (realm), e.g. 1234567 or 1234567_SB1.',
-        },
-      },
-    },
-  },
-} as const;
 
 const nameParams = {
   type: 'object',
@@ -68,28 +17,6 @@ const nameParams = {
     },
   },
 } as const;
-
-/** Which of the seed's two ways to reach the shop was given: exactly one must be. */
-function shopAccessErrors(
-  body: { adminApiAccessToken?: string; clientId?: string; clientSecret?: string },
-  at: string,
-): FieldError[] {
-  const token = body.adminApiAccessToken !== undefined;
-  const client = body.clientId !== undefined || body.clientSecret !== undefined;
-  if (token && client)
-    return [
-      {
-        path: `${at}.adminApiAccessToken`,
-        message: 'give either adminApiAccessToken, or clientId and clientSecret, not both',
-      },
-    ];
-  if (!token && !client) return [{ path: at, message: 'needs adminApiAccessToken, or clientId and clientSecret' }];
-  if (client && body.clientId === undefined)
-    return [{ path: `${at}.clientId`, message: 'is required with clientSecret' }];
-  if (client && body.clientSecret === undefined)
-    return [{ path: `${at}.clientSecret`, message: 'is required with clientId' }];
-  return [];
-}
 
 const subscriptionSchema = {
   type: 'object',
@@ -107,46 +34,13 @@ const subscriptionSchema = {
   },
 } as const;
 
-export type ShopifyDestinationBody = FromSchema<typeof shopifyDestinationSchema>;
-
-/** Validates the shop access rule, seals the credentials and stores the destination (also for the adapter route). */
-export async function putShopifyDestination(
-  { store, keyring }: Pick<ApiContext, 'store' | 'keyring'>,
-  tenantId: string,
-  name: string,
-  body: ShopifyDestinationBody,
-  at: string,
-) {
-  const errors = shopAccessErrors(body, at);
-  if (errors.length > 0) throw new ValidationError('Invalid destination', errors);
-  const { adminApiAccessToken, clientId, clientSecret, erp, ...settings } = body;
-  const { consumerKey, consumerSecret, tokenId, tokenSecret, ...erpSettings } = erp;
-  const credentials = {
-    adminApiAccessToken,
-    clientId,
-    clientSecret,
-    erp: { consumerKey, consumerSecret, tokenId, tokenSecret },
-  };
-  const credentialsSet = [
-    ...Object.entries({ adminApiAccessToken, clientId, clientSecret })
-      .filter(([, value]) => value !== undefined)
-      .map(([field]) => `$.${field}`),
-    '$.erp.consumerKey',
-    '$.erp.consumerSecret',
-    '$.erp.tokenId',
-    '$.erp.tokenSecret',
-  ];
-  return store.putDestination(tenantId, {
-    name,
-    type: body.type,
-    settings: { ...settings, erp: erpSettings },
-    credentialsSet,
-    sealedCredentials: keyring.seal(JSON.stringify(credentials), destinationContext(tenantId, name)),
-  });
+/** The PUT body: one of the destination types the operation families declare. */
+function destinationBodySchema(types: DestinationType[]): Record<string, unknown> {
+  return types.length === 1 ? types[0].schema : { oneOf: types.map((type) => type.schema) };
 }
 
 export function destinationRoutes(context: ApiContext) {
-  const { store, keyring, webhookSubscribers, baseUrl } = context;
+  const { store, keyring, webhookSubscribers, destinationTypes, baseUrl } = context;
   const base = '/api/v1/destinations';
   return [
     defineRoute({
@@ -158,13 +52,15 @@ export function destinationRoutes(context: ApiContext) {
       description:
         'Credentials are write-only: they are sealed (AES-256-GCM) and never shown again; send them all on every replace.',
       params: nameParams,
-      body: shopifyDestinationSchema,
+      body: destinationBodySchema(Object.values(destinationTypes)),
       responses: {
         200: { description: 'Replaced.', schema: destinationSchema },
         201: { description: 'Created.', schema: destinationSchema },
       },
       async handle({ tenantId, params, body }) {
-        const { destination, created } = await putShopifyDestination(context, tenantId, params.name, body, '$.body');
+        const given = body as Record<string, unknown> & { type: string };
+        const type = destinationTypes[given.type];
+        const { destination, created } = await putDestination(context, tenantId, params.name, type, given, '$.body');
         return { status: created ? 201 : 200, body: destination };
       },
     }),

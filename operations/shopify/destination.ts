@@ -2,6 +2,7 @@ import type { JSONSchema } from 'json-schema-to-ts';
 import { permanent } from '../../engine/errors.ts';
 import type { OpenedDestination, OperationContext } from '../../engine/operations.ts';
 import { ShopifyAdminApi, type ShopAccess } from './admin-api.ts';
+import type { ShopifyCredentials, ShopifySettings } from './destination-type.ts';
 import type { ErpAccess } from './erp.ts';
 
 /** Admin API versions the operations are tested against (the simulator serves their real schemas). */
@@ -15,21 +16,12 @@ export interface ShopifyDestination {
   erp: ErpAccess;
 }
 
-/** A destination of type `shopify` (see the Destination schema in api/routes/destinations.ts), as the operations use it. */
+/** A destination of type `shopify` (see destination-type.ts), as the operations use it. */
 export function shopifyDestination(destination: OpenedDestination): ShopifyDestination {
   if (destination.type !== 'shopify')
     throw permanent(`destination "${destination.name}" is of type ${destination.type}, not shopify`);
-  const settings = destination.settings as {
-    graphqlUrl: string;
-    apiVersion?: string;
-    erp: { apiUrl: string; accountId: string };
-  };
-  const credentials = destination.credentials as {
-    adminApiAccessToken?: string;
-    clientId?: string;
-    clientSecret?: string;
-    erp: { consumerKey: string; consumerSecret: string; tokenId: string; tokenSecret: string };
-  };
+  const settings = destination.settings as ShopifySettings;
+  const credentials = destination.credentials as ShopifyCredentials;
   return {
     shop: {
       shopUrl: settings.graphqlUrl,

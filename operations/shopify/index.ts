@@ -4,4 +4,5 @@ import { refundSyncToErp } from './refund-sync-to-erp.ts';
 import { shopifyWebhookSignature, shopifyWebhooks } from './webhooks.ts';
 
 export const shopifyOperations = [refundSyncToErp, ordersImportList, refundExport];
+export { shopifyDestinationType } from './destination-type.ts';
 export { shopifyWebhookSignature, shopifyWebhooks };

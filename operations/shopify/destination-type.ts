@@ -1,0 +1,112 @@
+import type { FromSchema } from 'json-schema-to-ts';
+import type { DestinationType } from '../../engine/destinations.ts';
+import type { FieldError } from '../../engine/errors.ts';
+
+const credential = { type: 'string', minLength: 1, maxLength: 4096, writeOnly: true } as const;
+
+/** The seed's "Destination configuration for the refund operation": a shop, and the ERP it sends to. */
+const shopifyDestinationSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['type', 'operation', 'graphqlUrl', 'erp'],
+  properties: {
+    type: { const: 'shopify' },
+    operation: {
+      type: 'string',
+      minLength: 1,
+      maxLength: 200,
+      description: 'The operation it is configured for, e.g. shopify.refund-sync-to-erp.',
+    },
+    graphqlUrl: {
+      type: 'string',
+      pattern: '^https?://[^\\s]+/$',
+      description: "The shop's URL for the Admin GraphQL API, ending in a slash.",
+    },
+    apiVersion: {
+      type: 'string',
+      pattern: '^\\d{4}-\\d{2}$',
+      description: 'Admin API version (YYYY-MM) the operations call; 2025-10 when absent.',
+    },
+    adminApiAccessToken: { ...credential, description: 'Either this, or clientId and clientSecret.' },
+    clientId: { ...credential, description: "The app's client ID (API key), with clientSecret." },
+    clientSecret: credential,
+    erp: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['apiUrl', 'consumerKey', 'consumerSecret', 'tokenId', 'tokenSecret', 'accountId'],
+      description: 'Token-based (OAuth 1.0a) credentials of the ERP endpoint that receives refunds.',
+      properties: {
+        apiUrl: { type: 'string', pattern: '^https?://[^\\s]+$' },
+        consumerKey: credential,
+        consumerSecret: credential,
+        tokenId: credential,
+        tokenSecret: credential,
+        accountId: {
+          type: 'string',
+          pattern: '^[A-Za-z0-9_-]{1,64}$',
+          description: 'Account id (realm), e.g. 1234567 or 1234567_SB1.',
+        },
+      },
+    },
+  },
+} as const;
+
+export type ShopifyDestinationBody = FromSchema<typeof shopifyDestinationSchema>;
+
+/** Which of the seed's two ways to reach the shop was given: exactly one must be. */
+function shopAccessErrors(
+  body: { adminApiAccessToken?: string; clientId?: string; clientSecret?: string },
+  at: string,
+): FieldError[] {
+  const token = body.adminApiAccessToken !== undefined;
+  const client = body.clientId !== undefined || body.clientSecret !== undefined;
+  if (token && client)
+    return [
+      {
+        path: `${at}.adminApiAccessToken`,
+        message: 'give either adminApiAccessToken, or clientId and clientSecret, not both',
+      },
+    ];
+  if (!token && !client) return [{ path: at, message: 'needs adminApiAccessToken, or clientId and clientSecret' }];
+  if (client && body.clientId === undefined)
+    return [{ path: `${at}.clientId`, message: 'is required with clientSecret' }];
+  if (client && body.clientSecret === undefined)
+    return [{ path: `${at}.clientSecret`, message: 'is required with clientId' }];
+  return [];
+}
+
+/** A body split into what is shown (settings) and what is sealed (credentials). */
+function splitBody(body: ShopifyDestinationBody) {
+  const { adminApiAccessToken, clientId, clientSecret, erp, ...settings } = body;
+  const { consumerKey, consumerSecret, tokenId, tokenSecret, ...erpSettings } = erp;
+  return {
+    settings: { ...settings, erp: erpSettings },
+    credentials: {
+      adminApiAccessToken,
+      clientId,
+      clientSecret,
+      erp: { consumerKey, consumerSecret, tokenId, tokenSecret },
+    },
+    credentialsSet: [
+      ...Object.entries({ adminApiAccessToken, clientId, clientSecret })
+        .filter(([, value]) => value !== undefined)
+        .map(([field]) => `$.${field}`),
+      '$.erp.consumerKey',
+      '$.erp.consumerSecret',
+      '$.erp.tokenId',
+      '$.erp.tokenSecret',
+    ],
+  };
+}
+
+/** What a `shopify` destination keeps as settings, and what it seals: as the operations open them. */
+export type ShopifySettings = ReturnType<typeof splitBody>['settings'];
+export type ShopifyCredentials = ReturnType<typeof splitBody>['credentials'];
+
+/** The `shopify` destination type: a shop (an Admin API token, or an app's client credentials) and its ERP. */
+export const shopifyDestinationType: DestinationType = {
+  type: 'shopify',
+  schema: shopifyDestinationSchema,
+  errors: (body, at) => shopAccessErrors(body as ShopifyDestinationBody, at),
+  split: (body) => splitBody(body as ShopifyDestinationBody),
+};
