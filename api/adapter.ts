@@ -12,6 +12,7 @@ import { constantTimeEqual } from '../engine/triggers/webhook.ts';
 import { pinOperationVersions } from '../engine/flow/compile.ts';
 import { activeVersionChanged, type ApiContext } from './context.ts';
 import { maintenanceProblem, parseBody } from './hooks.ts';
+import { json, problem } from './openapi.ts';
 import { HttpProblem, sendProblem } from './problem.ts';
 import { defineRoute } from './route.ts';
 
@@ -22,6 +23,7 @@ import { defineRoute } from './route.ts';
  * the tenant's adapter flow (flows/adapter-refund-sync-to-erp.json), and the answer waits for the run.
  */
 export const ADAPTER_PATH = '/api/adp/:store/egress/sync-refund-to-erp-api';
+const ADAPTER_OPENAPI_PATH = ADAPTER_PATH.replace(':store', '{store}');
 const ADAPTER_KEY_SECRET = 'ADAPTER_API_KEY';
 const adapterFlow: FlowDocument = JSON.parse(
   readFileSync(path.resolve(import.meta.dirname, '../flows/adapter-refund-sync-to-erp.json'), 'utf8'),
@@ -259,3 +261,45 @@ export function adapterKeyRoutes(context: ApiContext) {
     }),
   ];
 }
+
+/** The adapter route in the OpenAPI document (it is served outside the route table). */
+export const adapterOpenApiPaths = {
+  [ADAPTER_OPENAPI_PATH]: {
+    post: {
+      tags: ['Destination'],
+      deprecated: true,
+      security: [],
+      summary: '[DEPRECATED] Refund sync to ERP through the HTTP adapter',
+      description:
+        'Authenticated by x-api-key (POST /api/v1/adapter-keys). The settings come in headers and are kept only sealed. ' +
+        'Runs shopify.refund-sync-to-erp on the queue and waits for it (ADAPTER_WAIT_MS). Every answer carries Deprecation and Link (successor-version).',
+      parameters: [
+        { name: 'store', in: 'path', required: true, schema: { const: 'shopify' } },
+        ...['x-api-key', ...settingHeaders.map(([header]) => header)].map((name) => ({
+          name,
+          in: 'header',
+          required: true,
+          schema: { type: 'string' },
+        })),
+        { name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string' } },
+      ],
+      requestBody: {
+        content: json({ description: 'The refunds/create webhook JSON (admin_graphql_api_id is required).' }),
+      },
+      responses: {
+        200: { description: 'The run succeeded: the Refund record that was sent.' },
+        202: {
+          description: 'Still running after the wait: its ids.',
+          content: json({
+            type: 'object',
+            properties: { messageId: { type: 'string' }, runId: { type: 'string' }, status: { type: 'string' } },
+          }),
+        },
+        400: problem('A settings header or the body is missing or malformed.'),
+        401: problem('x-api-key is missing or wrong.'),
+        409: problem('The refund was exported before: nothing was sent.'),
+        502: problem("The run failed: the reason (e.g. the ERP's message)."),
+      },
+    },
+  },
+};

@@ -3,7 +3,7 @@ import type { RequestListener } from 'node:http';
 import express, { type Express } from 'express';
 import type { Logger } from 'pino';
 import { unstorableJson } from '../engine/json-text.ts';
-import { adapterKeyRoutes, adapterRoutes } from './adapter.ts';
+import { adapterKeyRoutes, adapterOpenApiPaths, adapterRoutes } from './adapter.ts';
 import type { TokenIssuer } from './auth/issuer.ts';
 import { operatorGuard } from './auth/operator-guard.ts';
 import type { TokenVerifier } from './auth/verifier.ts';
@@ -112,7 +112,7 @@ export function createRequestListener(options: AppOptions): RequestListener {
 function createApp(options: AppOptions): Express {
   const { context, logger, bodyLimitBytes } = options;
   const routes = apiRoutes(context);
-  const openapi = openApiDocument(routes, context.build.version);
+  const openapi = openApiDocument(routes, context.build.version, adapterOpenApiPaths);
   const app = express();
   app.disable('x-powered-by');
   app.use(requestLog(logger, new Set(['/healthz', '/readyz'])));

@@ -22,11 +22,11 @@ const problemSchema = {
   },
 };
 
-const problem = (description: string) => ({
+export const problem = (description: string) => ({
   description,
   content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
 });
-const json = (schema: object) => ({ 'application/json': { schema } });
+export const json = (schema: object) => ({ 'application/json': { schema } });
 
 /** Replace every occurrence of a published resource schema by a $ref to it. */
 function withRefs(schema: unknown, names: Map<object, string>, root = true): unknown {
@@ -66,8 +66,11 @@ function parameters(route: RouteSpec) {
   ];
 }
 
-/** OpenAPI 3.1, generated from the same JSON Schemas the server validates with. */
-export function openApiDocument(routes: RouteSpec[], version: string) {
+/**
+ * OpenAPI 3.1, generated from the same JSON Schemas the server validates with, with the paths served
+ * outside the route table (`extraPaths`: the deprecated adapter's).
+ */
+export function openApiDocument(routes: RouteSpec[], version: string, extraPaths: Record<string, unknown> = {}) {
   const names = new Map<object, string>(Object.entries(resourceSchemas).map(([name, schema]) => [schema, name]));
   const paths: Record<string, Record<string, unknown>> = {};
   for (const route of routes) {
@@ -113,7 +116,7 @@ export function openApiDocument(routes: RouteSpec[], version: string) {
       responses,
     };
   }
-  Object.assign(paths, platformPaths());
+  Object.assign(paths, platformPaths(), extraPaths);
   const document = withRefs(
     {
       openapi: '3.1.0',
@@ -227,49 +230,6 @@ function platformPaths() {
           404: problem('No active flow at this URL.'),
           413: problem('The body is over the size limit.'),
           503: problem('Not stored: retry later.'),
-        },
-      },
-    },
-    '/api/adp/{store}/egress/sync-refund-to-erp-api': {
-      post: {
-        tags: ['Destination'],
-        deprecated: true,
-        security: [],
-        summary: '[DEPRECATED] Refund sync to ERP through the HTTP adapter',
-        description:
-          'Authenticated by x-api-key (POST /api/v1/adapter-keys). The settings come in headers and are kept only sealed. ' +
-          'Runs shopify.refund-sync-to-erp on the queue and waits for it (ADAPTER_WAIT_MS). Every answer carries Deprecation and Link (successor-version).',
-        parameters: [
-          { name: 'store', in: 'path', required: true, schema: { const: 'shopify' } },
-          ...[
-            'x-api-key',
-            'x-store-graphql-url',
-            'x-store-access-token',
-            'x-erp-api-url',
-            'x-erp-consumer-key',
-            'x-erp-consumer-secret',
-            'x-erp-token-id',
-            'x-erp-token-secret',
-            'x-erp-account-id',
-          ].map((name) => ({ name, in: 'header', required: true, schema: { type: 'string' } })),
-          { name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string' } },
-        ],
-        requestBody: {
-          content: json({ description: 'The refunds/create webhook JSON (admin_graphql_api_id is required).' }),
-        },
-        responses: {
-          200: { description: 'The run succeeded: the Refund record that was sent.' },
-          202: {
-            description: 'Still running after the wait: its ids.',
-            content: json({
-              type: 'object',
-              properties: { messageId: { type: 'string' }, runId: { type: 'string' }, status: { type: 'string' } },
-            }),
-          },
-          400: problem('A settings header or the body is missing or malformed.'),
-          401: problem('x-api-key is missing or wrong.'),
-          409: problem('The refund was exported before: nothing was sent.'),
-          502: problem("The run failed: the reason (e.g. the ERP's message)."),
         },
       },
     },
