@@ -3,7 +3,7 @@ import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
 import type { Queue } from 'bullmq';
 import express, { Router, type Request, type Response } from 'express';
-import type { Store } from '../engine/store/port.ts';
+import type { CredentialStore } from '../engine/store/port.ts';
 import { authenticateClient } from './auth/clients.ts';
 import { TOKEN_LIFETIME_SECONDS, type TokenIssuer } from './auth/issuer.ts';
 import { OPERATOR_COOKIE } from './auth/operator-guard.ts';
@@ -28,7 +28,7 @@ export function dashboardRoutes(queues: Queue[]): Router {
  * in the URL, and a Basic prompt cannot be signed out of; the cookie can. It is `Secure` when PUBLIC_URL
  * is https (a proxy in front terminates TLS, so the request itself says nothing).
  */
-export function dashboardSignIn(store: Store, issuer: TokenIssuer, publicUrl: () => string): Router {
+export function dashboardSignIn(store: CredentialStore, issuer: TokenIssuer, publicUrl: () => string): Router {
   const router = Router();
   router.get(SIGN_IN_PATH, (_req, res) => void signInPage(res, 200));
   router.post(

@@ -3,7 +3,7 @@ import type { FromSchema, JSONSchema } from 'json-schema-to-ts';
 import { SchemaValidator } from '../engine/json-schema.ts';
 import { authorize, type Principal, type TokenVerifier } from './auth/verifier.ts';
 import { operatorScope, type Scope } from './auth/scopes.ts';
-import type { Store } from '../engine/store/port.ts';
+import type { TenantStore } from '../engine/store/port.ts';
 import { HttpProblem } from './problem.ts';
 
 /** The seed's API tags, with the seed's label of each. */
@@ -93,7 +93,7 @@ export const isOperatorRoute = (route: Pick<RouteSpec, 'scope'>) => route.scope 
  * Registers routes on a router; validation errors name each bad field (`$.body.nodes[0].id`).
  * A tenant route needs the tenant_id header of an existing tenant and a token that grants it.
  */
-export function mountRoutes(routes: RouteSpec[], verifier: TokenVerifier, store: Pick<Store, 'getTenant'>): Router {
+export function mountRoutes(routes: RouteSpec[], verifier: TokenVerifier, store: TenantStore): Router {
   const router = Router();
   for (const route of routes) {
     const validators = {
@@ -136,7 +136,7 @@ export function mountRoutes(routes: RouteSpec[], verifier: TokenVerifier, store:
 }
 
 /** A tenant's own clients are refused while it is suspended or gone; operators may look into a suspended one. */
-async function refuseInactiveTenant(store: Pick<Store, 'getTenant'>, tenantId: string, principal: Principal) {
+async function refuseInactiveTenant(store: TenantStore, tenantId: string, principal: Principal) {
   const tenant = await store.getTenant(tenantId);
   if (!tenant)
     throw principal.operator

@@ -1,6 +1,6 @@
 import express, { Router } from 'express';
 import { SchemaValidator } from '../engine/json-schema.ts';
-import type { Store } from '../engine/store/port.ts';
+import type { CredentialStore } from '../engine/store/port.ts';
 import { authenticateClient } from './auth/clients.ts';
 import type { TokenIssuer } from './auth/issuer.ts';
 import { HttpProblem } from './problem.ts';
@@ -30,7 +30,7 @@ const oauthProblem = (status: number, error: string, detail: string) =>
   new HttpProblem(status, 'Token request refused', detail, { error });
 
 /** The embedded issuer: `POST /oauth/token` (client credentials) and its JWKS. */
-export function tokenRoutes(store: Store, issuer: TokenIssuer, bodyLimitBytes: number): Router {
+export function tokenRoutes(store: CredentialStore, issuer: TokenIssuer, bodyLimitBytes: number): Router {
   const router = Router();
   router.post(
     '/oauth/token',

@@ -19,7 +19,7 @@ import { Executor } from '../engine/runtime/executor.ts';
 import { TestRunner } from '../engine/runtime/test-run.ts';
 import { CompiledFlowCache } from '../engine/runtime/flow-cache.ts';
 import { Keyring } from '../engine/secrets/keyring.ts';
-import type { Store } from '../engine/store/port.ts';
+import type { LogStore, Store } from '../engine/store/port.ts';
 import { PgDriver } from '../engine/store/sql/pg-driver.ts';
 import { PgliteDriver } from '../engine/store/sql/pglite-driver.ts';
 import { SqlStore } from '../engine/store/sql/sql-store.ts';
@@ -310,7 +310,7 @@ export class Platform {
 }
 
 /** Deletes run log lines past their retention, every hour (every worker does: deleting twice is harmless). */
-function pruneRunLogsHourly(store: Store, retentionDays: number, logger: Logger): NodeJS.Timeout {
+function pruneRunLogsHourly(store: LogStore, retentionDays: number, logger: Logger): NodeJS.Timeout {
   const prune = () => {
     store.pruneRunLogs(new Date(Date.now() - retentionDays * 86_400_000).toISOString()).then(
       (pruned) => pruned > 0 && logger.info({ pruned }, 'pruned old run log lines'),

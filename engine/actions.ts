@@ -2,7 +2,7 @@ import { permanent, ValidationError, type FieldError } from './errors.ts';
 import { describeSyntaxError, Expression } from './flow/expression.ts';
 import type { ExpressionSandbox } from './flow/sandbox.ts';
 import { SchemaValidator } from './json-schema.ts';
-import type { Store, TenantAction } from './store/port.ts';
+import type { ActionStore, TenantAction } from './store/port.ts';
 
 /** A node runs a tenant's action with `"operation": "action:<name>"`. */
 export const ACTION_PREFIX = 'action:';
@@ -71,7 +71,7 @@ export class ActionRunner {
   private readonly compiled = new Map<string, Promise<CompiledAction>>();
 
   constructor(
-    private readonly store: Store,
+    private readonly store: ActionStore,
     private readonly sandbox: ExpressionSandbox,
     private readonly capacity = 1000,
   ) {}

@@ -1,6 +1,6 @@
 import { ValidationError, type FieldError } from './errors.ts';
 import { destinationContext, type Keyring } from './secrets/keyring.ts';
-import type { Store } from './store/port.ts';
+import type { DestinationStore } from './store/port.ts';
 
 /** A destination with its credentials opened, for the run or request that uses it. */
 export interface OpenedDestination {
@@ -30,7 +30,7 @@ export interface DestinationType {
 
 /** Creates or replaces a destination from a body its type's schema accepted: settings stored, credentials sealed. */
 export async function putDestination(
-  { store, keyring }: { store: Store; keyring: Keyring },
+  { store, keyring }: { store: DestinationStore; keyring: Keyring },
   tenantId: string,
   name: string,
   type: DestinationType,
@@ -50,7 +50,7 @@ export async function putDestination(
 }
 
 export async function openDestination(
-  store: Store,
+  store: DestinationStore,
   keyring: Keyring,
   tenantId: string,
   name: string,

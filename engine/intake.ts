@@ -2,7 +2,7 @@ import { newId } from './ids.ts';
 import { runJob, type RunQueue } from './queue/run-queue.ts';
 import type { CompiledFlowCache } from './runtime/flow-cache.ts';
 import { secretContext, type Keyring } from './secrets/keyring.ts';
-import type { AcceptedMessage, NewMessage, Store } from './store/port.ts';
+import type { AcceptedMessage, FlowStore, MessageStore, NewMessage, ValueStore } from './store/port.ts';
 import { GroupCommit } from './group-commit.ts';
 import type { EngineMetrics } from './metrics.ts';
 import type { MaintenanceMode } from './queue/maintenance.ts';
@@ -41,7 +41,7 @@ export type IntakeResult =
 
 /** Store a batch of messages with their runs, then enqueue the runs; only then is any of them accepted. */
 export async function acceptMessages(
-  store: Store,
+  store: MessageStore,
   queue: RunQueue,
   batch: Array<{ message: NewMessage; runId: string }>,
 ): Promise<AcceptedMessage[]> {
@@ -57,7 +57,7 @@ export async function acceptMessages(
 export const MAX_DELIVERY_ID_LENGTH = 256;
 
 export interface IntakeOptions {
-  store: Store;
+  store: FlowStore & ValueStore & MessageStore;
   queue: RunQueue;
   flows: CompiledFlowCache;
   keyring: Keyring;

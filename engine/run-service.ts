@@ -1,6 +1,6 @@
 import { newId } from './ids.ts';
 import { runJob, type RunQueue } from './queue/run-queue.ts';
-import type { HeldFilter, Run, Store } from './store/port.ts';
+import type { BatchStore, HeldFilter, MessageStore, Run } from './store/port.ts';
 
 /** What becomes of held runs: run them (those whose hold no longer applies), discard them, or keep them held. */
 export type HeldChoice = 'release' | 'discard' | 'keep';
@@ -11,7 +11,7 @@ export type HeldChoice = 'release' | 'discard' | 'keep';
  */
 export class RunService {
   constructor(
-    private readonly store: Store,
+    private readonly store: MessageStore & BatchStore,
     private readonly queue: RunQueue,
   ) {}
 

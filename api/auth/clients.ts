@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { Client, Store } from '../../engine/store/port.ts';
+import type { Client, CredentialStore, TenantStore } from '../../engine/store/port.ts';
 import { constantTimeEqual } from '../../engine/triggers/webhook.ts';
 import { allTenantScopes, isScope, operatorScope } from './scopes.ts';
 
@@ -17,7 +17,7 @@ const hashSecret = (secret: string) => createHash('sha256').update(secret).diges
  * random bytes, so SHA-256 suffices; no password stretching is needed).
  */
 export async function createClientCredentials(
-  store: Store,
+  store: TenantStore & CredentialStore,
   options: { tenantId?: string; scopes?: string[]; operator?: boolean },
 ): Promise<ClientCredentials> {
   const operator = options.operator ?? false;
@@ -52,7 +52,7 @@ export async function createClientCredentials(
 
 /** The client these credentials name, if the secret matches (compared in constant time). */
 export async function authenticateClient(
-  store: Store,
+  store: CredentialStore,
   clientId: string,
   clientSecret: string,
 ): Promise<Client | undefined> {

@@ -1,6 +1,6 @@
 import { exportJWK, generateKeyPair, importJWK, SignJWT, type JWK } from 'jose';
 import type { Keyring } from '../../engine/secrets/keyring.ts';
-import type { Client, Store } from '../../engine/store/port.ts';
+import type { Client, CredentialStore } from '../../engine/store/port.ts';
 
 export const TOKEN_LIFETIME_SECONDS = 86_400;
 const ALGORITHM = 'ES256';
@@ -14,7 +14,7 @@ export class TokenIssuer {
   private signingKey?: Promise<{ kid: string; key: CryptoKey | Uint8Array }>;
 
   constructor(
-    private readonly store: Store,
+    private readonly store: CredentialStore,
     private readonly keyring: Keyring,
     readonly issuer: string,
     readonly audience: string,
@@ -72,7 +72,7 @@ export class TokenIssuer {
 }
 
 /** The embedded issuer's public keys, as a JWKS lists them. */
-export async function publicSigningKeys(store: Pick<Store, 'listSigningKeys'>): Promise<JWK[]> {
+export async function publicSigningKeys(store: CredentialStore): Promise<JWK[]> {
   const keys = await store.listSigningKeys();
   return keys.map((key) => ({ ...key.publicJwk, kid: key.kid, alg: ALGORITHM, use: 'sig' }) as JWK);
 }

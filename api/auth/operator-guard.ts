@@ -1,5 +1,5 @@
 import type { NextFunction, Request, Response } from 'express';
-import type { Store } from '../../engine/store/port.ts';
+import type { CredentialStore } from '../../engine/store/port.ts';
 import { HttpProblem } from '../problem.ts';
 import { authenticateClient } from './clients.ts';
 import type { TokenVerifier } from './verifier.ts';
@@ -9,7 +9,7 @@ import type { TokenVerifier } from './verifier.ts';
  * secret (what browsers and Prometheus' basic_auth send), or an operator's bearer token.
  */
 export async function isOperatorAuthorization(
-  store: Store,
+  store: CredentialStore,
   verifier: TokenVerifier,
   authorization: string | undefined,
 ): Promise<boolean> {
@@ -46,7 +46,7 @@ function cookieToken(cookieHeader: string | undefined): string | undefined {
  * Express middleware: operators pass (Authorization header, or the sign-in cookie). Anyone else gets
  * 401 with a Basic challenge, except a browser asking for a page, which is sent to `signInPath`.
  */
-export function operatorGuard(store: Store, verifier: TokenVerifier, signInPath?: string) {
+export function operatorGuard(store: CredentialStore, verifier: TokenVerifier, signInPath?: string) {
   return (req: Request, res: Response, next: NextFunction) => {
     const cookie = cookieToken(req.get('cookie'));
     const authorization = req.get('authorization') ?? (cookie ? `Bearer ${cookie}` : undefined);

@@ -2,7 +2,7 @@ import { Job, type Queue } from 'bullmq';
 import type { Logger } from 'pino';
 import type { ErrorRecord } from '../errors.ts';
 import type { EngineMetrics } from '../metrics.ts';
-import type { Store, UnfinishedRunCursor } from '../store/port.ts';
+import type { RunStore, UnfinishedRunCursor } from '../store/port.ts';
 import { MAX_STALLED_COUNT, type RunJobData } from './run-queue.ts';
 
 /** Job states in which the job will still run (or is running): its run is in hand. */
@@ -38,7 +38,7 @@ export class QueueReconciler {
 
   constructor(
     private readonly queue: Queue<RunJobData>,
-    private readonly store: Store,
+    private readonly store: RunStore,
     private readonly options: ReconcilerOptions,
   ) {}
 

@@ -1,6 +1,6 @@
 import { NotFoundError } from '../errors.ts';
 import { compileFlow, type CompiledFlow, type CompileOptions } from '../flow/compile.ts';
-import type { Store } from '../store/port.ts';
+import type { FlowStore } from '../store/port.ts';
 
 /**
  * Compiled published versions, keyed by tenant, flow and version. Versions are immutable, so an
@@ -11,7 +11,7 @@ export class CompiledFlowCache {
   private readonly entries = new Map<string, Promise<CompiledFlow>>();
 
   constructor(
-    private readonly store: Store,
+    private readonly store: FlowStore,
     private readonly options: CompileOptions,
     private readonly capacity = 1000,
   ) {}

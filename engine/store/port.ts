@@ -64,15 +64,31 @@ export type {
 export { messageStatuses, runStatuses, stepStatuses, terminalRunStatuses } from '../resources.ts';
 
 /**
- * The persistence port. The engine and the API speak only this; adapters (SQL on PGlite or
- * PostgreSQL, later MongoDB) implement it. Every tenant-owned record is read and written with its
- * tenant id: there is no method that reaches across tenants except the operator's tenant and
- * client bookkeeping.
+ * The persistence port: one slice per aggregate, each caller depending on the slices it uses. The
+ * engine and the API speak only this; adapters (SQL on PGlite or PostgreSQL) implement it whole.
+ * Every tenant-owned record is read and written with its tenant id: no method reaches across
+ * tenants except the operator's tenant and client bookkeeping, and the reconciler's and log
+ * pruning's sweeps.
  */
-export interface Store {
+export interface Store
+  extends TenantStore,
+    CredentialStore,
+    FlowStore,
+    ValueStore,
+    DestinationStore,
+    MessageStore,
+    RunStore,
+    BatchStore,
+    StatisticsStore,
+    DataSpaceStore,
+    LogStore,
+    ActionStore {
   ping(): Promise<void>;
   close(): Promise<void>;
+}
 
+/** Tenants, and the settings of each of their users. */
+export interface TenantStore {
   createTenant(tenant: { id: string; name: string }): Promise<Tenant>;
   getTenant(id: string): Promise<Tenant | undefined>;
   listTenants(filter: { status?: Tenant['status'] }, page: PageRequest): Promise<Page<Tenant>>;
@@ -80,11 +96,20 @@ export interface Store {
   setTenantStatus(id: string, status: Tenant['status'], reason: string | null): Promise<Tenant | undefined>;
   /** Remove the tenant and every record it owns (flows, messages, runs, secrets, clients...). */
   deleteTenant(id: string): Promise<boolean>;
+  getUserSettings(tenantId: string, subject: string): Promise<UserSettings | undefined>;
+  putUserSettings(tenantId: string, subject: string, settings: UserSettings['settings']): Promise<UserSettings>;
+}
+
+/** API clients (their secrets hashed) and the embedded issuer's signing keys. */
+export interface CredentialStore {
   createClient(client: Omit<Client, 'createdAt'>): Promise<Client>;
   getClient(clientId: string): Promise<Client | undefined>;
   listSigningKeys(): Promise<SigningKey[]>;
   addSigningKey(key: Omit<SigningKey, 'createdAt'>): Promise<void>;
+}
 
+/** Editable flows (their drafts) and their immutable published versions. */
+export interface FlowStore {
   createFlow(tenantId: string, flow: { id: string; key: string; name: string; draft: FlowDocument }): Promise<Flow>;
   getFlow(tenantId: string, id: string): Promise<Flow | undefined>;
   findFlowByKey(tenantId: string, key: string): Promise<Flow | undefined>;
@@ -102,18 +127,32 @@ export interface Store {
   setFlowActive(tenantId: string, id: string, active: boolean): Promise<Flow>;
   getFlowVersion(tenantId: string, flowId: string, version: number): Promise<FlowVersion | undefined>;
   listFlowVersions(tenantId: string, flowId: string, page: PageRequest): Promise<Page<FlowVersion>>;
+}
 
+/** Values flows read: a tenant's variables and sealed secrets, and the platform's values with each tenant's overrides. */
+export interface ValueStore {
   putVariable(tenantId: string, name: string, value: unknown): Promise<{ variable: Variable; created: boolean }>;
   getVariable(tenantId: string, name: string): Promise<Variable | undefined>;
   listVariables(tenantId: string, page: PageRequest): Promise<Page<Variable>>;
   deleteVariable(tenantId: string, name: string): Promise<boolean>;
-
   putSecret(tenantId: string, name: string, sealed: SealedValue): Promise<{ secret: SecretInfo; created: boolean }>;
   listSecrets(tenantId: string, page: PageRequest): Promise<Page<SecretInfo>>;
   deleteSecret(tenantId: string, name: string): Promise<boolean>;
   /** Sealed values of the named secrets (a trigger's verification key). */
   sealedSecrets(tenantId: string, names: Iterable<string>): Promise<Array<{ name: string } & SealedValue>>;
+  /** Platform-wide named values (PlatformGlobal); `tenantId` set: one tenant's overrides (PlatformTenantGlobal). */
+  putPlatformValue(
+    scope: PlatformScope,
+    name: string,
+    value: unknown,
+  ): Promise<{ variable: Variable; created: boolean }>;
+  getPlatformValue(scope: PlatformScope, name: string): Promise<Variable | undefined>;
+  listPlatformValues(scope: PlatformScope, page: PageRequest): Promise<Page<Variable>>;
+  deletePlatformValue(scope: PlatformScope, name: string): Promise<boolean>;
+}
 
+/** Destinations: settings in the clear, credentials sealed. */
+export interface DestinationStore {
   /** Create or replace a destination (settings in the clear, credentials sealed). */
   putDestination(
     tenantId: string,
@@ -127,7 +166,10 @@ export interface Store {
     tenantId: string,
     name: string,
   ): Promise<{ destination: Destination; sealedCredentials: SealedValue } | undefined>;
+}
 
+/** Inbound messages and what became of them: intake, the MessageInfo and MessageQueue views, replays and retries, blocked topics and held runs. */
+export interface MessageStore {
   /**
    * Record inbound messages with their runs, all in one statement. A run is `held` (no job is to be
    * queued) when its tenant is suspended or its message's topic is blocked; the decision is taken
@@ -137,6 +179,56 @@ export interface Store {
    * Results come in the order of `messages`.
    */
   acceptMessages(messages: Array<{ message: NewMessage; runId: string }>): Promise<AcceptedMessage[]>;
+  /** Messages newest first; bodies over `bodyCapBytes` are left out (`bodyTruncated`). */
+  listMessages(
+    tenantId: string,
+    filter: MessageFilter,
+    page: PageRequest,
+    bodyCapBytes: number,
+  ): Promise<Page<MessageInfo>>;
+  getMessage(
+    tenantId: string,
+    id: string,
+    bodyCapBytes: number,
+  ): Promise<{ message: MessageInfo; runs: Run[] } | undefined>;
+  /**
+   * A new queued run of the message on its flow's active version. Refused (ConflictError) for a
+   * duplicate, a batch item, a message whose latest run is unfinished, or a flow without an active
+   * version; NotFoundError when there is no such message.
+   */
+  replayMessage(tenantId: string, messageId: string, runId: string): Promise<Run>;
+  /** The tenant's backlog: unfinished runs, finished runs and messages since `since`, the oldest waiting run. */
+  backlog(tenantId: string, since: string): Promise<Backlog>;
+  /**
+   * A new queued run, on the flow's active version, for each message of the flow whose latest run
+   * failed (at most `limit`, oldest first); `more` when others remain. Batch items are left to
+   * their batch's retry.
+   */
+  retryFailedRuns(
+    tenantId: string,
+    flowId: string,
+    newId: () => string,
+    limit: number,
+  ): Promise<{ runs: Run[]; more: boolean }>;
+  blockTopic(
+    tenantId: string,
+    topic: string,
+    reason: string | null,
+  ): Promise<{ blockedTopic: BlockedTopic; created: boolean }>;
+  listBlockedTopics(tenantId: string, page: PageRequest): Promise<Page<BlockedTopic>>;
+  unblockTopic(tenantId: string, topic: string): Promise<boolean>;
+  /**
+   * Held runs (of a hold reason and topic, when given) whose hold no longer applies become queued,
+   * and are returned in arrival order to be enqueued; those still suspended or blocked stay held
+   * (with the reason that now applies).
+   */
+  releaseHeld(tenantId: string, filter: HeldFilter): Promise<Run[]>;
+  /** Held runs become `cancelled` with `reason`; returns how many. */
+  discardHeld(tenantId: string, filter: HeldFilter, reason: string): Promise<number>;
+}
+
+/** Runs as workers take them up, checkpoint and finish them. */
+export interface RunStore {
   /**
    * Take a run up: mark it running and count the attempt, and return it with its message,
    * checkpoints and the variables and sealed secrets it reads, in one round trip. A finished run
@@ -159,7 +251,20 @@ export interface Store {
   getRun(tenantId: string, runId: string): Promise<{ run: Run; steps: Step[] } | undefined>;
   /** Whether a run of the flow has not finished yet (queued, running or waiting). */
   hasUnfinishedRun(tenantId: string, flowId: string): Promise<boolean>;
+  listRuns(tenantId: string, filter: { flowId?: string; status?: RunStatus }, page: PageRequest): Promise<Page<Run>>;
+  /**
+   * Unfinished runs (queued, running, waiting) of every tenant created before `createdBefore`, oldest
+   * first, after the cursor: what the queue reconciler checks against the queue's jobs.
+   */
+  listUnfinishedRuns(
+    createdBefore: string,
+    after: UnfinishedRunCursor | undefined,
+    limit: number,
+  ): Promise<UnfinishedRun[]>;
+}
 
+/** Fan-out batches and their tasks, and the incremental field a poll moves on. */
+export interface BatchStore {
   /** A fan-out node's batch, with its task counts. */
   createBatch(tenantId: string, batch: NewBatch): Promise<Batch>;
   getBatch(tenantId: string, id: string): Promise<Batch | undefined>;
@@ -184,7 +289,6 @@ export interface Store {
   ): Promise<Page<BatchTask>>;
   /** A new run for each failed task of the batch, in place of the failed one (which stays in the history). */
   retryFailedTasks(tenantId: string, batchId: string, newId: () => string): Promise<Run[]>;
-
   getIncrementalField(tenantId: string, flowId: string): Promise<IncrementalField | undefined>;
   listIncrementalFields(tenantId: string, page: PageRequest): Promise<Page<IncrementalField>>;
   /** Sets the field; `movedAt` changes only when the value does. */
@@ -194,56 +298,18 @@ export interface Store {
     field: { field: string; value: string | null; overlapMs: number },
   ): Promise<IncrementalField>;
   deleteIncrementalField(tenantId: string, flowId: string): Promise<boolean>;
-  listRuns(tenantId: string, filter: { flowId?: string; status?: RunStatus }, page: PageRequest): Promise<Page<Run>>;
+}
 
-  /** Messages newest first; bodies over `bodyCapBytes` are left out (`bodyTruncated`). */
-  listMessages(
-    tenantId: string,
-    filter: MessageFilter,
-    page: PageRequest,
-    bodyCapBytes: number,
-  ): Promise<Page<MessageInfo>>;
-  getMessage(
-    tenantId: string,
-    id: string,
-    bodyCapBytes: number,
-  ): Promise<{ message: MessageInfo; runs: Run[] } | undefined>;
-  /**
-   * A new queued run of the message on its flow's active version. Refused (ConflictError) for a
-   * duplicate, a batch item, a message whose latest run is unfinished, or a flow without an active
-   * version; NotFoundError when there is no such message.
-   */
-  replayMessage(tenantId: string, messageId: string, runId: string): Promise<Run>;
-
-  /** The tenant's backlog: unfinished runs, finished runs and messages since `since`, the oldest waiting run. */
-  backlog(tenantId: string, since: string): Promise<Backlog>;
-  /**
-   * A new queued run, on the flow's active version, for each message of the flow whose latest run
-   * failed (at most `limit`, oldest first); `more` when others remain. Batch items are left to
-   * their batch's retry.
-   */
-  retryFailedRuns(
-    tenantId: string,
-    flowId: string,
-    newId: () => string,
-    limit: number,
-  ): Promise<{ runs: Run[]; more: boolean }>;
-
+/** What happened, counted: per time bucket, and per flow. */
+export interface StatisticsStore {
   /** Runs created in [from, to) per time bucket, flow and status, with duration percentiles; messages per bucket and topic. */
   statistics(tenantId: string, request: StatisticsRequest): Promise<Statistics>;
   /** Active flows, and each flow's latest failed run. */
   flowHealth(tenantId: string): Promise<{ activeFlows: number; lastErrors: FlowLastError[] }>;
+}
 
-  /** Platform-wide named values (PlatformGlobal); `tenantId` set: one tenant's overrides (PlatformTenantGlobal). */
-  putPlatformValue(
-    scope: PlatformScope,
-    name: string,
-    value: unknown,
-  ): Promise<{ variable: Variable; created: boolean }>;
-  getPlatformValue(scope: PlatformScope, name: string): Promise<Variable | undefined>;
-  listPlatformValues(scope: PlatformScope, page: PageRequest): Promise<Page<Variable>>;
-  deletePlatformValue(scope: PlatformScope, name: string): Promise<boolean>;
-
+/** Data spaces and their documents. */
+export interface DataSpaceStore {
   putDataSpace(
     tenantId: string,
     name: string,
@@ -267,21 +333,18 @@ export interface Store {
     page: PageRequest,
   ): Promise<Page<DataDocument>>;
   deleteDocument(tenantId: string, space: string, key: string): Promise<boolean>;
+}
 
+/** What operations logged during runs. */
+export interface LogStore {
   /** Log lines newest first. */
   listRunLogs(tenantId: string, filter: RunLogFilter, page: PageRequest): Promise<Page<RunLog>>;
   /** Delete log lines older than `before`, of every tenant; returns how many. */
   pruneRunLogs(before: string): Promise<number>;
-  /**
-   * Unfinished runs (queued, running, waiting) of every tenant created before `createdBefore`, oldest
-   * first, after the cursor: what the queue reconciler checks against the queue's jobs.
-   */
-  listUnfinishedRuns(
-    createdBefore: string,
-    after: UnfinishedRunCursor | undefined,
-    limit: number,
-  ): Promise<UnfinishedRun[]>;
+}
 
+/** Tenants' low-code actions, versioned. */
+export interface ActionStore {
   /** Saves the action as its next version (1 for a new name). */
   putAction(
     tenantId: string,
@@ -294,25 +357,6 @@ export interface Store {
   listActionVersions(tenantId: string, name: string, page: PageRequest): Promise<Page<TenantAction>>;
   /** Every version. */
   deleteAction(tenantId: string, name: string): Promise<boolean>;
-
-  getUserSettings(tenantId: string, subject: string): Promise<UserSettings | undefined>;
-  putUserSettings(tenantId: string, subject: string, settings: UserSettings['settings']): Promise<UserSettings>;
-
-  blockTopic(
-    tenantId: string,
-    topic: string,
-    reason: string | null,
-  ): Promise<{ blockedTopic: BlockedTopic; created: boolean }>;
-  listBlockedTopics(tenantId: string, page: PageRequest): Promise<Page<BlockedTopic>>;
-  unblockTopic(tenantId: string, topic: string): Promise<boolean>;
-  /**
-   * Held runs (of a hold reason and topic, when given) whose hold no longer applies become queued,
-   * and are returned in arrival order to be enqueued; those still suspended or blocked stay held
-   * (with the reason that now applies).
-   */
-  releaseHeld(tenantId: string, filter: HeldFilter): Promise<Run[]>;
-  /** Held runs become `cancelled` with `reason`; returns how many. */
-  discardHeld(tenantId: string, filter: HeldFilter, reason: string): Promise<number>;
 }
 
 export interface MessageFilter {
