@@ -168,6 +168,8 @@ export const runStatuses = [
   'cancelled',
 ] as const;
 export const terminalRunStatuses = ['succeeded', 'failed', 'filtered', 'skipped', 'cancelled'] as const;
+/** A run on its way: queued, taken up, or waiting for a retry. */
+export const unfinishedRunStatuses = ['queued', 'running', 'waiting'] as const;
 export const stepStatuses = ['succeeded', 'failed', 'waiting', 'filtered', 'skipped'] as const;
 
 export const runSchema = {

@@ -1,0 +1,38 @@
+import type { Client, SigningKey, CredentialStore } from '../../port.ts';
+import type { SqlDriver } from '../driver.ts';
+import { type Row, iso, json, toClient } from './rows.ts';
+
+/** API clients and the embedded issuer's signing keys. */
+export class SqlCredentials implements CredentialStore {
+  constructor(private readonly db: SqlDriver) {}
+
+  async createClient(client: Omit<Client, 'createdAt'>) {
+    const [row] = await this.db.query(
+      'insert into clients (client_id, tenant_id, secret_hash, scopes, operator) values ($1, $2, $3, $4::jsonb, $5) returning *',
+      [client.clientId, client.tenantId, client.secretHash, json(client.scopes), client.operator],
+    );
+    return toClient(row);
+  }
+
+  async getClient(clientId: string) {
+    const [row] = await this.db.query('select * from clients where client_id = $1', [clientId]);
+    return row ? toClient(row) : undefined;
+  }
+
+  async listSigningKeys(): Promise<SigningKey[]> {
+    const rows = await this.db.query('select * from signing_keys order by created_at desc');
+    return rows.map((r: Row) => ({
+      kid: r.kid,
+      sealedPrivateJwk: r.sealed_private_jwk,
+      publicJwk: r.public_jwk,
+      createdAt: iso(r.created_at),
+    }));
+  }
+
+  async addSigningKey(key: Omit<SigningKey, 'createdAt'>) {
+    await this.db.query(
+      'insert into signing_keys (kid, sealed_private_jwk, public_jwk) values ($1, $2::jsonb, $3::jsonb) on conflict do nothing',
+      [key.kid, json(key.sealedPrivateJwk), json(key.publicJwk)],
+    );
+  }
+}

@@ -1,0 +1,286 @@
+import { ConflictError, NotFoundError } from '../../../errors.ts';
+import {
+  isTerminal,
+  messageStatuses,
+  runStatuses,
+  type AcceptedMessage,
+  type HeldFilter,
+  type MessageFilter,
+  type NewMessage,
+  type PageRequest,
+  type Backlog,
+  type MessageStore,
+} from '../../port.ts';
+import { idAt } from '../../../ids.ts';
+import type { SqlDriver } from '../driver.ts';
+import {
+  OPEN,
+  iso,
+  json,
+  UUID,
+  isUuid,
+  decodeCursor,
+  page,
+  toMessageInfo,
+  toBlockedTopic,
+  MESSAGE_STATUS,
+  LATEST_RUN,
+  MESSAGE_INFO,
+  toRun,
+} from './rows.ts';
+
+/** Inbound messages, their views, replays and retries, blocked topics and held runs. */
+export class SqlMessages implements MessageStore {
+  constructor(private readonly db: SqlDriver) {}
+
+  async acceptMessages(batch: Array<{ message: NewMessage; runId: string }>): Promise<AcceptedMessage[]> {
+    const rows = batch.map(({ message, runId }) => ({
+      tenant_id: message.tenantId,
+      id: message.id,
+      flow_id: message.flowId,
+      flow_version: message.flowVersion,
+      delivery_id: message.deliveryId,
+      topic: message.topic,
+      body: message.body ?? null,
+      headers: message.headers,
+      query: message.query,
+      run_id: runId,
+    }));
+    // One statement for the whole batch: messages and their runs are written together or not at all.
+    // The rows that hold a run are read FOR SHARE: a resume or an unblock waits for this statement,
+    // so the runs it holds are there for the release that follows.
+    const inserted = await this.db.query(
+      `with input as (
+         select * from jsonb_to_recordset($1::jsonb) as x(tenant_id text, id uuid, flow_id uuid, flow_version integer,
+           delivery_id text, topic text, body jsonb, headers jsonb, query jsonb, run_id uuid)
+       ), suspended as (
+         select id from tenants where id in (select tenant_id from input) and status = 'suspended' for share
+       ), blocked as (
+         select tenant_id, topic from blocked_topics where (tenant_id, topic) in (select tenant_id, topic from input) for share
+       ), m as (
+         insert into messages (tenant_id, id, flow_id, flow_version, delivery_id, topic, body, headers, query)
+         select tenant_id, id, flow_id, flow_version, delivery_id, topic, coalesce(body, 'null'::jsonb), headers, query from input
+         on conflict (tenant_id, flow_id, delivery_id) do nothing returning tenant_id, id
+       )
+       insert into runs (tenant_id, id, flow_id, flow_version, message_id, status, held_by)
+       select i.tenant_id, i.run_id, i.flow_id, i.flow_version, i.id, case when hold.reason is null then 'queued' else 'held' end, hold.reason
+         from input i join m on m.tenant_id = i.tenant_id and m.id = i.id
+         cross join lateral (select case when exists (select 1 from suspended s where s.id = i.tenant_id) then 'suspended'
+           when exists (select 1 from blocked b where b.tenant_id = i.tenant_id and b.topic = i.topic) then 'topic' end as reason) hold
+       returning *`,
+      [JSON.stringify(rows)],
+    );
+    const byMessage = new Map(inserted.map((row) => [row.message_id as string, toRun(row)]));
+    const results: AcceptedMessage[] = [];
+    for (const { message } of batch) {
+      const run = byMessage.get(message.id);
+      results.push(run ? { duplicate: false, messageId: message.id, run } : await this.recordDuplicate(message));
+    }
+    return results;
+  }
+
+  /** Record a repeated delivery (without its body) and return the first one's run. */
+  private async recordDuplicate(message: NewMessage): Promise<AcceptedMessage> {
+    const [first] = await this.db.query(
+      `with first as (
+         select r.* from messages m join runs r on r.tenant_id = m.tenant_id and r.message_id = m.id
+          where m.tenant_id = $1 and m.flow_id = $2 and m.delivery_id = $3 order by r.id limit 1
+       ), recorded as (
+         insert into messages (tenant_id, id, flow_id, flow_version, topic, body, headers, query, duplicate_of)
+         select $1, $4, $2, flow_version, $5, 'null'::jsonb, $6::jsonb, $7::jsonb, message_id from first
+       )
+       select * from first`,
+      [
+        message.tenantId,
+        message.flowId,
+        message.deliveryId,
+        message.id,
+        message.topic,
+        json(message.headers),
+        json(message.query),
+      ],
+    );
+    return { duplicate: true, messageId: first.message_id, run: toRun(first) };
+  }
+
+  async listMessages(tenantId: string, filter: MessageFilter, request: PageRequest, bodyCapBytes: number) {
+    if (filter.flowId !== undefined && !isUuid(filter.flowId))
+      return { nodes: [], pageInfo: { hasNextPage: false, endCursor: null } };
+    const rows = await this.db.query(
+      `${MESSAGE_INFO} where ($3::uuid is null or flow_id = $3::uuid) and ($4::text is null or status = $4) and ($5::text is null or topic = $5)
+         and ($6::timestamptz is null or received_at >= $6::timestamptz) and ($7::timestamptz is null or received_at < $7::timestamptz)
+         and ($8::uuid is null or id < $8::uuid) order by id desc limit $9`,
+      [
+        tenantId,
+        bodyCapBytes,
+        filter.flowId ?? null,
+        filter.status ?? null,
+        filter.topic ?? null,
+        filter.receivedFrom ?? null,
+        filter.receivedTo ?? null,
+        decodeCursor(request.after, UUID),
+        request.first + 1,
+      ],
+    );
+    return page(rows, request, toMessageInfo, (r) => r.id);
+  }
+
+  async getMessage(tenantId: string, id: string, bodyCapBytes: number) {
+    if (!isUuid(id)) return undefined;
+    const [row] = await this.db.query(`${MESSAGE_INFO} where id = $3`, [tenantId, bodyCapBytes, id]);
+    if (!row) return undefined;
+    const runs = await this.db.query('select * from runs where tenant_id = $1 and message_id = $2 order by id', [
+      tenantId,
+      row.duplicate_of ?? id,
+    ]);
+    return { message: toMessageInfo(row), runs: runs.map(toRun) };
+  }
+
+  async replayMessage(tenantId: string, messageId: string, runId: string) {
+    if (!isUuid(messageId)) throw new NotFoundError(`no message ${messageId}`);
+    const [row] = await this.db.query(
+      `insert into runs (tenant_id, id, flow_id, flow_version, message_id, status)
+       select $1, $3, f.id, f.active_version, m.id, 'queued' from messages m join flows f on f.tenant_id = m.tenant_id and f.id = m.flow_id
+        where m.tenant_id = $1 and m.id = $2 and m.duplicate_of is null and f.active and f.active_version is not null
+          and not exists (select 1 from runs r where r.tenant_id = $1 and r.message_id = $2
+                            and (r.batch_id is not null or r.status in ${OPEN}))
+       returning *`,
+      [tenantId, messageId, runId],
+    );
+    if (row) return toRun(row);
+    const found = await this.getMessage(tenantId, messageId, 0);
+    if (!found) throw new NotFoundError(`no message ${messageId}`);
+    const { message, runs } = found;
+    if (message.duplicateOf)
+      throw new ConflictError(`the message is a repeated delivery: replay the first one, ${message.duplicateOf}`);
+    if (runs.some((run) => run.batchId !== null))
+      throw new ConflictError("the message is a batch item: retry its batch's failed tasks instead");
+    const latest = runs[runs.length - 1];
+    if (latest && !isTerminal(latest.status))
+      throw new ConflictError(
+        `its run ${latest.id} is ${latest.status}; ${latest.status === 'held' ? 'release it' : 'wait for it to finish'}`,
+      );
+    throw new ConflictError("the message's flow has no active version");
+  }
+
+  async backlog(tenantId: string, since: string): Promise<Backlog> {
+    const floor = idAt(Date.parse(since));
+    const [row] = await this.db.query(
+      `select
+         (select coalesce(jsonb_object_agg(status, n), '{}') from (
+            select status, count(*) as n from runs where tenant_id = $1 and status in ${OPEN} group by status
+            union all
+            select status, count(*) from runs where tenant_id = $1 and id >= $2::uuid and status not in ${OPEN} group by status) c) as runs,
+         (select coalesce(jsonb_object_agg(status, n), '{}') from (
+            select ${MESSAGE_STATUS} as status, count(*) as n from messages m ${LATEST_RUN} where m.tenant_id = $1 and m.id >= $2::uuid group by 1) c) as messages,
+         (select to_jsonb(o) from (
+            select id as "runId", flow_id as "flowId", status, created_at as "createdAt" from (
+              (select * from runs where tenant_id = $1 and status = 'queued' order by id limit 1)
+              union all (select * from runs where tenant_id = $1 and status = 'waiting' order by id limit 1)) w
+            order by id limit 1) o) as oldest`,
+      [tenantId, floor],
+    );
+    const count = <K extends string>(keys: readonly K[], counts: Record<string, unknown>) =>
+      Object.fromEntries(keys.map((key) => [key, Number(counts[key] ?? 0)])) as Record<K, number>;
+    const oldest = row.oldest as {
+      runId: string;
+      flowId: string;
+      status: 'queued' | 'waiting';
+      createdAt: string;
+    } | null;
+    return {
+      since: new Date(since).toISOString(),
+      runs: count(runStatuses, row.runs),
+      messages: count(messageStatuses, row.messages),
+      oldestWaiting: oldest && {
+        ...oldest,
+        createdAt: iso(oldest.createdAt),
+        ageMs: Math.max(0, Date.now() - Date.parse(oldest.createdAt)),
+      },
+    };
+  }
+
+  async retryFailedRuns(tenantId: string, flowId: string, newId: () => string, limit: number) {
+    if (!isUuid(flowId)) return { runs: [], more: false };
+    // Messages of the flow whose latest run failed (not duplicates, not batch items: those have their own retry).
+    const failed = await this.db.query(
+      `select m.id from messages m ${LATEST_RUN}
+        where m.tenant_id = $1 and m.flow_id = $2 and m.duplicate_of is null and r.status = 'failed' and r.batch_id is null order by m.id limit $3`,
+      [tenantId, flowId, limit + 1],
+    );
+    const input = failed.slice(0, limit).map((row) => ({ message_id: row.id, run_id: newId() }));
+    const inserted =
+      input.length === 0
+        ? []
+        : await this.db.query(
+            `insert into runs (tenant_id, id, flow_id, flow_version, message_id, status)
+       select $1, i.run_id, f.id, f.active_version, i.message_id, 'queued'
+         from jsonb_to_recordset($3::jsonb) as i(message_id uuid, run_id uuid)
+         join flows f on f.tenant_id = $1 and f.id = $2 and f.active and f.active_version is not null
+        where (select status from runs r where r.tenant_id = $1 and r.message_id = i.message_id order by r.id desc limit 1) = 'failed'
+       returning *`,
+            [tenantId, flowId, JSON.stringify(input)],
+          );
+    return { runs: inserted.map(toRun).sort((x, y) => (x.id < y.id ? -1 : 1)), more: failed.length > limit };
+  }
+
+  async blockTopic(tenantId: string, topic: string, reason: string | null) {
+    const [row] = await this.db.query(
+      `insert into blocked_topics (tenant_id, topic, reason) values ($1, $2, $3)
+       on conflict (tenant_id, topic) do update set reason = excluded.reason returning *, (xmax = 0) as created`,
+      [tenantId, topic, reason],
+    );
+    return { blockedTopic: toBlockedTopic(row), created: row.created };
+  }
+
+  async listBlockedTopics(tenantId: string, request: PageRequest) {
+    const rows = await this.db.query(
+      `select b.*, (select count(*) from messages m join runs r on r.tenant_id = m.tenant_id and r.message_id = m.id
+                     where m.tenant_id = b.tenant_id and m.topic = b.topic and r.status = 'held') as held
+         from blocked_topics b where b.tenant_id = $1 and ($2::text is null or b.topic > $2) order by b.topic limit $3`,
+      [tenantId, decodeCursor(request.after), request.first + 1],
+    );
+    return page(rows, request, toBlockedTopic, (r) => r.topic);
+  }
+
+  async unblockTopic(tenantId: string, topic: string) {
+    return (
+      (
+        await this.db.query('delete from blocked_topics where tenant_id = $1 and topic = $2 returning topic', [
+          tenantId,
+          topic,
+        ])
+      ).length > 0
+    );
+  }
+
+  async releaseHeld(tenantId: string, filter: HeldFilter) {
+    // Each held run is judged again: still suspended, or still blocked, it stays held with that reason.
+    const rows = await this.db.query(
+      `update runs r set status = case when hold.reason is null then 'queued' else 'held' end, held_by = hold.reason
+         from messages m cross join lateral (select case
+             when exists (select 1 from tenants t where t.id = m.tenant_id and t.status = 'suspended') then 'suspended'
+             when exists (select 1 from blocked_topics b where b.tenant_id = m.tenant_id and b.topic = m.topic) then 'topic' end as reason) hold
+        where r.tenant_id = $1 and r.status = 'held' and ($2::text is null or r.held_by = $2) and m.tenant_id = r.tenant_id and m.id = r.message_id
+          and ($3::text is null or m.topic = $3)
+       returning r.*`,
+      [tenantId, filter.heldBy ?? null, filter.topic ?? null],
+    );
+    // Run ids are time-ordered: their order is the order the messages arrived in.
+    return rows
+      .filter((row) => row.status === 'queued')
+      .map(toRun)
+      .sort((x, y) => (x.id < y.id ? -1 : 1));
+  }
+
+  async discardHeld(tenantId: string, filter: HeldFilter, reason: string) {
+    const rows = await this.db.query(
+      `update runs r set status = 'cancelled', held_by = null, finished_at = now(), error = $4::jsonb from messages m
+        where r.tenant_id = $1 and r.status = 'held' and ($2::text is null or r.held_by = $2) and m.tenant_id = r.tenant_id and m.id = r.message_id
+          and ($3::text is null or m.topic = $3)
+       returning r.id`,
+      [tenantId, filter.heldBy ?? null, filter.topic ?? null, json({ kind: 'permanent', message: reason })],
+    );
+    return rows.length;
+  }
+}

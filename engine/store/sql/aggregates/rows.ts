@@ -1,0 +1,339 @@
+// Row mappers, paging and SQL fragments the aggregates share.
+import { terminalRunStatuses, unfinishedRunStatuses } from '../../../resources.ts';
+import { ValidationError } from '../../../errors.ts';
+import type {
+  BlockedTopic,
+  MessageInfo,
+  Batch,
+  BatchTask,
+  Client,
+  Destination,
+  IncrementalField,
+  Flow,
+  FlowVersion,
+  Message,
+  Page,
+  PageRequest,
+  Run,
+  RunOutcome,
+  RunReads,
+  SecretInfo,
+  Step,
+  Tenant,
+  Variable,
+  TenantAction,
+  RunLogAppend,
+  RunLog,
+  DataDocument,
+  DataSpace,
+  UserSettings,
+} from '../../port.ts';
+
+export interface ProgressSave {
+  tenantId: string;
+  runId: string;
+  steps: Step[];
+  outcome?: RunOutcome;
+  logs?: RunLogAppend;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: a row's columns are typed by the mapper that reads them
+export type Row = Record<string, any>;
+
+export const iso = (value: unknown): string =>
+  value instanceof Date ? value.toISOString() : new Date(String(value)).toISOString();
+export const isoOrNull = (value: unknown): string | null => (value === null || value === undefined ? null : iso(value));
+export const json = (value: unknown): string => JSON.stringify(value ?? null);
+/** Statuses as an SQL list, `('a','b')`: the SQL follows the status sets of resources.ts. */
+const sqlList = (values: readonly string[]) => `(${values.map((value) => `'${value}'`).join(',')})`;
+export const TERMINAL = sqlList(terminalRunStatuses);
+export const UNFINISHED = sqlList(unfinishedRunStatuses);
+/** Not finished: unfinished, or held. */
+export const OPEN = sqlList(['held', ...unfinishedRunStatuses]);
+
+export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** Ids are UUIDs: anything else names no record (and must not reach a uuid column as an error). */
+export const isUuid = (id: string) => UUID.test(id);
+
+/** Cursors are opaque to clients: base64url of the last sort key, checked on the way back in. */
+export const encodeCursor = (key: string) => Buffer.from(key).toString('base64url');
+export function decodeCursor(cursor: string | undefined, shape: RegExp = /^[\s\S]{1,200}$/): string | null {
+  if (cursor === undefined) return null;
+  const key = Buffer.from(cursor, 'base64url').toString();
+  if (!shape.test(key))
+    throw new ValidationError('Invalid cursor', [{ path: '$.after', message: 'is not a cursor of this list' }]);
+  return key;
+}
+
+export function page<T>(
+  rows: Row[],
+  request: PageRequest,
+  map: (row: Row) => T,
+  cursorOf: (row: Row) => string,
+): Page<T> {
+  const hasNextPage = rows.length > request.first;
+  const visible = hasNextPage ? rows.slice(0, request.first) : rows;
+  const last = visible[visible.length - 1];
+  return { nodes: visible.map(map), pageInfo: { hasNextPage, endCursor: last ? encodeCursor(cursorOf(last)) : null } };
+}
+
+export const toTenant = (r: Row): Tenant => ({
+  id: r.id,
+  name: r.name,
+  status: r.status,
+  suspendedReason: r.suspended_reason ?? null,
+  suspendedAt: isoOrNull(r.suspended_at),
+  createdAt: iso(r.created_at),
+});
+export const toClient = (r: Row): Client => ({
+  clientId: r.client_id,
+  tenantId: r.tenant_id,
+  secretHash: r.secret_hash,
+  scopes: r.scopes,
+  operator: r.operator,
+  createdAt: iso(r.created_at),
+});
+export const toFlow = (r: Row): Flow => ({
+  tenantId: r.tenant_id,
+  id: r.id,
+  key: r.key,
+  name: r.name,
+  draft: r.draft,
+  revision: r.revision,
+  activeVersion: r.active_version,
+  latestVersion: r.latest_version,
+  active: r.active,
+  createdAt: iso(r.created_at),
+  updatedAt: iso(r.updated_at),
+});
+export const toVersion = (r: Row): FlowVersion => ({
+  tenantId: r.tenant_id,
+  flowId: r.flow_id,
+  version: r.version,
+  document: r.document,
+  publishedAt: iso(r.published_at),
+});
+export const toVariable = (r: Row): Variable => ({
+  name: r.name,
+  value: r.value,
+  createdAt: iso(r.created_at),
+  updatedAt: iso(r.updated_at),
+});
+export const toSecretInfo = (r: Row): SecretInfo => ({
+  name: r.name,
+  keyId: r.key_id,
+  fingerprint: r.fingerprint,
+  createdAt: iso(r.created_at),
+  updatedAt: iso(r.updated_at),
+});
+export const toDestination = (r: Row): Destination => ({
+  name: r.name,
+  type: r.type,
+  settings: r.settings,
+  credentialsSet: r.credentials_set,
+  createdAt: iso(r.created_at),
+  updatedAt: iso(r.updated_at),
+});
+export const toMessage = (r: Row): Message => ({
+  tenantId: r.tenant_id,
+  id: r.id,
+  flowId: r.flow_id,
+  flowVersion: r.flow_version,
+  deliveryId: r.delivery_id,
+  topic: r.topic ?? null,
+  body: r.body,
+  headers: r.headers,
+  query: r.query,
+  receivedAt: iso(r.received_at),
+});
+export const toMessageInfo = (r: Row): MessageInfo => ({
+  id: r.id,
+  flowId: r.flow_id,
+  flowVersion: r.flow_version,
+  deliveryId: r.delivery_id,
+  topic: r.topic,
+  status: r.status,
+  duplicateOf: r.duplicate_of,
+  headers: r.headers,
+  query: r.query,
+  body: r.body_truncated ? null : r.body,
+  bodyBytes: Number(r.body_bytes),
+  bodyTruncated: r.body_truncated,
+  receivedAt: iso(r.received_at),
+  runId: r.run_id ?? null,
+});
+export const toDataSpace = (r: Row): DataSpace => ({
+  name: r.name,
+  description: r.description ?? null,
+  documents: Number(r.documents ?? 0),
+  createdAt: iso(r.created_at),
+});
+export const toDataDocument = (r: Row): DataDocument => ({
+  key: r.key,
+  value: r.value,
+  createdAt: iso(r.created_at),
+  updatedAt: iso(r.updated_at),
+});
+export const DATA_SPACES = `select s.*, (select count(*) from data_documents d where d.tenant_id = s.tenant_id and d.space = s.name) as documents from data_spaces s`;
+export const toRunLog = (r: Row): RunLog => ({
+  id: String(r.seq),
+  flowId: r.flow_id,
+  runId: r.run_id,
+  nodeId: r.node_id,
+  level: r.level,
+  message: r.message,
+  data: r.data ?? null,
+  loggedAt: iso(r.logged_at),
+});
+/** pino's numbers for the levels kept, so "warn and above" is a comparison. */
+export const SEVERITY = (level: string) =>
+  `(case ${level} when 'info' then 30 when 'warn' then 40 when 'error' then 50 when 'fatal' then 60 end)`;
+export const toTenantAction = (r: Row): TenantAction => ({
+  name: r.name,
+  version: r.version,
+  description: r.description ?? null,
+  expression: r.expression,
+  inputSchema: r.input_schema,
+  outputSchema: r.output_schema,
+  createdAt: iso(r.created_at),
+});
+export const toUserSettings = (r: Row): UserSettings => ({
+  subject: r.subject,
+  settings: r.settings,
+  updatedAt: iso(r.updated_at),
+});
+export const toBlockedTopic = (r: Row): BlockedTopic => ({
+  topic: r.topic,
+  reason: r.reason,
+  blockedAt: iso(r.blocked_at),
+  held: Number(r.held ?? 0),
+});
+/** A message's status, from its latest run `r` (joined with LATEST_RUN). */
+export const MESSAGE_STATUS = `case when m.duplicate_of is not null then 'duplicate' when r.status = 'held' then 'blocked' when r.status = 'queued' then 'accepted'
+    when r.status in ('running', 'waiting') then 'running' when r.status in ('succeeded', 'failed') then r.status else 'skipped' end`;
+export const LATEST_RUN = `left join lateral (
+    select id, status, batch_id from runs where tenant_id = m.tenant_id and message_id = m.id order by id desc limit 1) r on true`;
+/** Messages with their status: a view over messages, filtered by tenant ($1); bodies over $2 bytes are left out. */
+export const MESSAGE_INFO = `select * from (
+    select m.id, m.flow_id, m.flow_version, m.delivery_id, m.topic, m.duplicate_of, m.headers, m.query, m.received_at,
+      octet_length(m.body::text) as body_bytes, octet_length(m.body::text) > $2 as body_truncated, m.body, r.id as run_id, ${MESSAGE_STATUS} as status
+    from messages m ${LATEST_RUN}
+    where m.tenant_id = $1) info`;
+export const toRun = (r: Row): Run => ({
+  tenantId: r.tenant_id,
+  id: r.id,
+  flowId: r.flow_id,
+  flowVersion: r.flow_version,
+  messageId: r.message_id,
+  status: r.status,
+  heldBy: r.held_by ?? null,
+  attempts: r.attempts,
+  error: r.error,
+  createdAt: iso(r.created_at),
+  startedAt: isoOrNull(r.started_at),
+  finishedAt: isoOrNull(r.finished_at),
+  batchId: r.batch_id ?? null,
+});
+export const toBatch = (r: Row): Batch => {
+  const total = Number(r.total ?? 0);
+  const unfinished = Number(r.unfinished ?? 0);
+  return {
+    tenantId: r.tenant_id,
+    id: r.id,
+    flowId: r.flow_id,
+    flowVersion: r.flow_version,
+    runId: r.run_id,
+    nodeId: r.node_id,
+    status: r.status,
+    windowFrom: isoOrNull(r.window_from),
+    windowTo: isoOrNull(r.window_to),
+    counts: {
+      total,
+      unfinished,
+      succeeded: Number(r.succeeded ?? 0),
+      failed: Number(r.failed ?? 0),
+      skipped: Number(r.skipped ?? 0),
+      progress: total === 0 ? 100 : Math.round(((total - unfinished) / total) * 1000) / 10,
+    },
+    startedAt: iso(r.created_at),
+    finishedAt: isoOrNull(r.finished_at),
+  };
+};
+export const toBatchTask = (r: Row): BatchTask => ({
+  batchId: r.batch_id,
+  key: r.key,
+  runId: r.run_id,
+  status: r.status,
+  error: r.error,
+  retries: r.retries,
+});
+export const toIncrementalField = (r: Row): IncrementalField => ({
+  flowId: r.flow_id,
+  field: r.field,
+  value: isoOrNull(r.value),
+  movedAt: isoOrNull(r.moved_at),
+  overlapMs: r.overlap_ms,
+  updatedAt: iso(r.updated_at),
+});
+/** A batch with the counts of its tasks' latest runs. */
+export const BATCH_WITH_COUNTS = `select b.*, c.* from batches b cross join lateral (
+    select count(*) as total,
+      count(*) filter (where r.status in ${UNFINISHED}) as unfinished,
+      count(*) filter (where r.status = 'succeeded') as succeeded,
+      count(*) filter (where r.status = 'failed') as failed,
+      count(*) filter (where r.status in ('skipped', 'filtered', 'cancelled')) as skipped
+    from batch_tasks t join runs r on r.tenant_id = t.tenant_id and r.id = t.run_id
+    where t.tenant_id = b.tenant_id and t.batch_id = b.id) c`;
+
+/**
+ * What a run reads, as one row of the recordset `w` (columns READS_COLUMNS): the variables, secrets
+ * and platform values it names, or all of them.
+ */
+export function readsRow(tenantId: string, reads: RunReads) {
+  const names = (wanted: Iterable<string> | '*') =>
+    wanted === '*' ? { all: true, names: [] } : { all: false, names: [...wanted] };
+  const [vars, secrets, platform] = [names(reads.vars), names(reads.secrets), names(reads.platform)];
+  return {
+    tenant_id: tenantId,
+    all_vars: vars.all,
+    vars: vars.names,
+    all_secrets: secrets.all,
+    secrets: secrets.names,
+    reads_platform: platform.all || platform.names.length > 0,
+    all_platform: platform.all,
+    platform: platform.names,
+  };
+}
+/** The runs a group names ($1 tenants, $2 run ids, in pairs), as rows `k`: see beginRuns for why unnest of sub-selects. */
+export const RUN_KEYS = 'unnest((select $1::text[]), (select $2::uuid[])) as k(tenant_id, run_id)';
+export const READS_COLUMNS =
+  'tenant_id text, all_vars boolean, vars text[], all_secrets boolean, secrets text[], reads_platform boolean, all_platform boolean, platform text[]';
+
+/**
+ * The columns `vars`, `sealed_secrets` and `platform` of what the run of row `w` reads.
+ * `$platform` is the tenant's override of each name, else the platform's value; most flows read
+ * none, and then the statement does not look.
+ */
+export const RUN_CONTEXT = `(select coalesce(jsonb_object_agg(v.name, v.value), '{}'::jsonb) from variables v
+        where v.tenant_id = w.tenant_id and (w.all_vars or v.name = any(w.vars))) as vars,
+      (select coalesce(jsonb_agg(jsonb_build_object('name', x.name, 'keyId', x.key_id, 'ciphertext', x.ciphertext, 'fingerprint', x.fingerprint)), '[]'::jsonb)
+         from secrets x where x.tenant_id = w.tenant_id and (w.all_secrets or x.name = any(w.secrets))) as sealed_secrets,
+      case when w.reads_platform then (select coalesce(jsonb_object_agg(name, value), '{}'::jsonb) from (
+         select coalesce(t.name, p.name) as name, coalesce(t.value, p.value) as value
+           from (select name, value from platform_globals where w.all_platform or name = any(w.platform)) p
+           full join (select name, value from platform_tenant_globals where tenant_id = w.tenant_id and (w.all_platform or name = any(w.platform))) t
+             on t.name = p.name) resolved) else '{}'::jsonb end as platform`;
+
+export const toStep = (r: Row): Step => ({
+  runId: r.run_id,
+  key: r.key,
+  nodeId: r.node_id,
+  status: r.status,
+  attempts: r.attempts,
+  output: r.output,
+  error: r.error,
+  startedAt: iso(r.started_at),
+  finishedAt: isoOrNull(r.finished_at),
+});
+
+export const isUniqueViolation = (error: unknown) => (error as { code?: string })?.code === '23505';

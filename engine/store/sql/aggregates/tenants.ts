@@ -1,0 +1,66 @@
+import { ConflictError } from '../../../errors.ts';
+import type { PageRequest, Tenant, UserSettings, TenantStore } from '../../port.ts';
+import type { SqlDriver } from '../driver.ts';
+import { json, decodeCursor, page, toTenant, toUserSettings, isUniqueViolation } from './rows.ts';
+
+/** Tenants, and the settings of their users. */
+export class SqlTenants implements TenantStore {
+  constructor(private readonly db: SqlDriver) {}
+
+  async createTenant(tenant: { id: string; name: string }) {
+    try {
+      const [row] = await this.db.query('insert into tenants (id, name) values ($1, $2) returning *', [
+        tenant.id,
+        tenant.name,
+      ]);
+      return toTenant(row);
+    } catch (error) {
+      if (isUniqueViolation(error)) throw new ConflictError(`tenant ${tenant.id} exists already`);
+      throw error;
+    }
+  }
+
+  async getTenant(id: string) {
+    const [row] = await this.db.query('select * from tenants where id = $1', [id]);
+    return row ? toTenant(row) : undefined;
+  }
+
+  async listTenants(filter: { status?: Tenant['status'] }, request: PageRequest) {
+    const rows = await this.db.query(
+      'select * from tenants where ($1::text is null or status = $1) and ($2::text is null or id > $2) order by id limit $3',
+      [filter.status ?? null, decodeCursor(request.after), request.first + 1],
+    );
+    return page(rows, request, toTenant, (r) => r.id);
+  }
+
+  async setTenantStatus(id: string, status: Tenant['status'], reason: string | null) {
+    const [row] = await this.db.query(
+      `update tenants set status = $2, suspended_reason = case when $2 = 'suspended' then $3 end,
+         suspended_at = case when $2 = 'suspended' then coalesce(suspended_at, now()) end where id = $1 returning *`,
+      [id, status, reason],
+    );
+    return row ? toTenant(row) : undefined;
+  }
+
+  async deleteTenant(id: string) {
+    // Every tenant-owned table references tenants (or a table that does) with on delete cascade.
+    return (await this.db.query('delete from tenants where id = $1 returning id', [id])).length > 0;
+  }
+
+  async getUserSettings(tenantId: string, subject: string) {
+    const [row] = await this.db.query('select * from user_settings where tenant_id = $1 and subject = $2', [
+      tenantId,
+      subject,
+    ]);
+    return row ? toUserSettings(row) : undefined;
+  }
+
+  async putUserSettings(tenantId: string, subject: string, settings: UserSettings['settings']) {
+    const [row] = await this.db.query(
+      `insert into user_settings (tenant_id, subject, settings) values ($1, $2, $3::jsonb)
+       on conflict (tenant_id, subject) do update set settings = excluded.settings, updated_at = now() returning *`,
+      [tenantId, subject, json(settings)],
+    );
+    return toUserSettings(row);
+  }
+}
