@@ -1,0 +1,24 @@
+import type { FromSchema } from 'json-schema-to-ts';
+
+export const timestamp = { type: 'string', format: 'date-time' } as const;
+
+export const nullableTimestamp = { type: ['string', 'null'], format: 'date-time' } as const;
+
+export const uuid = { type: 'string', format: 'uuid' } as const;
+
+export const errorRecordSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['kind', 'message'],
+  properties: {
+    kind: {
+      enum: ['retryable', 'permanent', 'later'],
+      description: 'retryable: transient; permanent: retrying cannot help; later: not yet.',
+    },
+    message: { type: 'string' },
+    details: { type: 'object' },
+    node: { type: 'string', description: 'The node that failed.' },
+  },
+} as const;
+
+export type ErrorRecord = FromSchema<typeof errorRecordSchema>;

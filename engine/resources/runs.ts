@@ -1,0 +1,91 @@
+import type { FromSchema } from 'json-schema-to-ts';
+import { timestamp, nullableTimestamp, uuid, errorRecordSchema } from './common.ts';
+import { holdReasons } from './messages.ts';
+
+export const runStatuses = [
+  'held',
+  'queued',
+  'running',
+  'waiting',
+  'succeeded',
+  'failed',
+  'filtered',
+  'skipped',
+  'cancelled',
+] as const;
+
+export const terminalRunStatuses = ['succeeded', 'failed', 'filtered', 'skipped', 'cancelled'] as const;
+
+/** A run on its way: queued, taken up, or waiting for a retry. */
+export const unfinishedRunStatuses = ['queued', 'running', 'waiting'] as const;
+
+export const stepStatuses = ['succeeded', 'failed', 'waiting', 'filtered', 'skipped'] as const;
+
+export const runSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: [
+    'tenantId',
+    'id',
+    'flowId',
+    'flowVersion',
+    'messageId',
+    'status',
+    'heldBy',
+    'attempts',
+    'error',
+    'createdAt',
+    'startedAt',
+    'finishedAt',
+    'batchId',
+  ],
+  properties: {
+    tenantId: { type: 'string' },
+    id: uuid,
+    flowId: uuid,
+    flowVersion: { type: 'integer' },
+    messageId: uuid,
+    status: {
+      enum: runStatuses,
+      description: 'held: recorded but not queued (tenant suspended or topic blocked) until released or discarded.',
+    },
+    heldBy: { anyOf: [{ enum: holdReasons }, { type: 'null' }], description: 'Why a held run is held.' },
+    attempts: { type: 'integer', description: 'How many times a worker took the run up.' },
+    error: { anyOf: [errorRecordSchema, { type: 'null' }] },
+    createdAt: timestamp,
+    startedAt: nullableTimestamp,
+    finishedAt: nullableTimestamp,
+    batchId: { anyOf: [uuid, { type: 'null' }], description: 'Set on a batch task: the batch it belongs to.' },
+  },
+} as const;
+
+export const stepSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['runId', 'key', 'nodeId', 'status', 'attempts', 'output', 'error', 'startedAt', 'finishedAt'],
+  description: 'The checkpoint of one node, or of one memoized sub-step (key = <node>/<name>).',
+  properties: {
+    runId: uuid,
+    key: { type: 'string' },
+    nodeId: { type: 'string' },
+    status: { enum: stepStatuses },
+    attempts: {
+      type: 'integer',
+      description: 'Failed tries so far (not counting "later" waits), plus one when it succeeded.',
+    },
+    output: { description: "The node's output, secrets redacted." },
+    error: { anyOf: [errorRecordSchema, { type: 'null' }] },
+    startedAt: timestamp,
+    finishedAt: nullableTimestamp,
+  },
+} as const;
+
+export type Run = FromSchema<typeof runSchema>;
+
+export type Step = FromSchema<typeof stepSchema>;
+
+export type RunStatus = (typeof runStatuses)[number];
+
+export type TerminalRunStatus = (typeof terminalRunStatuses)[number];
+
+export type StepStatus = (typeof stepStatuses)[number];

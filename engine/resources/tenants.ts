@@ -1,0 +1,63 @@
+import type { FromSchema } from 'json-schema-to-ts';
+import { timestamp, nullableTimestamp } from './common.ts';
+
+export const tenantSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['id', 'name', 'status', 'suspendedReason', 'suspendedAt', 'createdAt'],
+  properties: {
+    id: { type: 'string', pattern: '^[a-z0-9][a-z0-9-]{0,62}$' },
+    name: { type: 'string' },
+    status: {
+      enum: ['active', 'suspended'],
+      description: "A suspended tenant's API calls get 403; its flow URLs record messages but start no runs.",
+    },
+    suspendedReason: { type: ['string', 'null'] },
+    suspendedAt: nullableTimestamp,
+    createdAt: timestamp,
+  },
+} as const;
+
+export const userSettingsSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['subject', 'settings', 'updatedAt'],
+  properties: {
+    subject: {
+      type: 'string',
+      description: "The token's subject (a client id, or a user of an external identity provider).",
+    },
+    settings: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['timezone', 'locale', 'pageSize'],
+      properties: {
+        timezone: {
+          type: 'string',
+          minLength: 1,
+          maxLength: 64,
+          default: 'UTC',
+          description: 'An IANA time zone, e.g. Europe/Berlin.',
+        },
+        locale: {
+          type: 'string',
+          pattern: '^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$',
+          default: 'en-US',
+          description: 'A BCP 47 language tag.',
+        },
+        pageSize: {
+          type: 'integer',
+          minimum: 1,
+          maximum: 200,
+          default: 50,
+          description: 'Default page size of lists in a UI.',
+        },
+      },
+    },
+    updatedAt: nullableTimestamp,
+  },
+} as const;
+
+export type Tenant = FromSchema<typeof tenantSchema>;
+
+export type UserSettings = FromSchema<typeof userSettingsSchema>;
