@@ -3,7 +3,7 @@ import { DelayedError, Queue, UnrecoverableError, Worker, type ConnectionOptions
 import type { Logger } from 'pino';
 import type { EngineMetrics } from '../metrics.ts';
 import type { Executor, PassOutcome } from '../runtime/executor.ts';
-import type { Run, Store } from '../store/port.ts';
+import type { Run, RunStore } from '../store/port.ts';
 import { HEARTBEAT_INTERVAL_MS, HEARTBEAT_TTL_MS, heartbeatKey, ioredisOf } from './health.ts';
 import { newId } from '../ids.ts';
 import { TenantSlots } from './tenant-slots.ts';
@@ -125,7 +125,7 @@ export class RunWorker {
 
   constructor(
     private readonly executor: Executor,
-    private readonly store: Store,
+    private readonly store: RunStore,
     private readonly options: WorkerOptions,
   ) {
     this.worker = new Worker<RunJobData>(RUN_QUEUE, (job, token) => this.process(job, token), {

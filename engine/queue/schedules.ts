@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { retryable } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { acceptMessages } from '../intake.ts';
-import type { Store } from '../store/port.ts';
+import type { FlowStore, MessageStore, RunStore, TenantStore } from '../store/port.ts';
 import { repeatOptions } from '../triggers/schedule.ts';
 import { withinEnqueueTimeout, type QueueOptions, type RunQueue } from './run-queue.ts';
 
@@ -28,7 +28,7 @@ export class FlowSchedules {
   readonly queue: Queue<TickJobData>;
 
   constructor(
-    private readonly store: Store,
+    private readonly store: FlowStore & TenantStore & RunStore,
     options: QueueOptions,
   ) {
     this.queue = new Queue<TickJobData>(TICK_QUEUE, { connection: options.connection, prefix: options.prefix });
@@ -94,7 +94,7 @@ export class TickWorker {
   private readonly logger: Logger;
 
   constructor(
-    private readonly store: Store,
+    private readonly store: FlowStore & TenantStore & RunStore & MessageStore,
     private readonly runs: RunQueue,
     private readonly schedules: FlowSchedules,
     options: QueueOptions & { logger: Logger },

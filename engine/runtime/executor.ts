@@ -20,12 +20,15 @@ import {
 import { openDestination } from '../destinations.ts';
 import { secretContext, type Keyring } from '../secrets/keyring.ts';
 import {
+  type BatchStore,
+  type DataSpaceStore,
+  type DestinationStore,
   isTerminal,
   type Run,
   type RunOutcome,
   type RunState,
+  type RunStore,
   type Step,
-  type Store,
   type TerminalRunStatus,
 } from '../store/port.ts';
 import type { CompiledFlowCache } from './flow-cache.ts';
@@ -44,7 +47,7 @@ export type PassOutcome =
   | { kind: 'gone' };
 
 export interface ExecutorOptions {
-  store: Store;
+  store: RunStore & BatchStore & DataSpaceStore & DestinationStore;
   /** Runs tenants' actions (`action:<name>` nodes). */
   actions: ActionRunner;
   flows: CompiledFlowCache;

@@ -3,12 +3,14 @@ import { newId } from '../ids.ts';
 import type {
   BatchCounts,
   BatchStatus,
+  BatchStore,
+  DataSpaceStore,
   IncrementalField,
   NewRunLog,
   Run,
   RunOutcome,
+  RunStore,
   Step,
-  Store,
 } from '../store/port.ts';
 import { LOG_LINES_PER_RUN } from './run-log.ts';
 
@@ -41,7 +43,7 @@ export class StoreSink implements RunSink {
   readonly mode = 'run';
 
   constructor(
-    private readonly store: Store,
+    private readonly store: RunStore & BatchStore & DataSpaceStore,
     private readonly enqueue: (runs: Run[]) => Promise<void>,
   ) {}
 

@@ -6,13 +6,16 @@ import { newId } from '../ids.ts';
 import { secretContext, type Keyring } from '../secrets/keyring.ts';
 import type {
   BatchCounts,
+  BatchStore,
+  DataSpaceStore,
+  DestinationStore,
   IncrementalField,
   NewRunLog,
   Run,
   RunOutcome,
   RunState,
+  RunStore,
   Step,
-  Store,
 } from '../store/port.ts';
 import { RunPass } from './executor.ts';
 import { StoreSink, type RunSink } from './run-sink.ts';
@@ -105,7 +108,7 @@ class TestSink implements RunSink {
 }
 
 export interface TestRunnerOptions {
-  store: Store;
+  store: RunStore & BatchStore & DataSpaceStore & DestinationStore;
   actions: ActionRunner;
   keyring: Keyring;
   logger: Logger;
