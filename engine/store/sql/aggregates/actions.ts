@@ -15,7 +15,8 @@ export class SqlActions implements ActionStore {
       try {
         const [row] = await this.db.query(
           `insert into actions (tenant_id, name, version, description, expression, input_schema, output_schema)
-           select $1, $2, coalesce(max(version), 0) + 1, $3, $4, $5::jsonb, $6::jsonb from actions where tenant_id = $1 and name = $2
+           select $1, $2, coalesce(max(version), 0) + 1, $3, $4, $5::jsonb, $6::jsonb from actions where tenant_id = $1
+             and name = $2
            returning *`,
           [
             tenantId,
@@ -43,7 +44,8 @@ export class SqlActions implements ActionStore {
 
   async listActions(tenantId: string, request: PageRequest) {
     const rows = await this.db.query(
-      `select distinct on (name) * from actions where tenant_id = $1 and ($2::text is null or name > $2) order by name, version desc limit $3`,
+      `select distinct on (name) * from actions where tenant_id = $1 and ($2::text is null or name > $2)
+        order by name, version desc limit $3`,
       [tenantId, decodeCursor(request.after), request.first + 1],
     );
     return page(rows, request, toTenantAction, (r) => r.name);

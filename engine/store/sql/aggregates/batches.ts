@@ -44,7 +44,8 @@ export class SqlBatches implements BatchStore {
     if (filter.flowId !== undefined && !isUuid(filter.flowId))
       return { nodes: [], pageInfo: { hasNextPage: false, endCursor: null } };
     const rows = await this.db.query(
-      `${BATCH_WITH_COUNTS} where b.tenant_id = $1 and ($2::uuid is null or b.flow_id = $2::uuid) and ($3::text is null or b.status = $3)
+      `${BATCH_WITH_COUNTS} where b.tenant_id = $1 and ($2::uuid is null or b.flow_id = $2::uuid) and ($3::text is null
+        or b.status = $3)
          and ($4::uuid is null or b.id < $4::uuid) order by b.id desc limit $5`,
       [tenantId, filter.flowId ?? null, filter.status ?? null, decodeCursor(request.after, UUID), request.first + 1],
     );
@@ -53,7 +54,8 @@ export class SqlBatches implements BatchStore {
 
   async setBatchStatus(tenantId: string, id: string, status: BatchStatus) {
     await this.db.query(
-      `update batches set status = $3, finished_at = case when $3 in ('succeeded', 'failed') then now() else null end where tenant_id = $1 and id = $2`,
+      `update batches set status = $3, finished_at = case when $3 in ('succeeded', 'failed') then now() else null end
+        where tenant_id = $1 and id = $2`,
       [tenantId, id, status],
     );
   }
@@ -78,7 +80,8 @@ export class SqlBatches implements BatchStore {
          select i.*, b.flow_id, b.flow_version, b.node_id from input i join task t on t.key = i.key cross join b
        ), m as (
          insert into messages (tenant_id, id, flow_id, flow_version, delivery_id, topic, body, headers, query)
-         select $1, message_id, flow_id, flow_version, 'batch:' || $2 || ':' || key, 'poll', coalesce(item, 'null'::jsonb), '{}', '{}' from fresh
+         select $1, message_id, flow_id, flow_version, 'batch:' || $2 || ':' || key, 'poll',
+           coalesce(item, 'null'::jsonb), '{}', '{}' from fresh
        ), s as (
          insert into steps (tenant_id, run_id, key, node_id, status, attempts, output, error, started_at, finished_at)
          select $1, run_id, node_id, node_id, 'succeeded', 1, item, null, now(), now() from fresh
@@ -101,8 +104,10 @@ export class SqlBatches implements BatchStore {
     if (!isUuid(batchId)) return { nodes: [], pageInfo: { hasNextPage: false, endCursor: null } };
     const after = decodeCursor(request.after, /^\d{1,19}$/);
     const rows = await this.db.query(
-      `select t.seq, t.batch_id, t.key, t.run_id, t.retries, r.status, r.error from batch_tasks t join runs r on r.tenant_id = t.tenant_id and r.id = t.run_id
-        where t.tenant_id = $1 and t.batch_id = $2 and ($3::text is null or r.status = $3) and ($4::bigint is null or t.seq > $4::bigint)
+      `select t.seq, t.batch_id, t.key, t.run_id, t.retries, r.status, r.error from batch_tasks t join runs r
+        on r.tenant_id = t.tenant_id and r.id = t.run_id
+        where t.tenant_id = $1 and t.batch_id = $2 and ($3::text is null or r.status = $3) and ($4::bigint is null
+          or t.seq > $4::bigint)
         order by t.seq limit $5`,
       [tenantId, batchId, filter.status ?? null, after, request.first + 1],
     );
@@ -124,14 +129,17 @@ export class SqlBatches implements BatchStore {
          select * from jsonb_to_recordset($3::jsonb) as x(key text, old_run uuid, run_id uuid, message_id uuid)
        ), task as (
          update batch_tasks t set run_id = i.run_id, retries = retries + 1 from input i
-          where t.tenant_id = $1 and t.batch_id = $2 and t.key = i.key and t.run_id = i.old_run returning t.key, t.retries
+          where t.tenant_id = $1 and t.batch_id = $2 and t.key = i.key and t.run_id = i.old_run
+            returning t.key, t.retries
        ), fresh as (
          select i.*, t.retries, r.flow_id, r.flow_version, m.body, b.node_id from input i join task t on t.key = i.key
-           join runs r on r.tenant_id = $1 and r.id = i.old_run join messages m on m.tenant_id = $1 and m.id = r.message_id
+           join runs r on r.tenant_id = $1 and r.id = i.old_run join messages m on m.tenant_id = $1
+             and m.id = r.message_id
            join batches b on b.tenant_id = $1 and b.id = $2
        ), m as (
          insert into messages (tenant_id, id, flow_id, flow_version, delivery_id, body, headers, query)
-         select $1, message_id, flow_id, flow_version, 'batch:' || $2 || ':' || key || ':retry:' || retries, body, '{}', '{}' from fresh
+         select $1, message_id, flow_id, flow_version, 'batch:' || $2 || ':' || key || ':retry:' || retries, body,
+           '{}', '{}' from fresh
        ), s as (
          insert into steps (tenant_id, run_id, key, node_id, status, attempts, output, error, started_at, finished_at)
          select $1, f.run_id, f.node_id, f.node_id, 'succeeded', 1, st.output, null, now(), now()
@@ -157,7 +165,8 @@ export class SqlBatches implements BatchStore {
 
   async listIncrementalFields(tenantId: string, request: PageRequest) {
     const rows = await this.db.query(
-      `select * from incremental_fields where tenant_id = $1 and ($2::uuid is null or flow_id > $2::uuid) order by flow_id limit $3`,
+      `select * from incremental_fields where tenant_id = $1 and ($2::uuid is null or flow_id > $2::uuid)
+        order by flow_id limit $3`,
       [tenantId, decodeCursor(request.after, UUID), request.first + 1],
     );
     return page(rows, request, toIncrementalField, (r) => r.flow_id);
@@ -169,9 +178,12 @@ export class SqlBatches implements BatchStore {
     field: { field: string; value: string | null; overlapMs: number },
   ) {
     const [row] = await this.db.query(
-      `insert into incremental_fields (tenant_id, flow_id, field, value, moved_at, overlap_ms) values ($1, $2, $3, $4, case when $4::timestamptz is null then null else now() end, $5)
-       on conflict (tenant_id, flow_id) do update set field = excluded.field, value = excluded.value, overlap_ms = excluded.overlap_ms, updated_at = now(),
-         moved_at = case when incremental_fields.value is distinct from excluded.value then now() else incremental_fields.moved_at end
+      `insert into incremental_fields (tenant_id, flow_id, field, value, moved_at, overlap_ms) values ($1, $2, $3, $4,
+        case when $4::timestamptz is null then null else now() end, $5)
+       on conflict (tenant_id, flow_id) do update set field = excluded.field, value = excluded.value, overlap_ms =
+         excluded.overlap_ms, updated_at = now(),
+         moved_at = case when incremental_fields.value is distinct from excluded.value then now()
+           else incremental_fields.moved_at end
        returning *`,
       [tenantId, flowId, field.field, field.value, field.overlapMs],
     );

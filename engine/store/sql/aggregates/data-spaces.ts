@@ -9,7 +9,8 @@ export class SqlDataSpaces implements DataSpaceStore {
   async putDataSpace(tenantId: string, name: string, description: string | null) {
     const [row] = await this.db.query(
       `insert into data_spaces (tenant_id, name, description) values ($1, $2, $3)
-       on conflict (tenant_id, name) do update set description = excluded.description returning *, (xmax = 0) as created`,
+       on conflict (tenant_id, name) do update set description = excluded.description
+         returning *, (xmax = 0) as created`,
       [tenantId, name, description],
     );
     return {
@@ -58,7 +59,8 @@ export class SqlDataSpaces implements DataSpaceStore {
          select $1, s.name, d.key, d.value from jsonb_to_recordset($3::jsonb) as d(key text, value jsonb) cross join s
          on conflict (tenant_id, space, key) do update set value = excluded.value, updated_at = now()
          returning (xmax = 0) as created)
-       select exists (select 1 from s) as found, count(*) filter (where created) as created, count(*) filter (where not created) as updated from written`,
+       select exists (select 1 from s) as found, count(*) filter (where created) as created, count(*) filter (where not
+         created) as updated from written`,
       [tenantId, space, JSON.stringify(documents.map(({ key, value }) => ({ key, value: value ?? null })))],
     );
     return row.found ? { created: Number(row.created), updated: Number(row.updated) } : undefined;

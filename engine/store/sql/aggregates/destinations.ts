@@ -9,8 +9,10 @@ export class SqlDestinations implements DestinationStore {
 
   async putDestination(tenantId: string, destination: NewDestination) {
     const [row] = await this.db.query(
-      `insert into destinations (tenant_id, name, type, settings, credentials_set, sealed_credentials) values ($1, $2, $3, $4::jsonb, $5::jsonb, $6::jsonb)
-       on conflict (tenant_id, name) do update set type = excluded.type, settings = excluded.settings, credentials_set = excluded.credentials_set,
+      `insert into destinations (tenant_id, name, type, settings, credentials_set, sealed_credentials)
+        values ($1, $2, $3, $4::jsonb, $5::jsonb, $6::jsonb)
+       on conflict (tenant_id, name) do update set type = excluded.type, settings = excluded.settings, credentials_set
+         = excluded.credentials_set,
          sealed_credentials = excluded.sealed_credentials, updated_at = now()
        returning name, type, settings, credentials_set, created_at, updated_at, (xmax = 0) as created`,
       [

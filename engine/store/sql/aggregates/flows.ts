@@ -72,7 +72,8 @@ export class SqlFlows implements FlowStore {
     if (!isUuid(id)) throw new NotFoundError(`no flow ${id}`);
     const version = await this.db.transaction(async (tx) => {
       const [flow] = await tx.query(
-        `update flows set latest_version = coalesce(latest_version, 0) + 1, active_version = coalesce(latest_version, 0) + 1,
+        `update flows set latest_version = coalesce(latest_version, 0) + 1, active_version =
+          coalesce(latest_version, 0) + 1,
                 active = true, updated_at = now()
           where tenant_id = $1 and id = $2 and ($3::integer is null or revision = $3) returning latest_version`,
         [tenantId, id, expectedRevision ?? null],
@@ -114,7 +115,8 @@ export class SqlFlows implements FlowStore {
     if (!isUuid(flowId)) return { nodes: [], pageInfo: { hasNextPage: false, endCursor: null } };
     const after = decodeCursor(request.after, /^\d{1,9}$/);
     const rows = await this.db.query(
-      `select * from flow_versions where tenant_id = $1 and flow_id = $2 and ($3::integer is null or version < $3::integer)
+      `select * from flow_versions where tenant_id = $1 and flow_id = $2 and ($3::integer is null
+        or version < $3::integer)
         order by version desc limit $4`,
       [tenantId, flowId, after === null ? null : Number(after), request.first + 1],
     );

@@ -14,8 +14,10 @@ export class SqlLogs implements LogStore {
       return { nodes: [], pageInfo: { hasNextPage: false, endCursor: null } };
     }
     const rows = await this.db.query(
-      `select * from run_logs where tenant_id = $1 and ($2::uuid is null or flow_id = $2::uuid) and ($3::uuid is null or run_id = $3::uuid)
-          and severity >= ${SEVERITY("coalesce($4, 'info')")} and ($5::timestamptz is null or logged_at >= $5::timestamptz) and ($6::timestamptz is null or logged_at < $6::timestamptz)
+      `select * from run_logs where tenant_id = $1 and ($2::uuid is null or flow_id = $2::uuid) and ($3::uuid is null
+        or run_id = $3::uuid)
+          and severity >= ${SEVERITY("coalesce($4, 'info')")} and ($5::timestamptz is null
+            or logged_at >= $5::timestamptz) and ($6::timestamptz is null or logged_at < $6::timestamptz)
           and ($7::text is null or strpos(lower(message), lower($7)) > 0) and ($8::bigint is null or seq < $8::bigint)
         order by seq desc limit $9`,
       [

@@ -56,17 +56,22 @@ export class SqlMessages implements MessageStore {
        ), suspended as (
          select id from tenants where id in (select tenant_id from input) and status = 'suspended' for share
        ), blocked as (
-         select tenant_id, topic from blocked_topics where (tenant_id, topic) in (select tenant_id, topic from input) for share
+         select tenant_id, topic from blocked_topics where (tenant_id, topic) in (select tenant_id, topic
+           from input) for share
        ), m as (
          insert into messages (tenant_id, id, flow_id, flow_version, delivery_id, topic, body, headers, query)
-         select tenant_id, id, flow_id, flow_version, delivery_id, topic, coalesce(body, 'null'::jsonb), headers, query from input
+         select tenant_id, id, flow_id, flow_version, delivery_id, topic, coalesce(body, 'null'::jsonb), headers, query
+           from input
          on conflict (tenant_id, flow_id, delivery_id) do nothing returning tenant_id, id
        )
        insert into runs (tenant_id, id, flow_id, flow_version, message_id, status, held_by)
-       select i.tenant_id, i.run_id, i.flow_id, i.flow_version, i.id, case when hold.reason is null then 'queued' else 'held' end, hold.reason
+       select i.tenant_id, i.run_id, i.flow_id, i.flow_version, i.id, case when hold.reason is null then 'queued'
+         else 'held' end, hold.reason
          from input i join m on m.tenant_id = i.tenant_id and m.id = i.id
-         cross join lateral (select case when exists (select 1 from suspended s where s.id = i.tenant_id) then 'suspended'
-           when exists (select 1 from blocked b where b.tenant_id = i.tenant_id and b.topic = i.topic) then 'topic' end as reason) hold
+         cross join lateral (select case when exists (select 1 from suspended s where s.id = i.tenant_id)
+           then 'suspended'
+           when exists (select 1 from blocked b where b.tenant_id = i.tenant_id and b.topic = i.topic)
+             then 'topic' end as reason) hold
        returning *`,
       [JSON.stringify(rows)],
     );
@@ -107,8 +112,10 @@ export class SqlMessages implements MessageStore {
     if (filter.flowId !== undefined && !isUuid(filter.flowId))
       return { nodes: [], pageInfo: { hasNextPage: false, endCursor: null } };
     const rows = await this.db.query(
-      `${MESSAGE_INFO} where ($3::uuid is null or flow_id = $3::uuid) and ($4::text is null or status = $4) and ($5::text is null or topic = $5)
-         and ($6::timestamptz is null or received_at >= $6::timestamptz) and ($7::timestamptz is null or received_at < $7::timestamptz)
+      `${MESSAGE_INFO} where ($3::uuid is null or flow_id = $3::uuid) and ($4::text is null or status = $4)
+        and ($5::text is null or topic = $5)
+         and ($6::timestamptz is null or received_at >= $6::timestamptz) and ($7::timestamptz is null
+           or received_at < $7::timestamptz)
          and ($8::uuid is null or id < $8::uuid) order by id desc limit $9`,
       [
         tenantId,
@@ -140,7 +147,8 @@ export class SqlMessages implements MessageStore {
     if (!isUuid(messageId)) throw new NotFoundError(`no message ${messageId}`);
     const [row] = await this.db.query(
       `insert into runs (tenant_id, id, flow_id, flow_version, message_id, status)
-       select $1, $3, f.id, f.active_version, m.id, 'queued' from messages m join flows f on f.tenant_id = m.tenant_id and f.id = m.flow_id
+       select $1, $3, f.id, f.active_version, m.id, 'queued' from messages m join flows f on f.tenant_id = m.tenant_id
+         and f.id = m.flow_id
         where m.tenant_id = $1 and m.id = $2 and m.duplicate_of is null and f.active and f.active_version is not null
           and not exists (select 1 from runs r where r.tenant_id = $1 and r.message_id = $2
                             and (r.batch_id is not null or r.status in ${OPEN}))
@@ -170,9 +178,11 @@ export class SqlMessages implements MessageStore {
          (select coalesce(jsonb_object_agg(status, n), '{}') from (
             select status, count(*) as n from runs where tenant_id = $1 and status in ${OPEN} group by status
             union all
-            select status, count(*) from runs where tenant_id = $1 and id >= $2::uuid and status not in ${OPEN} group by status) c) as runs,
+            select status, count(*) from runs where tenant_id = $1 and id >= $2::uuid and status not in ${OPEN}
+              group by status) c) as runs,
          (select coalesce(jsonb_object_agg(status, n), '{}') from (
-            select ${MESSAGE_STATUS} as status, count(*) as n from messages m ${LATEST_RUN} where m.tenant_id = $1 and m.id >= $2::uuid group by 1) c) as messages,
+            select ${MESSAGE_STATUS} as status, count(*) as n from messages m ${LATEST_RUN} where m.tenant_id = $1
+              and m.id >= $2::uuid group by 1) c) as messages,
          (select to_jsonb(o) from (
             select id as "runId", flow_id as "flowId", status, created_at as "createdAt" from (
               (select * from runs where tenant_id = $1 and status = 'queued' order by id limit 1)
@@ -205,7 +215,8 @@ export class SqlMessages implements MessageStore {
     // Messages of the flow whose latest run failed (not duplicates, not batch items: those have their own retry).
     const failed = await this.db.query(
       `select m.id from messages m ${LATEST_RUN}
-        where m.tenant_id = $1 and m.flow_id = $2 and m.duplicate_of is null and r.status = 'failed' and r.batch_id is null order by m.id limit $3`,
+        where m.tenant_id = $1 and m.flow_id = $2 and m.duplicate_of is null and r.status = 'failed'
+          and r.batch_id is null order by m.id limit $3`,
       [tenantId, flowId, limit + 1],
     );
     const input = failed.slice(0, limit).map((row) => ({ message_id: row.id, run_id: newId() }));
@@ -217,7 +228,8 @@ export class SqlMessages implements MessageStore {
        select $1, i.run_id, f.id, f.active_version, i.message_id, 'queued'
          from jsonb_to_recordset($3::jsonb) as i(message_id uuid, run_id uuid)
          join flows f on f.tenant_id = $1 and f.id = $2 and f.active and f.active_version is not null
-        where (select status from runs r where r.tenant_id = $1 and r.message_id = i.message_id order by r.id desc limit 1) = 'failed'
+        where (select status from runs r where r.tenant_id = $1 and r.message_id = i.message_id
+          order by r.id desc limit 1) = 'failed'
        returning *`,
             [tenantId, flowId, JSON.stringify(input)],
           );
@@ -260,8 +272,10 @@ export class SqlMessages implements MessageStore {
       `update runs r set status = case when hold.reason is null then 'queued' else 'held' end, held_by = hold.reason
          from messages m cross join lateral (select case
              when exists (select 1 from tenants t where t.id = m.tenant_id and t.status = 'suspended') then 'suspended'
-             when exists (select 1 from blocked_topics b where b.tenant_id = m.tenant_id and b.topic = m.topic) then 'topic' end as reason) hold
-        where r.tenant_id = $1 and r.status = 'held' and ($2::text is null or r.held_by = $2) and m.tenant_id = r.tenant_id and m.id = r.message_id
+             when exists (select 1 from blocked_topics b where b.tenant_id = m.tenant_id and b.topic = m.topic)
+               then 'topic' end as reason) hold
+        where r.tenant_id = $1 and r.status = 'held' and ($2::text is null or r.held_by = $2)
+          and m.tenant_id = r.tenant_id and m.id = r.message_id
           and ($3::text is null or m.topic = $3)
        returning r.*`,
       [tenantId, filter.heldBy ?? null, filter.topic ?? null],
@@ -276,7 +290,8 @@ export class SqlMessages implements MessageStore {
   async discardHeld(tenantId: string, filter: HeldFilter, reason: string) {
     const rows = await this.db.query(
       `update runs r set status = 'cancelled', held_by = null, finished_at = now(), error = $4::jsonb from messages m
-        where r.tenant_id = $1 and r.status = 'held' and ($2::text is null or r.held_by = $2) and m.tenant_id = r.tenant_id and m.id = r.message_id
+        where r.tenant_id = $1 and r.status = 'held' and ($2::text is null or r.held_by = $2)
+          and m.tenant_id = r.tenant_id and m.id = r.message_id
           and ($3::text is null or m.topic = $3)
        returning r.id`,
       [tenantId, filter.heldBy ?? null, filter.topic ?? null, json({ kind: 'permanent', message: reason })],

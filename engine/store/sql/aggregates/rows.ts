@@ -174,7 +174,8 @@ export const toDataDocument = (r: Row): DataDocument => ({
   createdAt: iso(r.created_at),
   updatedAt: iso(r.updated_at),
 });
-export const DATA_SPACES = `select s.*, (select count(*) from data_documents d where d.tenant_id = s.tenant_id and d.space = s.name) as documents from data_spaces s`;
+export const DATA_SPACES = `select s.*, (select count(*) from data_documents d where d.tenant_id = s.tenant_id
+  and d.space = s.name) as documents from data_spaces s`;
 export const toRunLog = (r: Row): RunLog => ({
   id: String(r.seq),
   flowId: r.flow_id,
@@ -209,10 +210,13 @@ export const toBlockedTopic = (r: Row): BlockedTopic => ({
   held: Number(r.held ?? 0),
 });
 /** A message's status, from its latest run `r` (joined with LATEST_RUN). */
-export const MESSAGE_STATUS = `case when m.duplicate_of is not null then 'duplicate' when r.status = 'held' then 'blocked' when r.status = 'queued' then 'accepted'
-    when r.status in ('running', 'waiting') then 'running' when r.status in ('succeeded', 'failed') then r.status else 'skipped' end`;
+export const MESSAGE_STATUS = `case when m.duplicate_of is not null then 'duplicate' when r.status = 'held'
+  then 'blocked' when r.status = 'queued' then 'accepted'
+    when r.status in ('running', 'waiting') then 'running' when r.status in ('succeeded', 'failed') then r.status
+      else 'skipped' end`;
 export const LATEST_RUN = `left join lateral (
-    select id, status, batch_id from runs where tenant_id = m.tenant_id and message_id = m.id order by id desc limit 1) r on true`;
+    select id, status, batch_id from runs where tenant_id = m.tenant_id and message_id = m.id
+      order by id desc limit 1) r on true`;
 /** Messages with their status: a view over messages, filtered by tenant ($1); bodies over $2 bytes are left out. */
 export const MESSAGE_INFO = `select * from (
     select m.id, m.flow_id, m.flow_version, m.delivery_id, m.topic, m.duplicate_of, m.headers, m.query, m.received_at,
@@ -316,12 +320,15 @@ export const READS_COLUMNS =
  */
 export const RUN_CONTEXT = `(select coalesce(jsonb_object_agg(v.name, v.value), '{}'::jsonb) from variables v
         where v.tenant_id = w.tenant_id and (w.all_vars or v.name = any(w.vars))) as vars,
-      (select coalesce(jsonb_agg(jsonb_build_object('name', x.name, 'keyId', x.key_id, 'ciphertext', x.ciphertext, 'fingerprint', x.fingerprint)), '[]'::jsonb)
-         from secrets x where x.tenant_id = w.tenant_id and (w.all_secrets or x.name = any(w.secrets))) as sealed_secrets,
+      (select coalesce(jsonb_agg(jsonb_build_object('name', x.name, 'keyId', x.key_id, 'ciphertext', x.ciphertext,
+        'fingerprint', x.fingerprint)), '[]'::jsonb)
+         from secrets x where x.tenant_id = w.tenant_id and (w.all_secrets
+           or x.name = any(w.secrets))) as sealed_secrets,
       case when w.reads_platform then (select coalesce(jsonb_object_agg(name, value), '{}'::jsonb) from (
          select coalesce(t.name, p.name) as name, coalesce(t.value, p.value) as value
            from (select name, value from platform_globals where w.all_platform or name = any(w.platform)) p
-           full join (select name, value from platform_tenant_globals where tenant_id = w.tenant_id and (w.all_platform or name = any(w.platform))) t
+           full join (select name, value from platform_tenant_globals where tenant_id = w.tenant_id and (w.all_platform
+             or name = any(w.platform))) t
              on t.name = p.name) resolved) else '{}'::jsonb end as platform`;
 
 export const toStep = (r: Row): Step => ({

@@ -81,10 +81,13 @@ export class SqlRuns implements RunStore {
           where not exists (select 1 from started s where s.tenant_id = r.tenant_id and s.id = r.id)
        )
        select w.i, to_jsonb(run.*) as run,
-              (select to_jsonb(m.*) from messages m where m.tenant_id = run.tenant_id and m.id = run.message_id) as message,
-              coalesce((select jsonb_agg(to_jsonb(s.*) order by s.seq) from steps s where s.tenant_id = run.tenant_id and s.run_id = run.id), '[]'::jsonb) as steps,
+              (select to_jsonb(m.*) from messages m where m.tenant_id = run.tenant_id
+                and m.id = run.message_id) as message,
+              coalesce((select jsonb_agg(to_jsonb(s.*) order by s.seq) from steps s where s.tenant_id = run.tenant_id
+                and s.run_id = run.id), '[]'::jsonb) as steps,
               ${RUN_CONTEXT}
-         from run join jsonb_to_recordset($3::jsonb) as w(i integer, run_id uuid, ${READS_COLUMNS}) on w.tenant_id = run.tenant_id and w.run_id = run.id`,
+         from run join jsonb_to_recordset($3::jsonb) as w(i integer, run_id uuid, ${READS_COLUMNS})
+           on w.tenant_id = run.tenant_id and w.run_id = run.id`,
       [
         items.map((item) => item.tenantId),
         items.map((item) => item.runId),
@@ -160,22 +163,28 @@ export class SqlRuns implements RunStore {
       `with logged as (
          -- A run keeps at most log_limit lines: later ones are dropped.
          insert into run_logs (tenant_id, flow_id, run_id, node_id, severity, level, message, data, logged_at)
-         select l.tenant_id, l.flow_id, l.run_id, l.node_id, ${SEVERITY('l.level')}, l.level, l.message, l.data, l.logged_at
-           from jsonb_to_recordset($3::jsonb) as l(tenant_id text, run_id uuid, flow_id uuid, n integer, log_limit integer, node_id text, level text,
+         select l.tenant_id, l.flow_id, l.run_id, l.node_id, ${SEVERITY('l.level')}, l.level, l.message, l.data,
+           l.logged_at
+           from jsonb_to_recordset($3::jsonb) as l(tenant_id text, run_id uuid, flow_id uuid, n integer, log_limit
+             integer, node_id text, level text,
                 message text, data jsonb, logged_at timestamptz)
-          where l.n + (select count(*) from run_logs x where x.tenant_id = l.tenant_id and x.run_id = l.run_id) <= l.log_limit
+          where l.n + (select count(*) from run_logs x where x.tenant_id = l.tenant_id
+            and x.run_id = l.run_id) <= l.log_limit
        ), saved as (
          insert into steps (tenant_id, run_id, key, node_id, status, attempts, output, error, started_at, finished_at)
          select tenant_id, run_id, key, node_id, status, attempts, output, error, started_at, finished_at
-           from jsonb_to_recordset($2::jsonb) as x(tenant_id text, run_id uuid, key text, node_id text, status text, attempts integer, output jsonb, error jsonb,
+           from jsonb_to_recordset($2::jsonb) as x(tenant_id text, run_id uuid, key text, node_id text, status text,
+             attempts integer, output jsonb, error jsonb,
                 started_at timestamptz, finished_at timestamptz)
          on conflict (tenant_id, run_id, key) do update set status = excluded.status, attempts = excluded.attempts,
            output = excluded.output, error = excluded.error, started_at = excluded.started_at, finished_at = excluded.finished_at
          returning 1
        )
        -- unnest() of sub-selects, as in beginRuns: each run looked up by its key, one plan for any batch.
-       update runs r set status = o.status, error = o.error, finished_at = case when o.status = 'waiting' then null else now() end
-         from unnest((select $1::text[]), (select $4::uuid[]), (select $5::text[]), (select $6::jsonb[])) with ordinality as o(tenant_id, run_id, status, error, i)
+       update runs r set status = o.status, error = o.error, finished_at = case when o.status = 'waiting' then null
+         else now() end
+         from unnest((select $1::text[]), (select $4::uuid[]), (select $5::text[]), (select $6::jsonb[])) with
+           ordinality as o(tenant_id, run_id, status, error, i)
         where r.tenant_id = o.tenant_id and r.id = o.run_id and o.status is not null and r.status not in ${TERMINAL}
        returning o.i`,
       [
@@ -215,7 +224,8 @@ export class SqlRuns implements RunStore {
     if (filter.flowId !== undefined && !isUuid(filter.flowId))
       return { nodes: [], pageInfo: { hasNextPage: false, endCursor: null } };
     const rows = await this.db.query(
-      `select * from runs where tenant_id = $1 and ($2::uuid is null or flow_id = $2::uuid) and ($3::text is null or status = $3)
+      `select * from runs where tenant_id = $1 and ($2::uuid is null or flow_id = $2::uuid) and ($3::text is null
+        or status = $3)
          and ($4::uuid is null or id < $4::uuid) order by id desc limit $5`,
       [tenantId, filter.flowId ?? null, filter.status ?? null, decodeCursor(request.after, UUID), request.first + 1],
     );
@@ -229,7 +239,8 @@ export class SqlRuns implements RunStore {
   ): Promise<UnfinishedRun[]> {
     const rows = await this.db.query(
       `select tenant_id, id, status, created_at from runs
-        where status in ${UNFINISHED} and created_at < $1 and ($2::timestamptz is null or (created_at, id) > ($2::timestamptz, $3::uuid))
+        where status in ${UNFINISHED} and created_at < $1 and ($2::timestamptz is null
+          or (created_at, id) > ($2::timestamptz, $3::uuid))
         order by created_at, id limit $4`,
       [createdBefore, after?.createdAt ?? null, after?.id ?? null, limit],
     );

@@ -17,17 +17,23 @@ export class SqlStatistics implements StatisticsStore {
       values ? { p50: values[0], p95: values[1], p99: values[2] } : null;
     const [runs, messages] = await Promise.all([
       this.db.query(
-        `select bucket, flow_id, jsonb_object_agg(status, n) filter (where status is not null) as counts, sum(n) as total,
+        `select bucket, flow_id, jsonb_object_agg(status, n) filter (where status is not null) as counts, sum(n) as
+          total,
                 max(duration) as duration, max(latency) as latency
            from (
-             select date_trunc($2, created_at, 'UTC') as bucket, flow_id, status, count(*) as n, null::float8[] as duration, null::float8[] as latency
-               from runs where tenant_id = $1 and id >= $5::uuid and id < $6::uuid and created_at >= $3 and created_at < $4 and ($7::uuid is null or flow_id = $7::uuid)
+             select date_trunc($2, created_at, 'UTC') as bucket, flow_id, status, count(*) as n, null::float8[] as
+               duration, null::float8[] as latency
+               from runs where tenant_id = $1 and id >= $5::uuid and id < $6::uuid and created_at >= $3
+                 and created_at < $4 and ($7::uuid is null or flow_id = $7::uuid)
                group by 1, 2, 3
              union all
              select date_trunc($2, created_at, 'UTC'), flow_id, null, 0,
-                    percentile_cont(array[0.5, 0.95, 0.99]) within group (order by extract(epoch from finished_at - coalesce(started_at, created_at)) * 1000),
-                    percentile_cont(array[0.5, 0.95, 0.99]) within group (order by extract(epoch from finished_at - created_at) * 1000)
-               from runs where tenant_id = $1 and id >= $5::uuid and id < $6::uuid and created_at >= $3 and created_at < $4 and ($7::uuid is null or flow_id = $7::uuid)
+                    percentile_cont(array[0.5, 0.95, 0.99]) within group (order by extract(epoch from finished_at -
+                      coalesce(started_at, created_at)) * 1000),
+                    percentile_cont(array[0.5, 0.95, 0.99]) within group (order by extract(epoch
+                      from finished_at - created_at) * 1000)
+               from runs where tenant_id = $1 and id >= $5::uuid and id < $6::uuid and created_at >= $3
+                 and created_at < $4 and ($7::uuid is null or flow_id = $7::uuid)
                  and finished_at is not null
                group by 1, 2
            ) parts
@@ -35,8 +41,10 @@ export class SqlStatistics implements StatisticsStore {
         [...range, request.flowId ?? null],
       ),
       this.db.query(
-        `select date_trunc($2, received_at, 'UTC') as bucket, topic, count(*) filter (where duplicate_of is null) as count, count(*) filter (where duplicate_of is not null) as duplicates
-           from messages where tenant_id = $1 and id >= $5::uuid and id < $6::uuid and received_at >= $3 and received_at < $4 and ($7::uuid is null or flow_id = $7::uuid)
+        `select date_trunc($2, received_at, 'UTC') as bucket, topic, count(*) filter (where duplicate_of is null) as
+          count, count(*) filter (where duplicate_of is not null) as duplicates
+           from messages where tenant_id = $1 and id >= $5::uuid and id < $6::uuid and received_at >= $3
+             and received_at < $4 and ($7::uuid is null or flow_id = $7::uuid)
           group by 1, 2 order by 1, 2`,
         [...range, request.flowId ?? null],
       ),
@@ -67,7 +75,8 @@ export class SqlStatistics implements StatisticsStore {
   async flowHealth(tenantId: string) {
     const rows = await this.db.query(
       `select f.id, f.name, f.active, r.id as run_id, r.error, r.finished_at from flows f
-         left join lateral (select id, error, finished_at from runs where tenant_id = f.tenant_id and flow_id = f.id and status = 'failed' order by id desc limit 1) r on true
+         left join lateral (select id, error, finished_at from runs where tenant_id = f.tenant_id and flow_id = f.id
+           and status = 'failed' order by id desc limit 1) r on true
         where f.tenant_id = $1 order by f.name`,
       [tenantId],
     );

@@ -12,12 +12,14 @@ export class SqlValues implements ValueStore {
       tenantId === null
         ? await this.db.query(
             `insert into platform_globals (name, value) values ($1, $2::jsonb)
-         on conflict (name) do update set value = excluded.value, updated_at = now() returning *, (xmax = 0) as created`,
+         on conflict (name) do update set value = excluded.value, updated_at = now()
+           returning *, (xmax = 0) as created`,
             [name, json(value)],
           )
         : await this.db.query(
             `insert into platform_tenant_globals (tenant_id, name, value) values ($1, $2, $3::jsonb)
-         on conflict (tenant_id, name) do update set value = excluded.value, updated_at = now() returning *, (xmax = 0) as created`,
+         on conflict (tenant_id, name) do update set value = excluded.value, updated_at = now()
+           returning *, (xmax = 0) as created`,
             [tenantId, name, json(value)],
           );
     return { variable: toVariable(row), created: row.created };
