@@ -3,6 +3,7 @@ import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
 import type { Queue } from 'bullmq';
 import express, { Router, type Request, type Response } from 'express';
+import { unstorableStrings } from '../engine/json-text.ts';
 import type { CredentialStore } from '../engine/store/port.ts';
 import { authenticateClient } from './auth/clients.ts';
 import { TOKEN_LIFETIME_SECONDS, type TokenIssuer } from './auth/issuer.ts';
@@ -40,7 +41,9 @@ export function dashboardSignIn(store: CredentialStore, issuer: TokenIssuer, pub
         typeof clientId === 'string' &&
         typeof clientSecret === 'string' &&
         clientId.length <= 200 &&
-        clientSecret.length <= 200
+        clientSecret.length <= 200 &&
+        // Text the store cannot hold (NUL, a lone surrogate) names no client.
+        unstorableStrings([clientId, clientSecret]).length === 0
           ? await authenticateClient(store, clientId, clientSecret)
           : undefined;
       if (!client?.operator)

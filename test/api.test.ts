@@ -340,6 +340,20 @@ describe('request validation', () => {
         })
       ).status,
     ).toBe(400);
+    // The dashboard's sign-in form takes text too: what names no client is a 401 page, never a 500.
+    for (const form of [
+      'client_id=%00&client_secret=x',
+      'client_id=%ED%A0%80&client_secret=x',
+      `client_id=${'a'.repeat(5000)}&client_secret=x`,
+    ]) {
+      const signIn = await fetch(`${env.url}/admin/sign-in`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: form,
+        redirect: 'manual',
+      });
+      expect([401, 413], form.slice(0, 40)).toContain(signIn.status);
+    }
     const bigHook = await fetch(`${env.url}/hooks/tenant-a/orders-to-erp`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
