@@ -215,7 +215,8 @@ export function adapterKeyRoutes(context: ApiContext) {
       scope: 'destinations:write',
       summary: 'Create (or rotate) the key of the deprecated HTTP adapter route',
       description:
-        "The key is shown once; it is kept sealed as the secret variable ADAPTER_API_KEY. The tenant's adapter flow is created on first use.",
+        "The key is shown once; it is kept sealed as the secret variable ADAPTER_API_KEY. The tenant's adapter flow " +
+        'is created on first use.',
       responses: {
         201: {
           description: 'The key.',
@@ -272,7 +273,8 @@ export const adapterOpenApiPaths = {
       summary: '[DEPRECATED] Refund sync to ERP through the HTTP adapter',
       description:
         'Authenticated by x-api-key (POST /api/v1/adapter-keys). The settings come in headers and are kept only sealed. ' +
-        'Runs shopify.refund-sync-to-erp on the queue and waits for it (ADAPTER_WAIT_MS). Every answer carries Deprecation and Link (successor-version).',
+        'Runs shopify.refund-sync-to-erp on the queue and waits for it (ADAPTER_WAIT_MS). Every answer carries ' +
+        'Deprecation and Link (successor-version).',
       parameters: [
         { name: 'store', in: 'path', required: true, schema: { const: 'shopify' } },
         ...['x-api-key', ...settingHeaders.map(([header]) => header)].map((name) => ({

@@ -213,7 +213,8 @@ function platformPaths() {
         summary: 'A flow URL: start a run of the active version with this message',
         security: [],
         description:
-          "Persisted and enqueued before the answer. A repeated Idempotency-Key (or the trigger's delivery id header) returns the first message.",
+          "Persisted and enqueued before the answer. A repeated Idempotency-Key (or the trigger's delivery id " +
+          'header) returns the first message.',
         parameters: [
           { name: 'tenantId', in: 'path', required: true, schema: { type: 'string' } },
           { name: 'flowKey', in: 'path', required: true, schema: { type: 'string' } },

@@ -31,7 +31,10 @@ function snapshot(): Snapshot {
   return processes;
 }
 
-/** Starts a window; `end(measuredPid, units)` gives CPU milliseconds per unit: the measured process, PostgreSQL, Redis, the rest. */
+/**
+ * Starts a window; `end(measuredPid, units)` gives CPU milliseconds per unit: the measured process, PostgreSQL,
+ * Redis, the rest.
+ */
 export function cpuWindow() {
   const start = snapshot();
   return (measuredPid: number | undefined, units: number) => {

@@ -3,8 +3,10 @@
  * (a) intake: POST /hooks at 50 connections vs a bare Express 5 JSON handler (and, for reference, node:http alone);
  * (b) engine: transform -> filter -> http.request runs per second vs a hand-written BullMQ worker;
  * (c) refund sync: GraphQL cost, throughput against a throttled shop, webhook-to-ERP latency (bench/refund.ts);
- * (d) Orders > Import List: orders/s unthrottled and throttled, worker peak RSS at 1,000 and 10,000 orders (bench/import.ts).
- * (e) expressions: the cost of the expression sandbox per evaluation, against evaluating in the process (bench/expressions.ts).
+ * (d) Orders > Import List: orders/s unthrottled and throttled, worker peak RSS at 1,000 and 10,000 orders
+ * (bench/import.ts).
+ * (e) expressions: the cost of the expression sandbox per evaluation, against evaluating in the process
+ * (bench/expressions.ts).
  * BENCH_ONLY=intake|engine|refund|import|expressions runs one part.
  * Needs Redis and PostgreSQL as for `npm test`. Prints a JSON line and a markdown table.
  */

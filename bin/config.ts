@@ -40,7 +40,8 @@ export const settings = {
     schema: { type: 'string', pattern: '^https?://' },
     shownDefault: '`http://127.0.0.1:$PORT`',
     description:
-      'How clients and Shopify reach this process (behind a proxy or tunnel, its address there); printed, and the base of flow URLs.',
+      'How clients and Shopify reach this process (behind a proxy or tunnel, its address there); printed, and the ' +
+      'base of flow URLs.',
   },
   dataDir: {
     env: 'DATA_DIR',
@@ -128,7 +129,8 @@ export const settings = {
     env: 'WORKER_STALLED_INTERVAL_MS',
     schema: { type: 'integer', minimum: 1000, default: 30_000 },
     description:
-      "How often workers look for jobs whose lock expired. A SIGKILLed worker's run resumes within about lock + interval.",
+      "How often workers look for jobs whose lock expired. A SIGKILLed worker's run resumes within about lock + " +
+      'interval.',
   },
   nodeTimeoutMs: {
     env: 'NODE_TIMEOUT_MS',
@@ -139,19 +141,22 @@ export const settings = {
     env: 'EXPRESSION_TIMEOUT_MS',
     schema: { type: 'integer', minimum: 1, default: 1000 },
     description:
-      'Hard deadline of one JSONata evaluation (also bounded in depth, 300): an expression evaluated in the sandbox is killed at it, and its node fails permanently naming the limit.',
+      'Hard deadline of one JSONata evaluation (also bounded in depth, 300): an expression evaluated in the sandbox ' +
+      'is killed at it, and its node fails permanently naming the limit.',
   },
   expressionMemoryMb: {
     env: 'EXPRESSION_MEMORY_MB',
     schema: { type: 'integer', minimum: 16, default: 128 },
     description:
-      'Heap of each expression sandbox process; an expression that needs more (or hits a size limit of V8) kills only its sandbox process, and its node fails permanently naming the limit.',
+      'Heap of each expression sandbox process; an expression that needs more (or hits a size limit of V8) kills ' +
+      'only its sandbox process, and its node fails permanently naming the limit.',
   },
   expressionProcesses: {
     env: 'EXPRESSION_PROCESSES',
     schema: { type: 'integer', minimum: 1, default: 2 },
     description:
-      'Sandbox processes per API or worker process (started on first use, replaced when one is killed); more sandboxed evaluations wait their turn.',
+      'Sandbox processes per API or worker process (started on first use, replaced when one is killed); more ' +
+      'sandboxed evaluations wait their turn.',
   },
   maxStepOutputBytes: {
     env: 'MAX_STEP_OUTPUT_BYTES',
@@ -164,7 +169,8 @@ export const settings = {
     env: 'INTAKE_CACHE_TTL_MS',
     schema: { type: 'integer', minimum: 0, default: 2000 },
     description:
-      "How long a process reuses a flow URL's resolution. Publish/activate/deactivate clear it at once in the process that made the change; other API processes see it within this time.",
+      "How long a process reuses a flow URL's resolution. Publish/activate/deactivate clear it at once in the " +
+      'process that made the change; other API processes see it within this time.',
   },
   readyMaxQueueAgeMs: {
     env: 'READY_MAX_QUEUE_AGE_MS',
@@ -196,7 +202,8 @@ export const settings = {
     env: 'SHUTDOWN_GRACE_MS',
     schema: { type: 'integer', minimum: 0, default: 10_000 },
     description:
-      'On SIGTERM: runs in flight may finish for this long before their operations are aborted (they then resume elsewhere from their checkpoints).',
+      'On SIGTERM: runs in flight may finish for this long before their operations are aborted (they then resume ' +
+      'elsewhere from their checkpoints).',
   },
 } as const satisfies Record<string, Setting>;
 

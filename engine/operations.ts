@@ -122,7 +122,8 @@ export interface OperationDefinition<Config = unknown> {
 export function defineOperation<const Schema extends JSONSchema & object, Config = FromSchema<Schema>>(
   definition: Omit<OperationDefinition, 'configSchema' | 'run' | 'preview'> & {
     configSchema: Schema;
-    // NoInfer: the schema alone decides the config type (computed once, as Config); inferring it back from `run` is slow and ambiguous.
+    // NoInfer: the schema alone decides the config type (computed once, as Config); inferring it back from `run` is
+    // slow and ambiguous.
     run(ctx: OperationContext<NoInfer<Config>>): Promise<unknown>;
     preview?(ctx: OperationContext<NoInfer<Config>>): Promise<unknown>;
   },

@@ -529,7 +529,8 @@ describe('refund sync to ERP', () => {
       expect.objectContaining({ topic: 'REFUNDS_CREATE', uri, format: 'JSON' }),
     ]);
 
-    // Behind other public URLs: plain http is refused before Shopify is asked; a loopback address is registered with a warning.
+    // Behind other public URLs: plain http is refused before Shopify is asked; a loopback address is registered
+    // with a warning.
     for (const publicUrl of ['http://tributary.example.com', 'https://localhost:8443']) {
       const proxied = await startSiblingApi(env, { publicUrl });
       try {

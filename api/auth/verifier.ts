@@ -36,7 +36,10 @@ export interface VerifierOptions {
 const unauthorized = (detail: string) =>
   new HttpProblem(401, 'Unauthorized', detail, { headers: { 'WWW-Authenticate': 'Bearer error="invalid_token"' } });
 
-/** A token naming a key not yet seen reloads the stored keys, at most this often (another process may have made one). */
+/**
+ * A token naming a key not yet seen reloads the stored keys, at most this often (another process may have made
+ * one).
+ */
 const STORED_KEYS_RELOAD_MS = 30_000;
 
 /** The embedded issuer's public keys from the store, reloaded when a token names an unknown key. */

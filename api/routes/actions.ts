@@ -30,7 +30,8 @@ export function actionRoutes({ store, compile }: ApiContext) {
       scope: 'flows:write',
       summary: 'Save an action as its next version',
       description:
-        'The expression is JSONata over the input; the input is validated before it runs and the output after. Versions are immutable; nodes run the latest unless their config names a version.',
+        'The expression is JSONata over the input; the input is validated before it runs and the output after. ' +
+        'Versions are immutable; nodes run the latest unless their config names a version.',
       params: nameParams,
       body: {
         type: 'object',

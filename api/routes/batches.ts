@@ -67,7 +67,8 @@ export function batchRoutes({ store, runs }: ApiContext) {
       scope: 'batches:write',
       summary: 'Retry the failed tasks of a batch',
       description:
-        'Each failed task gets a new run from the same item; the failed run stays in the history. The incremental field does not move back.',
+        'Each failed task gets a new run from the same item; the failed run stays in the history. The incremental ' +
+        'field does not move back.',
       params: idParams,
       responses: {
         200: {

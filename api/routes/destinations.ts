@@ -50,7 +50,8 @@ export function destinationRoutes(context: ApiContext) {
       scope: 'destinations:write',
       summary: 'Create or replace a destination',
       description:
-        'Credentials are write-only: they are sealed (AES-256-GCM) and never shown again; send them all on every replace.',
+        'Credentials are write-only: they are sealed (AES-256-GCM) and never shown again; send them all on every ' +
+        'replace.',
       params: nameParams,
       body: destinationBodySchema(Object.values(destinationTypes)),
       responses: {
@@ -71,7 +72,8 @@ export function destinationRoutes(context: ApiContext) {
       scope: 'destinations:write',
       summary: "Register a flow URL as a webhook subscription in the destination's shop",
       description:
-        "Replaces the seed's manual webhook setup: the shop delivers the topic (JSON, the destination's API version) to the flow's URL.",
+        "Replaces the seed's manual webhook setup: the shop delivers the topic (JSON, the destination's API version) " +
+        "to the flow's URL.",
       params: nameParams,
       body: {
         type: 'object',

@@ -27,7 +27,10 @@ export function editableFlowRoutes(context: ApiContext) {
     const errors = check(document, prefix);
     if (errors.length > 0) throw new ValidationError('The flow document is not valid', errors);
   };
-  /** What publishing checks: the document, and that every `action:<name>` node names an action (and version) the tenant has. */
+  /**
+   * What publishing checks: the document, and that every `action:<name>` node names an action (and version) the
+   * tenant has.
+   */
   const publishErrors = async (tenantId: string, document: unknown, prefix: string): Promise<FieldError[]> => {
     const errors = check(document, prefix);
     if (errors.length > 0) return errors;
@@ -97,7 +100,8 @@ export function editableFlowRoutes(context: ApiContext) {
       scope: 'flows:write',
       summary: 'Replace the draft',
       description:
-        'Send the revision you read: if the draft changed since, the answer is 409 and nothing is written. The key cannot change.',
+        'Send the revision you read: if the draft changed since, the answer is 409 and nothing is written. The key ' +
+        'cannot change.',
       params: idParams,
       body: {
         type: 'object',

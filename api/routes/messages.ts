@@ -61,7 +61,8 @@ export const heldChoice = {
   enum: ['release', 'discard', 'keep'],
   default: 'release',
   description:
-    'What becomes of the held messages: run them in arrival order, discard them, or keep them held (to release or discard later).',
+    'What becomes of the held messages: run them in arrival order, discard them, or keep them held (to release or ' +
+    'discard later).',
 } as const;
 
 /** Every inbound message with what became of it (seed tag MessageInfo), and replays. */
@@ -121,13 +122,15 @@ export function messageRoutes({ store, runs }: ApiContext) {
       scope: 'messages:write',
       summary: "Run a message again, on its flow's active version",
       description:
-        "A new run, with new idempotency keys: its side effects happen again. Refused (409) while the message's last run is unfinished or held, for a repeated delivery, and for a batch item (retry its batch instead).",
+        "A new run, with new idempotency keys: its side effects happen again. Refused (409) while the message's last " +
+        'run is unfinished or held, for a repeated delivery, and for a batch item (retry its batch instead).',
       params: idParams,
       responses: {
         202: { description: 'The new run, queued.', schema: runSchema },
         409: {
           description:
-            'Its last run is unfinished or held, it is a repeated delivery or a batch item, or its flow has no active version.',
+            'Its last run is unfinished or held, it is a repeated delivery or a batch item, or its flow has no ' +
+            'active version.',
         },
       },
       async handle({ tenantId, params }) {
@@ -149,7 +152,8 @@ export function messageRoutes({ store, runs }: ApiContext) {
             type: 'string',
             format: 'date-time',
             description:
-              'Count finished runs and messages from here (default: 24 hours ago). Unfinished runs are always all counted.',
+              'Count finished runs and messages from here (default: 24 hours ago). Unfinished runs are always all ' +
+              'counted.',
           },
         },
       },
@@ -240,7 +244,9 @@ export function blockedTopicRoutes({ store, runs }: ApiContext) {
       scope: 'messages:write',
       summary: 'Block a topic (e.g. refunds/create)',
       description:
-        "Deliveries of the topic (named in its family's topic header, X-Topic or X-Event-Type) are still verified, recorded and answered 2xx, so the sender keeps its subscription; their runs are held until the topic is unblocked.",
+        "Deliveries of the topic (named in its family's topic header, X-Topic or X-Event-Type) are still verified, " +
+        'recorded and answered 2xx, so the sender keeps its subscription; their runs are held until the topic is ' +
+        'unblocked.',
       params: topicParams,
       body: { type: 'object', additionalProperties: false, properties: { reason: { type: 'string', maxLength: 500 } } },
       responses: {

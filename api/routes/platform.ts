@@ -51,7 +51,8 @@ export function platformRoutes({ maintenance, queues }: ApiContext) {
       scope: 'platform:admin',
       summary: 'Enter maintenance: flow URLs answer 503 with Retry-After, the queues pause (running jobs finish)',
       description:
-        'Every process sees it within INTAKE_CACHE_TTL_MS. Deliveries are refused before anything is recorded, so senders retry them after the maintenance. The API stays up.',
+        'Every process sees it within INTAKE_CACHE_TTL_MS. Deliveries are refused before anything is recorded, so ' +
+        'senders retry them after the maintenance. The API stays up.',
       body: {
         type: 'object',
         additionalProperties: false,

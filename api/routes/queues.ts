@@ -69,7 +69,8 @@ export function queueRoutes({ queues }: ApiContext) {
       scope: 'platform:admin',
       summary: 'Move failed jobs back to waiting',
       description:
-        'A job fails when its attempts ran out on faults outside the run (the store or Redis unreachable); a run that failed on its own error is finished and stays so — replay its message instead.',
+        'A job fails when its attempts ran out on faults outside the run (the store or Redis unreachable); a run ' +
+        'that failed on its own error is finished and stays so — replay its message instead.',
       params: queueParams,
       responses: {
         200: {

@@ -100,7 +100,8 @@ export function statisticsRoutes({ store }: ApiContext) {
       tag: 'Dashboard',
       scope: 'runs:read',
       summary:
-        "The tenant at a glance: active flows, the last 24 h of runs and their failure rate, the backlog, each flow's last error",
+        'The tenant at a glance: active flows, the last 24 h of runs and their failure rate, the backlog, each ' +
+        "flow's last error",
       responses: { 200: { description: 'The summary.', schema: dashboardSchema } },
       async handle({ tenantId }) {
         const [backlog, health] = await Promise.all([

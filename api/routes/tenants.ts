@@ -67,7 +67,8 @@ export function tenantRoutes({ store, runs, schedules, intake }: ApiContext) {
       scope: 'platform:admin',
       summary: 'Suspend a tenant',
       description:
-        'Its API calls get 403 with the reason; its flow URLs still verify, record and answer deliveries, but the runs are held; its schedules skip.',
+        'Its API calls get 403 with the reason; its flow URLs still verify, record and answer deliveries, but the ' +
+        'runs are held; its schedules skip.',
       params: tenantParams,
       body: {
         type: 'object',

@@ -46,7 +46,8 @@ export function testRunRoutes({ store, compile, testRunner }: ApiContext) {
       tag: 'Test',
       scope: 'flows:write',
       summary:
-        "Run the draft (or the document in the body, or one node of it) with sample input, and get every node's output or error",
+        "Run the draft (or the document in the body, or one node of it) with sample input, and get every node's " +
+        'output or error',
       description:
         'Nothing is recorded: no message, no run, no statistics; the incremental field does not move and no order is marked. ' +
         'With dryRun (the default), side-effecting operations return what they would send (method, URL, headers with credentials masked, body) instead of sending it. ' +

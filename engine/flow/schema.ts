@@ -43,7 +43,8 @@ export const webhookTriggerConfigSchema = {
               type: 'string',
               pattern: identifier,
               description:
-                'During a rotation the vendor may still sign with the old key for a while: name it here, and remove it after.',
+                'During a rotation the vendor may still sign with the old key for a while: name it here, and remove ' +
+                'it after.',
             },
             topic: {
               type: 'string',
@@ -71,7 +72,8 @@ export const webhookTriggerConfigSchema = {
       type: 'string',
       minLength: 1,
       description:
-        "Header carrying the sender's delivery id, used to drop repeated deliveries. Idempotency-Key is always honoured.",
+        "Header carrying the sender's delivery id, used to drop repeated deliveries. Idempotency-Key is always " +
+        'honoured.',
     },
   },
 } as const;
@@ -187,7 +189,8 @@ export const flowDocumentSchema = {
             minimum: 1,
             maximum: 999,
             description:
-              'The major version of the operation the node runs. Publishing sets it to the newest where it is absent, so a later breaking version of the operation never changes a published flow.',
+              'The major version of the operation the node runs. Publishing sets it to the newest where it is ' +
+              'absent, so a later breaking version of the operation never changes a published flow.',
           },
           config: {
             type: 'object',

@@ -46,7 +46,10 @@ const JOB_ATTEMPTS = 10;
  */
 export const ENQUEUE_TIMEOUT_MS = 3000;
 
-/** A Redis call that must answer within ENQUEUE_TIMEOUT_MS, or fail (BullMQ itself would wait for a connection forever). */
+/**
+ * A Redis call that must answer within ENQUEUE_TIMEOUT_MS, or fail (BullMQ itself would wait for a connection
+ * forever).
+ */
 export async function withinEnqueueTimeout<T>(call: Promise<T>, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
@@ -212,7 +215,10 @@ export class RunWorker {
     return outcome.kind === 'finished' ? { status: outcome.status } : { status: 'gone' };
   }
 
-  /** When BullMQ gives up on a job (attempts spent, or stalled too often), the run records why; a finished run stays as it is. */
+  /**
+   * When BullMQ gives up on a job (attempts spent, or stalled too often), the run records why; a finished run stays
+   * as it is.
+   */
   private async onFailed(job: Job<RunJobData> | undefined, error: Error) {
     if (!job || error instanceof UnrecoverableError) return;
     try {

@@ -6,7 +6,8 @@ export const tenantActionSchema = {
   additionalProperties: false,
   required: ['name', 'version', 'description', 'expression', 'inputSchema', 'outputSchema', 'createdAt'],
   description:
-    'A tenant-defined action: a named, versioned JSONata transform of its input, usable as a node ("operation": "action:<name>").',
+    'A tenant-defined action: a named, versioned JSONata transform of its input, usable as a node ("operation": ' +
+    '"action:<name>").',
   properties: {
     name: { type: 'string' },
     version: { type: 'integer', description: 'Each save is a new, immutable version.' },

@@ -47,7 +47,8 @@ export const batchSchema = {
     status: {
       enum: batchStatuses,
       description:
-        'importing (pages are being read), running (all read, tasks unfinished), then succeeded or failed (some task or the import failed).',
+        'importing (pages are being read), running (all read, tasks unfinished), then succeeded or failed (some task ' +
+        'or the import failed).',
     },
     windowFrom: nullableTimestamp,
     windowTo: nullableTimestamp,
@@ -76,7 +77,8 @@ export const incrementalFieldSchema = {
   additionalProperties: false,
   required: ['flowId', 'field', 'value', 'movedAt', 'overlapMs', 'updatedAt'],
   description:
-    "Where a flow's next poll starts: the field compared, its value, when it last moved, and how far before it the poll re-reads.",
+    "Where a flow's next poll starts: the field compared, its value, when it last moved, and how far before it the " +
+    'poll re-reads.',
   properties: {
     flowId: uuid,
     field: { type: 'string' },

@@ -6,7 +6,8 @@ export const dataSpaceSchema = {
   additionalProperties: false,
   required: ['name', 'description', 'documents', 'createdAt'],
   description:
-    'A named collection of JSON documents (e.g. a SKU mapping): flows read it with $lookup(space, key) and write it with dataspace.put.',
+    'A named collection of JSON documents (e.g. a SKU mapping): flows read it with $lookup(space, key) and write it ' +
+    'with dataspace.put.',
   properties: {
     name: { type: 'string' },
     description: { type: ['string', 'null'] },

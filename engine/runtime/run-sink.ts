@@ -21,7 +21,10 @@ export type Window = { from: string | null; to: string | null };
  * incremental fields, data spaces) and the queue; for a test run, memory (see TestSink).
  */
 export interface RunSink {
-  /** `test`: nothing of the platform changes; `dry-run` also: side-effecting operations only describe what they would send. */
+  /**
+   * `test`: nothing of the platform changes; `dry-run` also: side-effecting operations only describe what they
+   * would send.
+   */
   readonly mode: 'run' | 'test' | 'dry-run';
   save(run: Run, steps: Step[], outcome: RunOutcome | undefined, logs: NewRunLog[]): Promise<void>;
   createBatch(run: Run, nodeId: string, window: Window): Promise<string>;
@@ -34,7 +37,10 @@ export interface RunSink {
     value: { field: string; value: string | null; overlapMs: number },
   ): Promise<IncrementalField>;
   putDocument(run: Run, space: string, key: string, value: unknown): Promise<{ created: boolean }>;
-  /** After a fan-out node: the item its following nodes run with in this pass, if any (a test run); none ends the run. */
+  /**
+   * After a fan-out node: the item its following nodes run with in this pass, if any (a test run); none ends the
+   * run.
+   */
   fanOutItem(): unknown;
 }
 

@@ -114,7 +114,10 @@ export interface FlowStore {
   getFlow(tenantId: string, id: string): Promise<Flow | undefined>;
   findFlowByKey(tenantId: string, key: string): Promise<Flow | undefined>;
   listFlows(tenantId: string, filter: { published?: boolean }, page: PageRequest): Promise<Page<Flow>>;
-  /** Replace the draft if `expectedRevision` is current and the key unchanged (it is the flow URL); otherwise ConflictError. */
+  /**
+   * Replace the draft if `expectedRevision` is current and the key unchanged (it is the flow URL); otherwise
+   * ConflictError.
+   */
   replaceDraft(tenantId: string, id: string, expectedRevision: number, draft: FlowDocument): Promise<Flow>;
   deleteFlow(tenantId: string, id: string): Promise<boolean>;
   /** Store `document` as the next immutable version and make it the active one. */
@@ -129,7 +132,10 @@ export interface FlowStore {
   listFlowVersions(tenantId: string, flowId: string, page: PageRequest): Promise<Page<FlowVersion>>;
 }
 
-/** Values flows read: a tenant's variables and sealed secrets, and the platform's values with each tenant's overrides. */
+/**
+ * Values flows read: a tenant's variables and sealed secrets, and the platform's values with each tenant's
+ * overrides.
+ */
 export interface ValueStore {
   putVariable(tenantId: string, name: string, value: unknown): Promise<{ variable: Variable; created: boolean }>;
   getVariable(tenantId: string, name: string): Promise<Variable | undefined>;
@@ -168,7 +174,10 @@ export interface DestinationStore {
   ): Promise<{ destination: Destination; sealedCredentials: SealedValue } | undefined>;
 }
 
-/** Inbound messages and what became of them: intake, the MessageInfo and MessageQueue views, replays and retries, blocked topics and held runs. */
+/**
+ * Inbound messages and what became of them: intake, the MessageInfo and MessageQueue views, replays and retries,
+ * blocked topics and held runs.
+ */
 export interface MessageStore {
   /**
    * Record inbound messages with their runs, all in one statement. A run is `held` (no job is to be
@@ -302,7 +311,10 @@ export interface BatchStore {
 
 /** What happened, counted: per time bucket, and per flow. */
 export interface StatisticsStore {
-  /** Runs created in [from, to) per time bucket, flow and status, with duration percentiles; messages per bucket and topic. */
+  /**
+   * Runs created in [from, to) per time bucket, flow and status, with duration percentiles; messages per bucket and
+   * topic.
+   */
   statistics(tenantId: string, request: StatisticsRequest): Promise<Statistics>;
   /** Active flows, and each flow's latest failed run. */
   flowHealth(tenantId: string): Promise<{ activeFlows: number; lastErrors: FlowLastError[] }>;

@@ -115,7 +115,10 @@ export const httpRequest = defineOperation({
   },
 });
 
-/** The request `run` sends (and `preview` shows): URL with query, headers (names in lower case) with auth and idempotency key, body. */
+/**
+ * The request `run` sends (and `preview` shows): URL with query, headers (names in lower case) with auth and
+ * idempotency key, body.
+ */
 function buildRequest(config: HttpRequestConfig, idempotencyKey: string) {
   const url = new URL(config.url);
   for (const [name, value] of Object.entries(config.query ?? {})) url.searchParams.append(name, String(value));

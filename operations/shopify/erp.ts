@@ -34,7 +34,8 @@ export async function sendToErp(
 ): Promise<ErpReceipt> {
   const request = erpRequest(erp, document, options.idempotencyKey);
   const url = new URL(request.url);
-  // A send that fails in transit may have reached the ERP: the processed-refunds marker, checked first, keeps a repeat out.
+  // A send that fails in transit may have reached the ERP: the processed-refunds marker, checked first, keeps a
+  // repeat out.
   const response = await sendHttp({
     method: request.method,
     url,

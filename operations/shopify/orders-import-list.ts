@@ -35,7 +35,8 @@ export const ordersImportList = defineOperation({
       items: { enum: optionalOrderFields },
       default: [],
       description:
-        'Optional parts of the order record beside the standard ones: lineItems (the first 10, as a connection), shippingAddress, customer. Each costs query points.',
+        'Optional parts of the order record beside the standard ones: lineItems (the first 10, as a connection), ' +
+        'shippingAddress, customer. Each costs query points.',
     },
     pageSize: {
       type: 'integer',
@@ -43,7 +44,8 @@ export const ordersImportList = defineOperation({
       maximum: 250,
       default: 50,
       description:
-        "Orders per query; lowered to what fits Shopify's 1000-point limit per query (71 for the standard record, 11 with lineItems).",
+        "Orders per query; lowered to what fits Shopify's 1000-point limit per query (71 for the standard record, 11 " +
+        'with lineItems).',
     },
     overlapMinutes: {
       type: 'integer',

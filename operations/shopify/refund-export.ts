@@ -50,7 +50,8 @@ const configSchema = shopifyConfigSchema({
   orderId: {
     type: 'string',
     description:
-      "The order's GID; by default the message body's Id (an imported order) or admin_graphql_api_id (an order webhook).",
+      "The order's GID; by default the message body's Id (an imported order) or admin_graphql_api_id (an order " +
+      'webhook).',
   },
   ...orderSyncGateSchema,
 });
@@ -67,7 +68,8 @@ export const refundExport = defineOperation({
   title: 'Refund export to ERP',
   description:
     "For one order: sends each refund not yet in the order's refundProcessed.listOfRefundProcessed metafield to the ERP (the Refund record, " +
-    'token-based authentication), oldest first, marking the order after each. An order with nothing left to export ends the run as skipped.',
+    'token-based authentication), oldest first, marking the order after each. An order with nothing left to export ' +
+    'ends the run as skipped.',
   version: '1.0.0',
   sideEffects: true,
   configSchema,

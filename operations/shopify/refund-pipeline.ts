@@ -21,7 +21,8 @@ export const orderSyncGateSchema = {
     type: 'boolean',
     default: true,
     description:
-      'Wait until the order carries the custom attribute orderSynced = TRUE (the ERP knows the order) before sending its refunds.',
+      'Wait until the order carries the custom attribute orderSynced = TRUE (the ERP knows the order) before sending ' +
+      'its refunds.',
   },
   orderSyncWaitMinutes: {
     type: 'integer',

@@ -8,7 +8,8 @@ import type { ShopifyAdminApi } from './admin-api.ts';
  */
 
 /** A GraphQL object as it came back. */
-// biome-ignore lint/suspicious/noExplicitAny: Shopify's answers, shaped by the query documents and checked against the record schema
+// biome-ignore lint/suspicious/noExplicitAny: Shopify's answers, shaped by the query documents and checked against
+// the record schema
 export type GraphqlNode = Record<string, any>;
 export interface Connection<T = GraphqlNode> {
   nodes: T[];
@@ -129,7 +130,10 @@ const connectionSpecs = {
     field: 'reverseFulfillmentOrders',
     first: 2,
     page: 5,
-    node: 'id status thirdPartyConfirmation { status } lineItems(first: 10) { nodes { ...ReverseLineFields } pageInfo { hasNextPage endCursor } } reverseDeliveries(first: 2) { nodes { ...ReverseDeliveryFields } pageInfo { hasNextPage endCursor } }',
+    node:
+      'id status thirdPartyConfirmation { status } lineItems(first: 10) { nodes { ...ReverseLineFields } ' +
+      'pageInfo { hasNextPage endCursor } } reverseDeliveries(first: 2) { nodes { ...ReverseDeliveryFields } ' +
+      'pageInfo { hasNextPage endCursor } }',
   },
   reverseLineItems: {
     owner: 'ReverseFulfillmentOrder',

@@ -103,7 +103,10 @@ export async function startTestPlatform(
   };
 }
 
-/** A second API process on a platform's store and Redis, with other settings (a PUBLIC_URL, say); closing it drops nothing. */
+/**
+ * A second API process on a platform's store and Redis, with other settings (a PUBLIC_URL, say); closing it drops
+ * nothing.
+ */
 export async function startSiblingApi(
   env: TestPlatform,
   overrides: Partial<Config>,
@@ -254,7 +257,10 @@ export async function eventually<T>(probe: () => Promise<T>, limitMs = 60_000): 
   }
 }
 
-/** `tributary worker` (or another worker command) as its own OS process on a platform's store and Redis; `ready` resolves once it consumes. */
+/**
+ * `tributary worker` (or another worker command) as its own OS process on a platform's store and Redis; `ready`
+ * resolves once it consumes.
+ */
 export function spawnWorker(
   config: Config,
   env: Record<string, string> = {},

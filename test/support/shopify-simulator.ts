@@ -668,7 +668,10 @@ export class Shop {
     return ret;
   }
 
-  /** Creates the refund (and its transaction) and returns it with the `refunds/create` webhook body Shopify would send. */
+  /**
+   * Creates the refund (and its transaction) and returns it with the `refunds/create` webhook body Shopify would
+   * send.
+   */
   createRefund(orderId: string, spec: RefundSpec): { refund: Obj; webhookBody: string } {
     const order = this.orders.get(orderId)!;
     const now = shopifyTime();

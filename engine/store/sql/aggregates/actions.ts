@@ -36,7 +36,8 @@ export class SqlActions implements ActionStore {
 
   async getAction(tenantId: string, name: string, version?: number) {
     const [row] = await this.db.query(
-      'select * from actions where tenant_id = $1 and name = $2 and ($3::integer is null or version = $3) order by version desc limit 1',
+      'select * from actions where tenant_id = $1 and name = $2 and ($3::integer is null or version = $3) order by ' +
+        'version desc limit 1',
       [tenantId, name, version ?? null],
     );
     return row ? toTenantAction(row) : undefined;
@@ -54,7 +55,8 @@ export class SqlActions implements ActionStore {
   async listActionVersions(tenantId: string, name: string, request: PageRequest) {
     const after = decodeCursor(request.after, /^\d{1,9}$/);
     const rows = await this.db.query(
-      'select * from actions where tenant_id = $1 and name = $2 and ($3::integer is null or version < $3::integer) order by version desc limit $4',
+      'select * from actions where tenant_id = $1 and name = $2 and ($3::integer is null or version < $3::integer) ' +
+        'order by version desc limit $4',
       [tenantId, name, after === null ? null : Number(after), request.first + 1],
     );
     return page(rows, request, toTenantAction, (r) => String(r.version));

@@ -8,7 +8,8 @@ export class SqlCredentials implements CredentialStore {
 
   async createClient(client: Omit<Client, 'createdAt'>) {
     const [row] = await this.db.query(
-      'insert into clients (client_id, tenant_id, secret_hash, scopes, operator) values ($1, $2, $3, $4::jsonb, $5) returning *',
+      'insert into clients (client_id, tenant_id, secret_hash, scopes, operator) values ($1, $2, $3, $4::jsonb, $5) ' +
+        'returning *',
       [client.clientId, client.tenantId, client.secretHash, json(client.scopes), client.operator],
     );
     return toClient(row);
@@ -31,7 +32,8 @@ export class SqlCredentials implements CredentialStore {
 
   async addSigningKey(key: Omit<SigningKey, 'createdAt'>) {
     await this.db.query(
-      'insert into signing_keys (kid, sealed_private_jwk, public_jwk) values ($1, $2::jsonb, $3::jsonb) on conflict do nothing',
+      'insert into signing_keys (kid, sealed_private_jwk, public_jwk) values ($1, $2::jsonb, $3::jsonb) on conflict ' +
+        'do nothing',
       [key.kid, json(key.sealedPrivateJwk), json(key.publicJwk)],
     );
   }

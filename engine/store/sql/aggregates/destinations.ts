@@ -29,7 +29,8 @@ export class SqlDestinations implements DestinationStore {
 
   async getDestination(tenantId: string, name: string) {
     const [row] = await this.db.query(
-      'select name, type, settings, credentials_set, created_at, updated_at from destinations where tenant_id = $1 and name = $2',
+      'select name, type, settings, credentials_set, created_at, updated_at from destinations where tenant_id = $1 ' +
+        'and name = $2',
       [tenantId, name],
     );
     return row ? toDestination(row) : undefined;
@@ -37,7 +38,8 @@ export class SqlDestinations implements DestinationStore {
 
   async getSealedDestination(tenantId: string, name: string) {
     const [row] = await this.db.query(
-      'select name, type, settings, credentials_set, sealed_credentials, created_at, updated_at from destinations where tenant_id = $1 and name = $2',
+      'select name, type, settings, credentials_set, sealed_credentials, created_at, updated_at from destinations ' +
+        'where tenant_id = $1 and name = $2',
       [tenantId, name],
     );
     return row

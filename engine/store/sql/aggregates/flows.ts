@@ -93,7 +93,8 @@ export class SqlFlows implements FlowStore {
   async setFlowActive(tenantId: string, id: string, active: boolean) {
     if (!isUuid(id)) throw new NotFoundError(`no flow ${id}`);
     const [row] = await this.db.query(
-      'update flows set active = $3, updated_at = now() where tenant_id = $1 and id = $2 and active_version is not null returning *',
+      'update flows set active = $3, updated_at = now() where tenant_id = $1 and id = $2 and active_version is not ' +
+        'null returning *',
       [tenantId, id, active],
     );
     if (row) return toFlow(row);

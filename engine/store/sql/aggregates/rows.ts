@@ -308,10 +308,14 @@ export function readsRow(tenantId: string, reads: RunReads) {
     platform: platform.names,
   };
 }
-/** The runs a group names ($1 tenants, $2 run ids, in pairs), as rows `k`: see beginRuns for why unnest of sub-selects. */
+/**
+ * The runs a group names ($1 tenants, $2 run ids, in pairs), as rows `k`: see beginRuns for why unnest of sub-
+ * selects.
+ */
 export const RUN_KEYS = 'unnest((select $1::text[]), (select $2::uuid[])) as k(tenant_id, run_id)';
 export const READS_COLUMNS =
-  'tenant_id text, all_vars boolean, vars text[], all_secrets boolean, secrets text[], reads_platform boolean, all_platform boolean, platform text[]';
+  'tenant_id text, all_vars boolean, vars text[], all_secrets boolean, secrets text[], reads_platform boolean, ' +
+  'all_platform boolean, platform text[]';
 
 /**
  * The columns `vars`, `sealed_secrets` and `platform` of what the run of row `w` reads.

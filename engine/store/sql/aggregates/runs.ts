@@ -128,7 +128,10 @@ export class SqlRuns implements RunStore {
     return this.saves.submit({ tenantId, runId, steps, outcome, logs });
   }
 
-  /** Writes each run's checkpoints and log lines, and its status when it has an outcome; true for each run whose status changed. */
+  /**
+   * Writes each run's checkpoints and log lines, and its status when it has an outcome; true for each run whose
+   * status changed.
+   */
   private async saveProgresses(items: ProgressSave[]): Promise<boolean[]> {
     // Rows keep their order (a run's steps are numbered in it), so each carries its run instead of joining to it.
     const steps = items.flatMap((item) =>

@@ -27,7 +27,8 @@ export class SqlTenants implements TenantStore {
 
   async listTenants(filter: { status?: Tenant['status'] }, request: PageRequest) {
     const rows = await this.db.query(
-      'select * from tenants where ($1::text is null or status = $1) and ($2::text is null or id > $2) order by id limit $3',
+      'select * from tenants where ($1::text is null or status = $1) and ($2::text is null or id > $2) order by id ' +
+        'limit $3',
       [filter.status ?? null, decodeCursor(request.after), request.first + 1],
     );
     return page(rows, request, toTenant, (r) => r.id);

@@ -44,7 +44,8 @@ export class SqlValues implements ValueStore {
             [decodeCursor(request.after), request.first + 1],
           )
         : await this.db.query(
-            'select * from platform_tenant_globals where tenant_id = $1 and ($2::text is null or name > $2) order by name limit $3',
+            'select * from platform_tenant_globals where tenant_id = $1 and ($2::text is null or name > $2) order by ' +
+              'name limit $3',
             [tenantId, decodeCursor(request.after), request.first + 1],
           );
     return page(rows, request, toVariable, (r) => r.name);
