@@ -159,7 +159,8 @@ function operationHtml(method: string, path: string, operation: Operation): stri
     })
     .join('');
   return `<section class="op" id="${html(`${method}-${path}`)}">
-<h3><span class="method ${html(method)}">${html(method.toUpperCase())}</span> <code>${html(path)}</code>${operation.deprecated ? ' <em>deprecated</em>' : ''}</h3>
+<h3><span class="method ${html(method)}">${html(method.toUpperCase())}</span>
+<code>${html(path)}</code>${operation.deprecated ? ' <em>deprecated</em>' : ''}</h3>
 <p>${html(operation.summary)}${scope ? ` — scope <code>${html(scope)}</code>` : ''}</p>
 ${operation.description ? `<p>${html(operation.description)}</p>` : ''}
 ${parameters ? `<table><tr><th>parameter</th><th>in</th><th>type</th><th></th></tr>${parameters}</table>` : ''}
@@ -181,11 +182,15 @@ function operationReference(operation: OperationInfo): string {
       : '',
   ].filter(Boolean);
   return `<section class="schema" id="${html(operationAnchor(operation.name))}">
-<h3><code>${html(operation.name)}</code> — ${html(operation.title)} <small>v${html(operation.version)} (a node pins it with <code>"operationVersion": ${major}</code>)</small></h3>
+<h3><code>${html(operation.name)}</code> — ${html(operation.title)} <small>v${html(operation.version)} (a node pins it
+with <code>"operationVersion": ${major}</code>)</small></h3>
 <p>${html(operation.description)}</p><p><small>${notes.join(' ')}</small></p><h4>Config</h4>${schemaHtml(operation.configSchema as Schema)}</section>`;
 }
 
 const operationAnchor = (name: string) => `operation-${name}`;
+
+const signatureItem = (signature: WebhookSignature) =>
+  `<li id="signature-${html(signature.type)}"><code>${html(signature.type)}</code>: ${html(signature.description)}</li>`;
 
 /** The page: every route by tag, every operation a node can run, every schema. */
 export function renderDocs(
@@ -220,14 +225,27 @@ export function renderDocs(
   );
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${html(openapi.info.title)} ${html(openapi.info.version)}</title>
 <meta name="viewport" content="width=device-width,initial-scale=1">
-<style>body{font:15px/1.5 system-ui,sans-serif;max-width:72rem;margin:2rem auto;padding:0 1rem;color:#222}code,pre{font:13px ui-monospace,monospace}
-pre{background:#f6f6f6;padding:.5rem;overflow:auto}.op,.schema{border-top:1px solid #ddd;padding:.5rem 0}.method{padding:0 .4rem;border-radius:3px;color:#fff;background:#555}
-.get{background:#2a7}.post{background:#27a}.put{background:#a72}.delete{background:#a33}table{border-collapse:collapse;margin:.3rem 0}
-td,th{border:1px solid #ddd;padding:.2rem .4rem;text-align:left;vertical-align:top}h4{margin:.6rem 0 .2rem}td table{font-size:95%}</style></head>
-<body><h1>${html(openapi.info.title)} <small>${html(openapi.info.version)}</small></h1><p>${html(openapi.info.description)}</p>
+<style>body{font:15px/1.5 system-ui,sans-serif;max-width:72rem;margin:2rem auto;padding:0 1rem;color:#222}
+code,pre{font:13px ui-monospace,monospace}
+pre{background:#f6f6f6;padding:.5rem;overflow:auto}.op,.schema{border-top:1px solid #ddd;padding:.5rem 0}
+.method{padding:0 .4rem;border-radius:3px;color:#fff;background:#555}
+.get{background:#2a7}.post{background:#27a}.put{background:#a72}.delete{background:#a33}
+table{border-collapse:collapse;margin:.3rem 0}
+td,th{border:1px solid #ddd;padding:.2rem .4rem;text-align:left;vertical-align:top}h4{margin:.6rem 0 .2rem}
+td table{font-size:95%}</style></head>
+<body><h1>${html(openapi.info.title)}
+<small>${html(openapi.info.version)}</small></h1><p>${html(openapi.info.description)}</p>
 <p>Machine-readable: <a href="/openapi.json">/openapi.json</a>. Fields marked <b>*</b> are required.</p>
-<ul>${contents}<li><a href="#operations">Operations</a> — what a flow's nodes can run</li><li><a href="#webhook-signatures">Webhook signatures</a> — how vendors sign what they deliver</li><li><a href="#schemas">Schemas</a> — every resource and document</li></ul>${sections.join('\n')}
-<h2 id="operations">Operations <small>what a node's <code>operation</code> names (and <code>action:&lt;name&gt;</code>, a tenant action)</small></h2>${operations.map(operationReference).join('\n')}
-<h2 id="webhook-signatures">Webhook signatures <small>what a webhook trigger's <code>verify.type</code> may name, besides none, header and hmac-sha256</small></h2><ul>${signatures.map((signature) => `<li id="signature-${html(signature.type)}"><code>${html(signature.type)}</code>: ${html(signature.description)}</li>`).join('')}</ul>
+<ul>${contents}
+<li><a href="#operations">Operations</a> — what a flow's nodes can run</li>
+<li><a href="#webhook-signatures">Webhook signatures</a> — how vendors sign what they deliver</li>
+<li><a href="#schemas">Schemas</a> — every resource and document</li></ul>
+${sections.join('\n')}
+<h2 id="operations">Operations <small>what a node's <code>operation</code> names
+(and <code>action:&lt;name&gt;</code>, a tenant action)</small></h2>
+${operations.map(operationReference).join('\n')}
+<h2 id="webhook-signatures">Webhook signatures <small>what a webhook trigger's <code>verify.type</code> may name,
+besides none, header and hmac-sha256</small></h2>
+<ul>${signatures.map(signatureItem).join('')}</ul>
 <h2 id="schemas">Schemas</h2>${schemas.join('\n')}</body></html>`;
 }
