@@ -8,8 +8,8 @@ import type { ShopifyAdminApi } from './admin-api.ts';
  */
 
 /** A GraphQL object as it came back. */
-// biome-ignore lint/suspicious/noExplicitAny: Shopify's answers, shaped by the query documents and checked against
-// the record schema
+// Shopify's answers, shaped by the query documents and checked against the record schema.
+// biome-ignore lint/suspicious/noExplicitAny: see above
 export type GraphqlNode = Record<string, any>;
 export interface Connection<T = GraphqlNode> {
   nodes: T[];

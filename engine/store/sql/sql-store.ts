@@ -21,8 +21,7 @@ export interface SqlStore extends Store {}
  * The store on PostgreSQL's dialect (the same SQL runs on PGlite and on a PostgreSQL server), one
  * module per aggregate in aggregates/, each implementing its slice of the port.
  */
-// biome-ignore lint/suspicious/noUnsafeDeclarationMerging: the constructor adopts every Store method from the
-// aggregates
+// biome-ignore lint/suspicious/noUnsafeDeclarationMerging: the constructor adopts the aggregates' methods
 export class SqlStore {
   constructor(private readonly db: SqlDriver) {
     const aggregates = [
