@@ -76,8 +76,10 @@ function settingsFrom(req: Request, settingsValidator: SchemaValidator<unknown>)
 }
 
 /** One destination per shop and ERP account: repeated calls update it (credentials may rotate). */
-const destinationName = (settings: AdapterSettings) =>
-  `adp-${createHash('sha256').update(`${settings.graphqlUrl}\0${settings.erp.apiUrl}\0${settings.erp.accountId}`).digest('hex').slice(0, 24)}`;
+function destinationName(settings: AdapterSettings): string {
+  const identity = `${settings.graphqlUrl}\0${settings.erp.apiUrl}\0${settings.erp.accountId}`;
+  return `adp-${createHash('sha256').update(identity).digest('hex').slice(0, 24)}`;
+}
 
 async function settledRun(
   context: ApiContext,
@@ -272,9 +274,9 @@ export const adapterOpenApiPaths = {
       security: [],
       summary: '[DEPRECATED] Refund sync to ERP through the HTTP adapter',
       description:
-        'Authenticated by x-api-key (POST /api/v1/adapter-keys). The settings come in headers and are kept only sealed. ' +
-        'Runs shopify.refund-sync-to-erp on the queue and waits for it (ADAPTER_WAIT_MS). Every answer carries ' +
-        'Deprecation and Link (successor-version).',
+        'Authenticated by x-api-key (POST /api/v1/adapter-keys). The settings come in headers and are kept only ' +
+        'sealed. Runs shopify.refund-sync-to-erp on the queue and waits for it (ADAPTER_WAIT_MS). Every answer ' +
+        'carries Deprecation and Link (successor-version).',
       parameters: [
         { name: 'store', in: 'path', required: true, schema: { const: 'shopify' } },
         ...['x-api-key', ...settingHeaders.map(([header]) => header)].map((name) => ({

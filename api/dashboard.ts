@@ -79,11 +79,13 @@ function signInPage(res: Response, status: number, error?: string) {
 <style>body{font:15px/1.5 system-ui,sans-serif;max-width:24rem;margin:4rem auto;padding:0 1rem;color:#222}
 label{display:block;margin:.8rem 0 .2rem}input{width:100%;padding:.4rem;font:inherit;box-sizing:border-box}
 button{margin-top:1rem;padding:.4rem 1rem;font:inherit}.error{color:#a33}</style></head>
-<body><h1>Queue dashboard</h1><p>Sign in with an operator client (<code>npx tributary client create --operator</code>).</p>
+<body><h1>Queue dashboard</h1>
+<p>Sign in with an operator client (<code>npx tributary client create --operator</code>).</p>
 ${error ? `<p class="error" role="alert">${error}</p>` : ''}
 <form method="post" action="${SIGN_IN_PATH}">
 <label for="client_id">Client id</label><input id="client_id" name="client_id" autocomplete="username" required>
-<label for="client_secret">Client secret</label><input id="client_secret" name="client_secret" type="password" autocomplete="current-password" required>
+<label for="client_secret">Client secret</label>
+<input id="client_secret" name="client_secret" type="password" autocomplete="current-password" required>
 <button type="submit">Sign in</button></form>
 <p><small>Signed in for 24 hours; <a href="${SIGN_OUT_PATH}">sign out</a> ends it.</small></p></body></html>`);
 }

@@ -87,15 +87,21 @@ function inlineObject(schema: Schema): Schema | undefined {
   return target && !target.$ref && (target.properties || target.oneOf || target.anyOf) ? target : undefined;
 }
 
+const tableRow = (...cells: string[]) => `<tr>${cells.map((cell) => `<td>${cell}</td>`).join('')}</tr>`;
+
+const nameCell = (name: string, required: boolean | undefined) =>
+  `<code>${html(name)}</code>${required ? ' <b title="required">*</b>' : ''}`;
+
 /** The fields of an object schema as a table, nested objects unfolded; alternatives listed after. */
 function fieldsTable(schema: Schema, depth: number): string {
   const required = new Set(schema.required ?? []);
   const rows = Object.entries(schema.properties ?? {})
     .map(([name, field]) => {
       const nested = depth < MAX_DEPTH ? inlineObject(field) : undefined;
-      return (
-        `<tr><td><code>${html(name)}</code>${required.has(name) ? ' <b title="required">*</b>' : ''}</td><td>${typeLabel(field)}</td>` +
-        `<td>${notes(field)}${nested ? schemaBody(nested, depth + 1) : ''}</td></tr>`
+      return tableRow(
+        nameCell(name, required.has(name)),
+        typeLabel(field),
+        `${notes(field)}${nested ? schemaBody(nested, depth + 1) : ''}`,
       );
     })
     .join('');
@@ -104,9 +110,10 @@ function fieldsTable(schema: Schema, depth: number): string {
     ? `<table class="fields"><tr><th>field</th><th>type</th><th></th></tr>${rows}</table>${closed}`
     : '';
   const alternatives = (schema.oneOf ?? schema.anyOf ?? [])
-    .map(
-      (alternative) =>
-        `<li>${alternative.$ref || !alternative.properties ? typeLabel(alternative) : `${variantLabel(alternative)}${fieldsTable(alternative, depth + 1)}`}</li>`,
+    .map((alternative) =>
+      alternative.$ref || !alternative.properties
+        ? `<li>${typeLabel(alternative)}</li>`
+        : `<li>${variantLabel(alternative)}${fieldsTable(alternative, depth + 1)}</li>`,
     )
     .join('');
   return `${table}${alternatives ? `<p>One of:</p><ul>${alternatives}</ul>` : ''}`;
@@ -145,10 +152,13 @@ const contentSchema = (content: Content | undefined) => (content ? Object.values
 function operationHtml(method: string, path: string, operation: Operation): string {
   const scope = operation.security?.[0]?.oauth2?.[0];
   const parameters = (operation.parameters ?? [])
-    .map(
-      (parameter) =>
-        `<tr><td><code>${html(parameter.name)}</code>${parameter.required ? ' <b title="required">*</b>' : ''}</td><td>${html(parameter.in)}</td>` +
-        `<td>${typeLabel(parameter.schema ?? {})}</td><td>${notes({ ...parameter.schema, description: parameter.description ?? parameter.schema?.description })}</td></tr>`,
+    .map((parameter) =>
+      tableRow(
+        nameCell(parameter.name, parameter.required),
+        html(parameter.in),
+        typeLabel(parameter.schema ?? {}),
+        notes({ ...parameter.schema, description: parameter.description ?? parameter.schema?.description }),
+      ),
     )
     .join('');
   const body = contentSchema(operation.requestBody?.content);
@@ -172,25 +182,27 @@ ${body ? `<h4>Request body</h4>${schemaHtml(body)}` : ''}
 /** One operation a node can run: what it does, its config, whether it changes an outside system. */
 function operationReference(operation: OperationInfo): string {
   const major = majorOf(operation.version);
+  const successor = operation.successor
+    ? `: use <a href="#${html(operationAnchor(operation.successor))}"><code>${html(operation.successor)}</code></a>`
+    : '';
   const notes = [
     operation.sideEffects
       ? 'Changes an outside system: a dry run shows what it would send instead.'
       : 'No side effects.',
     operation.fanOut ? 'Fans out: its items become a batch of tasks that run the nodes after it.' : '',
-    operation.deprecated
-      ? `Deprecated${operation.successor ? `: use <a href="#${html(operationAnchor(operation.successor))}"><code>${html(operation.successor)}</code></a>` : ''}.`
-      : '',
+    operation.deprecated ? `Deprecated${successor}.` : '',
   ].filter(Boolean);
   return `<section class="schema" id="${html(operationAnchor(operation.name))}">
 <h3><code>${html(operation.name)}</code> — ${html(operation.title)} <small>v${html(operation.version)} (a node pins it
 with <code>"operationVersion": ${major}</code>)</small></h3>
-<p>${html(operation.description)}</p><p><small>${notes.join(' ')}</small></p><h4>Config</h4>${schemaHtml(operation.configSchema as Schema)}</section>`;
+<p>${html(operation.description)}</p><p><small>${notes.join(' ')}</small></p>
+<h4>Config</h4>${schemaHtml(operation.configSchema as Schema)}</section>`;
 }
 
 const operationAnchor = (name: string) => `operation-${name}`;
 
-const signatureItem = (signature: WebhookSignature) =>
-  `<li id="signature-${html(signature.type)}"><code>${html(signature.type)}</code>: ${html(signature.description)}</li>`;
+const signatureItem = ({ type, description }: WebhookSignature) =>
+  `<li id="signature-${html(type)}"><code>${html(type)}</code>: ${html(description)}</li>`;
 
 /** The page: every route by tag, every operation a node can run, every schema. */
 export function renderDocs(
@@ -210,7 +222,8 @@ export function renderDocs(
     .filter((tag) => byTag.has(tag.name))
     .map(
       (tag) =>
-        `<h2 id="${html(tag.name)}">${html(tag.name)} <small>${html(tag.description)}</small></h2>${byTag.get(tag.name)!.join('\n')}`,
+        `<h2 id="${html(tag.name)}">${html(tag.name)} <small>${html(tag.description)}</small></h2>\n` +
+        byTag.get(tag.name)!.join('\n'),
     );
   const contents = openapi.tags
     .map((tag) =>
@@ -221,9 +234,11 @@ export function renderDocs(
     .join('');
   const schemas = Object.entries(openapi.components.schemas).map(
     ([name, schema]) =>
-      `<section class="schema" id="${html(schemaAnchor(name))}"><h3>${html(name)}</h3>${schemaHtml({ ...schema, $ref: undefined })}</section>`,
+      `<section class="schema" id="${html(schemaAnchor(name))}"><h3>${html(name)}</h3>` +
+      `${schemaHtml({ ...schema, $ref: undefined })}</section>`,
   );
-  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${html(openapi.info.title)} ${html(openapi.info.version)}</title>
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8">
+<title>${html(openapi.info.title)} ${html(openapi.info.version)}</title>
 <meta name="viewport" content="width=device-width,initial-scale=1">
 <style>body{font:15px/1.5 system-ui,sans-serif;max-width:72rem;margin:2rem auto;padding:0 1rem;color:#222}
 code,pre{font:13px ui-monospace,monospace}

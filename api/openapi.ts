@@ -98,7 +98,8 @@ export function openApiDocument(routes: RouteSpec[], version: string, extraPaths
             400: problem('Invalid request, or the tenant_id header is missing.'),
             401: problem('No, invalid or expired bearer token.'),
             403: problem(
-              `The token does not grant this tenant${route.scope ? `, lacks the scope ${route.scope}` : ''}, or the tenant is suspended.`,
+              `The token does not grant this tenant${route.scope ? `, lacks the scope ${route.scope}` : ''}, or the ` +
+                'tenant is suspended.',
             ),
           },
     );
@@ -124,8 +125,9 @@ export function openApiDocument(routes: RouteSpec[], version: string, extraPaths
         title: 'Tributary API',
         version,
         description:
-          'Multi-tenant integration runtime. Every /api request carries Authorization: Bearer <token> and tenant_id: <tenant>, ' +
-          'except operator routes (scope platform:admin), which act across tenants and name a tenant in the path.',
+          'Multi-tenant integration runtime. Every /api request carries Authorization: Bearer <token> and tenant_id: ' +
+          '<tenant>, except operator routes (scope platform:admin), which act across tenants and name a tenant in ' +
+          'the path.',
       },
       jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
       tags: Object.entries(seedTags).map(([name, label]) => ({ name, description: label })),

@@ -265,51 +265,95 @@ async function measureEngine(results: Record<string, unknown>, receiver: Awaited
   };
 }
 
+/** A row of the report's table: what was measured, Tributary's figure, the machine's limit, their ratio. */
+const tableRow = (measure: string, tributary: string, limit = '-', ratio: string | number = '-') =>
+  `| ${measure} | ${tributary} | ${limit} | ${ratio} |`;
+
+const latencies = (figures: { p50Ms: number; p99Ms: number }) => `p50 ${figures.p50Ms} ms, p99 ${figures.p99Ms} ms`;
+
 function report(results: Record<string, unknown>) {
   console.log(JSON.stringify(results));
-  const rows = ['| measure | Tributary | limit of the machine | ratio |', '|---|---|---|---|'];
+  const rows = [tableRow('measure', 'Tributary', 'limit of the machine', 'ratio'), '|---|---|---|---|'];
   const intake = results.intake as Record<string, IntakeFigures & { ratio?: number }> | undefined;
   if (intake) {
     const bare = intake.bareExpress;
     const row = (name: string, figures: IntakeFigures & { ratio?: number }) =>
-      `| ${name}, req/s | ${figures.requestsPerSecond} (p50 ${figures.p50Ms} ms, p99 ${figures.p99Ms} ms) | bare Express ${bare.requestsPerSecond} (p50 ${bare.p50Ms} ms, p99 ${bare.p99Ms} ms) | ${figures.ratio} |`;
+      tableRow(
+        `${name}, req/s`,
+        `${figures.requestsPerSecond} (${latencies(figures)})`,
+        `bare Express ${bare.requestsPerSecond} (${latencies(bare)})`,
+        figures.ratio,
+      );
+    const node = intake.bareNodeHttp;
     rows.push(
       row('intake, embedded serve (PGlite + worker)', intake.embeddedServe),
       row('intake, API on PostgreSQL', intake.apiOnPostgres),
-    );
-    const node = intake.bareNodeHttp;
-    rows.push(
-      `| for reference: the same bare handler on node:http alone, req/s | - | ${node.requestsPerSecond} (p50 ${node.p50Ms} ms, p99 ${node.p99Ms} ms) | - |`,
+      tableRow(
+        'for reference: the same bare handler on node:http alone, req/s',
+        '-',
+        `${node.requestsPerSecond} (${latencies(node)})`,
+      ),
     );
   }
   const engine = results.engine as Record<string, number> | undefined;
   if (engine)
     rows.push(
-      `| engine, transform -> filter -> http.request, runs/s | ${engine.tributaryRunsPerSecond} | raw BullMQ worker ${engine.bullmqBaselineRunsPerSecond} | ${engine.ratio} |`,
+      tableRow(
+        'engine, transform -> filter -> http.request, runs/s',
+        `${engine.tributaryRunsPerSecond}`,
+        `raw BullMQ worker ${engine.bullmqBaselineRunsPerSecond}`,
+        engine.ratio,
+      ),
     );
   const refund = results.refund as any;
   if (refund) {
     const { typicalRefund: cost, engineAgainstThrottledShop: engineFigures, webhookToErp: latency } = refund;
     rows.push(
-      `| refund sync, GraphQL cost of a typical refund (${cost.queries} queries) | requested ${cost.requestedCost}, actual ${cost.actualCost} points | - | - |`,
-      `| refund sync on a ${refund.shopRestoreRate} points/s shop, refunds/s | ${engineFigures.refundsPerSecond} (${engineFigures.refunds} refunds, ${engineFigures.failed} failed, ${engineFigures.throttledAnswers} THROTTLED answers waited out) | restore rate / actual cost = ${refund.refundsPerSecondAllowed} | ${(engineFigures.refundsPerSecond / refund.refundsPerSecondAllowed).toFixed(2)} |`,
-      `| refund sync, webhook -> ERP latency, unthrottled | p50 ${latency.p50Ms} ms, p99 ${latency.p99Ms} ms (${latency.refunds} refunds, one at a time) | - | - |`,
+      tableRow(
+        `refund sync, GraphQL cost of a typical refund (${cost.queries} queries)`,
+        `requested ${cost.requestedCost}, actual ${cost.actualCost} points`,
+      ),
+      tableRow(
+        `refund sync on a ${refund.shopRestoreRate} points/s shop, refunds/s`,
+        `${engineFigures.refundsPerSecond} (${engineFigures.refunds} refunds, ${engineFigures.failed} failed, ` +
+          `${engineFigures.throttledAnswers} THROTTLED answers waited out)`,
+        `restore rate / actual cost = ${refund.refundsPerSecondAllowed}`,
+        (engineFigures.refundsPerSecond / refund.refundsPerSecondAllowed).toFixed(2),
+      ),
+      tableRow(
+        'refund sync, webhook -> ERP latency, unthrottled',
+        `${latencies(latency)} (${latency.refunds} refunds, one at a time)`,
+      ),
     );
   }
   const imported = results.import as any;
   if (imported) {
     const row = (name: string, figures: any) =>
-      `| ${name} | ${figures.ordersPerSecond} orders/s (${figures.orders} in ${figures.seconds} s); worker peak RSS ${figures.workerPeakRssMb} MB | - | - |`;
+      tableRow(
+        name,
+        `${figures.ordersPerSecond} orders/s (${figures.orders} in ${figures.seconds} s); ` +
+          `worker peak RSS ${figures.workerPeakRssMb} MB`,
+      );
+    const { throttled } = imported;
     rows.push(
       row('import, 1,000 orders, unthrottled', imported.unthrottled1k),
       row('import, 10,000 orders, unthrottled', imported.unthrottled10k),
-      `| import on a ${imported.shopRestoreRate} points/s shop | ${imported.throttled.ordersPerSecond} orders/s (${imported.throttled.orders} orders) | restore rate / ${ORDER_NODE_COST} points per order = ${imported.throttled.boundOrdersPerSecond} | ${(imported.throttled.ordersPerSecond / imported.throttled.boundOrdersPerSecond).toFixed(2)} |`,
+      tableRow(
+        `import on a ${imported.shopRestoreRate} points/s shop`,
+        `${throttled.ordersPerSecond} orders/s (${throttled.orders} orders)`,
+        `restore rate / ${ORDER_NODE_COST} points per order = ${throttled.boundOrdersPerSecond}`,
+        (throttled.ordersPerSecond / throttled.boundOrdersPerSecond).toFixed(2),
+      ),
     );
   }
   const expressions = results.expressions as any;
   if (expressions) {
     const row = (name: string, figures: any) =>
-      `| ${name} | ${figures.microsecondsPerEvaluation} µs each, ${figures.evaluationsPerSecond}/s, caller CPU ${figures.callerCpuMicrosecondsPerEvaluation} µs each | - | - |`;
+      tableRow(
+        name,
+        `${figures.microsecondsPerEvaluation} µs each, ${figures.evaluationsPerSecond}/s, ` +
+          `caller CPU ${figures.callerCpuMicrosecondsPerEvaluation} µs each`,
+      );
     rows.push(
       row('expression evaluated in the process', expressions.inProcess),
       row('the same expression in the sandbox, one at a time', expressions.sandboxOneAtATime),

@@ -98,7 +98,9 @@ export const settings = {
     schema: { type: 'string' },
     shownDefault: 'embedded: generated in `DATA_DIR/secrets.key` (mode 0600)',
     description:
-      "`keyid:base64(32 bytes)[,keyid:key...]`. The first key seals new values; the others still open old ones (rotation). Required with `DATABASE_URL`. Generate one with `node -e \"console.log('k1:'+require('crypto').randomBytes(32).toString('base64'))\"`.",
+      '`keyid:base64(32 bytes)[,keyid:key...]`. The first key seals new values; the others still open old ones ' +
+      '(rotation). Required with `DATABASE_URL`. Generate one with `node -e ' +
+      "\"console.log('k1:'+require('crypto').randomBytes(32).toString('base64'))\"`.",
   },
   bodyLimitBytes: {
     env: 'BODY_LIMIT',
@@ -111,14 +113,20 @@ export const settings = {
     env: 'WORKER_CONCURRENCY',
     schema: { type: 'integer', minimum: 1, default: 64 },
     description:
-      "Runs one worker process executes at once. Runs mostly wait on outside systems, so a worker keeps many in flight; their store statements are grouped, so more in flight also costs less CPU per run (on two cores, 64 drains 10–20 % more runs per second than 32). An outside system's own limit (an ERP account allows 5–20 concurrent requests) is not this setting's job: see `TENANT_CONCURRENCY`, and the ERP's refusal is retried.",
+      'Runs one worker process executes at once. Runs mostly wait on outside systems, so a worker keeps many in ' +
+      'flight; their store statements are grouped, so more in flight also costs less CPU per run (on two cores, 64 ' +
+      "drains 10–20 % more runs per second than 32). An outside system's own limit (an ERP account allows 5–20 " +
+      "concurrent requests) is not this setting's job: see `TENANT_CONCURRENCY`, and the ERP's refusal is retried.",
   },
   tenantConcurrency: {
     env: 'TENANT_CONCURRENCY',
     schema: { type: 'integer', minimum: 0, default: 0 },
     shownDefault: '`0` (no limit)',
     description:
-      "Most runs of one tenant executing at once, across all workers, so one tenant's slow or looping runs cannot take every slot; a run over the limit waits about half a second, behind other tenants' runs, without spending an attempt. Costs two Redis calls per run; on a shared deployment set it to a share of `WORKER_CONCURRENCY` × workers.",
+      "Most runs of one tenant executing at once, across all workers, so one tenant's slow or looping runs cannot " +
+      "take every slot; a run over the limit waits about half a second, behind other tenants' runs, without spending " +
+      'an attempt. Costs two Redis calls per run; on a shared deployment set it to a share of `WORKER_CONCURRENCY` × ' +
+      'workers.',
   },
   workerLockMs: {
     env: 'WORKER_LOCK_MS',

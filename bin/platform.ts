@@ -273,7 +273,8 @@ export class Platform {
   get localUrl(): string | undefined {
     const address = this.parts.server?.address();
     if (!address || typeof address !== 'object') return undefined;
-    return `http://${this.config.host === '0.0.0.0' || this.config.host === '::' ? '127.0.0.1' : this.config.host}:${address.port}`;
+    const everyInterface = this.config.host === '0.0.0.0' || this.config.host === '::';
+    return `http://${everyInterface ? '127.0.0.1' : this.config.host}:${address.port}`;
   }
 
   /** The job schedulers of scheduled flows. */

@@ -47,7 +47,8 @@ export async function redisAnswers(url: string): Promise<boolean> {
 export async function startEmbeddedRedis(url: string, dataDir: string): Promise<ChildProcess> {
   if (spawnSync('redis-server', ['--version']).error) {
     throw new Error(
-      `nothing answers at REDIS_URL=${url} and redis-server is not installed: install Redis (e.g. apt-get install redis-server) or set REDIS_URL`,
+      `nothing answers at REDIS_URL=${url} and redis-server is not installed: ` +
+        'install Redis (e.g. apt-get install redis-server) or set REDIS_URL',
     );
   }
   const parsed = new URL(url);

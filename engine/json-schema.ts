@@ -66,7 +66,8 @@ export function fieldErrors(errors: ErrorObject[] | null | undefined, prefix = '
       error.keyword === 'additionalProperties'
         ? 'is not a known field'
         : error.keyword === 'enum'
-          ? `must be one of ${(error.params.allowedValues as unknown[]).map((value) => JSON.stringify(value)).join(', ')}`
+          ? `must be one of ` +
+            `${(error.params.allowedValues as unknown[]).map((value) => JSON.stringify(value)).join(', ')}`
           : (error.message ?? 'is invalid');
     return { path: prefix + path.slice(1), message };
   });

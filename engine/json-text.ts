@@ -48,12 +48,18 @@ export function unstorableJson(text: Buffer | string): string | undefined {
   return undefined;
 }
 
+const ESCAPED_HIGH_SURROGATE = String.raw`\\ud[89ab][0-9a-f]{2}`;
+const ESCAPED_LOW_SURROGATE = String.raw`\\ud[c-f][0-9a-f]{2}`;
+
 /**
  * `\u0000` and lone surrogates in JSON text (after an even number of backslashes, so an escaped
  * backslash followed by "u0000" is left alone): what jsonb refuses.
  */
-const UNSTORABLE_ESCAPE =
-  /(?<!\\)((?:\\\\)*)(?:\\u0000|\\ud[89ab][0-9a-f]{2}(?!\\ud[c-f][0-9a-f]{2})|(?<!\\ud[89ab][0-9a-f]{2})\\ud[c-f][0-9a-f]{2})/gi;
+const UNSTORABLE_ESCAPE = new RegExp(
+  String.raw`(?<!\\)((?:\\\\)*)(?:\\u0000|${ESCAPED_HIGH_SURROGATE}(?!${ESCAPED_LOW_SURROGATE})` +
+    `|(?<!${ESCAPED_HIGH_SURROGATE})${ESCAPED_LOW_SURROGATE})`,
+  'gi',
+);
 
 /**
  * A value as it can be stored: its JSON, with every `\u0000` and lone surrogate replaced by U+FFFD,

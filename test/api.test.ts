@@ -182,7 +182,7 @@ describe('authentication and authorization on every route', () => {
 });
 
 describe('behind a proxy', () => {
-  it("verifies the embedded issuer's tokens in the process: a PUBLIC_URL the process cannot reach changes nothing", async () => {
+  it("verifies the embedded issuer's tokens in the process: an unreachable PUBLIC_URL changes nothing", async () => {
     const proxied = await startTestPlatform(
       'postgres',
       { api: true, worker: false },
@@ -363,7 +363,7 @@ describe('request validation', () => {
     expect((await bigHook.json()).detail).toContain('BODY_LIMIT');
   });
 
-  it("takes a flow URL's body gzipped, names each delivery by request id, and refuses what it cannot read", async () => {
+  it("takes a flow URL's body gzipped, names deliveries by request id, refuses what it cannot read", async () => {
     const hookUrl = `${env.url}/hooks/tenant-a/orders-to-erp`;
     const json = { 'content-type': 'application/json' };
     const zipped = await fetch(hookUrl, {
@@ -450,7 +450,7 @@ describe('request validation', () => {
     expect(moved.body.errors).toEqual([{ path: '$.body.document.key', message: expect.stringContaining('occ-flow') }]);
   });
 
-  it("pins each node of a published version to its operation's major; the draft keeps what the author wrote", async () => {
+  it("pins each published node to its operation's major; the draft keeps what the author wrote", async () => {
     const version = (await a.call('GET', `/api/v1/flows/${flowA}/versions/1`)).body;
     expect(
       version.document.nodes.map((node: { operation: string; operationVersion: number }) => [

@@ -31,7 +31,7 @@ const destination = (extra: object = {}) => ({
 });
 
 describe('destinations', () => {
-  it('keeps credentials write-only: responses say which are set, never their values, and they are sealed at rest', async () => {
+  it('keeps credentials write-only: answers say which are set, never their values; sealed at rest', async () => {
     const created = await acme.call('PUT', '/api/v1/destinations/main-shop', destination());
     expect(created.status).toBe(201);
     expect(created.body).toMatchObject({

@@ -94,7 +94,7 @@ describe('durability', () => {
     ]);
   });
 
-  it('a worker killed after the ERP accepted a refund and before the order was marked: one ERP receipt, marked after recovery', async () => {
+  it('a worker killed between the ERP receipt and the order mark: one ERP receipt, marked after recovery', async () => {
     const world = await refundWorld(acme);
     try {
       await acme.publish(refundFlow('refunds'));

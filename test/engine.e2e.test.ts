@@ -195,7 +195,7 @@ describe('a webhook through a published flow', () => {
     expect(received('/slow')).toHaveLength(2);
   });
 
-  it('fails at once, naming the node, when a resolved config breaks its schema or an edge condition fails', async () => {
+  it('fails at once, naming the node, when a resolved config breaks its schema or a condition fails', async () => {
     await acme.publish(
       flow(
         'bad-config',
@@ -395,7 +395,7 @@ describe('Shopify webhooks', () => {
   const body =
     '{"id":890088186047892319,"admin_graphql_api_id":"gid://shopify/Refund/890088186047892319","order_id":450789469}';
 
-  it('verifies the signature (also with the previous secret), checks the topic and drops repeated deliveries', async () => {
+  it('verifies the signature (also with the previous secret), checks the topic, drops repeat deliveries', async () => {
     await acme.call('PUT', '/api/v1/secret-global-variables/SHOPIFY_SECRET', { value: 'new-client-secret' });
     await acme.call('PUT', '/api/v1/secret-global-variables/SHOPIFY_SECRET_OLD', { value: 'old-client-secret' });
     const flowId = await acme.publish(
@@ -407,7 +407,8 @@ describe('Shopify webhooks', () => {
             operation: 'transform',
             config: {
               expression:
-                "{{ {'refund': $input.body.admin_graphql_api_id, 'shop': $input.headers.`x-shopify-shop-domain`, 'webhook': $input.headers.`x-shopify-webhook-id`} }}",
+                "{{ {'refund': $input.body.admin_graphql_api_id, 'shop': $input.headers.`x-shopify-shop-domain`, " +
+                "'webhook': $input.headers.`x-shopify-webhook-id`} }}",
             },
           },
         ],

@@ -189,7 +189,8 @@ describe('hostile input on every route', () => {
       }
     }
     console.info(
-      `hostile input: ${sent} requests over ${operations.length} operations; answers by status: ${JSON.stringify(Object.fromEntries(statuses))}`,
+      `hostile input: ${sent} requests over ${operations.length} operations; ` +
+        `answers by status: ${JSON.stringify(Object.fromEntries(statuses))}`,
     );
     expect(sent).toBeGreaterThan(1000);
     expect(failures.slice(0, 30)).toEqual([]);

@@ -28,7 +28,7 @@ describe('unstorableJson', () => {
     expect(storableJson({ a: 'x\u0000y' }).value).toEqual({ a: 'x\ufffdy' });
   });
 
-  it('stores lone surrogates as U+FFFD, keeps pairs and escaped backslashes, and refuses what JSON cannot carry', () => {
+  it('stores lone surrogates as U+FFFD, keeps pairs and escaped backslashes, refuses what JSON cannot carry', () => {
     expect(storableJson({ a: 'x\ud800y', b: '\udc00', ok: '\ud83d\ude00' }).value).toEqual({
       a: 'x\ufffdy',
       b: '\ufffd',

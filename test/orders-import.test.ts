@@ -291,7 +291,7 @@ describe('Orders > Import List', () => {
     );
   });
 
-  it('test-runs the import draft: orders are read, nothing is imported, no field moves, no order is marked', async () => {
+  it('test-runs the import draft: orders are read; nothing is imported, no field moves, no order marked', async () => {
     const order = shop().createOrder({
       lines: [{ title: 'Tested', price: 20, quantity: 1 }],
       synced: true,

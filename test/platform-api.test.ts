@@ -51,7 +51,7 @@ describe('Tenant (operator)', () => {
     expect(listed.body.pageInfo.hasNextPage).toBe(false);
   });
 
-  it('suspends a tenant: its calls get 403 with the reason, its deliveries are recorded and held; resuming runs them', async () => {
+  it('suspends a tenant: its calls get 403 with the reason, its deliveries are held; resuming runs them', async () => {
     const shop = await env.tenant('shop-s');
     await shop.publish(echo('orders'));
     const suspended = await operator.call('POST', '/api/v1/tenants/shop-s/suspend', { reason: 'invoice 42 unpaid' });
@@ -118,7 +118,8 @@ describe('Tenant (operator)', () => {
     try {
       const schema = env.config.databaseSchema!;
       const tables = await db.query<{ table_name: string; column_name: string }>(
-        `select table_name, column_name from information_schema.columns where table_schema = $1 and column_name in ('tenant_id')
+        `select table_name, column_name from information_schema.columns
+         where table_schema = $1 and column_name in ('tenant_id')
          union all select 'tenants', 'id'`,
         [schema],
       );
@@ -192,7 +193,7 @@ describe('BlockedTopic and MessageInfo', () => {
     expect((await shop.call('GET', `/api/v1/messages/${held.body.messageId}`)).body.status).toBe('skipped');
   });
 
-  it('lists repeated deliveries as duplicates of the first, filters by topic, and replays a finished message', async () => {
+  it('lists repeated deliveries as duplicates of the first, filters by topic, replays a finished message', async () => {
     const first = await refund(5, {
       'x-shopify-webhook-id': 'wh-5',
       'x-api-key': 'hush-key',
@@ -349,7 +350,7 @@ describe('Platform (operator)', () => {
   const basic = (client: ApiClient) =>
     `Basic ${Buffer.from(`${client.credentials.client_id}:${client.credentials.client_secret}`).toString('base64')}`;
 
-  it('exports Prometheus metrics to operators: deliveries per tenant, finished runs, durations, queue depths', async () => {
+  it('exports Prometheus metrics: deliveries per tenant, finished runs, durations, queue depths', async () => {
     const shop = await env.tenant('shop-m');
     await shop.publish(echo('orders'));
     const accepted = await sendWebhook(env.url, 'shop-m', 'orders', { order: 1 });
@@ -383,7 +384,7 @@ describe('Platform (operator)', () => {
     }
   });
 
-  it('enters maintenance: deliveries get 503 with Retry-After and are not recorded, workers drain; leaving it accepts again', async () => {
+  it('maintenance: deliveries get 503 + Retry-After, not recorded; workers drain; leaving accepts again', async () => {
     const shop = await env.tenant('shop-x');
     await shop.publish(echo('orders'));
     const entered = await operator.call('PUT', '/api/v1/platform/maintenance', {
@@ -637,7 +638,7 @@ describe('DataSpace', () => {
 });
 
 describe('Logs', () => {
-  it('keeps what operations log during runs, redacted, searchable by run, level and text; old lines are pruned', async () => {
+  it('keeps what operations log, redacted, searchable by run, level and text; old lines are pruned', async () => {
     const shop = await env.tenant('shop-l');
     const receiver = await new Receiver().start();
     try {
@@ -836,7 +837,7 @@ describe('Test', () => {
 });
 
 describe('LowCodeAction: tenant-defined actions', () => {
-  it('saves versioned JSONata actions with schemas, runs them as action:<name> nodes, and keeps them per tenant', async () => {
+  it('saves versioned JSONata actions with schemas, runs them as action:<name> nodes, per tenant', async () => {
     const shop = await env.tenant('shop-a');
     const path = '/api/v1/low-code-actions/actions/net-amount';
     const inputSchema = {

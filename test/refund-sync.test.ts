@@ -102,7 +102,7 @@ describe('the simulated ERP', () => {
 });
 
 describe('the Shopify Admin client', () => {
-  it('meets a simulated shop that rejects what real Shopify would: unknown fields, over-large pages, missing page sizes', async () => {
+  it('meets a shop that rejects what real Shopify would: unknown fields, over-large pages, no page size', async () => {
     const shopify = await new ShopifySimulator({ accessToken: SHOP_TOKEN }).start();
     try {
       const api = new ShopifyAdminApi({ shopUrl: shopify.url, apiVersion: '2026-10', accessToken: SHOP_TOKEN });
@@ -428,7 +428,7 @@ describe('refund sync to ERP', () => {
     expect(syncStep(run).attempts).toBe(4);
   });
 
-  it("gives up on an ERP that does not answer within the node's timeout and sends again, with the same idempotency key", async () => {
+  it("gives up on an ERP silent past the node's timeout and sends again with the same idempotency key", async () => {
     await acme.publish({
       ...refundFlow('refunds-short-timeout'),
       nodes: [{ ...refundFlow('x').nodes[0], timeoutMs: 1500 }],
@@ -633,7 +633,7 @@ describe('refund sync on another API version, with client credentials', () => {
   });
   afterAll(() => other?.close());
 
-  it('fetches a token with the client credentials grant, renews it when Shopify stops taking it, speaks 2026-10, waits out a 429 THROTTLED', async () => {
+  it('gets a client-credentials token, renews it when refused, speaks 2026-10, waits out 429 THROTTLED', async () => {
     const placed = other.shopify.shop.createOrder({ lines: [{ title: 'Lamp', price: 40, quantity: 1 }], synced: true });
     other.shopify.drainBucket();
     for (let refundNo = 0; refundNo < 2; refundNo++) {

@@ -133,7 +133,7 @@ describe.each(adapters)('store contract on %s', (_name, open) => {
     expect(await store.sealedSecrets('b', ['TOKEN'])).toEqual([]);
   });
 
-  it('accepts a delivery id once per flow and returns the first message to repeats, also within one batch', async () => {
+  it('accepts a delivery id once per flow, answering repeats with the first message, also in one batch', async () => {
     const flow = await store.createFlow('a', { id: newId(), key: 'dedupe', name: 'd', draft: doc('dedupe') });
     const message = (tenantId: string, deliveryId: string | null) => ({
       message: {
@@ -221,7 +221,7 @@ describe.each(adapters)('store contract on %s', (_name, open) => {
     expect((await store.listRuns('b', {}, { first: 10 })).nodes.every((r) => r.tenantId === 'b')).toBe(true);
   });
 
-  it('begins and checkpoints concurrent runs of two tenants together, each with its own reads, steps and answer', async () => {
+  it('begins and checkpoints concurrent runs of two tenants together, each with its reads, steps, answer', async () => {
     await store.putVariable('a', 'GROUPED', 'of a');
     await store.putVariable('b', 'GROUPED', 'of b');
     const flows = {
@@ -362,7 +362,7 @@ describe.each(adapters)('store contract on %s', (_name, open) => {
     expect(await store.deletePlatformValue({ tenantId: null }, 'UNREAD')).toBe(true);
   });
 
-  it('keeps batches: tasks deduplicated by key with their seeded checkpoint, counts from their runs, failed tasks retried', async () => {
+  it('keeps batches: tasks deduplicated by key, seeded checkpoints, counts from runs, failures retried', async () => {
     const flow = await store.createFlow('a', { id: newId(), key: 'batched', name: 'batched', draft: doc('batched') });
     await store.publishFlow('a', flow.id, flow.revision, doc('batched'));
     const [poll] = await store.acceptMessages([
@@ -467,7 +467,7 @@ describe.each(adapters)('store contract on %s', (_name, open) => {
     expect(await store.getIncrementalField('a', flowId)).toBeUndefined();
   });
 
-  it('holds runs of a suspended tenant or a blocked topic, releases them in arrival order or discards them', async () => {
+  it('holds runs of a suspended tenant or blocked topic, releases them in arrival order or discards them', async () => {
     await store.createTenant({ id: 'held', name: 'Held' });
     const flow = await store.createFlow('held', { id: newId(), key: 'topics', name: 't', draft: doc('topics') });
     await store.publishFlow('held', flow.id, flow.revision, doc('topics'));
@@ -658,7 +658,7 @@ describe.each(adapters)('store contract on %s', (_name, open) => {
     expect(other.runs.some((row) => row.flowId === flow.id)).toBe(false);
   });
 
-  it('keeps at most the per-run limit of log lines, filters them by level and text, and prunes them by age', async () => {
+  it('keeps at most the per-run limit of log lines, filters by level and text, prunes them by age', async () => {
     const runId = newId();
     const flowId = newId();
     const line = (n: number, level: 'info' | 'warn') => ({

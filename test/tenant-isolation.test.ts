@@ -84,7 +84,7 @@ describe('tenant expressions', () => {
     expect(other.body).toMatchObject({ status: 'succeeded', steps: [{ output: 55 }] });
   });
 
-  it("a published flow whose expression outgrows memory fails its run once; the worker runs the next tenant's message", async () => {
+  it("an expression outgrowing memory fails its run once; the worker runs the next tenant's message", async () => {
     await mallory.publish(transform('{{ $length($pad("x", $input.body.n)) }}'));
     await acme.publish(transform('{{ $join($input.body.words, " ") }}', 'words'));
     const hostile = await sendWebhook(env.url, 'mallory', 'hostile', { n: 300_000_000 });
@@ -114,7 +114,7 @@ describe('tenant expressions', () => {
 });
 
 describe('tenant schemas', () => {
-  it("an action's pattern runs in linear time: a catastrophic pattern meets a crafted input without holding the process", async () => {
+  it("an action's pattern runs in linear time: a catastrophic pattern and crafted input hold nothing", async () => {
     const path = '/api/v1/low-code-actions/actions/redos';
     // Backtracking engines take exponential time on ^(a|aa)+$ against "a…a!": 2^(n/2) steps here.
     const inputSchema = { type: 'object', properties: { code: { type: 'string', pattern: '^(a|aa)+$' } } };

@@ -107,7 +107,8 @@ export function destinationRoutes(context: ApiContext) {
         const unreachable = unreachableFromOutside(new URL(uri));
         const warnings = unreachable
           ? [
-              `${new URL(uri).hostname} is ${unreachable}: ${destination.type} cannot deliver to it; set PUBLIC_URL to an address it can reach`,
+              `${new URL(uri).hostname} is ${unreachable}: ${destination.type} cannot deliver to it; set PUBLIC_URL ` +
+                'to an address it can reach',
             ]
           : [];
         return { status: 201, body: warnings.length > 0 ? { ...subscription, warnings } : subscription };

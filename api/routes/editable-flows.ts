@@ -174,7 +174,8 @@ export function editableFlowRoutes(context: ApiContext) {
       scope: 'flows:write',
       summary: 'Publish the draft as a new immutable version and make it the active one',
       description:
-        "With `revision`, publishing fails with 409 if the draft changed since you read it. Each node that names no `operationVersion` is pinned to its operation's newest major.",
+        'With `revision`, publishing fails with 409 if the draft changed since you read it. Each node that names no ' +
+        "`operationVersion` is pinned to its operation's newest major.",
       params: idParams,
       body: { type: 'object', additionalProperties: false, properties: { revision: { type: 'integer', minimum: 1 } } },
       responses: {

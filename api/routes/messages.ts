@@ -75,7 +75,9 @@ export function messageRoutes({ store, runs }: ApiContext) {
       tag: 'MessageInfo',
       scope: 'messages:read',
       summary: 'List inbound messages, newest first',
-      description: `Webhook deliveries (repeated ones too, as status duplicate), adapter calls, schedule ticks and poll items. Bodies over ${MESSAGE_BODY_CAP_BYTES} bytes are listed without content.`,
+      description:
+        'Webhook deliveries (repeated ones too, as status duplicate), adapter calls, schedule ticks and ' +
+        `poll items. Bodies over ${MESSAGE_BODY_CAP_BYTES} bytes are listed without content.`,
       query: {
         type: 'object',
         additionalProperties: false,
@@ -143,7 +145,8 @@ export function messageRoutes({ store, runs }: ApiContext) {
       tag: 'MessageQueue',
       scope: 'messages:read',
       summary:
-        'The backlog: runs per status (unfinished: all; finished: since `since`), messages since `since` per status, and the oldest waiting run',
+        'The backlog: runs per status (unfinished: all; finished: since `since`), messages since `since` per status, ' +
+        'and the oldest waiting run',
       query: {
         type: 'object',
         additionalProperties: false,
@@ -168,7 +171,9 @@ export function messageRoutes({ store, runs }: ApiContext) {
       tag: 'MessageQueue',
       scope: 'messages:write',
       summary: "Run again every message of a flow whose latest run failed, on the flow's active version",
-      description: `At most ${RETRY_LIMIT} per call, oldest first (\`more\` says whether to call again). Batch items are retried with their batch.`,
+      description:
+        `At most ${RETRY_LIMIT} per call, oldest first (\`more\` says whether to call again). Batch items ` +
+        'are retried with their batch.',
       body: {
         type: 'object',
         additionalProperties: false,

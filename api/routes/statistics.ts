@@ -59,7 +59,9 @@ export function statisticsRoutes({ store }: ApiContext) {
       tag: 'Statistic',
       scope: 'runs:read',
       summary: 'Runs per flow and status, with duration percentiles, and messages per topic, per hour or day',
-      description: `Buckets are UTC. Default range: the last 24 hours. At most ${MAX_RANGE_MS.hour / DAY_MS} days by the hour, ${MAX_RANGE_MS.day / DAY_MS} by the day.`,
+      description:
+        `Buckets are UTC. Default range: the last 24 hours. At most ${MAX_RANGE_MS.hour / DAY_MS} days by ` +
+        `the hour, ${MAX_RANGE_MS.day / DAY_MS} by the day.`,
       query: {
         type: 'object',
         additionalProperties: false,
@@ -80,7 +82,9 @@ export function statisticsRoutes({ store }: ApiContext) {
           throw new ValidationError('Range too long', [
             {
               path: '$.query.from',
-              message: `is more than ${MAX_RANGE_MS[query.interval] / DAY_MS} days before to (interval ${query.interval})`,
+              message:
+                `is more than ${MAX_RANGE_MS[query.interval] / DAY_MS} days before to ` +
+                `(interval ${query.interval})`,
             },
           ]);
         }

@@ -120,7 +120,8 @@ export function tenantRoutes({ store, runs, schedules, intake }: ApiContext) {
       scope: 'platform:admin',
       summary: 'Delete a tenant and every record it owns',
       description:
-        'Flows, versions, messages, runs, variables, secrets, destinations, batches, clients and schedules. Irreversible: `confirm` must repeat the tenant id.',
+        'Flows, versions, messages, runs, variables, secrets, destinations, batches, clients and schedules. ' +
+        'Irreversible: `confirm` must repeat the tenant id.',
       params: tenantParams,
       query: {
         type: 'object',

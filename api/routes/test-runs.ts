@@ -49,9 +49,10 @@ export function testRunRoutes({ store, compile, testRunner }: ApiContext) {
         "Run the draft (or the document in the body, or one node of it) with sample input, and get every node's " +
         'output or error',
       description:
-        'Nothing is recorded: no message, no run, no statistics; the incremental field does not move and no order is marked. ' +
-        'With dryRun (the default), side-effecting operations return what they would send (method, URL, headers with credentials masked, body) instead of sending it. ' +
-        'The answer comes when the run ends: node timeouts bound it.',
+        'Nothing is recorded: no message, no run, no statistics; the incremental field does not move and no order is ' +
+        'marked. With dryRun (the default), side-effecting operations return what they would send (method, URL, ' +
+        'headers with credentials masked, body) instead of sending it. The answer comes when the run ends: node ' +
+        'timeouts bound it.',
       params: idParams,
       body: {
         type: 'object',

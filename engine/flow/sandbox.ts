@@ -207,7 +207,8 @@ class SandboxProcess {
       this.killedForTime
         ? this.failure(evaluation.source, { limit: 'time', message: '' })
         : permanent(
-            `expression stopped: it went past the memory limit of ${this.limits.memoryMb} MB (EXPRESSION_MEMORY_MB) or a size limit of the JavaScript engine (in ${evaluation.source})`,
+            `expression stopped: it went past the memory limit of ${this.limits.memoryMb} MB (EXPRESSION_MEMORY_MB) ` +
+              `or a size limit of the JavaScript engine (in ${evaluation.source})`,
           ),
     );
   }
@@ -216,7 +217,8 @@ class SandboxProcess {
     switch (error.limit) {
       case 'time':
         return permanent(
-          `expression stopped: it ran past the limit of ${this.limits.timeoutMs} ms (EXPRESSION_TIMEOUT_MS) (in ${source})`,
+          `expression stopped: it ran past the limit of ${this.limits.timeoutMs} ms (EXPRESSION_TIMEOUT_MS) ` +
+            `(in ${source})`,
         );
       case 'result':
         return permanent(`expression stopped: ${error.message} (in ${source})`);

@@ -25,7 +25,8 @@ export const messageSchema = {
     topic: {
       type: ['string', 'null'],
       description:
-        "What the sender says the message is about (its family's topic header, X-Topic or X-Event-Type); `schedule` for a tick, `poll` for a batch item.",
+        "What the sender says the message is about (its family's topic header, X-Topic or X-Event-Type); `schedule` " +
+        'for a tick, `poll` for a batch item.',
     },
     body: {},
     headers: { type: 'object', additionalProperties: { type: 'string' } },

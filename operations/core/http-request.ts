@@ -70,8 +70,8 @@ export const httpRequest = defineOperation({
   name: 'http.request',
   title: 'HTTP request',
   description:
-    'Calls an HTTP endpoint; the output is {status, headers, body}. 429, 5xx and network errors are retried; other 4xx fail the run. ' +
-    "Sends the node's idempotency key so the receiver can drop repeats.",
+    'Calls an HTTP endpoint; the output is {status, headers, body}. 429, 5xx and network errors are retried; other ' +
+    "4xx fail the run. Sends the node's idempotency key so the receiver can drop repeats.",
   version: '1.0.0',
   sideEffects: true,
   configSchema,

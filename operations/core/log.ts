@@ -5,7 +5,8 @@ export const log = defineOperation({
   name: 'log',
   title: 'Log',
   description:
-    "Logs `message` (with `data`, if given) at `level` in the run's log, searchable with the Logs API; secrets are redacted. The output is what was logged.",
+    "Logs `message` (with `data`, if given) at `level` in the run's log, searchable with the Logs API; secrets are " +
+    'redacted. The output is what was logged.',
   version: '1.0.0',
   sideEffects: false,
   configSchema: {

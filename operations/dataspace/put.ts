@@ -16,7 +16,8 @@ export const dataSpacePut = defineOperation({
   name: 'dataspace.put',
   title: 'Put a data space document',
   description:
-    "Creates or replaces the document `key` of the tenant's data space `space` with `value` (the space must exist). The output says whether it was new.",
+    "Creates or replaces the document `key` of the tenant's data space `space` with `value` (the space must exist). " +
+    'The output says whether it was new.',
   version: '1.0.0',
   sideEffects: true,
   configSchema,

@@ -19,7 +19,9 @@ export const LINE_ITEMS_PER_ORDER = 10;
 /** Optional parts of the record, each with its GraphQL and its cost in points per order. */
 const optionalFields = {
   lineItems: {
-    graphql: `lineItems(first: ${LINE_ITEMS_PER_ORDER}) { nodes { id sku title quantity originalUnitPriceSet { ...Money } discountedTotalSet { ...Money } } pageInfo { hasNextPage endCursor } }`,
+    graphql:
+      `lineItems(first: ${LINE_ITEMS_PER_ORDER}) { nodes { id sku title quantity originalUnitPriceSet { ` +
+      '...Money } discountedTotalSet { ...Money } } pageInfo { hasNextPage endCursor } }',
     cost: 2 + LINE_ITEMS_PER_ORDER * 7,
   },
   shippingAddress: { graphql: 'shippingAddress { city provinceCode zip countryCodeV2 }', cost: 1 },

@@ -18,8 +18,9 @@ export const ordersImportList = defineOperation({
   name: 'shopify.orders-import-list',
   title: 'Orders > Import List',
   description:
-    "Polls the shop for orders updated since the last poll (the flow's incremental field updated_at, minus the overlap) and runs the nodes after it once " +
-    'per order, as the tasks of a batch. The field advances when every task has settled.',
+    "Polls the shop for orders updated since the last poll (the flow's incremental field updated_at, minus the " +
+    'overlap) and runs the nodes after it once per order, as the tasks of a batch. The field advances when every ' +
+    'task has settled.',
   version: '1.0.0',
   sideEffects: false,
   fanOut: true,

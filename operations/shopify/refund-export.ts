@@ -67,9 +67,9 @@ export const refundExport = defineOperation({
   name: 'shopify.refund-export',
   title: 'Refund export to ERP',
   description:
-    "For one order: sends each refund not yet in the order's refundProcessed.listOfRefundProcessed metafield to the ERP (the Refund record, " +
-    'token-based authentication), oldest first, marking the order after each. An order with nothing left to export ' +
-    'ends the run as skipped.',
+    "For one order: sends each refund not yet in the order's refundProcessed.listOfRefundProcessed metafield to the " +
+    'ERP (the Refund record, token-based authentication), oldest first, marking the order after each. An order with ' +
+    'nothing left to export ends the run as skipped.',
   version: '1.0.0',
   sideEffects: true,
   configSchema,

@@ -37,12 +37,21 @@ const fragments: Record<string, string> = {
     priceSet { ...Money } subtotalSet { ...Money } totalTaxSet { ...Money }
   }`,
   TransactionFields: `fragment TransactionFields on OrderTransaction {
-    id kind status errorCode gateway formattedGateway accountNumber authorizationCode authorizationExpiresAt createdAt processedAt
-    fees { id type rate rateName flatFeeName amount { amount currencyCode } flatFee { amount currencyCode } taxAmount { amount currencyCode } }
-    manuallyCapturable multiCapturable maximumRefundableV2 { amount currencyCode } paymentId settlementCurrency settlementCurrencyRate
+    id kind status errorCode gateway formattedGateway accountNumber authorizationCode authorizationExpiresAt
+    createdAt processedAt
+    fees {
+      id type rate rateName flatFeeName
+      amount { amount currencyCode } flatFee { amount currencyCode } taxAmount { amount currencyCode }
+    }
+    manuallyCapturable multiCapturable maximumRefundableV2 { amount currencyCode } paymentId
+    settlementCurrency settlementCurrencyRate
     shopifyPaymentsSet { refundSet { acquirerReferenceNumber } }
     test totalUnsettledSet { ...Money } amountSet { ...Money } receiptJson
-    paymentDetails { ... on CardPaymentDetails { name expirationMonth expirationYear paymentMethodName wallet avsResultCode bin cvvResultCode number company } }
+    paymentDetails {
+      ... on CardPaymentDetails {
+        name expirationMonth expirationYear paymentMethodName wallet avsResultCode bin cvvResultCode number company
+      }
+    }
     parentTransaction { id accountNumber }
   }`,
   TopTransactionFields: `fragment TopTransactionFields on OrderTransaction {
@@ -51,7 +60,8 @@ const fragments: Record<string, string> = {
     parentTransaction { id accountNumber }
   }`,
   OrderMarks: `fragment OrderMarks on Order {
-    id tags metafield(namespace: "${PROCESSED_NAMESPACE}", key: "${PROCESSED_KEY}") { id namespace key value compareDigest }
+    id tags
+    metafield(namespace: "${PROCESSED_NAMESPACE}", key: "${PROCESSED_KEY}") { id namespace key value compareDigest }
   }`,
   FulfillmentLineFields: `fragment FulfillmentLineFields on FulfillmentLineItem {
     id quantity originalTotalSet { ...Money } discountedTotalSet { ...Money } lineItem { ...LineItemFields }
@@ -66,7 +76,10 @@ const fragments: Record<string, string> = {
     id totalQuantity dispositions { id quantity type location { id } } fulfillmentLineItem { id }
   }`,
   ReverseDeliveryFields: `fragment ReverseDeliveryFields on ReverseDelivery {
-    id deliverable { ... on ReverseDeliveryShippingDeliverable { tracking { number carrierName url } label { publicFileUrl } } }
+    id
+    deliverable {
+      ... on ReverseDeliveryShippingDeliverable { tracking { number carrierName url } label { publicFileUrl } }
+    }
   }`,
 };
 
@@ -159,7 +172,11 @@ const pageDocuments = new Map<ConnectionSpec, string>(
     spec,
     document(
       `query ${spec.owner}${spec.field[0].toUpperCase()}${spec.field.slice(1)}Page($id: ID!, $after: String) {
-    node(id: $id) { ... on ${spec.owner} { ${spec.field}(first: ${spec.page}, after: $after) { nodes { ${spec.node} } pageInfo { hasNextPage endCursor } } } }
+    node(id: $id) {
+      ... on ${spec.owner} {
+        ${spec.field}(first: ${spec.page}, after: $after) { nodes { ${spec.node} } pageInfo { hasNextPage endCursor } }
+      }
+    }
   }`,
     ),
   ]),

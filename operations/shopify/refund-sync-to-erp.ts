@@ -23,9 +23,9 @@ export const refundSyncToErp = defineOperation({
   name: 'shopify.refund-sync-to-erp',
   title: '[DEPRECATED] - Refund sync to ERP',
   description:
-    'Reads the refund named by a Shopify refunds/create webhook, sends the Refund record to the ERP with token-based authentication, ' +
-    'then adds the refund to the order\'s refundProcessed.listOfRefundProcessed metafield and sets the tag "IPaaS Refunds Exported: <count>". ' +
-    'A refund already in that list ends the run as skipped.',
+    'Reads the refund named by a Shopify refunds/create webhook, sends the Refund record to the ERP with token-based ' +
+    "authentication, then adds the refund to the order's refundProcessed.listOfRefundProcessed metafield and sets " +
+    'the tag "IPaaS Refunds Exported: <count>". A refund already in that list ends the run as skipped.',
   deprecated: { successor: 'shopify.orders-import-list' },
   version: '1.0.0',
   sideEffects: true,

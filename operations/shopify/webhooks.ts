@@ -4,7 +4,10 @@ import type { WebhookSignature } from '../../engine/triggers/webhook.ts';
 import { ShopifyAdminApi } from './admin-api.ts';
 import { shopifyDestination, SUPPORTED_API_VERSIONS } from './destination.ts';
 
-const SUBSCRIBE = `mutation SubscribeWebhook($topic: WebhookSubscriptionTopic!, $subscription: WebhookSubscriptionInput!) {
+const SUBSCRIBE = `mutation SubscribeWebhook(
+  $topic: WebhookSubscriptionTopic!
+  $subscription: WebhookSubscriptionInput!
+) {
   webhookSubscriptionCreate(topic: $topic, webhookSubscription: $subscription) {
     webhookSubscription { id topic uri apiVersion { handle } }
     userErrors { field message }
@@ -30,7 +33,9 @@ export const shopifyWebhooks: WebhookSubscriber = {
       throw new ValidationError('Shopify delivers webhooks only to https addresses', [
         {
           path: '$.uri',
-          message: `is ${uri}: set PUBLIC_URL to the https address at which Shopify reaches this server (a proxy or tunnel)`,
+          message:
+            `is ${uri}: set PUBLIC_URL to the https address at which Shopify reaches this server ` +
+            '(a proxy or tunnel)',
         },
       ]);
     }
@@ -65,8 +70,8 @@ export const shopifyWebhooks: WebhookSubscriber = {
 export const shopifyWebhookSignature: WebhookSignature = {
   type: 'shopify',
   description:
-    "Shopify: HMAC-SHA256 of the raw body with the app's client secret, base64, in X-Shopify-Hmac-Sha256; " +
-    'deliveries are deduplicated on X-Shopify-Webhook-Id, and X-Shopify-Topic names the topic.',
+    "Shopify: HMAC-SHA256 of the raw body with the app's client secret, base64, in X-Shopify-Hmac-Sha256; deliveries " +
+    'are deduplicated on X-Shopify-Webhook-Id, and X-Shopify-Topic names the topic.',
   header: 'x-shopify-hmac-sha256',
   encoding: 'base64',
   deliveryIdHeader: 'x-shopify-webhook-id',

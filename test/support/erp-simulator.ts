@@ -115,7 +115,8 @@ export class ErpSimulator extends Receiver {
       .sort(([k1, v1], [k2, v2]) => (k1 !== k2 ? (k1 < k2 ? -1 : 1) : v1 < v2 ? -1 : v1 > v2 ? 1 : 0))
       .map(([key, value]) => `${key}=${value}`)
       .join('&');
-    const base = `${request.method.toUpperCase()}&${rfc3986(`http://${String(request.headers.host).toLowerCase()}${pathname}`)}&${rfc3986(normalized)}`;
+    const baseUrl = `http://${String(request.headers.host).toLowerCase()}${pathname}`;
+    const base = `${request.method.toUpperCase()}&${rfc3986(baseUrl)}&${rfc3986(normalized)}`;
     const key = `${rfc3986(this.credentials.consumerSecret)}&${rfc3986(this.credentials.tokenSecret)}`;
     return Buffer.from(createHmac('sha256', key).update(base).digest('base64'));
   }

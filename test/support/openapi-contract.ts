@@ -49,10 +49,10 @@ export class OpenApiContract {
     const operation = route && this.document.paths[route.template][verb];
     if (!route || !operation) return [`${method} ${path} is not in /openapi.json`];
     const declared = operation.responses?.[String(status)];
-    if (!declared)
-      return [
-        `${method} ${route.template} answered ${status}, which /openapi.json does not list (${Object.keys(operation.responses ?? {}).join(', ')})`,
-      ];
+    if (!declared) {
+      const listed = Object.keys(operation.responses ?? {}).join(', ');
+      return [`${method} ${route.template} answered ${status}, which /openapi.json does not list (${listed})`];
+    }
     const mediaType = Object.keys(declared.content ?? {})[0];
     if (!mediaType || body === undefined) return [];
     const validate = this.validator(`${route.template} ${verb} ${status} ${mediaType}`, [
@@ -67,15 +67,15 @@ export class OpenApiContract {
     ]);
     if (!validate || validate(body)) return [];
     return (validate.errors ?? []).map(
-      (error) =>
-        `${method} ${route.template} ${status}: ${error.instancePath || '(body)'} ${error.message} ${JSON.stringify(error.params)}`,
+      ({ instancePath, message, params }) =>
+        `${method} ${route.template} ${status}: ${instancePath || '(body)'} ${message} ${JSON.stringify(params)}`,
     );
   }
 
   private validator(key: string, pointer: string[]): ValidateFunction | null {
     if (!this.validators.has(key)) {
-      const ref = `openapi.json#/${pointer.map((segment) => encodeURIComponent(segment.replace(/~/g, '~0').replace(/\//g, '~1'))).join('/')}`;
-      this.validators.set(key, this.ajv.compile({ $ref: ref }));
+      const escaped = pointer.map((segment) => encodeURIComponent(segment.replace(/~/g, '~0').replace(/\//g, '~1')));
+      this.validators.set(key, this.ajv.compile({ $ref: `openapi.json#/${escaped.join('/')}` }));
     }
     return this.validators.get(key)!;
   }

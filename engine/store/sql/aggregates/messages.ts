@@ -166,7 +166,8 @@ export class SqlMessages implements MessageStore {
     const latest = runs[runs.length - 1];
     if (latest && !isTerminal(latest.status))
       throw new ConflictError(
-        `its run ${latest.id} is ${latest.status}; ${latest.status === 'held' ? 'release it' : 'wait for it to finish'}`,
+        `its run ${latest.id} is ${latest.status}; ` +
+          `${latest.status === 'held' ? 'release it' : 'wait for it to finish'}`,
       );
     throw new ConflictError("the message's flow has no active version");
   }

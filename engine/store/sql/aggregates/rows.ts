@@ -220,7 +220,8 @@ export const LATEST_RUN = `left join lateral (
 /** Messages with their status: a view over messages, filtered by tenant ($1); bodies over $2 bytes are left out. */
 export const MESSAGE_INFO = `select * from (
     select m.id, m.flow_id, m.flow_version, m.delivery_id, m.topic, m.duplicate_of, m.headers, m.query, m.received_at,
-      octet_length(m.body::text) as body_bytes, octet_length(m.body::text) > $2 as body_truncated, m.body, r.id as run_id, ${MESSAGE_STATUS} as status
+      octet_length(m.body::text) as body_bytes, octet_length(m.body::text) > $2 as body_truncated, m.body,
+      r.id as run_id, ${MESSAGE_STATUS} as status
     from messages m ${LATEST_RUN}
     where m.tenant_id = $1) info`;
 export const toRun = (r: Row): Run => ({

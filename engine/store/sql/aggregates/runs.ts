@@ -177,10 +177,10 @@ export class SqlRuns implements RunStore {
          insert into steps (tenant_id, run_id, key, node_id, status, attempts, output, error, started_at, finished_at)
          select tenant_id, run_id, key, node_id, status, attempts, output, error, started_at, finished_at
            from jsonb_to_recordset($2::jsonb) as x(tenant_id text, run_id uuid, key text, node_id text, status text,
-             attempts integer, output jsonb, error jsonb,
-                started_at timestamptz, finished_at timestamptz)
+             attempts integer, output jsonb, error jsonb, started_at timestamptz, finished_at timestamptz)
          on conflict (tenant_id, run_id, key) do update set status = excluded.status, attempts = excluded.attempts,
-           output = excluded.output, error = excluded.error, started_at = excluded.started_at, finished_at = excluded.finished_at
+           output = excluded.output, error = excluded.error, started_at = excluded.started_at,
+           finished_at = excluded.finished_at
          returning 1
        )
        -- unnest() of sub-selects, as in beginRuns: each run looked up by its key, one plan for any batch.
