@@ -1,5 +1,6 @@
 import type { DestinationType, WebhookSubscriber } from '../engine/destinations.ts';
 import type { CompileOptions } from '../engine/flow/compile.ts';
+import type { HttpClient } from '../engine/http-client.ts';
 import type { Intake } from '../engine/intake.ts';
 import type { QueueAdmin } from '../engine/queue/queue-admin.ts';
 import type { RunService } from '../engine/run-service.ts';
@@ -28,6 +29,8 @@ export interface ApiContext {
   destinationTypes: Record<string, DestinationType>;
   /** Per destination type: who registers flow URLs as webhooks there. */
   webhookSubscribers: Record<string, WebhookSubscriber>;
+  /** Outbound HTTP for calls made on a tenant's behalf (webhook registration), as the workers' is. */
+  http: HttpClient;
   /** The public base URL flow URLs start with (known once the server listens). */
   baseUrl(): string;
   /** What is running: the product version and the build's commit. */

@@ -145,6 +145,16 @@ export const settings = {
     schema: { type: 'integer', minimum: 1, default: 30_000 },
     description: 'Default `timeoutMs` of a node (a timeout is a retryable error).',
   },
+  outboundPrivateAddresses: {
+    env: 'OUTBOUND_PRIVATE_ADDRESSES',
+    schema: { type: 'string', enum: ['allow', 'refuse'] },
+    shownDefault: 'embedded: `allow`; with `DATABASE_URL`: `refuse`',
+    description:
+      "Whether operations' HTTP requests (`http.request`, the ERP, the shop, webhook registration) may reach " +
+      'loopback, private, link-local and other non-public addresses, checked after name resolution and on every ' +
+      "redirect. `refuse` keeps a tenant's URL away from the cloud metadata service and this network's own " +
+      "services; `allow` where tenants' systems are on your network, or for a local stand-in while developing.",
+  },
   expressionTimeoutMs: {
     env: 'EXPRESSION_TIMEOUT_MS',
     schema: { type: 'integer', minimum: 1, default: 1000 },
@@ -263,6 +273,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new Error(`${settings[key]?.env ?? first.path} ${first.message}, got "${env[settings[key]?.env]?.trim()}"`);
   }
 }
+
+/** A shared deployment (on PostgreSQL) refuses non-public outbound addresses unless told otherwise. */
+export const refusesPrivateAddresses = (config: Config) =>
+  (config.outboundPrivateAddresses ?? (config.databaseUrl ? 'refuse' : 'allow')) === 'refuse';
 
 /** Where clients reach this process (printed, and the base of flow URLs). */
 export function baseUrl(config: Config, port = config.port): string {

@@ -5,7 +5,9 @@ import { createRequestListener, type Readiness } from '../api/app.ts';
 import { publicSigningKeys, TokenIssuer } from '../api/auth/issuer.ts';
 import { TokenVerifier } from '../api/auth/verifier.ts';
 import type { CompileOptions } from '../engine/flow/compile.ts';
+import { HttpClient } from '../engine/http-client.ts';
 import { Intake } from '../engine/intake.ts';
+import { nonPublicAddress } from '../engine/network.ts';
 import { OperationRegistry, type OperationDefinition } from '../engine/operations.ts';
 import { inspectQueue } from '../engine/queue/health.ts';
 import { ENQUEUE_TIMEOUT_MS, runJob, RunQueue, RunWorker } from '../engine/queue/run-queue.ts';
@@ -29,7 +31,7 @@ import { buildCommit } from './build.ts';
 import { PrometheusMetrics } from './metrics.ts';
 import { isOperatorAuthorization } from '../api/auth/operator-guard.ts';
 import { MaintenanceMode } from '../engine/queue/maintenance.ts';
-import { baseUrl, type Config } from './config.ts';
+import { baseUrl, type Config, refusesPrivateAddresses } from './config.ts';
 import { DataDirLock, embeddedKeyring, embeddedStorePath } from './data-dir.ts';
 import { redisAnswers, redisOptions, startEmbeddedRedis } from './redis.ts';
 
@@ -156,6 +158,7 @@ export class Platform {
       keys: config.authJwksUrl ? { jwksUrl: new URL(config.authJwksUrl) } : { stored: () => publicSigningKeys(store) },
     });
 
+    const outbound = new HttpClient(refusesPrivateAddresses(config) ? { refusedAddress: nonPublicAddress } : {});
     let worker: RunWorker | undefined;
     let ticks: TickWorker | undefined;
     let logPruning: NodeJS.Timeout | undefined;
@@ -168,6 +171,7 @@ export class Platform {
         flows,
         keyring,
         logger,
+        http: outbound,
         maxOutputBytes: config.maxStepOutputBytes,
         maxRetryDelayMs: 3_600_000,
         enqueue: (runs) => queue.enqueue(runs.map(runJob)),
@@ -225,11 +229,13 @@ export class Platform {
           maintenance,
           webhookSubscribers,
           destinationTypes,
+          http: outbound,
           testRunner: new TestRunner({
             store,
             actions: new ActionRunner(store, compile.sandbox),
             keyring,
             logger,
+            http: outbound,
             maxOutputBytes: config.maxStepOutputBytes,
           }),
           baseUrl: () => url,

@@ -1,4 +1,5 @@
 import { ValidationError, type FieldError } from './errors.ts';
+import type { HttpClient } from './http-client.ts';
 import { destinationContext, type Keyring } from './secrets/keyring.ts';
 import type { DestinationStore } from './store/port.ts';
 
@@ -88,5 +89,9 @@ export interface WebhookSubscriber {
   topics: readonly string[];
   /** The outside system's API versions the family supports, the default first. */
   apiVersions: readonly string[];
-  subscribe(destination: OpenedDestination, request: { uri: string; topic: string }): Promise<WebhookSubscription>;
+  subscribe(
+    destination: OpenedDestination,
+    request: { uri: string; topic: string },
+    http: HttpClient,
+  ): Promise<WebhookSubscription>;
 }

@@ -1,13 +1,9 @@
+import dns from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
+import { isIP, type LookupFunction } from 'node:net';
 import { type OperationError, permanent, retryable } from './errors.ts';
 import { BodyTooLargeError, decodeBody, readBody } from './http-body.ts';
-
-/**
- * Outbound HTTP for operations, on node:http with keep-alive agents: a request costs a fraction of
- * what `fetch` costs (no web streams, Headers objects or abort-signal plumbing), which is most of
- * an HTTP node's CPU. Follows redirects and decodes gzip, deflate and brotli as fetch does.
- */
 
 export interface OutboundRequest {
   method: string;
@@ -38,33 +34,148 @@ export const MAX_RESPONSE_BYTES = 10 * 1024 * 1024;
 /** Idle sockets are closed before a typical server's keep-alive timeout (5 s for Node) closes them under a request. */
 const IDLE_SOCKET_MS = 4000;
 const MAX_REDIRECTS = 5;
-const agents: Record<string, http.Agent> = {
-  'http:': new http.Agent({ keepAlive: true, scheduling: 'lifo', timeout: IDLE_SOCKET_MS }),
-  'https:': new https.Agent({ keepAlive: true, scheduling: 'lifo', timeout: IDLE_SOCKET_MS }),
-};
 const ACCEPT_ENCODING = 'gzip, deflate, br';
 /** Dropped when a redirect leaves the origin, as fetch does. */
 const CREDENTIAL_HEADERS = ['authorization', 'cookie', 'proxy-authorization'];
 
+/** Says why a request may not go to this address (e.g. "a loopback address"), or undefined where it may. */
+export type AddressRefusal = (address: string) => string | undefined;
+
 /**
- * Sends one request and reads its answer. Transport failures (refused, reset, timed out, aborted)
- * are retryable; a response over the size limit, a bad header or a redirect loop is permanent.
+ * Outbound HTTP for operations, on node:http with keep-alive agents: a request costs a fraction of
+ * what `fetch` costs (no web streams, Headers objects or abort-signal plumbing), which is most of
+ * an HTTP node's CPU. Follows redirects and decodes gzip, deflate and brotli as fetch does.
+ *
+ * With `refusedAddress`, every address a request would connect to is checked — IP literals before
+ * sending, names once resolved, on each redirect — so a tenant's URL cannot reach this network's
+ * own services (the cloud metadata service, the database, the admin socket's neighbours).
  */
-export async function sendHttp(request: OutboundRequest): Promise<InboundResponse> {
-  let current = request;
-  for (let redirects = 0; ; redirects++) {
-    const response = await exchange(current);
-    const location = REDIRECTS.has(response.status) ? response.headers.location : undefined;
-    if (location === undefined) return response;
-    if (redirects === MAX_REDIRECTS)
-      throw permanent(`${request.failure}: more than ${MAX_REDIRECTS} redirects`, {
-        details: { url: where(request.url) },
+export class HttpClient {
+  private readonly agents: Record<string, http.Agent>;
+
+  constructor(private readonly options: { refusedAddress?: AddressRefusal } = {}) {
+    const lookup = options.refusedAddress && checkedLookup(options.refusedAddress);
+    const agentOptions = { keepAlive: true, scheduling: 'lifo', timeout: IDLE_SOCKET_MS, lookup } as const;
+    this.agents = { 'http:': new http.Agent(agentOptions), 'https:': new https.Agent(agentOptions) };
+  }
+
+  /**
+   * Sends one request and reads its answer. Transport failures (refused, reset, timed out, aborted)
+   * are retryable; a response over the size limit, a bad header, a redirect loop or a refused
+   * address is permanent.
+   */
+  async send(request: OutboundRequest): Promise<InboundResponse> {
+    let current = request;
+    for (let redirects = 0; ; redirects++) {
+      const response = await this.exchange(current);
+      const location = REDIRECTS.has(response.status) ? response.headers.location : undefined;
+      if (location === undefined) return response;
+      if (redirects === MAX_REDIRECTS)
+        throw permanent(`${request.failure}: more than ${MAX_REDIRECTS} redirects`, {
+          details: { url: where(request.url) },
+        });
+      current = redirected(current, response.status, location);
+    }
+  }
+
+  private exchange(request: OutboundRequest): Promise<InboundResponse> {
+    const { url, signal } = request;
+    return new Promise<InboundResponse>((resolve, reject) => {
+      const agent = this.agents[url.protocol];
+      if (!agent) return reject(permanent(`${request.failure}: ${url.protocol} is not HTTP`));
+      // A literal address is connected to without a lookup: check it here.
+      const literal = url.hostname.replace(/^\[|\]$/g, '');
+      const literalRefused = isIP(literal) ? this.options.refusedAddress?.(literal) : undefined;
+      if (literalRefused) return reject(refusal(request, `${literal} is ${literalRefused}`));
+      const headers: Record<string, string> = { 'accept-encoding': ACCEPT_ENCODING, ...request.headers };
+      if (request.body !== undefined) headers['content-length'] = String(Buffer.byteLength(request.body));
+
+      let settled = false;
+      let timer: NodeJS.Timeout | undefined;
+      const onAbort = () =>
+        fail(
+          retryable(`${request.failure}: ${signal?.reason instanceof Error ? signal.reason.message : 'aborted'}`, {
+            details: { url: where(url) },
+          }),
+        );
+      const finish = () => {
+        settled = true;
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+      };
+      const fail = (error: OperationError) => {
+        if (settled) return;
+        finish();
+        outgoing?.destroy();
+        reject(error);
+      };
+      const transportFailure = (reason: string) =>
+        fail(retryable(`${request.failure}: ${reason}`, { details: { url: where(url) } }));
+
+      let outgoing: http.ClientRequest | undefined;
+      try {
+        outgoing = (url.protocol === 'https:' ? https : http).request(url, { method: request.method, headers, agent });
+      } catch (error) {
+        // Node refuses a header name or value that is not valid HTTP (a newline, say): sending again cannot help.
+        return fail(
+          permanent(`${request.failure}: ${error instanceof Error ? error.message : String(error)}`, {
+            details: { url: where(url) },
+          }),
+        );
+      }
+      timer = setTimeout(() => transportFailure(`no answer within ${request.timeoutMs} ms`), request.timeoutMs);
+      if (signal?.aborted) return onAbort();
+      signal?.addEventListener('abort', onAbort, { once: true });
+
+      outgoing.on('error', (error) =>
+        error instanceof RefusedAddressError
+          ? fail(refusal(request, `${error.hostname} resolves to ${error.kind} (${error.address})`))
+          : transportFailure(describe(error)),
+      );
+      outgoing.on('response', (incoming) => {
+        receive(incoming, request).then((response) => {
+          if (settled) return;
+          finish();
+          resolve(response);
+        }, fail);
       });
-    current = redirected(current, response.status, location);
+      outgoing.end(request.body);
+    });
   }
 }
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+
+/** Raised by the checked lookup; surfaces as the request's error. */
+class RefusedAddressError extends Error {
+  constructor(
+    readonly hostname: string,
+    readonly address: string,
+    readonly kind: string,
+  ) {
+    super(`${hostname} resolves to ${kind} (${address})`);
+  }
+}
+
+/** dns.lookup, failing when any address of the name is refused (whichever one the socket would pick). */
+function checkedLookup(refusedAddress: AddressRefusal): LookupFunction {
+  return (hostname, options, callback) =>
+    dns.lookup(hostname, options, (error, address, family) => {
+      if (error) return callback(error, address, family);
+      const addresses = typeof address === 'string' ? [address] : address.map((entry) => entry.address);
+      for (const candidate of addresses) {
+        const kind = refusedAddress(candidate);
+        if (kind) return callback(new RefusedAddressError(hostname, candidate, kind), address, family);
+      }
+      callback(null, address, family);
+    });
+}
+
+const refusal = (request: OutboundRequest, what: string) =>
+  permanent(
+    `${request.failure}: ${what}, and requests to non-public addresses are refused here (OUTBOUND_PRIVATE_ADDRESSES)`,
+    { details: { url: where(request.url) } },
+  );
 
 /** The request a redirect asks for: 303 (and 301/302 after a POST) becomes a GET without body. */
 function redirected(request: OutboundRequest, status: number, location: string): OutboundRequest {
@@ -84,63 +195,6 @@ function redirected(request: OutboundRequest, status: number, location: string):
   delete headers['content-type'];
   delete headers['content-length'];
   return { ...request, url, headers, method: 'GET', body: undefined };
-}
-
-function exchange(request: OutboundRequest): Promise<InboundResponse> {
-  const { url, signal } = request;
-  return new Promise<InboundResponse>((resolve, reject) => {
-    const agent = agents[url.protocol];
-    if (!agent) return reject(permanent(`${request.failure}: ${url.protocol} is not HTTP`));
-    const headers: Record<string, string> = { 'accept-encoding': ACCEPT_ENCODING, ...request.headers };
-    if (request.body !== undefined) headers['content-length'] = String(Buffer.byteLength(request.body));
-
-    let settled = false;
-    let timer: NodeJS.Timeout | undefined;
-    const onAbort = () =>
-      fail(
-        retryable(`${request.failure}: ${signal?.reason instanceof Error ? signal.reason.message : 'aborted'}`, {
-          details: { url: where(url) },
-        }),
-      );
-    const finish = () => {
-      settled = true;
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', onAbort);
-    };
-    const fail = (error: OperationError) => {
-      if (settled) return;
-      finish();
-      outgoing?.destroy();
-      reject(error);
-    };
-    const transportFailure = (reason: string) =>
-      fail(retryable(`${request.failure}: ${reason}`, { details: { url: where(url) } }));
-
-    let outgoing: http.ClientRequest | undefined;
-    try {
-      outgoing = (url.protocol === 'https:' ? https : http).request(url, { method: request.method, headers, agent });
-    } catch (error) {
-      // Node refuses a header name or value that is not valid HTTP (a newline, say): sending again cannot help.
-      return fail(
-        permanent(`${request.failure}: ${error instanceof Error ? error.message : String(error)}`, {
-          details: { url: where(url) },
-        }),
-      );
-    }
-    timer = setTimeout(() => transportFailure(`no answer within ${request.timeoutMs} ms`), request.timeoutMs);
-    if (signal?.aborted) return onAbort();
-    signal?.addEventListener('abort', onAbort, { once: true });
-
-    outgoing.on('error', (error) => transportFailure(describe(error)));
-    outgoing.on('response', (incoming) => {
-      receive(incoming, request).then((response) => {
-        if (settled) return;
-        finish();
-        resolve(response);
-      }, fail);
-    });
-    outgoing.end(request.body);
-  });
 }
 
 /** Reads and decodes an answer: a broken stream is retryable; over the size limit or undecodable, permanent. */

@@ -1,4 +1,40 @@
-import { isIPv4, isIPv6 } from 'node:net';
+import { BlockList, isIP } from 'node:net';
+
+/** Address ranges no outside system can reach and a tenant's request must not be aimed at, by what they are. */
+const NON_PUBLIC_RANGES: Array<[kind: string, family: 'ipv4' | 'ipv6', network: string, prefix: number]> = [
+  ['a loopback address', 'ipv4', '127.0.0.0', 8],
+  ['a loopback address', 'ipv6', '::1', 128],
+  ['an unspecified address', 'ipv4', '0.0.0.0', 8],
+  ['an unspecified address', 'ipv6', '::', 128],
+  ['a private address', 'ipv4', '10.0.0.0', 8],
+  ['a private address', 'ipv4', '172.16.0.0', 12],
+  ['a private address', 'ipv4', '192.168.0.0', 16],
+  ['a private address', 'ipv4', '100.64.0.0', 10], // carrier-grade NAT
+  ['a private address', 'ipv4', '198.18.0.0', 15], // benchmarking networks
+  ['a private address', 'ipv6', 'fc00::', 7],
+  ['a link-local address', 'ipv4', '169.254.0.0', 16], // also cloud metadata services (169.254.169.254)
+  ['a link-local address', 'ipv6', 'fe80::', 10],
+  ['a multicast or reserved address', 'ipv4', '224.0.0.0', 3],
+  ['a multicast or reserved address', 'ipv6', 'ff00::', 8],
+  ['an IPv4 address translated to IPv6', 'ipv6', '64:ff9b::', 96],
+];
+
+const ranges = NON_PUBLIC_RANGES.map(([kind, family, network, prefix]) => {
+  const list = new BlockList();
+  list.addSubnet(network, prefix, family);
+  return { kind, list };
+});
+
+/**
+ * What an IP address is when it is not a public one (loopback, private, link-local, ...), or
+ * undefined. IPv4-mapped IPv6 addresses (::ffff:127.0.0.1) count as their IPv4 address.
+ */
+export function nonPublicAddress(address: string): string | undefined {
+  const family = isIP(address);
+  if (family === 0) return undefined;
+  const type = family === 4 ? 'ipv4' : 'ipv6';
+  return ranges.find(({ list }) => list.check(address, type))?.kind;
+}
 
 /**
  * Why an outside system could not reach this URL's host, if it plainly could not: a loopback,
@@ -7,29 +43,9 @@ import { isIPv4, isIPv6 } from 'node:net';
  */
 export function unreachableFromOutside(url: URL): string | undefined {
   const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  if (isIP(host)) return nonPublicAddress(host);
   if (host === 'localhost' || host.endsWith('.localhost')) return 'a loopback name';
-  if (host.endsWith('.local') || host.endsWith('.internal') || (!host.includes('.') && !isIPv6(host)))
+  if (host.endsWith('.local') || host.endsWith('.internal') || !host.includes('.'))
     return 'a name that only resolves on a local network';
-  if (isIPv4(host)) {
-    const [a, b] = host.split('.').map(Number);
-    if (a === 127) return 'a loopback address';
-    if (a === 0) return 'an unspecified address';
-    if (a === 10 || (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168) || (a === 100 && b >= 64 && b <= 127))
-      return 'a private address';
-    if (a === 169 && b === 254) return 'a link-local address';
-    return undefined;
-  }
-  if (isIPv6(host)) {
-    if (host === '::1') return 'a loopback address';
-    if (host === '::') return 'an unspecified address';
-    if (/^f[cd]/.test(host)) return 'a private address';
-    if (/^fe[89ab]/.test(host)) return 'a link-local address';
-    // An IPv4-mapped address, as URL writes it (::ffff:7f00:1 is 127.0.0.1).
-    const mapped = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(host);
-    if (mapped) {
-      const [high, low] = [parseInt(mapped[1], 16), parseInt(mapped[2], 16)];
-      return unreachableFromOutside(new URL(`http://${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`));
-    }
-  }
   return undefined;
 }

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { FromSchema, JSONSchema } from 'json-schema-to-ts';
+import type { HttpClient } from './http-client.ts';
 import type { OpenedDestination } from './destinations.ts';
 import type { BatchCounts, BatchStatus, IncrementalField } from './resources.ts';
 import { SchemaValidator } from './json-schema.ts';
@@ -37,6 +38,8 @@ export interface OperationContext<Config> {
   idempotencyKey: string;
   /** Fires when the node times out or the worker shuts down. */
   signal: AbortSignal;
+  /** Outbound HTTP: keep-alive, redirects, size limits, and this deployment's refusal of non-public addresses. */
+  http: HttpClient;
   tenantId: string;
   flowId: string;
   runId: string;

@@ -3,7 +3,8 @@ import type { AddressInfo } from 'node:net';
 import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OperationError } from '../engine/errors.ts';
-import { bodyValue, sendHttp, type OutboundRequest } from '../engine/http-client.ts';
+import { bodyValue, HttpClient, type OutboundRequest } from '../engine/http-client.ts';
+import { nonPublicAddress } from '../engine/network.ts';
 
 /** A server with one route per behaviour; records what it received. */
 function startServer(
@@ -58,6 +59,8 @@ async function failure(request: Promise<unknown>): Promise<OperationError> {
 }
 
 describe('outbound HTTP client', () => {
+  const client = new HttpClient();
+
   let main: Awaited<ReturnType<typeof startServer>>;
   let other: Awaited<ReturnType<typeof startServer>>;
   const request = (path: string, extra: Partial<OutboundRequest> = {}): OutboundRequest => ({
@@ -98,6 +101,8 @@ describe('outbound HTTP client', () => {
       '/temporary': (_req, res) => res.writeHead(307, { location: '/echo' }).end(),
       '/away': (_req, res) => res.writeHead(302, { location: `${other.url}/elsewhere` }).end(),
       '/loop': (_req, res) => res.writeHead(302, { location: '/loop' }).end(),
+      '/to-other-loopback': (req, res) =>
+        res.writeHead(302, { location: `http://127.0.0.2:${req.socket.localPort}/echo` }).end(),
       '/hang': () => {},
       '/cookies': (_req, res) => res.writeHead(200, { 'set-cookie': ['a=1', 'b=2'] }).end('ok'),
     });
@@ -108,8 +113,8 @@ describe('outbound HTTP client', () => {
   });
 
   it('keeps connections alive: consecutive requests share a socket', async () => {
-    const first = await sendHttp(request('/echo'));
-    const second = await sendHttp(request('/echo'));
+    const first = await client.send(request('/echo'));
+    const second = await client.send(request('/echo'));
     expect([first.status, second.status]).toEqual([200, 200]);
     const ports = main.received
       .filter((entry) => entry.path === '/echo')
@@ -119,9 +124,9 @@ describe('outbound HTTP client', () => {
   });
 
   it('decodes gzip and brotli bodies, and refuses one that is over the limit once decoded', async () => {
-    expect(bodyValue(await sendHttp(request('/gzip')))).toEqual({ packed: true });
-    expect(bodyValue(await sendHttp(request('/br')))).toBe('brotli text');
-    const bomb = await failure(sendHttp(request('/bomb')));
+    expect(bodyValue(await client.send(request('/gzip')))).toEqual({ packed: true });
+    expect(bodyValue(await client.send(request('/br')))).toBe('brotli text');
+    const bomb = await failure(client.send(request('/bomb')));
     expect(bomb).toMatchObject({
       kind: 'permanent',
       message: expect.stringContaining('exceeds maxResponseBytes (10000) once decoded'),
@@ -129,11 +134,11 @@ describe('outbound HTTP client', () => {
   });
 
   it('refuses a response over maxResponseBytes, declared or streamed', async () => {
-    expect(await failure(sendHttp(request('/big-declared')))).toMatchObject({
+    expect(await failure(client.send(request('/big-declared')))).toMatchObject({
       kind: 'permanent',
       message: 'response of 50000 bytes exceeds maxResponseBytes (10000)',
     });
-    expect(await failure(sendHttp(request('/big-chunked')))).toMatchObject({
+    expect(await failure(client.send(request('/big-chunked')))).toMatchObject({
       kind: 'permanent',
       message: 'response exceeds maxResponseBytes (10000)',
     });
@@ -141,47 +146,74 @@ describe('outbound HTTP client', () => {
 
   it('follows redirects as fetch does: 302 and 303 after a POST become GETs, 307 resends the body', async () => {
     const post = { method: 'POST', body: '{"a":1}', headers: { 'content-type': 'application/json' } };
-    expect(bodyValue(await sendHttp(request('/found', post)))).toEqual({ method: 'GET', body: '', contentType: null });
-    expect(bodyValue(await sendHttp(request('/see-other', post)))).toEqual({
+    expect(bodyValue(await client.send(request('/found', post)))).toEqual({
       method: 'GET',
       body: '',
       contentType: null,
     });
-    expect(bodyValue(await sendHttp(request('/temporary', post)))).toEqual({
+    expect(bodyValue(await client.send(request('/see-other', post)))).toEqual({
+      method: 'GET',
+      body: '',
+      contentType: null,
+    });
+    expect(bodyValue(await client.send(request('/temporary', post)))).toEqual({
       method: 'POST',
       body: '{"a":1}',
       contentType: 'application/json',
     });
-    const loop = await failure(sendHttp(request('/loop')));
+    const loop = await failure(client.send(request('/loop')));
     expect(loop).toMatchObject({ kind: 'permanent', message: 'call /loop failed: more than 5 redirects' });
   });
 
   it('drops credentials when a redirect leaves the origin', async () => {
-    const answer = await sendHttp(request('/away', { headers: { authorization: 'Bearer s3cret' } }));
+    const answer = await client.send(request('/away', { headers: { authorization: 'Bearer s3cret' } }));
     expect(bodyValue(answer)).toEqual({ authorization: null });
   });
 
   it('fails retryably when the peer does not answer in time, is aborted, or refuses the connection', async () => {
-    const slow = await failure(sendHttp(request('/hang', { timeoutMs: 200 })));
+    const slow = await failure(client.send(request('/hang', { timeoutMs: 200 })));
     expect(slow).toMatchObject({
       kind: 'retryable',
       message: 'call /hang failed: no answer within 200 ms',
       details: { url: `${main.url}/hang` },
     });
     const controller = new AbortController();
-    const aborted = sendHttp(request('/hang', { signal: controller.signal }));
+    const aborted = client.send(request('/hang', { signal: controller.signal }));
     controller.abort(new Error('worker shutting down'));
     expect(await failure(aborted)).toMatchObject({
       kind: 'retryable',
       message: 'call /hang failed: worker shutting down',
     });
-    const refused = await failure(sendHttp({ ...request('/echo'), url: new URL('http://127.0.0.1:9/echo') }));
+    const refused = await failure(client.send({ ...request('/echo'), url: new URL('http://127.0.0.1:9/echo') }));
     expect(refused).toMatchObject({ kind: 'retryable', message: expect.stringContaining('ECONNREFUSED') });
   });
 
   it('refuses a header that is not valid HTTP permanently, and joins repeated response headers', async () => {
-    const bad = await failure(sendHttp(request('/echo', { headers: { 'x-note': 'line\nbreak' } })));
+    const bad = await failure(client.send(request('/echo', { headers: { 'x-note': 'line\nbreak' } })));
     expect(bad.kind).toBe('permanent');
-    expect((await sendHttp(request('/cookies'))).headers['set-cookie']).toBe('a=1, b=2');
+    expect((await client.send(request('/cookies'))).headers['set-cookie']).toBe('a=1, b=2');
+  });
+
+  it('checks every address it would connect to: literals, names once resolved, and redirect targets', async () => {
+    // Refuses one loopback address only, so that the test servers on 127.0.0.1 stay reachable.
+    const refusing = new HttpClient({
+      refusedAddress: (address) => (address === '127.0.0.2' ? 'a refused address' : undefined),
+    });
+    const byName = { ...request('/echo'), url: new URL(`http://localhost:${new URL(main.url).port}/echo`) };
+    expect((await refusing.send(byName)).status).toBe(200);
+    const literal = await failure(refusing.send({ ...request('/echo'), url: new URL('http://127.0.0.2:9/echo') }));
+    expect(literal).toMatchObject({
+      kind: 'permanent',
+      message:
+        'call /echo failed: 127.0.0.2 is a refused address, and requests to non-public addresses are refused ' +
+        'here (OUTBOUND_PRIVATE_ADDRESSES)',
+    });
+    const redirected = await failure(refusing.send(request('/to-other-loopback')));
+    expect(redirected).toMatchObject({ kind: 'permanent', message: expect.stringContaining('127.0.0.2 is a refused') });
+    const resolved = await failure(new HttpClient({ refusedAddress: nonPublicAddress }).send(byName));
+    expect(resolved).toMatchObject({
+      kind: 'permanent',
+      message: expect.stringContaining('localhost resolves to a loopback address'),
+    });
   });
 });

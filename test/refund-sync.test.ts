@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { oauth1Header } from '../operations/core/oauth1.ts';
 import { orderImportDocuments } from '../operations/shopify/order-record.ts';
 import { orderMarkDocuments } from '../operations/shopify/order-marks.ts';
+import { HttpClient } from '../engine/http-client.ts';
 import { ShopifyAdminApi } from '../operations/shopify/admin-api.ts';
 import { ORDER_MARKS_QUERY, refundDocuments } from '../operations/shopify/refund-query.ts';
 import { refundRecordValidator } from '../operations/shopify/refund-record.ts';
@@ -102,10 +103,15 @@ describe('the simulated ERP', () => {
 });
 
 describe('the Shopify Admin client', () => {
+  const outbound = new HttpClient();
+
   it('meets a shop that rejects what real Shopify would: unknown fields, over-large pages, no page size', async () => {
     const shopify = await new ShopifySimulator({ accessToken: SHOP_TOKEN }).start();
     try {
-      const api = new ShopifyAdminApi({ shopUrl: shopify.url, apiVersion: '2026-10', accessToken: SHOP_TOKEN });
+      const api = new ShopifyAdminApi(
+        { shopUrl: shopify.url, apiVersion: '2026-10', accessToken: SHOP_TOKEN },
+        outbound,
+      );
       const order = shopify.shop.createOrder({ lines: [{ title: 'Mug', price: 9, quantity: 1 }] });
       await expect(api.query('query { order(id: "x") { id refundsProcessed } }')).rejects.toMatchObject({
         kind: 'permanent',
@@ -118,10 +124,10 @@ describe('the Shopify Admin client', () => {
         api.query('query($id: ID!) { order(id: $id) { lineItems { nodes { id } } } }', { id: order.id }),
       ).rejects.toMatchObject({ message: expect.stringContaining('first or last') });
       await expect(
-        new ShopifyAdminApi({ shopUrl: shopify.url, apiVersion: '2026-10', accessToken: 'shpat_wrong' }).query(
-          ORDER_MARKS_QUERY,
-          { id: order.id },
-        ),
+        new ShopifyAdminApi(
+          { shopUrl: shopify.url, apiVersion: '2026-10', accessToken: 'shpat_wrong' },
+          outbound,
+        ).query(ORDER_MARKS_QUERY, { id: order.id }),
       ).rejects.toMatchObject({ kind: 'permanent', message: expect.stringContaining('401') });
       expect(await api.query(ORDER_MARKS_QUERY, { id: order.id })).toEqual({
         order: { id: order.id, tags: [], metafield: null },
@@ -135,7 +141,7 @@ describe('the Shopify Admin client', () => {
     // A token that lasts 5 min 1 s is due for renewal (5 min before expiry) one second after it is issued.
     const shopify = await new ShopifySimulator({ ...APP_CLIENT, tokenLifetimeS: 301 }).start();
     try {
-      const api = new ShopifyAdminApi({ shopUrl: shopify.url, apiVersion: '2025-10', ...APP_CLIENT });
+      const api = new ShopifyAdminApi({ shopUrl: shopify.url, apiVersion: '2025-10', ...APP_CLIENT }, outbound);
       const order = shopify.shop.createOrder({ lines: [{ title: 'Mug', price: 9, quantity: 1 }] });
       await api.query(ORDER_MARKS_QUERY, { id: order.id });
       await api.query(ORDER_MARKS_QUERY, { id: order.id });

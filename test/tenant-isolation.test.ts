@@ -1,3 +1,5 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defineOperation } from '../engine/operations.ts';
 import { sendWebhook, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
@@ -27,7 +29,8 @@ beforeAll(async () => {
   env = await startTestPlatform(
     'postgres',
     { api: true, worker: true },
-    { expressionTimeoutMs: 3000, expressionMemoryMb: 64 },
+    // Refusing non-public addresses is what a shared deployment (on PostgreSQL) does unless told otherwise.
+    { expressionTimeoutMs: 3000, expressionMemoryMb: 64, outboundPrivateAddresses: 'refuse' },
     [circular],
   );
   mallory = await env.tenant('mallory');
@@ -45,15 +48,15 @@ const transform = (expression: string, key = 'hostile') => ({
   edges: [{ from: 'trigger', to: 'map' }],
 });
 
-/** A test run of a document: the answer's body. */
-async function testRun(client: ApiClient, document: object, input: object = { body: {} }) {
+/** A test run of a document (a dry run unless told otherwise): the answer. */
+async function testRun(client: ApiClient, document: object, input: object = { body: {} }, dryRun = true) {
   const created = await client.call(
     'POST',
     '/api/v1/editable-flows',
     transform('{{ 1 }}', `t${Math.random().toString(36).slice(2, 8)}`),
   );
   expect(created.status).toBe(201);
-  return client.call('POST', `/api/v1/editable-flows/${created.body.id}/test`, { document, input });
+  return client.call('POST', `/api/v1/editable-flows/${created.body.id}/test`, { document, input, dryRun });
 }
 
 describe('tenant expressions', () => {
@@ -187,5 +190,46 @@ describe('outputs', () => {
       error: { kind: 'permanent', node: 'loop', message: expect.stringContaining('cannot be stored') },
     });
     expect(run.steps).toMatchObject([{ nodeId: 'loop', status: 'failed', attempts: 1 }]);
+  });
+});
+
+describe('outbound requests', () => {
+  it("a tenant's URL cannot reach this network's services: loopback, private and metadata addresses", async () => {
+    const hits: string[] = [];
+    const inside = http.createServer((request, response) => {
+      hits.push(request.url ?? '');
+      response.end('{"secret": true}');
+    });
+    await new Promise<void>((resolve) => inside.listen(0, '127.0.0.1', resolve));
+    const { port } = inside.address() as AddressInfo;
+    const call = (url: string, key = 'fetch') => ({
+      key,
+      name: key,
+      trigger: { type: 'webhook' },
+      nodes: [{ id: 'get', operation: 'http.request', config: { method: 'GET', url } }],
+      edges: [{ from: 'trigger', to: 'get' }],
+    });
+    try {
+      for (const [url, refused] of [
+        [`http://127.0.0.1:${port}/admin`, '127.0.0.1 is a loopback address'],
+        [`http://localhost:${port}/admin`, 'localhost resolves to a loopback address'],
+        [`http://[::ffff:127.0.0.1]:${port}/admin`, '::ffff:7f00:1 is a loopback address'],
+        ['http://169.254.169.254/latest/meta-data/', '169.254.169.254 is a link-local address'],
+        ['http://10.0.0.1/internal', '10.0.0.1 is a private address'],
+      ]) {
+        const answer = await testRun(mallory, call(url), { body: {} }, false);
+        expect(answer.body, url).toMatchObject({ status: 'failed', error: { kind: 'permanent', node: 'get' } });
+        expect(answer.body.error.message).toContain(refused);
+        expect(answer.body.error.message).toContain('OUTBOUND_PRIVATE_ADDRESSES');
+      }
+      // A published flow: the run fails at once, without the node's retries.
+      await mallory.publish(call(`http://localhost:${port}/admin`, 'inside'));
+      const run = await mallory.settledRun((await sendWebhook(env.url, 'mallory', 'inside', {})).body.runId);
+      expect(run).toMatchObject({ status: 'failed', attempts: 1, error: { kind: 'permanent', node: 'get' } });
+      expect(run.steps).toMatchObject([{ nodeId: 'get', status: 'failed', attempts: 1 }]);
+      expect(hits).toEqual([]);
+    } finally {
+      inside.close();
+    }
   });
 });

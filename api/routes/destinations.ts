@@ -40,7 +40,7 @@ function destinationBodySchema(types: DestinationType[]): Record<string, unknown
 }
 
 export function destinationRoutes(context: ApiContext) {
-  const { store, keyring, webhookSubscribers, destinationTypes, baseUrl } = context;
+  const { store, keyring, webhookSubscribers, destinationTypes, baseUrl, http } = context;
   const base = '/api/v1/destinations';
   return [
     defineRoute({
@@ -103,7 +103,7 @@ export function destinationRoutes(context: ApiContext) {
           ]);
         }
         const uri = `${baseUrl()}/hooks/${encodeURIComponent(tenantId)}/${encodeURIComponent(flow.key)}`;
-        const subscription = await subscriber.subscribe(destination, { uri, topic });
+        const subscription = await subscriber.subscribe(destination, { uri, topic }, http);
         const unreachable = unreachableFromOutside(new URL(uri));
         const warnings = unreachable
           ? [

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { HttpClient } from '../http-client.ts';
 import {
   NotFoundError,
   OperationError,
@@ -53,6 +54,8 @@ export interface ExecutorOptions {
   flows: CompiledFlowCache;
   keyring: Keyring;
   logger: Logger;
+  /** The operations' outbound HTTP (ctx.http), with this deployment's address policy. */
+  http: HttpClient;
   /** Largest JSON a node may store as its output. */
   maxOutputBytes: number;
   /** Cap of any retry delay. */
@@ -129,7 +132,7 @@ export class RunPass {
   constructor(
     private readonly options: Pick<
       ExecutorOptions,
-      'store' | 'actions' | 'keyring' | 'logger' | 'maxOutputBytes' | 'maxRetryDelayMs'
+      'store' | 'actions' | 'keyring' | 'logger' | 'http' | 'maxOutputBytes' | 'maxRetryDelayMs'
     >,
     private readonly sink: RunSink,
     private readonly state: RunState,
@@ -368,6 +371,7 @@ export class RunPass {
         return signal();
       },
       idempotencyKey: `${run.id}.${node.id}`,
+      http: this.options.http,
       tenantId: run.tenantId,
       flowId: run.flowId,
       runId: run.id,

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { HttpClient } from '../http-client.ts';
 import type { ActionRunner } from '../actions.ts';
 import type { ErrorRecord } from '../errors.ts';
 import type { CompiledFlow } from '../flow/compile.ts';
@@ -112,6 +113,7 @@ export interface TestRunnerOptions {
   actions: ActionRunner;
   keyring: Keyring;
   logger: Logger;
+  http: HttpClient;
   maxOutputBytes: number;
 }
 

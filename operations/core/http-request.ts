@@ -1,5 +1,5 @@
 import { permanent, retryable } from '../../engine/errors.ts';
-import { bodyValue, MAX_RESPONSE_BYTES, retryAfter, sendHttp, where } from '../../engine/http-client.ts';
+import { bodyValue, MAX_RESPONSE_BYTES, retryAfter, where } from '../../engine/http-client.ts';
 import type { FromSchema } from 'json-schema-to-ts';
 import { defineOperation, type OperationContext } from '../../engine/operations.ts';
 import { MASK } from '../../engine/runtime/redact.ts';
@@ -92,7 +92,7 @@ export const httpRequest = defineOperation({
     const request = buildRequest(config, ctx.idempotencyKey);
     const { method, url } = request;
     const started = performance.now();
-    const response = await sendHttp({
+    const response = await ctx.http.send({
       ...request,
       timeoutMs: config.timeoutMs ?? 30_000,
       maxResponseBytes: config.maxResponseBytes ?? 5 * 1024 * 1024,

@@ -1,5 +1,5 @@
 import { OperationError, permanent, retryable } from '../../engine/errors.ts';
-import { MAX_RESPONSE_BYTES, sendHttp } from '../../engine/http-client.ts';
+import { type HttpClient, MAX_RESPONSE_BYTES } from '../../engine/http-client.ts';
 
 /** How to reach one shop's Admin GraphQL API: a static token, or an app's client credentials. */
 export interface ShopAccess {
@@ -103,6 +103,7 @@ export class ShopifyAdminApi {
 
   constructor(
     private readonly access: ShopAccess,
+    private readonly http: HttpClient,
     private readonly signal?: AbortSignal,
   ) {
     this.endpoint = new URL(`admin/api/${access.apiVersion}/graphql.json`, access.shopUrl).toString();
@@ -182,7 +183,7 @@ export class ShopifyAdminApi {
     body: string,
     headers: Record<string, string> = {},
   ): Promise<{ status: number; body: unknown }> {
-    const response = await sendHttp({
+    const response = await this.http.send({
       method: 'POST',
       url,
       headers: { 'content-type': contentType, accept: 'application/json', ...headers },

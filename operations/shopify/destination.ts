@@ -53,5 +53,5 @@ export async function openShop(
   name: string,
 ): Promise<{ destination: ShopifyDestination; api: ShopifyAdminApi }> {
   const destination = shopifyDestination(await ctx.destination(name));
-  return { destination, api: new ShopifyAdminApi(destination.shop, ctx.signal) };
+  return { destination, api: new ShopifyAdminApi(destination.shop, ctx.http, ctx.signal) };
 }

@@ -1,6 +1,6 @@
 import { OperationError, retryable } from '../../engine/errors.ts';
 import { oauth1Header } from '../core/oauth1.ts';
-import { MAX_RESPONSE_BYTES, retryAfter, sendHttp, where } from '../../engine/http-client.ts';
+import { type HttpClient, MAX_RESPONSE_BYTES, retryAfter, where } from '../../engine/http-client.ts';
 
 /** The destination's ERP block: token-based authentication (NetSuite TBA). */
 export interface ErpAccess {
@@ -30,13 +30,13 @@ const CONCURRENCY_LIMIT = 'SSS_REQUEST_LIMIT_EXCEEDED';
 export async function sendToErp(
   erp: ErpAccess,
   document: unknown,
-  options: { idempotencyKey: string; signal?: AbortSignal },
+  options: { idempotencyKey: string; http: HttpClient; signal?: AbortSignal },
 ): Promise<ErpReceipt> {
   const request = erpRequest(erp, document, options.idempotencyKey);
   const url = new URL(request.url);
   // A send that fails in transit may have reached the ERP: the processed-refunds marker, checked first, keeps a
   // repeat out.
-  const response = await sendHttp({
+  const response = await options.http.send({
     method: request.method,
     url,
     headers: request.headers,

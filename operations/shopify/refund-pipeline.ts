@@ -159,7 +159,11 @@ export async function exportRefund(
       ctx.logger.info({ refundId, orderId }, `refund ${refundLegacyId} was exported before: nothing sent`);
       return prepared;
     }
-    const erp = await sendToErp(destination.erp, prepared.record, { idempotencyKey: refundId, signal: ctx.signal });
+    const erp = await sendToErp(destination.erp, prepared.record, {
+      idempotencyKey: refundId,
+      http: ctx.http,
+      signal: ctx.signal,
+    });
     ctx.logger.info({ refundId, orderId, erpStatus: erp.status }, `refund ${refundLegacyId} sent to the ERP`);
     return { ...prepared, erp };
   });

@@ -28,7 +28,7 @@ interface SubscribePayload {
 export const shopifyWebhooks: WebhookSubscriber = {
   topics: ['refunds/create'],
   apiVersions: SUPPORTED_API_VERSIONS,
-  async subscribe(destination, { uri, topic }) {
+  async subscribe(destination, { uri, topic }, http) {
     if (new URL(uri).protocol !== 'https:') {
       throw new ValidationError('Shopify delivers webhooks only to https addresses', [
         {
@@ -40,7 +40,7 @@ export const shopifyWebhooks: WebhookSubscriber = {
       ]);
     }
     const { shop } = shopifyDestination(destination);
-    const { webhookSubscriptionCreate: created } = await new ShopifyAdminApi(shop).query<{
+    const { webhookSubscriptionCreate: created } = await new ShopifyAdminApi(shop, http).query<{
       webhookSubscriptionCreate: SubscribePayload | null;
     }>(SUBSCRIBE, {
       topic: topic.toUpperCase().replace(/\//g, '_'),

@@ -36,6 +36,8 @@ export function isolatedConfig(kind: StoreKind, overrides: Partial<Config> = {})
     redisPrefix: `test-${suffix}`,
     logLevel: 'info',
     workerStalledIntervalMs: 2000,
+    // The simulated shops, ERPs and receivers listen on 127.0.0.1.
+    outboundPrivateAddresses: 'allow',
     ...overrides,
   };
 }
@@ -274,6 +276,7 @@ export function spawnWorker(
       SECRETS_KEY: config.secretsKey,
       REDIS_URL: config.redisUrl,
       REDIS_PREFIX: config.redisPrefix,
+      OUTBOUND_PRIVATE_ADDRESSES: config.outboundPrivateAddresses,
       LOG_LEVEL: 'warn',
       ...env,
     },
