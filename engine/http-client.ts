@@ -48,7 +48,7 @@ export type AddressRefusal = (address: string) => string | undefined;
  *
  * With `refusedAddress`, every address a request would connect to is checked — IP literals before
  * sending, names once resolved, on each redirect — so a tenant's URL cannot reach this network's
- * own services (the cloud metadata service, the database, the admin socket's neighbours).
+ * own services (the cloud metadata service, the database, Redis).
  */
 export class HttpClient {
   private readonly agents: Record<string, http.Agent>;
