@@ -174,7 +174,7 @@ export const settings = {
     schema: { type: 'integer', minimum: 1, default: 2 },
     description:
       'Sandbox processes per API or worker process (started on first use, replaced when one is killed); more ' +
-      'sandboxed evaluations wait their turn.',
+      "sandboxed evaluations wait, served by tenant in turn, so one tenant's backlog does not hold another's.",
   },
   maxStepOutputBytes: {
     env: 'MAX_STEP_OUTPUT_BYTES',

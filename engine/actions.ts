@@ -1,5 +1,5 @@
 import { permanent, ValidationError, type FieldError } from './errors.ts';
-import { describeSyntaxError, Expression } from './flow/expression.ts';
+import { describeSyntaxError, Expression, TENANT } from './flow/expression.ts';
 import type { ExpressionSandbox } from './flow/sandbox.ts';
 import { SchemaValidator } from './json-schema.ts';
 import type { ActionStore, TenantAction } from './store/port.ts';
@@ -87,7 +87,7 @@ export class ActionRunner {
     if (pinned === undefined) throw permanent(`there is no action ${name}`);
     const action = await this.load(tenantId, name, pinned);
     action.input.validate(input, `${path}.input`);
-    const output = await action.expression.evaluate({ input });
+    const output = await action.expression.evaluate({ input, [TENANT]: tenantId });
     // An output JSON cannot carry (undefined) is null, as in a node's output.
     const result = output === undefined ? null : output;
     action.output.validate(result, `action ${name} v${pinned} output`);

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ExpressionSandbox } from '../engine/flow/sandbox.ts';
 import { sendWebhook, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
 import { Receiver } from './support/receiver.ts';
 
@@ -57,5 +58,30 @@ describe('per-tenant concurrency', () => {
       ...receiver.requests.filter((request) => request.url === '/busy').map((request) => request.receivedAt),
     );
     expect(quietCall.receivedAt).toBeLessThan(lastBusyCall);
+  });
+});
+
+describe('the expression sandbox', () => {
+  it("serves tenants in turn: one tenant's backlog of sandboxed expressions does not hold another's", async () => {
+    const sandbox = new ExpressionSandbox({
+      timeoutMs: 5000,
+      memoryMb: 64,
+      maxDepth: 100,
+      maxResultBytes: 1 << 20,
+      processes: 1,
+    });
+    try {
+      const finished: string[] = [];
+      // A lambda sends each expression to the sandbox; one process evaluates them one at a time.
+      const evaluate = (tenant: string, n: number) =>
+        sandbox
+          .evaluate('$map([$input.n], function($v) { $v })', { input: { n } }, undefined, tenant)
+          .then(() => finished.push(`${tenant}${n}`));
+      await Promise.all([1, 2, 3, 4, 5].map((n) => evaluate('busy', n)).concat(evaluate('quiet', 1)));
+      // busy1 was sent at once; then the turns alternate while both tenants wait.
+      expect(finished).toEqual(['busy1', 'busy2', 'quiet1', 'busy3', 'busy4', 'busy5']);
+    } finally {
+      sandbox.close();
+    }
   });
 });

@@ -3,7 +3,10 @@ import { OperationError, permanent } from '../errors.ts';
 import { expressionCost } from './expression-cost.ts';
 import type { ExpressionSandbox, Lookup } from './sandbox.ts';
 
-export type Bindings = Record<string, unknown> & { lookup?: Lookup };
+/** The tenant whose expression is evaluated: a symbol, so that JSONata does not bind it as a variable. */
+export const TENANT = Symbol('tenant');
+
+export type Bindings = Record<string, unknown> & { lookup?: Lookup; [TENANT]?: string };
 
 /** `$vars.ERP_URL`, `$steps.map.id`: a binding and plain field names, the commonest expressions. */
 const PLAIN_PATH = /^\$([A-Za-z_][A-Za-z0-9_]*)((?:\.[A-Za-z_][A-Za-z0-9_]*)*)$/;
@@ -65,7 +68,7 @@ export class Expression {
   private evaluateIsolated(bindings: Bindings): Promise<unknown> {
     const sent: Record<string, unknown> = { input: bindings.input };
     for (const name of this.sandboxed!) sent[name] = bindings[name];
-    return this.sandbox.evaluate(this.source, sent, bindings.lookup);
+    return this.sandbox.evaluate(this.source, sent, bindings.lookup, bindings[TENANT]);
   }
 
   private async evaluateHere(bindings: Bindings): Promise<unknown> {

@@ -11,7 +11,7 @@ export interface SandboxLimits {
   maxDepth: number;
   /** Largest result, as JSON characters, an evaluation may hand back. */
   maxResultBytes: number;
-  /** Sandbox processes evaluating at once (EXPRESSION_PROCESSES); more evaluations wait their turn. */
+  /** Sandbox processes evaluating at once (EXPRESSION_PROCESSES); more evaluations wait their tenant's turn. */
   processes: number;
 }
 
@@ -50,33 +50,51 @@ const ENTRY = new URL('./sandbox-process.js', import.meta.url);
  * boundary here: V8 ends the whole process when a thread's heap limit or a size limit is reached
  * ("Fatal JavaScript invalid size error"), while a child process dies alone. Processes start on
  * first use and are replaced when one is killed or dies.
+ *
+ * Waiting evaluations are served by tenant in turn, one of each tenant's at a time, so a tenant with
+ * many slow expressions in flight delays another tenant's by at most one evaluation per busy tenant.
  */
 export class ExpressionSandbox {
   private readonly idle: SandboxProcess[] = [];
   private readonly busy = new Set<SandboxProcess>();
-  private readonly waiting: Evaluation[] = [];
+  /** Each tenant's waiting evaluations, the tenants in the order of their turns. */
+  private readonly waiting = new Map<string, Evaluation[]>();
   private nextId = 1;
   private closed = false;
 
   constructor(readonly limits: SandboxLimits) {}
 
-  evaluate(source: string, bindings: SandboxBindings, lookup?: Lookup): Promise<unknown> {
+  evaluate(source: string, bindings: SandboxBindings, lookup?: Lookup, tenant = ''): Promise<unknown> {
     if (this.closed) return Promise.reject(retryable('the expression sandbox is closed'));
     return new Promise((resolve, reject) => {
-      this.waiting.push({ id: this.nextId++, source, bindings, lookup, resolve, reject });
+      const evaluation = { id: this.nextId++, source, bindings, lookup, resolve, reject };
+      const queue = this.waiting.get(tenant);
+      if (queue) queue.push(evaluation);
+      else this.waiting.set(tenant, [evaluation]);
       this.dispatch();
     });
   }
 
   close() {
     this.closed = true;
-    for (const evaluation of this.waiting.splice(0)) evaluation.reject(retryable('the expression sandbox closed'));
+    for (const queue of this.waiting.values())
+      for (const evaluation of queue) evaluation.reject(retryable('the expression sandbox closed'));
+    this.waiting.clear();
     for (const member of [...this.idle.splice(0), ...this.busy]) member.stop();
     this.busy.clear();
   }
 
+  /** The first waiting evaluation of the tenant whose turn it is; that tenant goes to the back of the line. */
+  private nextEvaluation(): Evaluation {
+    const [tenant, queue] = this.waiting.entries().next().value!;
+    this.waiting.delete(tenant);
+    const evaluation = queue.shift()!;
+    if (queue.length > 0) this.waiting.set(tenant, queue);
+    return evaluation;
+  }
+
   private dispatch() {
-    while (this.waiting.length > 0) {
+    while (this.waiting.size > 0) {
       let member = this.idle.pop();
       // A process that died while idle is dropped here.
       while (member && !member.alive) member = this.idle.pop();
@@ -84,7 +102,7 @@ export class ExpressionSandbox {
         if (this.busy.size >= this.limits.processes) return;
         member = new SandboxProcess(this.limits);
       }
-      const evaluation = this.waiting.shift()!;
+      const evaluation = this.nextEvaluation();
       const running = member;
       this.busy.add(running);
       running.run(evaluation).finally(() => {

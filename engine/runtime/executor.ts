@@ -10,7 +10,7 @@ import {
   type ErrorRecord,
 } from '../errors.ts';
 import type { CompiledFlow, CompiledNode } from '../flow/compile.ts';
-import { truthy, type Bindings } from '../flow/expression.ts';
+import { TENANT, truthy, type Bindings } from '../flow/expression.ts';
 import {
   StopSignal,
   type BatchHandle,
@@ -162,6 +162,7 @@ export class RunPass {
       secrets: this.secrets,
       platform,
       lookup: this.lookup,
+      [TENANT]: this.state.run.tenantId,
     };
     const done = new Set<string>([TRIGGER]);
     const last = this.flow.nodes[this.flow.nodes.length - 1];
