@@ -1,6 +1,8 @@
 import path from 'node:path';
 import { SchemaValidator } from '../engine/json-schema.ts';
 import { ValidationError } from '../engine/errors.ts';
+import type { AddressRefusal } from '../engine/http-client.ts';
+import { addressRanges, nonPublicRefusal } from '../engine/network.ts';
 
 /** One setting: its environment variable, its JSON Schema (type, bounds, default) and what it means. */
 interface Setting {
@@ -155,6 +157,14 @@ export const settings = {
       "redirect. `refuse` keeps a tenant's URL away from the cloud metadata service and this network's own " +
       "services; `allow` where tenants' systems are on your network, or for a local stand-in while developing.",
   },
+  outboundAllowedNetworks: {
+    env: 'OUTBOUND_ALLOWED_NETWORKS',
+    schema: { type: 'string' },
+    shownDefault: 'none',
+    description:
+      'Where non-public addresses are refused: the ranges requests may reach all the same, e.g. ' +
+      '`10.8.0.0/16, fd12::/16` (the network of an on-premises ERP).',
+  },
   expressionTimeoutMs: {
     env: 'EXPRESSION_TIMEOUT_MS',
     schema: { type: 'integer', minimum: 1, default: 1000 },
@@ -274,9 +284,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
 }
 
-/** A shared deployment (on PostgreSQL) refuses non-public outbound addresses unless told otherwise. */
-export const refusesPrivateAddresses = (config: Config) =>
-  (config.outboundPrivateAddresses ?? (config.databaseUrl ? 'refuse' : 'allow')) === 'refuse';
+/**
+ * The outbound addresses this process refuses: a shared deployment (on PostgreSQL) refuses non-public
+ * ones unless told otherwise, less OUTBOUND_ALLOWED_NETWORKS; undefined where none are refused.
+ */
+export function outboundRefusal(config: Config): AddressRefusal | undefined {
+  if ((config.outboundPrivateAddresses ?? (config.databaseUrl ? 'refuse' : 'allow')) === 'allow') return undefined;
+  try {
+    return nonPublicRefusal(config.outboundAllowedNetworks ? addressRanges(config.outboundAllowedNetworks) : undefined);
+  } catch (error) {
+    throw new Error(`OUTBOUND_ALLOWED_NETWORKS: ${(error as Error).message}`);
+  }
+}
 
 /** Where clients reach this process (printed, and the base of flow URLs). */
 export function baseUrl(config: Config, port = config.port): string {

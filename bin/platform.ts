@@ -7,7 +7,6 @@ import { TokenVerifier } from '../api/auth/verifier.ts';
 import type { CompileOptions } from '../engine/flow/compile.ts';
 import { HttpClient } from '../engine/http-client.ts';
 import { Intake } from '../engine/intake.ts';
-import { nonPublicAddress } from '../engine/network.ts';
 import { OperationRegistry, type OperationDefinition } from '../engine/operations.ts';
 import { inspectQueue } from '../engine/queue/health.ts';
 import { ENQUEUE_TIMEOUT_MS, runJob, RunQueue, RunWorker } from '../engine/queue/run-queue.ts';
@@ -31,7 +30,7 @@ import { buildCommit } from './build.ts';
 import { PrometheusMetrics } from './metrics.ts';
 import { isOperatorAuthorization } from '../api/auth/operator-guard.ts';
 import { MaintenanceMode } from '../engine/queue/maintenance.ts';
-import { baseUrl, type Config, refusesPrivateAddresses } from './config.ts';
+import { baseUrl, type Config, outboundRefusal } from './config.ts';
 import { DataDirLock, embeddedKeyring, embeddedStorePath } from './data-dir.ts';
 import { redisAnswers, redisOptions, startEmbeddedRedis } from './redis.ts';
 
@@ -125,6 +124,7 @@ export class Platform {
     if ((!roles.api || !roles.worker) && !config.databaseUrl) {
       throw new Error('separate API and worker processes share a server database: set DATABASE_URL=postgres://...');
     }
+    const outbound = new HttpClient({ refusedAddress: outboundRefusal(config) });
     let redisChild: ChildProcess | undefined;
     if (roles.embeddedRedis && !(await redisAnswers(config.redisUrl))) {
       redisChild = await startEmbeddedRedis(config.redisUrl, config.dataDir);
@@ -158,7 +158,6 @@ export class Platform {
       keys: config.authJwksUrl ? { jwksUrl: new URL(config.authJwksUrl) } : { stored: () => publicSigningKeys(store) },
     });
 
-    const outbound = new HttpClient(refusesPrivateAddresses(config) ? { refusedAddress: nonPublicAddress } : {});
     let worker: RunWorker | undefined;
     let ticks: TickWorker | undefined;
     let logPruning: NodeJS.Timeout | undefined;

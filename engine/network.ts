@@ -37,6 +37,30 @@ export function nonPublicAddress(address: string): string | undefined {
 }
 
 /**
+ * Address ranges written as `10.8.0.0/16, fd12::/16`; throws naming the first that is not one.
+ */
+export function addressRanges(text: string): BlockList {
+  const list = new BlockList();
+  for (const range of text.split(',').map((part) => part.trim())) {
+    const [network, prefix, extra] = range.split('/');
+    const family = isIP(network);
+    const bits = /^\d{1,3}$/.test(prefix ?? '') ? Number(prefix) : Number.NaN;
+    if (!family || extra !== undefined || !(bits <= (family === 4 ? 32 : 128)))
+      throw new Error(`"${range}" is not an address range such as 10.8.0.0/16`);
+    list.addSubnet(network, bits, family === 4 ? 'ipv4' : 'ipv6');
+  }
+  return list;
+}
+
+/** Refuses every non-public address but those in `allowed` (say, the network of an on-premises ERP). */
+export function nonPublicRefusal(allowed?: BlockList): (address: string) => string | undefined {
+  return (address) => {
+    const kind = nonPublicAddress(address);
+    return kind && allowed?.check(address, isIP(address) === 4 ? 'ipv4' : 'ipv6') ? undefined : kind;
+  };
+}
+
+/**
  * Why an outside system could not reach this URL's host, if it plainly could not: a loopback,
  * private, link-local or unspecified address, or a name that only resolves locally. Names are not
  * resolved (a public name behind a tunnel is fine).

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadConfig, settings, withSettingsTable } from '../bin/config.ts';
+import { loadConfig, outboundRefusal, settings, withSettingsTable } from '../bin/config.ts';
 
 describe('configuration', () => {
   it('takes defaults, coerces numbers and sizes, and treats blank as unset', () => {
@@ -27,6 +27,33 @@ describe('configuration', () => {
       'BODY_LIMIT must be a size such as 1048576, 512kb or 1mb, got "1gb"',
     );
     expect(() => loadConfig({ PUBLIC_URL: 'tributary.example.com' })).toThrow('PUBLIC_URL must match pattern');
+  });
+
+  it('refuses non-public outbound addresses on PostgreSQL unless told otherwise, less the allowed ranges', () => {
+    const shared = { DATABASE_URL: 'postgres://db/tributary' };
+    expect(outboundRefusal(loadConfig({}))).toBeUndefined();
+    expect(outboundRefusal(loadConfig({ ...shared, OUTBOUND_PRIVATE_ADDRESSES: 'allow' }))).toBeUndefined();
+    const refused = outboundRefusal(loadConfig(shared))!;
+    expect(['10.8.1.2', '169.254.169.254', '::1', '93.184.215.14'].map(refused)).toEqual([
+      'a private address',
+      'a link-local address',
+      'a loopback address',
+      undefined,
+    ]);
+    const onPremises = outboundRefusal(
+      loadConfig({ OUTBOUND_PRIVATE_ADDRESSES: 'refuse', OUTBOUND_ALLOWED_NETWORKS: '10.8.0.0/16, fd12::/16' }),
+    )!;
+    expect(['10.8.1.2', '::ffff:10.8.1.2', 'fd12::5', '10.9.0.1', '169.254.169.254'].map(onPremises)).toEqual([
+      undefined,
+      undefined,
+      undefined,
+      'a private address',
+      'a link-local address',
+    ]);
+    for (const range of ['10.8.0.0/33', '10.8.0.0', 'erp.local/8', '10.8.0.0/16/1', ''])
+      expect(() =>
+        outboundRefusal(loadConfig({ ...shared, OUTBOUND_ALLOWED_NETWORKS: `${range},10.0.0.0/8` })),
+      ).toThrow(`OUTBOUND_ALLOWED_NETWORKS: "${range}" is not an address range such as 10.8.0.0/16`);
   });
 
   it('is documented by the table generated from the same schemas', () => {
