@@ -21,6 +21,8 @@ export interface DestinationType {
   schema: Record<string, unknown> & { properties: { type: { const: string } } };
   /** What the schema cannot say (one of two ways to sign in, say), with paths under `at`. */
   errors(body: Record<string, unknown>, at: string): FieldError[];
+  /** The URLs its operations call, by field path (`erp.apiUrl`): checked against the address policy. */
+  addresses(body: Record<string, unknown>): Array<{ path: string; url: string }>;
   split(body: Record<string, unknown>): {
     settings: Record<string, unknown>;
     credentials: Record<string, unknown>;
@@ -31,14 +33,14 @@ export interface DestinationType {
 
 /** Creates or replaces a destination from a body its type's schema accepted: settings stored, credentials sealed. */
 export async function putDestination(
-  { store, keyring }: { store: DestinationStore; keyring: Keyring },
+  { store, keyring, http }: { store: DestinationStore; keyring: Keyring; http: HttpClient },
   tenantId: string,
   name: string,
   type: DestinationType,
   body: Record<string, unknown>,
   at: string,
 ) {
-  const errors = type.errors(body, at);
+  const errors = [...type.errors(body, at), ...addressErrors(type, body, at, http)];
   if (errors.length > 0) throw new ValidationError('Invalid destination', errors);
   const { settings, credentials, credentialsSet } = type.split(body);
   return store.putDestination(tenantId, {
@@ -47,6 +49,20 @@ export async function putDestination(
     settings,
     credentialsSet,
     sealedCredentials: keyring.seal(JSON.stringify(credentials), destinationContext(tenantId, name)),
+  });
+}
+
+/**
+ * The destination's URLs that are not URLs, or that this deployment's requests would refuse (as far
+ * as can be told before resolving names).
+ */
+function addressErrors(type: DestinationType, body: Record<string, unknown>, at: string, http: HttpClient) {
+  return type.addresses(body).flatMap(({ path, url }): FieldError[] => {
+    if (!URL.canParse(url)) return [{ path: `${at}.${path}`, message: 'is not a URL' }];
+    const refused = http.refusedHost(new URL(url));
+    if (!refused) return [];
+    const message = `points at ${refused.host}, ${refused.kind}; requests to non-public addresses are refused here`;
+    return [{ path: `${at}.${path}`, message: `${message} (OUTBOUND_PRIVATE_ADDRESSES)` }];
   });
 }
 

@@ -41,6 +41,12 @@ const CREDENTIAL_HEADERS = ['authorization', 'cookie', 'proxy-authorization'];
 /** Says why a request may not go to this address (e.g. "a loopback address"), or undefined where it may. */
 export type AddressRefusal = (address: string) => string | undefined;
 
+/** A host requests may not go to, and what it is. */
+export interface RefusedHost {
+  host: string;
+  kind: string;
+}
+
 /**
  * Outbound HTTP for operations, on node:http with keep-alive agents: a request costs a fraction of
  * what `fetch` costs (no web streams, Headers objects or abort-signal plumbing), which is most of
@@ -78,15 +84,31 @@ export class HttpClient {
     }
   }
 
+  /**
+   * Why requests to this URL's host are refused, where that is known before resolving a name: an IP
+   * literal, or a loopback name (`localhost`). For checks when a URL is saved.
+   */
+  refusedHost(url: URL): RefusedHost | undefined {
+    const host = url.hostname.toLowerCase();
+    if ((host === 'localhost' || host.endsWith('.localhost')) && this.options.refusedAddress?.('127.0.0.1'))
+      return { host, kind: 'a loopback name' };
+    return this.refusedLiteral(url);
+  }
+
+  private refusedLiteral(url: URL): RefusedHost | undefined {
+    const host = url.hostname.replace(/^\[|\]$/g, '');
+    const kind = isIP(host) ? this.options.refusedAddress?.(host) : undefined;
+    return kind ? { host, kind } : undefined;
+  }
+
   private exchange(request: OutboundRequest): Promise<InboundResponse> {
     const { url, signal } = request;
     return new Promise<InboundResponse>((resolve, reject) => {
       const agent = this.agents[url.protocol];
       if (!agent) return reject(permanent(`${request.failure}: ${url.protocol} is not HTTP`));
       // A literal address is connected to without a lookup: check it here.
-      const literal = url.hostname.replace(/^\[|\]$/g, '');
-      const literalRefused = isIP(literal) ? this.options.refusedAddress?.(literal) : undefined;
-      if (literalRefused) return reject(refusal(request, `${literal} is ${literalRefused}`));
+      const literal = this.refusedLiteral(url);
+      if (literal) return reject(refusal(request, `${literal.host} is ${literal.kind}`));
       const headers: Record<string, string> = { 'accept-encoding': ACCEPT_ENCODING, ...request.headers };
       if (request.body !== undefined) headers['content-length'] = String(Buffer.byteLength(request.body));
 

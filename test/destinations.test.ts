@@ -97,6 +97,8 @@ describe('destinations', () => {
       '$.body.clientSecret',
     ]);
     expect(await errorsOf(destination({ graphqlUrl: 'https://demo.myshopify.com' }))).toEqual(['$.body.graphqlUrl']);
+    // Matches the pattern, but is no URL: refused here rather than failing every run.
+    expect(await errorsOf(destination({ graphqlUrl: 'http://[::1/' }))).toEqual(['$.body.graphqlUrl']);
     const { tokenSecret: _omitted, ...erp } = destination().erp;
     expect(await errorsOf(destination({ erp }))).toEqual(['$.body.erp.tokenSecret']);
     expect((await acme.call('GET', '/api/v1/destinations/bad')).status).toBe(404);

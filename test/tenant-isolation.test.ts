@@ -232,4 +232,26 @@ describe('outbound requests', () => {
       inside.close();
     }
   });
+
+  it('refuses a destination whose shop or ERP is a non-public address when it is saved', async () => {
+    const destination = (graphqlUrl: string, apiUrl: string) => ({
+      type: 'shopify',
+      operation: 'shopify.orders-import-list',
+      graphqlUrl,
+      adminApiAccessToken: 'shpat_x',
+      erp: { apiUrl, consumerKey: 'ck', consumerSecret: 'cs', tokenId: 't', tokenSecret: 'ts', accountId: '1' },
+    });
+    const refused = await mallory.call(
+      'PUT',
+      '/api/v1/destinations/inside',
+      destination('http://localhost:6379/', 'http://169.254.169.254/latest/meta-data/'),
+    );
+    expect(refused.status).toBe(400);
+    expect(refused.body.errors).toEqual([
+      { path: '$.body.graphqlUrl', message: expect.stringContaining('points at localhost, a loopback name') },
+      { path: '$.body.erp.apiUrl', message: expect.stringContaining('169.254.169.254, a link-local address') },
+    ]);
+    const outside = destination('https://demo.myshopify.com/', 'https://1.restlets.api.netsuite.com/app');
+    expect((await mallory.call('PUT', '/api/v1/destinations/outside', outside)).status).toBe(201);
+  });
 });

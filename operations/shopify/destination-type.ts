@@ -108,5 +108,12 @@ export const shopifyDestinationType: DestinationType = {
   type: 'shopify',
   schema: shopifyDestinationSchema,
   errors: (body, at) => shopAccessErrors(body as ShopifyDestinationBody, at),
+  addresses: (body) => {
+    const { graphqlUrl, erp } = body as ShopifyDestinationBody;
+    return [
+      { path: 'graphqlUrl', url: graphqlUrl },
+      { path: 'erp.apiUrl', url: erp.apiUrl },
+    ];
+  },
   split: (body) => splitBody(body as ShopifyDestinationBody),
 };
