@@ -12,7 +12,7 @@ import { redisOptions } from '../bin/redis.ts';
 import { truthy } from '../engine/flow/expression.ts';
 import { newId } from '../engine/ids.ts';
 import { pino } from 'pino';
-import { BENCH_FLOW, BASELINE, MAP_EXPRESSION, FILTER_EXPRESSION } from './flows.ts';
+import { BENCH_FLOW, BASELINE, MAP_EXPRESSION, FILTER_EXPRESSION, FLOOD_FLOW, LIGHT_FLOW } from './flows.ts';
 
 const mode = process.argv[2];
 
@@ -62,6 +62,27 @@ if (mode === 'bare-express') {
     draft: BENCH_FLOW,
   });
   await platform.store.publishFlow('bench', flow.id, flow.revision, BENCH_FLOW);
+  console.log(`READY ${platform.url}`);
+  process.on('SIGTERM', () => void platform.close().then(() => process.exit(0)));
+} else if (mode === 'neighbours') {
+  // Two tenants on one deployment: `flood`, whose flow is costly, and `light` (bench/fairness.ts).
+  const config = { ...loadConfig(), port: 0, host: '127.0.0.1' };
+  const roles = { api: true, worker: process.env.BENCH_WORKER === '1' };
+  const platform = await Platform.start(config, roles, { logger: pino({ level: 'silent' }) });
+  for (const [tenant, document] of [
+    ['flood', FLOOD_FLOW],
+    ['light', LIGHT_FLOW],
+  ] as const) {
+    await platform.store.createTenant({ id: tenant, name: tenant });
+    await platform.store.putVariable(tenant, 'RECEIVER', process.env.BENCH_RECEIVER!);
+    const flow = await platform.store.createFlow(tenant, {
+      id: newId(),
+      key: document.key,
+      name: document.name,
+      draft: document,
+    });
+    await platform.store.publishFlow(tenant, flow.id, flow.revision, document);
+  }
   console.log(`READY ${platform.url}`);
   process.on('SIGTERM', () => void platform.close().then(() => process.exit(0)));
 } else if (mode === 'bullmq-baseline') {

@@ -35,3 +35,40 @@ export const sampleOrder = (id: number) => ({
     { sku: 'B-7', quantity: 1 },
   ],
 });
+
+/**
+ * The noisy neighbour's flow: a legal expression that takes a sandbox process about a quarter of a
+ * second (a lambda over a long range), then a call.
+ */
+export const FLOOD_FLOW: FlowDocument = {
+  key: 'heavy',
+  name: 'heavy',
+  trigger: { type: 'webhook', config: {} },
+  nodes: [
+    {
+      id: 'work',
+      operation: 'transform',
+      config: { expression: '{{ $count($map([1..120000], function($v) { $v * 2 })) }}' },
+    },
+    { id: 'send', operation: 'http.request', config: { method: 'POST', url: '{{ $vars.RECEIVER }}/flood' } },
+  ],
+  edges: [
+    { from: 'trigger', to: 'work' },
+    { from: 'work', to: 'send' },
+  ],
+};
+
+/** The other tenant's flow: one call, carrying when its webhook was sent. */
+export const LIGHT_FLOW: FlowDocument = {
+  key: 'light',
+  name: 'light',
+  trigger: { type: 'webhook', config: {} },
+  nodes: [
+    {
+      id: 'send',
+      operation: 'http.request',
+      config: { method: 'POST', url: '{{ $vars.RECEIVER }}/light', body: { sentAt: '{{ $input.body.sentAt }}' } },
+    },
+  ],
+  edges: [{ from: 'trigger', to: 'send' }],
+};

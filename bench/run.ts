@@ -7,87 +7,27 @@
  * (bench/import.ts).
  * (e) expressions: the cost of the expression sandbox per evaluation, against evaluating in the process
  * (bench/expressions.ts).
- * BENCH_ONLY=intake|engine|refund|import|expressions runs one part.
+ * (f) noisy neighbours: one tenant's end-to-end latency alone and while another floods (bench/fairness.ts).
+ * BENCH_ONLY=intake|engine|refund|import|expressions|fairness runs one part.
  * Needs Redis and PostgreSQL as for `npm test`. Prints a JSON line and a markdown table.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
-import path from 'node:path';
 import autocannon from 'autocannon';
 import { Queue } from 'bullmq';
-import pg from 'pg';
 import { redisOptions } from '../bin/redis.ts';
 import { ORDER_NODE_COST } from '../operations/shopify/order-record.ts';
-import { Keyring } from '../engine/secrets/keyring.ts';
 import { BASELINE, sampleOrder } from './flows.ts';
 import { measureImport } from './import.ts';
 import { measureRefunds } from './refund.ts';
 import { measureExpressions } from './expressions.ts';
+import { measureFairness } from './fairness.ts';
 import { cpuWindow } from './cpu.ts';
+import { cleanup, isolation, POSTGRES_URL, REDIS_URL, start, stop } from './processes.ts';
 
-const POSTGRES_URL = process.env.TEST_DATABASE_URL ?? 'postgres://root@127.0.0.1:5432/test';
-const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const INTAKE_SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const ENGINE_RUNS = Number(process.env.BENCH_RUNS ?? 5000);
 const CONNECTIONS = 50;
-
-const children: ChildProcess[] = [];
-const schemas: string[] = [];
-const dirs: string[] = [];
-
-function isolation() {
-  const suffix = randomBytes(4).toString('hex');
-  const schema = `bench_${suffix}`;
-  schemas.push(schema);
-  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'tributary-bench-'));
-  dirs.push(dataDir);
-  return {
-    DATABASE_SCHEMA: schema,
-    REDIS_PREFIX: `bench-${suffix}`,
-    DATA_DIR: dataDir,
-    SECRETS_KEY: Keyring.generateEntry('bench'),
-    REDIS_URL,
-    LOG_LEVEL: 'silent',
-  };
-}
-
-/** Start a benchmark process and wait for its READY line. */
-function start(
-  args: string[],
-  env: Record<string, string>,
-  ready = /READY ?(.*)|Tributary .* worker consuming/,
-): Promise<{ child: ChildProcess; detail: string }> {
-  // BENCH_NODE_FLAGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") profiles the measured processes.
-  const flags = process.env.BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? [];
-  const child = spawn(process.execPath, [...flags, ...args], {
-    // The receiver, the shop and the ERP stand-ins listen on 127.0.0.1.
-    env: { ...process.env, OUTBOUND_PRIVATE_ADDRESSES: 'allow', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  return new Promise((resolve, reject) => {
-    let output = '';
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      const match = ready.exec(output);
-      if (match) resolve({ child, detail: (match[1] ?? '').trim() });
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited with ${code}: ${output}`)));
-  });
-}
-
-async function stop(child: ChildProcess) {
-  if (child.exitCode !== null) return;
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.kill('SIGTERM');
-  await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 15_000))]);
-  child.kill('SIGKILL');
-}
 
 /** A receiver standing in for an ERP: counts requests, resolves when it has seen `target`. */
 async function startReceiver() {
@@ -173,6 +113,7 @@ async function main() {
   if (!only || only === 'refund') await measureRefunds(results);
   if (!only || only === 'expressions') await measureExpressions(results);
   if (!only || only === 'import') await measureImport(results);
+  if (!only || only === 'fairness') await measureFairness(results);
   await receiver.close();
   report(results);
 }
@@ -361,27 +302,21 @@ function report(results: Record<string, unknown>) {
       row('the same expression in the sandbox, 32 in flight', expressions.sandbox32InFlight),
     );
   }
-  console.log(`\n${rows.join('\n')}\n`);
-}
-
-async function cleanup() {
-  for (const child of children) child.kill('SIGKILL');
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-  const client = new pg.Client({ connectionString: POSTGRES_URL });
-  await client.connect();
-  for (const schema of schemas) await client.query(`drop schema if exists ${schema} cascade`);
-  await client.end();
-  const { Redis } = await import('ioredis');
-  const redis = new Redis(REDIS_URL);
-  for (const prefix of ['bench-']) {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-      if (keys.length > 0) await redis.del(...keys);
-      cursor = next;
-    } while (cursor !== '0');
+  const fairness = results.fairness as any;
+  if (fairness) {
+    const light = (figures: any) =>
+      `p50 ${figures.p50Ms} ms, p99 ${figures.p99Ms} ms (${figures.received} of ${figures.sent} arrived)`;
+    rows.push(
+      tableRow('noisy neighbours: light tenant end-to-end, alone', light(fairness.lightAlone)),
+      tableRow(
+        `the same while another tenant floods (${fairness.floodAccepted} webhooks accepted in ` +
+          `${fairness.floodSeconds} s)`,
+        light(fairness.lightDuringFlood),
+        `/readyz not ready ${fairness.readyzDuringFlood.notReady} of ${fairness.readyzDuringFlood.checks} checks`,
+      ),
+    );
   }
-  redis.disconnect();
+  console.log(`\n${rows.join('\n')}\n`);
 }
 
 main().then(cleanup, async (error) => {

@@ -125,10 +125,11 @@ export const settings = {
     schema: { type: 'integer', minimum: 0, default: 0 },
     shownDefault: '`0` (no limit)',
     description:
-      "Most runs of one tenant executing at once, across all workers, so one tenant's slow or looping runs cannot " +
-      "take every slot; a run over the limit waits about half a second, behind other tenants' runs, without spending " +
-      'an attempt. Costs two Redis calls per run; on a shared deployment set it to a share of `WORKER_CONCURRENCY` × ' +
-      'workers.',
+      'Most runs of one tenant executing at once, across all workers. ' +
+      "Runs are dispatched to workers tenant by tenant in turn whatever this is, so another tenant's run waits for " +
+      'the next free slot, not behind a backlog; with a limit, one tenant also cannot hold every slot while its ' +
+      "runs wait on something slow (then another tenant's run finds a slot free). A tenant at its limit gets no " +
+      'run dispatched until one of its runs ends. On a shared deployment, a share of `WORKER_CONCURRENCY` × workers.',
   },
   workerLockMs: {
     env: 'WORKER_LOCK_MS',

@@ -34,8 +34,18 @@ export class PrometheusMetrics implements EngineMetrics {
   });
   private readonly terminal = new Set<string>(terminalRunStatuses);
 
-  constructor(queues: Queue[]) {
+  constructor(queues: Queue[], backlog: () => Promise<Record<string, number>>) {
     collectDefaultMetrics({ register: this.registry, prefix: 'tributary_' });
+    new Gauge({
+      name: 'tributary_tenant_backlog_runs',
+      help: "Runs waiting in a tenant's lanes for their turn (tenants with none are left out).",
+      labelNames: ['tenant'],
+      registers: [this.registry],
+      async collect() {
+        this.reset();
+        for (const [tenant, runs] of Object.entries(await backlog())) this.set({ tenant }, runs);
+      },
+    });
     new Gauge({
       name: 'tributary_queue_jobs',
       help: 'Jobs per queue and state.',

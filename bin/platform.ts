@@ -8,7 +8,7 @@ import type { CompileOptions } from '../engine/flow/compile.ts';
 import { HttpClient } from '../engine/http-client.ts';
 import { Intake } from '../engine/intake.ts';
 import { OperationRegistry, type OperationDefinition } from '../engine/operations.ts';
-import { inspectQueue } from '../engine/queue/health.ts';
+import { HEARTBEAT_TTL_MS, inspectQueue } from '../engine/queue/health.ts';
 import { ENQUEUE_TIMEOUT_MS, runJob, RunQueue, RunWorker } from '../engine/queue/run-queue.ts';
 import { QueueReconciler } from '../engine/queue/reconciler.ts';
 import { QueueAdmin } from '../engine/queue/queue-admin.ts';
@@ -143,13 +143,19 @@ export class Platform {
       }),
       defaultTimeoutMs: config.nodeTimeoutMs,
     };
-    const queue = new RunQueue({ connection: redisOptions(config.redisUrl, 'producer'), prefix: config.redisPrefix });
+    const queue = new RunQueue({
+      connection: redisOptions(config.redisUrl, 'producer'),
+      prefix: config.redisPrefix,
+      tenantConcurrency: config.tenantConcurrency,
+      // A lease outlives a job's lock: a dead worker's runs are taken over before they stop counting.
+      leaseMs: Math.max(config.workerLockMs, HEARTBEAT_TTL_MS),
+    });
     const schedules = new FlowSchedules(store, {
       connection: redisOptions(config.redisUrl, 'producer'),
       prefix: config.redisPrefix,
     });
     const queues = [queue.queue, schedules.queue];
-    const metrics = new PrometheusMetrics(queues);
+    const metrics = new PrometheusMetrics(queues, () => queue.lanes.backlog());
     const maintenance = new MaintenanceMode(queues, config.intakeCacheTtlMs);
     await maintenance.refresh();
     const verifier = new TokenVerifier({
@@ -175,11 +181,10 @@ export class Platform {
         maxRetryDelayMs: 3_600_000,
         enqueue: (runs) => queue.enqueue(runs.map(runJob)),
       });
-      worker = new RunWorker(executor, workerStore, {
+      worker = new RunWorker(executor, workerStore, queue, {
         connection: redisOptions(config.redisUrl, 'worker'),
         prefix: config.redisPrefix,
         concurrency: config.workerConcurrency,
-        tenantConcurrency: config.tenantConcurrency,
         lockDurationMs: config.workerLockMs,
         stalledIntervalMs: config.workerStalledIntervalMs,
         logger,
@@ -193,7 +198,7 @@ export class Platform {
       });
       await ticks.start();
       logPruning = pruneRunLogsHourly(workerStore, config.runLogRetentionDays, logger);
-      reconciler = new QueueReconciler(queue.queue, workerStore, {
+      reconciler = new QueueReconciler(queue, workerStore, {
         graceMs: Math.max(config.workerLockMs, 2 * ENQUEUE_TIMEOUT_MS),
         intervalMs: 2 * config.workerStalledIntervalMs,
         logger,
@@ -221,7 +226,7 @@ export class Platform {
           store,
           intake,
           runs: new RunService(store, queue),
-          queues: new QueueAdmin(queues),
+          queues: new QueueAdmin(queue, [schedules.queue]),
           keyring,
           compile,
           schedules,

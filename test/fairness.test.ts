@@ -61,6 +61,47 @@ describe('per-tenant concurrency', () => {
   });
 });
 
+describe('fair dispatch', () => {
+  let fair: TestPlatform;
+  const clients: Record<string, ApiClient> = {};
+  beforeAll(async () => {
+    fair = await startTestPlatform('postgres', { api: true, worker: true }, { workerConcurrency: 2 });
+    for (const tenant of ['flood', 'light']) {
+      const client = (clients[tenant] = await fair.tenant(tenant));
+      await client.publish({
+        key: 'call',
+        name: 'call',
+        trigger: { type: 'webhook' },
+        nodes: [
+          { id: 'call', operation: 'http.request', config: { method: 'POST', url: `${receiver.url}/${tenant}` } },
+        ],
+        edges: [{ from: 'trigger', to: 'call' }],
+      });
+    }
+    receiver.slow('/flood', 100);
+  });
+  afterAll(() => fair?.close());
+
+  it("starts a tenant's run ahead of another tenant's backlog, with no limit set", async () => {
+    const backlog = await Promise.all(
+      Array.from({ length: 30 }, async (_, n) => (await sendWebhook(fair.url, 'flood', 'call', { n })).body.runId),
+    );
+    const acceptedAt = Date.now();
+    const lightRun = (await sendWebhook(fair.url, 'light', 'call', {})).body.runId;
+    expect((await clients.light.settledRun(lightRun)).status).toBe('succeeded');
+
+    const [lightCall] = receiver.requests.filter((request) => request.url === '/light');
+    const floodCallsBetween = receiver.requests.filter(
+      (request) =>
+        request.url === '/flood' && request.receivedAt >= acceptedAt && request.receivedAt <= lightCall.receivedAt,
+    );
+    // First come, first served, the light run would wait for the whole backlog (about 28 calls): here it
+    // waits for the runs already in the two worker slots and the one handed out ahead of them.
+    expect(floodCallsBetween.length).toBeLessThanOrEqual(4);
+    for (const runId of backlog) expect((await clients.flood.settledRun(runId)).status).toBe('succeeded');
+  });
+});
+
 describe('the expression sandbox', () => {
   it("serves tenants in turn: one tenant's backlog of sandboxed expressions does not hold another's", async () => {
     const sandbox = new ExpressionSandbox({

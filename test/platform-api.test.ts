@@ -304,9 +304,11 @@ describe('Queue (operator) and Version', () => {
     expect((await operator.call('POST', '/api/v1/queues/runs/pause')).body.paused).toBe(true);
     const waiting = await sendWebhook(env.url, 'shop-p', 'orders', { order: 1 });
     expect(waiting.status).toBe(202);
-    await eventually(async () =>
-      expect((await operator.call('GET', '/api/v1/queues/runs')).body.counts.paused).toBeGreaterThanOrEqual(1),
-    );
+    // Paused, runs wait in their tenants' lanes: no job is handed to the queue.
+    expect((await operator.call('GET', '/api/v1/queues/runs')).body.backlog).toMatchObject({
+      runs: 1,
+      tenants: [{ tenant: 'shop-p', runs: 1 }],
+    });
     expect(await statusOf(shop, waiting.body.runId)).toBe('queued');
     expect((await operator.call('POST', '/api/v1/queues/runs/resume')).body.paused).toBe(false);
     expect((await shop.settledRun(waiting.body.runId)).status).toBe('succeeded');
@@ -367,6 +369,7 @@ describe('Platform (operator)', () => {
     expect(text).toMatch(/^tributary_runs_finished_total\{tenant="shop-m",status="succeeded"\} 1$/m);
     expect(text).toMatch(/^tributary_run_attempt_seconds_count\{status="succeeded"\} [1-9]/m);
     expect(text).toMatch(/^tributary_queue_jobs\{queue="runs",state="waiting"\} \d+$/m);
+    expect(text).toMatch(/^# TYPE tributary_tenant_backlog_runs gauge$/m);
     expect(text).toMatch(/^tributary_process_resident_memory_bytes \d+/m);
   });
 

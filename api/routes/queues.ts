@@ -5,7 +5,7 @@ import { connectionSchema, defineRoute, wholeList } from '../route.ts';
 const queueSchema = {
   type: 'object',
   additionalProperties: false,
-  required: ['name', 'paused', 'counts', 'workers'],
+  required: ['name', 'paused', 'counts', 'workers', 'backlog'],
   properties: {
     name: { type: 'string' },
     paused: { type: 'boolean' },
@@ -15,6 +15,27 @@ const queueSchema = {
       additionalProperties: { type: 'integer' },
     },
     workers: { type: 'integer', description: 'Workers whose heartbeat is fresh (run queue only; 0 elsewhere).' },
+    backlog: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['runs', 'tenants'],
+      description:
+        "Runs waiting in the tenants' lanes for their turn (run queue only): they become jobs as workers free " +
+        'slots, tenants served in turn, so the job counts show only what workers are about to take.',
+      properties: {
+        runs: { type: 'integer' },
+        tenants: {
+          type: 'array',
+          description: 'The 20 tenants with the most waiting runs, most first.',
+          items: {
+            type: 'object',
+            additionalProperties: false,
+            required: ['tenant', 'runs'],
+            properties: { tenant: { type: 'string' }, runs: { type: 'integer' } },
+          },
+        },
+      },
+    },
   },
 } as const;
 const queueParams = { type: 'object', required: ['name'], properties: { name: { type: 'string' } } } as const;

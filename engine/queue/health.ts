@@ -4,10 +4,15 @@ import type { RunJobData } from './run-queue.ts';
 
 /** A worker is counted as consuming while its heartbeat is younger than this. */
 export const HEARTBEAT_TTL_MS = 15_000;
-export const HEARTBEAT_INTERVAL_MS = 5_000;
+/** Also how often a worker tells dispatch how many runs it takes, and renews its runs' leases. */
+export const HEARTBEAT_INTERVAL_MS = 1_000;
 
 export const heartbeatKey = (queue: Queue | { opts: { prefix?: string }; name: string }) =>
   `${queue.opts.prefix ?? 'bull'}:${queue.name}:tributary:workers`;
+
+/** Each live worker's concurrency (hash: worker -> slots): what fair dispatch fills. */
+export const workerSlotsKey = (queue: Queue | { opts: { prefix?: string }; name: string }) =>
+  `${heartbeatKey(queue)}:slots`;
 
 /** BullMQ types its connection abstractly; with ioredis connections it is an ioredis client. */
 export const ioredisOf = async (client: Promise<unknown>) => (await client) as Redis;

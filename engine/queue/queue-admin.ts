@@ -1,6 +1,7 @@
 import type { Queue } from 'bullmq';
 import { NotFoundError } from '../errors.ts';
 import { HEARTBEAT_TTL_MS, heartbeatKey, ioredisOf } from './health.ts';
+import type { RunQueue } from './run-queue.ts';
 
 /** The job states an operator sees counted. */
 export const jobStates = [
@@ -20,7 +21,12 @@ export interface QueueInfo {
   counts: Record<(typeof jobStates)[number], number>;
   /** Workers whose heartbeat is fresh. */
   workers: number;
+  /** Runs waiting in the tenants' lanes for their turn (run queue only): not jobs yet. */
+  backlog: { runs: number; tenants: Array<{ tenant: string; runs: number }> };
 }
+
+/** The tenants with the most waiting runs that a queue's description lists. */
+const BACKLOG_TENANTS = 20;
 
 /**
  * What operators do to the queues themselves (every tenant's jobs): look, pause, resume, retry
@@ -29,8 +35,11 @@ export interface QueueInfo {
 export class QueueAdmin {
   private readonly queues: Map<string, Queue>;
 
-  constructor(queues: Queue[]) {
-    this.queues = new Map(queues.map((queue) => [queue.name, queue]));
+  constructor(
+    private readonly runs: RunQueue,
+    others: Queue[],
+  ) {
+    this.queues = new Map([runs.queue, ...others].map((queue) => [queue.name, queue]));
   }
 
   list(): Promise<QueueInfo[]> {
@@ -86,6 +95,15 @@ export class QueueAdmin {
       paused: await queue.isPaused(),
       counts: Object.fromEntries(jobStates.map((state) => [state, counts[state] ?? 0])) as QueueInfo['counts'],
       workers: await redis.zcount(heartbeatKey(queue), Date.now() - HEARTBEAT_TTL_MS, '+inf'),
+      backlog: queue === this.runs.queue ? await this.backlog() : { runs: 0, tenants: [] },
+    };
+  }
+
+  private async backlog(): Promise<QueueInfo['backlog']> {
+    const byTenant = Object.entries(await this.runs.lanes.backlog()).map(([tenant, runs]) => ({ tenant, runs }));
+    return {
+      runs: byTenant.reduce((sum, { runs }) => sum + runs, 0),
+      tenants: byTenant.sort((a, b) => b.runs - a.runs).slice(0, BACKLOG_TENANTS),
     };
   }
 }

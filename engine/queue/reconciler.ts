@@ -1,9 +1,9 @@
-import { Job, type Queue } from 'bullmq';
+import { Job } from 'bullmq';
 import type { Logger } from 'pino';
 import type { ErrorRecord } from '../errors.ts';
 import type { EngineMetrics } from '../metrics.ts';
 import type { RunStore, UnfinishedRunCursor } from '../store/port.ts';
-import { MAX_STALLED_COUNT, type RunJobData } from './run-queue.ts';
+import { MAX_STALLED_COUNT, type RunJobData, type RunQueue } from './run-queue.ts';
 
 /** Job states in which the job will still run (or is running): its run is in hand. */
 const IN_HAND = new Set(['waiting', 'active', 'delayed', 'prioritized', 'waiting-children', 'paused']);
@@ -37,7 +37,7 @@ export class QueueReconciler {
   private sweeping?: Promise<number>;
 
   constructor(
-    private readonly queue: Queue<RunJobData>,
+    private readonly runs: RunQueue,
     private readonly store: RunStore,
     private readonly options: ReconcilerOptions,
   ) {}
@@ -65,10 +65,12 @@ export class QueueReconciler {
   private async sweepPage(): Promise<number> {
     const before = new Date(Date.now() - this.options.graceMs).toISOString();
     const runs = await this.store.listUnfinishedRuns(before, this.cursor, PAGE);
+    const inLanes = await this.runs.lanes.holds(runs.map((run) => run.id));
+    const { queue } = this.runs;
     let ended = 0;
-    for (const run of runs) {
+    for (const [index, run] of runs.entries()) {
       this.seen.add(run.id);
-      const state = await this.queue.getJobState(run.id);
+      const state = inLanes[index] ? 'waiting' : await queue.getJobState(run.id);
       if (IN_HAND.has(state)) {
         this.missing.delete(run.id);
         continue;
@@ -77,7 +79,7 @@ export class QueueReconciler {
         this.missing.add(run.id);
         continue;
       }
-      const job = state === 'failed' ? await Job.fromId<RunJobData>(this.queue, run.id) : undefined;
+      const job = state === 'failed' ? await Job.fromId<RunJobData>(queue, run.id) : undefined;
       const error = jobLostError(job?.failedReason);
       if (!(await this.store.saveProgress(run.tenantId, run.id, [], { status: 'failed', error }))) continue;
       ended++;

@@ -1,0 +1,145 @@
+/**
+ * (f) noisy neighbours: tenant `light` sends one webhook a second; its end-to-end latency (webhook
+ * sent -> its flow's call received) is measured alone, then while tenant `flood` sends all it can
+ * (50 connections) to a flow whose expression costs a sandbox process about a quarter of a second.
+ * An API process and a worker process on PostgreSQL. Also counts `/readyz` answers during the flood.
+ */
+import http from 'node:http';
+import autocannon from 'autocannon';
+import { isolation, POSTGRES_URL, start, stop } from './processes.ts';
+
+const FLOOD_SECONDS = Number(process.env.BENCH_FLOOD_SECONDS ?? 20);
+const QUIET_SECONDS = 10;
+/** How long the light tenant's last runs may take to arrive after the flood before they count as lost. */
+const SETTLE_MS = 60_000;
+
+interface Latencies {
+  sent: number;
+  received: number;
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
+  /** How long the flow URL took to answer the light tenant's webhooks. */
+  webhookAnswerP50Ms: number;
+  webhookAnswerP99Ms: number;
+}
+
+/** Receives both tenants' calls; the light tenant's carry when their webhook was sent. */
+async function startReceiver() {
+  const latencies = new Map<number, number>();
+  let floodCalls = 0;
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      if (req.url === '/light') {
+        const { sentAt } = JSON.parse(Buffer.concat(chunks).toString()) as { sentAt: number };
+        latencies.set(sentAt, Date.now() - sentAt);
+      } else floodCalls++;
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
+    latencies,
+    floodCalls: () => floodCalls,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+const percentile = (sorted: number[], p: number) =>
+  sorted.length === 0 ? Number.NaN : sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+
+/** The light tenant sends one webhook a second for `seconds`; returns when each was sent, and how long answers took. */
+async function sendLight(url: string, seconds: number): Promise<{ sent: number[]; answerMs: number[] }> {
+  const sent: number[] = [];
+  const answerMs: number[] = [];
+  for (let i = 0; i < seconds; i++) {
+    const sentAt = Date.now();
+    const response = await fetch(`${url}/hooks/light/light`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ sentAt }),
+    });
+    if (response.status === 202) sent.push(sentAt);
+    await response.arrayBuffer();
+    answerMs.push(Date.now() - sentAt);
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, sentAt + 1000 - Date.now())));
+  }
+  return { sent, answerMs };
+}
+
+async function settle(
+  { sent, answerMs }: { sent: number[]; answerMs: number[] },
+  latencies: Map<number, number>,
+): Promise<Latencies> {
+  const deadline = Date.now() + SETTLE_MS;
+  while (sent.some((at) => !latencies.has(at)) && Date.now() < deadline)
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  const measured = sent.filter((at) => latencies.has(at)).map((at) => latencies.get(at)!);
+  const sorted = measured.sort((a, b) => a - b);
+  const answers = answerMs.sort((a, b) => a - b);
+  return {
+    sent: sent.length,
+    received: sorted.length,
+    p50Ms: percentile(sorted, 50),
+    p99Ms: percentile(sorted, 99),
+    maxMs: sorted[sorted.length - 1] ?? Number.NaN,
+    webhookAnswerP50Ms: percentile(answers, 50),
+    webhookAnswerP99Ms: percentile(answers, 99),
+  };
+}
+
+/** `/readyz` once a second while `during` runs: how many answers were not 200. */
+async function watchReadiness<T>(url: string, during: Promise<T>) {
+  let checks = 0;
+  let notReady = 0;
+  let done = false;
+  const watching = (async () => {
+    while (!done) {
+      const response = await fetch(`${url}/readyz`).catch(() => undefined);
+      checks++;
+      if (response?.status !== 200) notReady++;
+      await response?.arrayBuffer();
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+  })();
+  const result = await during;
+  done = true;
+  await watching;
+  return { result, checks, notReady };
+}
+
+export async function measureFairness(results: Record<string, unknown>) {
+  const receiver = await startReceiver();
+  const env = { ...isolation(), DATABASE_URL: POSTGRES_URL, BENCH_RECEIVER: receiver.url };
+  const api = await start(['--import', 'tsx', 'bench/child.ts', 'neighbours'], env);
+  const worker = await start(['bin/tributary.js', 'worker'], env);
+  try {
+    const url = api.detail;
+    const alone = await settle(await sendLight(url, QUIET_SECONDS), receiver.latencies);
+    const flood = autocannon({
+      url: `${url}/hooks/flood/heavy`,
+      method: 'POST',
+      connections: 50,
+      duration: FLOOD_SECONDS,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ order: 1 }),
+    });
+    const [light, watched] = await Promise.all([sendLight(url, FLOOD_SECONDS), watchReadiness(url, flood)]);
+    const during = await settle(light, receiver.latencies);
+    results.fairness = {
+      floodSeconds: FLOOD_SECONDS,
+      floodAccepted: watched.result.requests.total - watched.result.non2xx,
+      floodRunsDone: receiver.floodCalls(),
+      lightAlone: alone,
+      lightDuringFlood: during,
+      readyzDuringFlood: { checks: watched.checks, notReady: watched.notReady },
+    };
+  } finally {
+    await stop(worker.child);
+    await stop(api.child);
+    await receiver.close();
+  }
+}

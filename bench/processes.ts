@@ -1,0 +1,89 @@
+/**
+ * The processes a benchmark measures, each started in its own isolation (schema, data dir, Redis
+ * prefix), and their cleanup.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { Keyring } from '../engine/secrets/keyring.ts';
+
+export const POSTGRES_URL = process.env.TEST_DATABASE_URL ?? 'postgres://root@127.0.0.1:5432/test';
+export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+const children: ChildProcess[] = [];
+const schemas: string[] = [];
+const dirs: string[] = [];
+
+export function isolation() {
+  const suffix = randomBytes(4).toString('hex');
+  const schema = `bench_${suffix}`;
+  schemas.push(schema);
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'tributary-bench-'));
+  dirs.push(dataDir);
+  return {
+    DATABASE_SCHEMA: schema,
+    REDIS_PREFIX: `bench-${suffix}`,
+    DATA_DIR: dataDir,
+    SECRETS_KEY: Keyring.generateEntry('bench'),
+    REDIS_URL,
+    LOG_LEVEL: 'silent',
+  };
+}
+
+/** Start a benchmark process and wait for its READY line. */
+export function start(
+  args: string[],
+  env: Record<string, string>,
+  ready = /READY ?(.*)|Tributary .* worker consuming/,
+): Promise<{ child: ChildProcess; detail: string }> {
+  // BENCH_NODE_FLAGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") profiles the measured processes.
+  const flags = process.env.BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? [];
+  const child = spawn(process.execPath, [...flags, ...args], {
+    // The receiver, the shop and the ERP stand-ins listen on 127.0.0.1.
+    env: { ...process.env, OUTBOUND_PRIVATE_ADDRESSES: 'allow', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  return new Promise((resolve, reject) => {
+    let output = '';
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      const match = ready.exec(output);
+      if (match) resolve({ child, detail: (match[1] ?? '').trim() });
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited with ${code}: ${output}`)));
+  });
+}
+
+export async function stop(child: ChildProcess) {
+  if (child.exitCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 15_000))]);
+  child.kill('SIGKILL');
+}
+
+export async function cleanup() {
+  for (const child of children) child.kill('SIGKILL');
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  const client = new pg.Client({ connectionString: POSTGRES_URL });
+  await client.connect();
+  for (const schema of schemas) await client.query(`drop schema if exists ${schema} cascade`);
+  await client.end();
+  const { Redis } = await import('ioredis');
+  const redis = new Redis(REDIS_URL);
+  for (const prefix of ['bench-']) {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+      if (keys.length > 0) await redis.del(...keys);
+      cursor = next;
+    } while (cursor !== '0');
+  }
+  redis.disconnect();
+}

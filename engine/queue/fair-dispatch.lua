@@ -1,0 +1,215 @@
+--[[
+  Fair dispatch: runs wait in lanes, one per tenant and flow, and move into BullMQ's run queue only
+  as fast as workers free slots, in a weighted round-robin across tenants (stride scheduling: each
+  tenant has a pass that grows by 1/weight per run dispatched, and the lowest pass goes next) and a
+  plain round-robin across a tenant's flows. A tenant or flow at its concurrency limit leaves the
+  rotation until one of its runs ends (or its leases expire), so nothing is delayed and retried in
+  a loop. Runs handed to BullMQ stay listed "in transit" until the caller confirms it added them;
+  an unconfirmed hand-off is handed out again.
+
+  Invariants: a run id is in `jobs` while it is in a lane or in transit. A flow whose lane is not
+  empty is in exactly one of `flows:<t>` and `blocked-flows:<t>`; a tenant with such a flow is in
+  `tenants` or `blocked` (or is found again when a push or release wakes it).
+
+  KEYS[1] BullMQ wait list     KEYS[2] paused list        KEYS[3] active list     KEYS[4] meta hash
+  KEYS[5] live workers (zset: worker -> last heartbeat ms)
+  KEYS[6] worker slots (hash: worker -> the runs it takes: its concurrency and a few ahead)
+
+  ARGV[1] key base   ARGV[2] now (ms)   ARGV[3] lease (ms)   ARGV[4] heartbeat TTL (ms)
+  ARGV[5] default weight   ARGV[6] default tenant concurrency (0: no limit)
+  ARGV[7] most runs to hand out   ARGV[8] transit timeout (ms)
+  ARGV[9] how many run ids follow whose hand-off the caller confirms (the queue has their jobs)
+  ARGV[10] operation: 'push' (then tenant, flow, run id, payload ...), 'release' (then tenant, flow,
+  run id ...), 'acquire' and 'renew' (the same), or 'dispatch'
+  ARGV[11 ...] the confirmed run ids, then the operation's items
+
+  Returns the payloads of the runs to add to the queue ('push', 'release' and 'dispatch' hand out
+  what there is room for; 'acquire' and 'renew' return nothing).
+]]
+local rcall = redis.call
+local B = ARGV[1]
+local now = tonumber(ARGV[2])
+local leaseMs = tonumber(ARGV[3])
+local defaultWeight = tonumber(ARGV[5])
+local defaultTenantLimit = tonumber(ARGV[6])
+local op = ARGV[10]
+local first = 11 + tonumber(ARGV[9])
+local ending = 0
+
+local jobsKey = B .. ':jobs'
+local tenantsKey = B .. ':tenants'
+local blockedKey = B .. ':blocked'
+local passKey = B .. ':pass'
+local vclockKey = B .. ':vclock'
+local backlogKey = B .. ':backlog'
+local transitKey = B .. ':transit'
+local weightKey = B .. ':weight'
+local tenantLimitKey = B .. ':tenant-limit'
+local flowLimitKey = B .. ':flow-limit'
+
+local function laneKey(t, f) return B .. ':lane:' .. t .. ':' .. f end
+local function flowsKey(t) return B .. ':flows:' .. t end
+local function blockedFlowsKey(t) return B .. ':blocked-flows:' .. t end
+local function tenantRunningKey(t) return B .. ':running:' .. t end
+local function flowRunningKey(t, f) return B .. ':running:' .. t .. ':' .. f end
+
+local function tenantLimit(t) return tonumber(rcall('HGET', tenantLimitKey, t) or defaultTenantLimit) end
+local function flowLimit(t, f) return tonumber(rcall('HGET', flowLimitKey, t .. ':' .. f) or '0') end
+
+-- A tenant's place in the rotation: where it left off, but never behind the rotation's clock (so a
+-- tenant returning after a pause goes next, and one that emptied and refilled at once does not jump ahead).
+local function tenantPass(t)
+  local last = tonumber(rcall('HGET', passKey, t) or '0')
+  local clock = tonumber(rcall('GET', vclockKey) or '0')
+  return math.max(last, clock)
+end
+
+-- Back into the rotation; whether it may run is checked when its turn comes.
+local function wakeTenant(t)
+  rcall('ZREM', blockedKey, t)
+  rcall('ZADD', tenantsKey, 'NX', tenantPass(t), t)
+end
+
+local function wakeFlow(t, f)
+  rcall('ZREM', blockedFlowsKey(t), f)
+  return rcall('ZADD', flowsKey(t), 'NX', tenantPass(t), f)
+end
+
+-- Expired leases (a worker that died) no longer count; returns the set's size and its earliest expiry.
+local function liveLeases(key)
+  rcall('ZREMRANGEBYSCORE', key, '-inf', now)
+  local first = rcall('ZRANGE', key, 0, 0, 'WITHSCORES')
+  return rcall('ZCARD', key), tonumber(first[2] or now)
+end
+
+local function release(t, f, id)
+  rcall('ZREM', tenantRunningKey(t), id)
+  rcall('ZREM', flowRunningKey(t, f), id)
+  if rcall('ZSCORE', blockedFlowsKey(t), f) then wakeFlow(t, f) end
+  if rcall('ZSCORE', blockedKey, t) then wakeTenant(t) end
+end
+
+local function lease(t, f, id)
+  if tenantLimit(t) > 0 then rcall('ZADD', tenantRunningKey(t), now + leaseMs, id) end
+  if flowLimit(t, f) > 0 then rcall('ZADD', flowRunningKey(t, f), now + leaseMs, id) end
+end
+
+for i = 11, first - 1 do
+  rcall('ZREM', transitKey, ARGV[i])
+  rcall('HDEL', jobsKey, ARGV[i])
+end
+
+if op == 'push' then
+  for i = first, #ARGV, 4 do
+    local t, f, id = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+    -- A run already waiting or in transit is not queued twice.
+    if rcall('HSETNX', jobsKey, id, ARGV[i + 3]) == 1 then
+      rcall('RPUSH', laneKey(t, f), id)
+      rcall('HINCRBY', backlogKey, t, 1)
+      if not rcall('ZSCORE', blockedFlowsKey(t), f) and wakeFlow(t, f) == 1 then wakeTenant(t) end
+    end
+  end
+elseif op == 'release' then
+  for i = first, #ARGV, 3 do release(ARGV[i], ARGV[i + 1], ARGV[i + 2]) end
+  -- Their jobs leave the active list just after this call: their slots count as free already.
+  ending = (#ARGV - first + 1) / 3
+elseif op == 'acquire' then
+  for i = first, #ARGV, 3 do lease(ARGV[i], ARGV[i + 1], ARGV[i + 2]) end
+  return {}
+elseif op == 'renew' then
+  -- Only leases still held: a run released meanwhile is not taken again.
+  for i = first, #ARGV, 3 do
+    rcall('ZADD', tenantRunningKey(ARGV[i]), 'XX', now + leaseMs, ARGV[i + 2])
+    rcall('ZADD', flowRunningKey(ARGV[i], ARGV[i + 1]), 'XX', now + leaseMs, ARGV[i + 2])
+  end
+  return {}
+end
+
+local out = {}
+
+-- Hand-offs a dispatcher never confirmed (it died, or Redis failed it) are handed out again: adding
+-- a job whose id exists already does nothing.
+local stale = rcall('ZRANGEBYSCORE', transitKey, '-inf', now - tonumber(ARGV[8]), 'LIMIT', 0, 100)
+for _, id in ipairs(stale) do
+  local payload = rcall('HGET', jobsKey, id)
+  if payload then
+    rcall('ZADD', transitKey, now, id)
+    out[#out + 1] = payload
+  else
+    rcall('ZREM', transitKey, id)
+  end
+end
+
+-- Room: what live workers take (their slots and a few ahead), less what they hold or is waiting for them.
+if rcall('HGET', KEYS[4], 'paused') then return out end
+local workers = rcall('ZRANGEBYSCORE', KEYS[5], now - tonumber(ARGV[4]), '+inf')
+if #workers == 0 then return out end
+local capacity = 0
+for _, slots in ipairs(rcall('HMGET', KEYS[6], unpack(workers))) do capacity = capacity + (tonumber(slots) or 0) end
+local room = capacity + ending - rcall('LLEN', KEYS[1]) - rcall('LLEN', KEYS[2]) - rcall('LLEN', KEYS[3])
+room = math.min(room, tonumber(ARGV[7]))
+if room <= 0 then return out end
+
+for _, t in ipairs(rcall('ZRANGEBYSCORE', blockedKey, '-inf', now, 'LIMIT', 0, 100)) do wakeTenant(t) end
+
+-- The next flow of tenant t that may run, or nil and when the earliest blocked one may run again.
+local function nextFlow(t)
+  local flows, blocked = flowsKey(t), blockedFlowsKey(t)
+  for _, f in ipairs(rcall('ZRANGEBYSCORE', blocked, '-inf', now, 'LIMIT', 0, 20)) do wakeFlow(t, f) end
+  while true do
+    local head = rcall('ZRANGE', flows, 0, 0)
+    if #head == 0 then break end
+    local f = head[1]
+    local limit = flowLimit(t, f)
+    if limit == 0 then return f end
+    local running, earliest = liveLeases(flowRunningKey(t, f))
+    if running < limit then return f end
+    rcall('ZREM', flows, f)
+    rcall('ZADD', blocked, earliest, f)
+  end
+  local first = rcall('ZRANGE', blocked, 0, 0, 'WITHSCORES')
+  return nil, tonumber(first[2])
+end
+
+-- Each turn either hands out a run or takes a tenant out of the rotation, so the loop is bounded.
+local turns = room + 1000
+while room > 0 and turns > 0 do
+  turns = turns - 1
+  local head = rcall('ZRANGE', tenantsKey, 0, 0, 'WITHSCORES')
+  if #head == 0 then break end
+  local t, pass = head[1], tonumber(head[2])
+  local f, blockedUntil
+  local limit = tenantLimit(t)
+  if limit > 0 then
+    local running, earliest = liveLeases(tenantRunningKey(t))
+    if running >= limit then blockedUntil = earliest end
+  end
+  if not blockedUntil then f, blockedUntil = nextFlow(t) end
+  if not f then
+    rcall('ZREM', tenantsKey, t)
+    if blockedUntil then rcall('ZADD', blockedKey, blockedUntil, t) end
+  else
+    local lane = laneKey(t, f)
+    local id = rcall('LPOP', lane)
+    local payload = id and rcall('HGET', jobsKey, id)
+    local nextPass = pass + 1 / tonumber(rcall('HGET', weightKey, t) or defaultWeight)
+    rcall('SET', vclockKey, pass)
+    rcall('HSET', passKey, t, nextPass)
+    if rcall('LLEN', lane) > 0 then rcall('ZADD', flowsKey(t), nextPass, f) else rcall('ZREM', flowsKey(t), f) end
+    if rcall('ZCARD', flowsKey(t)) > 0 then
+      rcall('ZADD', tenantsKey, nextPass, t)
+    else
+      rcall('ZREM', tenantsKey, t)
+      local first = rcall('ZRANGE', blockedFlowsKey(t), 0, 0, 'WITHSCORES')
+      if #first > 0 then rcall('ZADD', blockedKey, first[2], t) end
+    end
+    if payload then
+      if rcall('HINCRBY', backlogKey, t, -1) <= 0 then rcall('HDEL', backlogKey, t) end
+      rcall('ZADD', transitKey, now, id)
+      lease(t, f, id)
+      out[#out + 1] = payload
+      room = room - 1
+    end
+  end
+end
+return out

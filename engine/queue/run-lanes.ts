@@ -1,0 +1,152 @@
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import type { Redis } from 'ioredis';
+import { HEARTBEAT_TTL_MS } from './health.ts';
+
+/** What a run's job carries: its run and the flow version it is pinned to. */
+export interface LaneRun {
+  tenantId: string;
+  runId: string;
+  flowId: string;
+  flowVersion: number;
+}
+
+export interface LaneOptions {
+  /** The run queue's keys: `<prefix>:runs` (BullMQ's wait, active, paused and meta hang off it). */
+  queueKey: string;
+  /** The workers' heartbeats (zset: worker -> last beat) and their slots (hash: worker -> concurrency). */
+  workersKey: string;
+  workerSlotsKey: string;
+  /** How long a run counts against its tenant's and flow's limits without a worker renewing it. */
+  leaseMs: number;
+  /** Runs of one tenant executing at once unless the tenant has its own limit; 0 for none. */
+  tenantConcurrency: number;
+}
+
+/** Most runs one call hands out: bounds the time one script holds Redis. */
+const MOST_PER_CALL = 500;
+/** A hand-off not confirmed within this long (its dispatcher died) is handed out again. */
+const TRANSIT_TIMEOUT_MS = 10_000;
+
+const SCRIPT = readFileSync(new URL('./fair-dispatch.lua', import.meta.url), 'utf8');
+const SHA = createHash('sha1').update(SCRIPT).digest('hex');
+
+type Operation = 'push' | 'release' | 'acquire' | 'renew' | 'dispatch';
+
+/**
+ * The lanes runs wait in before BullMQ's run queue, one per tenant and flow, and the fair dispatch
+ * out of them (fair-dispatch.lua): the run queue holds only what workers are about to take, so a
+ * tenant with one waiting run is served within about one run's time whatever others have queued.
+ */
+export class RunLanes {
+  private readonly base: string;
+  private readonly keys: string[];
+  /** Runs the queue has taken, confirmed with the next call. */
+  private confirmed: string[] = [];
+
+  constructor(
+    private readonly redis: () => Promise<Redis>,
+    private readonly options: LaneOptions,
+  ) {
+    this.base = `${options.queueKey}:fair`;
+    const { queueKey } = options;
+    this.keys = [
+      `${queueKey}:wait`,
+      `${queueKey}:paused`,
+      `${queueKey}:active`,
+      `${queueKey}:meta`,
+      options.workersKey,
+      options.workerSlotsKey,
+    ];
+  }
+
+  /** Queue runs behind their tenant's and flow's earlier ones; returns those there is room to start now. */
+  push(runs: LaneRun[]): Promise<LaneRun[]> {
+    return this.call(
+      'push',
+      runs.flatMap((run) => [run.tenantId, run.flowId, run.runId, JSON.stringify(run)]),
+    );
+  }
+
+  /** These runs' passes ended: their leases go, and the runs there is now room for are returned. */
+  release(runs: LaneRun[]): Promise<LaneRun[]> {
+    return this.call('release', runs.flatMap(laneArgs));
+  }
+
+  /** The runs there is room for now. */
+  dispatch(): Promise<LaneRun[]> {
+    return this.call('dispatch', []);
+  }
+
+  /** Runs that come back to a worker without a dispatch (a retry, a takeover) count against the limits again. */
+  async acquire(runs: LaneRun[]): Promise<void> {
+    await this.call('acquire', runs.flatMap(laneArgs));
+  }
+
+  /** Extend the leases of runs still executing (with the worker's heartbeat). */
+  async renew(runs: LaneRun[]): Promise<void> {
+    if (runs.length > 0) await this.call('renew', runs.flatMap(laneArgs));
+  }
+
+  /** The queue has these jobs now: they are no longer in transit (said with the next call). */
+  confirm(runIds: string[]) {
+    this.confirmed.push(...runIds);
+  }
+
+  /** Whether hand-offs wait to be confirmed. */
+  get unconfirmed(): boolean {
+    return this.confirmed.length > 0;
+  }
+
+  /** For each run, whether it waits in a lane (or is being handed to the queue). */
+  async holds(runIds: string[]): Promise<boolean[]> {
+    if (runIds.length === 0) return [];
+    const redis = await this.redis();
+    const pipeline = redis.pipeline();
+    for (const id of runIds) pipeline.hexists(`${this.base}:jobs`, id);
+    const replies = (await pipeline.exec()) ?? [];
+    return replies.map(([error, found]) => {
+      if (error) throw error;
+      return found === 1;
+    });
+  }
+
+  /** Runs waiting in lanes, by tenant (tenants with none are left out). */
+  async backlog(): Promise<Record<string, number>> {
+    const counts = await (await this.redis()).hgetall(`${this.base}:backlog`);
+    return Object.fromEntries(Object.entries(counts).map(([tenant, count]) => [tenant, Number(count)]));
+  }
+
+  private async call(operation: Operation, items: string[]): Promise<LaneRun[]> {
+    const redis = await this.redis();
+    const { options } = this;
+    // If the call fails they are handed out again after TRANSIT_TIMEOUT_MS: adding them twice does nothing.
+    const confirmed = this.confirmed;
+    this.confirmed = [];
+    const args = [
+      ...this.keys,
+      this.base,
+      Date.now(),
+      options.leaseMs,
+      HEARTBEAT_TTL_MS,
+      1,
+      options.tenantConcurrency,
+      MOST_PER_CALL,
+      TRANSIT_TIMEOUT_MS,
+      confirmed.length,
+      operation,
+      ...confirmed,
+      ...items,
+    ];
+    let payloads: string[];
+    try {
+      payloads = (await redis.evalsha(SHA, this.keys.length, ...args)) as string[];
+    } catch (error) {
+      if (!String((error as Error).message).startsWith('NOSCRIPT')) throw error;
+      payloads = (await redis.eval(SCRIPT, this.keys.length, ...args)) as string[];
+    }
+    return payloads.map((payload) => JSON.parse(payload) as LaneRun);
+  }
+}
+
+const laneArgs = (run: LaneRun) => [run.tenantId, run.flowId, run.runId];

@@ -1,0 +1,162 @@
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { RunLanes, type LaneRun } from '../engine/queue/run-lanes.ts';
+import { REDIS_URL } from './support/harness.ts';
+
+// The lanes against a real Redis: what they hand out, in which order, and when they hold back.
+const redis = new Redis(REDIS_URL);
+let prefix: string;
+
+const run = (tenantId: string, n: number, flowId = 'flow'): LaneRun => ({
+  tenantId,
+  flowId,
+  runId: `${tenantId}-${flowId}-${n}`,
+  flowVersion: 1,
+});
+const runs = (tenantId: string, count: number, flowId = 'flow') =>
+  Array.from({ length: count }, (_, n) => run(tenantId, n, flowId));
+const ids = (handed: LaneRun[]) => handed.map((item) => item.runId);
+
+/** Lanes over this test's keys; `takes` is what one live worker takes (its slots and prefetch). */
+async function lanes(takes: number, tenantConcurrency = 0, leaseMs = 30_000) {
+  await redis.zadd(`${prefix}:workers`, Date.now(), 'worker');
+  await redis.hset(`${prefix}:slots`, 'worker', takes);
+  return new RunLanes(async () => redis, {
+    queueKey: `${prefix}:runs`,
+    workersKey: `${prefix}:workers`,
+    workerSlotsKey: `${prefix}:slots`,
+    leaseMs,
+    tenantConcurrency,
+  });
+}
+
+/** What BullMQ does with handed-out runs, as far as the lanes see it: their jobs are active. */
+async function started(handed: LaneRun[]): Promise<LaneRun[]> {
+  if (handed.length > 0) await redis.rpush(`${prefix}:runs:active`, ...ids(handed));
+  return handed;
+}
+
+/** Runs end: released while their jobs are still active (as a worker does), then their jobs leave. */
+async function end(subject: RunLanes, ended: LaneRun[]): Promise<LaneRun[]> {
+  const next = await subject.release(ended);
+  for (const item of ended) await redis.lrem(`${prefix}:runs:active`, 0, item.runId);
+  return started(next);
+}
+
+/** Start runs until `count` have started, ending the oldest running one each time (one worker slot). */
+async function drain(subject: RunLanes, count: number): Promise<LaneRun[]> {
+  const handed = await started(await subject.dispatch());
+  while (handed.length < count) {
+    const next = await end(subject, [handed[handed.length - 1]]);
+    if (next.length === 0) break;
+    handed.push(...next);
+  }
+  return handed;
+}
+
+beforeEach(() => {
+  prefix = `test-lanes-${randomBytes(4).toString('hex')}`;
+});
+afterEach(async () => {
+  const keys = await redis.keys(`${prefix}:*`);
+  if (keys.length > 0) await redis.del(...keys);
+});
+afterAll(() => redis.disconnect());
+
+describe('fair dispatch', () => {
+  it("hands out only what live workers take, then one run per run ended; a tenant's first run goes next", async () => {
+    const subject = await lanes(2);
+    const first = await started(await subject.push(runs('busy', 50)));
+    expect(ids(first)).toEqual(['busy-flow-0', 'busy-flow-1']);
+    // Nothing more while the workers are full, however many runs wait.
+    expect(await subject.push([run('quiet', 0)])).toEqual([]);
+    expect(await subject.dispatch()).toEqual([]);
+    // The first run to end makes room for one, and it is the quiet tenant's, ahead of the busy backlog.
+    expect(ids(await end(subject, [first[0]]))).toEqual(['quiet-flow-0']);
+    expect(ids(await end(subject, [first[1]]))).toEqual(['busy-flow-2']);
+    expect(await subject.backlog()).toEqual({ busy: 47 });
+  });
+
+  it('hands out nothing while no worker is live, nor while the queue is paused', async () => {
+    const subject = await lanes(4);
+    await redis.zadd(`${prefix}:workers`, Date.now() - 60_000, 'worker');
+    expect(await subject.push(runs('a', 3))).toEqual([]);
+    await redis.zadd(`${prefix}:workers`, Date.now(), 'worker');
+    await redis.hset(`${prefix}:runs:meta`, 'paused', 1);
+    expect(await subject.dispatch()).toEqual([]);
+    await redis.hdel(`${prefix}:runs:meta`, 'paused');
+    expect(ids(await subject.dispatch())).toEqual(['a-flow-0', 'a-flow-1', 'a-flow-2']);
+  });
+
+  it('serves backlogged tenants in turn, by weight, each in arrival order', async () => {
+    const subject = await lanes(1);
+    await redis.hset(`${prefix}:runs:fair:weight`, 'heavy', 3);
+    // Both tenants backlogged before any run starts.
+    await redis.hset(`${prefix}:slots`, 'worker', 0);
+    await subject.push([...runs('heavy', 40), ...runs('light', 40)]);
+    await redis.hset(`${prefix}:slots`, 'worker', 1);
+    const handed = await drain(subject, 40);
+    const heavy = handed.filter((item) => item.tenantId === 'heavy');
+    expect(heavy.length).toBeGreaterThanOrEqual(29);
+    expect(heavy.length).toBeLessThanOrEqual(31);
+    // Within a tenant and flow, first in, first out.
+    expect(ids(heavy)).toEqual(ids(runs('heavy', heavy.length)));
+  });
+
+  it("serves a tenant's flows in turn: its flood on one flow does not hold its other flows", async () => {
+    const subject = await lanes(0);
+    await subject.push([...runs('t', 10, 'flood'), run('t', 0, 'single')]);
+    await redis.hset(`${prefix}:slots`, 'worker', 1);
+    const firstThree = await drain(subject, 3);
+    expect(ids(firstThree)).toContain('t-single-0');
+  });
+
+  it('keeps a tenant to its concurrency, and hands out its next run as soon as one ends', async () => {
+    const subject = await lanes(10, 2);
+    const first = await started(await subject.push([...runs('limited', 5), ...runs('other', 2)]));
+    expect(first.filter((item) => item.tenantId === 'limited')).toHaveLength(2);
+    expect(first.filter((item) => item.tenantId === 'other')).toHaveLength(2);
+    subject.confirm(ids(first));
+    // No run of the tenant is handed out (nor delayed and retried) until one of its runs ends.
+    expect(await subject.dispatch()).toEqual([]);
+    expect(ids(await end(subject, [run('limited', 0)]))).toEqual(['limited-flow-2']);
+  });
+
+  it("keeps a flow to its concurrency without holding the tenant's other flows", async () => {
+    const subject = await lanes(10);
+    await redis.hset(`${prefix}:runs:fair:flow-limit`, 't:serial', 1);
+    const handed = await subject.push([...runs('t', 3, 'serial'), ...runs('t', 2, 'free')]);
+    expect(ids(handed).sort()).toEqual(['t-free-0', 't-free-1', 't-serial-0']);
+    expect(await subject.dispatch()).toEqual([]);
+    expect(ids(await subject.release([run('t', 0, 'serial')]))).toEqual(['t-serial-1']);
+  });
+
+  it("frees a dead worker's leases when they expire; renewed leases hold", async () => {
+    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    const subject = await lanes(10, 1, 1000);
+    const [held] = await subject.push(runs('t', 3));
+    await sleep(600);
+    await subject.renew([held]);
+    // Past the first lease, within the renewed one.
+    await sleep(600);
+    expect(await subject.dispatch()).toEqual([]);
+    await sleep(1100);
+    expect(ids(await subject.dispatch())).toEqual(['t-flow-1']);
+  });
+
+  it('queues a run once however often it is pushed, and hands out again a hand-off never confirmed', async () => {
+    const subject = await lanes(0);
+    await subject.push([run('t', 0), run('t', 0)]);
+    expect(await subject.holds(['t-flow-0', 't-flow-1'])).toEqual([true, false]);
+    await redis.hset(`${prefix}:slots`, 'worker', 1);
+    expect(ids(await subject.dispatch())).toEqual(['t-flow-0']);
+    // Handed out but not confirmed: still held, and handed out again once the transit times out.
+    expect(await subject.holds(['t-flow-0'])).toEqual([true]);
+    await redis.zadd(`${prefix}:runs:fair:transit`, Date.now() - 60_000, 't-flow-0');
+    expect(ids(await subject.dispatch())).toEqual(['t-flow-0']);
+    subject.confirm(['t-flow-0']);
+    await subject.dispatch();
+    expect(await subject.holds(['t-flow-0'])).toEqual([false]);
+  });
+});
