@@ -201,10 +201,12 @@ export const settings = {
       "How long a process reuses a flow URL's resolution. Publish/activate/deactivate clear it at once in the " +
       'process that made the change; other API processes see it within this time.',
   },
-  readyMaxQueueAgeMs: {
-    env: 'READY_MAX_QUEUE_AGE_MS',
-    schema: { type: 'integer', minimum: 1, default: 120_000 },
-    description: '`/readyz` fails when the oldest waiting run is older.',
+  readyMaxEventLoopLagMs: {
+    env: 'READY_MAX_EVENT_LOOP_LAG_MS',
+    schema: { type: 'integer', minimum: 1, default: 1000 },
+    description:
+      "`/readyz` fails while this process's event loop lags more than this (p99 over the last 5 s): it cannot " +
+      'answer in time. A backlog, a stopped worker or a recovery is reported there, never a failure.',
   },
   adapterWaitMs: {
     env: 'ADAPTER_WAIT_MS',

@@ -1,5 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
 import http from 'node:http';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { pino, type Logger } from 'pino';
 import { createRequestListener, type Readiness } from '../api/app.ts';
 import { publicSigningKeys, TokenIssuer } from '../api/auth/issuer.ts';
@@ -8,7 +9,8 @@ import type { CompileOptions } from '../engine/flow/compile.ts';
 import { HttpClient } from '../engine/http-client.ts';
 import { Intake } from '../engine/intake.ts';
 import { OperationRegistry, type OperationDefinition } from '../engine/operations.ts';
-import { HEARTBEAT_TTL_MS, inspectQueue } from '../engine/queue/health.ts';
+import { HEARTBEAT_TTL_MS, inspectQueue, ioredisOf } from '../engine/queue/health.ts';
+import { QueueRecovery } from '../engine/queue/recovery.ts';
 import { ENQUEUE_TIMEOUT_MS, runJob, RunQueue, RunWorker } from '../engine/queue/run-queue.ts';
 import { QueueReconciler } from '../engine/queue/reconciler.ts';
 import { QueueAdmin } from '../engine/queue/queue-admin.ts';
@@ -104,6 +106,7 @@ export class Platform {
       worker?: RunWorker;
       ticks?: TickWorker;
       reconciler?: QueueReconciler;
+      recovery?: QueueRecovery;
       logPruning?: NodeJS.Timeout;
       schedules: FlowSchedules;
       sandbox: ExpressionSandbox;
@@ -112,6 +115,7 @@ export class Platform {
       metricsServer?: http.Server;
       redisChild?: ChildProcess;
       lock?: DataDirLock;
+      eventLoop: EventLoopLag;
     },
   ) {}
 
@@ -168,6 +172,7 @@ export class Platform {
     let ticks: TickWorker | undefined;
     let logPruning: NodeJS.Timeout | undefined;
     let reconciler: QueueReconciler | undefined;
+    let recovery: QueueRecovery | undefined;
     if (roles.worker) {
       const flows = new CompiledFlowCache(workerStore, compile);
       const executor = new Executor({
@@ -205,10 +210,19 @@ export class Platform {
         metrics,
       });
       reconciler.start();
+      recovery = new QueueRecovery(() => ioredisOf(queue.queue.client), {
+        prefix: config.redisPrefix,
+        intervalMs: 2000,
+        reconciler,
+        syncSchedules: () => schedules.syncAll(),
+        logger,
+      });
+      await recovery.start();
     }
 
     let server: http.Server | undefined;
     let adminSocket: http.Server | undefined;
+    const eventLoop = new EventLoopLag();
     if (roles.api) {
       const intake = new Intake({
         store,
@@ -249,7 +263,7 @@ export class Platform {
         verifier,
         logger,
         bodyLimitBytes: config.bodyLimitBytes,
-        readiness: () => readiness(store, queue, maintenance, config),
+        readiness: () => readiness(store, queue, maintenance, eventLoop, config),
         queues,
         adapterWaitMs: config.adapterWaitMs,
         metrics,
@@ -268,6 +282,7 @@ export class Platform {
       worker,
       ticks,
       reconciler,
+      recovery,
       logPruning,
       schedules,
       sandbox: compile.sandbox,
@@ -276,6 +291,7 @@ export class Platform {
       metricsServer,
       redisChild,
       lock,
+      eventLoop,
     });
   }
 
@@ -298,6 +314,7 @@ export class Platform {
       worker,
       ticks,
       reconciler,
+      recovery,
       logPruning,
       schedules,
       sandbox,
@@ -306,10 +323,13 @@ export class Platform {
       metricsServer,
       redisChild,
       lock,
+      eventLoop,
     } = this.parts;
+    eventLoop.close();
     clearInterval(logPruning);
     await Promise.all([closeServer(server), closeServer(adminSocket), closeServer(metricsServer)]);
     await ticks?.close();
+    await recovery?.close();
     await reconciler?.close();
     await worker?.close(this.config.shutdownGraceMs);
     await Promise.all([this.queue.close(), schedules.close()]);
@@ -363,40 +383,62 @@ function closeServer(server: http.Server | undefined) {
   return new Promise<void>((resolve) => server.close(() => resolve()));
 }
 
+/**
+ * Whether this process can serve: the store and Redis answer, Redis keeps its keys, and this
+ * process's event loop is not held up. What the queue looks like (live workers, the oldest job
+ * waiting for a worker, a recovery from lost Redis data, maintenance) is reported, not judged: a
+ * tenant's backlog or a stopped worker must not take every API host out of a load balancer.
+ */
 async function readiness(
   store: Store,
   queue: RunQueue,
   maintenance: MaintenanceMode,
+  eventLoop: EventLoopLag,
   config: Config,
 ): Promise<Readiness> {
   const checks: Record<string, unknown> = {};
-  let ready = true;
+  const problems: string[] = [];
   try {
     await store.ping();
     checks.store = 'ok';
-  } catch (error) {
-    checks.store = (error as Error).message;
-    ready = false;
+  } catch {
+    checks.store = 'unreachable';
+    problems.push('the store does not answer');
   }
   try {
-    const report = await inspectQueue(queue.queue);
+    const report = await inspectQueue(queue.queue, config.redisPrefix);
     Object.assign(checks, report);
-    // Maintenance is reported, not a failure: the API stays up for operators while workers drain.
     const current = await maintenance.current();
     if (current) checks.maintenance = current;
-    const problems: string[] = [];
     if (/^(allkeys|volatile)-/.test(report.maxmemoryPolicy))
       problems.push(`Redis evicts keys (maxmemory-policy ${report.maxmemoryPolicy}); BullMQ needs noeviction`);
-    if (report.liveWorkers === 0) problems.push('no worker is consuming');
-    if (!current && report.oldestWaitingMs > config.readyMaxQueueAgeMs)
-      problems.push(`the oldest waiting run is ${Math.round(report.oldestWaitingMs / 1000)} s old`);
-    if (problems.length > 0) {
-      checks.problems = problems;
-      ready = false;
-    }
-  } catch (error) {
-    checks.redis = (error as Error).message;
-    ready = false;
+  } catch {
+    checks.redis = 'unreachable';
+    problems.push('Redis does not answer');
   }
-  return { ready, checks };
+  checks.eventLoopLagMs = eventLoop.p99Ms;
+  if (eventLoop.p99Ms > config.readyMaxEventLoopLagMs)
+    problems.push(`this process's event loop lags ${eventLoop.p99Ms} ms (p99 over the last few seconds)`);
+  if (problems.length > 0) checks.problems = problems;
+  return { ready: problems.length === 0, checks };
+}
+
+/** The p99 delay of this process's event loop over the last window of a few seconds. */
+class EventLoopLag {
+  private readonly histogram = monitorEventLoopDelay({ resolution: 10 });
+  private readonly timer: NodeJS.Timeout;
+  p99Ms = 0;
+
+  constructor(windowMs = 5000) {
+    this.histogram.enable();
+    this.timer = setInterval(() => {
+      this.p99Ms = Math.round(this.histogram.percentile(99) / 1e6);
+      this.histogram.reset();
+    }, windowMs).unref();
+  }
+
+  close() {
+    clearInterval(this.timer);
+    this.histogram.disable();
+  }
 }

@@ -1,5 +1,6 @@
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { lastRecovery, type RecoveryReport } from './recovery.ts';
 import type { RunJobData } from './run-queue.ts';
 
 /** A worker is counted as consuming while its heartbeat is younger than this. */
@@ -21,12 +22,16 @@ export interface QueueReport {
   redis: 'ok' | string;
   maxmemoryPolicy: string;
   liveWorkers: number;
+  /** Jobs handed to workers and not taken yet (the tenants' backlogs wait in their lanes, not here). */
   waiting: number;
+  /** How long the oldest of them has waited: minutes mean workers stopped taking jobs. */
   oldestWaitingMs: number;
+  /** The last recovery from lost Redis data, while it runs and for a day after. */
+  recovery?: RecoveryReport;
 }
 
-/** What readiness needs to know about Redis and the run queue. */
-export async function inspectQueue(queue: Queue<RunJobData>): Promise<QueueReport> {
+/** What readiness reports of Redis and the run queue. */
+export async function inspectQueue(queue: Queue<RunJobData>, prefix: string): Promise<QueueReport> {
   const client = await ioredisOf(queue.client);
   await client.ping();
   // Managed Redis may forbid CONFIG: report it rather than fail.
@@ -37,11 +42,13 @@ export async function inspectQueue(queue: Queue<RunJobData>): Promise<QueueRepor
   const liveWorkers = await client.zcount(heartbeatKey(queue), Date.now() - HEARTBEAT_TTL_MS, '+inf');
   const waiting = await queue.getWaitingCount();
   const [oldest] = waiting > 0 ? await queue.getJobs(['wait'], 0, 0, true) : [];
+  const recovery = await lastRecovery(client, prefix);
   return {
     redis: 'ok',
     maxmemoryPolicy: policy,
     liveWorkers,
     waiting,
     oldestWaitingMs: oldest ? Date.now() - oldest.timestamp : 0,
+    ...(recovery && { recovery }),
   };
 }

@@ -2,8 +2,8 @@ import { Job } from 'bullmq';
 import type { Logger } from 'pino';
 import type { ErrorRecord } from '../errors.ts';
 import type { EngineMetrics } from '../metrics.ts';
-import type { RunStore, UnfinishedRunCursor } from '../store/port.ts';
-import { MAX_STALLED_COUNT, type RunJobData, type RunQueue } from './run-queue.ts';
+import type { RunStore, UnfinishedRun, UnfinishedRunCursor } from '../store/port.ts';
+import { MAX_STALLED_COUNT, runJob, type RunJobData, type RunQueue } from './run-queue.ts';
 
 /** Job states in which the job will still run (or is running): its run is in hand. */
 const IN_HAND = new Set(['waiting', 'active', 'delayed', 'prioritized', 'waiting-children', 'paused']);
@@ -17,24 +17,33 @@ export interface ReconcilerOptions {
   metrics: EngineMetrics;
 }
 
+/** What a look at unfinished runs did. */
+export interface Reconciled {
+  looked: number;
+  requeued: number;
+  ended: number;
+}
+
 /**
- * Ends the runs whose jobs left the queue without recording an outcome, so no run stays `running`
- * for ever: a job BullMQ failed because it kept killing its worker (it fails such jobs itself, and
- * no worker hears of it), a job whose last worker died while failing it, a job removed from the
- * queue (`clean`, an operator). Each such run ends `failed` with the reason, and can be replayed.
- * Every worker process runs one; ending a run twice is harmless (a finished run keeps its outcome).
+ * Keeps the queue in step with the store, the source of truth, so that no unfinished run is
+ * forgotten: a run whose job BullMQ failed without the run recording why (it kept killing its
+ * workers, or its last worker died while failing it) ends `failed` with the reason; a run whose
+ * job is nowhere (Redis lost it, a hand-off died half-way, a job removed by hand) is queued again,
+ * in arrival order, and resumes from its checkpoints. Every worker process runs one; doing either
+ * twice is harmless (a finished run keeps its outcome, a queued run is not queued twice).
  */
 export class QueueReconciler {
   private cursor?: UnfinishedRunCursor;
   /**
-   * Runs whose job was not in the queue at their last look. One is ended only when its job is still
-   * missing at the next look: a released or replayed run is marked queued just before its job is added.
+   * Runs whose job was not in the queue at their last look. One is queued again only when its job
+   * is still missing at the next look: a released or replayed run is marked queued just before its
+   * job is added.
    */
   private readonly missing = new Set<string>();
   /** Runs looked at since the cursor last started over: a missing run not among them has ended. */
   private readonly seen = new Set<string>();
   private timer?: NodeJS.Timeout;
-  private sweeping?: Promise<number>;
+  private sweeping?: Promise<Reconciled>;
 
   constructor(
     private readonly runs: RunQueue,
@@ -51,62 +60,102 @@ export class QueueReconciler {
     await this.sweeping;
   }
 
-  /** One look at a page of unfinished runs; returns how many it ended. */
-  sweep(): Promise<number> {
+  /** One look at a page of unfinished runs. */
+  sweep(): Promise<Reconciled> {
     this.sweeping ??= this.sweepPage()
       .catch((error) => {
         this.options.logger.warn({ err: error }, 'could not reconcile runs with the queue');
-        return 0;
+        return { looked: 0, requeued: 0, ended: 0 };
       })
       .finally(() => (this.sweeping = undefined));
     return this.sweeping;
   }
 
-  private async sweepPage(): Promise<number> {
+  /**
+   * After Redis lost its data: every unfinished run, oldest first, whose job is nowhere is queued
+   * again at once (no grace, no second look: the queue is known to have lost them). `progress` is
+   * told after each page.
+   */
+  async recover(progress: (done: Reconciled) => Promise<void>): Promise<Reconciled> {
+    const total: Reconciled = { looked: 0, requeued: 0, ended: 0 };
+    let cursor: UnfinishedRunCursor | undefined;
+    const now = new Date().toISOString();
+    do {
+      const runs = await this.store.listUnfinishedRuns(now, cursor, PAGE);
+      const done = await this.reconcile(runs, () => true);
+      total.looked += done.looked;
+      total.requeued += done.requeued;
+      total.ended += done.ended;
+      await progress(total);
+      cursor = runs.length === PAGE ? runs[runs.length - 1] : undefined;
+    } while (cursor);
+    return total;
+  }
+
+  private async sweepPage(): Promise<Reconciled> {
     const before = new Date(Date.now() - this.options.graceMs).toISOString();
     const runs = await this.store.listUnfinishedRuns(before, this.cursor, PAGE);
-    const inLanes = await this.runs.lanes.holds(runs.map((run) => run.id));
-    const { queue } = this.runs;
-    let ended = 0;
-    for (const [index, run] of runs.entries()) {
-      this.seen.add(run.id);
-      const state = inLanes[index] ? 'waiting' : await queue.getJobState(run.id);
-      if (IN_HAND.has(state)) {
-        this.missing.delete(run.id);
-        continue;
-      }
-      if (state !== 'failed' && !this.missing.delete(run.id)) {
-        this.missing.add(run.id);
-        continue;
-      }
-      const job = state === 'failed' ? await Job.fromId<RunJobData>(queue, run.id) : undefined;
-      const error = jobLostError(job?.failedReason);
-      if (!(await this.store.saveProgress(run.tenantId, run.id, [], { status: 'failed', error }))) continue;
-      ended++;
-      this.options.metrics.runAttempt(run.tenantId, 'failed', 0);
-      this.options.logger.warn(
-        { tenantId: run.tenantId, runId: run.id, jobState: state, reason: error.message },
-        'run failed: its job left the queue',
-      );
-    }
+    for (const run of runs) this.seen.add(run.id);
+    const done = await this.reconcile(runs, (run) => {
+      if (this.missing.delete(run.id)) return true;
+      this.missing.add(run.id);
+      return false;
+    });
     // The next look goes on from here; after the last page it starts over.
     this.cursor = runs.length === PAGE ? runs[runs.length - 1] : undefined;
     if (!this.cursor) {
       for (const id of this.missing) if (!this.seen.has(id)) this.missing.delete(id);
       this.seen.clear();
     }
-    return ended;
+    return done;
+  }
+
+  /** Ends the runs whose job failed; queues again, in order, those whose job is nowhere and that `requeue` admits. */
+  private async reconcile(runs: UnfinishedRun[], requeue: (run: UnfinishedRun) => boolean): Promise<Reconciled> {
+    const { queue, lanes } = this.runs;
+    const inLanes = await lanes.holds(runs.map((run) => run.id));
+    const lost: UnfinishedRun[] = [];
+    let ended = 0;
+    for (const [index, run] of runs.entries()) {
+      if (inLanes[index]) {
+        this.missing.delete(run.id);
+        continue;
+      }
+      const state = await queue.getJobState(run.id);
+      if (IN_HAND.has(state)) {
+        this.missing.delete(run.id);
+      } else if (state === 'failed') {
+        if (await this.fail(run)) ended++;
+      } else if (requeue(run)) {
+        lost.push(run);
+      }
+    }
+    if (lost.length > 0) {
+      await this.runs.enqueue(lost.map(runJob));
+      this.options.logger.warn(
+        { runs: lost.length, first: lost[0].id },
+        'queued runs again: their jobs were in no queue (lost by Redis, or removed)',
+      );
+    }
+    return { looked: runs.length, requeued: lost.length, ended };
+  }
+
+  private async fail(run: UnfinishedRun): Promise<boolean> {
+    const job = await Job.fromId<RunJobData>(this.runs.queue, run.id);
+    const error = jobFailedError(job?.failedReason);
+    if (!(await this.store.saveProgress(run.tenantId, run.id, [], { status: 'failed', error }))) return false;
+    this.options.metrics.runAttempt(run.tenantId, 'failed', 0);
+    this.options.logger.warn(
+      { tenantId: run.tenantId, runId: run.id, reason: error.message },
+      'run failed: its job failed in the queue',
+    );
+    return true;
   }
 }
 
-/** Why a run failed whose job BullMQ failed (or that is no longer in the queue at all). */
-function jobLostError(failedReason: string | undefined): ErrorRecord {
-  if (failedReason === undefined)
-    return {
-      kind: 'permanent',
-      message: 'its job left the queue without an outcome (removed from the queue); replay the message to run it again',
-    };
-  if (/stalled more than allowable limit/.test(failedReason)) {
+/** Why a run failed whose job BullMQ failed. */
+function jobFailedError(failedReason: string | undefined): ErrorRecord {
+  if (failedReason !== undefined && /stalled more than allowable limit/.test(failedReason)) {
     return {
       kind: 'permanent',
       message:
@@ -114,5 +163,5 @@ function jobLostError(failedReason: string | undefined): ErrorRecord {
         '(a crash, an out-of-memory kill, or its event loop blocked past WORKER_LOCK_MS); it is not tried again',
     };
   }
-  return { kind: 'permanent', message: `its job failed in the queue: ${failedReason}` };
+  return { kind: 'permanent', message: `its job failed in the queue: ${failedReason ?? 'no reason given'}` };
 }

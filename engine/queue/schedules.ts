@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { retryable } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { acceptMessages } from '../intake.ts';
-import type { FlowStore, MessageStore, RunStore, TenantStore } from '../store/port.ts';
+import type { FlowStore, MessageStore, Page, RunStore, TenantStore } from '../store/port.ts';
 import { repeatOptions } from '../triggers/schedule.ts';
 import { withinEnqueueTimeout, type QueueOptions, type RunQueue } from './run-queue.ts';
 
@@ -14,6 +14,16 @@ export interface TickJobData {
   tenantId: string;
   flowId: string;
   flowVersion: number;
+}
+
+/** Every item of a paged list, page by page. */
+async function* pages<T>(list: (after?: string) => Promise<Page<T>>): AsyncGenerator<T> {
+  let after: string | undefined;
+  do {
+    const page = await list(after);
+    yield* page.nodes;
+    after = page.pageInfo.hasNextPage ? (page.pageInfo.endCursor ?? undefined) : undefined;
+  } while (after);
 }
 
 /** One job scheduler per flow: the key is the flow, so however many processes there are, one owns each schedule. */
@@ -43,6 +53,23 @@ export class FlowSchedules {
         `the flow's schedule could not be updated (${(error as Error).message}): activate the flow again`,
       );
     }
+  }
+
+  /**
+   * Make every flow's scheduler match it (after Redis lost them): every tenant's published
+   * flows, page by page. Returns how many flows were looked at.
+   */
+  async syncAll(): Promise<number> {
+    let flows = 0;
+    for await (const tenant of pages((after) => this.store.listTenants({}, { first: 100, after }))) {
+      const published = (after?: string) => this.store.listFlows(tenant.id, { published: true }, { first: 100, after });
+      for await (const flow of pages(published)) {
+        if (!flow.active) continue;
+        await this.sync(tenant.id, flow.id);
+        flows++;
+      }
+    }
+    return flows;
   }
 
   /** Remove every schedule of a tenant (it was deleted). */

@@ -537,6 +537,8 @@ export interface RunState {
 export interface UnfinishedRun {
   tenantId: string;
   id: string;
+  flowId: string;
+  flowVersion: number;
   status: 'queued' | 'running' | 'waiting';
   createdAt: string;
 }

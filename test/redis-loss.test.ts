@@ -1,0 +1,110 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { redisAnswers } from '../bin/redis.ts';
+import { eventually, sendWebhook, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
+import { Receiver } from './support/receiver.ts';
+
+// A Redis of this file's own, without persistence, killed mid-load and started again on an empty
+// directory: what a failover to a replica that had not caught up looks like to the platform.
+let redis: ChildProcess | undefined;
+let dir: string;
+let port: number;
+let env: TestPlatform;
+let acme: ApiClient;
+let receiver: Receiver;
+
+async function freePort(): Promise<number> {
+  const server = net.createServer().listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+async function startRedis() {
+  dir = mkdtempSync(path.join(os.tmpdir(), 'tributary-redis-'));
+  redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', ''], {
+    stdio: 'ignore',
+  });
+  await eventually(async () => expect(await redisAnswers(`redis://127.0.0.1:${port}`)).toBe(true));
+}
+
+async function killRedis() {
+  const exited = new Promise((resolve) => redis!.once('exit', resolve));
+  redis!.kill('SIGKILL');
+  await exited;
+  rmSync(dir, { recursive: true, force: true });
+}
+
+beforeAll(async () => {
+  port = await freePort();
+  await startRedis();
+  receiver = await new Receiver().start();
+  receiver.slow('/erp', 50);
+  env = await startTestPlatform(
+    'postgres',
+    { api: true, worker: true },
+    { redisUrl: `redis://127.0.0.1:${port}`, workerConcurrency: 2 },
+  );
+  acme = await env.tenant('acme');
+  await acme.publish({
+    key: 'orders',
+    name: 'orders',
+    trigger: { type: 'webhook' },
+    nodes: [
+      {
+        id: 'send',
+        operation: 'http.request',
+        config: { method: 'POST', url: `${receiver.url}/erp`, body: '{{ $input.body }}' },
+      },
+    ],
+    edges: [{ from: 'trigger', to: 'send' }],
+  });
+  await acme.publish({
+    key: 'poll',
+    name: 'poll',
+    trigger: { type: 'schedule', config: { every: '1s' } },
+    nodes: [{ id: 'tick', operation: 'http.request', config: { method: 'POST', url: `${receiver.url}/tick` } }],
+    edges: [{ from: 'trigger', to: 'tick' }],
+  });
+});
+afterAll(async () => {
+  await env?.close();
+  redis?.kill('SIGKILL');
+  await receiver?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('Redis comes back empty', () => {
+  it('runs every accepted message once per idempotency key, and schedules tick again', async () => {
+    const accepted: string[] = [];
+    for (let n = 0; n < 40; n++) {
+      const answer = await sendWebhook(env.url, 'acme', 'orders', { n }, { 'Idempotency-Key': `order-${n}` });
+      expect(answer.status).toBe(202);
+      accepted.push(answer.body.runId);
+    }
+    // Most of them are still waiting (two at a time, 50 ms each) when Redis loses everything.
+    await killRedis();
+    await startRedis();
+
+    for (const runId of accepted) expect((await acme.settledRun(runId)).status).toBe('succeeded');
+    const keys = receiver.requests
+      .filter((request) => request.url === '/erp')
+      .map((request) => request.headers['idempotency-key']);
+    // Every message reached the receiver; a run that was in flight may have sent again, with its same key.
+    expect(new Set(keys).size).toBe(40);
+
+    const ticksBefore = receiver.requests.filter((request) => request.url === '/tick').length;
+    await eventually(async () =>
+      expect(receiver.requests.filter((request) => request.url === '/tick').length).toBeGreaterThan(ticksBefore + 1),
+    );
+    const ready = await (await fetch(`${env.url}/readyz`)).json();
+    expect(ready.ready).toBe(true);
+    expect(ready.checks.recovery).toMatchObject({ finishedAt: expect.any(String), flowsScheduled: 2 });
+    expect(ready.checks.recovery.runsRequeued).toBeGreaterThan(0);
+  });
+});
