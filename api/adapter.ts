@@ -11,7 +11,7 @@ import { isTerminal, type Run, type Step } from '../engine/store/port.ts';
 import { constantTimeEqual } from '../engine/triggers/webhook.ts';
 import { pinOperationVersions } from '../engine/flow/compile.ts';
 import { activeVersionChanged, type ApiContext } from './context.ts';
-import { maintenanceProblem, parseBody } from './hooks.ts';
+import { maintenanceProblem, parseBody, throttledProblem } from './hooks.ts';
 import { json, problem } from './openapi.ts';
 import { HttpProblem, sendProblem } from './problem.ts';
 import { defineRoute } from './route.ts';
@@ -159,6 +159,7 @@ export function adapterRoutes(context: ApiContext, options: { bodyLimitBytes: nu
           });
         });
       if (result.outcome === 'maintenance') throw maintenanceProblem(result.retryAfterSeconds);
+      if (result.outcome === 'throttled') throw throttledProblem(result);
       if (result.outcome === 'unverified')
         throw new HttpProblem(401, 'Invalid API key', 'the adapter key changed during the call');
       if (result.outcome === 'invalid')
@@ -302,6 +303,7 @@ export const adapterOpenApiPaths = {
         400: problem('A settings header or the body is missing or malformed.'),
         401: problem('x-api-key is missing or wrong.'),
         409: problem('The refund was exported before: nothing was sent.'),
+        429: problem("Over the tenant's intake quota: nothing was recorded; retry after Retry-After seconds."),
         502: problem("The run failed: the reason (e.g. the ERP's message)."),
       },
     },

@@ -78,6 +78,8 @@ async function receive(
   switch (result.outcome) {
     case 'maintenance':
       throw maintenanceProblem(result.retryAfterSeconds);
+    case 'throttled':
+      throw throttledProblem(result);
     case 'no-flow':
       throw noFlow();
     case 'invalid':
@@ -143,6 +145,12 @@ function answer(res: ServerResponse, status: number, value: object) {
 /** Nothing was recorded: the sender retries after the maintenance. */
 export const maintenanceProblem = (retryAfterSeconds: number) =>
   new HttpProblem(503, 'Maintenance', 'the platform is in maintenance; retry later', {
+    headers: { 'Retry-After': String(retryAfterSeconds) },
+  });
+
+/** Over the tenant's intake quota: nothing was recorded, and the sender is told when to retry. */
+export const throttledProblem = ({ reason, retryAfterSeconds }: { reason: string; retryAfterSeconds: number }) =>
+  new HttpProblem(429, 'Too many deliveries', `nothing was recorded: ${reason}; retry later`, {
     headers: { 'Retry-After': String(retryAfterSeconds) },
   });
 

@@ -232,6 +232,10 @@ function platformPaths() {
           401: problem("The delivery fails the trigger's verification."),
           404: problem('No active flow at this URL.'),
           413: problem('The body is over the size limit.'),
+          429: problem(
+            "Over the tenant's intake quota (deliveries per second, or runs waiting to start): nothing was recorded; " +
+              'retry after Retry-After seconds.',
+          ),
           503: problem('Not stored: retry later.'),
         },
       },

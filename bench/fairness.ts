@@ -2,7 +2,8 @@
  * (f) noisy neighbours: tenant `light` sends one webhook a second; its end-to-end latency (webhook
  * sent -> its flow's call received) is measured alone, then while tenant `flood` sends all it can
  * (50 connections) to a flow whose expression costs a sandbox process about a quarter of a second.
- * An API process and a worker process on PostgreSQL. Also counts `/readyz` answers during the flood.
+ * An API process and a worker process on PostgreSQL, with the default settings and again with
+ * TENANT_CONCURRENCY at half the worker's slots. Also counts `/readyz` answers during the flood.
  */
 import http from 'node:http';
 import autocannon from 'autocannon';
@@ -111,9 +112,18 @@ async function watchReadiness<T>(url: string, during: Promise<T>) {
   return { result, checks, notReady };
 }
 
-export async function measureFairness(results: Record<string, unknown>) {
+/** Both measures on a deployment of its own, its settings the defaults but for `settings`. */
+async function measureDeployment(settings: Record<string, string>) {
   const receiver = await startReceiver();
-  const env = { ...isolation(), DATABASE_URL: POSTGRES_URL, BENCH_RECEIVER: receiver.url };
+  // The deployment's defaults: the flooding tenant meets its intake quota as it would in production.
+  const env = {
+    ...isolation(),
+    DATABASE_URL: POSTGRES_URL,
+    BENCH_RECEIVER: receiver.url,
+    TENANT_DELIVERIES_PER_SECOND: '',
+    TENANT_DELIVERY_BURST: '',
+    ...settings,
+  };
   const api = await start(['--import', 'tsx', 'bench/child.ts', 'neighbours'], env);
   const worker = await start(['bin/tributary.js', 'worker'], env);
   try {
@@ -129,9 +139,12 @@ export async function measureFairness(results: Record<string, unknown>) {
     });
     const [light, watched] = await Promise.all([sendLight(url, FLOOD_SECONDS), watchReadiness(url, flood)]);
     const during = await settle(light, receiver.latencies);
-    results.fairness = {
+    return {
+      settings,
       floodSeconds: FLOOD_SECONDS,
-      floodAccepted: watched.result.requests.total - watched.result.non2xx,
+      floodSent: watched.result.requests.total,
+      floodAccepted: watched.result['2xx'],
+      floodRefused429: watched.result.statusCodeStats?.['429']?.count ?? 0,
       floodRunsDone: receiver.floodCalls(),
       lightAlone: alone,
       lightDuringFlood: during,
@@ -142,4 +155,12 @@ export async function measureFairness(results: Record<string, unknown>) {
     await stop(api.child);
     await receiver.close();
   }
+}
+
+export async function measureFairness(results: Record<string, unknown>) {
+  results.fairness = {
+    defaults: await measureDeployment({}),
+    // What a shared deployment is advised to set: a tenant holds at most half the worker slots.
+    tenantConcurrency: await measureDeployment({ TENANT_CONCURRENCY: '32', WORKER_CONCURRENCY: '64' }),
+  };
 }

@@ -306,15 +306,20 @@ function report(results: Record<string, unknown>) {
   if (fairness) {
     const light = (figures: any) =>
       `p50 ${figures.p50Ms} ms, p99 ${figures.p99Ms} ms (${figures.received} of ${figures.sent} arrived)`;
-    rows.push(
-      tableRow('noisy neighbours: light tenant end-to-end, alone', light(fairness.lightAlone)),
-      tableRow(
-        `the same while another tenant floods (${fairness.floodAccepted} webhooks accepted in ` +
-          `${fairness.floodSeconds} s)`,
-        light(fairness.lightDuringFlood),
-        `/readyz not ready ${fairness.readyzDuringFlood.notReady} of ${fairness.readyzDuringFlood.checks} checks`,
-      ),
-    );
+    for (const [name, measured] of [
+      ['defaults', fairness.defaults],
+      ['TENANT_CONCURRENCY=32 of 64 slots', fairness.tenantConcurrency],
+    ]) {
+      rows.push(
+        tableRow(`noisy neighbours (${name}): light tenant end-to-end, alone`, light(measured.lightAlone)),
+        tableRow(
+          `the same while another tenant floods (${measured.floodAccepted} of ${measured.floodSent} webhooks ` +
+            `accepted in ${measured.floodSeconds} s, the rest 429)`,
+          light(measured.lightDuringFlood),
+          `/readyz not ready ${measured.readyzDuringFlood.notReady} of ${measured.readyzDuringFlood.checks} checks`,
+        ),
+      );
+    }
   }
   console.log(`\n${rows.join('\n')}\n`);
 }

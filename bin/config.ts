@@ -131,6 +131,27 @@ export const settings = {
       "runs wait on something slow (then another tenant's run finds a slot free). A tenant at its limit gets no " +
       'run dispatched until one of its runs ends. On a shared deployment, a share of `WORKER_CONCURRENCY` × workers.',
   },
+  tenantDeliveriesPerSecond: {
+    env: 'TENANT_DELIVERIES_PER_SECOND',
+    schema: { type: 'integer', minimum: 1, default: 100 },
+    description:
+      "Deliveries one tenant's flow URLs accept per second, sustained (a token bucket shared by every API " +
+      'process). Over it a delivery is answered `429` with `Retry-After` and nothing is recorded; senders such as ' +
+      'Shopify retry. What was accepted is never dropped.',
+  },
+  tenantDeliveryBurst: {
+    env: 'TENANT_DELIVERY_BURST',
+    schema: { type: 'integer', minimum: 1, default: 500 },
+    description: 'Deliveries one tenant may send at once above the sustained rate (the size of its bucket).',
+  },
+  tenantMaxQueuedRuns: {
+    env: 'TENANT_MAX_QUEUED_RUNS',
+    schema: { type: 'integer', minimum: 0, default: 100_000 },
+    shownDefault: '`100000` (`0`: no cap)',
+    description:
+      "Most runs of one tenant waiting to start; while it has more, its flow URLs answer `429` (`Retry-After: " +
+      "10`) and record nothing. Runs its own flows create (a batch's tasks) are not refused.",
+  },
   workerLockMs: {
     env: 'WORKER_LOCK_MS',
     schema: { type: 'integer', minimum: 1000, default: 30_000 },

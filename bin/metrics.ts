@@ -34,7 +34,13 @@ export class PrometheusMetrics implements EngineMetrics {
   });
   private readonly terminal = new Set<string>(terminalRunStatuses);
 
-  constructor(queues: Queue[], backlog: () => Promise<Record<string, number>>) {
+  constructor(
+    queues: Queue[],
+    perTenant: {
+      backlog: () => Promise<Record<string, number>>;
+      deliveryQuotaLeft: () => Promise<Record<string, number>>;
+    },
+  ) {
     collectDefaultMetrics({ register: this.registry, prefix: 'tributary_' });
     new Gauge({
       name: 'tributary_tenant_backlog_runs',
@@ -43,7 +49,17 @@ export class PrometheusMetrics implements EngineMetrics {
       registers: [this.registry],
       async collect() {
         this.reset();
-        for (const [tenant, runs] of Object.entries(await backlog())) this.set({ tenant }, runs);
+        for (const [tenant, runs] of Object.entries(await perTenant.backlog())) this.set({ tenant }, runs);
+      },
+    });
+    new Gauge({
+      name: 'tributary_tenant_delivery_quota_available',
+      help: "Deliveries a tenant's flow URLs would accept at once now (tenants that never sent are left out).",
+      labelNames: ['tenant'],
+      registers: [this.registry],
+      async collect() {
+        this.reset();
+        for (const [tenant, left] of Object.entries(await perTenant.deliveryQuotaLeft())) this.set({ tenant }, left);
       },
     });
     new Gauge({

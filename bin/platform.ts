@@ -11,6 +11,7 @@ import { Intake } from '../engine/intake.ts';
 import { OperationRegistry, type OperationDefinition } from '../engine/operations.ts';
 import { HEARTBEAT_TTL_MS, inspectQueue, ioredisOf } from '../engine/queue/health.ts';
 import { QueueRecovery } from '../engine/queue/recovery.ts';
+import { TenantQuotas } from '../engine/queue/admission.ts';
 import { ENQUEUE_TIMEOUT_MS, runJob, RunQueue, RunWorker } from '../engine/queue/run-queue.ts';
 import { QueueReconciler } from '../engine/queue/reconciler.ts';
 import { QueueAdmin } from '../engine/queue/queue-admin.ts';
@@ -159,7 +160,19 @@ export class Platform {
       prefix: config.redisPrefix,
     });
     const queues = [queue.queue, schedules.queue];
-    const metrics = new PrometheusMetrics(queues, () => queue.lanes.backlog());
+    const quotas = new TenantQuotas(() => ioredisOf(queue.queue.client), {
+      prefix: config.redisPrefix,
+      backlogKey: queue.lanes.backlogKey,
+      deliveries: {
+        perSecond: config.tenantDeliveriesPerSecond,
+        burst: config.tenantDeliveryBurst,
+        maxQueuedRuns: config.tenantMaxQueuedRuns,
+      },
+    });
+    const metrics = new PrometheusMetrics(queues, {
+      backlog: () => queue.lanes.backlog(),
+      deliveryQuotaLeft: () => quotas.available(),
+    });
     const maintenance = new MaintenanceMode(queues, config.intakeCacheTtlMs);
     await maintenance.refresh();
     const verifier = new TokenVerifier({
@@ -233,6 +246,7 @@ export class Platform {
         maintenance,
         metrics,
         topicHeaders: compile.registry.topicHeaders(),
+        quotas,
       });
       const issuer = new TokenIssuer(store, keyring, config.authIssuer, config.authAudience);
       const listener = createRequestListener({

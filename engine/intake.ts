@@ -6,6 +6,7 @@ import type { AcceptedMessage, FlowStore, MessageStore, NewMessage, ValueStore }
 import { GroupCommit } from './group-commit.ts';
 import type { EngineMetrics } from './metrics.ts';
 import type { MaintenanceMode } from './queue/maintenance.ts';
+import type { QuotaStatus, TenantQuotas } from './queue/admission.ts';
 import {
   headerValue,
   keptHeaders,
@@ -37,7 +38,9 @@ export type IntakeResult =
   | { outcome: 'no-flow' }
   | { outcome: 'unverified' }
   | { outcome: 'invalid'; field: string; reason: string }
-  | { outcome: 'maintenance'; retryAfterSeconds: number };
+  | { outcome: 'maintenance'; retryAfterSeconds: number }
+  /** Over the tenant's quota: nothing recorded. */
+  | { outcome: 'throttled'; retryAfterSeconds: number; reason: string };
 
 /** Store a batch of messages with their runs, then enqueue the runs; only then is any of them accepted. */
 export async function acceptMessages(
@@ -68,6 +71,7 @@ export interface IntakeOptions {
   metrics: EngineMetrics;
   /** Headers a delivery's topic is read from, in order (the operation families' own first). */
   topicHeaders: readonly string[];
+  quotas: TenantQuotas;
 }
 
 /**
@@ -131,6 +135,9 @@ export class Intake {
         reason: `is longer than ${MAX_DELIVERY_ID_LENGTH} characters`,
       };
     }
+    // Last: a delivery that would be refused anyway costs no quota.
+    const admission = await this.options.quotas.admitDelivery(delivery.tenantId);
+    if (!admission.admitted) return { outcome: 'throttled', ...admission };
     const message = {
       tenantId: delivery.tenantId,
       id: newId(),
@@ -144,6 +151,11 @@ export class Intake {
     };
     const { duplicate, messageId, run } = await this.commits.submit({ message, runId: newId() });
     return { outcome: duplicate ? 'duplicate' : 'accepted', messageId, runId: run.id, held: run.status === 'held' };
+  }
+
+  /** The tenant's intake quota and what is left of it. */
+  quota(tenantId: string): Promise<QuotaStatus> {
+    return this.options.quotas.status(tenantId);
   }
 
   /** Forget a flow URL's resolution (after publish, activate, deactivate or delete). */

@@ -7,6 +7,7 @@ export type DeliveryOutcome =
   | 'unverified'
   | 'invalid'
   | 'maintenance'
+  | 'throttled'
   | 'not-stored';
 
 /**

@@ -12,7 +12,7 @@ const countsOf = { type: 'object', additionalProperties: { type: 'integer' } } a
 const dashboardSchema = {
   type: 'object',
   additionalProperties: false,
-  required: ['activeFlows', 'last24h', 'backlog', 'oldestWaiting', 'lastErrors'],
+  required: ['activeFlows', 'last24h', 'backlog', 'oldestWaiting', 'lastErrors', 'quota'],
   properties: {
     activeFlows: { type: 'integer' },
     last24h: {
@@ -33,6 +33,21 @@ const dashboardSchema = {
         ageMs: { type: 'integer' },
       },
     },
+    quota: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['perSecond', 'burst', 'available', 'maxQueuedRuns', 'queuedRuns'],
+      description:
+        "The tenant's intake quota at its flow URLs and what is left: over it, deliveries are answered 429 with " +
+        'Retry-After and nothing is recorded.',
+      properties: {
+        perSecond: { type: 'integer', description: 'Deliveries accepted per second, sustained.' },
+        burst: { type: 'integer', description: 'Deliveries accepted at once.' },
+        available: { type: 'integer', description: 'Deliveries that would be accepted at once now.' },
+        maxQueuedRuns: { type: 'integer', description: 'Most runs waiting to start (0: no cap).' },
+        queuedRuns: { type: 'integer', description: 'Runs waiting for their turn to start now.' },
+      },
+    },
     lastErrors: {
       type: 'array',
       description: 'Per flow, its latest failed run.',
@@ -51,7 +66,7 @@ const dashboardSchema = {
 } as const;
 
 /** Statistics (seed tag Statistic) and the tenant's summary (Dashboard), from the recorded runs and messages. */
-export function statisticsRoutes({ store }: ApiContext) {
+export function statisticsRoutes({ store, intake }: ApiContext) {
   return [
     defineRoute({
       method: 'get',
@@ -105,12 +120,13 @@ export function statisticsRoutes({ store }: ApiContext) {
       scope: 'runs:read',
       summary:
         'The tenant at a glance: active flows, the last 24 h of runs and their failure rate, the backlog, each ' +
-        "flow's last error",
+        "flow's last error, its intake quota and what is left of it",
       responses: { 200: { description: 'The summary.', schema: dashboardSchema } },
       async handle({ tenantId }) {
-        const [backlog, health] = await Promise.all([
+        const [backlog, health, quota] = await Promise.all([
           store.backlog(tenantId, new Date(Date.now() - DAY_MS).toISOString()),
           store.flowHealth(tenantId),
+          intake.quota(tenantId),
         ]);
         const { held, queued, running, waiting, failed, ...others } = backlog.runs;
         const finished = failed + Object.values(others).reduce((sum, n) => sum + n, 0);
@@ -121,6 +137,7 @@ export function statisticsRoutes({ store }: ApiContext) {
             backlog: { held, queued, running, waiting },
             oldestWaiting: backlog.oldestWaiting,
             lastErrors: health.lastErrors,
+            quota,
           },
         };
       },

@@ -1,7 +1,7 @@
-import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Redis } from 'ioredis';
 import { HEARTBEAT_TTL_MS } from './health.ts';
+import { LuaScript } from './lua-script.ts';
 
 /** What a run's job carries: its run and the flow version it is pinned to. */
 export interface LaneRun {
@@ -28,8 +28,7 @@ const MOST_PER_CALL = 500;
 /** A hand-off not confirmed within this long (its dispatcher died) is handed out again. */
 const TRANSIT_TIMEOUT_MS = 10_000;
 
-const SCRIPT = readFileSync(new URL('./fair-dispatch.lua', import.meta.url), 'utf8');
-const SHA = createHash('sha1').update(SCRIPT).digest('hex');
+const SCRIPT = new LuaScript(readFileSync(new URL('./fair-dispatch.lua', import.meta.url), 'utf8'));
 
 type Operation = 'push' | 'release' | 'acquire' | 'renew' | 'dispatch';
 
@@ -111,9 +110,14 @@ export class RunLanes {
     });
   }
 
+  /** The hash of runs waiting in lanes by tenant. */
+  get backlogKey(): string {
+    return `${this.base}:backlog`;
+  }
+
   /** Runs waiting in lanes, by tenant (tenants with none are left out). */
   async backlog(): Promise<Record<string, number>> {
-    const counts = await (await this.redis()).hgetall(`${this.base}:backlog`);
+    const counts = await (await this.redis()).hgetall(this.backlogKey);
     return Object.fromEntries(Object.entries(counts).map(([tenant, count]) => [tenant, Number(count)]));
   }
 
@@ -124,7 +128,6 @@ export class RunLanes {
     const confirmed = this.confirmed;
     this.confirmed = [];
     const args = [
-      ...this.keys,
       this.base,
       Date.now(),
       options.leaseMs,
@@ -138,13 +141,7 @@ export class RunLanes {
       ...confirmed,
       ...items,
     ];
-    let payloads: string[];
-    try {
-      payloads = (await redis.evalsha(SHA, this.keys.length, ...args)) as string[];
-    } catch (error) {
-      if (!String((error as Error).message).startsWith('NOSCRIPT')) throw error;
-      payloads = (await redis.eval(SCRIPT, this.keys.length, ...args)) as string[];
-    }
+    const payloads = (await SCRIPT.run(redis, this.keys, args)) as string[];
     return payloads.map((payload) => JSON.parse(payload) as LaneRun);
   }
 }

@@ -38,6 +38,9 @@ export function isolatedConfig(kind: StoreKind, overrides: Partial<Config> = {})
     workerStalledIntervalMs: 2000,
     // The simulated shops, ERPs and receivers listen on 127.0.0.1.
     outboundPrivateAddresses: 'allow',
+    // Tests send bursts of deliveries; the quota's own tests set theirs.
+    tenantDeliveriesPerSecond: 100_000,
+    tenantDeliveryBurst: 100_000,
     ...overrides,
   };
 }

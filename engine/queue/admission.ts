@@ -1,0 +1,118 @@
+import type { Redis } from 'ioredis';
+import { LuaScript } from './lua-script.ts';
+
+/** A tenant's intake quota: deliveries per second with a burst, and a cap on runs waiting to start. */
+export interface DeliveryQuota {
+  perSecond: number;
+  burst: number;
+  /** Most runs of the tenant waiting in its lanes; 0 for no cap. */
+  maxQueuedRuns: number;
+}
+
+export type Admission =
+  | { admitted: true }
+  | { admitted: false; retryAfterSeconds: number; reason: string };
+
+export interface QuotaStatus extends DeliveryQuota {
+  /** Deliveries the tenant may send at once now. */
+  available: number;
+  queuedRuns: number;
+}
+
+/** How long a sender over the queued-runs cap is asked to wait: runs drain at no rate known here. */
+const QUEUED_RETRY_SECONDS = 10;
+
+/**
+ * Token bucket per tenant, shared by every API process: one hash field per tenant ("tokens:at ms").
+ * KEYS[1] buckets, KEYS[2] the lanes' backlog per tenant. ARGV: tenant, now, per second, burst,
+ * queued cap (0: none), 1 to take a token or 0 to look.
+ * Returns {1, tokens left} or {0, ms to wait (0: over the queued cap), queued runs}.
+ */
+const ADMIT = new LuaScript(`
+local now, rate, burst = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local tokens, at = burst, now
+local saved = redis.call('HGET', KEYS[1], ARGV[1])
+if saved then
+  local colon = string.find(saved, ':', 1, true)
+  tokens, at = tonumber(string.sub(saved, 1, colon - 1)), tonumber(string.sub(saved, colon + 1))
+end
+tokens = math.min(burst, tokens + math.max(0, now - at) * rate / 1000)
+local queued = tonumber(redis.call('HGET', KEYS[2], ARGV[1]) or '0')
+if ARGV[6] == '0' then return {1, tostring(tokens), queued} end
+local cap = tonumber(ARGV[5])
+if cap > 0 and queued >= cap then
+  redis.call('HSET', KEYS[1], ARGV[1], tokens .. ':' .. now)
+  return {0, '0', queued}
+end
+if tokens < 1 then
+  redis.call('HSET', KEYS[1], ARGV[1], tokens .. ':' .. now)
+  return {0, tostring(math.ceil((1 - tokens) * 1000 / rate)), queued}
+end
+redis.call('HSET', KEYS[1], ARGV[1], (tokens - 1) .. ':' .. now)
+return {1, tostring(tokens - 1), queued}
+`);
+
+/**
+ * Admission control at the flow URLs: over its quota, a tenant's delivery is refused before
+ * anything is recorded (429 with Retry-After: senders such as Shopify retry), so one tenant's flood
+ * costs the others no store writes, no queue room and little CPU. An accepted message is never
+ * dropped: the quota applies before acceptance only.
+ */
+export class TenantQuotas {
+  private readonly keys: [string, string];
+
+  constructor(
+    private readonly redis: () => Promise<Redis>,
+    private readonly options: { prefix: string; backlogKey: string; deliveries: DeliveryQuota },
+  ) {
+    this.keys = [`${options.prefix}:tributary:delivery-buckets`, options.backlogKey];
+  }
+
+  /** Take one delivery from the tenant's quota, or say how long to wait. */
+  async admitDelivery(tenantId: string): Promise<Admission> {
+    const [admitted, figure] = await this.call(tenantId, true);
+    if (admitted === 1) return { admitted: true };
+    const { perSecond, burst, maxQueuedRuns } = this.options.deliveries;
+    const wait = Number(figure);
+    if (wait === 0) {
+      return {
+        admitted: false,
+        retryAfterSeconds: QUEUED_RETRY_SECONDS,
+        reason: `${maxQueuedRuns} runs of the tenant are waiting to start (TENANT_MAX_QUEUED_RUNS)`,
+      };
+    }
+    return {
+      admitted: false,
+      retryAfterSeconds: Math.max(1, Math.ceil(wait / 1000)),
+      reason:
+        `the tenant sends more than ${perSecond} deliveries a second, ${burst} at once ` +
+        '(TENANT_DELIVERIES_PER_SECOND, TENANT_DELIVERY_BURST)',
+    };
+  }
+
+  /** The tenant's quota and what is left of it, without taking any. */
+  async status(tenantId: string): Promise<QuotaStatus> {
+    const [, tokens, queued] = await this.call(tenantId, false);
+    return { ...this.options.deliveries, available: Math.floor(Number(tokens)), queuedRuns: queued };
+  }
+
+  /** What is left of each tenant's delivery quota now (tenants that never sent are left out). */
+  async available(): Promise<Record<string, number>> {
+    const { perSecond, burst } = this.options.deliveries;
+    const buckets = await (await this.redis()).hgetall(this.keys[0]);
+    const now = Date.now();
+    return Object.fromEntries(
+      Object.entries(buckets).map(([tenant, saved]) => {
+        const [tokens, at] = saved.split(':').map(Number);
+        return [tenant, Math.floor(Math.min(burst, tokens + (Math.max(0, now - at) * perSecond) / 1000))];
+      }),
+    );
+  }
+
+  private async call(tenantId: string, take: boolean): Promise<[number, string, number]> {
+    const { perSecond, burst, maxQueuedRuns } = this.options.deliveries;
+    const redis = await this.redis();
+    const args = [tenantId, Date.now(), perSecond, burst, maxQueuedRuns, take ? 1 : 0];
+    return (await ADMIT.run(redis, this.keys, args)) as [number, string, number];
+  }
+}
