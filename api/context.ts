@@ -7,6 +7,7 @@ import type { RunService } from '../engine/run-service.ts';
 import type { MaintenanceMode } from '../engine/queue/maintenance.ts';
 import type { TestRunner } from '../engine/runtime/test-run.ts';
 import type { FlowSchedules } from '../engine/queue/schedules.ts';
+import type { TenantLimitsInRedis } from '../engine/queue/tenant-limits.ts';
 import type { Keyring } from '../engine/secrets/keyring.ts';
 import type { Store } from '../engine/store/port.ts';
 
@@ -22,6 +23,8 @@ export interface ApiContext {
   compile: CompileOptions;
   /** Kept in step with the active version of every scheduled flow. */
   schedules: FlowSchedules;
+  /** Where operators' per-tenant limits are enforced. */
+  tenantLimits: TenantLimitsInRedis;
   maintenance: MaintenanceMode;
   /** Runs drafts for the Test API. */
   testRunner: TestRunner;

@@ -149,7 +149,7 @@ export const settings = {
     schema: { type: 'integer', minimum: 0, default: 100_000 },
     shownDefault: '`100000` (`0`: no cap)',
     description:
-      "Most runs of one tenant waiting to start; while it has more, its flow URLs answer `429` (`Retry-After: " +
+      'Most runs of one tenant waiting to start; while it has more, its flow URLs answer `429` (`Retry-After: ' +
       "10`) and record nothing. Runs its own flows create (a batch's tasks) are not refused.",
   },
   workerLockMs: {

@@ -12,6 +12,7 @@ import { OperationRegistry, type OperationDefinition } from '../engine/operation
 import { HEARTBEAT_TTL_MS, inspectQueue, ioredisOf } from '../engine/queue/health.ts';
 import { QueueRecovery } from '../engine/queue/recovery.ts';
 import { TenantQuotas } from '../engine/queue/admission.ts';
+import { TenantLimitsInRedis } from '../engine/queue/tenant-limits.ts';
 import { ENQUEUE_TIMEOUT_MS, runJob, RunQueue, RunWorker } from '../engine/queue/run-queue.ts';
 import { QueueReconciler } from '../engine/queue/reconciler.ts';
 import { QueueAdmin } from '../engine/queue/queue-admin.ts';
@@ -169,6 +170,7 @@ export class Platform {
         maxQueuedRuns: config.tenantMaxQueuedRuns,
       },
     });
+    const tenantLimits = new TenantLimitsInRedis(queue.lanes, quotas);
     const metrics = new PrometheusMetrics(queues, {
       backlog: () => queue.lanes.backlog(),
       deliveryQuotaLeft: () => quotas.available(),
@@ -228,6 +230,7 @@ export class Platform {
         intervalMs: 2000,
         reconciler,
         syncSchedules: () => schedules.syncAll(),
+        syncTenantLimits: () => tenantLimits.syncAll(workerStore),
         logger,
       });
       await recovery.start();
@@ -258,6 +261,7 @@ export class Platform {
           keyring,
           compile,
           schedules,
+          tenantLimits,
           maintenance,
           webhookSubscribers,
           destinationTypes,

@@ -19,7 +19,14 @@ import { runLogSchema } from './resources/logs.ts';
 import { tenantActionSchema, operationInfoSchema } from './resources/actions.ts';
 
 export { errorRecordSchema, type ErrorRecord } from './resources/common.ts';
-export { tenantSchema, userSettingsSchema, type Tenant, type UserSettings } from './resources/tenants.ts';
+export {
+  tenantLimitsSchema,
+  tenantSchema,
+  userSettingsSchema,
+  type Tenant,
+  type TenantLimits,
+  type UserSettings,
+} from './resources/tenants.ts';
 export { flowSchema, flowVersionSchema, type Flow, type FlowVersion } from './resources/flows.ts';
 export { variableSchema, secretInfoSchema, type Variable, type SecretInfo } from './resources/values.ts';
 export {

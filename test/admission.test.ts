@@ -1,9 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sendWebhook, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
+import { Receiver } from './support/receiver.ts';
 
 // Intake quotas: a tenant over its quota is refused before anything is recorded; others are not.
 let env: TestPlatform;
 let queuedEnv: TestPlatform;
+let receiver: Receiver;
 const clients: Record<string, ApiClient> = {};
 const flow = {
   key: 'orders',
@@ -13,14 +15,20 @@ const flow = {
   edges: [{ from: 'trigger', to: 'keep' }],
 };
 
+const callFlow = (path: string) => ({
+  key: 'call',
+  name: 'call',
+  trigger: { type: 'webhook' },
+  nodes: [{ id: 'call', operation: 'http.request', config: { method: 'POST', url: `${receiver.url}${path}` } }],
+  edges: [{ from: 'trigger', to: 'call' }],
+});
+
 beforeAll(async () => {
+  receiver = await new Receiver().start();
   env = await startTestPlatform(
     'postgres',
     { api: true, worker: true },
-    {
-      tenantDeliveriesPerSecond: 1,
-      tenantDeliveryBurst: 3,
-    },
+    { tenantDeliveriesPerSecond: 1, tenantDeliveryBurst: 3, workerConcurrency: 4 },
   );
   for (const tenant of ['noisy', 'calm']) {
     clients[tenant] = await env.tenant(tenant);
@@ -32,6 +40,7 @@ beforeAll(async () => {
   await clients.backlogged.publish(flow);
 });
 afterAll(async () => {
+  await receiver?.close();
   await env?.close();
   await queuedEnv?.close();
 });
@@ -68,6 +77,34 @@ describe('intake quotas', () => {
     const text = await scraped.text();
     expect(text).toMatch(/^tributary_deliveries_total\{tenant="noisy",outcome="throttled"\} [1-9]/m);
     expect(text).toMatch(/^tributary_tenant_delivery_quota_available\{tenant="calm"\} \d+$/m);
+  });
+
+  it("takes an operator's limits for one tenant: its own quota and concurrency, the others' unchanged", async () => {
+    const operator = await env.operator();
+    const put = await operator.call('PUT', '/api/v1/tenants/noisy/limits', {
+      deliveriesPerSecond: 1000,
+      deliveryBurst: 1000,
+      concurrency: 1,
+    });
+    expect(put.status).toBe(200);
+    expect(put.body.limits).toEqual({ deliveriesPerSecond: 1000, deliveryBurst: 1000, concurrency: 1 });
+    expect((await operator.call('PUT', '/api/v1/tenants/noisy/limits', { weight: 0 })).body.errors).toEqual([
+      expect.objectContaining({ path: '$.body.weight' }),
+    ]);
+    expect((await operator.call('PUT', '/api/v1/tenants/nobody/limits', {})).status).toBe(404);
+
+    receiver.slow('/noisy', 100);
+    await clients.noisy.publish({ ...callFlow('/noisy'), key: 'slow' });
+    const answers = await Promise.all(
+      Array.from({ length: 6 }, (_, n) => sendWebhook(env.url, 'noisy', 'slow', { n })),
+    );
+    expect(answers.map((answer) => answer.status)).toEqual([202, 202, 202, 202, 202, 202]);
+    for (const answer of answers) expect((await clients.noisy.settledRun(answer.body.runId)).status).toBe('succeeded');
+    // One at a time, though the worker has four slots.
+    expect(receiver.maxConcurrent('/noisy')).toBe(1);
+    const { quota } = (await clients.noisy.call('GET', '/api/v1/dashboard')).body;
+    expect(quota).toMatchObject({ perSecond: 1000, burst: 1000 });
+    expect(((await clients.calm.call('GET', '/api/v1/dashboard')).body.quota as any).perSecond).toBe(1);
   });
 
   it('answers 429 while a tenant has its cap of runs waiting to start', async () => {

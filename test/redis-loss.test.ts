@@ -80,7 +80,9 @@ afterAll(async () => {
 });
 
 describe('Redis comes back empty', () => {
-  it('runs every accepted message once per idempotency key, and schedules tick again', async () => {
+  it("runs every accepted message once per idempotency key; schedules tick again, tenants' limits hold", async () => {
+    const operator = await env.operator();
+    expect((await operator.call('PUT', '/api/v1/tenants/acme/limits', { deliveryBurst: 12_345 })).status).toBe(200);
     const accepted: string[] = [];
     for (let n = 0; n < 40; n++) {
       const answer = await sendWebhook(env.url, 'acme', 'orders', { n }, { 'Idempotency-Key': `order-${n}` });
@@ -106,5 +108,7 @@ describe('Redis comes back empty', () => {
     expect(ready.ready).toBe(true);
     expect(ready.checks.recovery).toMatchObject({ finishedAt: expect.any(String), flowsScheduled: 2 });
     expect(ready.checks.recovery.runsRequeued).toBeGreaterThan(0);
+    // The operator's limits were written to Redis again from the store.
+    expect((await acme.call('GET', '/api/v1/dashboard')).body.quota.burst).toBe(12_345);
   });
 });

@@ -501,7 +501,14 @@ describe.each(adapters)('store contract on %s', (_name, open) => {
       status: 'suspended',
       suspendedReason: 'unpaid invoice',
       suspendedAt: expect.any(String),
+      limits: {},
     });
+    expect((await store.setTenantLimits('held', { weight: 3, maxQueuedRuns: 0 }))?.limits).toEqual({
+      weight: 3,
+      maxQueuedRuns: 0,
+    });
+    expect((await store.getTenant('held'))?.limits).toEqual({ weight: 3, maxQueuedRuns: 0 });
+    expect(await store.setTenantLimits('nobody', {})).toBeUndefined();
     const whileSuspended = await deliver('orders/create');
     const second = await deliver('refunds/create');
     expect([whileSuspended.run.heldBy, second.run.heldBy]).toEqual(['suspended', 'suspended']);

@@ -1,5 +1,5 @@
 import { NotFoundError, ValidationError } from '../../engine/errors.ts';
-import { tenantSchema, type Tenant } from '../../engine/resources.ts';
+import { tenantLimitsSchema, tenantSchema, type Tenant } from '../../engine/resources.ts';
 import type { ApiContext } from '../context.ts';
 import { connectionSchema, defineRoute, pageQuerySchema } from '../route.ts';
 import { heldChoice, heldOutcomeSchema } from './messages.ts';
@@ -8,7 +8,7 @@ const base = '/api/v1/tenants';
 const tenantParams = { type: 'object', required: ['tenantId'], properties: { tenantId: { type: 'string' } } } as const;
 
 /** Tenant management (seed tag Tenant): operator routes, across tenants; the tenant is in the path. */
-export function tenantRoutes({ store, runs, schedules, intake }: ApiContext) {
+export function tenantRoutes({ store, runs, schedules, intake, tenantLimits }: ApiContext) {
   const load = async (id: string): Promise<Tenant> => {
     const tenant = await store.getTenant(id);
     if (!tenant) throw new NotFoundError(`no tenant ${id}`);
@@ -114,6 +114,25 @@ export function tenantRoutes({ store, runs, schedules, intake }: ApiContext) {
       },
     }),
     defineRoute({
+      method: 'put',
+      path: `${base}/{tenantId}/limits`,
+      tag: 'Tenant',
+      scope: 'platform:admin',
+      summary: "Set a tenant's own limits in place of the deployment's",
+      description:
+        "Replaces every override: a setting left out is the deployment's again (`{}` resets them all). Weight and " +
+        'concurrency apply to the next dispatch, the delivery quota to the next delivery, in every process.',
+      params: tenantParams,
+      body: tenantLimitsSchema,
+      responses: { 200: { description: 'The tenant with its limits.', schema: tenantSchema } },
+      async handle({ params, body }) {
+        const tenant = await store.setTenantLimits(params.tenantId, body);
+        if (!tenant) throw new NotFoundError(`no tenant ${params.tenantId}`);
+        await tenantLimits.apply(tenant);
+        return { body: tenant };
+      },
+    }),
+    defineRoute({
       method: 'delete',
       path: `${base}/{tenantId}`,
       tag: 'Tenant',
@@ -140,6 +159,7 @@ export function tenantRoutes({ store, runs, schedules, intake }: ApiContext) {
         }
         await load(params.tenantId);
         await schedules.removeTenant(params.tenantId);
+        await tenantLimits.apply({ id: params.tenantId, limits: {} });
         await store.deleteTenant(params.tenantId);
         intake.invalidateTenant(params.tenantId);
         return { status: 204 };

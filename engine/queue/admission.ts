@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { LuaScript } from './lua-script.ts';
+import { withinEnqueueTimeout } from './run-queue.ts';
 
 /** A tenant's intake quota: deliveries per second with a burst, and a cap on runs waiting to start. */
 export interface DeliveryQuota {
@@ -9,9 +10,7 @@ export interface DeliveryQuota {
   maxQueuedRuns: number;
 }
 
-export type Admission =
-  | { admitted: true }
-  | { admitted: false; retryAfterSeconds: number; reason: string };
+export type Admission = { admitted: true } | { admitted: false; retryAfterSeconds: number; reason: string };
 
 export interface QuotaStatus extends DeliveryQuota {
   /** Deliveries the tenant may send at once now. */
@@ -24,12 +23,21 @@ const QUEUED_RETRY_SECONDS = 10;
 
 /**
  * Token bucket per tenant, shared by every API process: one hash field per tenant ("tokens:at ms").
- * KEYS[1] buckets, KEYS[2] the lanes' backlog per tenant. ARGV: tenant, now, per second, burst,
- * queued cap (0: none), 1 to take a token or 0 to look.
- * Returns {1, tokens left} or {0, ms to wait (0: over the queued cap), queued runs}.
+ * KEYS[1] buckets, KEYS[2] the lanes' backlog per tenant, KEYS[3] operators' overrides (tenant ->
+ * JSON). ARGV: tenant, now, per second, burst, queued cap (0: none), 1 to take a token or 0 to look.
+ * Returns {1 or 0, tokens left (admitted or looking) or ms to wait (0: over the queued cap), queued
+ * runs, per second, burst, queued cap}.
  */
 const ADMIT = new LuaScript(`
-local now, rate, burst = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local now, rate, burst, cap = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local override = redis.call('HGET', KEYS[3], ARGV[1])
+if override then
+  local limits = cjson.decode(override)
+  rate = limits.deliveriesPerSecond or rate
+  burst = limits.deliveryBurst or burst
+  cap = limits.maxQueuedRuns or cap
+end
+local quota = {rate, burst, cap}
 local tokens, at = burst, now
 local saved = redis.call('HGET', KEYS[1], ARGV[1])
 if saved then
@@ -38,18 +46,17 @@ if saved then
 end
 tokens = math.min(burst, tokens + math.max(0, now - at) * rate / 1000)
 local queued = tonumber(redis.call('HGET', KEYS[2], ARGV[1]) or '0')
-if ARGV[6] == '0' then return {1, tostring(tokens), queued} end
-local cap = tonumber(ARGV[5])
+if ARGV[6] == '0' then return {1, tostring(tokens), queued, unpack(quota)} end
 if cap > 0 and queued >= cap then
   redis.call('HSET', KEYS[1], ARGV[1], tokens .. ':' .. now)
-  return {0, '0', queued}
+  return {0, '0', queued, unpack(quota)}
 end
 if tokens < 1 then
   redis.call('HSET', KEYS[1], ARGV[1], tokens .. ':' .. now)
-  return {0, tostring(math.ceil((1 - tokens) * 1000 / rate)), queued}
+  return {0, tostring(math.ceil((1 - tokens) * 1000 / rate)), queued, unpack(quota)}
 end
 redis.call('HSET', KEYS[1], ARGV[1], (tokens - 1) .. ':' .. now)
-return {1, tostring(tokens - 1), queued}
+return {1, tostring(tokens - 1), queued, unpack(quota)}
 `);
 
 /**
@@ -59,20 +66,30 @@ return {1, tostring(tokens - 1), queued}
  * dropped: the quota applies before acceptance only.
  */
 export class TenantQuotas {
-  private readonly keys: [string, string];
+  private readonly keys: [string, string, string];
 
   constructor(
     private readonly redis: () => Promise<Redis>,
     private readonly options: { prefix: string; backlogKey: string; deliveries: DeliveryQuota },
   ) {
-    this.keys = [`${options.prefix}:tributary:delivery-buckets`, options.backlogKey];
+    const base = `${options.prefix}:tributary`;
+    this.keys = [`${base}:delivery-buckets`, options.backlogKey, `${base}:delivery-quotas`];
+  }
+
+  /** An operator's quota for this tenant in place of the deployment's (fields left out: the deployment's). */
+  async override(
+    tenantId: string,
+    quota: { deliveriesPerSecond?: number; deliveryBurst?: number; maxQueuedRuns?: number },
+  ): Promise<void> {
+    const redis = await this.redis();
+    if (Object.keys(quota).length === 0) await redis.hdel(this.keys[2], tenantId);
+    else await redis.hset(this.keys[2], tenantId, JSON.stringify(quota));
   }
 
   /** Take one delivery from the tenant's quota, or say how long to wait. */
   async admitDelivery(tenantId: string): Promise<Admission> {
-    const [admitted, figure] = await this.call(tenantId, true);
+    const [admitted, figure, , perSecond, burst, maxQueuedRuns] = await this.call(tenantId, true);
     if (admitted === 1) return { admitted: true };
-    const { perSecond, burst, maxQueuedRuns } = this.options.deliveries;
     const wait = Number(figure);
     if (wait === 0) {
       return {
@@ -92,27 +109,34 @@ export class TenantQuotas {
 
   /** The tenant's quota and what is left of it, without taking any. */
   async status(tenantId: string): Promise<QuotaStatus> {
-    const [, tokens, queued] = await this.call(tenantId, false);
-    return { ...this.options.deliveries, available: Math.floor(Number(tokens)), queuedRuns: queued };
+    const [, tokens, queuedRuns, perSecond, burst, maxQueuedRuns] = await this.call(tenantId, false);
+    return { perSecond, burst, maxQueuedRuns, available: Math.floor(Number(tokens)), queuedRuns };
   }
 
   /** What is left of each tenant's delivery quota now (tenants that never sent are left out). */
   async available(): Promise<Record<string, number>> {
-    const { perSecond, burst } = this.options.deliveries;
-    const buckets = await (await this.redis()).hgetall(this.keys[0]);
+    const redis = await this.redis();
+    const [buckets, overrides] = await Promise.all([redis.hgetall(this.keys[0]), redis.hgetall(this.keys[2])]);
     const now = Date.now();
     return Object.fromEntries(
       Object.entries(buckets).map(([tenant, saved]) => {
+        const own = overrides[tenant] ? JSON.parse(overrides[tenant]) : {};
+        const perSecond = own.deliveriesPerSecond ?? this.options.deliveries.perSecond;
+        const burst = own.deliveryBurst ?? this.options.deliveries.burst;
         const [tokens, at] = saved.split(':').map(Number);
         return [tenant, Math.floor(Math.min(burst, tokens + (Math.max(0, now - at) * perSecond) / 1000))];
       }),
     );
   }
 
-  private async call(tenantId: string, take: boolean): Promise<[number, string, number]> {
+  private async call(tenantId: string, take: boolean): Promise<[number, string, number, number, number, number]> {
     const { perSecond, burst, maxQueuedRuns } = this.options.deliveries;
-    const redis = await this.redis();
     const args = [tenantId, Date.now(), perSecond, burst, maxQueuedRuns, take ? 1 : 0];
-    return (await ADMIT.run(redis, this.keys, args)) as [number, string, number];
+    // A sender waits for the answer: Redis must give it in time (a failure is a 503, and the sender retries).
+    const answer = withinEnqueueTimeout(
+      this.redis().then((redis) => ADMIT.run(redis, this.keys, args)),
+      "check the tenant's quota",
+    );
+    return (await answer) as [number, string, number, number, number, number];
   }
 }

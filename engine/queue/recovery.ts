@@ -26,6 +26,8 @@ export interface RecoveryOptions {
   reconciler: QueueReconciler;
   /** Registers every active flow's schedule again; returns how many flows it looked at. */
   syncSchedules: () => Promise<number>;
+  /** Writes every tenant's own limits to Redis again. */
+  syncTenantLimits: () => Promise<void>;
   logger: Logger;
 }
 
@@ -33,8 +35,9 @@ export interface RecoveryOptions {
  * Redis holds the queues and schedules; the store holds what was accepted. When Redis comes back
  * without its data (restarted without persistence, a failover to a replica that lagged), the epoch
  * key written when its data began is gone. The worker process that notices first writes a new
- * epoch and recovers: every unfinished run whose job is nowhere is queued again, oldest first and
- * through the tenants' lanes, and every active flow's schedule is registered again. Its progress is
+ * epoch and recovers: the tenants' own limits are written again, every unfinished run whose job is
+ * nowhere is queued again, oldest first and through the tenants' lanes, and every active flow's
+ * schedule is registered again. Its progress is
  * in Redis for readiness to show. On a deployment's very first start there is no epoch either:
  * recovering then finds nothing to do.
  */
@@ -75,7 +78,7 @@ export class QueueRecovery {
   }
 
   private async recover(redis: Redis) {
-    const { logger, reconciler, syncSchedules, prefix } = this.options;
+    const { logger, reconciler, syncSchedules, syncTenantLimits, prefix } = this.options;
     const report: RecoveryReport = {
       since: new Date().toISOString(),
       finishedAt: null,
@@ -88,6 +91,8 @@ export class QueueRecovery {
     logger.warn('Redis holds no epoch (its data was lost, or this deployment is new): recovering from the store');
     await save();
     try {
+      // First, so that runs queued again are dispatched by their tenants' weights and limits.
+      await syncTenantLimits();
       await reconciler.recover(async (done) => {
         report.runsLooked = done.looked;
         report.runsRequeued = done.requeued;

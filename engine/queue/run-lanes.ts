@@ -110,6 +110,17 @@ export class RunLanes {
     });
   }
 
+  /**
+   * A tenant's own weight and concurrency in place of the defaults (left out: the default). Read by
+   * every dispatch from then on.
+   */
+  async share(tenantId: string, share: { weight?: number; concurrency?: number }): Promise<void> {
+    const redis = await this.redis();
+    const set = (key: string, value: number | undefined) =>
+      value === undefined ? redis.hdel(key, tenantId) : redis.hset(key, tenantId, value);
+    await Promise.all([set(`${this.base}:weight`, share.weight), set(`${this.base}:tenant-limit`, share.concurrency)]);
+  }
+
   /** The hash of runs waiting in lanes by tenant. */
   get backlogKey(): string {
     return `${this.base}:backlog`;

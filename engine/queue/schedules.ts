@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { retryable } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { acceptMessages } from '../intake.ts';
-import type { FlowStore, MessageStore, Page, RunStore, TenantStore } from '../store/port.ts';
+import { pages, type FlowStore, type MessageStore, type RunStore, type TenantStore } from '../store/port.ts';
 import { repeatOptions } from '../triggers/schedule.ts';
 import { withinEnqueueTimeout, type QueueOptions, type RunQueue } from './run-queue.ts';
 
@@ -14,16 +14,6 @@ export interface TickJobData {
   tenantId: string;
   flowId: string;
   flowVersion: number;
-}
-
-/** Every item of a paged list, page by page. */
-async function* pages<T>(list: (after?: string) => Promise<Page<T>>): AsyncGenerator<T> {
-  let after: string | undefined;
-  do {
-    const page = await list(after);
-    yield* page.nodes;
-    after = page.pageInfo.hasNextPage ? (page.pageInfo.endCursor ?? undefined) : undefined;
-  } while (after);
 }
 
 /** One job scheduler per flow: the key is the flow, so however many processes there are, one owns each schedule. */

@@ -1,10 +1,49 @@
 import type { FromSchema } from 'json-schema-to-ts';
 import { timestamp, nullableTimestamp } from './common.ts';
 
+export const tenantLimitsSchema = {
+  type: 'object',
+  additionalProperties: false,
+  description:
+    "An operator's overrides of the deployment's per-tenant settings; a setting left out is the deployment's.",
+  properties: {
+    weight: {
+      type: 'integer',
+      minimum: 1,
+      maximum: 100,
+      description: 'Share of fair dispatch: a tenant of weight 3 gets three runs started for each of weight 1 (1).',
+    },
+    concurrency: {
+      type: 'integer',
+      minimum: 0,
+      maximum: 100_000,
+      description: 'Most runs executing at once across all workers; 0 for no limit (TENANT_CONCURRENCY).',
+    },
+    deliveriesPerSecond: {
+      type: 'integer',
+      minimum: 1,
+      maximum: 1_000_000,
+      description: 'Deliveries its flow URLs accept per second (TENANT_DELIVERIES_PER_SECOND).',
+    },
+    deliveryBurst: {
+      type: 'integer',
+      minimum: 1,
+      maximum: 10_000_000,
+      description: 'Deliveries accepted at once (TENANT_DELIVERY_BURST).',
+    },
+    maxQueuedRuns: {
+      type: 'integer',
+      minimum: 0,
+      maximum: 1_000_000_000,
+      description: 'Most runs waiting to start; 0 for no cap (TENANT_MAX_QUEUED_RUNS).',
+    },
+  },
+} as const;
+
 export const tenantSchema = {
   type: 'object',
   additionalProperties: false,
-  required: ['id', 'name', 'status', 'suspendedReason', 'suspendedAt', 'createdAt'],
+  required: ['id', 'name', 'status', 'suspendedReason', 'suspendedAt', 'limits', 'createdAt'],
   properties: {
     id: { type: 'string', pattern: '^[a-z0-9][a-z0-9-]{0,62}$' },
     name: { type: 'string' },
@@ -14,6 +53,7 @@ export const tenantSchema = {
     },
     suspendedReason: { type: ['string', 'null'] },
     suspendedAt: nullableTimestamp,
+    limits: tenantLimitsSchema,
     createdAt: timestamp,
   },
 } as const;
@@ -59,5 +99,7 @@ export const userSettingsSchema = {
 } as const;
 
 export type Tenant = FromSchema<typeof tenantSchema>;
+
+export type TenantLimits = FromSchema<typeof tenantLimitsSchema>;
 
 export type UserSettings = FromSchema<typeof userSettingsSchema>;

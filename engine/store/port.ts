@@ -27,6 +27,7 @@ import {
   type SecretInfo,
   type Step,
   type Tenant,
+  type TenantLimits,
   type TerminalRunStatus,
   type Variable,
 } from '../resources.ts';
@@ -58,6 +59,7 @@ export type {
   Step,
   StepStatus,
   Tenant,
+  TenantLimits,
   TerminalRunStatus,
   Variable,
 } from '../resources.ts';
@@ -94,6 +96,8 @@ export interface TenantStore {
   listTenants(filter: { status?: Tenant['status'] }, page: PageRequest): Promise<Page<Tenant>>;
   /** Suspend (with a reason) or resume a tenant; undefined if there is none. */
   setTenantStatus(id: string, status: Tenant['status'], reason: string | null): Promise<Tenant | undefined>;
+  /** Replace the operator's overrides of the per-tenant settings; undefined if there is no tenant. */
+  setTenantLimits(id: string, limits: TenantLimits): Promise<Tenant | undefined>;
   /** Remove the tenant and every record it owns (flows, messages, runs, secrets, clients...). */
   deleteTenant(id: string): Promise<boolean>;
   getUserSettings(tenantId: string, subject: string): Promise<UserSettings | undefined>;
@@ -454,6 +458,16 @@ export interface PageRequest {
 export interface Page<T> {
   nodes: T[];
   pageInfo: { hasNextPage: boolean; endCursor: string | null };
+}
+
+/** Every item of a paged list, page by page. */
+export async function* pages<T>(list: (after?: string) => Promise<Page<T>>): AsyncGenerator<T> {
+  let after: string | undefined;
+  do {
+    const page = await list(after);
+    yield* page.nodes;
+    after = page.pageInfo.hasNextPage ? (page.pageInfo.endCursor ?? undefined) : undefined;
+  } while (after);
 }
 
 export interface Client {

@@ -296,6 +296,12 @@ export const migrations: Array<{ version: number; name: string; sql: string }> =
     // The queue reconciler's look-up across tenants: small, as only unfinished runs are in it.
     sql: `create index runs_unfinished on runs (created_at, id) where status in ('queued', 'running', 'waiting');`,
   },
+  {
+    version: 11,
+    name: 'tenant limits',
+    // An operator's overrides of the deployment's per-tenant settings (weight, concurrency, quotas).
+    sql: `alter table tenants add column limits jsonb not null default '{}';`,
+  },
 ];
 
 /**

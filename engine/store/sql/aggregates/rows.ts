@@ -83,6 +83,7 @@ export const toTenant = (r: Row): Tenant => ({
   status: r.status,
   suspendedReason: r.suspended_reason ?? null,
   suspendedAt: isoOrNull(r.suspended_at),
+  limits: r.limits ?? {},
   createdAt: iso(r.created_at),
 });
 export const toClient = (r: Row): Client => ({

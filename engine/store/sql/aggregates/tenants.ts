@@ -1,5 +1,5 @@
 import { ConflictError } from '../../../errors.ts';
-import type { PageRequest, Tenant, UserSettings, TenantStore } from '../../port.ts';
+import type { PageRequest, Tenant, TenantLimits, UserSettings, TenantStore } from '../../port.ts';
 import type { SqlDriver } from '../driver.ts';
 import { json, decodeCursor, page, toTenant, toUserSettings, isUniqueViolation } from './rows.ts';
 
@@ -40,6 +40,14 @@ export class SqlTenants implements TenantStore {
          suspended_at = case when $2 = 'suspended' then coalesce(suspended_at, now()) end where id = $1 returning *`,
       [id, status, reason],
     );
+    return row ? toTenant(row) : undefined;
+  }
+
+  async setTenantLimits(id: string, limits: TenantLimits) {
+    const [row] = await this.db.query('update tenants set limits = $2::jsonb where id = $1 returning *', [
+      id,
+      JSON.stringify(limits),
+    ]);
     return row ? toTenant(row) : undefined;
   }
 

@@ -1,0 +1,27 @@
+import { pages, type Tenant, type TenantStore } from '../store/port.ts';
+import type { TenantQuotas } from './admission.ts';
+import type { RunLanes } from './run-lanes.ts';
+
+/**
+ * Where an operator's per-tenant overrides are enforced: fair dispatch (weight, concurrency) and
+ * admission (the delivery quota), both read in Redis by every process. The store keeps them; this
+ * writes them there when they change, and again after Redis lost its data.
+ */
+export class TenantLimitsInRedis {
+  constructor(
+    private readonly lanes: RunLanes,
+    private readonly quotas: TenantQuotas,
+  ) {}
+
+  async apply({ id, limits }: Pick<Tenant, 'id' | 'limits'>): Promise<void> {
+    const { weight, concurrency, ...quota } = limits;
+    await Promise.all([this.lanes.share(id, { weight, concurrency }), this.quotas.override(id, quota)]);
+  }
+
+  /** Every tenant's own limits, written again (after Redis lost them). */
+  async syncAll(store: TenantStore): Promise<void> {
+    for await (const tenant of pages((after) => store.listTenants({}, { first: 100, after }))) {
+      if (Object.keys(tenant.limits).length > 0) await this.apply(tenant);
+    }
+  }
+}
