@@ -156,7 +156,7 @@ export class Platform {
       // A lease outlives a job's lock: a dead worker's runs are taken over before they stop counting.
       leaseMs: Math.max(config.workerLockMs, HEARTBEAT_TTL_MS),
     });
-    const schedules = new FlowSchedules(store, {
+    const schedules = new FlowSchedules(store, queue.lanes, {
       connection: redisOptions(config.redisUrl, 'producer'),
       prefix: config.redisPrefix,
     });

@@ -102,6 +102,37 @@ describe('fair dispatch', () => {
   });
 });
 
+describe("a flow's concurrency", () => {
+  it("runs a flow's runs one at a time, without holding the tenant's other flows", async () => {
+    const env2 = await startTestPlatform('postgres', { api: true, worker: true }, { workerConcurrency: 3 });
+    try {
+      const tenant = await env2.tenant('erp');
+      receiver.slow('/serial', 100);
+      const call = (key: string, concurrency?: number) => ({
+        key,
+        name: key,
+        ...(concurrency && { concurrency }),
+        trigger: { type: 'webhook' },
+        nodes: [{ id: 'call', operation: 'http.request', config: { method: 'POST', url: `${receiver.url}/${key}` } }],
+        edges: [{ from: 'trigger', to: 'call' }],
+      });
+      await tenant.publish(call('serial', 1));
+      await tenant.publish(call('free'));
+      const serial = [];
+      for (let n = 0; n < 5; n++) serial.push((await sendWebhook(env2.url, 'erp', 'serial', { n })).body.runId);
+      const free = (await sendWebhook(env2.url, 'erp', 'free', {})).body.runId;
+      expect((await tenant.settledRun(free)).status).toBe('succeeded');
+      for (const runId of serial) expect((await tenant.settledRun(runId)).status).toBe('succeeded');
+      expect(receiver.maxConcurrent('/serial')).toBe(1);
+      const lastSerial = Math.max(...receiver.requests.filter((r) => r.url === '/serial').map((r) => r.receivedAt));
+      const [freeCall] = receiver.requests.filter((r) => r.url === '/free');
+      expect(freeCall.receivedAt).toBeLessThan(lastSerial);
+    } finally {
+      await env2.close();
+    }
+  });
+});
+
 describe('the expression sandbox', () => {
   it("serves tenants in turn: one tenant's backlog of sandboxed expressions does not hold another's", async () => {
     const sandbox = new ExpressionSandbox({

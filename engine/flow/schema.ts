@@ -142,6 +142,14 @@ export const flowDocumentSchema = {
     },
     name: { type: 'string', minLength: 1, maxLength: 200, description: 'Shown in lists and the dashboard.' },
     description: { type: 'string', maxLength: 4000 },
+    concurrency: {
+      type: 'integer',
+      minimum: 1,
+      maximum: 10_000,
+      description:
+        'Most runs of this flow executing at once, across all workers (an ERP that takes 5 concurrent requests: ' +
+        "5). Its other runs wait their turn without delaying the tenant's other flows. Unset: no limit of its own.",
+    },
     trigger: {
       type: 'object',
       required: ['type'],

@@ -121,6 +121,14 @@ export class RunLanes {
     await Promise.all([set(`${this.base}:weight`, share.weight), set(`${this.base}:tenant-limit`, share.concurrency)]);
   }
 
+  /** A flow's concurrency (its active version's), or none when `limit` is undefined. */
+  async flowConcurrency(tenantId: string, flowId: string, limit: number | undefined): Promise<void> {
+    const redis = await this.redis();
+    const field = `${tenantId}:${flowId}`;
+    if (limit === undefined) await redis.hdel(`${this.base}:flow-limit`, field);
+    else await redis.hset(`${this.base}:flow-limit`, field, limit);
+  }
+
   /** The hash of runs waiting in lanes by tenant. */
   get backlogKey(): string {
     return `${this.base}:backlog`;

@@ -6,6 +6,7 @@ import { acceptMessages } from '../intake.ts';
 import { pages, type FlowStore, type MessageStore, type RunStore, type TenantStore } from '../store/port.ts';
 import { repeatOptions } from '../triggers/schedule.ts';
 import { withinEnqueueTimeout, type QueueOptions, type RunQueue } from './run-queue.ts';
+import type { RunLanes } from './run-lanes.ts';
 
 export const TICK_QUEUE = 'ticks';
 
@@ -22,13 +23,16 @@ const schedulerId = (tenantId: string, flowId: string) => `flow:${tenantId}:${fl
 /**
  * The schedules of scheduled flows, kept in Redis as BullMQ job schedulers. After anything that
  * changes which version of a flow is active (publish, activate, deactivate, delete), `sync` makes
- * the flow's scheduler match it: registered, replaced (a new version), or removed.
+ * the flow's scheduler match it: registered, replaced (a new version), or removed; and the flow's
+ * concurrency, which fair dispatch reads in Redis too.
  */
 export class FlowSchedules {
   readonly queue: Queue<TickJobData>;
 
   constructor(
     private readonly store: FlowStore & TenantStore & RunStore,
+    /** Where the active version's concurrency goes, for fair dispatch to read. */
+    private readonly lanes: RunLanes,
     options: QueueOptions,
   ) {
     this.queue = new Queue<TickJobData>(TICK_QUEUE, { connection: options.connection, prefix: options.prefix });
@@ -81,6 +85,7 @@ export class FlowSchedules {
       flow?.active && flow.activeVersion !== null
         ? await this.store.getFlowVersion(tenantId, flowId, flow.activeVersion)
         : undefined;
+    await this.lanes.flowConcurrency(tenantId, flowId, version?.document.concurrency);
     const trigger = version?.document.trigger;
     const id = schedulerId(tenantId, flowId);
     if (!version || trigger?.type !== 'schedule' || !trigger.config) {
