@@ -156,21 +156,47 @@ export const throttledProblem = ({ reason, retryAfterSeconds }: { reason: string
 
 const noFlow = () => new HttpProblem(404, 'No active flow', 'no active flow answers at this URL');
 
+/** A number literal JSON.parse would turn into Infinity: an exponent of three digits, or 309 digits in a row. */
+const HUGE_NUMBER = /\d[eE]\+?\d{3}|\d{309}/;
+
 export function parseBody(raw: Buffer, contentType: string | undefined): unknown {
-  if (raw.length === 0) return null;
   if (contentType && !/[/+]json\b/i.test(contentType)) {
     throw new HttpProblem(415, 'Unsupported media type', 'a flow URL takes JSON (Content-Type: application/json)');
+  }
+  if (raw.length === 0) {
+    throw new HttpProblem(400, 'Empty body', 'the body is empty: a flow URL takes a JSON document', {
+      errors: [{ path: '$.body', message: 'is empty' }],
+    });
   }
   const unstorable = unstorableJson(raw);
   if (unstorable)
     throw new HttpProblem(400, 'Invalid body', `the body ${unstorable}`, {
       errors: [{ path: '$.body', message: unstorable }],
     });
+  const text = raw.toString('utf8');
+  let body: unknown;
   try {
-    return JSON.parse(raw.toString('utf8'));
+    body = JSON.parse(text);
   } catch (error) {
     throw new HttpProblem(400, 'Malformed JSON', `the body is not valid JSON: ${(error as Error).message}`, {
       errors: [{ path: '$.body', message: 'is not valid JSON' }],
     });
   }
+  // Rare, so looked for only when the text has such a literal (it may sit in a string).
+  if (HUGE_NUMBER.test(text) && hasNonFiniteNumber(body)) {
+    const message = 'has a number too large for JSON to carry (it would be stored as null)';
+    throw new HttpProblem(400, 'Invalid body', `the body ${message}`, { errors: [{ path: '$.body', message }] });
+  }
+  return body;
+}
+
+/** Walks the parsed body without recursion (it may nest deeply). */
+function hasNonFiniteNumber(body: unknown): boolean {
+  const pending = [body];
+  while (pending.length > 0) {
+    const value = pending.pop();
+    if (typeof value === 'number' && !Number.isFinite(value)) return true;
+    if (value !== null && typeof value === 'object') for (const item of Object.values(value)) pending.push(item);
+  }
+  return false;
 }

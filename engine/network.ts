@@ -17,6 +17,9 @@ const NON_PUBLIC_RANGES: Array<[kind: string, family: 'ipv4' | 'ipv6', network: 
   ['a multicast or reserved address', 'ipv4', '224.0.0.0', 3],
   ['a multicast or reserved address', 'ipv6', 'ff00::', 8],
   ['an IPv4 address translated to IPv6', 'ipv6', '64:ff9b::', 96],
+  // Tunnels that carry an IPv4 address inside (which may be a private one): 6to4 and Teredo.
+  ['an IPv4 address tunnelled in IPv6 (6to4)', 'ipv6', '2002::', 16],
+  ['an IPv4 address tunnelled in IPv6 (Teredo)', 'ipv6', '2001::', 32],
 ];
 
 const ranges = NON_PUBLIC_RANGES.map(([kind, family, network, prefix]) => {

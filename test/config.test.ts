@@ -34,10 +34,14 @@ describe('configuration', () => {
     expect(outboundRefusal(loadConfig({}))).toBeUndefined();
     expect(outboundRefusal(loadConfig({ ...shared, OUTBOUND_PRIVATE_ADDRESSES: 'allow' }))).toBeUndefined();
     const refused = outboundRefusal(loadConfig(shared))!;
-    expect(['10.8.1.2', '169.254.169.254', '::1', '93.184.215.14'].map(refused)).toEqual([
+    expect(
+      ['10.8.1.2', '169.254.169.254', '::1', '2002:a00:1::1', '2001:0:4136:e378::1', '93.184.215.14'].map(refused),
+    ).toEqual([
       'a private address',
       'a link-local address',
       'a loopback address',
+      'an IPv4 address tunnelled in IPv6 (6to4)',
+      'an IPv4 address tunnelled in IPv6 (Teredo)',
       undefined,
     ]);
     const onPremises = outboundRefusal(
