@@ -54,23 +54,28 @@ export function jsonPath(instancePath: string, extra?: string): string {
 }
 
 export function fieldErrors(errors: ErrorObject[] | null | undefined, prefix = '$'): FieldError[] {
-  return (errors ?? []).map((error) => {
-    const extra =
-      error.keyword === 'required'
-        ? String(error.params.missingProperty)
-        : error.keyword === 'additionalProperties'
-          ? String(error.params.additionalProperty)
-          : undefined;
-    const path = jsonPath(error.instancePath, extra);
-    const message =
-      error.keyword === 'additionalProperties'
-        ? 'is not a known field'
-        : error.keyword === 'enum'
-          ? `must be one of ` +
-            `${(error.params.allowedValues as unknown[]).map((value) => JSON.stringify(value)).join(', ')}`
-          : (error.message ?? 'is invalid');
-    return { path: prefix + path.slice(1), message };
-  });
+  // A bad property name is reported once, at the property (ajv adds a second error for the object).
+  return (errors ?? [])
+    .filter((error) => error.keyword !== 'propertyNames')
+    .map((error) => {
+      const extra =
+        error.keyword === 'required'
+          ? String(error.params.missingProperty)
+          : error.keyword === 'additionalProperties'
+            ? String(error.params.additionalProperty)
+            : error.propertyName;
+      const path = jsonPath(error.instancePath, extra);
+      const message =
+        error.propertyName !== undefined
+          ? 'is a name not allowed here'
+          : error.keyword === 'additionalProperties'
+            ? 'is not a known field'
+            : error.keyword === 'enum'
+              ? `must be one of ` +
+                `${(error.params.allowedValues as unknown[]).map((value) => JSON.stringify(value)).join(', ')}`
+              : (error.message ?? 'is invalid');
+      return { path: prefix + path.slice(1), message };
+    });
 }
 
 /** The integers the store keeps (PostgreSQL `integer`). */

@@ -87,6 +87,24 @@ describe('flow validation', () => {
     );
   });
 
+  it('refuses framing and hop-by-hop headers a tenant sets on http.request, in any case', () => {
+    const headers = { 'Transfer-Encoding': 'chunked', HOST: 'inside', 'Proxy-Authorization': 'x', 'X-Ok': '1' };
+    const errors = validateFlow(
+      flow(
+        [{ id: 'send', operation: 'http.request', config: { url: 'https://example.com', headers } }],
+        [{ from: 'trigger', to: 'send' }],
+      ),
+      options,
+    );
+    expect(errors).toEqual(
+      ['["Transfer-Encoding"]', '.HOST', '["Proxy-Authorization"]'].map((name) => ({
+        path: `$.nodes[0].config.headers${name}`,
+        message: 'is a name not allowed here',
+        node: 'send',
+      })),
+    );
+  });
+
   it('defers checks of config values given as expressions to run time', () => {
     const send = {
       id: 'send',

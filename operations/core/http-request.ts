@@ -7,6 +7,24 @@ import { oauth1Header } from './oauth1.ts';
 
 const text = { type: 'string', minLength: 1 } as const;
 
+/**
+ * Headers the client sets itself or that belong to one connection (framing and hop-by-hop): a
+ * tenant's value could smuggle a second request or hold a shared connection. Any case.
+ */
+const RESERVED_HEADERS = [
+  'host',
+  'content-length',
+  'transfer-encoding',
+  'connection',
+  'keep-alive',
+  'upgrade',
+  'te',
+  'trailer',
+  'proxy-*',
+];
+const anyCase = (name: string) => name.replace(/[a-z]/g, (letter) => `[${letter}${letter.toUpperCase()}]`);
+const reservedHeader = `^(${RESERVED_HEADERS.map((name) => anyCase(name).replace('*', '.*')).join('|')})$`;
+
 const configSchema = {
   type: 'object',
   additionalProperties: false,
@@ -14,7 +32,13 @@ const configSchema = {
   properties: {
     method: { enum: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD'], default: 'GET' },
     url: { type: 'string', pattern: '^https?://' },
-    headers: { type: 'object', additionalProperties: { type: 'string' }, default: {} },
+    headers: {
+      type: 'object',
+      additionalProperties: { type: 'string' },
+      propertyNames: { not: { pattern: reservedHeader } },
+      default: {},
+      description: `Not ${RESERVED_HEADERS.join(', ')}: the client sets those itself.`,
+    },
     query: { type: 'object', additionalProperties: { type: ['string', 'number', 'boolean'] }, default: {} },
     body: { description: 'Sent as JSON unless it is a string.' },
     timeoutMs: { type: 'integer', minimum: 1, maximum: 300_000, default: 30_000 },
