@@ -42,26 +42,16 @@ export class PrometheusMetrics implements EngineMetrics {
     },
   ) {
     collectDefaultMetrics({ register: this.registry, prefix: 'tributary_' });
-    new Gauge({
-      name: 'tributary_tenant_backlog_runs',
-      help: "Runs waiting in a tenant's lanes for their turn (tenants with none are left out).",
-      labelNames: ['tenant'],
-      registers: [this.registry],
-      async collect() {
-        this.reset();
-        for (const [tenant, runs] of Object.entries(await perTenant.backlog())) this.set({ tenant }, runs);
-      },
-    });
-    new Gauge({
-      name: 'tributary_tenant_delivery_quota_available',
-      help: "Deliveries a tenant's flow URLs would accept at once now (tenants that never sent are left out).",
-      labelNames: ['tenant'],
-      registers: [this.registry],
-      async collect() {
-        this.reset();
-        for (const [tenant, left] of Object.entries(await perTenant.deliveryQuotaLeft())) this.set({ tenant }, left);
-      },
-    });
+    this.perTenantGauge(
+      'tributary_tenant_backlog_runs',
+      "Runs waiting in a tenant's lanes for their turn (tenants with none are left out).",
+      perTenant.backlog,
+    );
+    this.perTenantGauge(
+      'tributary_tenant_delivery_quota_available',
+      "Deliveries a tenant's flow URLs would accept at once now (tenants that never sent are left out).",
+      perTenant.deliveryQuotaLeft,
+    );
     new Gauge({
       name: 'tributary_queue_jobs',
       help: 'Jobs per queue and state.',
@@ -72,6 +62,20 @@ export class PrometheusMetrics implements EngineMetrics {
           const counts = await queue.getJobCounts(...JOB_STATES);
           for (const state of JOB_STATES) this.set({ queue: queue.name, state }, counts[state] ?? 0);
         }
+      },
+    });
+  }
+
+  /** A gauge by tenant read from Redis at scrape time: only the tenants `read` names have a series. */
+  private perTenantGauge(name: string, help: string, read: () => Promise<Record<string, number>>) {
+    new Gauge({
+      name,
+      help,
+      labelNames: ['tenant'],
+      registers: [this.registry],
+      async collect() {
+        this.reset();
+        for (const [tenant, value] of Object.entries(await read())) this.set({ tenant }, value);
       },
     });
   }
