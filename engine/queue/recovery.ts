@@ -88,7 +88,7 @@ export class QueueRecovery {
       flowsScheduled: null,
     };
     const save = () => redis.set(recoveryKey(prefix), JSON.stringify(report), 'EX', REPORT_TTL_SECONDS);
-    logger.warn('Redis holds no epoch (its data was lost, or this deployment is new): recovering from the store');
+    logger.info('Redis holds no epoch (its data was lost, or this deployment is new): recovering from the store');
     await save();
     try {
       // First, so that runs queued again are dispatched by their tenants' weights and limits.
@@ -106,7 +106,9 @@ export class QueueRecovery {
     } finally {
       report.finishedAt = new Date().toISOString();
       await save();
-      logger.warn({ ...report }, 'recovery from the store finished');
+      // A new deployment recovers nothing; lost runs or a failure are worth an operator's look.
+      const level = report.runsRequeued > 0 || report.error ? 'warn' : 'info';
+      logger[level]({ ...report }, 'recovery from the store finished');
     }
   }
 }
