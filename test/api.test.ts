@@ -478,6 +478,15 @@ describe('request validation', () => {
     expect(put.text + list.text).not.toContain('shh-value-123');
     expect(env.lines.join('')).not.toContain('shh-value-123');
   });
+
+  it('refuses a secret too short to be masked safely', async () => {
+    const put = await a.call('PUT', '/api/v1/secret-global-variables/SHORT', { value: 'abc1234' });
+    expect(put.status).toBe(400);
+    expect(put.body.errors).toEqual([expect.objectContaining({ path: '$.body.value' })]);
+    expect(
+      (await a.call('GET', '/api/v1/secret-global-variables')).body.nodes.map((s: { name: string }) => s.name),
+    ).not.toContain('SHORT');
+  });
 });
 
 describe('OpenAPI document', () => {

@@ -21,9 +21,9 @@ const destination = (extra: object = {}) => ({
   adminApiAccessToken: secrets.token,
   erp: {
     apiUrl: 'https://1234567.restlets.api.netsuite.com/app/site/hosting/restlet.nl?script=12&deploy=1',
-    consumerKey: 'ck',
+    consumerKey: 'ck-public-1',
     consumerSecret: secrets.consumerSecret,
-    tokenId: 'tid',
+    tokenId: 'tid-public-1',
     tokenSecret: secrets.tokenSecret,
     accountId: '1234567_SB1',
   },
@@ -89,11 +89,11 @@ describe('destinations', () => {
       expect(response.status).toBe(400);
       return response.body.errors.map((error: { path: string }) => error.path);
     };
-    expect(await errorsOf(destination({ clientId: 'id', clientSecret: 'secret' }))).toEqual([
+    expect(await errorsOf(destination({ clientId: 'client-id', clientSecret: 'client-secret' }))).toEqual([
       '$.body.adminApiAccessToken',
     ]);
     expect(await errorsOf(destination({ adminApiAccessToken: undefined }))).toEqual(['$.body']);
-    expect(await errorsOf(destination({ adminApiAccessToken: undefined, clientId: 'id' }))).toEqual([
+    expect(await errorsOf(destination({ adminApiAccessToken: undefined, clientId: 'client-id' }))).toEqual([
       '$.body.clientSecret',
     ]);
     expect(await errorsOf(destination({ graphqlUrl: 'https://demo.myshopify.com' }))).toEqual(['$.body.graphqlUrl']);
@@ -101,6 +101,10 @@ describe('destinations', () => {
     expect(await errorsOf(destination({ graphqlUrl: 'http://[::1/' }))).toEqual(['$.body.graphqlUrl']);
     const { tokenSecret: _omitted, ...erp } = destination().erp;
     expect(await errorsOf(destination({ erp }))).toEqual(['$.body.erp.tokenSecret']);
+    // Too short to be masked safely wherever a run would echo it.
+    expect(await errorsOf(destination({ erp: { ...destination().erp, consumerSecret: 'short' } }))).toEqual([
+      '$.body.erp.consumerSecret',
+    ]);
     expect((await acme.call('GET', '/api/v1/destinations/bad')).status).toBe(404);
   });
 

@@ -98,7 +98,7 @@ describe('Tenant (operator)', () => {
       edges: [{ from: 'trigger', to: 'echo' }],
     });
     await doomed.call('PUT', '/api/v1/global-variables/X', { value: 1 });
-    await doomed.call('PUT', '/api/v1/secret-global-variables/Y', { value: 'hush' });
+    await doomed.call('PUT', '/api/v1/secret-global-variables/Y', { value: 'hush-hush-hush' });
     await doomed.call('PUT', '/api/v1/blocked-topics/x', {});
     const delivered = await sendWebhook(env.url, 'doomed', 'orders', { order: 1 });
     await doomed.settledRun(delivered.body.runId);

@@ -571,13 +571,13 @@ describe('refund sync to ERP', () => {
             type: 'shopify',
             operation: 'shopify.refund-sync-to-erp',
             graphqlUrl,
-            adminApiAccessToken: 'shpat_x',
+            adminApiAccessToken: 'shpat_unused-token',
             erp: {
               apiUrl: 'https://erp.example.com/',
-              consumerKey: 'k',
-              consumerSecret: 's',
-              tokenId: 't',
-              tokenSecret: 'u',
+              consumerKey: 'consumer-key',
+              consumerSecret: 'consumer-secret',
+              tokenId: 'token-id',
+              tokenSecret: 'token-secret',
               accountId: 'a',
             },
           })

@@ -238,8 +238,8 @@ describe('outbound requests', () => {
       type: 'shopify',
       operation: 'shopify.orders-import-list',
       graphqlUrl,
-      adminApiAccessToken: 'shpat_x',
-      erp: { apiUrl, consumerKey: 'ck', consumerSecret: 'cs', tokenId: 't', tokenSecret: 'ts', accountId: '1' },
+      adminApiAccessToken: 'shpat_unused-token',
+      erp: { apiUrl, consumerKey: 'consumer-key', consumerSecret: 'consumer-secret', tokenId: 'token-id', tokenSecret: 'token-secret', accountId: '1' },
     });
     const refused = await mallory.call(
       'PUT',

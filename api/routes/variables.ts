@@ -1,3 +1,4 @@
+import { MIN_SECRET_LENGTH } from '../../engine/runtime/redact.ts';
 import { secretContext } from '../../engine/secrets/keyring.ts';
 import { secretInfoSchema, variableSchema } from '../../engine/resources.ts';
 import type { ApiContext } from '../context.ts';
@@ -83,7 +84,14 @@ export function secretRoutes({ store, keyring }: ApiContext) {
         type: 'object',
         additionalProperties: false,
         required: ['value'],
-        properties: { value: { type: 'string', minLength: 1, maxLength: 65_536 } },
+        properties: {
+          value: {
+            type: 'string',
+            minLength: MIN_SECRET_LENGTH,
+            maxLength: 65_536,
+            description: `At least ${MIN_SECRET_LENGTH} characters: shorter values cannot be masked safely in logs.`,
+          },
+        },
       },
       responses: {
         200: { description: 'Replaced.', schema: secretInfoSchema },

@@ -33,7 +33,7 @@ import {
   type TerminalRunStatus,
 } from '../store/port.ts';
 import type { CompiledFlowCache } from './flow-cache.ts';
-import { redactSecrets } from './redact.ts';
+import { SecretRedactor } from './redact.ts';
 import { RunLogRecorder } from './run-log.ts';
 import { StoreSink, type RunSink, type Window } from './run-sink.ts';
 import { storableJson } from '../json-text.ts';
@@ -122,7 +122,7 @@ export class RunPass {
   private readonly outputs: Record<string, unknown> = {};
   private readonly input: MessageInput;
   /** Every secret value this pass has opened: redacted from what it stores. */
-  private readonly secretList: string[];
+  private readonly redactor: SecretRedactor;
   private readonly destinations = new Map<string, Promise<OpenedDestination>>();
   private readonly unsaved: Step[] = [];
   /** Made when an operation first logs: most passes log nothing. */
@@ -150,7 +150,7 @@ export class RunPass {
       headers: message.headers,
       query: message.query,
     };
-    this.secretList = Object.values(secrets).filter((value) => value.length > 0);
+    this.redactor = new SecretRedactor(Object.values(secrets));
   }
 
   async run(): Promise<PassOutcome> {
@@ -279,7 +279,7 @@ export class RunPass {
     // An output that cannot be stored fails the same way on every try: the node fails at once.
     let stored: { text: string; value: unknown };
     try {
-      stored = storableJson(redactSecrets(result ?? null, this.secretList));
+      stored = storableJson(this.redactor.redact(result ?? null));
     } catch (thrown) {
       return this.failNode(step, attempt, node, `output cannot be stored: ${toOperationError(thrown).message}`);
     }
@@ -362,7 +362,7 @@ export class RunPass {
       steps: this.outputs,
       // Created on first use: most operations never log.
       get logger() {
-        return (logger ??= (pass.runLog ??= new RunLogRecorder(pass.secretList)).wrap(
+        return (logger ??= (pass.runLog ??= new RunLogRecorder(pass.redactor)).wrap(
           pass.options.logger,
           () => pass.log().child({ nodeId: node.id }),
           node.id,
@@ -430,7 +430,7 @@ export class RunPass {
   private async openDestination(name: string): Promise<OpenedDestination> {
     const opened = await openDestination(this.options.store, this.options.keyring, this.state.run.tenantId, name);
     if (!opened) throw permanent(`destination "${name}" does not exist`);
-    collectStrings(opened.credentials, this.secretList);
+    collectStrings(opened.credentials, this.redactor);
     return opened;
   }
 
@@ -446,7 +446,7 @@ export class RunPass {
       nodeId: node.id,
       status: 'succeeded',
       attempts: 1,
-      output: storableJson(redactSecrets(value ?? null, this.secretList)).value,
+      output: storableJson(this.redactor.redact(value ?? null)).value,
       error: null,
       startedAt,
       finishedAt: new Date().toISOString(),
@@ -474,9 +474,9 @@ export class RunPass {
   }
 
   private redactError(error: OperationError): OperationError {
-    if (this.secretList.length === 0) return error;
-    const message = redactSecrets(error.message, this.secretList) as string;
-    const details = redactSecrets(error.details, this.secretList) as Record<string, unknown> | undefined;
+    const message = this.redactor.redact(error.message);
+    const details = this.redactor.redact(error.details);
+    if (message === error.message && details === error.details) return error;
     return new OperationError(error.kind, message, { retryAfterMs: error.retryAfterMs, details });
   }
 
@@ -500,9 +500,9 @@ function stepNameRefusal(name: string, used: Set<string>): string | undefined {
   return undefined;
 }
 
-function collectStrings(value: unknown, into: string[]) {
+function collectStrings(value: unknown, into: SecretRedactor) {
   if (typeof value === 'string') {
-    if (value.length > 0) into.push(value);
+    into.add(value);
   } else if (value && typeof value === 'object') {
     for (const item of Object.values(value)) collectStrings(item, into);
   }

@@ -2,7 +2,7 @@ import { format } from 'node:util';
 import type { Logger } from 'pino';
 import { storableJson } from '../json-text.ts';
 import type { LogLevel, NewRunLog } from '../store/port.ts';
-import { redactSecrets } from './redact.ts';
+import type { SecretRedactor } from './redact.ts';
 
 /** Most lines one run keeps; later ones are dropped (the process log still has them). */
 export const LOG_LINES_PER_RUN = 200;
@@ -20,7 +20,7 @@ const RECORDED: readonly LogLevel[] = ['info', 'warn', 'error', 'fatal'];
 export class RunLogRecorder {
   private lines: NewRunLog[] = [];
 
-  constructor(private readonly secrets: readonly string[]) {}
+  constructor(private readonly redactor: SecretRedactor) {}
 
   /**
    * A logger that records what it is given, for `nodeId`, and passes it on to the logger `open`
@@ -66,8 +66,8 @@ export class RunLogRecorder {
       : format(first, ...rest);
     const data = withObject ? (first instanceof Error ? { error: first.message } : first) : null;
     return {
-      message: (redactSecrets(text, this.secrets) as string).slice(0, MAX_MESSAGE_CHARS),
-      data: data === null ? null : redactSecrets(data, this.secrets),
+      message: this.redactor.redact(text).slice(0, MAX_MESSAGE_CHARS),
+      data: data === null ? null : this.redactor.redact(data),
     };
   }
 

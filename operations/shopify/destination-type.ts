@@ -1,8 +1,10 @@
 import type { FromSchema } from 'json-schema-to-ts';
 import type { DestinationType } from '../../engine/destinations.ts';
 import type { FieldError } from '../../engine/errors.ts';
+import { MIN_SECRET_LENGTH } from '../../engine/runtime/redact.ts';
 
-const credential = { type: 'string', minLength: 1, maxLength: 4096, writeOnly: true } as const;
+/** Sealed, and masked wherever a run would echo it: too short a value cannot be masked safely. */
+const credential = { type: 'string', minLength: MIN_SECRET_LENGTH, maxLength: 4096, writeOnly: true } as const;
 
 /** The seed's "Destination configuration for the refund operation": a shop, and the ERP it sends to. */
 const shopifyDestinationSchema = {
