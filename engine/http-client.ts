@@ -59,10 +59,27 @@ export interface RefusedHost {
 export class HttpClient {
   private readonly agents: Record<string, http.Agent>;
 
-  constructor(private readonly options: { refusedAddress?: AddressRefusal } = {}) {
+  /**
+   * `partition` names whose requests may share kept-alive sockets (a tenant, see `forTenant`): a
+   * socket one tenant's request left open is never handed to another's, so no tenant can ride on,
+   * or read what is left on, a connection another opened.
+   */
+  constructor(
+    private readonly options: { refusedAddress?: AddressRefusal } = {},
+    private readonly partition = '',
+    agents?: Record<string, http.Agent>,
+  ) {
     const lookup = options.refusedAddress && checkedLookup(options.refusedAddress);
     const agentOptions = { keepAlive: true, scheduling: 'lifo', timeout: IDLE_SOCKET_MS, lookup } as const;
-    this.agents = { 'http:': new http.Agent(agentOptions), 'https:': new https.Agent(agentOptions) };
+    this.agents = agents ?? {
+      'http:': new PartitionedAgent(agentOptions),
+      'https:': new PartitionedHttpsAgent(agentOptions),
+    };
+  }
+
+  /** The same client (agents, address policy) whose kept-alive sockets serve this tenant's requests only. */
+  forTenant(tenantId: string): HttpClient {
+    return new HttpClient(this.options, tenantId, this.agents);
   }
 
   /**
@@ -136,7 +153,13 @@ export class HttpClient {
 
       let outgoing: http.ClientRequest | undefined;
       try {
-        outgoing = (url.protocol === 'https:' ? https : http).request(url, { method: request.method, headers, agent });
+        const options: PartitionedRequestOptions = {
+          method: request.method,
+          headers,
+          agent,
+          partition: this.partition,
+        };
+        outgoing = (url.protocol === 'https:' ? https : http).request(url, options);
       } catch (error) {
         // Node refuses a header name or value that is not valid HTTP (a newline, say): sending again cannot help.
         return fail(
@@ -167,6 +190,21 @@ export class HttpClient {
 }
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+
+/** Request options reach the agent's `getName`, which names the pool of sockets a request may reuse. */
+type PartitionedRequestOptions = http.RequestOptions & { partition: string };
+
+class PartitionedAgent extends http.Agent {
+  override getName(options: PartitionedRequestOptions) {
+    return `${super.getName(options)}|${options.partition}`;
+  }
+}
+
+class PartitionedHttpsAgent extends https.Agent {
+  override getName(options: PartitionedRequestOptions) {
+    return `${super.getName(options)}|${options.partition}`;
+  }
+}
 
 /** Raised by the checked lookup; surfaces as the request's error. */
 class RefusedAddressError extends Error {

@@ -123,6 +123,20 @@ describe('outbound HTTP client', () => {
     expect(ports[0]).toBe(ports[1]);
   });
 
+  it("never hands one tenant's kept-alive socket to another tenant", async () => {
+    const echoPorts = () => main.received.filter((entry) => entry.path === '/echo').map((entry) => entry.remotePort);
+    const acme = client.forTenant('acme');
+    const globex = client.forTenant('globex');
+    await acme.send(request('/echo'));
+    await globex.send(request('/echo'));
+    await acme.send(request('/echo'));
+    await globex.send(request('/echo'));
+    const [acmeFirst, globexFirst, acmeSecond, globexSecond] = echoPorts().slice(-4);
+    expect(acmeSecond).toBe(acmeFirst);
+    expect(globexSecond).toBe(globexFirst);
+    expect(globexFirst).not.toBe(acmeFirst);
+  });
+
   it('decodes gzip and brotli bodies, and refuses one that is over the limit once decoded', async () => {
     expect(bodyValue(await client.send(request('/gzip')))).toEqual({ packed: true });
     expect(bodyValue(await client.send(request('/br')))).toBe('brotli text');

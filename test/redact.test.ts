@@ -16,7 +16,7 @@ describe('SecretRedactor', () => {
 
   it('masks the percent-encoded forms, in either case of hex digit, with + or %20 for a space', () => {
     const upper = encodeURIComponent(secret);
-    const lower = upper.replace(/%[0-9A-F]{2}/g, (escape) => escape.toLowerCase());
+    const lower = upper.replace(/%[0-9A-F]{2}/g, (hex) => hex.toLowerCase());
     const form = new URLSearchParams({ s: secret }).toString().slice(2);
     const rfc3986 = upper.replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
     for (const encoded of [upper, lower, form, rfc3986])

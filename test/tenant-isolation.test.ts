@@ -239,7 +239,14 @@ describe('outbound requests', () => {
       operation: 'shopify.orders-import-list',
       graphqlUrl,
       adminApiAccessToken: 'shpat_unused-token',
-      erp: { apiUrl, consumerKey: 'consumer-key', consumerSecret: 'consumer-secret', tokenId: 'token-id', tokenSecret: 'token-secret', accountId: '1' },
+      erp: {
+        apiUrl,
+        consumerKey: 'consumer-key',
+        consumerSecret: 'consumer-secret',
+        tokenId: 'token-id',
+        tokenSecret: 'token-secret',
+        accountId: '1',
+      },
     });
     const refused = await mallory.call(
       'PUT',

@@ -103,7 +103,7 @@ export function destinationRoutes(context: ApiContext) {
           ]);
         }
         const uri = `${baseUrl()}/hooks/${encodeURIComponent(tenantId)}/${encodeURIComponent(flow.key)}`;
-        const subscription = await subscriber.subscribe(destination, { uri, topic }, http);
+        const subscription = await subscriber.subscribe(destination, { uri, topic }, http.forTenant(tenantId));
         const unreachable = unreachableFromOutside(new URL(uri));
         const warnings = unreachable
           ? [

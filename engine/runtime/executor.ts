@@ -124,6 +124,8 @@ export class RunPass {
   /** Every secret value this pass has opened: redacted from what it stores. */
   private readonly redactor: SecretRedactor;
   private readonly destinations = new Map<string, Promise<OpenedDestination>>();
+  /** Outbound HTTP on sockets of this run's tenant only. */
+  private readonly http: HttpClient;
   private readonly unsaved: Step[] = [];
   /** Made when an operation first logs: most passes log nothing. */
   private runLog?: RunLogRecorder;
@@ -151,6 +153,7 @@ export class RunPass {
       query: message.query,
     };
     this.redactor = new SecretRedactor(Object.values(secrets));
+    this.http = options.http.forTenant(state.run.tenantId);
   }
 
   async run(): Promise<PassOutcome> {
@@ -372,7 +375,7 @@ export class RunPass {
         return signal();
       },
       idempotencyKey: `${run.id}.${node.id}`,
-      http: this.options.http,
+      http: this.http,
       tenantId: run.tenantId,
       flowId: run.flowId,
       runId: run.id,

@@ -54,8 +54,8 @@ export class SecretRedactor {
 function wireForms(secrets: string[]): RegExp {
   const forms = new Set<string>();
   for (const secret of secrets) {
-    forms.add(escape(secret));
-    forms.add(escape(JSON.stringify(secret).slice(1, -1)));
+    forms.add(literal(secret));
+    forms.add(literal(JSON.stringify(secret).slice(1, -1)));
     const encoded = encodeURIComponent(secret).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16)}`);
     forms.add(percentForm(encoded));
     forms.add(percentForm(encoded.replaceAll('%20', '+')));
@@ -64,11 +64,11 @@ function wireForms(secrets: string[]): RegExp {
   return new RegExp([...forms].sort((a, b) => b.length - a.length).join('|'), 'g');
 }
 
-const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const literal = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /** A percent-encoded text as a pattern whose hex digits match in either case. */
 const percentForm = (encoded: string) =>
-  escape(encoded).replace(
+  literal(encoded).replace(
     /%([0-9A-Fa-f])([0-9A-Fa-f])/g,
     (_, high: string, low: string) => `%${hexDigit(high)}${hexDigit(low)}`,
   );
