@@ -6,6 +6,8 @@ import { unstorableJson } from '../engine/json-text.ts';
 import { adapterKeyRoutes, adapterOpenApiPaths, adapterRoutes } from './adapter.ts';
 import type { TokenIssuer } from './auth/issuer.ts';
 import { operatorGuard } from './auth/operator-guard.ts';
+import type { ClientAuthenticator } from './auth/clients.ts';
+import type { ApiCallLimit } from './auth/rate-limits.ts';
 import type { TokenVerifier } from './auth/verifier.ts';
 import type { ApiContext } from './context.ts';
 import { dashboardRoutes, dashboardSignIn, DASHBOARD_PATH, SIGN_IN_PATH } from './dashboard.ts';
@@ -57,6 +59,11 @@ export interface AppOptions {
   adapterWaitMs: number;
   /** This process's metrics, in Prometheus' text format. */
   metrics: MetricsExposition;
+  /** Client sign-ins, throttled on repeated failures. */
+  clients: ClientAuthenticator;
+  apiCalls: ApiCallLimit;
+  /** Express' `trust proxy`: whose X-Forwarded-For names the caller's address. */
+  trustProxy: boolean | number | string;
 }
 
 export interface MetricsExposition {
@@ -115,6 +122,7 @@ function createApp(options: AppOptions): Express {
   const openapi = openApiDocument(routes, context.build.version, adapterOpenApiPaths);
   const app = express();
   app.disable('x-powered-by');
+  app.set('trust proxy', options.trustProxy);
   app.use(requestLog(logger, new Set(['/healthz', '/readyz'])));
 
   app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
@@ -125,13 +133,13 @@ function createApp(options: AppOptions): Express {
   app.get('/openapi.json', (_req, res) => void res.json(openapi));
   const docs = renderDocs(openapi, operationInfos(context.compile.registry), context.compile.registry.listSignatures());
   app.get('/docs', (_req, res) => void res.type('html').send(docs));
-  app.use(tokenRoutes(context.store, options.issuer, bodyLimitBytes));
+  app.use(tokenRoutes(options.clients, options.issuer, bodyLimitBytes));
   app.use(adapterRoutes(context, { bodyLimitBytes, waitMs: options.adapterWaitMs }));
-  const operatorsOnly = operatorGuard(context.store, options.verifier);
-  app.use(dashboardSignIn(context.store, options.issuer, context.baseUrl));
+  const operatorsOnly = operatorGuard(options.clients, options.verifier);
+  app.use(dashboardSignIn(options.clients, options.issuer, context.baseUrl));
   app.use(
     DASHBOARD_PATH,
-    operatorGuard(context.store, options.verifier, SIGN_IN_PATH),
+    operatorGuard(options.clients, options.verifier, SIGN_IN_PATH),
     dashboardRoutes(options.queues),
   );
   app.get(
@@ -143,7 +151,7 @@ function createApp(options: AppOptions): Express {
     '/api',
     express.json({ limit: bodyLimitBytes, type: ['application/json', 'application/*+json'], verify: refuseUnstorable }),
   );
-  app.use(mountRoutes(routes, options.verifier, context.store));
+  app.use(mountRoutes(routes, options.verifier, context.store, options.apiCalls));
   app.use((req, _res, next) => next(new HttpProblem(404, 'Not found', `no route ${req.method} ${req.path}`)));
   app.use(problemHandler(logger));
   return app;

@@ -4,8 +4,9 @@ import { ExpressAdapter } from '@bull-board/express';
 import type { Queue } from 'bullmq';
 import express, { Router, type Request, type Response } from 'express';
 import { unstorableStrings } from '../engine/json-text.ts';
-import type { CredentialStore } from '../engine/store/port.ts';
-import { authenticateClient } from './auth/clients.ts';
+import type { Client } from '../engine/store/port.ts';
+import type { ClientAuthenticator } from './auth/clients.ts';
+import { HttpProblem } from './problem.ts';
 import { TOKEN_LIFETIME_SECONDS, type TokenIssuer } from './auth/issuer.ts';
 import { OPERATOR_COOKIE } from './auth/operator-guard.ts';
 
@@ -29,7 +30,7 @@ export function dashboardRoutes(queues: Queue[]): Router {
  * in the URL, and a Basic prompt cannot be signed out of; the cookie can. It is `Secure` when PUBLIC_URL
  * is https (a proxy in front terminates TLS, so the request itself says nothing).
  */
-export function dashboardSignIn(store: CredentialStore, issuer: TokenIssuer, publicUrl: () => string): Router {
+export function dashboardSignIn(clients: ClientAuthenticator, issuer: TokenIssuer, publicUrl: () => string): Router {
   const router = Router();
   router.get(SIGN_IN_PATH, (_req, res) => void signInPage(res, 200));
   router.post(
@@ -37,15 +38,23 @@ export function dashboardSignIn(store: CredentialStore, issuer: TokenIssuer, pub
     express.urlencoded({ extended: false, limit: '4kb' }),
     async (req: Request, res: Response) => {
       const { client_id: clientId, client_secret: clientSecret } = (req.body ?? {}) as Record<string, unknown>;
-      const client =
-        typeof clientId === 'string' &&
-        typeof clientSecret === 'string' &&
-        clientId.length <= 200 &&
-        clientSecret.length <= 200 &&
-        // Text the store cannot hold (NUL, a lone surrogate) names no client.
-        unstorableStrings([clientId, clientSecret]).length === 0
-          ? await authenticateClient(store, clientId, clientSecret)
-          : undefined;
+      let client: Client | undefined;
+      try {
+        client =
+          typeof clientId === 'string' &&
+          typeof clientSecret === 'string' &&
+          clientId.length <= 200 &&
+          clientSecret.length <= 200 &&
+          // Text the store cannot hold (NUL, a lone surrogate) names no client.
+          unstorableStrings([clientId, clientSecret]).length === 0
+            ? await clients.authenticate(clientId, clientSecret, req.ip ?? '')
+            : undefined;
+      } catch (error) {
+        if (!(error instanceof HttpProblem && error.status === 429)) throw error;
+        const retryAfter = error.extra.headers?.['Retry-After'] ?? '60';
+        res.set('Retry-After', retryAfter);
+        return void signInPage(res, 429, `Too many failed sign-ins: try again in ${retryAfter} seconds.`);
+      }
       if (!client?.operator)
         return void signInPage(
           res,

@@ -26,6 +26,11 @@ export const problem = (description: string) => ({
   description,
   content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
 });
+/** A 429, with the Retry-After header it always carries. */
+const tooManyRequests = (description: string) => ({
+  ...problem(description),
+  headers: { 'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } } },
+});
 export const json = (schema: object) => ({ 'application/json': { schema } });
 
 /** Replace every occurrence of a published resource schema by a $ref to it. */
@@ -100,6 +105,9 @@ export function openApiDocument(routes: RouteSpec[], version: string, extraPaths
             403: problem(
               `The token does not grant this tenant${route.scope ? `, lacks the scope ${route.scope}` : ''}, or the ` +
                 'tenant is suspended.',
+            ),
+            429: tooManyRequests(
+              "Over the tenant's API call rate (TENANT_API_CALLS_PER_SECOND, TENANT_API_CALL_BURST): retry after Retry-After seconds.",
             ),
           },
     );
@@ -198,6 +206,7 @@ function platformPaths() {
           },
           400: problem('Malformed request or unsupported grant type.'),
           401: problem('Unknown client or wrong secret.'),
+          429: tooManyRequests('Too many failed attempts for this client or from this address.'),
         },
       },
     },
@@ -232,7 +241,7 @@ function platformPaths() {
           401: problem("The delivery fails the trigger's verification."),
           404: problem('No active flow at this URL.'),
           413: problem('The body is over the size limit.'),
-          429: problem(
+          429: tooManyRequests(
             "Over the tenant's intake quota (deliveries per second, or runs waiting to start): nothing was recorded; " +
               'retry after Retry-After seconds.',
           ),

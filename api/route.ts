@@ -3,7 +3,8 @@ import type { FromSchema, JSONSchema } from 'json-schema-to-ts';
 import { SchemaValidator } from '../engine/json-schema.ts';
 import { authorize, type Principal, type TokenVerifier } from './auth/verifier.ts';
 import { operatorScope, type Scope } from './auth/scopes.ts';
-import type { TenantStore } from '../engine/store/port.ts';
+import type { Tenant, TenantStore } from '../engine/store/port.ts';
+import type { ApiCallLimit } from './auth/rate-limits.ts';
 import { HttpProblem } from './problem.ts';
 
 /** The seed's API tags, with the seed's label of each. */
@@ -93,7 +94,12 @@ export const isOperatorRoute = (route: Pick<RouteSpec, 'scope'>) => route.scope 
  * Registers routes on a router; validation errors name each bad field (`$.body.nodes[0].id`).
  * A tenant route needs the tenant_id header of an existing tenant and a token that grants it.
  */
-export function mountRoutes(routes: RouteSpec[], verifier: TokenVerifier, store: TenantStore): Router {
+export function mountRoutes(
+  routes: RouteSpec[],
+  verifier: TokenVerifier,
+  store: TenantStore,
+  apiCalls: ApiCallLimit,
+): Router {
   const router = Router();
   for (const route of routes) {
     const validators = {
@@ -117,7 +123,8 @@ export function mountRoutes(routes: RouteSpec[], verifier: TokenVerifier, store:
         });
       } else {
         authorize(principal, tenantId, route.scope);
-        await refuseInactiveTenant(store, tenantId, principal);
+        const tenant = await activeTenant(store, tenantId, principal);
+        if (!principal.operator) await apiCalls.admit(tenant);
       }
       const params = validators.params ? validators.params.validate({ ...req.params }, '$.params') : req.params;
       const query = validators.query ? validators.query.validate({ ...(req.query as object) }, '$.query') : {};
@@ -135,8 +142,8 @@ export function mountRoutes(routes: RouteSpec[], verifier: TokenVerifier, store:
   return router;
 }
 
-/** A tenant's own clients are refused while it is suspended or gone; operators may look into a suspended one. */
-async function refuseInactiveTenant(store: TenantStore, tenantId: string, principal: Principal) {
+/** The tenant; its own clients are refused while it is suspended or gone, operators may look into a suspended one. */
+async function activeTenant(store: TenantStore, tenantId: string, principal: Principal): Promise<Tenant> {
   const tenant = await store.getTenant(tenantId);
   if (!tenant)
     throw principal.operator
@@ -149,6 +156,7 @@ async function refuseInactiveTenant(store: TenantStore, tenantId: string, princi
       `tenant ${tenantId} is suspended: ${tenant.suspendedReason ?? 'no reason given'}`,
     );
   }
+  return tenant;
 }
 
 /** The parsed JSON body; an empty request counts as `{}`, any other media type is refused. */

@@ -1,7 +1,6 @@
 import express, { Router } from 'express';
 import { SchemaValidator } from '../engine/json-schema.ts';
-import type { CredentialStore } from '../engine/store/port.ts';
-import { authenticateClient } from './auth/clients.ts';
+import type { ClientAuthenticator } from './auth/clients.ts';
 import type { TokenIssuer } from './auth/issuer.ts';
 import { HttpProblem } from './problem.ts';
 
@@ -30,7 +29,7 @@ const oauthProblem = (status: number, error: string, detail: string) =>
   new HttpProblem(status, 'Token request refused', detail, { error });
 
 /** The embedded issuer: `POST /oauth/token` (client credentials) and its JWKS. */
-export function tokenRoutes(store: CredentialStore, issuer: TokenIssuer, bodyLimitBytes: number): Router {
+export function tokenRoutes(clients: ClientAuthenticator, issuer: TokenIssuer, bodyLimitBytes: number): Router {
   const router = Router();
   router.post(
     '/oauth/token',
@@ -43,7 +42,7 @@ export function tokenRoutes(store: CredentialStore, issuer: TokenIssuer, bodyLim
       if (request.audience !== undefined && request.audience !== issuer.audience) {
         throw oauthProblem(400, 'invalid_target', `this issuer serves the audience ${issuer.audience}`);
       }
-      const client = await authenticateClient(store, request.client_id, request.client_secret);
+      const client = await clients.authenticate(request.client_id, request.client_secret, req.ip ?? '');
       if (!client) throw oauthProblem(401, 'invalid_client', 'unknown client or wrong secret');
       res.set('Cache-Control', 'no-store').json(await issuer.issue(client));
     },

@@ -37,6 +37,15 @@ export const settings = {
     schema: { type: 'string', default: '0.0.0.0' },
     description: 'Interface the API listens on.',
   },
+  trustProxy: {
+    env: 'TRUST_PROXY',
+    schema: { type: 'string', default: 'false' },
+    shownDefault: '`false`',
+    description:
+      "Which proxies in front may name the caller's address in `X-Forwarded-For` (Express' `trust proxy`: `true`, " +
+      'a number of hops, or addresses and subnets such as `loopback, 10.0.0.0/8`). Failed sign-ins are counted per ' +
+      "address: behind a proxy that is not trusted, every caller has the proxy's address.",
+  },
   publicUrl: {
     env: 'PUBLIC_URL',
     schema: { type: 'string', pattern: '^https?://' },
@@ -143,6 +152,19 @@ export const settings = {
     env: 'TENANT_DELIVERY_BURST',
     schema: { type: 'integer', minimum: 1, default: 500 },
     description: 'Deliveries one tenant may send at once above the sustained rate (the size of its bucket).',
+  },
+  tenantApiCallsPerSecond: {
+    env: 'TENANT_API_CALLS_PER_SECOND',
+    schema: { type: 'integer', minimum: 1, default: 50 },
+    description:
+      "API calls one tenant's clients may make per second, sustained (a token bucket shared by every API process); " +
+      "over it, `429` with `Retry-After`. Operators' calls do not count; while Redis does not answer, calls are " +
+      'let through.',
+  },
+  tenantApiCallBurst: {
+    env: 'TENANT_API_CALL_BURST',
+    schema: { type: 'integer', minimum: 1, default: 200 },
+    description: 'API calls one tenant may make at once above the sustained rate (the size of its bucket).',
   },
   tenantMaxQueuedRuns: {
     env: 'TENANT_MAX_QUEUED_RUNS',

@@ -33,6 +33,10 @@ import { serveAdminSocket, storeAdmin } from './admin.ts';
 import { buildCommit } from './build.ts';
 import { PrometheusMetrics } from './metrics.ts';
 import { isOperatorAuthorization } from '../api/auth/operator-guard.ts';
+import { ClientAuthenticator } from '../api/auth/clients.ts';
+import { ApiCallLimit, SignInThrottle } from '../api/auth/rate-limits.ts';
+import { HttpProblem } from '../api/problem.ts';
+import { RateLimiter } from '../engine/queue/rate-limiter.ts';
 import { MaintenanceMode } from '../engine/queue/maintenance.ts';
 import { baseUrl, type Config, outboundRefusal } from './config.ts';
 import { DataDirLock, embeddedKeyring, embeddedStorePath } from './data-dir.ts';
@@ -171,6 +175,8 @@ export class Platform {
       },
     });
     const tenantLimits = new TenantLimitsInRedis(queue.lanes, quotas);
+    const rateLimiter = new RateLimiter(() => ioredisOf(queue.queue.client), config.redisPrefix);
+    const clients = new ClientAuthenticator(store, new SignInThrottle(rateLimiter));
     const metrics = new PrometheusMetrics(queues, {
       backlog: () => queue.lanes.backlog(),
       deliveryQuotaLeft: () => quotas.available(),
@@ -285,6 +291,13 @@ export class Platform {
         queues,
         adapterWaitMs: config.adapterWaitMs,
         metrics,
+        clients,
+        apiCalls: new ApiCallLimit(
+          rateLimiter,
+          { perSecond: config.tenantApiCallsPerSecond, burst: config.tenantApiCallBurst },
+          logger,
+        ),
+        trustProxy: trustProxySetting(config.trustProxy),
       });
       server = http.createServer(listener);
       await new Promise<void>((resolve, reject) =>
@@ -295,7 +308,9 @@ export class Platform {
     if (lock) adminSocket = await serveAdminSocket(storeAdmin(store), config.dataDir);
     // A worker without the API exports its metrics on a port of its own, when one is set.
     const metricsServer =
-      !roles.api && config.metricsPort !== undefined ? await serveMetrics(metrics, store, verifier, config) : undefined;
+      !roles.api && config.metricsPort !== undefined
+        ? await serveMetrics(metrics, clients, verifier, config)
+        : undefined;
     return new Platform(config, store, queue, logger, url, {
       worker,
       ticks,
@@ -373,21 +388,24 @@ function pruneRunLogsHourly(store: LogStore, retentionDays: number, logger: Logg
 /** `GET /metrics` alone, for operators (Basic with an operator client, or an operator token). */
 async function serveMetrics(
   metrics: PrometheusMetrics,
-  store: Store,
+  clients: ClientAuthenticator,
   verifier: TokenVerifier,
   config: Config,
 ): Promise<http.Server> {
   const server = http.createServer((req, res) => {
     const answer = async () => {
       if (req.method !== 'GET' || req.url !== '/metrics') return void res.writeHead(404).end();
-      if (!(await isOperatorAuthorization(store, verifier, req.headers.authorization))) {
+      const address = req.socket.remoteAddress ?? '';
+      if (!(await isOperatorAuthorization(clients, verifier, req.headers.authorization, address))) {
         return void res
           .writeHead(401, { 'WWW-Authenticate': 'Basic realm="Tributary operators", charset="UTF-8"' })
           .end();
       }
       res.writeHead(200, { 'content-type': metrics.contentType }).end(await metrics.render());
     };
-    answer().catch(() => res.writeHead(503).end());
+    answer().catch((error: unknown) =>
+      error instanceof HttpProblem ? res.writeHead(error.status, error.extra.headers).end() : res.writeHead(503).end(),
+    );
   });
   await new Promise<void>((resolve, reject) =>
     server.once('error', reject).listen(config.metricsPort, config.host, resolve),
@@ -459,4 +477,10 @@ class EventLoopLag {
     clearInterval(this.timer);
     this.histogram.disable();
   }
+}
+
+/** TRUST_PROXY as Express takes it: a boolean, a number of hops, or addresses and subnets. */
+function trustProxySetting(text: string): boolean | number | string {
+  if (text === 'true' || text === 'false') return text === 'true';
+  return /^\d+$/.test(text) ? Number(text) : text;
 }

@@ -117,3 +117,46 @@ describe('intake quotas', () => {
     expect(quota).toMatchObject({ queuedRuns: 2, maxQueuedRuns: 2 });
   });
 });
+
+describe('API call limit', () => {
+  it("answers 429 with Retry-After over a tenant's own API call rate; other tenants and operators go on", async () => {
+    const chatty = await env.tenant('chatty');
+    const operator = await env.operator();
+    const put = await operator.call('PUT', '/api/v1/tenants/chatty/limits', { apiCallsPerSecond: 1, apiCallBurst: 3 });
+    expect(put.body.limits).toEqual({ apiCallsPerSecond: 1, apiCallBurst: 3 });
+    const statuses = [];
+    for (let n = 0; n < 6; n++) statuses.push((await chatty.call('GET', '/api/v1/editable-flows')).status);
+    expect(statuses.slice(0, 3)).toEqual([200, 200, 200]);
+    expect(statuses).toContain(429);
+    const refused = await chatty.call('GET', '/api/v1/editable-flows');
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(refused.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    expect(refused.body.detail).toContain('TENANT_API_CALLS_PER_SECOND');
+    expect((await clients.calm.call('GET', '/api/v1/editable-flows')).status).toBe(200);
+    // An operator looking into the tenant is not counted against it, nor refused.
+    expect((await operator.call('GET', '/api/v1/editable-flows', undefined, { tenant_id: 'chatty' })).status).toBe(200);
+  });
+});
+
+describe('sign-in throttle', () => {
+  const tokenRequest = (clientId: string, clientSecret: string) =>
+    fetch(`${queuedEnv.url}/oauth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret }),
+    });
+
+  it('refuses a client after repeated wrong secrets, even with the right one, and leaves other clients alone', async () => {
+    const target = await queuedEnv.tenant('guessed');
+    const { client_id: clientId, client_secret: secret } = target.credentials;
+    const statuses = [];
+    for (let n = 0; n < 10; n++) statuses.push((await tokenRequest(clientId, `wrong-${n}`)).status);
+    expect(statuses).toEqual(Array(10).fill(401));
+    const refused = await tokenRequest(clientId, secret);
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    const other = (await queuedEnv.tenant('bystander')).credentials;
+    expect((await tokenRequest(other.client_id, other.client_secret)).status).toBe(200);
+  });
+});

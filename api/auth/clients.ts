@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Client, CredentialStore, TenantStore } from '../../engine/store/port.ts';
 import { constantTimeEqual } from '../../engine/triggers/webhook.ts';
+import type { SignInThrottle } from './rate-limits.ts';
 import { allTenantScopes, isScope, operatorScope } from './scopes.ts';
 
 export interface ClientCredentials {
@@ -50,8 +51,24 @@ export async function createClientCredentials(
   return { client_id: clientId, client_secret: clientSecret, tenant: options.tenantId ?? null, scopes };
 }
 
+/**
+ * Signs clients in wherever a client id and secret are presented (the token endpoint, the dashboard,
+ * an operator's Basic header), under the throttle on repeated failures.
+ */
+export class ClientAuthenticator {
+  constructor(
+    private readonly store: CredentialStore,
+    private readonly throttle: SignInThrottle,
+  ) {}
+
+  /** The client, if the secret matches; a 429 problem when this client or address failed too often. */
+  authenticate(clientId: string, clientSecret: string, address: string): Promise<Client | undefined> {
+    return this.throttle.attempt(clientId, address, () => authenticateClient(this.store, clientId, clientSecret));
+  }
+}
+
 /** The client these credentials name, if the secret matches (compared in constant time). */
-export async function authenticateClient(
+async function authenticateClient(
   store: CredentialStore,
   clientId: string,
   clientSecret: string,

@@ -1,23 +1,23 @@
 import type { NextFunction, Request, Response } from 'express';
-import type { CredentialStore } from '../../engine/store/port.ts';
 import { HttpProblem } from '../problem.ts';
-import { authenticateClient } from './clients.ts';
+import type { ClientAuthenticator } from './clients.ts';
 import type { TokenVerifier } from './verifier.ts';
 
 /**
  * Whether an Authorization header is an operator's: HTTP Basic with an operator client's id and
- * secret (what browsers and Prometheus' basic_auth send), or an operator's bearer token.
+ * secret (what browsers and Prometheus' basic_auth send; from `address`), or an operator's bearer token.
  */
 export async function isOperatorAuthorization(
-  store: CredentialStore,
+  clients: ClientAuthenticator,
   verifier: TokenVerifier,
   authorization: string | undefined,
+  address: string,
 ): Promise<boolean> {
   if (authorization?.startsWith('Basic ')) {
     const decoded = Buffer.from(authorization.slice(6), 'base64').toString();
     const separator = decoded.indexOf(':');
     if (separator < 0) return false;
-    const client = await authenticateClient(store, decoded.slice(0, separator), decoded.slice(separator + 1));
+    const client = await clients.authenticate(decoded.slice(0, separator), decoded.slice(separator + 1), address);
     return client?.operator === true;
   }
   if (authorization?.startsWith('Bearer '))
@@ -46,11 +46,11 @@ function cookieToken(cookieHeader: string | undefined): string | undefined {
  * Express middleware: operators pass (Authorization header, or the sign-in cookie). Anyone else gets
  * 401 with a Basic challenge, except a browser asking for a page, which is sent to `signInPath`.
  */
-export function operatorGuard(store: CredentialStore, verifier: TokenVerifier, signInPath?: string) {
+export function operatorGuard(clients: ClientAuthenticator, verifier: TokenVerifier, signInPath?: string) {
   return (req: Request, res: Response, next: NextFunction) => {
     const cookie = cookieToken(req.get('cookie'));
     const authorization = req.get('authorization') ?? (cookie ? `Bearer ${cookie}` : undefined);
-    isOperatorAuthorization(store, verifier, authorization).then((allowed) => {
+    isOperatorAuthorization(clients, verifier, authorization, req.ip ?? '').then((allowed) => {
       if (allowed) return next();
       // A browser navigating asks for text/html by name; programs (*/*) get the challenge.
       if (signInPath && req.method === 'GET' && (req.get('accept') ?? '').includes('text/html'))

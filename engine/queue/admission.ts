@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { LuaScript } from './lua-script.ts';
+import { REFILL_LUA } from './rate-limiter.ts';
 import { withinEnqueueTimeout } from './run-queue.ts';
 
 /** A tenant's intake quota: deliveries per second with a burst, and a cap on runs waiting to start. */
@@ -28,7 +29,7 @@ const QUEUED_RETRY_SECONDS = 10;
  * Returns {1 or 0, tokens left (admitted or looking) or ms to wait (0: over the queued cap), queued
  * runs, per second, burst, queued cap}.
  */
-const ADMIT = new LuaScript(`
+const ADMIT = new LuaScript(`${REFILL_LUA}
 local now, rate, burst, cap = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local override = redis.call('HGET', KEYS[3], ARGV[1])
 if override then
@@ -38,13 +39,7 @@ if override then
   cap = limits.maxQueuedRuns or cap
 end
 local quota = {rate, burst, cap}
-local tokens, at = burst, now
-local saved = redis.call('HGET', KEYS[1], ARGV[1])
-if saved then
-  local colon = string.find(saved, ':', 1, true)
-  tokens, at = tonumber(string.sub(saved, 1, colon - 1)), tonumber(string.sub(saved, colon + 1))
-end
-tokens = math.min(burst, tokens + math.max(0, now - at) * rate / 1000)
+local tokens = refilled(redis.call('HGET', KEYS[1], ARGV[1]), now, rate, burst)
 local queued = tonumber(redis.call('HGET', KEYS[2], ARGV[1]) or '0')
 if ARGV[6] == '0' then return {1, tostring(tokens), queued, unpack(quota)} end
 if cap > 0 and queued >= cap then

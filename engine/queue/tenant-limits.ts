@@ -14,7 +14,8 @@ export class TenantLimitsInRedis {
   ) {}
 
   async apply({ id, limits }: Pick<Tenant, 'id' | 'limits'>): Promise<void> {
-    const { weight, concurrency, ...quota } = limits;
+    // The API call limit is read from the tenant with each call; the rest lives in Redis.
+    const { weight, concurrency, apiCallsPerSecond: _, apiCallBurst: __, ...quota } = limits;
     await Promise.all([this.lanes.share(id, { weight, concurrency }), this.quotas.override(id, quota)]);
   }
 

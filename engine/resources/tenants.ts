@@ -31,6 +31,18 @@ export const tenantLimitsSchema = {
       maximum: 10_000_000,
       description: 'Deliveries accepted at once (TENANT_DELIVERY_BURST).',
     },
+    apiCallsPerSecond: {
+      type: 'integer',
+      minimum: 1,
+      maximum: 1_000_000,
+      description: 'API calls its clients may make per second (TENANT_API_CALLS_PER_SECOND).',
+    },
+    apiCallBurst: {
+      type: 'integer',
+      minimum: 1,
+      maximum: 10_000_000,
+      description: 'API calls its clients may make at once (TENANT_API_CALL_BURST).',
+    },
     maxQueuedRuns: {
       type: 'integer',
       minimum: 0,

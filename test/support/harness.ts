@@ -41,6 +41,8 @@ export function isolatedConfig(kind: StoreKind, overrides: Partial<Config> = {})
     // Tests send bursts of deliveries; the quota's own tests set theirs.
     tenantDeliveriesPerSecond: 100_000,
     tenantDeliveryBurst: 100_000,
+    tenantApiCallsPerSecond: 100_000,
+    tenantApiCallBurst: 100_000,
     ...overrides,
   };
 }
