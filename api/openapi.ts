@@ -89,6 +89,10 @@ export function openApiDocument(routes: RouteSpec[], version: string, extraPaths
           : { description: response.description };
     }
     if (route.params) responses[404] ??= problem('The path names nothing (of this tenant).');
+    if (!isOperatorRoute(route) && (route.method === 'put' || route.method === 'post'))
+      responses[409] ??= problem(
+        'What it would store takes the tenant past a limit on what it keeps (`limit` names the kind, `detail` the setting).',
+      );
     if (route.body)
       Object.assign(responses, { 413: problem('The body is over BODY_LIMIT.'), 415: problem('The body is not JSON.') });
     Object.assign(

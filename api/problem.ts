@@ -1,7 +1,14 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ErrorRequestHandler } from 'express';
 import type { Logger } from 'pino';
-import { ConflictError, NotFoundError, OperationError, ValidationError, type FieldError } from '../engine/errors.ts';
+import {
+  ConflictError,
+  LimitReachedError,
+  NotFoundError,
+  OperationError,
+  ValidationError,
+  type FieldError,
+} from '../engine/errors.ts';
 
 /** An RFC 9457 problem: every error the API answers has this shape. */
 export class HttpProblem extends Error {
@@ -51,6 +58,10 @@ function toProblem(error: unknown): HttpProblem {
   if (error instanceof ValidationError)
     return new HttpProblem(400, 'Invalid request', error.message, { errors: error.errors });
   if (error instanceof ConflictError) return new HttpProblem(409, 'Conflict', error.message);
+  if (error instanceof LimitReachedError)
+    return new HttpProblem(409, 'Limit reached', `${error.message}: delete some, or ask an operator`, {
+      limit: error.kind,
+    });
   if (error instanceof NotFoundError) return new HttpProblem(404, 'Not found', error.message);
   // An outside system called on the request's behalf failed: its reason is told, it is not our fault.
   if (error instanceof OperationError) {

@@ -22,6 +22,20 @@ interface Setting {
   description: string;
 }
 
+const MB = 1024 * 1024;
+
+/** A limit on what one tenant keeps: checked in the database as rows are written, whichever way. */
+const stateLimit = (env: string, defaultValue: number, what: string, unit?: 'bytes') =>
+  ({
+    env,
+    schema: { type: 'integer', minimum: 0, default: defaultValue },
+    ...(unit ? { unit } : {}),
+    shownDefault: `\`${unit ? `${defaultValue / MB}mb` : defaultValue}\` (\`0\`: no limit)`,
+    description:
+      `${what}${unit ? ' As JSON text.' : ''} Checked in the database as rows are written, whichever way (the API, ` +
+      'an operation in a run): a write past it fails, with 409 or a permanent node error naming this setting.',
+  }) as const;
+
 /**
  * Every setting, read from the environment. The one source of the configuration: loading (with
  * coercion and bounds), the Config type and the table in docs/configuration.md come from it.
@@ -166,6 +180,39 @@ export const settings = {
     schema: { type: 'integer', minimum: 1, default: 200 },
     description: 'API calls one tenant may make at once above the sustained rate (the size of its bucket).',
   },
+  tenantMaxFlows: stateLimit('TENANT_MAX_FLOWS', 1_000, 'Most flows one tenant keeps.'),
+  tenantMaxFlowBytes: stateLimit(
+    'TENANT_MAX_FLOW_BYTES',
+    256 * MB,
+    "Most bytes one tenant's flows take, drafts and every published version.",
+    'bytes',
+  ),
+  tenantMaxVariables: stateLimit('TENANT_MAX_VARIABLES', 1_000, 'Most variables one tenant keeps.'),
+  tenantMaxVariableBytes: stateLimit(
+    'TENANT_MAX_VARIABLE_BYTES',
+    16 * MB,
+    "Most bytes one tenant's variables take in all.",
+    'bytes',
+  ),
+  tenantMaxSecrets: stateLimit('TENANT_MAX_SECRETS', 1_000, 'Most secrets one tenant keeps (each at most 64 KiB).'),
+  tenantMaxActionVersions: stateLimit(
+    'TENANT_MAX_ACTION_VERSIONS',
+    5_000,
+    'Most low-code action versions one tenant keeps (every saved version counts).',
+  ),
+  tenantMaxDestinations: stateLimit('TENANT_MAX_DESTINATIONS', 200, 'Most destinations one tenant keeps.'),
+  tenantMaxDataSpaces: stateLimit('TENANT_MAX_DATA_SPACES', 200, 'Most data spaces one tenant keeps.'),
+  tenantMaxDocuments: stateLimit(
+    'TENANT_MAX_DOCUMENTS',
+    1_000_000,
+    'Most documents one tenant keeps across its data spaces.',
+  ),
+  tenantMaxDocumentBytes: stateLimit(
+    'TENANT_MAX_DOCUMENT_BYTES',
+    1024 * MB,
+    "Most bytes one tenant's documents take in all.",
+    'bytes',
+  ),
   tenantMaxQueuedRuns: {
     env: 'TENANT_MAX_QUEUED_RUNS',
     schema: { type: 'integer', minimum: 0, default: 100_000 },

@@ -24,7 +24,7 @@ import { Executor } from '../engine/runtime/executor.ts';
 import { TestRunner } from '../engine/runtime/test-run.ts';
 import { CompiledFlowCache } from '../engine/runtime/flow-cache.ts';
 import { Keyring } from '../engine/secrets/keyring.ts';
-import type { LogStore, Store } from '../engine/store/port.ts';
+import type { LogStore, StateKind, StateLimit, Store } from '../engine/store/port.ts';
 import { PgDriver } from '../engine/store/sql/pg-driver.ts';
 import { PgliteDriver } from '../engine/store/sql/pglite-driver.ts';
 import { SqlStore } from '../engine/store/sql/sql-store.ts';
@@ -141,6 +141,7 @@ export class Platform {
       logger.info({ redisUrl: config.redisUrl }, 'started an embedded redis-server');
     }
     const { store, workerStore, keyring, lock } = await openStore(config);
+    await store.setStateLimits(stateLimits(config));
     let url = baseUrl(config);
     const compile: CompileOptions = {
       registry: new OperationRegistry(options.operations ?? allOperations, webhookSignatures),
@@ -483,4 +484,32 @@ class EventLoopLag {
 function trustProxySetting(text: string): boolean | number | string {
   if (text === 'true' || text === 'false') return text === 'true';
   return /^\d+$/.test(text) ? Number(text) : text;
+}
+
+/** The settings' limits on what each tenant keeps (0: none), for the store to enforce. */
+function stateLimits(config: Config): StateLimit[] {
+  const limit = (kind: StateKind, items: [number, string], bytes?: [number, string]): StateLimit => ({
+    kind,
+    maxItems: items[0] || null,
+    itemsSetting: items[1],
+    maxBytes: bytes?.[0] || null,
+    bytesSetting: bytes?.[1] ?? null,
+  });
+  return [
+    limit('flows', [config.tenantMaxFlows, 'TENANT_MAX_FLOWS'], [config.tenantMaxFlowBytes, 'TENANT_MAX_FLOW_BYTES']),
+    limit(
+      'variables',
+      [config.tenantMaxVariables, 'TENANT_MAX_VARIABLES'],
+      [config.tenantMaxVariableBytes, 'TENANT_MAX_VARIABLE_BYTES'],
+    ),
+    limit('secrets', [config.tenantMaxSecrets, 'TENANT_MAX_SECRETS']),
+    limit('action versions', [config.tenantMaxActionVersions, 'TENANT_MAX_ACTION_VERSIONS']),
+    limit('destinations', [config.tenantMaxDestinations, 'TENANT_MAX_DESTINATIONS']),
+    limit('data spaces', [config.tenantMaxDataSpaces, 'TENANT_MAX_DATA_SPACES']),
+    limit(
+      'documents',
+      [config.tenantMaxDocuments, 'TENANT_MAX_DOCUMENTS'],
+      [config.tenantMaxDocumentBytes, 'TENANT_MAX_DOCUMENT_BYTES'],
+    ),
+  ];
 }

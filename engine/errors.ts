@@ -50,6 +50,8 @@ export function toOperationError(error: unknown): OperationError {
       cause: error,
     });
   }
+  // Retrying cannot make room: the tenant must delete something, or an operator raise the limit.
+  if (error instanceof LimitReachedError) return new OperationError('permanent', error.message, { cause: error });
   const message = error instanceof Error ? error.message : String(error);
   return new OperationError('retryable', message, { cause: error });
 }
@@ -85,6 +87,18 @@ export class ValidationError extends Error {
 /** A write based on a stale revision (optimistic concurrency). */
 export class ConflictError extends Error {
   override readonly name = 'ConflictError';
+}
+
+/** A write that would take a tenant past a limit on what it keeps (its message names the limit's setting). */
+export class LimitReachedError extends Error {
+  override readonly name = 'LimitReachedError';
+  constructor(
+    /** What the tenant has too much of: "variables", "documents", ... */
+    readonly kind: string,
+    message: string,
+  ) {
+    super(message);
+  }
 }
 
 export class NotFoundError extends Error {

@@ -201,6 +201,18 @@ describe('flow validation', () => {
     expect(compiled.references.secrets).toEqual(new Set(['ERP_TOKEN']));
   });
 
+  it('refuses variables and secrets read other than by name: a run would have to load them all', () => {
+    const reading = (expression: string) =>
+      flow([{ id: 'read', operation: 'transform', config: { expression } }], [{ from: 'trigger', to: 'read' }]);
+    for (const expression of ['{{ $lookup($vars, $input.body.name) }}', '{{ $keys($secrets) }}', '{{ $vars }}'])
+      expect(validateFlow(reading(expression), options)).toEqual([
+        expect.objectContaining({ path: '$.nodes[0].config.expression', message: expect.stringContaining('by name') }),
+      ]);
+    // A variable of the expression's own whose name starts the same is not a read of $vars.
+    expect(validateFlow(reading('{{ ($varsLength := 2; $vars.LIMIT * $varsLength) }}'), options)).toEqual([]);
+    expect(compileFlow(reading('{{ $keys($platform) }}'), options).references.platform).toBe('*');
+  });
+
   it('runs the major a node pins, the newest otherwise, and publishing pins the newest', async () => {
     const echo = (version: string) =>
       defineOperation({

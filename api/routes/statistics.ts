@@ -12,7 +12,7 @@ const countsOf = { type: 'object', additionalProperties: { type: 'integer' } } a
 const dashboardSchema = {
   type: 'object',
   additionalProperties: false,
-  required: ['activeFlows', 'last24h', 'backlog', 'oldestWaiting', 'lastErrors', 'quota'],
+  required: ['activeFlows', 'last24h', 'backlog', 'oldestWaiting', 'lastErrors', 'quota', 'state'],
   properties: {
     activeFlows: { type: 'integer' },
     last24h: {
@@ -46,6 +46,23 @@ const dashboardSchema = {
         available: { type: 'integer', description: 'Deliveries that would be accepted at once now.' },
         maxQueuedRuns: { type: 'integer', description: 'Most runs waiting to start (0: no cap).' },
         queuedRuns: { type: 'integer', description: 'Runs waiting for their turn to start now.' },
+      },
+    },
+    state: {
+      type: 'object',
+      description:
+        'What the tenant keeps, by kind (flows, variables, secrets, action versions, destinations, data spaces, ' +
+        "documents), against the deployment's limits: a write past one is refused (409).",
+      additionalProperties: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['items', 'bytes', 'maxItems', 'maxBytes'],
+        properties: {
+          items: { type: 'integer' },
+          bytes: { type: 'integer', description: 'Their size as JSON text.' },
+          maxItems: { type: ['integer', 'null'], description: 'null: no limit.' },
+          maxBytes: { type: ['integer', 'null'], description: 'null: no limit.' },
+        },
       },
     },
     lastErrors: {
@@ -120,13 +137,14 @@ export function statisticsRoutes({ store, intake }: ApiContext) {
       scope: 'runs:read',
       summary:
         'The tenant at a glance: active flows, the last 24 h of runs and their failure rate, the backlog, each ' +
-        "flow's last error, its intake quota and what is left of it",
+        "flow's last error, its intake quota and what is left of it, what it keeps against its limits",
       responses: { 200: { description: 'The summary.', schema: dashboardSchema } },
       async handle({ tenantId }) {
-        const [backlog, health, quota] = await Promise.all([
+        const [backlog, health, quota, state] = await Promise.all([
           store.backlog(tenantId, new Date(Date.now() - DAY_MS).toISOString()),
           store.flowHealth(tenantId),
           intake.quota(tenantId),
+          store.tenantUsage(tenantId),
         ]);
         const { held, queued, running, waiting, failed, ...others } = backlog.runs;
         const finished = failed + Object.values(others).reduce((sum, n) => sum + n, 0);
@@ -138,6 +156,7 @@ export function statisticsRoutes({ store, intake }: ApiContext) {
             oldestWaiting: backlog.oldestWaiting,
             lastErrors: health.lastErrors,
             quota,
+            state,
           },
         };
       },

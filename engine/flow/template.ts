@@ -14,10 +14,14 @@ export interface Template {
   evaluate(bindings: Bindings): Promise<unknown>;
 }
 
-/** Names of `$vars` / `$secrets` / `$platform` a flow reads, so a run loads only those ('*' when read dynamically). */
+/**
+ * Names of `$vars` / `$secrets` / `$platform` a flow reads, so a run loads only those. A tenant's
+ * variables and secrets must be named (`$vars.NAME`): a run never loads all of them. The operator's
+ * platform values may be read whole ('*').
+ */
 export interface References {
-  vars: Set<string> | '*';
-  secrets: Set<string> | '*';
+  vars: Set<string>;
+  secrets: Set<string>;
   platform: Set<string> | '*';
 }
 
@@ -91,7 +95,7 @@ export class TemplateCompiler {
     }
     try {
       const expression = new Expression(source.trim(), this.sandbox);
-      this.collectReferences(source);
+      this.collectReferences(source, path);
       return expression;
     } catch (error) {
       this.errors.push(this.error(path, `expression does not compile: ${describeSyntaxError(error)}`));
@@ -99,14 +103,17 @@ export class TemplateCompiler {
     }
   }
 
-  private collectReferences(source: string) {
+  private collectReferences(source: string, path: string) {
     for (const kind of referenceKinds) {
       const named = [...source.matchAll(new RegExp(`\\$${kind}\\.([A-Za-z_][A-Za-z0-9_]*)`, 'g'))].map((m) => m[1]);
-      const mentions = source.split(`$${kind}`).length - 1;
+      const dynamic = (source.match(new RegExp(`\\$${kind}(?![A-Za-z0-9_])`, 'g'))?.length ?? 0) > named.length;
       const current = this.references[kind];
-      if (current === '*') continue;
-      if (mentions > named.length) this.references[kind] = '*';
-      else for (const name of named) current.add(name);
+      if (dynamic && kind === 'platform') this.references.platform = '*';
+      else if (dynamic)
+        this.errors.push(
+          this.error(path, `reads $${kind} other than by name: write $${kind}.NAME (a run loads only those it names)`),
+        );
+      else if (current !== '*') for (const name of named) current.add(name);
     }
   }
 
@@ -116,13 +123,11 @@ export class TemplateCompiler {
 }
 
 export function mergeReferences(target: References, source: References) {
-  for (const kind of referenceKinds) {
-    const from = source[kind];
-    const into = target[kind];
-    if (into === '*') continue;
-    if (from === '*') target[kind] = '*';
-    else for (const name of from) into.add(name);
-  }
+  for (const name of source.vars) target.vars.add(name);
+  for (const name of source.secrets) target.secrets.add(name);
+  if (target.platform === '*') return;
+  if (source.platform === '*') target.platform = '*';
+  else for (const name of source.platform) target.platform.add(name);
 }
 
 function constant(value: unknown): Template {

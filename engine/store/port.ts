@@ -89,6 +89,38 @@ export interface Store
   close(): Promise<void>;
 }
 
+/** The kinds of state a tenant keeps, counted and limited (flows' bytes include their published versions). */
+export const STATE_KINDS = [
+  'flows',
+  'variables',
+  'secrets',
+  'action versions',
+  'destinations',
+  'data spaces',
+  'documents',
+] as const;
+export type StateKind = (typeof STATE_KINDS)[number];
+
+/** A limit on one kind of state, with the settings that set it (named in the refusal). Null: none. */
+export interface StateLimit {
+  kind: StateKind;
+  maxItems: number | null;
+  itemsSetting: string | null;
+  maxBytes: number | null;
+  bytesSetting: string | null;
+}
+
+/**
+ * How many items of a kind a tenant keeps and their size (as JSON text, rows' other fields included),
+ * against the deployment's limits (null: none).
+ */
+export interface StateUsage {
+  items: number;
+  bytes: number;
+  maxItems: number | null;
+  maxBytes: number | null;
+}
+
 /** Tenants, and the settings of each of their users. */
 export interface TenantStore {
   createTenant(tenant: { id: string; name: string }): Promise<Tenant>;
@@ -100,6 +132,13 @@ export interface TenantStore {
   setTenantLimits(id: string, limits: TenantLimits): Promise<Tenant | undefined>;
   /** Remove the tenant and every record it owns (flows, messages, runs, secrets, clients...). */
   deleteTenant(id: string): Promise<boolean>;
+  /**
+   * The deployment's limits on what each tenant keeps, replacing those in force. From then on a write
+   * that would pass one fails with a LimitReachedError, whichever path it takes.
+   */
+  setStateLimits(limits: StateLimit[]): Promise<void>;
+  /** What the tenant keeps, by kind of state, and the limits on it. */
+  tenantUsage(tenantId: string): Promise<Record<string, StateUsage>>;
   getUserSettings(tenantId: string, subject: string): Promise<UserSettings | undefined>;
   putUserSettings(tenantId: string, subject: string, settings: UserSettings['settings']): Promise<UserSettings>;
 }
@@ -530,10 +569,10 @@ export interface RunOutcome {
   error: ErrorRecord | null;
 }
 
-/** Names of the variables, secrets and platform values a run reads; '*' for all of them. */
+/** Names of the variables, secrets and platform values a run reads; '*' for every platform value. */
 export interface RunReads {
-  vars: Iterable<string> | '*';
-  secrets: Iterable<string> | '*';
+  vars: Iterable<string>;
+  secrets: Iterable<string>;
   platform: Iterable<string> | '*';
 }
 

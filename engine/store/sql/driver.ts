@@ -1,3 +1,4 @@
+import { LimitReachedError } from '../../errors.ts';
 /** The little a SQL adapter needs from a PostgreSQL-compatible connection. */
 export interface SqlExecutor {
   // biome-ignore lint/suspicious/noExplicitAny: a row's columns are typed by the mapper that reads them
@@ -47,6 +48,8 @@ export class StatementError extends Error {
 export function refusedStatement(error: unknown, text: string): unknown {
   const fields = error as { code?: unknown; message?: unknown; constraint?: string; table?: string; column?: string };
   if (typeof fields?.code !== 'string' || !/^[0-9A-Z]{5}$/.test(fields.code)) return error;
+  // Raised by track_tenant_usage (migration 12), with the kind as its table.
+  if (fields.code === 'TQ001') return new LimitReachedError(fields.table ?? 'state', String(fields.message));
   const reason = String(fields.message ?? 'refused').replace(/"[^"]*"/g, '"…"');
   return new StatementError(
     statementLabel(text),

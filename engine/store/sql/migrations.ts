@@ -302,6 +302,99 @@ export const migrations: Array<{ version: number; name: string; sql: string }> =
     // An operator's overrides of the deployment's per-tenant settings (weight, concurrency, quotas).
     sql: `alter table tenants add column limits jsonb not null default '{}';`,
   },
+  {
+    version: 12,
+    name: 'tenant state limits',
+    // What each tenant keeps (items and bytes per kind), counted by triggers as rows come and go, and the
+    // deployment's limits on it: a write that would pass a limit fails in the database (SQLSTATE TQ001),
+    // whichever path it took (the API, an operation in a run, a bulk put), and concurrent writers of one
+    // tenant wait on its usage row, so none can pass the limit together.
+    sql: `
+      create table tenant_usage (
+        tenant_id text not null references tenants(id) on delete cascade,
+        kind text not null,
+        items bigint not null default 0,
+        bytes bigint not null default 0,
+        primary key (tenant_id, kind)
+      );
+      create table tenant_state_limits (
+        kind text primary key,
+        max_items bigint,
+        items_setting text,
+        max_bytes bigint,
+        bytes_setting text
+      );
+      create function track_tenant_usage() returns trigger language plpgsql as $$
+      declare
+        v_kind text := TG_ARGV[0];
+        v_counted int := case when TG_ARGV[1] = 'items' then 1 else 0 end;
+        v_items int := 0;
+        v_bytes bigint := 0;
+        v_tenant text;
+        v_usage record;
+        v_limit record;
+      begin
+        if TG_OP <> 'DELETE' then
+          v_tenant := NEW.tenant_id;
+          v_bytes := octet_length(row_to_json(NEW)::text);
+          if TG_OP = 'INSERT' then v_items := v_counted; end if;
+        end if;
+        if TG_OP <> 'INSERT' then
+          v_tenant := OLD.tenant_id;
+          v_bytes := v_bytes - octet_length(row_to_json(OLD)::text);
+          if TG_OP = 'DELETE' then v_items := -v_counted; end if;
+        end if;
+        if TG_OP = 'DELETE' then
+          -- A tenant being deleted has no usage row left to update: nothing to do then.
+          update tenant_usage set items = items + v_items, bytes = bytes + v_bytes
+           where tenant_id = v_tenant and kind = v_kind;
+          return null;
+        end if;
+        insert into tenant_usage as u (tenant_id, kind, items, bytes) values (v_tenant, v_kind, v_items, v_bytes)
+          on conflict (tenant_id, kind) do update set items = u.items + excluded.items, bytes = u.bytes + excluded.bytes
+          returning u.items, u.bytes into v_usage;
+        select * into v_limit from tenant_state_limits l where l.kind = v_kind;
+        if v_items > 0 and v_limit.max_items is not null and v_usage.items > v_limit.max_items then
+          raise exception using errcode = 'TQ001', table = v_kind,
+            message = format('the tenant may keep at most %s %s (%s)', v_limit.max_items, v_kind, v_limit.items_setting);
+        end if;
+        if v_bytes > 0 and v_limit.max_bytes is not null and v_usage.bytes > v_limit.max_bytes then
+          raise exception using errcode = 'TQ001', table = v_kind,
+            message = format('the tenant''s %s may take at most %s bytes in all (%s)', v_kind, v_limit.max_bytes,
+              v_limit.bytes_setting);
+        end if;
+        return null;
+      end $$;
+      create trigger usage_flows after insert or update or delete on flows
+        for each row execute function track_tenant_usage('flows', 'items');
+      create trigger usage_flow_versions after insert or update or delete on flow_versions
+        for each row execute function track_tenant_usage('flows', 'bytes');
+      create trigger usage_variables after insert or update or delete on variables
+        for each row execute function track_tenant_usage('variables', 'items');
+      create trigger usage_secrets after insert or update or delete on secrets
+        for each row execute function track_tenant_usage('secrets', 'items');
+      create trigger usage_actions after insert or update or delete on actions
+        for each row execute function track_tenant_usage('action versions', 'items');
+      create trigger usage_destinations after insert or update or delete on destinations
+        for each row execute function track_tenant_usage('destinations', 'items');
+      create trigger usage_data_spaces after insert or update or delete on data_spaces
+        for each row execute function track_tenant_usage('data spaces', 'items');
+      create trigger usage_documents after insert or update or delete on data_documents
+        for each row execute function track_tenant_usage('documents', 'items');
+      -- What tenants already keep.
+      insert into tenant_usage (tenant_id, kind, items, bytes)
+      select tenant_id, kind, sum(items), sum(bytes) from (
+        select tenant_id, 'flows' as kind, 1 as items, octet_length(row_to_json(t)::text) as bytes from flows t
+        union all select tenant_id, 'flows', 0, octet_length(row_to_json(t)::text) from flow_versions t
+        union all select tenant_id, 'variables', 1, octet_length(row_to_json(t)::text) from variables t
+        union all select tenant_id, 'secrets', 1, octet_length(row_to_json(t)::text) from secrets t
+        union all select tenant_id, 'action versions', 1, octet_length(row_to_json(t)::text) from actions t
+        union all select tenant_id, 'destinations', 1, octet_length(row_to_json(t)::text) from destinations t
+        union all select tenant_id, 'data spaces', 1, octet_length(row_to_json(t)::text) from data_spaces t
+        union all select tenant_id, 'documents', 1, octet_length(row_to_json(t)::text) from data_documents t
+      ) kept group by tenant_id, kind;
+    `,
+  },
 ];
 
 /**

@@ -296,15 +296,12 @@ export const BATCH_WITH_COUNTS = `select b.*, c.* from batches b cross join late
  * and platform values it names, or all of them.
  */
 export function readsRow(tenantId: string, reads: RunReads) {
-  const names = (wanted: Iterable<string> | '*') =>
-    wanted === '*' ? { all: true, names: [] } : { all: false, names: [...wanted] };
-  const [vars, secrets, platform] = [names(reads.vars), names(reads.secrets), names(reads.platform)];
+  const platform =
+    reads.platform === '*' ? { all: true, names: [] } : { all: false, names: [...reads.platform] };
   return {
     tenant_id: tenantId,
-    all_vars: vars.all,
-    vars: vars.names,
-    all_secrets: secrets.all,
-    secrets: secrets.names,
+    vars: [...reads.vars],
+    secrets: [...reads.secrets],
     reads_platform: platform.all || platform.names.length > 0,
     all_platform: platform.all,
     platform: platform.names,
@@ -316,8 +313,7 @@ export function readsRow(tenantId: string, reads: RunReads) {
  */
 export const RUN_KEYS = 'unnest((select $1::text[]), (select $2::uuid[])) as k(tenant_id, run_id)';
 export const READS_COLUMNS =
-  'tenant_id text, all_vars boolean, vars text[], all_secrets boolean, secrets text[], reads_platform boolean, ' +
-  'all_platform boolean, platform text[]';
+  'tenant_id text, vars text[], secrets text[], reads_platform boolean, all_platform boolean, platform text[]';
 
 /**
  * The columns `vars`, `sealed_secrets` and `platform` of what the run of row `w` reads.
@@ -325,11 +321,10 @@ export const READS_COLUMNS =
  * none, and then the statement does not look.
  */
 export const RUN_CONTEXT = `(select coalesce(jsonb_object_agg(v.name, v.value), '{}'::jsonb) from variables v
-        where v.tenant_id = w.tenant_id and (w.all_vars or v.name = any(w.vars))) as vars,
+        where v.tenant_id = w.tenant_id and v.name = any(w.vars)) as vars,
       (select coalesce(jsonb_agg(jsonb_build_object('name', x.name, 'keyId', x.key_id, 'ciphertext', x.ciphertext,
         'fingerprint', x.fingerprint)), '[]'::jsonb)
-         from secrets x where x.tenant_id = w.tenant_id and (w.all_secrets
-           or x.name = any(w.secrets))) as sealed_secrets,
+         from secrets x where x.tenant_id = w.tenant_id and x.name = any(w.secrets)) as sealed_secrets,
       case when w.reads_platform then (select coalesce(jsonb_object_agg(name, value), '{}'::jsonb) from (
          select coalesce(t.name, p.name) as name, coalesce(t.value, p.value) as value
            from (select name, value from platform_globals where w.all_platform or name = any(w.platform)) p

@@ -1,5 +1,5 @@
 import { ConflictError } from '../../../errors.ts';
-import type { PageRequest, Tenant, TenantLimits, UserSettings, TenantStore } from '../../port.ts';
+import type { PageRequest, StateLimit, Tenant, TenantLimits, UserSettings, TenantStore } from '../../port.ts';
 import type { SqlDriver } from '../driver.ts';
 import { json, decodeCursor, page, toTenant, toUserSettings, isUniqueViolation } from './rows.ts';
 
@@ -54,6 +54,39 @@ export class SqlTenants implements TenantStore {
   async deleteTenant(id: string) {
     // Every tenant-owned table references tenants (or a table that does) with on delete cascade.
     return (await this.db.query('delete from tenants where id = $1 returning id', [id])).length > 0;
+  }
+
+  async setStateLimits(limits: StateLimit[]) {
+    await this.db.transaction(async (tx) => {
+      await tx.query('delete from tenant_state_limits');
+      for (const limit of limits)
+        await tx.query(
+          `insert into tenant_state_limits (kind, max_items, items_setting, max_bytes, bytes_setting)
+           values ($1, $2, $3, $4, $5)`,
+          [limit.kind, limit.maxItems, limit.itemsSetting, limit.maxBytes, limit.bytesSetting],
+        );
+    });
+  }
+
+  async tenantUsage(tenantId: string) {
+    const rows = await this.db.query(
+      `select coalesce(u.kind, l.kind) as kind, coalesce(u.items, 0) as items, coalesce(u.bytes, 0) as bytes,
+              l.max_items, l.max_bytes
+         from (select * from tenant_usage where tenant_id = $1) u full join tenant_state_limits l on l.kind = u.kind`,
+      [tenantId],
+    );
+    const orNull = (value: unknown) => (value === null ? null : Number(value));
+    return Object.fromEntries(
+      rows.map((row) => [
+        row.kind,
+        {
+          items: Number(row.items),
+          bytes: Number(row.bytes),
+          maxItems: orNull(row.max_items),
+          maxBytes: orNull(row.max_bytes),
+        },
+      ]),
+    );
   }
 
   async getUserSettings(tenantId: string, subject: string) {
