@@ -11,7 +11,7 @@ import { isTerminal, type Run, type Step } from '../engine/store/port.ts';
 import { constantTimeEqual } from '../engine/triggers/webhook.ts';
 import { pinOperationVersions } from '../engine/flow/compile.ts';
 import { activeVersionChanged, type ApiContext } from './context.ts';
-import { maintenanceProblem, parseBody, throttledProblem } from './hooks.ts';
+import { checkedBody, maintenanceProblem, throttledProblem } from './hooks.ts';
 import { json, problem } from './openapi.ts';
 import { HttpProblem, sendProblem } from './problem.ts';
 import { defineRoute } from './route.ts';
@@ -124,8 +124,10 @@ export function adapterRoutes(context: ApiContext, options: { bodyLimitBytes: nu
       }
       const settings = settingsFrom(req, settingsValidator);
       const rawBody = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
-      const body = parseBody(rawBody, req.get('content-type')) as { admin_graphql_api_id?: unknown } | null;
-      if (typeof body?.admin_graphql_api_id !== 'string' || !REFUND_GID.test(body.admin_graphql_api_id)) {
+      const body = await checkedBody(intake, rawBody, req.get('content-type'));
+      // A refund webhook is a few kilobytes: parsed here, where its id is needed.
+      const refund = JSON.parse(body.text) as { admin_graphql_api_id?: unknown } | null;
+      if (typeof refund?.admin_graphql_api_id !== 'string' || !REFUND_GID.test(refund.admin_graphql_api_id)) {
         throw new HttpProblem(400, 'Invalid refund', 'the body must be a refunds/create webhook', {
           errors: [
             { path: '$.body.admin_graphql_api_id', message: "must be the refund's GID, like gid://shopify/Refund/123" },

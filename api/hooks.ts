@@ -3,7 +3,7 @@ import querystring from 'node:querystring';
 import type { Logger } from 'pino';
 import { BodyTooLargeError, decodeBody, isDecodable, readBody } from '../engine/http-body.ts';
 import type { Intake, IntakeResult } from '../engine/intake.ts';
-import { unstorableJson } from '../engine/json-text.ts';
+import { JsonText, unstorableJson } from '../engine/json-text.ts';
 import { answerError, HttpProblem, sendProblem } from './problem.ts';
 import { trackRequest } from './request-log.ts';
 
@@ -54,7 +54,7 @@ async function receive(
 ) {
   const rawBody = await readDelivery(req, res, bodyLimitBytes);
   if (!SEGMENT.test(tenantId) || !SEGMENT.test(flowKey)) throw noFlow();
-  const body = parseBody(rawBody, req.headers['content-type']);
+  const body = await checkedBody(intake, rawBody, req.headers['content-type']);
   const query = queryString ? { ...querystring.parse(queryString) } : {};
   const badQuery = unstorableJson(JSON.stringify(query));
   if (badQuery)
@@ -156,10 +156,11 @@ export const throttledProblem = ({ reason, retryAfterSeconds }: { reason: string
 
 const noFlow = () => new HttpProblem(404, 'No active flow', 'no active flow answers at this URL');
 
-/** A number literal JSON.parse would turn into Infinity: an exponent of three digits, or 309 digits in a row. */
-const HUGE_NUMBER = /\d[eE]\+?\d{3}|\d{309}/;
-
-export function parseBody(raw: Buffer, contentType: string | undefined): unknown {
+/**
+ * A delivery's body as the JSON text it came in, once checked (off the event loop when it is large,
+ * see JsonChecker): never parsed here, it goes to the store as it is.
+ */
+export async function checkedBody(intake: Intake, raw: Buffer, contentType: string | undefined): Promise<JsonText> {
   if (contentType && !/[/+]json\b/i.test(contentType)) {
     throw new HttpProblem(415, 'Unsupported media type', 'a flow URL takes JSON (Content-Type: application/json)');
   }
@@ -168,35 +169,14 @@ export function parseBody(raw: Buffer, contentType: string | undefined): unknown
       errors: [{ path: '$.body', message: 'is empty' }],
     });
   }
-  const unstorable = unstorableJson(raw);
-  if (unstorable)
-    throw new HttpProblem(400, 'Invalid body', `the body ${unstorable}`, {
-      errors: [{ path: '$.body', message: unstorable }],
-    });
-  const text = raw.toString('utf8');
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch (error) {
-    throw new HttpProblem(400, 'Malformed JSON', `the body is not valid JSON: ${(error as Error).message}`, {
+  const fault = await intake.checkBody(raw);
+  if (fault?.malformed)
+    throw new HttpProblem(400, 'Malformed JSON', `the body ${fault.message}`, {
       errors: [{ path: '$.body', message: 'is not valid JSON' }],
     });
-  }
-  // Rare, so looked for only when the text has such a literal (it may sit in a string).
-  if (HUGE_NUMBER.test(text) && hasNonFiniteNumber(body)) {
-    const message = 'has a number too large for JSON to carry (it would be stored as null)';
-    throw new HttpProblem(400, 'Invalid body', `the body ${message}`, { errors: [{ path: '$.body', message }] });
-  }
-  return body;
-}
-
-/** Walks the parsed body without recursion (it may nest deeply). */
-function hasNonFiniteNumber(body: unknown): boolean {
-  const pending = [body];
-  while (pending.length > 0) {
-    const value = pending.pop();
-    if (typeof value === 'number' && !Number.isFinite(value)) return true;
-    if (value !== null && typeof value === 'object') for (const item of Object.values(value)) pending.push(item);
-  }
-  return false;
+  if (fault)
+    throw new HttpProblem(400, 'Invalid body', `the body ${fault.message}`, {
+      errors: [{ path: '$.body', message: fault.message }],
+    });
+  return new JsonText(raw.toString('utf8'));
 }

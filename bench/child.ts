@@ -12,7 +12,15 @@ import { redisOptions } from '../bin/redis.ts';
 import { truthy } from '../engine/flow/expression.ts';
 import { newId } from '../engine/ids.ts';
 import { pino } from 'pino';
-import { BENCH_FLOW, BASELINE, MAP_EXPRESSION, FILTER_EXPRESSION, FLOOD_FLOW, LIGHT_FLOW } from './flows.ts';
+import {
+  BENCH_FLOW,
+  BASELINE,
+  BIG_BODY_FLOW,
+  MAP_EXPRESSION,
+  FILTER_EXPRESSION,
+  FLOOD_FLOW,
+  LIGHT_FLOW,
+} from './flows.ts';
 
 const mode = process.argv[2];
 
@@ -71,9 +79,10 @@ if (mode === 'bare-express') {
   const platform = await Platform.start(config, roles, { logger: pino({ level: 'silent' }) });
   for (const [tenant, document] of [
     ['flood', FLOOD_FLOW],
+    ['flood', BIG_BODY_FLOW],
     ['light', LIGHT_FLOW],
   ] as const) {
-    await platform.store.createTenant({ id: tenant, name: tenant });
+    await platform.store.createTenant({ id: tenant, name: tenant }).catch(() => {});
     await platform.store.putVariable(tenant, 'RECEIVER', process.env.BENCH_RECEIVER!);
     const flow = await platform.store.createFlow(tenant, {
       id: newId(),

@@ -7,6 +7,7 @@
  */
 import http from 'node:http';
 import autocannon from 'autocannon';
+import { bigBody } from './flows.ts';
 import { isolation, POSTGRES_URL, start, stop } from './processes.ts';
 
 const FLOOD_SECONDS = Number(process.env.BENCH_FLOOD_SECONDS ?? 20);
@@ -155,6 +156,84 @@ async function measureDeployment(settings: Record<string, string>) {
     await stop(api.child);
     await receiver.close();
   }
+}
+
+/** `/healthz` every 100 ms, and the event-loop lag `/readyz` reports every second, while `during` runs. */
+async function watchEventLoop<T>(url: string, during: Promise<T>) {
+  const healthz: number[] = [];
+  const lags: number[] = [];
+  let done = false;
+  const probing = (async () => {
+    while (!done) {
+      const sentAt = performance.now();
+      await fetch(`${url}/healthz`).then((response) => response.arrayBuffer());
+      healthz.push(performance.now() - sentAt);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  })();
+  const sampling = (async () => {
+    while (!done) {
+      const readiness = await fetch(`${url}/readyz`).then((response) => response.json());
+      lags.push(readiness.checks.eventLoopLagMs);
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+  })();
+  const result = await during;
+  done = true;
+  await Promise.all([probing, sampling]);
+  const sorted = healthz.sort((a, b) => a - b);
+  return {
+    result,
+    healthzP50Ms: Math.round(percentile(sorted, 50)),
+    healthzP99Ms: Math.round(percentile(sorted, 99)),
+    eventLoopLagP99MaxMs: Math.max(...lags),
+  };
+}
+
+/**
+ * (g) big bodies: tenant `flood` sends about 22 bodies of 1 MB a second to a flow whose filter walks
+ * every item, on the embedded `serve` (API and worker in one process, PGlite): the light tenant's
+ * end-to-end latency, `/healthz` and the process's event-loop lag, alone and during.
+ */
+async function measureBigBodies() {
+  const receiver = await startReceiver();
+  const env = { ...isolation(), BENCH_RECEIVER: receiver.url, BENCH_WORKER: '1' };
+  const serve = await start(['--import', 'tsx', 'bench/child.ts', 'neighbours'], env);
+  try {
+    const url = serve.detail;
+    const quiet = await watchEventLoop(url, sendLight(url, QUIET_SECONDS));
+    const alone = await settle(quiet.result, receiver.latencies);
+    const flood = autocannon({
+      url: `${url}/hooks/flood/big`,
+      method: 'POST',
+      connections: 4,
+      overallRate: 22,
+      duration: FLOOD_SECONDS,
+      headers: { 'content-type': 'application/json' },
+      body: bigBody(),
+    });
+    const [light, watched] = await Promise.all([sendLight(url, FLOOD_SECONDS), watchEventLoop(url, flood)]);
+    const during = await settle(light, receiver.latencies);
+    return {
+      floodSent: watched.result.requests.total,
+      floodAccepted: watched.result['2xx'],
+      lightAlone: alone,
+      lightDuringFlood: during,
+      alone: { healthzP50Ms: quiet.healthzP50Ms, healthzP99Ms: quiet.healthzP99Ms, lagMs: quiet.eventLoopLagP99MaxMs },
+      during: {
+        healthzP50Ms: watched.healthzP50Ms,
+        healthzP99Ms: watched.healthzP99Ms,
+        lagMs: watched.eventLoopLagP99MaxMs,
+      },
+    };
+  } finally {
+    await stop(serve.child);
+    await receiver.close();
+  }
+}
+
+export async function measureBigBodiesPart(results: Record<string, unknown>) {
+  results.bigBodies = await measureBigBodies();
 }
 
 export async function measureFairness(results: Record<string, unknown>) {

@@ -72,3 +72,32 @@ export const LIGHT_FLOW: FlowDocument = {
   ],
   edges: [{ from: 'trigger', to: 'send' }],
 };
+
+/**
+ * The big-bodies neighbour's flow: a filter over every item of a body of about 1 MB (an expression
+ * whose cost grows with its input, not its shape), then a call.
+ */
+export const BIG_BODY_FLOW: FlowDocument = {
+  key: 'big',
+  name: 'big',
+  trigger: { type: 'webhook', config: {} },
+  nodes: [
+    { id: 'gate', operation: 'filter', config: { condition: '{{ $count($input.body.items[price > 10]) > 0 }}' } },
+    { id: 'send', operation: 'http.request', config: { method: 'POST', url: '{{ $vars.RECEIVER }}/flood' } },
+  ],
+  edges: [
+    { from: 'trigger', to: 'gate' },
+    { from: 'gate', to: 'send' },
+  ],
+};
+
+/** A body of about 1 MB: 9,000 order lines. */
+export const bigBody = () =>
+  JSON.stringify({
+    items: Array.from({ length: 9000 }, (_, i) => ({
+      sku: `SKU-${i}`,
+      price: i % 50,
+      quantity: 1 + (i % 3),
+      note: 'x'.repeat(60),
+    })),
+  });

@@ -8,7 +8,8 @@
  * (e) expressions: the cost of the expression sandbox per evaluation, against evaluating in the process
  * (bench/expressions.ts).
  * (f) noisy neighbours: one tenant's end-to-end latency alone and while another floods (bench/fairness.ts).
- * BENCH_ONLY=intake|engine|refund|import|expressions|fairness runs one part.
+ * (g) big bodies: the same, and the event loop, while another tenant sends 1 MB bodies (bench/fairness.ts).
+ * BENCH_ONLY=intake|engine|refund|import|expressions|fairness|big-bodies runs one part.
  * Needs Redis and PostgreSQL as for `npm test`. Prints a JSON line and a markdown table.
  */
 import http from 'node:http';
@@ -21,7 +22,7 @@ import { BASELINE, sampleOrder } from './flows.ts';
 import { measureImport } from './import.ts';
 import { measureRefunds } from './refund.ts';
 import { measureExpressions } from './expressions.ts';
-import { measureFairness } from './fairness.ts';
+import { measureBigBodiesPart, measureFairness } from './fairness.ts';
 import { cpuWindow } from './cpu.ts';
 import { cleanup, isolation, POSTGRES_URL, REDIS_URL, start, stop } from './processes.ts';
 
@@ -114,6 +115,7 @@ async function main() {
   if (!only || only === 'expressions') await measureExpressions(results);
   if (!only || only === 'import') await measureImport(results);
   if (!only || only === 'fairness') await measureFairness(results);
+  if (!only || only === 'big-bodies') await measureBigBodiesPart(results);
   await receiver.close();
   report(results);
 }
@@ -212,6 +214,9 @@ const tableRow = (measure: string, tributary: string, limit = '-', ratio: string
   `| ${measure} | ${tributary} | ${limit} | ${ratio} |`;
 
 const latencies = (figures: { p50Ms: number; p99Ms: number }) => `p50 ${figures.p50Ms} ms, p99 ${figures.p99Ms} ms`;
+/** The light tenant's end-to-end latencies in the noisy-neighbour parts. */
+const light = (figures: { p50Ms: number; p99Ms: number; received: number; sent: number }) =>
+  `${latencies(figures)} (${figures.received} of ${figures.sent} arrived)`;
 
 function report(results: Record<string, unknown>) {
   console.log(JSON.stringify(results));
@@ -304,8 +309,6 @@ function report(results: Record<string, unknown>) {
   }
   const fairness = results.fairness as any;
   if (fairness) {
-    const light = (figures: any) =>
-      `p50 ${figures.p50Ms} ms, p99 ${figures.p99Ms} ms (${figures.received} of ${figures.sent} arrived)`;
     for (const [name, measured] of [
       ['defaults', fairness.defaults],
       ['TENANT_CONCURRENCY=32 of 64 slots', fairness.tenantConcurrency],
@@ -320,6 +323,19 @@ function report(results: Record<string, unknown>) {
         ),
       );
     }
+  }
+  const big = results.bigBodies as any;
+  if (big) {
+    const loop = (figures: any) =>
+      `/healthz p50 ${figures.healthzP50Ms} ms, p99 ${figures.healthzP99Ms} ms; event-loop lag p99 up to ${figures.lagMs} ms`;
+    rows.push(
+      tableRow('big bodies (embedded serve): light tenant end-to-end, alone', light(big.lightAlone), loop(big.alone)),
+      tableRow(
+        `the same while another tenant sends 1 MB bodies (${big.floodAccepted} of ${big.floodSent} accepted)`,
+        light(big.lightDuringFlood),
+        loop(big.during),
+      ),
+    );
   }
   console.log(`\n${rows.join('\n')}\n`);
 }

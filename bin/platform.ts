@@ -8,6 +8,7 @@ import { TokenVerifier } from '../api/auth/verifier.ts';
 import type { CompileOptions } from '../engine/flow/compile.ts';
 import { HttpClient } from '../engine/http-client.ts';
 import { Intake } from '../engine/intake.ts';
+import { JsonChecker } from '../engine/json-checker.ts';
 import { OperationRegistry, type OperationDefinition } from '../engine/operations.ts';
 import { HEARTBEAT_TTL_MS, inspectQueue, ioredisOf } from '../engine/queue/health.ts';
 import { QueueRecovery } from '../engine/queue/recovery.ts';
@@ -122,6 +123,8 @@ export class Platform {
       redisChild?: ChildProcess;
       lock?: DataDirLock;
       eventLoop: EventLoopLag;
+      /** Checks large webhook bodies off the event loop. */
+      bodies: JsonChecker;
     },
   ) {}
 
@@ -246,6 +249,7 @@ export class Platform {
     let server: http.Server | undefined;
     let adminSocket: http.Server | undefined;
     const eventLoop = new EventLoopLag();
+    const bodies = new JsonChecker();
     if (roles.api) {
       const intake = new Intake({
         store,
@@ -257,6 +261,7 @@ export class Platform {
         metrics,
         topicHeaders: compile.registry.topicHeaders(),
         quotas,
+        checker: bodies,
       });
       const issuer = new TokenIssuer(store, keyring, config.authIssuer, config.authAudience);
       const listener = createRequestListener({
@@ -326,6 +331,7 @@ export class Platform {
       redisChild,
       lock,
       eventLoop,
+      bodies,
     });
   }
 
@@ -358,10 +364,12 @@ export class Platform {
       redisChild,
       lock,
       eventLoop,
+      bodies,
     } = this.parts;
     eventLoop.close();
     clearInterval(logPruning);
     await Promise.all([closeServer(server), closeServer(adminSocket), closeServer(metricsServer)]);
+    await bodies.close();
     await ticks?.close();
     await recovery?.close();
     await reconciler?.close();

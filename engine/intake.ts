@@ -1,4 +1,6 @@
 import { newId } from './ids.ts';
+import type { JsonChecker } from './json-checker.ts';
+import type { JsonText, JsonTextFault } from './json-text.ts';
 import { runJob, type RunQueue } from './queue/run-queue.ts';
 import type { CompiledFlowCache } from './runtime/flow-cache.ts';
 import { secretContext, type Keyring } from './secrets/keyring.ts';
@@ -28,7 +30,8 @@ export interface Delivery {
   tenantId: string;
   flowKey: string;
   rawBody: Buffer;
-  body: unknown;
+  /** The checked body (checkBody), as it came: stored without being parsed here. */
+  body: JsonText;
   headers: Headers;
   query: Record<string, unknown>;
 }
@@ -72,6 +75,8 @@ export interface IntakeOptions {
   /** Headers a delivery's topic is read from, in order (the operation families' own first). */
   topicHeaders: readonly string[];
   quotas: TenantQuotas;
+  /** Checks bodies, off the event loop when they are large. */
+  checker: JsonChecker;
 }
 
 /**
@@ -151,6 +156,11 @@ export class Intake {
     };
     const { duplicate, messageId, run } = await this.commits.submit({ message, runId: newId() });
     return { outcome: duplicate ? 'duplicate' : 'accepted', messageId, runId: run.id, held: run.status === 'held' };
+  }
+
+  /** Whether a delivery's body is JSON that can be accepted, checked off the event loop when it is large. */
+  checkBody(raw: Buffer): Promise<JsonTextFault | undefined> {
+    return this.options.checker.check(raw);
   }
 
   /** The tenant's intake quota and what is left of it. */

@@ -48,6 +48,52 @@ export function unstorableJson(text: Buffer | string): string | undefined {
   return undefined;
 }
 
+/** A JSON document kept as the text it came in (checked: valid and storable), stored without being parsed here. */
+export class JsonText {
+  constructor(readonly text: string) {}
+}
+
+/** What is wrong with a JSON text, if anything. */
+export interface JsonTextFault {
+  /** Not JSON at all (else: JSON the store cannot keep as it is). */
+  malformed: boolean;
+  message: string;
+}
+
+/** A number literal JSON.parse would turn into Infinity: an exponent of three digits, or 309 digits in a row. */
+const HUGE_NUMBER = /\d[eE]\+?\d{3}|\d{309}/;
+
+/**
+ * Whether a JSON text can be accepted as it is: storable (unstorableJson), valid, and with no number
+ * JSON cannot carry (`1e400` would be stored as null). Its cost grows with the text: see JsonChecker.
+ */
+export function checkJsonText(raw: Buffer): JsonTextFault | undefined {
+  const unstorable = unstorableJson(raw);
+  if (unstorable) return { malformed: false, message: unstorable };
+  const text = raw.toString('utf8');
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    return { malformed: true, message: `is not valid JSON: ${(error as Error).message}` };
+  }
+  // Rare, so looked for only when the text has such a literal (it may sit in a string).
+  if (HUGE_NUMBER.test(text) && hasNonFiniteNumber(value))
+    return { malformed: false, message: 'has a number too large for JSON to carry (it would be stored as null)' };
+  return undefined;
+}
+
+/** Walks a parsed value without recursion (it may nest deeply). */
+function hasNonFiniteNumber(value: unknown): boolean {
+  const pending = [value];
+  while (pending.length > 0) {
+    const item = pending.pop();
+    if (typeof item === 'number' && !Number.isFinite(item)) return true;
+    if (item !== null && typeof item === 'object') for (const inner of Object.values(item)) pending.push(inner);
+  }
+  return false;
+}
+
 const ESCAPED_HIGH_SURROGATE = String.raw`\\ud[89ab][0-9a-f]{2}`;
 const ESCAPED_LOW_SURROGATE = String.raw`\\ud[c-f][0-9a-f]{2}`;
 

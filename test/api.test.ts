@@ -401,8 +401,20 @@ describe('request validation', () => {
       [{ headers: json, body: '' }, 400, 'Empty body'],
       [{ headers: json, body: '{"total": 1e400, "note": "1e400 in a string is fine"}' }, 400, 'Invalid body'],
       [{ headers: json, body: `{"total": ${'9'.repeat(400)}}` }, 400, 'Invalid body'],
+      // Bodies over 32 KiB are checked in a thread, with the same verdicts.
+      [{ headers: json, body: `{"pad": "${'y'.repeat(50_000)}"` }, 400, 'Malformed JSON'],
+      [{ headers: json, body: `{"pad": "${'y'.repeat(50_000)}\\ud800"}` }, 400, 'Invalid body'],
+      [{ headers: json, body: `{"pad": "${'y'.repeat(50_000)}", "total": 1e400}` }, 400, 'Invalid body'],
     ];
     expect((await fetch(hookUrl, { method: 'POST', headers: json, body: '{"note": "1e400"}' })).status).toBe(202);
+    const big = await fetch(hookUrl, {
+      method: 'POST',
+      headers: json,
+      body: `{"pad": "${'y'.repeat(50_000)}", "n": 1}`,
+    });
+    expect(big.status).toBe(202);
+    const kept = await a.call('GET', `/api/v1/messages/${(await big.json()).messageId}`);
+    expect(kept.body.body).toEqual({ pad: 'y'.repeat(50_000), n: 1 });
     for (const [init, status, title] of refusals) {
       const response = await fetch(hookUrl, { method: 'POST', ...init });
       expect(response.status, title).toBe(status);

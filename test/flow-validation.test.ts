@@ -2,7 +2,7 @@ import { ExpressionSandbox } from '../engine/flow/sandbox.ts';
 import { afterAll, describe, expect, it } from 'vitest';
 import { compileFlow, pinOperationVersions, validateFlow, type CompileOptions } from '../engine/flow/compile.ts';
 import { TemplateCompiler } from '../engine/flow/template.ts';
-import { Expression } from '../engine/flow/expression.ts';
+import { Expression, MAX_INLINE_VALUES } from '../engine/flow/expression.ts';
 import { defineOperation, OperationRegistry } from '../engine/operations.ts';
 import { flowDocumentSchema, type FlowDocument } from '../engine/flow/schema.ts';
 import { allOperations, webhookSignatures } from '../operations/index.ts';
@@ -355,6 +355,34 @@ describe('where expressions run', () => {
     ]) {
       expect(isolated(source), source).toBe(true);
     }
+  });
+});
+
+describe('where expressions over big inputs run', () => {
+  // A closed sandbox refuses every evaluation: what still evaluates was evaluated here.
+  const closed = new ExpressionSandbox({ ...sandbox.limits });
+  closed.close();
+  const filter = new Expression('$count($input.body.items[price > 10])', closed);
+  const items = (n: number) => ({ body: { items: Array.from({ length: n }, (_, i) => ({ price: i % 20 })) } });
+
+  it('evaluates an expression bounded by its input here while the input is small', async () => {
+    expect(filter.isolated).toBe(false);
+    expect(await filter.evaluate({ input: items(100) })).toBe(45);
+  });
+
+  it(`sends it to the sandbox once what it reads passes ${MAX_INLINE_VALUES} values, in its input or its steps`, async () => {
+    await expect(filter.evaluate({ input: items(MAX_INLINE_VALUES) })).rejects.toThrow('sandbox is closed');
+    const fromSteps = new Expression('$count($steps.fetch.items)', closed);
+    const small = { input: {}, steps: { fetch: items(10).body } };
+    expect(await fromSteps.evaluate(small)).toBe(10);
+    const big = { input: {}, steps: { fetch: items(10).body, more: items(MAX_INLINE_VALUES).body } };
+    await expect(fromSteps.evaluate(big)).rejects.toThrow('sandbox is closed');
+    // The same answer, either way.
+    expect(
+      await new Expression('$count($input.body.items[price > 10])', sandbox).evaluate({
+        input: items(MAX_INLINE_VALUES),
+      }),
+    ).toBe((MAX_INLINE_VALUES / 20) * 9);
   });
 });
 

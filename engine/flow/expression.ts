@@ -14,6 +14,12 @@ const PLAIN_PATH = /^\$([A-Za-z_][A-Za-z0-9_]*)((?:\.[A-Za-z_][A-Za-z0-9_]*)*)$/
 const NEEDS_JSONATA = Symbol('needs JSONata');
 /** The bindings of a run; an expression in the sandbox is sent those it mentions (and always its input). */
 const BINDINGS = ['steps', 'vars', 'secrets', 'platform'] as const;
+/**
+ * The most values (objects, arrays, strings, numbers...) an expression evaluated here may read: its
+ * time is linear in them, about a microsecond each in JSONata, so this keeps an evaluation to a few
+ * milliseconds of the event loop. Over it, the same expression goes to the sandbox.
+ */
+export const MAX_INLINE_VALUES = 4000;
 
 /**
  * A tenant's JSONata expression, compiled once at publish time; runs never recompile. Where it is
@@ -24,8 +30,10 @@ const BINDINGS = ['steps', 'vars', 'secrets', 'platform'] as const;
 export class Expression {
   private readonly compiled?: jsonata.Expression;
   private readonly path?: { binding: string; fields: string[] };
-  /** The bindings the sandbox needs, for an expression evaluated there. */
-  private readonly sandboxed?: readonly string[];
+  /** The bindings it reads besides its input: sent to the sandbox, or measured before evaluating here. */
+  private readonly reads: readonly (typeof BINDINGS)[number][];
+  /** Evaluated in the sandbox whatever its input (not bounded by it). */
+  private readonly unbounded: boolean;
 
   constructor(
     readonly source: string,
@@ -37,13 +45,14 @@ export class Expression {
     const plain = PLAIN_PATH.exec(source);
     if (plain) this.path = { binding: plain[1], fields: plain[2] === '' ? [] : plain[2].slice(1).split('.') };
     const cost = expressionCost(compiled.ast());
+    this.unbounded = !cost.inline;
     if (cost.inline) this.compiled = compiled;
-    else this.sandboxed = BINDINGS.filter((name) => cost.variables.has(name));
+    this.reads = BINDINGS.filter((name) => cost.variables.has(name));
   }
 
   /** Evaluated in the sandbox (not bounded by its input). */
   get isolated(): boolean {
-    return this.sandboxed !== undefined;
+    return this.unbounded;
   }
 
   async evaluate(bindings: Bindings): Promise<unknown> {
@@ -51,7 +60,23 @@ export class Expression {
       const value = this.walk(bindings);
       if (value !== NEEDS_JSONATA) return value;
     }
-    return this.sandboxed ? this.evaluateIsolated(bindings) : this.evaluateHere(bindings);
+    return this.unbounded || this.readsTooMuch(bindings)
+      ? this.evaluateIsolated(bindings)
+      : this.evaluateHere(bindings);
+  }
+
+  /** Whether what it would read here is over MAX_INLINE_VALUES. */
+  private readsTooMuch(bindings: Bindings): boolean {
+    let budget = MAX_INLINE_VALUES - valuesIn(bindings.input);
+    for (const name of this.reads) {
+      if (budget < 0) break;
+      const bound = bindings[name];
+      // Step outputs are counted one by one: the object that holds them grows as the run goes on.
+      if (name === 'steps' && bound !== null && typeof bound === 'object')
+        for (const output of Object.values(bound)) budget -= valuesIn(output);
+      else budget -= valuesIn(bound);
+    }
+    return budget < 0;
   }
 
   /** A plain path read directly, with JSONata's result wherever no array is involved. */
@@ -67,7 +92,7 @@ export class Expression {
 
   private evaluateIsolated(bindings: Bindings): Promise<unknown> {
     const sent: Record<string, unknown> = { input: bindings.input };
-    for (const name of this.sandboxed!) sent[name] = bindings[name];
+    for (const name of this.reads) sent[name] = bindings[name];
     return this.sandbox.evaluate(this.source, sent, bindings.lookup, bindings[TENANT]);
   }
 
@@ -89,6 +114,36 @@ export class Expression {
       clearTimeout(timer);
     }
   }
+}
+
+/** Values counted so far, per object (a run's input and outputs do not change once made). */
+const counted = new WeakMap<object, number>();
+
+/** How many values `value` holds, counted up to MAX_INLINE_VALUES + 1 (then no further). */
+function valuesIn(value: unknown): number {
+  if (value === null || typeof value !== 'object') return 1;
+  const known = counted.get(value);
+  if (known !== undefined) return known;
+  let count = 0;
+  const pending: unknown[] = [value];
+  // Counted and pending together stay within the bound: a huge array is not even listed.
+  while (pending.length > 0 && count <= MAX_INLINE_VALUES) {
+    const item = pending.pop();
+    count++;
+    if (Array.isArray(item)) {
+      const room = Math.min(item.length, MAX_INLINE_VALUES + 1 - count - pending.length);
+      for (let index = 0; index < room; index++) pending.push(item[index]);
+      if (room < item.length) pending.push(undefined);
+    } else if (item !== null && typeof item === 'object') {
+      for (const key in item) {
+        if (count + pending.length > MAX_INLINE_VALUES) break;
+        pending.push((item as Record<string, unknown>)[key]);
+      }
+    }
+  }
+  count = Math.min(count + pending.length, MAX_INLINE_VALUES + 1);
+  counted.set(value, count);
+  return count;
 }
 
 function expressionFailure(source: string, error: unknown) {

@@ -1,4 +1,5 @@
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { typeScriptThread } from '../../typescript-thread.ts';
 import { assertIdentifier, refusedStatement, type SqlDriver, type SqlExecutor } from './driver.ts';
 import type { ThreadOptions, ThreadReply, ThreadRequest } from './pglite-thread.ts';
 
@@ -35,13 +36,7 @@ export class PgliteDriver implements SqlDriver {
   /** `dataDir` undefined keeps everything in memory. */
   static async open(dataDir?: string, schema?: string): Promise<PgliteDriver> {
     const options: ThreadOptions = { dataDir, schema: schema === undefined ? undefined : assertIdentifier(schema) };
-    // The thread runs TypeScript through tsx's loader, as the CLI does (bin/tributary.js).
-    const loader = import.meta.resolve('tsx/esm/api');
-    const entry = new URL('./pglite-thread.ts', import.meta.url).href;
-    const thread = new Worker(
-      `import(${JSON.stringify(loader)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(entry)}); })`,
-      { eval: true, workerData: options },
-    );
+    const thread = typeScriptThread(new URL('./pglite-thread.ts', import.meta.url), options);
     const driver = new PgliteDriver(thread);
     thread.on('message', (reply: ThreadReply) => driver.settle(reply));
     thread.on('error', (error) => driver.failAll(error));

@@ -296,8 +296,7 @@ export const BATCH_WITH_COUNTS = `select b.*, c.* from batches b cross join late
  * and platform values it names, or all of them.
  */
 export function readsRow(tenantId: string, reads: RunReads) {
-  const platform =
-    reads.platform === '*' ? { all: true, names: [] } : { all: false, names: [...reads.platform] };
+  const platform = reads.platform === '*' ? { all: true, names: [] } : { all: false, names: [...reads.platform] };
   return {
     tenant_id: tenantId,
     vars: [...reads.vars],
