@@ -154,6 +154,16 @@ export const settings = {
       "runs wait on something slow (then another tenant's run finds a slot free). A tenant at its limit gets no " +
       'run dispatched until one of its runs ends. On a shared deployment, a share of `WORKER_CONCURRENCY` × workers.',
   },
+  reservedSlotsPercent: {
+    env: 'RESERVED_SLOTS_PERCENT',
+    schema: { type: 'integer', minimum: 0, maximum: 50, default: 10 },
+    description:
+      "Share of the live workers' slots (their concurrency, together) kept for tenants with few runs executing: " +
+      'once only that many slots are free, a tenant already running as many runs waits for its next turn. A ' +
+      "tenant with one run to do then starts it at once while another tenant's backlog holds every other slot, " +
+      'instead of waiting for one of its runs to end. `0` turns it off; one tenant alone uses the reserved slots ' +
+      'for runs queued just ahead, so it loses little.',
+  },
   tenantDeliveriesPerSecond: {
     env: 'TENANT_DELIVERIES_PER_SECOND',
     schema: { type: 'integer', minimum: 1, default: 100 },

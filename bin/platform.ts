@@ -161,6 +161,7 @@ export class Platform {
       connection: redisOptions(config.redisUrl, 'producer'),
       prefix: config.redisPrefix,
       tenantConcurrency: config.tenantConcurrency,
+      reservedSlotsPercent: config.reservedSlotsPercent,
       // A lease outlives a job's lock: a dead worker's runs are taken over before they stop counting.
       leaseMs: Math.max(config.workerLockMs, HEARTBEAT_TTL_MS),
     });

@@ -19,7 +19,7 @@ const runs = (tenantId: string, count: number, flowId = 'flow') =>
 const ids = (handed: LaneRun[]) => handed.map((item) => item.runId);
 
 /** Lanes over this test's keys; `takes` is what one live worker takes (its slots and prefetch). */
-async function lanes(takes: number, tenantConcurrency = 0, leaseMs = 30_000) {
+async function lanes(takes: number, tenantConcurrency = 0, leaseMs = 30_000, reservedSlotsPercent = 0) {
   await redis.zadd(`${prefix}:workers`, Date.now(), 'worker');
   await redis.hset(`${prefix}:slots`, 'worker', takes);
   return new RunLanes(async () => redis, {
@@ -28,6 +28,7 @@ async function lanes(takes: number, tenantConcurrency = 0, leaseMs = 30_000) {
     workerSlotsKey: `${prefix}:slots`,
     leaseMs,
     tenantConcurrency,
+    reservedSlotsPercent,
   });
 }
 
@@ -65,6 +66,23 @@ afterEach(async () => {
 afterAll(() => redis.disconnect());
 
 describe('fair dispatch', () => {
+  it('keeps the reserved slots for tenants running few runs: a newcomer starts at once while another holds the rest', async () => {
+    // 20 slots, 10 % reserved: a tenant running 2 or more takes at most 18.
+    const subject = await lanes(20, 0, 30_000, 10);
+    const busy = await started(await subject.push(runs('busy', 100)));
+    expect(busy).toHaveLength(18);
+    expect(await subject.dispatch()).toEqual([]);
+    // A tenant with nothing running starts at once, on a reserved slot, and may take the other too.
+    const quiet = await started(await subject.push([run('quiet', 0), run('quiet', 1), run('quiet', 2)]));
+    expect(ids(quiet)).toEqual(['quiet-flow-0', 'quiet-flow-1']);
+    // Then it runs as many as are reserved: the slot a busy run frees is kept for the next newcomer.
+    expect(await subject.dispatch()).toEqual([]);
+    expect(await end(subject, [busy[0]])).toEqual([]);
+    // Below that again, it goes on.
+    expect(ids(await end(subject, [quiet[0]]))).toEqual(['quiet-flow-2']);
+    expect(await subject.backlog()).toEqual({ busy: 82 });
+  });
+
   it("hands out only what live workers take, then one run per run ended; a tenant's first run goes next", async () => {
     const subject = await lanes(2);
     const first = await started(await subject.push(runs('busy', 50)));

@@ -19,9 +19,12 @@
   ARGV[5] default weight   ARGV[6] default tenant concurrency (0: no limit)
   ARGV[7] most runs to hand out   ARGV[8] transit timeout (ms)
   ARGV[9] how many run ids follow whose hand-off the caller confirms (the queue has their jobs)
-  ARGV[10] operation: 'push' (then tenant, flow, run id, payload ...), 'release' (then tenant, flow,
+  ARGV[10] reserved slots, in percent of the live workers' slots: the last free ones go only to
+  tenants running fewer runs than that many, so a tenant with little to do starts at once while
+  another has taken every other slot (0: none reserved)
+  ARGV[11] operation: 'push' (then tenant, flow, run id, payload ...), 'release' (then tenant, flow,
   run id ...), 'acquire' and 'renew' (the same), or 'dispatch'
-  ARGV[11 ...] the confirmed run ids, then the operation's items
+  ARGV[12 ...] the confirmed run ids, then the operation's items
 
   Returns the payloads of the runs to add to the queue ('push', 'release' and 'dispatch' hand out
   what there is room for; 'acquire' and 'renew' return nothing).
@@ -32,8 +35,9 @@ local now = tonumber(ARGV[2])
 local leaseMs = tonumber(ARGV[3])
 local defaultWeight = tonumber(ARGV[5])
 local defaultTenantLimit = tonumber(ARGV[6])
-local op = ARGV[10]
-local first = 11 + tonumber(ARGV[9])
+local reservedPercent = tonumber(ARGV[10])
+local op = ARGV[11]
+local first = 12 + tonumber(ARGV[9])
 local ending = 0
 
 local jobsKey = B .. ':jobs'
@@ -89,12 +93,13 @@ local function release(t, f, id)
   if rcall('ZSCORE', blockedKey, t) then wakeTenant(t) end
 end
 
+-- Every run counts against its tenant (its limit, and the reserved slots); against its flow only under a limit.
 local function lease(t, f, id)
-  if tenantLimit(t) > 0 then rcall('ZADD', tenantRunningKey(t), now + leaseMs, id) end
+  rcall('ZADD', tenantRunningKey(t), now + leaseMs, id)
   if flowLimit(t, f) > 0 then rcall('ZADD', flowRunningKey(t, f), now + leaseMs, id) end
 end
 
-for i = 11, first - 1 do
+for i = 12, first - 1 do
   rcall('ZREM', transitKey, ARGV[i])
   rcall('HDEL', jobsKey, ARGV[i])
 end
@@ -149,6 +154,7 @@ for _, slots in ipairs(rcall('HMGET', KEYS[6], unpack(workers))) do capacity = c
 local room = capacity + ending - rcall('LLEN', KEYS[1]) - rcall('LLEN', KEYS[2]) - rcall('LLEN', KEYS[3])
 room = math.min(room, tonumber(ARGV[7]))
 if room <= 0 then return out end
+local reserved = math.floor(capacity * reservedPercent / 100)
 
 for _, t in ipairs(rcall('ZRANGEBYSCORE', blockedKey, '-inf', now, 'LIMIT', 0, 100)) do wakeTenant(t) end
 
@@ -171,8 +177,10 @@ local function nextFlow(t)
   return nil, tonumber(first[2])
 end
 
--- Each turn either hands out a run or takes a tenant out of the rotation, so the loop is bounded.
+-- Each turn hands out a run, or takes a tenant out of the rotation (for good, or for this call when
+-- only reserved slots are left), so the loop is bounded.
 local turns = room + 1000
+local sidelined = {}
 while room > 0 and turns > 0 do
   turns = turns - 1
   local head = rcall('ZRANGE', tenantsKey, 0, 0, 'WITHSCORES')
@@ -180,12 +188,16 @@ while room > 0 and turns > 0 do
   local t, pass = head[1], tonumber(head[2])
   local f, blockedUntil
   local limit = tenantLimit(t)
-  if limit > 0 then
-    local running, earliest = liveLeases(tenantRunningKey(t))
-    if running >= limit then blockedUntil = earliest end
-  end
-  if not blockedUntil then f, blockedUntil = nextFlow(t) end
-  if not f then
+  local counted = limit > 0 or room <= reserved
+  local running, earliest = 0, now
+  if counted then running, earliest = liveLeases(tenantRunningKey(t)) end
+  if limit > 0 and running >= limit then blockedUntil = earliest end
+  local busy = not blockedUntil and room <= reserved and running >= reserved
+  if not blockedUntil and not busy then f, blockedUntil = nextFlow(t) end
+  if busy then
+    rcall('ZREM', tenantsKey, t)
+    sidelined[#sidelined + 1] = {pass, t}
+  elseif not f then
     rcall('ZREM', tenantsKey, t)
     if blockedUntil then rcall('ZADD', blockedKey, blockedUntil, t) end
   else
@@ -212,4 +224,5 @@ while room > 0 and turns > 0 do
     end
   end
 end
+for _, entry in ipairs(sidelined) do rcall('ZADD', tenantsKey, entry[1], entry[2]) end
 return out

@@ -21,6 +21,8 @@ export interface LaneOptions {
   leaseMs: number;
   /** Runs of one tenant executing at once unless the tenant has its own limit; 0 for none. */
   tenantConcurrency: number;
+  /** Percent of the live slots kept for tenants running fewer than that many runs (fair-dispatch.lua). */
+  reservedSlotsPercent: number;
 }
 
 /** Most runs one call hands out: bounds the time one script holds Redis. */
@@ -156,6 +158,7 @@ export class RunLanes {
       MOST_PER_CALL,
       TRANSIT_TIMEOUT_MS,
       confirmed.length,
+      options.reservedSlotsPercent,
       operation,
       ...confirmed,
       ...items,

@@ -37,6 +37,8 @@ export interface QueueOptions {
 export interface RunQueueOptions extends QueueOptions {
   /** Runs of one tenant executing at once, unless the tenant has a limit of its own; 0 for none. */
   tenantConcurrency: number;
+  /** Percent of the live slots kept for tenants running few runs, free while another tenant floods. */
+  reservedSlotsPercent: number;
   /** How long a dispatched run counts against its limits without a worker renewing its lease. */
   leaseMs: number;
 }
@@ -115,6 +117,7 @@ export class RunQueue {
       workerSlotsKey: workerSlotsKey(this.queue),
       leaseMs: options.leaseMs,
       tenantConcurrency: options.tenantConcurrency,
+      reservedSlotsPercent: options.reservedSlotsPercent,
     });
   }
 
