@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -371,6 +372,11 @@ describe('Platform (operator)', () => {
     expect(text).toMatch(/^tributary_queue_jobs\{queue="runs",state="waiting"\} \d+$/m);
     expect(text).toMatch(/^# TYPE tributary_tenant_backlog_runs gauge$/m);
     expect(text).toMatch(/^tributary_process_resident_memory_bytes \d+/m);
+    // The shipped alert rules name only metrics that exist.
+    const rules = readFileSync(new URL('../docs/prometheus-alerts.yml', import.meta.url), 'utf8');
+    const named = [...rules.matchAll(/^\s+expr: .*$/gm)].flatMap((line) => line[0].match(/tributary_\w+/g) ?? []);
+    expect(named.length).toBeGreaterThan(4);
+    for (const metric of named) expect(text, metric).toMatch(new RegExp(`^# TYPE ${metric} `, 'm'));
   });
 
   it('lets a worker process without the API serve its metrics on METRICS_PORT', async () => {
