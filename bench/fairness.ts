@@ -192,13 +192,19 @@ async function watchEventLoop<T>(url: string, during: Promise<T>) {
 
 /**
  * (g) big bodies: tenant `flood` sends about 22 bodies of 1 MB a second to a flow whose filter walks
- * every item, on the embedded `serve` (API and worker in one process, PGlite): the light tenant's
- * end-to-end latency, `/healthz` and the process's event-loop lag, alone and during.
+ * every item: the light tenant's end-to-end latency, `/healthz` and the API process's event-loop lag,
+ * alone and during. On the embedded `serve` (API and worker in one process, PGlite), and on an API
+ * process and a worker process on PostgreSQL.
  */
-async function measureBigBodies() {
+async function measureBigBodies(deployment: 'embedded' | 'postgres') {
   const receiver = await startReceiver();
-  const env = { ...isolation(), BENCH_RECEIVER: receiver.url, BENCH_WORKER: '1' };
+  const env = {
+    ...isolation(),
+    BENCH_RECEIVER: receiver.url,
+    ...(deployment === 'embedded' ? { BENCH_WORKER: '1' } : { DATABASE_URL: POSTGRES_URL }),
+  };
   const serve = await start(['--import', 'tsx', 'bench/child.ts', 'neighbours'], env);
+  const worker = deployment === 'postgres' ? await start(['bin/tributary.js', 'worker'], env) : undefined;
   try {
     const url = serve.detail;
     const quiet = await watchEventLoop(url, sendLight(url, QUIET_SECONDS));
@@ -227,13 +233,14 @@ async function measureBigBodies() {
       },
     };
   } finally {
+    if (worker) await stop(worker.child);
     await stop(serve.child);
     await receiver.close();
   }
 }
 
 export async function measureBigBodiesPart(results: Record<string, unknown>) {
-  results.bigBodies = await measureBigBodies();
+  results.bigBodies = { embedded: await measureBigBodies('embedded'), postgres: await measureBigBodies('postgres') };
 }
 
 export async function measureFairness(results: Record<string, unknown>) {

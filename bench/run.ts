@@ -324,12 +324,11 @@ function report(results: Record<string, unknown>) {
       );
     }
   }
-  const big = results.bigBodies as any;
-  if (big) {
+  for (const [deployment, big] of Object.entries((results.bigBodies ?? {}) as Record<string, any>)) {
     const loop = (figures: any) =>
       `/healthz p50 ${figures.healthzP50Ms} ms, p99 ${figures.healthzP99Ms} ms; event-loop lag p99 up to ${figures.lagMs} ms`;
     rows.push(
-      tableRow('big bodies (embedded serve): light tenant end-to-end, alone', light(big.lightAlone), loop(big.alone)),
+      tableRow(`big bodies (${deployment}): light tenant end-to-end, alone`, light(big.lightAlone), loop(big.alone)),
       tableRow(
         `the same while another tenant sends 1 MB bodies (${big.floodAccepted} of ${big.floodSent} accepted)`,
         light(big.lightDuringFlood),
