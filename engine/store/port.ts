@@ -571,9 +571,9 @@ export interface RunOutcome {
 
 /** Names of the variables, secrets and platform values a run reads; '*' for every platform value. */
 export interface RunReads {
-  vars: Iterable<string>;
-  secrets: Iterable<string>;
-  platform: Iterable<string> | '*';
+  vars: ReadonlySet<string> | readonly string[];
+  secrets: ReadonlySet<string> | readonly string[];
+  platform: ReadonlySet<string> | readonly string[] | '*';
 }
 
 export interface RunState {

@@ -1,5 +1,20 @@
 import type { SqlDriver } from './driver.ts';
 
+/**
+ * The tables whose rows count as a tenant's state (migration 12): the kind they count as, and whether
+ * each row is an item of it or only adds its bytes (a flow's published versions).
+ */
+const USAGE_TRACKED = [
+  ['flows', 'flows', 'items'],
+  ['flow_versions', 'flows', 'bytes'],
+  ['variables', 'variables', 'items'],
+  ['secrets', 'secrets', 'items'],
+  ['actions', 'action versions', 'items'],
+  ['destinations', 'destinations', 'items'],
+  ['data_spaces', 'data spaces', 'items'],
+  ['data_documents', 'documents', 'items'],
+] as const;
+
 /** Versioned, append-only: a released migration never changes; a change is a new entry. */
 export const migrations: Array<{ version: number; name: string; sql: string }> = [
   {
@@ -365,33 +380,19 @@ export const migrations: Array<{ version: number; name: string; sql: string }> =
         end if;
         return null;
       end $$;
-      create trigger usage_flows after insert or update or delete on flows
-        for each row execute function track_tenant_usage('flows', 'items');
-      create trigger usage_flow_versions after insert or update or delete on flow_versions
-        for each row execute function track_tenant_usage('flows', 'bytes');
-      create trigger usage_variables after insert or update or delete on variables
-        for each row execute function track_tenant_usage('variables', 'items');
-      create trigger usage_secrets after insert or update or delete on secrets
-        for each row execute function track_tenant_usage('secrets', 'items');
-      create trigger usage_actions after insert or update or delete on actions
-        for each row execute function track_tenant_usage('action versions', 'items');
-      create trigger usage_destinations after insert or update or delete on destinations
-        for each row execute function track_tenant_usage('destinations', 'items');
-      create trigger usage_data_spaces after insert or update or delete on data_spaces
-        for each row execute function track_tenant_usage('data spaces', 'items');
-      create trigger usage_documents after insert or update or delete on data_documents
-        for each row execute function track_tenant_usage('documents', 'items');
+      ${USAGE_TRACKED.map(
+        ([table, kind, counted]) =>
+          `create trigger usage_${table} after insert or update or delete on ${table}
+             for each row execute function track_tenant_usage('${kind}', '${counted}');`,
+      ).join('\n')}
       -- What tenants already keep.
       insert into tenant_usage (tenant_id, kind, items, bytes)
       select tenant_id, kind, sum(items), sum(bytes) from (
-        select tenant_id, 'flows' as kind, 1 as items, octet_length(row_to_json(t)::text) as bytes from flows t
-        union all select tenant_id, 'flows', 0, octet_length(row_to_json(t)::text) from flow_versions t
-        union all select tenant_id, 'variables', 1, octet_length(row_to_json(t)::text) from variables t
-        union all select tenant_id, 'secrets', 1, octet_length(row_to_json(t)::text) from secrets t
-        union all select tenant_id, 'action versions', 1, octet_length(row_to_json(t)::text) from actions t
-        union all select tenant_id, 'destinations', 1, octet_length(row_to_json(t)::text) from destinations t
-        union all select tenant_id, 'data spaces', 1, octet_length(row_to_json(t)::text) from data_spaces t
-        union all select tenant_id, 'documents', 1, octet_length(row_to_json(t)::text) from data_documents t
+        ${USAGE_TRACKED.map(
+          ([table, kind, counted]) =>
+            `select tenant_id, '${kind}' as kind, ${counted === 'items' ? 1 : 0} as items,
+               octet_length(row_to_json(t)::text) as bytes from ${table} t`,
+        ).join(' union all ')}
       ) kept group by tenant_id, kind;
     `,
   },
