@@ -53,6 +53,17 @@ describe('SignInThrottle', () => {
     expect(await throttle.attempt('client-new', '203.0.113.8', succeed)).toBe('signed in');
   });
 
+  it('lets a client whose failures locked it sign in from an address that never failed, once', async () => {
+    for (let n = 0; n < 10; n++) await throttle.attempt('locked-client', `192.0.2.${n}`, fail).catch(() => {});
+    const refused = await throttle.attempt('locked-client', '192.0.2.1', succeed).catch((error: unknown) => error);
+    expect((refused as HttpProblem).status).toBe(429);
+    expect(await throttle.attempt('locked-client', '192.0.2.200', succeed)).toBe('signed in');
+    // A failure from that address spends its clean record: the next try from it is refused.
+    expect(await throttle.attempt('locked-client', '192.0.2.201', fail)).toBeUndefined();
+    const again = await throttle.attempt('locked-client', '192.0.2.201', succeed).catch((error: unknown) => error);
+    expect((again as HttpProblem).status).toBe(429);
+  });
+
   it('does not count sign-ins that succeed', async () => {
     for (let n = 0; n < 8; n++)
       expect(await throttle.attempt('busy-client', '198.51.100.1', succeed)).toBe('signed in');

@@ -60,8 +60,9 @@ const UNCOUNTED: RateDecision = { allowed: true, left: Number.POSITIVE_INFINITY 
  * Guessing a client secret, at the token endpoint, the dashboard's sign-in or an operator's Basic
  * header: each attempt takes one token from its client id's allowance and one from its address's,
  * given back when it succeeds. Answers slow down once half an allowance is spent, and an attempt
- * with none left is refused (429) before the secret is even compared. Tokens are taken before the
- * attempt, so parallel guesses cannot outrun the count.
+ * with none left is refused (429) before the secret is even compared — but for a client refused for
+ * its failures trying from an address that has not failed. Tokens are taken before the attempt, so
+ * parallel guesses cannot outrun the count.
  */
 export class SignInThrottle {
   constructor(
@@ -75,17 +76,21 @@ export class SignInThrottle {
     address: string,
     authenticate: () => Promise<T | undefined>,
   ): Promise<T | undefined> {
-    const buckets: Array<[string, Rate]> = [
-      [`sign-in:client:${clientId}`, this.allowance.perClient],
-      [`sign-in:address:${address}`, this.allowance.perAddress],
-    ];
+    const { perClient, perAddress } = this.allowance;
+    const clientBucket = `sign-in:client:${clientId}`;
+    const addressBucket = `sign-in:address:${address}`;
     // Secrets are 32 random bytes: while Redis cannot count, sign-ins go on unthrottled rather than stop.
-    const decisions = await Promise.all(
-      buckets.map(([name, rate]) => this.limiter.take(name, rate).catch(() => UNCOUNTED)),
-    );
-    const refused = decisions.find((decision) => !decision.allowed);
+    const [client, from] = await Promise.all([
+      this.limiter.take(clientBucket, perClient).catch(() => UNCOUNTED),
+      this.limiter.take(addressBucket, perAddress).catch(() => UNCOUNTED),
+    ]);
+    // A client refused for its failures still signs in from an address that never failed: a stranger
+    // who fails on purpose cannot lock its owner out.
+    const cleanAddress = from.allowed && from.left >= perAddress.burst - 1;
+    const refused = !from.allowed ? from : !client.allowed && !cleanAddress ? client : undefined;
     if (refused && !refused.allowed) {
-      await this.giveBack(buckets.filter((_, index) => decisions[index].allowed));
+      if (from.allowed) await this.giveBack(addressBucket, perAddress);
+      if (client.allowed) await this.giveBack(clientBucket, perClient);
       throw tooMany(
         'Too many failed sign-ins',
         'too many failed attempts for this client or from this address; retry later',
@@ -93,18 +98,22 @@ export class SignInThrottle {
       );
     }
     const overHalf = Math.max(
-      ...decisions.map((decision, index) => buckets[index][1].burst / 2 - (decision.allowed ? decision.left : 0)),
+      client.allowed ? perClient.burst / 2 - client.left : 0,
+      from.allowed ? perAddress.burst / 2 - from.left : 0,
     );
     if (overHalf > 0)
       await new Promise((resolve) =>
         setTimeout(resolve, Math.min(MAX_SLOW_DOWN_MS, overHalf * this.allowance.slowDownMsPerFailure)),
       );
     const result = await authenticate();
-    if (result !== undefined) await this.giveBack(buckets);
+    if (result !== undefined) {
+      if (from.allowed) await this.giveBack(addressBucket, perAddress);
+      if (client.allowed) await this.giveBack(clientBucket, perClient);
+    }
     return result;
   }
 
-  private async giveBack(buckets: Array<[string, Rate]>) {
-    await Promise.all(buckets.map(([name, rate]) => this.limiter.giveBack(name, rate).catch(() => {})));
+  private async giveBack(bucket: string, rate: Rate) {
+    await this.limiter.giveBack(bucket, rate).catch(() => {});
   }
 }
