@@ -294,6 +294,13 @@ export const settings = {
     shownDefault: '`1mb`',
     description: 'Largest output a node may store; larger fails the node with a clear error.',
   },
+  intakeCacheEntries: {
+    env: 'INTAKE_CACHE_ENTRIES',
+    schema: { type: 'integer', minimum: 1, default: 10_000 },
+    description:
+      'Most flow URLs an API process keeps resolved (least recently used out), about 1 KB each. A URL that names ' +
+      'no active flow is remembered for a second only: unknown URLs cannot grow the process.',
+  },
   intakeCacheTtlMs: {
     env: 'INTAKE_CACHE_TTL_MS',
     schema: { type: 'integer', minimum: 0, default: 2000 },

@@ -258,6 +258,7 @@ export class Platform {
         flows: new CompiledFlowCache(store, compile),
         keyring,
         cacheTtlMs: config.intakeCacheTtlMs,
+        cacheEntries: config.intakeCacheEntries,
         maintenance,
         metrics,
         topicHeaders: compile.registry.topicHeaders(),

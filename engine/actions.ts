@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import { permanent, ValidationError, type FieldError } from './errors.ts';
 import { describeSyntaxError, Expression, TENANT } from './flow/expression.ts';
 import type { ExpressionSandbox } from './flow/sandbox.ts';
@@ -68,13 +69,15 @@ export function compileAction(
  * recently used out. Without a version, the latest is read from the store on every run.
  */
 export class ActionRunner {
-  private readonly compiled = new Map<string, Promise<CompiledAction>>();
+  private readonly compiled: LRUCache<string, Promise<CompiledAction>>;
 
   constructor(
     private readonly store: ActionStore,
     private readonly sandbox: ExpressionSandbox,
-    private readonly capacity = 1000,
-  ) {}
+    capacity = 1000,
+  ) {
+    this.compiled = new LRUCache({ max: capacity });
+  }
 
   async run(
     tenantId: string,
@@ -97,17 +100,14 @@ export class ActionRunner {
   private load(tenantId: string, name: string, version: number): Promise<CompiledAction> {
     const key = `${tenantId}\0${name}\0${version}`;
     let entry = this.compiled.get(key);
-    if (entry) {
-      this.compiled.delete(key);
-    } else {
+    if (!entry) {
       entry = this.store.getAction(tenantId, name, version).then((action) => {
         if (!action) throw permanent(`action ${name} has no version ${version}`);
         return compileAction(action, this.sandbox);
       });
+      this.compiled.set(key, entry);
       entry.catch(() => this.compiled.delete(key));
     }
-    this.compiled.set(key, entry);
-    if (this.compiled.size > this.capacity) this.compiled.delete(this.compiled.keys().next().value!);
     return entry;
   }
 }

@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import { newId } from './ids.ts';
 import type { JsonChecker } from './json-checker.ts';
 import type { JsonText, JsonTextFault } from './json-text.ts';
@@ -25,6 +26,9 @@ interface ActiveTrigger {
   webhook: CompiledWebhook;
   verificationSecrets: string[];
 }
+
+/** How long a URL that names no active flow is remembered as such. */
+const MISS_TTL_MS = 1000;
 
 export interface Delivery {
   tenantId: string;
@@ -69,6 +73,8 @@ export interface IntakeOptions {
   keyring: Keyring;
   /** How long a flow URL's resolution is reused; publish/activate in this process clears it at once. */
   cacheTtlMs: number;
+  /** Most flow URLs kept resolved (INTAKE_CACHE_ENTRIES). */
+  cacheEntries: number;
   /** While it is on, deliveries are refused with a Retry-After (nothing is recorded): senders retry. */
   maintenance: Pick<MaintenanceMode, 'cached'>;
   metrics: EngineMetrics;
@@ -85,13 +91,19 @@ export interface IntakeOptions {
  * A repeated delivery id returns the first message and runs nothing new.
  */
 export class Intake {
-  private readonly triggers = new Map<string, { expires: number; trigger: Promise<ActiveTrigger | undefined> }>();
+  /**
+   * Flow URLs resolved, by tenant and key: at most cacheEntries, each for cacheTtlMs; a URL that
+   * names no flow for MISS_TTL_MS only (anyone may send random URLs).
+   */
+  private readonly triggers: LRUCache<string, Promise<ActiveTrigger | undefined>>;
   private readonly commits: GroupCommit<{ message: NewMessage; runId: string }, AcceptedMessage>;
 
   constructor(private readonly options: IntakeOptions) {
     // Two in flight keeps the store and Redis busy (one group being stored while another is enqueued);
     // more only made smaller groups that cost more per message (4: 10 % fewer deliveries/s, 8: 30 %).
     this.commits = new GroupCommit((batch) => this.persist(batch), { maxBatch: 200, maxInFlight: 2 });
+    // A TTL of 0 would mean "forever" to the cache: 1 ms is "not reused", as INTAKE_CACHE_TTL_MS=0 means.
+    this.triggers = new LRUCache({ max: options.cacheEntries, ttl: Math.max(1, options.cacheTtlMs) });
   }
 
   private persist(batch: Array<{ message: NewMessage; runId: string }>): Promise<AcceptedMessage[]> {
@@ -175,17 +187,22 @@ export class Intake {
 
   /** Forget every flow URL of a tenant (it was deleted). */
   invalidateTenant(tenantId: string) {
-    for (const key of this.triggers.keys()) if (key.startsWith(`${tenantId}\0`)) this.triggers.delete(key);
+    for (const key of [...this.triggers.keys()]) if (key.startsWith(`${tenantId}\0`)) this.triggers.delete(key);
   }
 
   private resolve(tenantId: string, flowKey: string): Promise<ActiveTrigger | undefined> {
     const key = `${tenantId}\0${flowKey}`;
-    const now = Date.now();
     const cached = this.triggers.get(key);
-    if (cached && cached.expires > now) return cached.trigger;
+    if (cached) return cached;
     const trigger = this.load(tenantId, flowKey);
-    this.triggers.set(key, { expires: now + this.options.cacheTtlMs, trigger });
-    trigger.catch(() => this.triggers.delete(key));
+    this.triggers.set(key, trigger);
+    trigger.then(
+      (found) => {
+        if (!found && this.triggers.peek(key) === trigger)
+          this.triggers.set(key, trigger, { ttl: Math.max(1, Math.min(MISS_TTL_MS, this.options.cacheTtlMs)) });
+      },
+      () => this.triggers.delete(key),
+    );
     return trigger;
   }
 

@@ -1,5 +1,6 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
+import { LRUCache } from 'lru-cache';
 import { RE2JS } from 're2js';
 import { ValidationError, type FieldError } from './errors.ts';
 import { unstorableStrings } from './json-text.ts';
@@ -26,16 +27,56 @@ const linearRegExp = Object.assign(
   },
   { code: 'linearRegExp' },
 );
-const tenantAjv = addFormats(
-  new Ajv({
-    allErrors: true,
-    strict: true,
-    allowUnionTypes: true,
-    useDefaults: true,
-    coerceTypes: false,
-    code: { regExp: linearRegExp },
-  }),
-);
+const newTenantAjv = () =>
+  addFormats(
+    new Ajv({
+      allErrors: true,
+      strict: true,
+      allowUnionTypes: true,
+      useDefaults: true,
+      coerceTypes: false,
+      code: { regExp: linearRegExp },
+    }),
+  );
+
+/** Most distinct tenant schemas kept compiled in one process. */
+export const TENANT_SCHEMAS_CACHED = 1000;
+
+/**
+ * Schemas compiled on one ajv instance before the next is made. An instance keeps what every schema
+ * compiled on it needs (their patterns, their functions) for as long as any of them is used, so
+ * tenant schemas go on small instances, each dropped once none of its schemas is cached: at most
+ * this many times TENANT_SCHEMAS_CACHED are ever held, and about TENANT_SCHEMAS_CACHED usually.
+ * Making an instance costs ~9 ms, spread over this many compilations.
+ */
+const SCHEMAS_PER_INSTANCE = 16;
+
+/**
+ * Tenants' schemas, compiled once per distinct content and kept while among the most recently used:
+ * one instance compiling whatever tenants send would keep every schema forever (a thousand saves of
+ * one action, a thousand copies).
+ */
+const tenantCompiled = new LRUCache<string, ValidateFunction>({ max: TENANT_SCHEMAS_CACHED });
+let tenantAjv = newTenantAjv();
+let compiledOnInstance = 0;
+
+function compileTenantSchema(schema: object): ValidateFunction {
+  const key = JSON.stringify(schema);
+  let compiled = tenantCompiled.get(key);
+  if (!compiled) {
+    if (compiledOnInstance++ >= SCHEMAS_PER_INSTANCE) {
+      tenantAjv = newTenantAjv();
+      compiledOnInstance = 1;
+    }
+    try {
+      compiled = tenantAjv.compile(schema);
+    } finally {
+      tenantAjv.removeSchema(schema);
+    }
+    tenantCompiled.set(key, compiled);
+  }
+  return compiled;
+}
 
 /** Convert ajv's pointer-style paths into JSON paths (`$.nodes[1].config.url`). */
 export function jsonPath(instancePath: string, extra?: string): string {
@@ -124,7 +165,9 @@ export class SchemaValidator<T> {
   ) {
     this.storable = options.storable ?? false;
     this.schema = this.storable ? (withStoreBounds(schema) as object) : schema;
-    this.validateFn = (options.tenant ? tenantAjv : options.coerce ? coercingAjv : ajv).compile(this.schema);
+    this.validateFn = options.tenant
+      ? compileTenantSchema(this.schema)
+      : (options.coerce ? coercingAjv : ajv).compile(this.schema);
   }
 
   validate(value: unknown, prefix = '$'): T {

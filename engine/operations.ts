@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import type { FromSchema, JSONSchema } from 'json-schema-to-ts';
 import type { HttpClient } from './http-client.ts';
@@ -209,7 +210,8 @@ export class OperationRegistry {
     return major === undefined ? [...(majors?.values() ?? [])].at(-1) : majors?.get(major);
   }
 
-  private readonly actionNodes = new Map<string, RegisteredOperation>();
+  /** Named by what tenants write in their flows: kept for the most recently used only. */
+  private readonly actionNodes = new LRUCache<string, RegisteredOperation>({ max: 1000 });
 
   private actionNode(action: string): RegisteredOperation | undefined {
     if (!ACTION_NAME.test(action)) return undefined;

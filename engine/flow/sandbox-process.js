@@ -6,13 +6,13 @@
  * (type-checked through JSDoc), so a replacement starts in a third of the time tsx's loader takes.
  */
 import jsonata from 'jsonata';
+import { LRUCache } from 'lru-cache';
 
 /** @typedef {import('./sandbox.ts').SandboxRequest} SandboxRequest */
 /** @typedef {import('./sandbox.ts').SandboxReply} SandboxReply */
 
-/** Compiled expressions, least recently used out. @type {Map<string, jsonata.Expression>} */
-const compiled = new Map();
-const CACHE_SIZE = 500;
+/** Compiled expressions, least recently used out. @type {LRUCache<string, jsonata.Expression>} */
+const compiled = new LRUCache({ max: 500 });
 /** JSONata's own (cooperative) timeout: the same limit the parent enforces from outside. */
 const JSONATA_TIMEOUT = 'D1012';
 /** @type {Map<number, (value: unknown) => void>} */
@@ -22,13 +22,10 @@ let nextLookup = 1;
 /** @param {string} source @param {number} timeoutMs @param {number} maxDepth */
 function compile(source, timeoutMs, maxDepth) {
   let expression = compiled.get(source);
-  if (expression) {
-    compiled.delete(source);
-  } else {
+  if (!expression) {
     expression = jsonata(source, { timeout: timeoutMs, stack: maxDepth, sequence: 1_000_000 });
-    if (compiled.size >= CACHE_SIZE) compiled.delete(/** @type {string} */ (compiled.keys().next().value));
+    compiled.set(source, expression);
   }
-  compiled.set(source, expression);
   return expression;
 }
 

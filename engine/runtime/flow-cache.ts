@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import { NotFoundError } from '../errors.ts';
 import { compileFlow, type CompiledFlow, type CompileOptions } from '../flow/compile.ts';
 import type { FlowStore } from '../store/port.ts';
@@ -8,25 +9,24 @@ import type { FlowStore } from '../store/port.ts';
  * even when many runs ask at the same time.
  */
 export class CompiledFlowCache {
-  private readonly entries = new Map<string, Promise<CompiledFlow>>();
+  private readonly entries: LRUCache<string, Promise<CompiledFlow>>;
 
   constructor(
     private readonly store: FlowStore,
     private readonly options: CompileOptions,
-    private readonly capacity = 1000,
-  ) {}
+    capacity = 1000,
+  ) {
+    this.entries = new LRUCache({ max: capacity });
+  }
 
   get(tenantId: string, flowId: string, version: number): Promise<CompiledFlow> {
     const key = `${tenantId}\0${flowId}\0${version}`;
     let entry = this.entries.get(key);
-    if (entry) {
-      this.entries.delete(key);
-    } else {
+    if (!entry) {
       entry = this.load(tenantId, flowId, version);
+      this.entries.set(key, entry);
       entry.catch(() => this.entries.delete(key));
     }
-    this.entries.set(key, entry);
-    if (this.entries.size > this.capacity) this.entries.delete(this.entries.keys().next().value!);
     return entry;
   }
 
