@@ -148,11 +148,10 @@ export function adapterRoutes(context: ApiContext, options: { bodyLimitBytes: nu
           headers: {
             'x-api-key': apiKey,
             'x-shopify-topic': 'refunds/create',
-            'x-adapter-destination': destination,
-            'x-store-graphql-url': settings.graphqlUrl,
             'content-type': 'application/json',
             ...(idempotencyKey ? { 'idempotency-key': idempotencyKey } : {}),
           },
+          ownHeaders: { 'x-adapter-destination': destination, 'x-store-graphql-url': settings.graphqlUrl },
         })
         .catch(() => {
           // Not stored or not enqueued: nothing was accepted, the caller retries.

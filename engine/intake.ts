@@ -36,6 +36,8 @@ export interface Delivery {
   rawBody: Buffer;
   /** The checked body (checkBody), as it came: stored without being parsed here. */
   body: JsonText;
+  /** Headers the route set itself (not the sender's): kept with the message as they are. */
+  ownHeaders?: Record<string, string>;
   headers: Headers;
   query: Record<string, unknown>;
 }
@@ -163,7 +165,7 @@ export class Intake {
       deliveryId: deliveryId ?? null,
       topic: topicOf(delivery.headers, this.options.topicHeaders),
       body: delivery.body,
-      headers: keptHeaders(delivery.headers, webhook.verification),
+      headers: { ...keptHeaders(delivery.headers, webhook, this.options.topicHeaders), ...delivery.ownHeaders },
       query: delivery.query,
     };
     const { duplicate, messageId, run } = await this.commits.submit({ message, runId: newId() });

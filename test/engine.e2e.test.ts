@@ -51,6 +51,8 @@ describe('a webhook through a published flow', () => {
           { from: 'trigger', to: 'map' },
           { from: 'map', to: 'send' },
         ],
+        // A header beyond the usual ones is kept only when the trigger asks for it.
+        { type: 'webhook', config: { keepHeaders: ['X-Shop'] } },
       ),
     );
     const accepted = await sendWebhook(env.url, 'acme', 'e2e', { id: 42 }, { 'x-shop': 'demo.myshopify.com' });

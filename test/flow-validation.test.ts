@@ -183,6 +183,20 @@ describe('flow validation', () => {
     expect(compiled.nodes.map((node) => node.id)).toEqual(['first', 'middle', 'last']);
   });
 
+  it('refuses to keep a header whose name reads like a credential', () => {
+    const document = {
+      ...flow(
+        [{ id: 'keep', operation: 'transform', config: { expression: '{{ 1 }}' } }],
+        [{ from: 'trigger', to: 'keep' }],
+      ),
+      trigger: { type: 'webhook', config: { keepHeaders: ['X-Shop', 'X-Api-Key', 'X-Auth'] } },
+    };
+    expect(validateFlow(document, options).map((error) => error.path)).toEqual([
+      '$.trigger.config.keepHeaders[1]',
+      '$.trigger.config.keepHeaders[2]',
+    ]);
+  });
+
   it('records which variables and secrets a flow reads', () => {
     const compiled = compileFlow(
       flow(

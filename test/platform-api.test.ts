@@ -199,7 +199,9 @@ describe('BlockedTopic and MessageInfo', () => {
       'x-shopify-webhook-id': 'wh-5',
       'x-api-key': 'hush-key',
       'x-access-token': 'hush-token',
+      'x-auth': 'hush-auth',
       'x-trace': 't1',
+      traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
     });
     const again = await refund(5, { 'x-shopify-webhook-id': 'wh-5' });
     expect(again.status).toBe(200);
@@ -222,8 +224,13 @@ describe('BlockedTopic and MessageInfo', () => {
     expect((await shop.settledRun(replayed.body.id)).status).toBe('succeeded');
     const message = (await shop.call('GET', `/api/v1/messages/${first.body.messageId}`)).body;
     expect(message.runs.map((run: any) => run.id)).toEqual([first.body.runId, replayed.body.id]);
-    // Source headers are kept without credentials.
-    expect(message.headers).toMatchObject({ 'x-trace': 't1', 'x-shopify-topic': 'refunds/create' });
+    // Headers are kept by an allow list: the vendor's, the ordinary ones; nothing else a sender adds.
+    expect(message.headers).toMatchObject({
+      'x-shopify-topic': 'refunds/create',
+      'x-shopify-webhook-id': 'wh-5',
+      traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
+    });
+    expect(message.headers['x-trace']).toBeUndefined();
     expect(JSON.stringify(message)).not.toMatch(/hush-/);
     expect((await shop.call('POST', `/api/v1/messages/${duplicates[0].id}/replay`)).status).toBe(409);
     // Another tenant cannot see or replay it.

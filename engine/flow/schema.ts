@@ -75,6 +75,16 @@ export const webhookTriggerConfigSchema = {
         "Header carrying the sender's delivery id, used to drop repeated deliveries. Idempotency-Key is always " +
         'honoured.',
     },
+    keepHeaders: {
+      type: 'array',
+      maxItems: 20,
+      uniqueItems: true,
+      items: { type: 'string', pattern: '^[A-Za-z0-9-]{1,100}$' },
+      description:
+        "Headers to keep with each message (and give runs as $input.headers) besides the usual ones: the sender's " +
+        'delivery id and topic, the signature, content-type, user-agent, idempotency-key, x-request-id, traceparent, ' +
+        'tracestate. Any other header is dropped; a name that reads like a credential cannot be kept.',
+    },
   },
 } as const;
 

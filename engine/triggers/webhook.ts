@@ -31,6 +31,8 @@ export interface WebhookSignature {
   deliveryIdHeader?: string;
   /** The header naming a delivery's topic: `verify.topic` is checked against it, and topics are blocked by it. */
   topicHeader?: string;
+  /** Other headers the vendor sends that are worth keeping with a message (the shop's domain, say). */
+  keptHeaders?: string[];
 }
 
 /** What a flow URL checks of a delivery, resolved when the flow is compiled (vendor signatures included). */
@@ -43,6 +45,8 @@ export interface CompiledWebhook {
   deliveryIdHeader?: string;
   /** Only deliveries whose header names this topic are taken. */
   topic?: { header: string; value: string };
+  /** Headers kept with a message besides ORDINARY_HEADERS and the topic headers (lower case). */
+  kept: string[];
 }
 
 type Verify = NonNullable<WebhookTriggerConfig['verify']>;
@@ -56,8 +60,15 @@ export function compileWebhook(
 ): { webhook?: CompiledWebhook; errors: FieldError[] } {
   const verify = config.verify as Verify | undefined;
   const deliveryIdHeader = config.deliveryIdHeader?.toLowerCase();
+  const declared = (config.keepHeaders ?? []).map((name) => name.toLowerCase());
+  const credentials = declared.flatMap((name, index) =>
+    NEVER_KEPT.test(name) ? [{ path: `${at}.keepHeaders[${index}]`, message: 'names a credential: never kept' }] : [],
+  );
+  if (credentials.length > 0) return { errors: credentials };
+  const kept = (...names: Array<string | undefined>) =>
+    [...new Set([...declared, deliveryIdHeader, ...names].filter((name) => name !== undefined))] as string[];
   if (!verify || verify.type === 'none')
-    return { webhook: { verification: { kind: 'none' }, deliveryIdHeader }, errors: [] };
+    return { webhook: { verification: { kind: 'none' }, deliveryIdHeader, kept: kept() }, errors: [] };
   if (verify.type === 'header' || verify.type === 'hmac-sha256') {
     const { header, secret } = verify as { header: string; secret: string };
     const hmac = verify as { encoding?: 'base64' | 'hex'; prefix?: string };
@@ -71,7 +82,9 @@ export function compileWebhook(
             prefix: hmac.prefix ?? '',
             secrets: [secret],
           };
-    return { webhook: { verification, deliveryIdHeader }, errors: [] };
+    // A shared secret's header carries the secret itself; a signature is no secret, and shows what was signed.
+    const signatureHeader = verification.kind === 'hmac-sha256' ? verification.header : undefined;
+    return { webhook: { verification, deliveryIdHeader, kept: kept(signatureHeader) }, errors: [] };
   }
   const vendor = verify as VendorVerify;
   const signed = signature(vendor.type);
@@ -80,9 +93,16 @@ export function compileWebhook(
   if (vendor.topic && !signed.topicHeader) {
     return { errors: [{ path: `${at}.verify.topic`, message: `${vendor.type} deliveries name no topic` }] };
   }
+  const vendorDeliveryId = deliveryIdHeader ?? signed.deliveryIdHeader?.toLowerCase();
   return {
     errors: [],
     webhook: {
+      kept: kept(
+        signed.header.toLowerCase(),
+        vendorDeliveryId,
+        signed.topicHeader?.toLowerCase(),
+        ...(signed.keptHeaders ?? []).map((name) => name.toLowerCase()),
+      ),
       // During a rotation the sender may still sign with the previous secret.
       verification: {
         kind: 'hmac-sha256',
@@ -91,7 +111,7 @@ export function compileWebhook(
         prefix: '',
         secrets: vendor.previousSecret ? [vendor.secret, vendor.previousSecret] : [vendor.secret],
       },
-      deliveryIdHeader: deliveryIdHeader ?? signed.deliveryIdHeader?.toLowerCase(),
+      deliveryIdHeader: vendorDeliveryId,
       topic:
         vendor.topic && signed.topicHeader
           ? { header: signed.topicHeader.toLowerCase(), value: vendor.topic }
@@ -132,16 +152,36 @@ export function verifyDelivery(
   );
 }
 
-/** Headers that carry credentials or proofs by their name: never stored, shown or given to a run. */
-const NEVER_KEPT = /authorization|cookie|api-?key|token|secret|password|signature|hmac/i;
+/** Headers whose names say they carry credentials: a flow cannot ask to keep them. */
+const NEVER_KEPT = /authorization|cookie|api-?key|token|secret|password|auth/i;
 
-/** The headers kept with a message: lower-case names, no credentials, no verification header. */
-export function keptHeaders(headers: Headers, verification: CompiledWebhook['verification']): Record<string, string> {
-  const dropped = verification.kind === 'none' ? undefined : verification.header;
+/** Headers kept with every message: what says how it was sent, never who sent it with what key. */
+export const ORDINARY_HEADERS = [
+  'content-type',
+  'content-encoding',
+  'user-agent',
+  'idempotency-key',
+  'x-request-id',
+  'traceparent',
+  'tracestate',
+];
+
+/**
+ * The headers kept with a message, by an allow list: the ordinary ones, the topic headers the
+ * operation families read, and what the trigger declares (its sender's delivery id, topic and
+ * signature, and its own `keepHeaders`). Anything else a sender adds (`X-Auth`, a session header)
+ * is dropped before it is stored.
+ */
+export function keptHeaders(
+  headers: Headers,
+  webhook: Pick<CompiledWebhook, 'kept'>,
+  topicHeaders: readonly string[],
+): Record<string, string> {
   const kept: Record<string, string> = {};
-  for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || NEVER_KEPT.test(name) || name === dropped) continue;
-    kept[name] = Array.isArray(value) ? value.join(', ') : value;
-  }
+  for (const names of [ORDINARY_HEADERS, topicHeaders, webhook.kept])
+    for (const name of names) {
+      const value = headers[name];
+      if (value !== undefined) kept[name] = Array.isArray(value) ? value.join(', ') : value;
+    }
   return kept;
 }

@@ -76,4 +76,5 @@ export const shopifyWebhookSignature: WebhookSignature = {
   encoding: 'base64',
   deliveryIdHeader: 'x-shopify-webhook-id',
   topicHeader: 'x-shopify-topic',
+  keptHeaders: ['x-shopify-shop-domain', 'x-shopify-api-version', 'x-shopify-triggered-at', 'x-shopify-event-id'],
 };
