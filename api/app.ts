@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import { unstorableJson } from '../engine/json-text.ts';
 import { adapterKeyRoutes, adapterOpenApiPaths, adapterRoutes } from './adapter.ts';
 import type { TokenIssuer } from './auth/issuer.ts';
-import { operatorGuard } from './auth/operator-guard.ts';
+import { isOperatorAuthorization, operatorGuard } from './auth/operator-guard.ts';
 import type { ClientAuthenticator } from './auth/clients.ts';
 import type { ApiCallLimit } from './auth/rate-limits.ts';
 import type { TokenVerifier } from './auth/verifier.ts';
@@ -42,6 +42,9 @@ import { tokenRoutes } from './token.ts';
 
 export interface Readiness {
   ready: boolean;
+  /** What keeps this process from serving, by name only: `store`, `redis`, `redis eviction`, `event loop`. */
+  failed: string[];
+  /** The details, for operators: what each check found, the queue, maintenance, a recovery. */
   checks: Record<string, unknown>;
 }
 
@@ -126,9 +129,17 @@ function createApp(options: AppOptions): Express {
   app.use(requestLog(logger, new Set(['/healthz', '/readyz'])));
 
   app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
-  app.get('/readyz', async (_req, res) => {
+  app.get('/readyz', async (req, res) => {
     const readiness = await options.readiness();
-    res.status(readiness.ready ? 200 : 503).json(readiness);
+    // Anyone may ask (load balancers do): what failed is all they learn; operators get the details.
+    const authorization = req.get('authorization');
+    const operator =
+      authorization !== undefined &&
+      (await isOperatorAuthorization(options.clients, options.verifier, authorization, req.ip ?? '').catch(
+        () => false,
+      ));
+    const { ready, failed } = readiness;
+    res.status(ready ? 200 : 503).json(operator ? readiness : { ready, failed });
   });
   app.get('/openapi.json', (_req, res) => void res.json(openapi));
   const docs = renderDocs(openapi, operationInfos(context.compile.registry), context.compile.registry.listSignatures());

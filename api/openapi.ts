@@ -31,6 +31,15 @@ const tooManyRequests = (description: string) => ({
   ...problem(description),
   headers: { 'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } } },
 });
+const readinessSchema = {
+  type: 'object',
+  required: ['ready', 'failed'],
+  properties: {
+    ready: { type: 'boolean' },
+    failed: { type: 'array', items: { enum: ['store', 'redis', 'redis eviction', 'event loop'] } },
+    checks: { type: 'object', description: 'For operators only.' },
+  },
+};
 export const json = (schema: object) => ({ 'application/json': { schema } });
 
 /** Replace every occurrence of a published resource schema by a $ref to it. */
@@ -264,9 +273,13 @@ function platformPaths() {
     '/readyz': {
       get: {
         tags: ['Platform'],
-        summary: 'Store and Redis answer, workers are consuming',
+        summary: 'Whether this process can serve: the store and Redis answer, its event loop keeps up',
+        description: "Anyone gets `{ready, failed}`; an operator's credentials add the checks' details.",
         security: [],
-        responses: { 200: { description: 'Ready.' }, 503: { description: 'Not ready, with the failing checks.' } },
+        responses: {
+          200: { description: 'Ready.', content: json(readinessSchema) },
+          503: { description: 'Not ready: `failed` names what failed.', content: json(readinessSchema) },
+        },
       },
     },
   };

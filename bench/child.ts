@@ -6,6 +6,7 @@ import http from 'node:http';
 import express from 'express';
 import jsonata from 'jsonata';
 import { Worker } from 'bullmq';
+import { createClientCredentials } from '../api/auth/clients.ts';
 import { loadConfig } from '../bin/config.ts';
 import { Platform } from '../bin/platform.ts';
 import { redisOptions } from '../bin/redis.ts';
@@ -92,7 +93,9 @@ if (mode === 'bare-express') {
     });
     await platform.store.publishFlow(tenant, flow.id, flow.revision, document);
   }
-  console.log(`READY ${platform.url}`);
+  // An operator's credentials, for the details of /readyz (the event-loop lag).
+  const operator = await createClientCredentials(platform.store, { operator: true });
+  console.log(`READY ${platform.url} ${operator.client_id}:${operator.client_secret}`);
   process.on('SIGTERM', () => void platform.close().then(() => process.exit(0)));
 } else if (mode === 'bullmq-baseline') {
   // The same work written by hand on raw BullMQ: same expressions, same HTTP call, same concurrency.

@@ -128,7 +128,7 @@ async function measureDeployment(settings: Record<string, string>) {
   const api = await start(['--import', 'tsx', 'bench/child.ts', 'neighbours'], env);
   const worker = await start(['bin/tributary.js', 'worker'], env);
   try {
-    const url = api.detail;
+    const [url] = api.detail.split(' ');
     const alone = await settle(await sendLight(url, QUIET_SECONDS), receiver.latencies);
     const flood = autocannon({
       url: `${url}/hooks/flood/heavy`,
@@ -158,8 +158,11 @@ async function measureDeployment(settings: Record<string, string>) {
   }
 }
 
-/** `/healthz` every 100 ms, and the event-loop lag `/readyz` reports every second, while `during` runs. */
-async function watchEventLoop<T>(url: string, during: Promise<T>) {
+/**
+ * `/healthz` every 100 ms, and the event-loop lag `/readyz` reports (to an operator: `authorization`)
+ * every second, while `during` runs.
+ */
+async function watchEventLoop<T>(url: string, authorization: string, during: Promise<T>) {
   const healthz: number[] = [];
   const lags: number[] = [];
   let done = false;
@@ -173,7 +176,9 @@ async function watchEventLoop<T>(url: string, during: Promise<T>) {
   })();
   const sampling = (async () => {
     while (!done) {
-      const readiness = await fetch(`${url}/readyz`).then((response) => response.json());
+      const readiness = await fetch(`${url}/readyz`, { headers: { authorization } }).then((response) =>
+        response.json(),
+      );
       lags.push(readiness.checks.eventLoopLagMs);
       await new Promise((resolve) => setTimeout(resolve, 1000));
     }
@@ -206,8 +211,9 @@ async function measureBigBodies(deployment: 'embedded' | 'postgres') {
   const serve = await start(['--import', 'tsx', 'bench/child.ts', 'neighbours'], env);
   const worker = deployment === 'postgres' ? await start(['bin/tributary.js', 'worker'], env) : undefined;
   try {
-    const url = serve.detail;
-    const quiet = await watchEventLoop(url, sendLight(url, QUIET_SECONDS));
+    const [url, operator] = serve.detail.split(' ');
+    const authorization = `Basic ${Buffer.from(operator).toString('base64')}`;
+    const quiet = await watchEventLoop(url, authorization, sendLight(url, QUIET_SECONDS));
     const alone = await settle(quiet.result, receiver.latencies);
     const flood = autocannon({
       url: `${url}/hooks/flood/big`,
@@ -218,7 +224,10 @@ async function measureBigBodies(deployment: 'embedded' | 'postgres') {
       headers: { 'content-type': 'application/json' },
       body: bigBody(),
     });
-    const [light, watched] = await Promise.all([sendLight(url, FLOOD_SECONDS), watchEventLoop(url, flood)]);
+    const [light, watched] = await Promise.all([
+      sendLight(url, FLOOD_SECONDS),
+      watchEventLoop(url, authorization, flood),
+    ]);
     const during = await settle(light, receiver.latencies);
     return {
       floodSent: watched.result.requests.total,

@@ -41,7 +41,7 @@ import { RateLimiter } from '../engine/queue/rate-limiter.ts';
 import { MaintenanceMode } from '../engine/queue/maintenance.ts';
 import { baseUrl, type Config, outboundRefusal } from './config.ts';
 import { DataDirLock, embeddedKeyring, embeddedStorePath } from './data-dir.ts';
-import { redisAnswers, redisOptions, startEmbeddedRedis } from './redis.ts';
+import { printableUrl, redisAnswers, redisOptions, startEmbeddedRedis } from './redis.ts';
 
 export const VERSION = '0.1.0';
 
@@ -141,7 +141,7 @@ export class Platform {
     let redisChild: ChildProcess | undefined;
     if (roles.embeddedRedis && !(await redisAnswers(config.redisUrl))) {
       redisChild = await startEmbeddedRedis(config.redisUrl, config.dataDir);
-      logger.info({ redisUrl: config.redisUrl }, 'started an embedded redis-server');
+      logger.info({ redisUrl: printableUrl(config.redisUrl) }, 'started an embedded redis-server');
     }
     const { store, workerStore, keyring, lock } = await openStore(config);
     await store.setStateLimits(stateLimits(config));
@@ -295,7 +295,7 @@ export class Platform {
         verifier,
         logger,
         bodyLimitBytes: config.bodyLimitBytes,
-        readiness: () => readiness(store, queue, maintenance, eventLoop, config),
+        readiness: () => readiness(store, queue, maintenance, eventLoop, config, logger),
         queues,
         adapterWaitMs: config.adapterWaitMs,
         metrics,
@@ -442,14 +442,19 @@ async function readiness(
   maintenance: MaintenanceMode,
   eventLoop: EventLoopLag,
   config: Config,
+  logger: Logger,
 ): Promise<Readiness> {
   const checks: Record<string, unknown> = {};
+  const failed: string[] = [];
   const problems: string[] = [];
   try {
     await store.ping();
     checks.store = 'ok';
-  } catch {
+  } catch (error) {
+    // The driver's message (host, user, database) goes to the log, for operators, never into the answer.
+    logger.warn({ err: error }, 'readiness: the store does not answer');
     checks.store = 'unreachable';
+    failed.push('store');
     problems.push('the store does not answer');
   }
   try {
@@ -457,17 +462,23 @@ async function readiness(
     Object.assign(checks, report);
     const current = await maintenance.current();
     if (current) checks.maintenance = current;
-    if (/^(allkeys|volatile)-/.test(report.maxmemoryPolicy))
+    if (/^(allkeys|volatile)-/.test(report.maxmemoryPolicy)) {
+      failed.push('redis eviction');
       problems.push(`Redis evicts keys (maxmemory-policy ${report.maxmemoryPolicy}); BullMQ needs noeviction`);
-  } catch {
+    }
+  } catch (error) {
+    logger.warn({ err: error }, 'readiness: Redis does not answer');
     checks.redis = 'unreachable';
+    failed.push('redis');
     problems.push('Redis does not answer');
   }
   checks.eventLoopLagMs = eventLoop.p99Ms;
-  if (eventLoop.p99Ms > config.readyMaxEventLoopLagMs)
+  if (eventLoop.p99Ms > config.readyMaxEventLoopLagMs) {
+    failed.push('event loop');
     problems.push(`this process's event loop lags ${eventLoop.p99Ms} ms (p99 over the last few seconds)`);
+  }
   if (problems.length > 0) checks.problems = problems;
-  return { ready: problems.length === 0, checks };
+  return { ready: failed.length === 0, failed, checks };
 }
 
 /** The p99 delay of this process's event loop over the last window of a few seconds. */

@@ -40,6 +40,15 @@ export async function redisAnswers(url: string): Promise<boolean> {
   }
 }
 
+/** A URL as it may be printed or logged: its user name and password masked (`redis://:***@host:6379`). */
+export function printableUrl(url: string): string {
+  if (!URL.canParse(url)) return '(not a URL)';
+  const parsed = new URL(url);
+  if (parsed.username) parsed.username = '***';
+  if (parsed.password) parsed.password = '***';
+  return parsed.toString();
+}
+
 /**
  * For `npm start` on a machine without a running Redis: start `redis-server` as a child, with
  * its data under DATA_DIR, the append-only file on, and eviction off (BullMQ needs noeviction).
@@ -47,7 +56,7 @@ export async function redisAnswers(url: string): Promise<boolean> {
 export async function startEmbeddedRedis(url: string, dataDir: string): Promise<ChildProcess> {
   if (spawnSync('redis-server', ['--version']).error) {
     throw new Error(
-      `nothing answers at REDIS_URL=${url} and redis-server is not installed: ` +
+      `nothing answers at REDIS_URL=${printableUrl(url)} and redis-server is not installed: ` +
         'install Redis (e.g. apt-get install redis-server) or set REDIS_URL',
     );
   }
@@ -80,5 +89,5 @@ export async function startEmbeddedRedis(url: string, dataDir: string): Promise<
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   child.kill();
-  throw new Error(`redis-server did not start on ${url}`);
+  throw new Error(`redis-server did not start on ${printableUrl(url)}`);
 }

@@ -1,8 +1,10 @@
 import type { ChildProcess } from 'node:child_process';
+import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Platform } from '../bin/platform.ts';
 import {
   capturingLogger,
+  POSTGRES_URL,
   eventually,
   sendWebhook,
   spawnWorker,
@@ -219,9 +221,49 @@ describe('durability', () => {
     expect(received('/outage')).toHaveLength(1);
   });
 
-  it('reports readiness from the store, Redis and live workers', async () => {
-    const ready = await (await fetch(`${env.url}/readyz`)).json();
-    expect(ready).toMatchObject({ ready: true, checks: { store: 'ok', redis: 'ok', maxmemoryPolicy: 'noeviction' } });
+  it('tells an anonymous caller only that the store failed when PostgreSQL goes away; the log has why', async () => {
+    // PostgreSQL behind a proxy this test cuts: the store's connections break, as when the server stops.
+    const sockets = new Set<net.Socket>();
+    const proxy = net.createServer((client) => {
+      const upstream = net.connect(Number(new URL(POSTGRES_URL).port || 5432), new URL(POSTGRES_URL).hostname);
+      for (const socket of [client, upstream]) {
+        sockets.add(socket);
+        socket.on('error', () => socket.destroy());
+      }
+      client.pipe(upstream).pipe(client);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    const proxied = new URL(POSTGRES_URL);
+    proxied.host = `127.0.0.1:${(proxy.address() as net.AddressInfo).port}`;
+    const { logger, lines } = capturingLogger();
+    const cut = await Platform.start(
+      { ...env.config, databaseUrl: proxied.toString() },
+      { api: true, worker: false },
+      { logger },
+    );
+    try {
+      expect(await (await fetch(`${cut.url}/readyz`)).json()).toEqual({ ready: true, failed: [] });
+      proxy.close();
+      for (const socket of sockets) socket.destroy();
+      const answer = await fetch(`${cut.url}/readyz`);
+      expect(answer.status).toBe(503);
+      expect(await answer.json()).toEqual({ ready: false, failed: ['store'] });
+      expect(lines.join('\n')).toContain('readiness: the store does not answer');
+    } finally {
+      await cut.close().catch(() => {});
+    }
+  });
+
+  it('reports readiness from the store, Redis and live workers: the details to operators only', async () => {
+    const operator = await env.operator();
+    const headers = { authorization: `Bearer ${operator.token}` };
+    const ready = await (await fetch(`${env.url}/readyz`, { headers })).json();
+    expect(ready).toMatchObject({
+      ready: true,
+      failed: [],
+      checks: { store: 'ok', redis: 'ok', maxmemoryPolicy: 'noeviction' },
+    });
     expect(ready.checks.liveWorkers).toBeGreaterThanOrEqual(1);
+    expect(await (await fetch(`${env.url}/readyz`)).json()).toEqual({ ready: true, failed: [] });
   });
 });

@@ -388,13 +388,27 @@ describe('Platform (operator)', () => {
 
   it('lets a worker process without the API serve its metrics on METRICS_PORT', async () => {
     const port = 20_000 + Math.floor(Math.random() * 20_000);
-    const { child, ready } = spawnWorker(env.config, { METRICS_PORT: String(port), HOST: '127.0.0.1' });
+    // A password in REDIS_URL (this Redis needs none, and ioredis goes on) is never printed.
+    const redisUrl = new URL(env.config.redisUrl);
+    redisUrl.password = 'pass-in-the-url';
+    const { child, ready } = spawnWorker(env.config, {
+      METRICS_PORT: String(port),
+      HOST: '127.0.0.1',
+      REDIS_URL: redisUrl.toString(),
+      LOG_LEVEL: 'debug',
+    });
+    let printed = '';
+    child.stderr!.on('data', (chunk: Buffer) => {
+      printed += chunk.toString();
+    });
     try {
       await ready;
       expect((await fetch(`http://127.0.0.1:${port}/metrics`)).status).toBe(401);
       const scraped = await fetch(`http://127.0.0.1:${port}/metrics`, { headers: { authorization: basic(operator) } });
       expect(scraped.status).toBe(200);
       expect(await scraped.text()).toMatch(/^tributary_queue_jobs\{queue="runs",state="active"\} \d+$/m);
+      expect(printed).toContain(`worker consuming redis://:***@${redisUrl.host}`);
+      expect(printed).not.toContain('pass-in-the-url');
     } finally {
       child.kill('SIGTERM');
     }
@@ -421,7 +435,7 @@ describe('Platform (operator)', () => {
         activeJobs: 0,
       }),
     );
-    const ready = await (await fetch(`${env.url}/readyz`)).json();
+    const ready = await (await fetch(`${env.url}/readyz`, { headers: { authorization: basic(operator) } })).json();
     expect(ready.checks.maintenance).toMatchObject({ reason: 'database upgrade' });
 
     const left = await operator.call('DELETE', '/api/v1/platform/maintenance');

@@ -104,7 +104,9 @@ describe('Redis comes back empty', () => {
     await eventually(async () =>
       expect(receiver.requests.filter((request) => request.url === '/tick').length).toBeGreaterThan(ticksBefore + 1),
     );
-    const ready = await (await fetch(`${env.url}/readyz`)).json();
+    const ready = await (
+      await fetch(`${env.url}/readyz`, { headers: { authorization: `Bearer ${operator.token}` } })
+    ).json();
     expect(ready.ready).toBe(true);
     expect(ready.checks.recovery).toMatchObject({ finishedAt: expect.any(String), flowsScheduled: 2 });
     expect(ready.checks.recovery.runsRequeued).toBeGreaterThan(0);
