@@ -48,8 +48,9 @@ describe('flow URLs that name no flow', () => {
   /** `count` deliveries to random flow URLs (the longest keys a URL segment takes), 50 at a time. */
   async function sendUnknown(count: number) {
     const agent = new http.Agent({ keepAlive: true, maxSockets: 50 });
-    const post = (n: number) =>
+    const post = () =>
       new Promise<number>((resolve, reject) => {
+        const n = Math.floor(Math.random() * 1e12);
         const key = `${n.toString(36)}${'k'.repeat(56)}`.slice(0, 63);
         const request = http.request(
           `${env.url}/hooks/t${n.toString(36)}/${key}`,
@@ -63,7 +64,7 @@ describe('flow URLs that name no flow', () => {
         request.end('{}');
       });
     for (let sent = 0; sent < count; sent += 50) {
-      const statuses = await Promise.all(Array.from({ length: 50 }, (_, i) => post(Math.floor(Math.random() * 1e12))));
+      const statuses = await Promise.all(Array.from({ length: 50 }, () => post()));
       expect(new Set(statuses)).toEqual(new Set([404]));
     }
     agent.destroy();
