@@ -1,16 +1,35 @@
-import type { Worker } from 'node:worker_threads';
-import { typeScriptThread } from '../../typescript-thread.ts';
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
 import { assertIdentifier, refusedStatement, type SqlDriver, type SqlExecutor } from './driver.ts';
-import type { ThreadOptions, ThreadReply, ThreadRequest } from './pglite-thread.ts';
 
 type Lane = 'foreground' | 'background';
+
+/** What the driver sends the database's thread (pglite-thread.js). */
+export interface ThreadRequest {
+  id: number;
+  kind: 'query' | 'exec' | 'close';
+  text?: string;
+  params?: unknown[];
+}
+
+/** A PostgreSQL error's code and names survive the crossing; its class, detail and the statement's values do not. */
+export type ThreadReply = { id: number; rows?: unknown[]; error?: Record<string, unknown> & { message: string } };
+
+export interface ThreadOptions {
+  dataDir?: string;
+  /** Already checked by assertIdentifier. */
+  schema?: string;
+}
 
 /** After this many foreground turns in a row, a waiting background statement goes next. */
 const FOREGROUND_STREAK = 4;
 
 /**
  * Embedded PostgreSQL (WASM) for the one-process mode. PGlite runs in a thread of its own
- * (pglite-thread.ts): executing a statement there leaves this event loop free for HTTP, Redis and
+ * (pglite-thread.js): executing a statement there leaves this event loop free for HTTP, Redis and
  * runs, and uses a second core. It executes one statement at a time and takes no lock on its
  * directory (the caller must hold one). Statements are therefore scheduled here, in two lanes:
  * requests waiting on an answer (webhooks, API calls) go before background work (runs), so a flow
@@ -33,10 +52,19 @@ export class PgliteDriver implements SqlDriver {
     private readonly owner?: PgliteDriver,
   ) {}
 
-  /** `dataDir` undefined keeps everything in memory. */
+  /**
+   * `dataDir` undefined keeps everything in memory. A new data directory is created by a process of
+   * its own: creating one takes ~600 MB of WebAssembly memory, which a thread that ends does not all
+   * give back to the system, and the running database needs a fifth of that.
+   */
   static async open(dataDir?: string, schema?: string): Promise<PgliteDriver> {
-    const options: ThreadOptions = { dataDir, schema: schema === undefined ? undefined : assertIdentifier(schema) };
-    const thread = typeScriptThread(new URL('./pglite-thread.ts', import.meta.url), options);
+    if (dataDir !== undefined && !existsSync(path.join(dataDir, 'PG_VERSION'))) await createDataDir(dataDir);
+    return PgliteDriver.start({ dataDir, schema: schema === undefined ? undefined : assertIdentifier(schema) });
+  }
+
+  private static async start(options: ThreadOptions): Promise<PgliteDriver> {
+    // Plain JavaScript: the thread does without tsx's loader, and the memory it takes.
+    const thread = new Worker(new URL('./pglite-thread.js', import.meta.url), { workerData: options });
     const driver = new PgliteDriver(thread);
     thread.on('message', (reply: ThreadReply) => driver.settle(reply));
     thread.on('error', (error) => driver.failAll(error));
@@ -141,3 +169,18 @@ export class PgliteDriver implements SqlDriver {
 
 /** An error as the thread sent it: PostgreSQL's fields (code, detail, ...) on an Error. */
 const asError = ({ message, ...fields }: ThreadReply['error'] & object) => Object.assign(new Error(message), fields);
+
+/** Creates a PGlite database in `dataDir` in a child process, and waits for it to end. */
+async function createDataDir(dataDir: string): Promise<void> {
+  const child = spawn(
+    process.execPath,
+    [fileURLToPath(new URL('./pglite-thread.js', import.meta.url)), '--create', dataDir],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  let output = '';
+  child.stderr.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  const code = await new Promise<number | null>((resolve, reject) => child.once('error', reject).once('exit', resolve));
+  if (code !== 0) throw new Error(`the embedded database could not be created in ${dataDir}: ${output.trim()}`);
+}
