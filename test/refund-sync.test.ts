@@ -155,6 +155,26 @@ describe('the Shopify Admin client', () => {
   });
 });
 
+describe("the Shopify Admin client's cached tokens", () => {
+  it('are reused only with the secret they were granted for: a known client id alone gets nothing', async () => {
+    const shopify = await new ShopifySimulator({ ...APP_CLIENT }).start();
+    const outbound = new HttpClient();
+    try {
+      const order = shopify.shop.createOrder({ lines: [{ title: 'Mug', price: 9, quantity: 1 }] });
+      const owner = new ShopifyAdminApi({ shopUrl: shopify.url, apiVersion: '2025-10', ...APP_CLIENT }, outbound);
+      await owner.query(ORDER_MARKS_QUERY, { id: order.id });
+      const stranger = new ShopifyAdminApi(
+        { shopUrl: shopify.url, apiVersion: '2025-10', clientId: APP_CLIENT.clientId, clientSecret: 'not-the-secret' },
+        outbound,
+      );
+      await expect(stranger.query(ORDER_MARKS_QUERY, { id: order.id })).rejects.toMatchObject({ kind: 'permanent' });
+      expect(shopify.counts.grants).toBe(1);
+    } finally {
+      await shopify.close();
+    }
+  });
+});
+
 describe('GraphQL documents', () => {
   it("are all valid against Shopify's real Admin schema, 2025-10 and 2026-10", () => {
     for (const version of ADMIN_API_VERSIONS) {

@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
 import { OperationError, permanent, retryable } from '../../engine/errors.ts';
 import { type HttpClient, MAX_RESPONSE_BYTES } from '../../engine/http-client.ts';
 
@@ -71,9 +73,9 @@ class CostBudget {
   }
 }
 
-/** Per process: one budget per shop, one token per shop and app. */
-const budgets = new Map<string, CostBudget>();
-const tokens = new Map<string, Promise<{ token: string; expiresAt: number }>>();
+/** Per process: one budget per shop, one token per shop and app credentials; the most recently used kept. */
+const budgets = new LRUCache<string, CostBudget>({ max: 10_000 });
+const tokens = new LRUCache<string, Promise<{ token: string; expiresAt: number }>>({ max: 10_000 });
 /** What each document cost last time: the estimate reserved before sending it again. */
 const knownCosts = new Map<string, number>();
 
@@ -202,8 +204,12 @@ export class ShopifyAdminApi {
     return { status: response.status, body: parsed };
   }
 
+  /** The secret is part of the key: a token is reused only by whoever holds the credentials it was granted for. */
   private tokenKey() {
-    return `${new URL(this.access.shopUrl).host}\0${this.access.clientId}`;
+    const secret = createHash('sha256')
+      .update(this.access.clientSecret ?? '')
+      .digest('base64url');
+    return `${new URL(this.access.shopUrl).host}\0${this.access.clientId}\0${secret}`;
   }
 
   /** The static token, or a client-credentials token cached per shop and app and renewed before it expires. */
