@@ -4,7 +4,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -89,4 +89,16 @@ export async function cleanup() {
     } while (cursor !== '0');
   }
   redis.disconnect();
+}
+
+/** A process's resident memory now and at its peak, in MB (Linux /proc). */
+export function memoryMb(pid: number | undefined): { rssMb: number; peakRssMb: number } | undefined {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const field = (name: string) =>
+      Math.round(Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)![1]) / 1024);
+    return { rssMb: field('VmRSS'), peakRssMb: field('VmHWM') };
+  } catch {
+    return undefined;
+  }
 }

@@ -24,7 +24,7 @@ import { measureRefunds } from './refund.ts';
 import { measureExpressions } from './expressions.ts';
 import { measureBigBodiesPart, measureFairness } from './fairness.ts';
 import { cpuWindow } from './cpu.ts';
-import { cleanup, isolation, POSTGRES_URL, REDIS_URL, start, stop } from './processes.ts';
+import { cleanup, isolation, memoryMb, POSTGRES_URL, REDIS_URL, start, stop } from './processes.ts';
 
 const INTAKE_SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const ENGINE_RUNS = Number(process.env.BENCH_RUNS ?? 5000);
@@ -60,6 +60,8 @@ interface IntakeFigures {
   non2xx: number;
   /** CPU milliseconds per request: the server, PostgreSQL, Redis, the rest (mostly the load generator). */
   cpuMsPerRequest: ReturnType<ReturnType<typeof cpuWindow>>;
+  /** The server's resident memory idle and at its peak under the load (MB). */
+  memory?: { idleRssMb?: number; peakRssMb?: number };
 }
 
 async function loadIntake(url: string, serverPid: number | undefined): Promise<IntakeFigures> {
@@ -124,9 +126,13 @@ async function measureIntake(results: Record<string, unknown>, receiverUrl: stri
   const tsx = ['--import', 'tsx'];
   const measure = async (mode: string, env: Record<string, string>) => {
     const server = await start([...tsx, 'bench/child.ts', mode], env);
+    // Idle: a few seconds after start, once startup's garbage is collected.
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    const idle = memoryMb(server.child.pid);
     const figures = await loadIntake(server.detail, server.child.pid);
+    const loaded = memoryMb(server.child.pid);
     await stop(server.child);
-    return figures;
+    return { ...figures, memory: { idleRssMb: idle?.rssMb, peakRssMb: loaded?.peakRssMb } };
   };
   const bareFigures = await measure('bare-express', {});
   const bareNodeFigures = await measure('bare-node', {});
@@ -166,6 +172,7 @@ async function measureEngine(results: Record<string, unknown>, receiver: Awaited
   await receiver.waitFor(ENGINE_RUNS);
   const engineSeconds = (performance.now() - workerReady) / 1000;
   const engineCpuMs = engineCpu(worker.child.pid, ENGINE_RUNS);
+  const workerMemory = memoryMb(worker.child.pid);
   await stop(worker.child);
   await stop(intake.child);
 
@@ -206,6 +213,7 @@ async function measureEngine(results: Record<string, unknown>, receiver: Awaited
     workerStartSeconds: +((workerReady - engineStart) / 1000).toFixed(2),
     // CPU milliseconds per run during the drain: the worker process, PostgreSQL, Redis, the rest (receiver, load).
     cpuMsPerRun: { tributary: engineCpuMs, bullmqBaseline: baselineCpuMs },
+    workerPeakRssMb: workerMemory?.peakRssMb,
   };
 }
 
@@ -232,9 +240,16 @@ function report(results: Record<string, unknown>) {
         figures.ratio,
       );
     const node = intake.bareNodeHttp;
+    const memory = (figures: IntakeFigures) =>
+      tableRow(
+        '  its resident memory',
+        `idle ${figures.memory?.idleRssMb} MB, peak under the load ${figures.memory?.peakRssMb} MB`,
+      );
     rows.push(
       row('intake, embedded serve (PGlite + worker)', intake.embeddedServe),
+      memory(intake.embeddedServe),
       row('intake, API on PostgreSQL', intake.apiOnPostgres),
+      memory(intake.apiOnPostgres),
       tableRow(
         'for reference: the same bare handler on node:http alone, req/s',
         '-',
@@ -247,7 +262,7 @@ function report(results: Record<string, unknown>) {
     rows.push(
       tableRow(
         'engine, transform -> filter -> http.request, runs/s',
-        `${engine.tributaryRunsPerSecond}`,
+        `${engine.tributaryRunsPerSecond} (worker peak RSS ${engine.workerPeakRssMb} MB)`,
         `raw BullMQ worker ${engine.bullmqBaselineRunsPerSecond}`,
         engine.ratio,
       ),
