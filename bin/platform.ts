@@ -26,7 +26,6 @@ import { TestRunner } from '../engine/runtime/test-run.ts';
 import { CompiledFlowCache } from '../engine/runtime/flow-cache.ts';
 import { Keyring } from '../engine/secrets/keyring.ts';
 import type { LogStore, StateKind, StateLimit, Store } from '../engine/store/port.ts';
-import { PgDriver } from '../engine/store/sql/pg-driver.ts';
 import { PgliteDriver } from '../engine/store/sql/pglite-driver.ts';
 import { SqlStore } from '../engine/store/sql/sql-store.ts';
 import { allOperations, destinationTypes, webhookSignatures, webhookSubscribers } from '../operations/index.ts';
@@ -84,6 +83,8 @@ export async function openStore(
       throw new Error(
         'SECRETS_KEY is required with DATABASE_URL: every process must seal and open secrets with the same keys',
       );
+    // Loaded only here: the embedded mode has no use for PostgreSQL's client (~9 MB).
+    const { PgDriver } = await import('../engine/store/sql/pg-driver.ts');
     const store = await SqlStore.open(
       new PgDriver({ connectionString: config.databaseUrl, schema: config.databaseSchema }),
     );
