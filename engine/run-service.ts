@@ -2,6 +2,9 @@ import { newId } from './ids.ts';
 import { runJob, type RunQueue } from './queue/run-queue.ts';
 import type { BatchStore, HeldFilter, MessageStore, Run } from './store/port.ts';
 
+/** Held runs settled per statement. */
+export const BULK_PAGE = 500;
+
 /** What becomes of held runs: run them (those whose hold no longer applies), discard them, or keep them held. */
 export type HeldChoice = 'release' | 'discard' | 'keep';
 
@@ -29,23 +32,39 @@ export class RunService {
     return retried;
   }
 
-  /** A new run for each failed task of the batch. */
-  async retryFailedTasks(tenantId: string, batchId: string): Promise<Run[]> {
-    const runs = await this.store.retryFailedTasks(tenantId, batchId, newId);
-    await this.queue.enqueue(runs.map(runJob));
-    return runs;
+  /** A new run for each failed task of the batch, at most `limit`; `more` when failed tasks are left. */
+  async retryFailedTasks(
+    tenantId: string,
+    batchId: string,
+    limit: number,
+  ): Promise<{ runs: Run[]; more: boolean }> {
+    const retried = await this.store.retryFailedTasks(tenantId, batchId, newId, limit);
+    await this.queue.enqueue(retried.runs.map(runJob));
+    return retried;
   }
 
-  /** Settles held runs: released ones are queued in the store, then enqueued in arrival order. */
+  /**
+   * Settles held runs, BULK_PAGE at a time (each page its own statement, enqueued before the next:
+   * a million held runs are never loaded or locked at once): released ones are queued in the store,
+   * then enqueued in arrival order.
+   */
   async settleHeld(tenantId: string, choice: HeldChoice, filter: HeldFilter, discardReason: string) {
     let released = 0;
     let discarded = 0;
     if (choice === 'release') {
-      const runs = await this.store.releaseHeld(tenantId, filter);
-      await this.queue.enqueue(runs.map(runJob));
-      released = runs.length;
+      let after: string | undefined;
+      do {
+        const page = await this.store.releaseHeld(tenantId, filter, { after, limit: BULK_PAGE });
+        await this.queue.enqueue(page.released.map(runJob));
+        released += page.released.length;
+        after = page.last;
+      } while (after !== undefined);
     } else if (choice === 'discard') {
-      discarded = await this.store.discardHeld(tenantId, filter, discardReason);
+      let page: number;
+      do {
+        page = await this.store.discardHeld(tenantId, filter, discardReason, BULK_PAGE);
+        discarded += page;
+      } while (page === BULK_PAGE);
     }
     return { released, discarded };
   }

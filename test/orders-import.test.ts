@@ -179,7 +179,7 @@ describe('Orders > Import List', () => {
     expect((await acme.call('GET', `/api/v1/ingress-incremental-fields/${flowId}`)).body.value).toBe(batch.windowTo);
 
     const retried = await acme.call('POST', `/api/v1/batches/${batch.id}/retry`);
-    expect(retried.body).toEqual({ retried: 1, runIds: [expect.any(String)] });
+    expect(retried.body).toEqual({ retried: 1, runIds: [expect.any(String)], more: false });
     expect((await acme.settledRun(retried.body.runIds[0])).status).toBe('succeeded');
     expect(await allTasks(batch.id)).toEqual([
       expect.objectContaining({ status: 'succeeded', retries: 1, runId: retried.body.runIds[0] }),

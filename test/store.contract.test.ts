@@ -415,9 +415,10 @@ describe.each(adapters)('store contract on %s', (_name, open) => {
       skipped: 0,
       progress: 66.7,
     });
-    const retried = await store.retryFailedTasks('a', batch.id, newId);
-    expect(retried).toHaveLength(1);
-    expect((await store.getRun('a', retried[0].id))!.steps).toEqual([
+    const retried = await store.retryFailedTasks('a', batch.id, newId, 10);
+    expect(retried.runs).toHaveLength(1);
+    expect(retried.more).toBe(false);
+    expect((await store.getRun('a', retried.runs[0].id))!.steps).toEqual([
       expect.objectContaining({ key: 'a', output: { order: 'o2' } }),
     ]);
     const tasks = await store.listBatchTasks('a', batch.id, {}, { first: 2 });
@@ -533,23 +534,35 @@ describe.each(adapters)('store contract on %s', (_name, open) => {
 
     // Resuming releases what the suspension held, except what the blocked topic still holds.
     await store.setTenantStatus('held', 'active', null);
-    expect((await store.releaseHeld('held', { heldBy: 'suspended' })).map((run) => run.id)).toEqual([
+    const page = { limit: 10 };
+    expect((await store.releaseHeld('held', { heldBy: 'suspended' }, page)).released.map((run) => run.id)).toEqual([
       whileSuspended.run.id,
     ]);
     expect((await store.getRun('held', second.run.id))?.run).toMatchObject({ status: 'held', heldBy: 'topic' });
     // Still blocked: a release changes nothing.
-    expect(await store.releaseHeld('held', { topic: 'refunds/create' })).toEqual([]);
+    expect(await store.releaseHeld('held', { topic: 'refunds/create' }, page)).toEqual({ released: [] });
     expect(await store.unblockTopic('held', 'refunds/create')).toBe(true);
     expect(await store.unblockTopic('held', 'refunds/create')).toBe(false);
-    expect(await store.discardHeld('held', { topic: 'orders/create' }, 'nothing held')).toBe(0);
-    expect((await store.releaseHeld('held', { topic: 'refunds/create' })).map((run) => run.id)).toEqual([
-      first.run.id,
-      second.run.id,
-    ]);
+    expect(await store.discardHeld('held', { topic: 'orders/create' }, 'nothing held', 10)).toBe(0);
+    // One page at a time, in arrival order: `last` says where the next one starts.
+    const firstPage = await store.releaseHeld('held', { topic: 'refunds/create' }, { limit: 1 });
+    expect(firstPage).toEqual({ released: [expect.objectContaining({ id: first.run.id })], last: first.run.id });
+    const secondPage = await store.releaseHeld(
+      'held',
+      { topic: 'refunds/create' },
+      { after: firstPage.last, limit: 1 },
+    );
+    expect(secondPage.released.map((run) => run.id)).toEqual([second.run.id]);
+    expect(await store.releaseHeld('held', { topic: 'refunds/create' }, { after: secondPage.last, limit: 1 })).toEqual({
+      released: [],
+    });
 
     await store.blockTopic('held', 'refunds/create', null);
     const third = await deliver('refunds/create');
-    expect(await store.discardHeld('held', { topic: 'refunds/create' }, 'discarded when unblocked')).toBe(1);
+    const fourth = await deliver('refunds/create');
+    expect(await store.discardHeld('held', { topic: 'refunds/create' }, 'discarded when unblocked', 1)).toBe(1);
+    expect(await store.discardHeld('held', { topic: 'refunds/create' }, 'discarded when unblocked', 1)).toBe(1);
+    expect((await store.getRun('held', fourth.run.id))?.run.status).toBe('cancelled');
     expect((await store.getRun('held', third.run.id))?.run).toMatchObject({
       status: 'cancelled',
       heldBy: null,

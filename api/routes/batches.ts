@@ -5,6 +5,8 @@ import { connectionSchema, defineRoute, pageQuerySchema } from '../route.ts';
 import { idParams } from './editable-flows.ts';
 
 const base = '/api/v1/batches';
+/** Failed tasks retried per call: a batch of a million is retried in calls the client repeats while `more`. */
+const TASK_RETRY_LIMIT = 1000;
 
 /** Batches (seed tag Batch) and their tasks (BatchTask): each poll of a fan-out node, each item it imported. */
 export function batchRoutes({ store, runs }: ApiContext) {
@@ -67,6 +69,7 @@ export function batchRoutes({ store, runs }: ApiContext) {
       scope: 'batches:write',
       summary: 'Retry the failed tasks of a batch',
       description:
+        `At most ${TASK_RETRY_LIMIT} per call, in task order (\`more\` says whether to call again). ` +
         'Each failed task gets a new run from the same item; the failed run stays in the history. The incremental ' +
         'field does not move back.',
       params: idParams,
@@ -75,15 +78,21 @@ export function batchRoutes({ store, runs }: ApiContext) {
           description: 'The runs started.',
           schema: {
             type: 'object',
-            required: ['retried', 'runIds'],
-            properties: { retried: { type: 'integer' }, runIds: { type: 'array', items: { type: 'string' } } },
+            required: ['retried', 'runIds', 'more'],
+            properties: {
+              retried: { type: 'integer' },
+              runIds: { type: 'array', items: { type: 'string' } },
+              more: { type: 'boolean', description: 'Failed tasks are left: call again.' },
+            },
           },
         },
       },
       async handle({ tenantId, params }) {
         await load(tenantId, params.id);
-        const retried = await runs.retryFailedTasks(tenantId, params.id);
-        return { body: { retried: retried.length, runIds: retried.map((run) => run.id) } };
+        const retried = await runs.retryFailedTasks(tenantId, params.id, TASK_RETRY_LIMIT);
+        return {
+          body: { retried: retried.runs.length, runIds: retried.runs.map((run) => run.id), more: retried.more },
+        };
       },
     }),
   ];

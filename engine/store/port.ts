@@ -272,11 +272,16 @@ export interface MessageStore {
   /**
    * Held runs (of a hold reason and topic, when given) whose hold no longer applies become queued,
    * and are returned in arrival order to be enqueued; those still suspended or blocked stay held
-   * (with the reason that now applies).
+   * (with the reason that now applies). One page: the `limit` held runs after `after` (run ids in
+   * arrival order); `last` is where the next page starts, undefined after the last.
    */
-  releaseHeld(tenantId: string, filter: HeldFilter): Promise<Run[]>;
-  /** Held runs become `cancelled` with `reason`; returns how many. */
-  discardHeld(tenantId: string, filter: HeldFilter, reason: string): Promise<number>;
+  releaseHeld(
+    tenantId: string,
+    filter: HeldFilter,
+    page: { after?: string; limit: number },
+  ): Promise<{ released: Run[]; last?: string }>;
+  /** At most `limit` held runs become `cancelled` with `reason`; returns how many. */
+  discardHeld(tenantId: string, filter: HeldFilter, reason: string, limit: number): Promise<number>;
 }
 
 /** Runs as workers take them up, checkpoint and finish them. */
@@ -339,8 +344,16 @@ export interface BatchStore {
     filter: { status?: RunStatus },
     page: PageRequest,
   ): Promise<Page<BatchTask>>;
-  /** A new run for each failed task of the batch, in place of the failed one (which stays in the history). */
-  retryFailedTasks(tenantId: string, batchId: string, newId: () => string): Promise<Run[]>;
+  /**
+   * A new run for each failed task of the batch (the first `limit`), in place of the failed one
+   * (which stays in the history); `more` when failed tasks are left.
+   */
+  retryFailedTasks(
+    tenantId: string,
+    batchId: string,
+    newId: () => string,
+    limit: number,
+  ): Promise<{ runs: Run[]; more: boolean }>;
   getIncrementalField(tenantId: string, flowId: string): Promise<IncrementalField | undefined>;
   listIncrementalFields(tenantId: string, page: PageRequest): Promise<Page<IncrementalField>>;
   /** Sets the field; `movedAt` changes only when the value does. */

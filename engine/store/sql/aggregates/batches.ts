@@ -114,15 +114,17 @@ export class SqlBatches implements BatchStore {
     return page(rows, request, toBatchTask, (r) => String(r.seq));
   }
 
-  async retryFailedTasks(tenantId: string, batchId: string, newId: () => string) {
-    if (!isUuid(batchId)) return [];
+  async retryFailedTasks(tenantId: string, batchId: string, newId: () => string, limit: number) {
+    if (!isUuid(batchId)) return { runs: [], more: false };
     const failed = await this.db.query(
       `select t.key, t.run_id from batch_tasks t join runs r on r.tenant_id = t.tenant_id and r.id = t.run_id
-        where t.tenant_id = $1 and t.batch_id = $2 and r.status = 'failed' order by t.seq`,
-      [tenantId, batchId],
+        where t.tenant_id = $1 and t.batch_id = $2 and r.status = 'failed' order by t.seq limit $3`,
+      [tenantId, batchId, limit + 1],
     );
-    if (failed.length === 0) return [];
-    const rows = failed.map((row) => ({ key: row.key, old_run: row.run_id, run_id: newId(), message_id: newId() }));
+    if (failed.length === 0) return { runs: [], more: false };
+    const rows = failed
+      .slice(0, limit)
+      .map((row) => ({ key: row.key, old_run: row.run_id, run_id: newId(), message_id: newId() }));
     // The new run starts from the failed one's message and fan-out checkpoint; the failed run stays as it was.
     const inserted = await this.db.query(
       `with input as (
@@ -151,7 +153,7 @@ export class SqlBatches implements BatchStore {
       [tenantId, batchId, JSON.stringify(rows)],
     );
     if (inserted.length > 0) await this.setBatchStatus(tenantId, batchId, 'running');
-    return inserted.map(toRun);
+    return { runs: inserted.map(toRun), more: failed.length > limit };
   }
 
   async getIncrementalField(tenantId: string, flowId: string) {

@@ -272,35 +272,42 @@ export class SqlMessages implements MessageStore {
     );
   }
 
-  async releaseHeld(tenantId: string, filter: HeldFilter) {
+  async releaseHeld(tenantId: string, filter: HeldFilter, page: { after?: string; limit: number }) {
     // Each held run is judged again: still suspended, or still blocked, it stays held with that reason.
     const rows = await this.db.query(
-      `update runs r set status = case when hold.reason is null then 'queued' else 'held' end, held_by = hold.reason
-         from messages m cross join lateral (select case
+      `with page as (
+         select r.id from runs r join messages m on m.tenant_id = r.tenant_id and m.id = r.message_id
+          where r.tenant_id = $1 and r.status = 'held' and ($2::text is null or r.held_by = $2)
+            and ($3::text is null or m.topic = $3) and ($4::uuid is null or r.id > $4) order by r.id limit $5
+       )
+       update runs r set status = case when hold.reason is null then 'queued' else 'held' end, held_by = hold.reason
+         from page p, messages m cross join lateral (select case
              when exists (select 1 from tenants t where t.id = m.tenant_id and t.status = 'suspended') then 'suspended'
              when exists (select 1 from blocked_topics b where b.tenant_id = m.tenant_id and b.topic = m.topic)
                then 'topic' end as reason) hold
-        where r.tenant_id = $1 and r.status = 'held' and ($2::text is null or r.held_by = $2)
-          and m.tenant_id = r.tenant_id and m.id = r.message_id
-          and ($3::text is null or m.topic = $3)
+        where r.tenant_id = $1 and r.id = p.id and m.tenant_id = r.tenant_id and m.id = r.message_id
        returning r.*`,
-      [tenantId, filter.heldBy ?? null, filter.topic ?? null],
+      [tenantId, filter.heldBy ?? null, filter.topic ?? null, page.after ?? null, page.limit],
     );
     // Run ids are time-ordered: their order is the order the messages arrived in.
-    return rows
-      .filter((row) => row.status === 'queued')
-      .map(toRun)
-      .sort((x, y) => (x.id < y.id ? -1 : 1));
+    const judged = rows.map(toRun).sort((x, y) => (x.id < y.id ? -1 : 1));
+    return {
+      released: judged.filter((run) => run.status === 'queued'),
+      last: rows.length < page.limit ? undefined : judged[judged.length - 1].id,
+    };
   }
 
-  async discardHeld(tenantId: string, filter: HeldFilter, reason: string) {
+  async discardHeld(tenantId: string, filter: HeldFilter, reason: string, limit: number) {
     const rows = await this.db.query(
-      `update runs r set status = 'cancelled', held_by = null, finished_at = now(), error = $4::jsonb from messages m
-        where r.tenant_id = $1 and r.status = 'held' and ($2::text is null or r.held_by = $2)
-          and m.tenant_id = r.tenant_id and m.id = r.message_id
-          and ($3::text is null or m.topic = $3)
+      `with page as (
+         select r.id from runs r join messages m on m.tenant_id = r.tenant_id and m.id = r.message_id
+          where r.tenant_id = $1 and r.status = 'held' and ($2::text is null or r.held_by = $2)
+            and ($3::text is null or m.topic = $3) order by r.id limit $5
+       )
+       update runs r set status = 'cancelled', held_by = null, finished_at = now(), error = $4::jsonb from page p
+        where r.tenant_id = $1 and r.id = p.id
        returning r.id`,
-      [tenantId, filter.heldBy ?? null, filter.topic ?? null, json({ kind: 'permanent', message: reason })],
+      [tenantId, filter.heldBy ?? null, filter.topic ?? null, json({ kind: 'permanent', message: reason }), limit],
     );
     return rows.length;
   }
