@@ -33,11 +33,7 @@ export class RunService {
   }
 
   /** A new run for each failed task of the batch, at most `limit`; `more` when failed tasks are left. */
-  async retryFailedTasks(
-    tenantId: string,
-    batchId: string,
-    limit: number,
-  ): Promise<{ runs: Run[]; more: boolean }> {
+  async retryFailedTasks(tenantId: string, batchId: string, limit: number): Promise<{ runs: Run[]; more: boolean }> {
     const retried = await this.store.retryFailedTasks(tenantId, batchId, newId, limit);
     await this.queue.enqueue(retried.runs.map(runJob));
     return retried;
