@@ -203,7 +203,7 @@ export class Intake {
         if (!found && this.triggers.peek(key) === trigger)
           this.triggers.set(key, trigger, { ttl: Math.max(1, Math.min(MISS_TTL_MS, this.options.cacheTtlMs)) });
       },
-      () => this.triggers.delete(key),
+      () => this.triggers.peek(key) === trigger && this.triggers.delete(key),
     );
     return trigger;
   }
