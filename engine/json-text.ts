@@ -134,20 +134,47 @@ function unstorableString(text: string): string | undefined {
   return undefined;
 }
 
-/** Every string (key or value) in a parsed value that cannot be stored, each with its JSON path; at most 20. */
+/** Whether any string (key or value) in a parsed value cannot be stored: one pass, no paths made. */
+function holdsUnstorableString(value: unknown): boolean {
+  const pending = [value];
+  while (pending.length > 0) {
+    const item = pending.pop();
+    if (typeof item === 'string') {
+      if (unstorableString(item)) return true;
+    } else if (Array.isArray(item)) {
+      for (const inner of item) pending.push(inner);
+    } else if (item !== null && typeof item === 'object') {
+      for (const [key, inner] of Object.entries(item)) {
+        if (unstorableString(key)) return true;
+        pending.push(inner);
+      }
+    }
+  }
+  return false;
+}
+
+/**
+ * Every string (key or value) in a parsed value that cannot be stored, each with its JSON path; at
+ * most 20. Paths are made only when there is something to report: the common case is one cheap pass.
+ */
 export function unstorableStrings(value: unknown, path = '$', found: FieldError[] = []): FieldError[] {
+  if (!holdsUnstorableString(value)) return found;
+  return unstorablePaths(value, path, found);
+}
+
+function unstorablePaths(value: unknown, path: string, found: FieldError[]): FieldError[] {
   if (found.length >= 20) return found;
   if (typeof value === 'string') {
     const reason = unstorableString(value);
     if (reason) found.push({ path, message: reason });
   } else if (Array.isArray(value)) {
-    for (const [index, item] of value.entries()) unstorableStrings(item, `${path}[${index}]`, found);
+    for (const [index, item] of value.entries()) unstorablePaths(item, `${path}[${index}]`, found);
   } else if (value !== null && typeof value === 'object') {
     for (const [key, item] of Object.entries(value)) {
       const keyReason = unstorableString(key);
       const at = `${path}[${JSON.stringify(key.replace(/[\0\ud800-\udfff]/g, '\ufffd'))}]`;
       if (keyReason) found.push({ path: at, message: `its name ${keyReason}` });
-      else unstorableStrings(item, /^[A-Za-z_$][\w$]*$/.test(key) ? `${path}.${key}` : at, found);
+      else unstorablePaths(item, /^[A-Za-z_$][\w$]*$/.test(key) ? `${path}.${key}` : at, found);
     }
   }
   return found;
