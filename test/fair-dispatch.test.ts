@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { QueueKeys } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { RunLanes, type LaneRun } from '../engine/queue/run-lanes.ts';
@@ -22,8 +23,11 @@ const ids = (handed: LaneRun[]) => handed.map((item) => item.runId);
 async function lanes(takes: number, tenantConcurrency = 0, leaseMs = 30_000, reservedSlotsPercent = 0) {
   await redis.zadd(`${prefix}:workers`, Date.now(), 'worker');
   await redis.hset(`${prefix}:slots`, 'worker', takes);
+  // The keys BullMQ gives the `runs` queue under this prefix, from BullMQ itself.
+  const names = new QueueKeys(prefix);
+  const queue = { keys: names.getKeys('runs'), toKey: (type: string) => names.toKey('runs', type) };
   return new RunLanes(async () => redis, {
-    queueKey: `${prefix}:runs`,
+    queue,
     workersKey: `${prefix}:workers`,
     workerSlotsKey: `${prefix}:slots`,
     leaseMs,

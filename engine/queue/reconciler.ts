@@ -142,7 +142,7 @@ export class QueueReconciler {
 
   private async fail(run: UnfinishedRun): Promise<boolean> {
     const job = await Job.fromId<RunJobData>(this.runs.queue, run.id);
-    const error = jobFailedError(job?.failedReason);
+    const error = jobFailedError(job);
     if (!(await this.store.saveProgress(run.tenantId, run.id, [], { status: 'failed', error }))) return false;
     this.options.metrics.runAttempt(run.tenantId, 'failed', 0);
     this.options.logger.warn(
@@ -153,9 +153,9 @@ export class QueueReconciler {
   }
 }
 
-/** Why a run failed whose job BullMQ failed. */
-function jobFailedError(failedReason: string | undefined): ErrorRecord {
-  if (failedReason !== undefined && /stalled more than allowable limit/.test(failedReason)) {
+/** Why a run failed whose job BullMQ failed: stalled past the limit (its stall count says so), or its reason. */
+function jobFailedError(job: Pick<Job, 'failedReason' | 'stalledCounter'> | undefined): ErrorRecord {
+  if ((job?.stalledCounter ?? 0) > MAX_STALLED_COUNT) {
     return {
       kind: 'permanent',
       message:
@@ -163,5 +163,5 @@ function jobFailedError(failedReason: string | undefined): ErrorRecord {
         '(a crash, an out-of-memory kill, or its event loop blocked past WORKER_LOCK_MS); it is not tried again',
     };
   }
-  return { kind: 'permanent', message: `its job failed in the queue: ${failedReason ?? 'no reason given'}` };
+  return { kind: 'permanent', message: `its job failed in the queue: ${job?.failedReason ?? 'no reason given'}` };
 }

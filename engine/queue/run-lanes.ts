@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { HEARTBEAT_TTL_MS } from './health.ts';
 import { LuaScript } from './lua-script.ts';
@@ -12,8 +13,8 @@ export interface LaneRun {
 }
 
 export interface LaneOptions {
-  /** The run queue's keys: `<prefix>:runs` (BullMQ's wait, active, paused and meta hang off it). */
-  queueKey: string;
+  /** The run queue, whose wait, paused, active and meta keys the script reads (BullMQ names them). */
+  queue: Pick<Queue, 'keys' | 'toKey'>;
   /** The workers' heartbeats (zset: worker -> last beat) and their slots (hash: worker -> concurrency). */
   workersKey: string;
   workerSlotsKey: string;
@@ -49,13 +50,13 @@ export class RunLanes {
     private readonly redis: () => Promise<Redis>,
     private readonly options: LaneOptions,
   ) {
-    this.base = `${options.queueKey}:fair`;
-    const { queueKey } = options;
+    const { queue } = options;
+    this.base = queue.toKey('fair');
     this.keys = [
-      `${queueKey}:wait`,
-      `${queueKey}:paused`,
-      `${queueKey}:active`,
-      `${queueKey}:meta`,
+      queue.keys.wait,
+      queue.keys.paused,
+      queue.keys.active,
+      queue.keys.meta,
       options.workersKey,
       options.workerSlotsKey,
     ];

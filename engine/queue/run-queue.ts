@@ -112,7 +112,7 @@ export class RunQueue {
     // Errors surface on the calls that fail; an unhandled 'error' event would end the process.
     this.queue.on('error', () => {});
     this.lanes = new RunLanes(() => ioredisOf(this.queue.client), {
-      queueKey: `${options.prefix}:${RUN_QUEUE}`,
+      queue: this.queue,
       workersKey: heartbeatKey(this.queue),
       workerSlotsKey: workerSlotsKey(this.queue),
       leaseMs: options.leaseMs,
@@ -236,8 +236,7 @@ export class RunWorker {
       maxStalledCount: MAX_STALLED_COUNT,
       autorun: false,
     });
-    const queue = { opts: { prefix: options.prefix }, name: RUN_QUEUE };
-    this.keys = { heartbeats: heartbeatKey(queue), slots: workerSlotsKey(queue) };
+    this.keys = { heartbeats: heartbeatKey(this.worker), slots: workerSlotsKey(this.worker) };
     this.prefetch = Math.ceil(options.concurrency / 4);
     // Every node in flight that asked for an abort signal listens to the shutdown: as many as the concurrency.
     setMaxListeners(options.concurrency + 10, this.shutdown.signal);
