@@ -2,7 +2,7 @@ import type { Queue } from 'bullmq';
 import type { RequestListener } from 'node:http';
 import express, { type Express } from 'express';
 import type { Logger } from 'pino';
-import { unstorableJson } from '../engine/json-text.ts';
+import type { JsonChecker } from '../engine/json-checker.ts';
 import { adapterKeyRoutes, adapterOpenApiPaths, adapterRoutes } from './adapter.ts';
 import type { TokenIssuer } from './auth/issuer.ts';
 import { isOperatorAuthorization, operatorGuard } from './auth/operator-guard.ts';
@@ -14,6 +14,7 @@ import { dashboardRoutes, dashboardSignIn, DASHBOARD_PATH, SIGN_IN_PATH } from '
 import { renderDocs } from './docs.ts';
 import { operationInfos } from './routes/metadata.ts';
 import { hookHandler } from './hooks.ts';
+import { jsonBodies } from './json-body.ts';
 import { requestLog } from './request-log.ts';
 import { openApiDocument } from './openapi.ts';
 import { HttpProblem, problemHandler } from './problem.ts';
@@ -55,6 +56,8 @@ export interface AppOptions {
   logger: Logger;
   /** Largest request body accepted (API and flow URLs); over it: 413. */
   bodyLimitBytes: number;
+  /** Checks large JSON bodies off the event loop (API and flow URLs). */
+  jsonChecker: JsonChecker;
   readiness: () => Promise<Readiness>;
   /** Queues the operator dashboard shows. */
   queues: Queue[];
@@ -72,13 +75,6 @@ export interface AppOptions {
 export interface MetricsExposition {
   contentType: string;
   render(): Promise<string>;
-}
-
-/** Bodies the store could not keep are refused before they are parsed. */
-function refuseUnstorable(_req: unknown, _res: unknown, raw: Buffer) {
-  const reason = unstorableJson(raw);
-  if (reason)
-    throw new HttpProblem(400, 'Invalid body', `the body ${reason}`, { errors: [{ path: '$.body', message: reason }] });
 }
 
 export function apiRoutes(context: ApiContext): RouteSpec[] {
@@ -144,7 +140,7 @@ function createApp(options: AppOptions): Express {
   app.get('/openapi.json', (_req, res) => void res.json(openapi));
   const docs = renderDocs(openapi, operationInfos(context.compile.registry), context.compile.registry.listSignatures());
   app.get('/docs', (_req, res) => void res.type('html').send(docs));
-  app.use(tokenRoutes(options.clients, options.issuer, bodyLimitBytes));
+  app.use(tokenRoutes(options.clients, options.issuer));
   app.use(adapterRoutes(context, { bodyLimitBytes, waitMs: options.adapterWaitMs }));
   const operatorsOnly = operatorGuard(options.clients, options.verifier);
   app.use(dashboardSignIn(options.clients, options.issuer, context.baseUrl));
@@ -158,10 +154,7 @@ function createApp(options: AppOptions): Express {
     operatorsOnly,
     async (_req, res) => void res.type(options.metrics.contentType).send(await options.metrics.render()),
   );
-  app.use(
-    '/api',
-    express.json({ limit: bodyLimitBytes, type: ['application/json', 'application/*+json'], verify: refuseUnstorable }),
-  );
+  app.use('/api', jsonBodies(bodyLimitBytes, options.jsonChecker));
   app.use(mountRoutes(routes, options.verifier, context.store, options.apiCalls));
   app.use((req, _res, next) => next(new HttpProblem(404, 'Not found', `no route ${req.method} ${req.path}`)));
   app.use(problemHandler(logger));

@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import { BodyTooLargeError, decodeBody, isDecodable, readBody } from '../engine/http-body.ts';
 import type { Intake, IntakeResult } from '../engine/intake.ts';
 import { JsonText, unstorableJson } from '../engine/json-text.ts';
+import { bodyFault } from './json-body.ts';
 import { answerError, HttpProblem, sendProblem } from './problem.ts';
 import { trackRequest } from './request-log.ts';
 
@@ -170,13 +171,6 @@ export async function checkedBody(intake: Intake, raw: Buffer, contentType: stri
     });
   }
   const fault = await intake.checkBody(raw);
-  if (fault?.malformed)
-    throw new HttpProblem(400, 'Malformed JSON', `the body ${fault.message}`, {
-      errors: [{ path: '$.body', message: 'is not valid JSON' }],
-    });
-  if (fault)
-    throw new HttpProblem(400, 'Invalid body', `the body ${fault.message}`, {
-      errors: [{ path: '$.body', message: fault.message }],
-    });
+  if (fault) throw bodyFault(fault);
   return new JsonText(raw.toString('utf8'));
 }

@@ -28,13 +28,16 @@ const tokenRequest = new SchemaValidator<{
 const oauthProblem = (status: number, error: string, detail: string) =>
   new HttpProblem(status, 'Token request refused', detail, { error });
 
+/** A token request is a few short fields; anyone may send one, so no more than this is read or parsed. */
+const TOKEN_REQUEST_LIMIT = 16 * 1024;
+
 /** The embedded issuer: `POST /oauth/token` (client credentials) and its JWKS. */
-export function tokenRoutes(clients: ClientAuthenticator, issuer: TokenIssuer, bodyLimitBytes: number): Router {
+export function tokenRoutes(clients: ClientAuthenticator, issuer: TokenIssuer): Router {
   const router = Router();
   router.post(
     '/oauth/token',
-    express.json({ limit: bodyLimitBytes }),
-    express.urlencoded({ extended: false, limit: bodyLimitBytes }),
+    express.json({ limit: TOKEN_REQUEST_LIMIT }),
+    express.urlencoded({ extended: false, limit: TOKEN_REQUEST_LIMIT }),
     async (req, res) => {
       const request = tokenRequest.validate(req.body ?? {}, '$.body');
       if (request.grant_type !== 'client_credentials')

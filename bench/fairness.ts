@@ -248,8 +248,14 @@ async function measureBigBodies(deployment: 'embedded' | 'postgres') {
   }
 }
 
+/** BENCH_DEPLOYMENT=embedded|postgres measures one of the two. */
 export async function measureBigBodiesPart(results: Record<string, unknown>) {
-  results.bigBodies = { embedded: await measureBigBodies('embedded'), postgres: await measureBigBodies('postgres') };
+  const deployments = (['embedded', 'postgres'] as const).filter(
+    (name) => (process.env.BENCH_DEPLOYMENT ?? name) === name,
+  );
+  const bigBodies: Record<string, unknown> = {};
+  for (const deployment of deployments) bigBodies[deployment] = await measureBigBodies(deployment);
+  results.bigBodies = bigBodies;
 }
 
 export async function measureFairness(results: Record<string, unknown>) {

@@ -268,6 +268,7 @@ export class Platform {
       });
       const issuer = new TokenIssuer(store, keyring, config.authIssuer, config.authAudience);
       const listener = createRequestListener({
+        jsonChecker: bodies,
         context: {
           store,
           intake,

@@ -1,7 +1,7 @@
 import { LRUCache } from 'lru-cache';
 import { newId } from './ids.ts';
 import type { JsonChecker } from './json-checker.ts';
-import type { JsonText, JsonTextFault } from './json-text.ts';
+import { JsonText, type JsonTextFault, LARGE_JSON_LENGTH } from './json-text.ts';
 import { runJob, type RunQueue } from './queue/run-queue.ts';
 import type { CompiledFlowCache } from './runtime/flow-cache.ts';
 import { secretContext, type Keyring } from './secrets/keyring.ts';
@@ -103,7 +103,12 @@ export class Intake {
   constructor(private readonly options: IntakeOptions) {
     // Two in flight keeps the store and Redis busy (one group being stored while another is enqueued);
     // more only made smaller groups that cost more per message (4: 10 % fewer deliveries/s, 8: 30 %).
-    this.commits = new GroupCommit((batch) => this.persist(batch), { maxBatch: 200, maxInFlight: 2 });
+    // A large body is written alone, in turn with groups of small ones: a small delivery never waits on big ones.
+    this.commits = new GroupCommit((batch) => this.persist(batch), {
+      maxBatch: 200,
+      maxInFlight: 2,
+      heavy: ({ message }) => message.body instanceof JsonText && message.body.text.length > LARGE_JSON_LENGTH,
+    });
     // A TTL of 0 would mean "forever" to the cache: 1 ms is "not reused", as INTAKE_CACHE_TTL_MS=0 means.
     this.triggers = new LRUCache({ max: options.cacheEntries, ttl: Math.max(1, options.cacheTtlMs) });
   }

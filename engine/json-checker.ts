@@ -1,11 +1,8 @@
 import type { Worker } from 'node:worker_threads';
 import { retryable } from './errors.ts';
 import type { CheckReply, CheckRequest } from './json-checker-thread.ts';
-import { checkJsonText, type JsonTextFault } from './json-text.ts';
+import { checkJsonText, type JsonTextFault, LARGE_JSON_LENGTH } from './json-text.ts';
 import { typeScriptThread } from './typescript-thread.ts';
-
-/** Texts up to this size are checked on the event loop (a fraction of a millisecond); larger ones in the thread. */
-export const INLINE_CHECK_BYTES = 32 * 1024;
 
 /**
  * Checks JSON bodies (checkJsonText) without holding the event loop: parsing and walking a body of a
@@ -21,7 +18,8 @@ export class JsonChecker {
   private nextId = 1;
 
   check(raw: Buffer): Promise<JsonTextFault | undefined> {
-    if (raw.length <= INLINE_CHECK_BYTES) return Promise.resolve(checkJsonText(raw));
+    // Small texts are checked here, in a fraction of a millisecond.
+    if (raw.length <= LARGE_JSON_LENGTH) return Promise.resolve(checkJsonText(raw));
     const { thread, pending } = this.started();
     return new Promise((resolve, reject) => {
       const id = this.nextId++;

@@ -53,6 +53,47 @@ export class JsonText {
   constructor(readonly text: string) {}
 }
 
+/**
+ * JSON texts longer than this are large: checked off the event loop (JsonChecker), stored on their
+ * own (GroupCommit's heavy items), given to a run unparsed until something reads them (parseOnRead).
+ */
+export const LARGE_JSON_LENGTH = 32 * 1024;
+
+/** The texts of properties defined by parseOnRead that nothing has read yet. */
+const unread = new WeakMap<object, Map<string, JsonText>>();
+
+/**
+ * Makes `target[key]` the value of `text`, parsed when it is first read: a run whose expressions go to
+ * the sandbox, or whose flow never looks at its body, never parses a large body on the event loop.
+ * Writing the property replaces it.
+ */
+export function parseOnRead(target: object, key: string, text: JsonText): void {
+  const texts = unread.get(target) ?? new Map<string, JsonText>();
+  unread.set(target, texts);
+  texts.set(key, text);
+  let value: unknown;
+  Object.defineProperty(target, key, {
+    enumerable: true,
+    configurable: true,
+    get() {
+      const pending = texts.get(key);
+      if (pending) {
+        value = JSON.parse(pending.text);
+        texts.delete(key);
+      }
+      return value;
+    },
+    set(next: unknown) {
+      texts.delete(key);
+      value = next;
+    },
+  });
+}
+
+/** The text of a parseOnRead property that nothing has read yet. */
+export const unreadText = (target: unknown, key: string): JsonText | undefined =>
+  target !== null && typeof target === 'object' ? unread.get(target)?.get(key) : undefined;
+
 /** What is wrong with a JSON text, if anything. */
 export interface JsonTextFault {
   /** Not JSON at all (else: JSON the store cannot keep as it is). */
@@ -68,19 +109,26 @@ const HUGE_NUMBER = /\d[eE]\+?\d{3}|\d{309}/;
  * JSON cannot carry (`1e400` would be stored as null). Its cost grows with the text: see JsonChecker.
  */
 export function checkJsonText(raw: Buffer): JsonTextFault | undefined {
+  return parseJsonText(raw).fault;
+}
+
+/** A JSON text's value, if it can be accepted (checkJsonText), else what is wrong with it. */
+export function parseJsonText(raw: Buffer): { value: unknown; fault?: undefined } | { fault: JsonTextFault } {
   const unstorable = unstorableJson(raw);
-  if (unstorable) return { malformed: false, message: unstorable };
+  if (unstorable) return { fault: { malformed: false, message: unstorable } };
   const text = raw.toString('utf8');
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch (error) {
-    return { malformed: true, message: `is not valid JSON: ${(error as Error).message}` };
+    return { fault: { malformed: true, message: `is not valid JSON: ${(error as Error).message}` } };
   }
   // Rare, so looked for only when the text has such a literal (it may sit in a string).
   if (HUGE_NUMBER.test(text) && hasNonFiniteNumber(value))
-    return { malformed: false, message: 'has a number too large for JSON to carry (it would be stored as null)' };
-  return undefined;
+    return {
+      fault: { malformed: false, message: 'has a number too large for JSON to carry (it would be stored as null)' },
+    };
+  return { value };
 }
 
 /** Walks a parsed value without recursion (it may nest deeply). */

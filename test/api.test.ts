@@ -261,6 +261,7 @@ describe('request validation', () => {
   });
 
   it('never answers 500 to malformed input', async () => {
+    const json = { 'content-type': 'application/json' };
     const raw = (path: string, init: RequestInit) =>
       fetch(`${env.url}${path}`, {
         ...init,
@@ -285,6 +286,26 @@ describe('request validation', () => {
     });
     expect(tooLarge.status).toBe(413);
     expect((await tooLarge.json()).detail).toContain('BODY_LIMIT');
+    // Bodies over 32 KiB are checked in a thread, with the verdicts smaller ones get.
+    const pad = 'y'.repeat(50_000);
+    for (const [body, title] of [
+      [`{"value": "${pad}\\ud800"}`, 'Invalid body'],
+      [`{"value": "${pad}", "n": 1e400}`, 'Invalid body'],
+      [`{"value": "${pad}"`, 'Malformed JSON'],
+      [`"${pad}"`, 'Malformed JSON'],
+      ['{"value": 1e400}', 'Invalid body'],
+    ]) {
+      const refused = await raw('/api/v1/global-variables/LARGE', { method: 'PUT', headers: json, body });
+      expect(refused.status, body.slice(-20)).toBe(400);
+      expect(await refused.json()).toMatchObject({ title, errors: [{ path: '$.body', message: expect.any(String) }] });
+    }
+    const large = await raw('/api/v1/global-variables/LARGE', {
+      method: 'PUT',
+      headers: json,
+      body: `{"value":"${pad}"}`,
+    });
+    expect(large.status).toBe(201);
+    expect(await (await raw('/api/v1/global-variables/LARGE', { method: 'GET' })).json()).toMatchObject({ value: pad });
     const badEnum = await raw('/api/v1/runs?status=nope', { method: 'GET' });
     expect((await badEnum.json()).errors).toEqual([
       { path: '$.query.status', message: expect.stringContaining('"running"') },

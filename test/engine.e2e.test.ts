@@ -73,6 +73,39 @@ describe('a webhook through a published flow', () => {
     expect(request.headers['idempotency-key']).toBe(`${run.id}.send`);
   });
 
+  it("runs a large body (kept as text until read) through the flow's expressions and sends what they make", async () => {
+    await acme.publish(
+      flow(
+        'large',
+        [
+          { id: 'gate', operation: 'filter', config: { condition: '{{ $count($input.body.items[price > 10]) > 0 }}' } },
+          {
+            id: 'map',
+            operation: 'transform',
+            config: {
+              expression:
+                "{{ {'id': $input.body.id, 'first': $input.body.items[0].sku, 'dear': $count($input.body.items[price > 10])} }}",
+            },
+          },
+          post('send', '/large'),
+        ],
+        [
+          { from: 'trigger', to: 'gate' },
+          { from: 'gate', to: 'map' },
+          { from: 'map', to: 'send' },
+        ],
+      ),
+    );
+    // About 200 KB: over the size at which a run keeps its body as text until it reads it.
+    const items = Array.from({ length: 3000 }, (_, i) => ({ sku: `SKU-${i}`, price: i % 20, note: 'n'.repeat(30) }));
+    const accepted = await sendWebhook(env.url, 'acme', 'large', { id: 9, items });
+    expect(accepted.status).toBe(202);
+    const run = await acme.settledRun(accepted.body.runId);
+    expect(run.status).toBe('succeeded');
+    expect(run.steps[1].output).toEqual({ id: 9, first: 'SKU-0', dear: 1350 });
+    expect(JSON.parse(received('/large')[0].body)).toEqual({ id: 9, first: 'SKU-0', dear: 1350 });
+  });
+
   it('runs a repeated delivery once and answers with the first message', async () => {
     await acme.publish(
       flow(

@@ -147,7 +147,7 @@ describe('the expression sandbox', () => {
       // A lambda sends each expression to the sandbox; one process evaluates them one at a time.
       const evaluate = (tenant: string, n: number) =>
         sandbox
-          .evaluate('$map([$input.n], function($v) { $v })', { input: { n } }, undefined, tenant)
+          .evaluate('$map([$input.n], function($v) { $v })', { input: { n } }, { tenant })
           .then(() => finished.push(`${tenant}${n}`));
       await Promise.all([1, 2, 3, 4, 5].map((n) => evaluate('busy', n)).concat(evaluate('quiet', 1)));
       // busy1 was sent at once; then the turns alternate while both tenants wait.

@@ -3,6 +3,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { compileFlow, pinOperationVersions, validateFlow, type CompileOptions } from '../engine/flow/compile.ts';
 import { TemplateCompiler } from '../engine/flow/template.ts';
 import { Expression, MAX_INLINE_VALUES } from '../engine/flow/expression.ts';
+import { JsonText, parseOnRead, unreadText } from '../engine/json-text.ts';
 import { defineOperation, OperationRegistry } from '../engine/operations.ts';
 import { flowDocumentSchema, type FlowDocument } from '../engine/flow/schema.ts';
 import { allOperations, webhookSignatures } from '../operations/index.ts';
@@ -397,6 +398,26 @@ describe('where expressions over big inputs run', () => {
         input: items(MAX_INLINE_VALUES),
       }),
     ).toBe((MAX_INLINE_VALUES / 20) * 9);
+  });
+
+  it('leaves a large body unparsed here: expressions that read it get it in the sandbox, as text', async () => {
+    const body = items(3000).body;
+    const input = { messageId: 'm', body: null as unknown };
+    parseOnRead(input, 'body', new JsonText(JSON.stringify(body)));
+    await expect(filter.evaluate({ input })).rejects.toThrow('sandbox is closed');
+    await expect(new Expression('$input.body.items[0].price', closed).evaluate({ input })).rejects.toThrow(
+      'sandbox is closed',
+    );
+    expect(await new Expression('$vars.URL', closed).evaluate({ input, vars: { URL: 'u' } })).toBe('u');
+    expect(unreadText(input, 'body')).toBeDefined();
+    const evaluated = (source: string) => new Expression(source, sandbox).evaluate({ input });
+    expect(await evaluated('$count($input.body.items[price > 10])')).toBe(150 * 9);
+    expect(await evaluated('[$input.messageId, $input.body.items[1].price]')).toEqual(['m', 1]);
+    // Read here (an operation reading its input), the body is parsed once, and is what was sent.
+    expect(unreadText(input, 'body')).toBeDefined();
+    expect(input.body).toEqual(body);
+    expect(unreadText(input, 'body')).toBeUndefined();
+    expect(JSON.parse(JSON.stringify(input))).toEqual({ messageId: 'm', body });
   });
 });
 

@@ -62,6 +62,21 @@ describe('GroupCommit', () => {
     expect(batches.flat().sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, i) => i));
   });
 
+  it('writes each heavy item alone, in turn with groups of the others', async () => {
+    const batches: number[][] = [];
+    const commits = new GroupCommit<number, number>(
+      async (items) => {
+        batches.push(items);
+        await new Promise((resolve) => setTimeout(resolve, 1));
+        return items;
+      },
+      { maxBatch: 50, maxInFlight: 1, heavy: (item) => item >= 100 },
+    );
+    await Promise.all([100, 101, 102, 1, 2, 103, 3].map((item) => commits.submit(item)));
+    // 100 went at once; then the small ones that waited, a heavy one, the rest, by turns.
+    expect(batches).toEqual([[100], [1, 2, 3], [101], [102], [103]]);
+  });
+
   it('fails only the poisoned item of a batch', async () => {
     const commits = new GroupCommit<number, number>(
       async (items) => {

@@ -14,7 +14,7 @@ async function finishingOrder(statements: Array<[label: string, run: () => Promi
   return finished;
 }
 
-describe('PGlite in its thread, in two lanes', () => {
+describe('PGlite in its thread, in lanes', () => {
   it('serves a waiting request before queued background work', async () => {
     const background = driver.background();
     const slow = (label: string) =>
@@ -40,6 +40,31 @@ describe('PGlite in its thread, in two lanes', () => {
       ...requests.slice(1),
     ]);
     expect(order.indexOf('job')).toBeLessThanOrEqual(5);
+  });
+
+  it('makes statements carrying large values wait apart: answers first, then turns with background work by time', async () => {
+    const large = 'x'.repeat(100 * 1024);
+    // A large value that also takes 60 ms to store: heavy, in whatever lane it is sent.
+    const heavy = (label: string) =>
+      [label, () => driver.query('select length($1::text), pg_sleep(0.06)', [large])] as [
+        string,
+        () => Promise<unknown>,
+      ];
+    const job = (label: string) =>
+      [label, () => driver.background().query('select pg_sleep(0.04)')] as [string, () => Promise<unknown>];
+    const order = await finishingOrder([
+      ['first', () => driver.query('select pg_sleep(0.02)')],
+      heavy('h1'),
+      heavy('h2'),
+      job('b1'),
+      job('b2'),
+      job('b3'),
+      job('b4'),
+      ['request', () => driver.query('select 1')],
+    ]);
+    // The request goes before everything queued; heavy statements get the thread's time in equal share
+    // with background work (one of 60 ms, then two of 40 ms: 20 ms either side of even), not every turn.
+    expect(order).toEqual(['first', 'request', 'h1', 'b1', 'b2', 'h2', 'b3', 'b4']);
   });
 
   it("keeps PostgreSQL's error fields and transaction semantics across the database's thread", async () => {

@@ -1,5 +1,6 @@
 import jsonata from 'jsonata';
 import { OperationError, permanent } from '../errors.ts';
+import { type JsonText, unreadText } from '../json-text.ts';
 import { expressionCost } from './expression-cost.ts';
 import type { ExpressionSandbox, Lookup } from './sandbox.ts';
 
@@ -56,12 +57,14 @@ export class Expression {
   }
 
   async evaluate(bindings: Bindings): Promise<unknown> {
-    if (this.path) {
+    // A large body not parsed yet (parseOnRead) is parsed by the sandbox, not here.
+    const largeBody = unreadText(bindings.input, 'body');
+    if (this.path && !(largeBody && this.path.binding === 'input')) {
       const value = this.walk(bindings);
       if (value !== NEEDS_JSONATA) return value;
     }
-    return this.unbounded || this.readsTooMuch(bindings)
-      ? this.evaluateIsolated(bindings)
+    return this.unbounded || largeBody || this.readsTooMuch(bindings)
+      ? this.evaluateIsolated(bindings, largeBody)
       : this.evaluateHere(bindings);
   }
 
@@ -90,10 +93,11 @@ export class Expression {
     return Array.isArray(value) ? NEEDS_JSONATA : value;
   }
 
-  private evaluateIsolated(bindings: Bindings): Promise<unknown> {
-    const sent: Record<string, unknown> = { input: bindings.input };
+  /** Sends what it reads to the sandbox; a large body not parsed yet goes as its text, for the sandbox to parse. */
+  private evaluateIsolated(bindings: Bindings, largeBody?: JsonText): Promise<unknown> {
+    const sent: Record<string, unknown> = { input: largeBody ? withoutBody(bindings.input as object) : bindings.input };
     for (const name of this.reads) sent[name] = bindings[name];
-    return this.sandbox.evaluate(this.source, sent, bindings.lookup, bindings[TENANT]);
+    return this.sandbox.evaluate(this.source, sent, { lookup: bindings.lookup, tenant: bindings[TENANT], largeBody });
   }
 
   private async evaluateHere(bindings: Bindings): Promise<unknown> {
@@ -115,6 +119,14 @@ export class Expression {
     }
   }
 }
+
+/** An input's fields but its body, read without reading the body. */
+const withoutBody = (input: object) =>
+  Object.fromEntries(
+    Object.keys(input)
+      .filter((key) => key !== 'body')
+      .map((key) => [key, (input as Record<string, unknown>)[key]]),
+  );
 
 /** Values counted so far, per object (a run's input and outputs do not change once made). */
 const counted = new WeakMap<object, number>();

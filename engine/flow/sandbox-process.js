@@ -36,9 +36,11 @@ function reply(message) {
 
 /** @param {Extract<SandboxRequest, { kind: 'evaluate' }>} request */
 async function evaluate(request) {
-  const { id, source, bindings, limits } = request;
+  const { id, source, bindings, inputBody, limits } = request;
   try {
     const expression = compile(source, limits.timeoutMs, limits.maxDepth);
+    const input = /** @type {Record<string, unknown>} */ (bindings.input ?? {});
+    if (inputBody !== undefined) input.body = JSON.parse(inputBody);
     // `$lookup` reads the tenant's data spaces through the parent, which holds the store.
     /** @param {unknown} space @param {unknown} key */
     const lookup = (space, key) =>
@@ -47,7 +49,7 @@ async function evaluate(request) {
         lookups.set(lookupId, resolve);
         reply({ kind: 'lookup', id, lookupId, space, key });
       });
-    const value = await expression.evaluate(bindings.input ?? {}, { ...bindings, lookup });
+    const value = await expression.evaluate(input, { ...bindings, lookup });
     const json = JSON.stringify(value);
     if (json !== undefined && json.length > limits.maxResultBytes) {
       return reply({

@@ -1,5 +1,6 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { permanent, retryable } from '../errors.ts';
+import type { JsonText } from '../json-text.ts';
 
 /** The bounds of one tenant expression evaluated in the sandbox. */
 export interface SandboxLimits {
@@ -24,6 +25,8 @@ export type SandboxRequest =
       id: number;
       source: string;
       bindings: SandboxBindings;
+      /** The JSON text of `bindings.input.body`, when it is sent as text. */
+      inputBody?: string;
       limits: Pick<SandboxLimits, 'timeoutMs' | 'maxDepth' | 'maxResultBytes'>;
     }
   | { kind: 'lookup'; id: number; lookupId: number; value: unknown };
@@ -37,6 +40,8 @@ interface Evaluation {
   id: number;
   source: string;
   bindings: SandboxBindings;
+  /** The JSON text of `bindings.input.body`. */
+  inputBody?: string;
   lookup?: Lookup;
   resolve(value: unknown): void;
   reject(error: Error): void;
@@ -64,10 +69,18 @@ export class ExpressionSandbox {
 
   constructor(readonly limits: SandboxLimits) {}
 
-  evaluate(source: string, bindings: SandboxBindings, lookup?: Lookup, tenant = ''): Promise<unknown> {
+  /**
+   * Evaluates `source` on `bindings` for `tenant`; `largeBody`, the text of the input's body, is
+   * parsed in the sandbox (the event loop here never parses it).
+   */
+  evaluate(
+    source: string,
+    bindings: SandboxBindings,
+    { lookup, tenant = '', largeBody }: { lookup?: Lookup; tenant?: string; largeBody?: JsonText } = {},
+  ): Promise<unknown> {
     if (this.closed) return Promise.reject(retryable('the expression sandbox is closed'));
     return new Promise((resolve, reject) => {
-      const evaluation = { id: this.nextId++, source, bindings, lookup, resolve, reject };
+      const evaluation = { id: this.nextId++, source, bindings, inputBody: largeBody?.text, lookup, resolve, reject };
       const queue = this.waiting.get(tenant);
       if (queue) queue.push(evaluation);
       else this.waiting.set(tenant, [evaluation]);
@@ -188,6 +201,7 @@ class SandboxProcess {
         id: evaluation.id,
         source: evaluation.source,
         bindings: evaluation.bindings,
+        inputBody: evaluation.inputBody,
         limits: { timeoutMs, maxDepth, maxResultBytes },
       });
     });

@@ -36,7 +36,7 @@ import type { CompiledFlowCache } from './flow-cache.ts';
 import { SecretRedactor } from './redact.ts';
 import { RunLogRecorder } from './run-log.ts';
 import { StoreSink, type RunSink, type Window } from './run-sink.ts';
-import { storableJson } from '../json-text.ts';
+import { JsonText, parseOnRead, storableJson } from '../json-text.ts';
 import type { ActionRunner } from '../actions.ts';
 
 /** What the queue should do with the job after one pass of the executor. */
@@ -152,6 +152,7 @@ export class RunPass {
       headers: message.headers,
       query: message.query,
     };
+    if (message.body instanceof JsonText) parseOnRead(this.input, 'body', message.body);
     this.redactor = new SecretRedactor(Object.values(secrets));
     this.http = options.http.forTenant(state.run.tenantId);
   }

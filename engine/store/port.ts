@@ -591,6 +591,7 @@ export interface RunReads {
 
 export interface RunState {
   run: Run;
+  /** Its body as a JsonText when it is large (LARGE_JSON_LENGTH): the run parses it only if it reads it. */
   message: Message;
   steps: Step[];
   vars: Record<string, unknown>;

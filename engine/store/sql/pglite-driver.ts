@@ -24,22 +24,31 @@ export interface ThreadOptions {
   schema?: string;
 }
 
-/** After this many foreground turns in a row, a waiting background statement goes next. */
+/** After this many foreground turns in a row, a waiting statement of another kind goes next. */
 const FOREGROUND_STREAK = 4;
+
+/** A statement carrying more than this (in its values) is heavy: a body of a megabyte takes PGlite ~40 ms to store. */
+const HEAVY_STATEMENT_BYTES = 64 * 1024;
+
+/** What a statement waits in: its driver's lane, or `heavy` whatever its lane. */
+type Queue = Lane | 'heavy';
 
 /**
  * Embedded PostgreSQL (WASM) for the one-process mode. PGlite runs in a thread of its own
  * (pglite-thread.js): executing a statement there leaves this event loop free for HTTP, Redis and
  * runs, and uses a second core. It executes one statement at a time and takes no lock on its
- * directory (the caller must hold one). Statements are therefore scheduled here, in two lanes:
- * requests waiting on an answer (webhooks, API calls) go before background work (runs), so a flow
- * URL answers in time even while a backlog of runs is being worked off; background work still gets
- * every few turns.
+ * directory (the caller must hold one). Statements are therefore scheduled here: requests waiting
+ * on an answer (webhooks, API calls) go before background work (runs), so a flow URL answers in
+ * time even while a backlog of runs is being worked off; background work still gets every few
+ * turns. Heavy statements (big values: one tenant's large bodies) wait apart and share the thread's
+ * time equally with background work, so they hold up neither the answers nor other tenants' runs.
  */
 export class PgliteDriver implements SqlDriver {
   private busy = false;
   private streak = 0;
-  private readonly waiting: Record<Lane, Array<() => void>> = { foreground: [], background: [] };
+  /** How much more of the thread's time heavy statements have had than background ones, while both waited. */
+  private heavyLeadMs = 0;
+  private readonly waiting: Record<Queue, Array<() => void>> = { foreground: [], background: [], heavy: [] };
   // biome-ignore lint/suspicious/noExplicitAny: rows, typed by the caller of query
   private readonly replies = new Map<number, { resolve: (rows: any[]) => void; reject: (error: Error) => void }>();
   private nextId = 1;
@@ -83,7 +92,7 @@ export class PgliteDriver implements SqlDriver {
   }
 
   query<Row>(text: string, params?: unknown[]): Promise<Row[]> {
-    return this.exclusive(() => this.send('query', text, params));
+    return this.exclusive(() => this.send('query', text, params), isHeavy(params) ? 'heavy' : this.lane);
   }
 
   exec(script: string): Promise<void> {
@@ -139,32 +148,51 @@ export class PgliteDriver implements SqlDriver {
     this.replies.clear();
   }
 
-  private async exclusive<T>(work: () => Promise<T>): Promise<T> {
+  private async exclusive<T>(work: () => Promise<T>, queue: Queue = this.lane): Promise<T> {
     const scheduler = this.owner ?? this;
-    await scheduler.turn(this.lane);
+    await scheduler.turn(queue);
+    const startedAt = performance.now();
     try {
       return await work();
     } finally {
-      scheduler.next();
+      scheduler.next(queue, performance.now() - startedAt);
     }
   }
 
-  private turn(lane: Lane): Promise<void> {
+  private turn(queue: Queue): Promise<void> {
     if (!this.busy) {
       this.busy = true;
       return Promise.resolve();
     }
-    return new Promise((resolve) => this.waiting[lane].push(resolve));
+    return new Promise((resolve) => this.waiting[queue].push(resolve));
   }
 
-  private next() {
-    const { foreground, background } = this.waiting;
-    const backgroundsTurn = background.length > 0 && (foreground.length === 0 || this.streak >= FOREGROUND_STREAK);
-    const resume = backgroundsTurn ? background.shift() : foreground.shift();
-    this.streak = backgroundsTurn ? 0 : this.streak + 1;
+  /** Hands the thread to the next statement, `finished` having held it for `tookMs`. */
+  private next(finished: Queue, tookMs: number) {
+    const { foreground, background, heavy } = this.waiting;
+    if (heavy.length === 0 || background.length === 0) this.heavyLeadMs = 0;
+    else if (finished !== 'foreground') this.heavyLeadMs += finished === 'heavy' ? tookMs : -tookMs;
+    const others = background.length + heavy.length > 0;
+    const queue: Queue =
+      foreground.length > 0 && (!others || this.streak < FOREGROUND_STREAK)
+        ? 'foreground'
+        : heavy.length > 0 && (background.length === 0 || this.heavyLeadMs <= 0)
+          ? 'heavy'
+          : 'background';
+    this.streak = queue === 'foreground' ? this.streak + 1 : 0;
+    const resume = this.waiting[queue].shift();
     if (resume) resume();
     else this.busy = false;
   }
+}
+
+/** Whether a statement's values are big enough to make it heavy (strings and buffers counted by length). */
+function isHeavy(params: unknown[] | undefined): boolean {
+  let bytes = 0;
+  for (const param of params ?? []) {
+    if (typeof param === 'string' || param instanceof Uint8Array) bytes += param.length;
+  }
+  return bytes > HEAVY_STATEMENT_BYTES;
 }
 
 /** An error as the thread sent it: PostgreSQL's fields (code, detail, ...) on an Error. */

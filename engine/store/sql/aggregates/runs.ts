@@ -12,6 +12,7 @@ import type {
 } from '../../port.ts';
 import type { SqlDriver } from '../driver.ts';
 import { GroupCommit } from '../../../group-commit.ts';
+import { JsonText, LARGE_JSON_LENGTH } from '../../../json-text.ts';
 import {
   type ProgressSave,
   type Row,
@@ -81,13 +82,16 @@ export class SqlRuns implements RunStore {
           where not exists (select 1 from started s where s.tenant_id = r.tenant_id and s.id = r.id)
        )
        select w.i, to_jsonb(run.*) as run,
-              (select to_jsonb(m.*) from messages m where m.tenant_id = run.tenant_id
-                and m.id = run.message_id) as message,
+              jsonb_build_object('tenant_id', m.tenant_id, 'id', m.id, 'flow_id', m.flow_id, 'flow_version',
+                m.flow_version, 'delivery_id', m.delivery_id, 'topic', m.topic, 'headers', m.headers, 'query', m.query,
+                'received_at', m.received_at) as message,
+              m.body::text as body,
               coalesce((select jsonb_agg(to_jsonb(s.*) order by s.seq) from steps s where s.tenant_id = run.tenant_id
                 and s.run_id = run.id), '[]'::jsonb) as steps,
               ${RUN_CONTEXT}
          from run join jsonb_to_recordset($3::jsonb) as w(i integer, run_id uuid, ${READS_COLUMNS})
-           on w.tenant_id = run.tenant_id and w.run_id = run.id`,
+           on w.tenant_id = run.tenant_id and w.run_id = run.id
+         join messages m on m.tenant_id = run.tenant_id and m.id = run.message_id`,
       [
         items.map((item) => item.tenantId),
         items.map((item) => item.runId),
@@ -96,10 +100,15 @@ export class SqlRuns implements RunStore {
     );
     const states: Array<RunState | undefined> = new Array(items.length).fill(undefined);
     for (const row of rows) {
-      // A run always has its message (the message's deletion takes its runs along).
+      // A run always has its message (the message's deletion takes its runs along). Its body comes as text:
+      // a large one stays text until the run reads it (parseOnRead), a small one is parsed at once.
+      const body: string = row.body;
       states[row.i] = {
         run: toRun(row.run),
-        message: toMessage(row.message),
+        message: {
+          ...toMessage(row.message),
+          body: body.length > LARGE_JSON_LENGTH ? new JsonText(body) : JSON.parse(body),
+        },
         steps: (row.steps as Row[]).map(toStep),
         vars: row.vars,
         sealedSecrets: row.sealed_secrets,
