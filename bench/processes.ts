@@ -92,6 +92,23 @@ export async function cleanup() {
 }
 
 /** A process's resident memory now and at its peak, in MB (Linux /proc). */
+/**
+ * The resident memory of a process once it has settled: V8 gives startup's memory back in steps over
+ * about 35 s, so this reads every second until 15 readings in a row are within 2 MB, for at most 90 s.
+ */
+export async function settledRssMb(pid: number | undefined): Promise<number | undefined> {
+  const readings: number[] = [];
+  for (let second = 0; second < 90; second++) {
+    const rss = memoryMb(pid)?.rssMb;
+    if (rss === undefined) return undefined;
+    readings.push(rss);
+    const last = readings.slice(-15);
+    if (last.length === 15 && Math.max(...last) - Math.min(...last) <= 2) return rss;
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
+  return readings.at(-1);
+}
+
 export function memoryMb(pid: number | undefined): { rssMb: number; peakRssMb: number } | undefined {
   try {
     const status = readFileSync(`/proc/${pid}/status`, 'utf8');

@@ -9,7 +9,7 @@
  * (bench/expressions.ts).
  * (f) noisy neighbours: one tenant's end-to-end latency alone and while another floods (bench/fairness.ts).
  * (g) big bodies: the same, and the event loop, while another tenant sends 1 MB bodies (bench/fairness.ts).
- * BENCH_ONLY=intake|engine|refund|import|expressions|fairness|big-bodies runs one part.
+ * BENCH_ONLY=footprint|intake|engine|refund|import|expressions|fairness|big-bodies runs one part.
  * Needs Redis and PostgreSQL as for `npm test`. Prints a JSON line and a markdown table.
  */
 import http from 'node:http';
@@ -24,7 +24,7 @@ import { measureRefunds } from './refund.ts';
 import { measureExpressions } from './expressions.ts';
 import { measureBigBodiesPart, measureFairness } from './fairness.ts';
 import { cpuWindow } from './cpu.ts';
-import { cleanup, isolation, memoryMb, POSTGRES_URL, REDIS_URL, start, stop } from './processes.ts';
+import { cleanup, isolation, memoryMb, POSTGRES_URL, REDIS_URL, settledRssMb, start, stop } from './processes.ts';
 
 const INTAKE_SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const ENGINE_RUNS = Number(process.env.BENCH_RUNS ?? 5000);
@@ -111,6 +111,7 @@ async function main() {
   const receiver = await startReceiver();
 
   const only = process.env.BENCH_ONLY;
+  if (!only || only === 'footprint') results.footprint = await measureFootprint();
   if (!only || only === 'intake') await measureIntake(results, receiver.url);
   if (!only || only === 'engine') await measureEngine(results, receiver);
   if (!only || only === 'refund') await measureRefunds(results);
@@ -126,13 +127,12 @@ async function measureIntake(results: Record<string, unknown>, receiverUrl: stri
   const tsx = ['--import', 'tsx'];
   const measure = async (mode: string, env: Record<string, string>) => {
     const server = await start([...tsx, 'bench/child.ts', mode], env);
-    // Idle: a few seconds after start, once startup's garbage is collected.
-    await new Promise((resolve) => setTimeout(resolve, 3000));
-    const idle = memoryMb(server.child.pid);
+    // Idle: once startup's garbage is collected and its memory given back.
+    const idleRssMb = await settledRssMb(server.child.pid);
     const figures = await loadIntake(server.detail, server.child.pid);
     const loaded = memoryMb(server.child.pid);
     await stop(server.child);
-    return { ...figures, memory: { idleRssMb: idle?.rssMb, peakRssMb: loaded?.peakRssMb } };
+    return { ...figures, memory: { idleRssMb, peakRssMb: loaded?.peakRssMb } };
   };
   const bareFigures = await measure('bare-express', {});
   const bareNodeFigures = await measure('bare-node', {});
@@ -155,6 +155,24 @@ async function measureIntake(results: Record<string, unknown>, receiverUrl: stri
       ratio: +(embeddedFigures.requestsPerSecond / bareFigures.requestsPerSecond).toFixed(2),
     },
     apiOnPostgres: { ...apiFigures, ratio: +(apiFigures.requestsPerSecond / bareFigures.requestsPerSecond).toFixed(2) },
+  };
+}
+
+/**
+ * The resident memory, settled after start, of each process as the CLI starts it (no benchmark code
+ * loaded, no flow yet): the embedded `serve` on a new data directory, and `api` and `worker` on PostgreSQL.
+ */
+async function measureFootprint() {
+  const idle = async (role: string, env: Record<string, string>) => {
+    const process = await start(['bin/tributary.js', role], env, /Tributary \S+ (on|worker consuming)/);
+    const rssMb = await settledRssMb(process.child.pid);
+    await stop(process.child);
+    return rssMb;
+  };
+  return {
+    serveIdleRssMb: await idle('serve', { ...isolation(), DATABASE_URL: '' }),
+    apiIdleRssMb: await idle('api', { ...isolation(), DATABASE_URL: POSTGRES_URL }),
+    workerIdleRssMb: await idle('worker', { ...isolation(), DATABASE_URL: POSTGRES_URL }),
   };
 }
 
@@ -257,6 +275,14 @@ function report(results: Record<string, unknown>) {
       ),
     );
   }
+  const footprint = results.footprint as Record<string, number> | undefined;
+  if (footprint)
+    rows.push(
+      tableRow(
+        'resident memory, idle, as `npx tributary` starts it',
+        `serve ${footprint.serveIdleRssMb} MB; on PostgreSQL: api ${footprint.apiIdleRssMb} MB, worker ${footprint.workerIdleRssMb} MB`,
+      ),
+    );
   const engine = results.engine as Record<string, number> | undefined;
   if (engine)
     rows.push(

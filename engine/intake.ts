@@ -1,7 +1,7 @@
 import { LRUCache } from 'lru-cache';
 import { newId } from './ids.ts';
 import type { JsonChecker } from './json-checker.ts';
-import { JsonText, type JsonTextFault, LARGE_JSON_LENGTH } from './json-text.ts';
+import { isLargeJson, type JsonText, type JsonTextFault } from './json-text.ts';
 import { runJob, type RunQueue } from './queue/run-queue.ts';
 import type { CompiledFlowCache } from './runtime/flow-cache.ts';
 import { secretContext, type Keyring } from './secrets/keyring.ts';
@@ -107,7 +107,7 @@ export class Intake {
     this.commits = new GroupCommit((batch) => this.persist(batch), {
       maxBatch: 200,
       maxInFlight: 2,
-      heavy: ({ message }) => message.body instanceof JsonText && message.body.text.length > LARGE_JSON_LENGTH,
+      heavy: ({ message }) => isLargeJson(message.body),
     });
     // A TTL of 0 would mean "forever" to the cache: 1 ms is "not reused", as INTAKE_CACHE_TTL_MS=0 means.
     this.triggers = new LRUCache({ max: options.cacheEntries, ttl: Math.max(1, options.cacheTtlMs) });

@@ -59,6 +59,10 @@ export class JsonText {
  */
 export const LARGE_JSON_LENGTH = 32 * 1024;
 
+/** Whether a value is a large JSON text (LARGE_JSON_LENGTH). */
+export const isLargeJson = (value: unknown): value is JsonText =>
+  value instanceof JsonText && value.text.length > LARGE_JSON_LENGTH;
+
 /** The texts of properties defined by parseOnRead that nothing has read yet. */
 const unread = new WeakMap<object, Map<string, JsonText>>();
 

@@ -2,7 +2,7 @@ import { ExpressionSandbox } from '../engine/flow/sandbox.ts';
 import { afterAll, describe, expect, it } from 'vitest';
 import { compileFlow, pinOperationVersions, validateFlow, type CompileOptions } from '../engine/flow/compile.ts';
 import { TemplateCompiler } from '../engine/flow/template.ts';
-import { Expression, MAX_INLINE_VALUES } from '../engine/flow/expression.ts';
+import { Expression } from '../engine/flow/expression.ts';
 import { JsonText, parseOnRead, unreadText } from '../engine/json-text.ts';
 import { defineOperation, OperationRegistry } from '../engine/operations.ts';
 import { flowDocumentSchema, type FlowDocument } from '../engine/flow/schema.ts';
@@ -374,6 +374,8 @@ describe('where expressions run', () => {
 });
 
 describe('where expressions over big inputs run', () => {
+  /** What an expression may read in the process (docs/configuration.md). */
+  const MAX_INLINE_VALUES = 4000;
   // A closed sandbox refuses every evaluation: what still evaluates was evaluated here.
   const closed = new ExpressionSandbox({ ...sandbox.limits });
   closed.close();

@@ -1,6 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ORDER_NODE_COST } from '../operations/shopify/order-record.ts';
-import { refundRecordValidator } from '../operations/shopify/refund-record.ts';
 import { erpReplies } from './support/erp-simulator.ts';
 import { shopifyTime } from './support/shopify-simulator.ts';
 import { eventually, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
@@ -81,12 +79,11 @@ describe('Orders > Import List', () => {
     expect(new Set(tasks.map((task) => task.key)).size).toBe(600);
     const receipts = world.erp.receipts().slice(receiptsBefore) as any[];
     expect(receipts.map((record) => record.Refund.Id).sort()).toEqual(refunded.map(({ refund }) => refund.id).sort());
-    for (const record of receipts.slice(0, 5)) refundRecordValidator.validate(record);
     for (const { order } of refunded) expect(exportedTags(order.id)).toEqual(['IPaaS Refunds Exported: 1']);
 
     // Pages were sized to Shopify's 1000-point limit (71 of the standard record) and cost what the operation expects.
     const pages = world.shopify.queries.filter((query) => query.operationName === 'ImportOrders' && !query.throttled);
-    expect(pages.every((query) => query.requestedQueryCost === 2 + 71 * ORDER_NODE_COST)).toBe(true);
+    expect(pages.every((query) => query.requestedQueryCost === 2 + 71 * 14)).toBe(true);
     expect(pages.length).toBeGreaterThanOrEqual(Math.ceil(600 / 71));
 
     const field = (await acme.call('GET', `/api/v1/ingress-incremental-fields/${flowId}`)).body;

@@ -42,14 +42,10 @@ describe('PGlite in its thread, in lanes', () => {
     expect(order.indexOf('job')).toBeLessThanOrEqual(5);
   });
 
-  it('makes statements carrying large values wait apart: answers first, then turns with background work by time', async () => {
-    const large = 'x'.repeat(100 * 1024);
-    // A large value that also takes 60 ms to store: heavy, in whatever lane it is sent.
+  it('makes statements with large values wait apart: answers first, then turns with background work by time', async () => {
+    // A statement with a large value, taking 60 ms: heavy, in whatever lane it is sent.
     const heavy = (label: string) =>
-      [label, () => driver.query('select length($1::text), pg_sleep(0.06)', [large])] as [
-        string,
-        () => Promise<unknown>,
-      ];
+      [label, () => driver.query('select pg_sleep(0.06)', [], { large: true })] as [string, () => Promise<unknown>];
     const job = (label: string) =>
       [label, () => driver.background().query('select pg_sleep(0.04)')] as [string, () => Promise<unknown>];
     const order = await finishingOrder([

@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { MASK, SecretRedactor } from '../engine/runtime/redact.ts';
+import { SecretRedactor } from '../engine/runtime/redact.ts';
+
+/** What a secret is replaced by wherever it would be shown (docs/concepts.md). */
+const MASK = '[REDACTED]';
 
 const secret = 'p@ss w/rd+"é"';
 

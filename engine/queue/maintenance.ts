@@ -25,8 +25,9 @@ export class MaintenanceMode {
     private readonly cacheTtlMs: number,
   ) {}
 
+  /** Named by BullMQ, beside the first queue's own keys (in its hash slot on a cluster). */
   private get key() {
-    return `${this.queues[0].opts.prefix ?? 'bull'}:tributary:maintenance`;
+    return this.queues[0].toKey('maintenance');
   }
 
   async current(): Promise<Maintenance | null> {

@@ -1,8 +1,16 @@
 import { LimitReachedError } from '../../errors.ts';
 /** The little a SQL adapter needs from a PostgreSQL-compatible connection. */
+export interface QueryOptions {
+  /**
+   * The statement carries a large value (a body over LARGE_JSON_LENGTH): a driver that executes one
+   * statement at a time schedules it apart, so that it holds up no small one (see PgliteDriver).
+   */
+  large?: boolean;
+}
+
 export interface SqlExecutor {
   // biome-ignore lint/suspicious/noExplicitAny: a row's columns are typed by the mapper that reads them
-  query<Row = Record<string, any>>(text: string, params?: unknown[]): Promise<Row[]>;
+  query<Row = Record<string, any>>(text: string, params?: unknown[], options?: QueryOptions): Promise<Row[]>;
   /** Runs a script of several statements, without parameters (migrations). */
   exec(script: string): Promise<void>;
 }

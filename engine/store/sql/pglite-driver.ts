@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { assertIdentifier, refusedStatement, type SqlDriver, type SqlExecutor } from './driver.ts';
+import { assertIdentifier, type QueryOptions, refusedStatement, type SqlDriver, type SqlExecutor } from './driver.ts';
 
 type Lane = 'foreground' | 'background';
 
@@ -27,10 +27,7 @@ export interface ThreadOptions {
 /** After this many foreground turns in a row, a waiting statement of another kind goes next. */
 const FOREGROUND_STREAK = 4;
 
-/** A statement carrying more than this (in its values) is heavy: a body of a megabyte takes PGlite ~40 ms to store. */
-const HEAVY_STATEMENT_BYTES = 64 * 1024;
-
-/** What a statement waits in: its driver's lane, or `heavy` whatever its lane. */
+/** What a statement waits in: its driver's lane, or `heavy` (QueryOptions.large) whatever its lane. */
 type Queue = Lane | 'heavy';
 
 /**
@@ -40,8 +37,9 @@ type Queue = Lane | 'heavy';
  * directory (the caller must hold one). Statements are therefore scheduled here: requests waiting
  * on an answer (webhooks, API calls) go before background work (runs), so a flow URL answers in
  * time even while a backlog of runs is being worked off; background work still gets every few
- * turns. Heavy statements (big values: one tenant's large bodies) wait apart and share the thread's
- * time equally with background work, so they hold up neither the answers nor other tenants' runs.
+ * turns. Heavy statements (large values: a body of a megabyte takes PGlite ~40 ms to store) wait
+ * apart and share the thread's time equally with background work, so one tenant's large bodies hold
+ * up neither the answers nor other tenants' runs.
  */
 export class PgliteDriver implements SqlDriver {
   private busy = false;
@@ -91,8 +89,8 @@ export class PgliteDriver implements SqlDriver {
     return new PgliteDriver(this.thread, 'background', this);
   }
 
-  query<Row>(text: string, params?: unknown[]): Promise<Row[]> {
-    return this.exclusive(() => this.send('query', text, params), isHeavy(params) ? 'heavy' : this.lane);
+  query<Row>(text: string, params?: unknown[], options?: QueryOptions): Promise<Row[]> {
+    return this.exclusive(() => this.send('query', text, params), options?.large ? 'heavy' : this.lane);
   }
 
   exec(script: string): Promise<void> {
@@ -184,15 +182,6 @@ export class PgliteDriver implements SqlDriver {
     if (resume) resume();
     else this.busy = false;
   }
-}
-
-/** Whether a statement's values are big enough to make it heavy (strings and buffers counted by length). */
-function isHeavy(params: unknown[] | undefined): boolean {
-  let bytes = 0;
-  for (const param of params ?? []) {
-    if (typeof param === 'string' || param instanceof Uint8Array) bytes += param.length;
-  }
-  return bytes > HEAVY_STATEMENT_BYTES;
 }
 
 /** An error as the thread sent it: PostgreSQL's fields (code, detail, ...) on an Error. */

@@ -1,4 +1,4 @@
-import { JsonText } from '../../../json-text.ts';
+import { isLargeJson, JsonText } from '../../../json-text.ts';
 import { ConflictError, NotFoundError } from '../../../errors.ts';
 import {
   isTerminal,
@@ -36,7 +36,9 @@ export class SqlMessages implements MessageStore {
 
   async acceptMessages(batch: Array<{ message: NewMessage; runId: string }>): Promise<AcceptedMessage[]> {
     // A body that came as JSON text goes into the statement's JSON as it is: never parsed in this process.
+    let large = false;
     const rows = batch.map(({ message, runId }) => {
+      large ||= isLargeJson(message.body);
       const body = message.body instanceof JsonText ? message.body.text : JSON.stringify(message.body ?? null);
       const fields = JSON.stringify({
         tenant_id: message.tenantId,
@@ -79,6 +81,7 @@ export class SqlMessages implements MessageStore {
              then 'topic' end as reason) hold
        returning *`,
       [`[${rows.join(',')}]`],
+      { large },
     );
     const byMessage = new Map(inserted.map((row) => [row.message_id as string, toRun(row)]));
     const results: AcceptedMessage[] = [];
