@@ -1,15 +1,17 @@
-import type { DestinationType, WebhookSubscriber } from '../engine/destinations.ts';
-import type { CompileOptions } from '../engine/flow/compile.ts';
-import type { HttpClient } from '../engine/http-client.ts';
-import type { Intake } from '../engine/intake.ts';
-import type { QueueAdmin } from '../engine/queue/queue-admin.ts';
-import type { RunService } from '../engine/run-service.ts';
-import type { MaintenanceMode } from '../engine/queue/maintenance.ts';
-import type { TestRunner } from '../engine/runtime/test-run.ts';
-import type { FlowSchedules } from '../engine/queue/schedules.ts';
-import type { TenantLimitsInRedis } from '../engine/queue/tenant-limits.ts';
-import type { Keyring } from '../engine/secrets/keyring.ts';
-import type { Store } from '../engine/store/port.ts';
+import type { DestinationType, WebhookSubscriber } from '../engine/plugins/index.ts';
+import type { CompileOptions } from '../engine/flow/index.ts';
+import type { HttpClient } from '../engine/outbound/index.ts';
+import type { Intake } from '../engine/intake/index.ts';
+import type {
+  QueueAdmin,
+  RunService,
+  MaintenanceMode,
+  FlowSchedules,
+  TenantLimitsInRedis,
+} from '../engine/queue/index.ts';
+import type { TestRunner } from '../engine/runtime/index.ts';
+import type { Keyring } from '../engine/secrets/index.ts';
+import type { Store } from '../engine/store/index.ts';
 
 /** What the routes use of the engine. */
 export interface ApiContext {

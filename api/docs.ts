@@ -1,6 +1,6 @@
-import { majorOf } from '../engine/operations.ts';
-import type { OperationInfo } from '../engine/resources.ts';
-import type { WebhookSignature } from '../engine/triggers/webhook.ts';
+import { majorOf } from '../engine/plugins/index.ts';
+import type { OperationInfo } from '../engine/model/index.ts';
+import type { WebhookSignature } from '../engine/triggers/index.ts';
 
 /**
  * `/docs`: the API reference as one self-contained HTML page, rendered once from the OpenAPI

@@ -1,9 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import querystring from 'node:querystring';
 import type { Logger } from 'pino';
-import { BodyTooLargeError, decodeBody, isDecodable, readBody } from '../engine/http-body.ts';
-import type { Intake, IntakeResult } from '../engine/intake.ts';
-import { JsonText, unstorableJson } from '../engine/json-text.ts';
+import { BodyTooLargeError, decodeBody, isDecodable, readBody } from '../engine/outbound/index.ts';
+import type { Intake, IntakeResult } from '../engine/intake/index.ts';
+import { JsonText, unstorableJson } from '../engine/model/index.ts';
 import { bodyFault } from './json-body.ts';
 import { answerError, HttpProblem, sendProblem } from './problem.ts';
 import { trackRequest } from './request-log.ts';

@@ -1,6 +1,6 @@
 import express, { type RequestHandler } from 'express';
-import type { JsonChecker } from '../engine/json-checker.ts';
-import { type JsonTextFault, LARGE_JSON_LENGTH, parseJsonText } from '../engine/json-text.ts';
+import type { JsonChecker } from '../engine/intake/index.ts';
+import { type JsonTextFault, LARGE_JSON_LENGTH, parseJsonText } from '../engine/model/index.ts';
 import { HttpProblem } from './problem.ts';
 
 const JSON_TYPES = ['application/json', 'application/*+json'];

@@ -1,4 +1,4 @@
-import { resourceSchemas } from '../engine/resources.ts';
+import { resourceSchemas } from '../engine/model/index.ts';
 import { operatorScope, tenantScopes } from './auth/scopes.ts';
 import { isOperatorRoute, seedTags, type RouteSpec } from './route.ts';
 

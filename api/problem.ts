@@ -8,7 +8,7 @@ import {
   OperationError,
   ValidationError,
   type FieldError,
-} from '../engine/errors.ts';
+} from '../engine/model/index.ts';
 
 /** An RFC 9457 problem: every error the API answers has this shape. */
 export class HttpProblem extends Error {

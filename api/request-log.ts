@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RequestHandler } from 'express';
 import type { Logger } from 'pino';
-import { newId } from '../engine/ids.ts';
+import { newId } from '../engine/model/index.ts';
 
 declare module 'http' {
   interface IncomingMessage {

@@ -1,9 +1,9 @@
 import { Router, type Request, type Response } from 'express';
 import type { FromSchema, JSONSchema } from 'json-schema-to-ts';
-import { SchemaValidator } from '../engine/json-schema.ts';
+import { SchemaValidator } from '../engine/model/index.ts';
 import { authorize, type Principal, type TokenVerifier } from './auth/verifier.ts';
 import { operatorScope, type Scope } from './auth/scopes.ts';
-import type { Tenant, TenantStore } from '../engine/store/port.ts';
+import type { Tenant, TenantStore } from '../engine/store/index.ts';
 import type { ApiCallLimit } from './auth/rate-limits.ts';
 import { HttpProblem } from './problem.ts';
 

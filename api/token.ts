@@ -1,5 +1,5 @@
 import express, { Router } from 'express';
-import { SchemaValidator } from '../engine/json-schema.ts';
+import { SchemaValidator } from '../engine/model/index.ts';
 import type { ClientAuthenticator } from './auth/clients.ts';
 import type { TokenIssuer } from './auth/issuer.ts';
 import { HttpProblem } from './problem.ts';

@@ -10,8 +10,8 @@ import { createClientCredentials } from '../api/auth/clients.ts';
 import { loadConfig } from '../bin/config.ts';
 import { Platform } from '../bin/platform.ts';
 import { redisOptions } from '../bin/redis.ts';
-import { truthy } from '../engine/flow/expression.ts';
-import { newId } from '../engine/ids.ts';
+import { truthy } from '../engine/expressions/expression.ts';
+import { newId } from '../engine/model/ids.ts';
 import { pino } from 'pino';
 import {
   BENCH_FLOW,

@@ -3,8 +3,8 @@
  * and the same expression evaluated in the sandbox, one at a time (latency) and 32 at once
  * (throughput, and this process's CPU per evaluation).
  */
-import { Expression } from '../engine/flow/expression.ts';
-import { ExpressionSandbox } from '../engine/flow/sandbox.ts';
+import { Expression } from '../engine/expressions/expression.ts';
+import { ExpressionSandbox } from '../engine/expressions/sandbox.ts';
 import { MAP_EXPRESSION, sampleOrder } from './flows.ts';
 
 const EVALUATIONS = Number(process.env.BENCH_EVALUATIONS ?? 5000);

@@ -1,4 +1,4 @@
-import type { FlowDocument } from '../engine/flow/schema.ts';
+import type { FlowDocument } from '../engine/model/flow-document.ts';
 
 export const MAP_EXPRESSION = "{'id': $input.body.id, 'total': $input.body.total, 'lines': $count($input.body.lines)}";
 export const FILTER_EXPRESSION = '$input.body.total > 0';

@@ -2,8 +2,8 @@ import { chmodSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { createClientCredentials, type ClientCredentials } from '../api/auth/clients.ts';
-import { ConflictError } from '../engine/errors.ts';
-import type { Store, Tenant } from '../engine/store/port.ts';
+import { ConflictError } from '../engine/model/index.ts';
+import type { Store, Tenant } from '../engine/store/index.ts';
 
 /** The administrative commands of the CLI, over the store. */
 export interface AdminCommands {

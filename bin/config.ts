@@ -1,8 +1,6 @@
 import path from 'node:path';
-import { SchemaValidator } from '../engine/json-schema.ts';
-import { ValidationError } from '../engine/errors.ts';
-import type { AddressRefusal } from '../engine/http-client.ts';
-import { addressRanges, nonPublicRefusal } from '../engine/network.ts';
+import { SchemaValidator, ValidationError } from '../engine/model/index.ts';
+import { type AddressRefusal, addressRanges, nonPublicRefusal } from '../engine/outbound/index.ts';
 
 /** One setting: its environment variable, its JSON Schema (type, bounds, default) and what it means. */
 interface Setting {

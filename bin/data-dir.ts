@@ -1,7 +1,7 @@
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Keyring } from '../engine/secrets/keyring.ts';
+import { Keyring } from '../engine/secrets/index.ts';
 
 /**
  * PGlite takes no lock on its directory and two processes on one directory corrupt it: the

@@ -1,7 +1,7 @@
 import type { Queue } from 'bullmq';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { DeliveryOutcome, EngineMetrics } from '../engine/metrics.ts';
-import { terminalRunStatuses } from '../engine/resources.ts';
+import type { DeliveryOutcome, EngineMetrics } from '../engine/telemetry/index.ts';
+import { terminalRunStatuses } from '../engine/model/index.ts';
 
 const JOB_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'failed', 'completed', 'paused'] as const;
 

@@ -5,29 +5,41 @@ import { pino, type Logger } from 'pino';
 import { createRequestListener, type Readiness } from '../api/app.ts';
 import { publicSigningKeys, TokenIssuer } from '../api/auth/issuer.ts';
 import { TokenVerifier } from '../api/auth/verifier.ts';
-import type { CompileOptions } from '../engine/flow/compile.ts';
-import { HttpClient } from '../engine/http-client.ts';
-import { Intake } from '../engine/intake.ts';
-import { JsonChecker } from '../engine/json-checker.ts';
-import { OperationRegistry, type OperationDefinition } from '../engine/operations.ts';
-import { HEARTBEAT_TTL_MS, inspectQueue, ioredisOf } from '../engine/queue/health.ts';
-import { QueueRecovery } from '../engine/queue/recovery.ts';
-import { TenantQuotas } from '../engine/queue/admission.ts';
-import { TenantLimitsInRedis } from '../engine/queue/tenant-limits.ts';
-import { ENQUEUE_TIMEOUT_MS, runJob, RunQueue, RunWorker } from '../engine/queue/run-queue.ts';
-import { QueueReconciler } from '../engine/queue/reconciler.ts';
-import { QueueAdmin } from '../engine/queue/queue-admin.ts';
-import { RunService } from '../engine/run-service.ts';
-import { FlowSchedules, TickWorker } from '../engine/queue/schedules.ts';
-import { ActionRunner } from '../engine/actions.ts';
-import { ExpressionSandbox } from '../engine/flow/sandbox.ts';
-import { Executor } from '../engine/runtime/executor.ts';
-import { TestRunner } from '../engine/runtime/test-run.ts';
-import { CompiledFlowCache } from '../engine/runtime/flow-cache.ts';
-import { Keyring } from '../engine/secrets/keyring.ts';
-import type { LogStore, StateKind, StateLimit, Store } from '../engine/store/port.ts';
-import { PgliteDriver } from '../engine/store/sql/pglite-driver.ts';
-import { SqlStore } from '../engine/store/sql/sql-store.ts';
+import type { CompileOptions } from '../engine/flow/index.ts';
+import { HttpClient } from '../engine/outbound/index.ts';
+import { Intake, JsonChecker } from '../engine/intake/index.ts';
+import { OperationRegistry, type OperationDefinition, ActionRunner } from '../engine/plugins/index.ts';
+import {
+  HEARTBEAT_TTL_MS,
+  inspectQueue,
+  ioredisOf,
+  QueueRecovery,
+  TenantQuotas,
+  TenantLimitsInRedis,
+  ENQUEUE_TIMEOUT_MS,
+  runJob,
+  RunQueue,
+  RunWorker,
+  QueueReconciler,
+  QueueAdmin,
+  RunService,
+  FlowSchedules,
+  TickWorker,
+  RateLimiter,
+  MaintenanceMode,
+} from '../engine/queue/index.ts';
+import { ExpressionSandbox } from '../engine/expressions/index.ts';
+import { Executor, TestRunner, CompiledFlowCache } from '../engine/runtime/index.ts';
+import { Keyring } from '../engine/secrets/index.ts';
+import {
+  type LogStore,
+  type StateKind,
+  type StateLimit,
+  type Store,
+  PgliteDriver,
+  loadPgDriver,
+  SqlStore,
+} from '../engine/store/index.ts';
 import { allOperations, destinationTypes, webhookSignatures, webhookSubscribers } from '../operations/index.ts';
 import { serveAdminSocket, storeAdmin } from './admin.ts';
 import { buildCommit } from './build.ts';
@@ -36,8 +48,6 @@ import { isOperatorAuthorization } from '../api/auth/operator-guard.ts';
 import { ClientAuthenticator } from '../api/auth/clients.ts';
 import { ApiCallLimit, SignInThrottle } from '../api/auth/rate-limits.ts';
 import { HttpProblem } from '../api/problem.ts';
-import { RateLimiter } from '../engine/queue/rate-limiter.ts';
-import { MaintenanceMode } from '../engine/queue/maintenance.ts';
 import { baseUrl, type Config, outboundRefusal } from './config.ts';
 import { DataDirLock, embeddedKeyring, embeddedStorePath } from './data-dir.ts';
 import { printableUrl, redisAnswers, redisOptions, startEmbeddedRedis } from './redis.ts';
@@ -83,8 +93,7 @@ export async function openStore(
       throw new Error(
         'SECRETS_KEY is required with DATABASE_URL: every process must seal and open secrets with the same keys',
       );
-    // Loaded only here: the embedded mode has no use for PostgreSQL's client (~9 MB).
-    const { PgDriver } = await import('../engine/store/sql/pg-driver.ts');
+    const PgDriver = await loadPgDriver();
     const store = await SqlStore.open(
       new PgDriver({ connectionString: config.databaseUrl, schema: config.databaseSchema }),
     );

@@ -1,9 +1,7 @@
-import type { OperationDefinition } from '../engine/operations.ts';
+import type { OperationDefinition, WebhookSubscriber, DestinationType } from '../engine/plugins/index.ts';
 import { coreOperations } from './core/index.ts';
 import { dataSpaceOperations } from './dataspace/index.ts';
-import type { WebhookSubscriber } from '../engine/destinations.ts';
-import type { WebhookSignature } from '../engine/triggers/webhook.ts';
-import type { DestinationType } from '../engine/destinations.ts';
+import type { WebhookSignature } from '../engine/triggers/index.ts';
 import {
   shopifyDestinationType,
   shopifyOperations,

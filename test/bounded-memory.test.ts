@@ -2,7 +2,7 @@ import v8 from 'node:v8';
 import vm from 'node:vm';
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SchemaValidator } from '../engine/json-schema.ts';
+import { SchemaValidator } from '../engine/model/json-schema.ts';
 import { startTestPlatform, type TestPlatform } from './support/harness.ts';
 
 v8.setFlagsFromString('--expose-gc');

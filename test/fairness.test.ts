@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ExpressionSandbox } from '../engine/flow/sandbox.ts';
+import { ExpressionSandbox } from '../engine/expressions/sandbox.ts';
 import { sendWebhook, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
 import { Receiver } from './support/receiver.ts';
 

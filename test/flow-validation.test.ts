@@ -1,11 +1,11 @@
-import { ExpressionSandbox } from '../engine/flow/sandbox.ts';
+import { ExpressionSandbox } from '../engine/expressions/sandbox.ts';
 import { afterAll, describe, expect, it } from 'vitest';
 import { compileFlow, pinOperationVersions, validateFlow, type CompileOptions } from '../engine/flow/compile.ts';
-import { TemplateCompiler } from '../engine/flow/template.ts';
-import { Expression } from '../engine/flow/expression.ts';
-import { JsonText, parseOnRead, unreadText } from '../engine/json-text.ts';
-import { defineOperation, OperationRegistry } from '../engine/operations.ts';
-import { flowDocumentSchema, type FlowDocument } from '../engine/flow/schema.ts';
+import { TemplateCompiler } from '../engine/expressions/template.ts';
+import { Expression } from '../engine/expressions/expression.ts';
+import { JsonText, parseOnRead, unreadText } from '../engine/model/json-text.ts';
+import { defineOperation, OperationRegistry } from '../engine/plugins/operations.ts';
+import { flowDocumentSchema, type FlowDocument } from '../engine/model/flow-document.ts';
 import { allOperations, webhookSignatures } from '../operations/index.ts';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';

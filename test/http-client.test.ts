@@ -2,9 +2,9 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { OperationError } from '../engine/errors.ts';
-import { bodyValue, HttpClient, type OutboundRequest } from '../engine/http-client.ts';
-import { nonPublicAddress } from '../engine/network.ts';
+import { OperationError } from '../engine/model/errors.ts';
+import { bodyValue, HttpClient, type OutboundRequest } from '../engine/outbound/http-client.ts';
+import { nonPublicAddress } from '../engine/outbound/network.ts';
 
 /** A server with one route per behaviour; records what it received. */
 function startServer(

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { GroupCommit } from '../engine/group-commit.ts';
-import { storableJson, unstorableJson } from '../engine/json-text.ts';
+import { GroupCommit } from '../engine/store/group-commit.ts';
+import { storableJson, unstorableJson } from '../engine/model/json-text.ts';
 
 /** How deep stored JSON may nest (docs/configuration.md). */
 const MAX_JSON_DEPTH = 100;
@@ -98,7 +98,7 @@ describe('GroupCommit', () => {
 
 describe('newId', () => {
   it('makes distinct UUIDv7s that sort by creation time, also within one millisecond', async () => {
-    const { newId } = await import('../engine/ids.ts');
+    const { newId } = await import('../engine/model/ids.ts');
     const ids = Array.from({ length: 20_000 }, () => newId());
     expect(new Set(ids).size).toBe(ids.length);
     expect([...ids].sort()).toEqual(ids);

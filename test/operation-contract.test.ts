@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { later, retryable } from '../engine/errors.ts';
-import { defineOperation } from '../engine/operations.ts';
+import { later, retryable } from '../engine/model/errors.ts';
+import { defineOperation } from '../engine/plugins/operations.ts';
 import { sendWebhook, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
 import { Receiver } from './support/receiver.ts';
 

@@ -1,6 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ioredisOf } from '../engine/queue/health.ts';
+import { ioredisOf } from '../engine/queue/heartbeats.ts';
 import { MAX_STALLED_COUNT } from '../engine/queue/run-queue.ts';
 import { crash } from './support/crash-operation.ts';
 import { sendWebhook, spawnWorker, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { oauth1Header } from '../operations/core/oauth1.ts';
 import { orderImportDocuments } from '../operations/shopify/order-record.ts';
 import { orderMarkDocuments } from '../operations/shopify/order-marks.ts';
-import { HttpClient } from '../engine/http-client.ts';
+import { HttpClient } from '../engine/outbound/http-client.ts';
 import { ShopifyAdminApi } from '../operations/shopify/admin-api.ts';
 import { ORDER_MARKS_QUERY, refundDocuments } from '../operations/shopify/refund-query.ts';
 import { webhookDocuments } from '../operations/shopify/webhooks.ts';

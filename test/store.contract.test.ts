@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConflictError, NotFoundError, ValidationError } from '../engine/errors.ts';
-import type { FlowDocument } from '../engine/flow/schema.ts';
-import { newId } from '../engine/ids.ts';
+import { ConflictError, NotFoundError, ValidationError } from '../engine/model/errors.ts';
+import type { FlowDocument } from '../engine/model/flow-document.ts';
+import { newId } from '../engine/model/ids.ts';
 import type { Store } from '../engine/store/port.ts';
 import { PgDriver } from '../engine/store/sql/pg-driver.ts';
 import { PgliteDriver } from '../engine/store/sql/pglite-driver.ts';

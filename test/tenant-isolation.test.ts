@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { defineOperation } from '../engine/operations.ts';
+import { defineOperation } from '../engine/plugins/operations.ts';
 import { sendWebhook, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
 
 // What one hostile tenant can write must never stall or kill what every tenant shares.

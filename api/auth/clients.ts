@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { Client, CredentialStore, TenantStore } from '../../engine/store/port.ts';
-import { constantTimeEqual } from '../../engine/triggers/webhook.ts';
+import type { Client, CredentialStore, TenantStore } from '../../engine/store/index.ts';
+import { constantTimeEqual } from '../../engine/triggers/index.ts';
 import type { SignInThrottle } from './rate-limits.ts';
 import { allTenantScopes, isScope, operatorScope } from './scopes.ts';
 

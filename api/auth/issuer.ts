@@ -1,6 +1,6 @@
 import { exportJWK, generateKeyPair, importJWK, SignJWT, type JWK } from 'jose';
-import type { Keyring } from '../../engine/secrets/keyring.ts';
-import type { Client, CredentialStore } from '../../engine/store/port.ts';
+import type { Keyring } from '../../engine/secrets/index.ts';
+import type { Client, CredentialStore } from '../../engine/store/index.ts';
 
 export const TOKEN_LIFETIME_SECONDS = 86_400;
 const ALGORITHM = 'ES256';

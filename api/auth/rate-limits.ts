@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
-import type { Rate, RateDecision, RateLimiter } from '../../engine/queue/rate-limiter.ts';
-import type { Tenant } from '../../engine/store/port.ts';
+import type { Rate, RateDecision, RateLimiter } from '../../engine/queue/index.ts';
+import type { Tenant } from '../../engine/store/index.ts';
 import { HttpProblem } from '../problem.ts';
 
 const tooMany = (title: string, detail: string, retryAfterSeconds: number) =>

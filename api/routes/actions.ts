@@ -1,6 +1,5 @@
-import { ACTION_NAME, compileAction } from '../../engine/actions.ts';
-import { NotFoundError } from '../../engine/errors.ts';
-import { tenantActionSchema } from '../../engine/resources.ts';
+import { ACTION_NAME, compileAction } from '../../engine/plugins/index.ts';
+import { NotFoundError, tenantActionSchema } from '../../engine/model/index.ts';
 import type { ApiContext } from '../context.ts';
 import { connectionSchema, defineRoute, pageQuerySchema } from '../route.ts';
 import { byNameRoutes } from './by-name.ts';

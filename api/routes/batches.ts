@@ -1,5 +1,4 @@
-import { NotFoundError } from '../../engine/errors.ts';
-import { batchSchema, batchStatuses, batchTaskSchema, runStatuses } from '../../engine/resources.ts';
+import { NotFoundError, batchSchema, batchStatuses, batchTaskSchema, runStatuses } from '../../engine/model/index.ts';
 import type { ApiContext } from '../context.ts';
 import { connectionSchema, defineRoute, pageQuerySchema } from '../route.ts';
 import { idParams } from './editable-flows.ts';

@@ -1,6 +1,6 @@
 import type { JSONSchema } from 'json-schema-to-ts';
-import { NotFoundError } from '../../engine/errors.ts';
-import type { Page, PageRequest } from '../../engine/store/port.ts';
+import { NotFoundError } from '../../engine/model/index.ts';
+import type { Page, PageRequest } from '../../engine/store/index.ts';
 import type { Scope } from '../auth/scopes.ts';
 import { connectionSchema, pageQuerySchema, type RouteSpec, type SeedTag } from '../route.ts';
 

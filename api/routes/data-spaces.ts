@@ -1,5 +1,4 @@
-import { NotFoundError } from '../../engine/errors.ts';
-import { dataDocumentSchema, dataSpaceSchema } from '../../engine/resources.ts';
+import { NotFoundError, dataDocumentSchema, dataSpaceSchema } from '../../engine/model/index.ts';
 import type { ApiContext } from '../context.ts';
 import { connectionSchema, defineRoute, pageQuerySchema } from '../route.ts';
 import { byNameRoutes } from './by-name.ts';

@@ -1,7 +1,6 @@
-import { openDestination, putDestination, type DestinationType } from '../../engine/destinations.ts';
-import { NotFoundError, ValidationError } from '../../engine/errors.ts';
-import { destinationSchema } from '../../engine/resources.ts';
-import { unreachableFromOutside } from '../../engine/network.ts';
+import { openDestination, putDestination, type DestinationType } from '../../engine/plugins/index.ts';
+import { NotFoundError, ValidationError, destinationSchema } from '../../engine/model/index.ts';
+import { unreachableFromOutside } from '../../engine/outbound/index.ts';
 import type { ApiContext } from '../context.ts';
 import { defineRoute } from '../route.ts';
 import { byNameRoutes } from './by-name.ts';

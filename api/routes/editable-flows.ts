@@ -1,9 +1,15 @@
-import { NotFoundError, ValidationError, type FieldError } from '../../engine/errors.ts';
-import { ACTION_PREFIX } from '../../engine/actions.ts';
-import { pinOperationVersions, validateFlow } from '../../engine/flow/compile.ts';
-import { flowDocumentSchema, type FlowDocument } from '../../engine/flow/schema.ts';
-import { newId } from '../../engine/ids.ts';
-import { flowSchema, flowVersionSchema } from '../../engine/resources.ts';
+import {
+  NotFoundError,
+  ValidationError,
+  type FieldError,
+  flowDocumentSchema,
+  type FlowDocument,
+  newId,
+  flowSchema,
+  flowVersionSchema,
+} from '../../engine/model/index.ts';
+import { ACTION_PREFIX } from '../../engine/plugins/index.ts';
+import { pinOperationVersions, validateFlow } from '../../engine/flow/index.ts';
 import { activeVersionChanged, type ApiContext } from '../context.ts';
 import { connectionSchema, defineRoute, pageQuerySchema } from '../route.ts';
 

@@ -1,5 +1,4 @@
-import { NotFoundError } from '../../engine/errors.ts';
-import { flowSchema, flowVersionSchema } from '../../engine/resources.ts';
+import { NotFoundError, flowSchema, flowVersionSchema } from '../../engine/model/index.ts';
 import { activeVersionChanged, type ApiContext } from '../context.ts';
 import { connectionSchema, defineRoute, pageQuerySchema } from '../route.ts';
 import { idParams } from './editable-flows.ts';

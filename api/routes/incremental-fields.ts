@@ -1,5 +1,4 @@
-import { NotFoundError } from '../../engine/errors.ts';
-import { incrementalFieldSchema } from '../../engine/resources.ts';
+import { NotFoundError, incrementalFieldSchema } from '../../engine/model/index.ts';
 import type { ApiContext } from '../context.ts';
 import { connectionSchema, defineRoute, pageQuerySchema } from '../route.ts';
 

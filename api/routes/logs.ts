@@ -1,4 +1,4 @@
-import { logLevels, runLogSchema } from '../../engine/resources.ts';
+import { logLevels, runLogSchema } from '../../engine/model/index.ts';
 import type { ApiContext } from '../context.ts';
 import { connectionSchema, defineRoute, pageQuerySchema } from '../route.ts';
 

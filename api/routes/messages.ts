@@ -1,11 +1,11 @@
-import { NotFoundError } from '../../engine/errors.ts';
 import {
+  NotFoundError,
   blockedTopicSchema,
   messageInfoSchema,
   messageStatuses,
   runSchema,
   runStatuses,
-} from '../../engine/resources.ts';
+} from '../../engine/model/index.ts';
 import type { ApiContext } from '../context.ts';
 import { connectionSchema, defineRoute, pageQuerySchema } from '../route.ts';
 import { idParams } from './editable-flows.ts';

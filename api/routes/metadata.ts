@@ -1,6 +1,11 @@
-import { NotFoundError } from '../../engine/errors.ts';
-import type { OperationRegistry } from '../../engine/operations.ts';
-import { operationInfoSchema, resourceSchemas, statusEnums, type OperationInfo } from '../../engine/resources.ts';
+import {
+  NotFoundError,
+  operationInfoSchema,
+  resourceSchemas,
+  statusEnums,
+  type OperationInfo,
+} from '../../engine/model/index.ts';
+import type { OperationRegistry } from '../../engine/plugins/index.ts';
 import type { ApiContext } from '../context.ts';
 import { connectionSchema, defineRoute, wholeList } from '../route.ts';
 

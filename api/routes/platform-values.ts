@@ -1,4 +1,4 @@
-import { NotFoundError } from '../../engine/errors.ts';
+import { NotFoundError } from '../../engine/model/index.ts';
 import type { ApiContext } from '../context.ts';
 import { nameParams, namedValueRoutes } from './variables.ts';
 

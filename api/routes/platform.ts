@@ -1,4 +1,4 @@
-import { RUN_QUEUE } from '../../engine/queue/run-queue.ts';
+import { RUN_QUEUE } from '../../engine/queue/index.ts';
 import type { ApiContext } from '../context.ts';
 import { defineRoute } from '../route.ts';
 

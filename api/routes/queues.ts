@@ -1,4 +1,4 @@
-import { jobStates } from '../../engine/queue/queue-admin.ts';
+import { jobStates } from '../../engine/queue/index.ts';
 import type { ApiContext } from '../context.ts';
 import { connectionSchema, defineRoute, wholeList } from '../route.ts';
 

@@ -1,5 +1,4 @@
-import { ValidationError } from '../../engine/errors.ts';
-import { statisticsSchema } from '../../engine/resources.ts';
+import { ValidationError, statisticsSchema } from '../../engine/model/index.ts';
 import type { ApiContext } from '../context.ts';
 import { defineRoute } from '../route.ts';
 

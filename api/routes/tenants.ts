@@ -1,5 +1,10 @@
-import { NotFoundError, ValidationError } from '../../engine/errors.ts';
-import { tenantLimitsSchema, tenantSchema, type Tenant } from '../../engine/resources.ts';
+import {
+  NotFoundError,
+  ValidationError,
+  tenantLimitsSchema,
+  tenantSchema,
+  type Tenant,
+} from '../../engine/model/index.ts';
 import type { ApiContext } from '../context.ts';
 import { connectionSchema, defineRoute, pageQuerySchema } from '../route.ts';
 import { heldChoice, heldOutcomeSchema } from './messages.ts';

@@ -1,6 +1,5 @@
-import { NotFoundError, ValidationError } from '../../engine/errors.ts';
-import { compileFlow } from '../../engine/flow/compile.ts';
-import { stepSchema } from '../../engine/resources.ts';
+import { NotFoundError, ValidationError, stepSchema } from '../../engine/model/index.ts';
+import { compileFlow } from '../../engine/flow/index.ts';
 import type { ApiContext } from '../context.ts';
 import { defineRoute } from '../route.ts';
 import { idParams, underPath } from './editable-flows.ts';

@@ -1,8 +1,8 @@
-import { MIN_SECRET_LENGTH } from '../../engine/runtime/redact.ts';
-import { secretContext } from '../../engine/secrets/keyring.ts';
-import { secretInfoSchema, variableSchema } from '../../engine/resources.ts';
+import { MIN_SECRET_LENGTH } from '../../engine/runtime/index.ts';
+import { secretContext } from '../../engine/secrets/index.ts';
+import { secretInfoSchema, variableSchema } from '../../engine/model/index.ts';
 import type { ApiContext } from '../context.ts';
-import type { Variable } from '../../engine/store/port.ts';
+import type { Variable } from '../../engine/store/index.ts';
 import { defineRoute, type RouteSpec } from '../route.ts';
 import { byNameRoutes, type ByNameCollection } from './by-name.ts';
 

@@ -1,18 +1,24 @@
-import { ValidationError, type FieldError } from '../errors.ts';
-import { fieldErrors, SchemaValidator } from '../json-schema.ts';
-import type { OperationRegistry, RegisteredOperation } from '../operations.ts';
-import { ACTION_PREFIX } from '../actions.ts';
-import type { Expression } from './expression.ts';
-import type { ExpressionSandbox } from './sandbox.ts';
-import { scheduleErrors } from '../triggers/schedule.ts';
-import { compileWebhook, type CompiledWebhook } from '../triggers/webhook.ts';
 import {
+  ValidationError,
+  type FieldError,
+  fieldErrors,
+  SchemaValidator,
   flowDocumentSchema,
   type FlowDocument,
   type ScheduleTriggerConfig,
   type WebhookTriggerConfig,
-} from './schema.ts';
-import { emptyReferences, mergeReferences, TemplateCompiler, type References, type Template } from './template.ts';
+} from '../model/index.ts';
+import { type OperationRegistry, type RegisteredOperation, ACTION_PREFIX } from '../plugins/index.ts';
+import {
+  type Expression,
+  type ExpressionSandbox,
+  emptyReferences,
+  mergeReferences,
+  TemplateCompiler,
+  type References,
+  type Template,
+} from '../expressions/index.ts';
+import { scheduleErrors, compileWebhook, type CompiledWebhook } from '../triggers/index.ts';
 
 export interface RetryPolicy {
   maxAttempts: number;

@@ -1,5 +1,5 @@
 import type { Queue } from 'bullmq';
-import { ioredisOf } from './health.ts';
+import { ioredisOf } from './heartbeats.ts';
 import { withinEnqueueTimeout } from './run-queue.ts';
 
 export interface Maintenance {

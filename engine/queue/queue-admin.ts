@@ -1,6 +1,6 @@
 import type { Queue } from 'bullmq';
-import { NotFoundError } from '../errors.ts';
-import { HEARTBEAT_TTL_MS, heartbeatKey, ioredisOf } from './health.ts';
+import { NotFoundError } from '../model/index.ts';
+import { HEARTBEAT_TTL_MS, heartbeatKey, ioredisOf } from './heartbeats.ts';
 import type { RunQueue } from './run-queue.ts';
 
 /** The job states an operator sees counted. */

@@ -1,8 +1,8 @@
 import { Job } from 'bullmq';
 import type { Logger } from 'pino';
-import type { ErrorRecord } from '../errors.ts';
-import type { EngineMetrics } from '../metrics.ts';
-import type { RunStore, UnfinishedRun, UnfinishedRunCursor } from '../store/port.ts';
+import type { ErrorRecord } from '../model/index.ts';
+import type { EngineMetrics } from '../telemetry/index.ts';
+import type { RunStore, UnfinishedRun, UnfinishedRunCursor } from '../store/index.ts';
 import { MAX_STALLED_COUNT, runJob, type RunJobData, type RunQueue } from './run-queue.ts';
 
 /** Job states in which the job will still run (or is running): its run is in hand. */

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { newId } from '../ids.ts';
+import { newId } from '../model/index.ts';
 import type { QueueReconciler } from './reconciler.ts';
 
 /** What readiness shows of the last recovery: while it runs, and for a day after. */

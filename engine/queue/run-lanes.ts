@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { HEARTBEAT_TTL_MS } from './health.ts';
+import { HEARTBEAT_TTL_MS } from './heartbeats.ts';
 import { LuaScript } from './lua-script.ts';
 
 /** What a run's job carries: its run and the flow version it is pinned to. */

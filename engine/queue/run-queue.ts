@@ -1,11 +1,11 @@
 import { setMaxListeners } from 'node:events';
 import { DelayedError, Queue, UnrecoverableError, Worker, type ConnectionOptions, type Job } from 'bullmq';
 import type { Logger } from 'pino';
-import type { EngineMetrics } from '../metrics.ts';
-import type { Executor, PassOutcome } from '../runtime/executor.ts';
-import type { Run, RunStore } from '../store/port.ts';
-import { HEARTBEAT_INTERVAL_MS, HEARTBEAT_TTL_MS, heartbeatKey, ioredisOf, workerSlotsKey } from './health.ts';
-import { newId } from '../ids.ts';
+import type { EngineMetrics } from '../telemetry/index.ts';
+import type { Executor, PassOutcome } from '../runtime/index.ts';
+import type { AcceptedMessage, MessageStore, NewMessage, Run, RunStore } from '../store/index.ts';
+import { HEARTBEAT_INTERVAL_MS, HEARTBEAT_TTL_MS, heartbeatKey, ioredisOf, workerSlotsKey } from './heartbeats.ts';
+import { newId } from '../model/index.ts';
 import { RunLanes } from './run-lanes.ts';
 
 export const RUN_QUEUE = 'runs';
@@ -369,4 +369,18 @@ export class RunWorker {
       clearTimeout(timer);
     }
   }
+}
+
+/** Store a batch of messages with their runs, then enqueue the runs; only then is any of them accepted. */
+export async function acceptMessages(
+  store: MessageStore,
+  queue: RunQueue,
+  batch: Array<{ message: NewMessage; runId: string }>,
+): Promise<AcceptedMessage[]> {
+  const results = await store.acceptMessages(batch);
+  // New runs are queued unless held (they get a job when released). A duplicate whose run is still
+  // queued never reached the queue (its first answer was a 503): it is enqueued now.
+  const jobs = results.filter(({ run }) => run.status === 'queued').map(({ run }) => runJob(run));
+  await queue.enqueue(jobs);
+  return results;
 }

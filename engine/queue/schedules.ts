@@ -1,11 +1,9 @@
 import { Queue, Worker, type Job } from 'bullmq';
 import type { Logger } from 'pino';
-import { retryable } from '../errors.ts';
-import { newId } from '../ids.ts';
-import { acceptMessages } from '../intake.ts';
-import { pages, type FlowStore, type MessageStore, type RunStore, type TenantStore } from '../store/port.ts';
-import { repeatOptions } from '../triggers/schedule.ts';
-import { withinEnqueueTimeout, type QueueOptions, type RunQueue } from './run-queue.ts';
+import { retryable, newId } from '../model/index.ts';
+import { pages, type FlowStore, type MessageStore, type RunStore, type TenantStore } from '../store/index.ts';
+import { repeatOptions } from '../triggers/index.ts';
+import { acceptMessages, withinEnqueueTimeout, type QueueOptions, type RunQueue } from './run-queue.ts';
 import type { RunLanes } from './run-lanes.ts';
 
 export const TICK_QUEUE = 'ticks';

@@ -1,4 +1,4 @@
-import { pages, type Tenant, type TenantStore } from '../store/port.ts';
+import { pages, type Tenant, type TenantStore } from '../store/index.ts';
 import type { TenantQuotas } from './admission.ts';
 import type { RunLanes } from './run-lanes.ts';
 

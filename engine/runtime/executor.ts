@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { HttpClient } from '../http-client.ts';
+import type { HttpClient } from '../outbound/index.ts';
 import {
   NotFoundError,
   OperationError,
@@ -8,18 +8,22 @@ import {
   toErrorRecord,
   toOperationError,
   type ErrorRecord,
-} from '../errors.ts';
-import type { CompiledFlow, CompiledNode } from '../flow/compile.ts';
-import { TENANT, truthy, type Bindings } from '../flow/expression.ts';
+  JsonText,
+  parseOnRead,
+  storableJson,
+} from '../model/index.ts';
+import type { CompiledFlow, CompiledNode } from '../flow/index.ts';
+import { TENANT, truthy, type Bindings } from '../expressions/index.ts';
 import {
   StopSignal,
   type BatchHandle,
   type MessageInput,
   type OpenedDestination,
   type OperationContext,
-} from '../operations.ts';
-import { openDestination } from '../destinations.ts';
-import { secretContext, type Keyring } from '../secrets/keyring.ts';
+  openDestination,
+  type ActionRunner,
+} from '../plugins/index.ts';
+import { secretContext, type Keyring } from '../secrets/index.ts';
 import {
   type BatchStore,
   type DataSpaceStore,
@@ -31,13 +35,11 @@ import {
   type RunStore,
   type Step,
   type TerminalRunStatus,
-} from '../store/port.ts';
+} from '../store/index.ts';
 import type { CompiledFlowCache } from './flow-cache.ts';
 import { SecretRedactor } from './redact.ts';
 import { RunLogRecorder } from './run-log.ts';
 import { StoreSink, type RunSink, type Window } from './run-sink.ts';
-import { JsonText, parseOnRead, storableJson } from '../json-text.ts';
-import type { ActionRunner } from '../actions.ts';
 
 /** What the queue should do with the job after one pass of the executor. */
 export type PassOutcome =

@@ -1,7 +1,7 @@
 import { LRUCache } from 'lru-cache';
-import { NotFoundError } from '../errors.ts';
-import { compileFlow, type CompiledFlow, type CompileOptions } from '../flow/compile.ts';
-import type { FlowStore } from '../store/port.ts';
+import { NotFoundError } from '../model/index.ts';
+import { compileFlow, type CompiledFlow, type CompileOptions } from '../flow/index.ts';
+import type { FlowStore } from '../store/index.ts';
 
 /**
  * Compiled published versions, keyed by tenant, flow and version. Versions are immutable, so an

@@ -1,7 +1,7 @@
 import { format } from 'node:util';
 import type { Logger } from 'pino';
-import { storableJson } from '../json-text.ts';
-import type { LogLevel, NewRunLog } from '../store/port.ts';
+import { storableJson } from '../model/index.ts';
+import type { LogLevel, NewRunLog } from '../store/index.ts';
 import type { SecretRedactor } from './redact.ts';
 
 /** Most lines one run keeps; later ones are dropped (the process log still has them). */

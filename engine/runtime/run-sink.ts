@@ -1,5 +1,4 @@
-import { permanent } from '../errors.ts';
-import { newId } from '../ids.ts';
+import { permanent, newId } from '../model/index.ts';
 import type {
   BatchCounts,
   BatchStatus,
@@ -11,7 +10,7 @@ import type {
   RunOutcome,
   RunStore,
   Step,
-} from '../store/port.ts';
+} from '../store/index.ts';
 import { LOG_LINES_PER_RUN } from './run-log.ts';
 
 export type Window = { from: string | null; to: string | null };

@@ -1,10 +1,9 @@
 import type { Logger } from 'pino';
-import type { HttpClient } from '../http-client.ts';
-import type { ActionRunner } from '../actions.ts';
-import type { ErrorRecord } from '../errors.ts';
-import type { CompiledFlow } from '../flow/compile.ts';
-import { newId } from '../ids.ts';
-import { secretContext, type Keyring } from '../secrets/keyring.ts';
+import type { HttpClient } from '../outbound/index.ts';
+import type { ActionRunner } from '../plugins/index.ts';
+import { type ErrorRecord, newId } from '../model/index.ts';
+import type { CompiledFlow } from '../flow/index.ts';
+import { secretContext, type Keyring } from '../secrets/index.ts';
 import type {
   BatchCounts,
   BatchStore,
@@ -17,7 +16,7 @@ import type {
   RunState,
   RunStore,
   Step,
-} from '../store/port.ts';
+} from '../store/index.ts';
 import { RunPass } from './executor.ts';
 import { StoreSink, type RunSink } from './run-sink.ts';
 

@@ -1,6 +1,5 @@
 import cronParser from 'cron-parser';
-import type { FieldError } from '../errors.ts';
-import type { ScheduleTriggerConfig } from '../flow/schema.ts';
+import type { FieldError, ScheduleTriggerConfig } from '../model/index.ts';
 
 /** Shortest interval a schedule may have: a poll more often than this is a loop, not a schedule. */
 export const MIN_INTERVAL_MS = 1000;

@@ -1,6 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { FieldError } from '../errors.ts';
-import type { WebhookTriggerConfig } from '../flow/schema.ts';
+import type { FieldError, WebhookTriggerConfig } from '../model/index.ts';
 
 export type Headers = Record<string, string | string[] | undefined>;
 

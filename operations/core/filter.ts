@@ -1,5 +1,5 @@
-import { truthy } from '../../engine/flow/expression.ts';
-import { defineOperation } from '../../engine/operations.ts';
+import { truthy } from '../../engine/expressions/index.ts';
+import { defineOperation } from '../../engine/plugins/index.ts';
 
 export const filter = defineOperation({
   name: 'filter',

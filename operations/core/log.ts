@@ -1,4 +1,4 @@
-import { defineOperation } from '../../engine/operations.ts';
+import { defineOperation } from '../../engine/plugins/index.ts';
 
 /** Writes a line to the run's log (the Logs API) and the process log; the output is the line. */
 export const log = defineOperation({

@@ -1,4 +1,4 @@
-import { defineOperation } from '../../engine/operations.ts';
+import { defineOperation } from '../../engine/plugins/index.ts';
 
 export const transform = defineOperation({
   name: 'transform',

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
-import { OperationError, permanent, retryable } from '../../engine/errors.ts';
-import { type HttpClient, MAX_RESPONSE_BYTES } from '../../engine/http-client.ts';
+import { OperationError, permanent, retryable } from '../../engine/model/index.ts';
+import { type HttpClient, MAX_RESPONSE_BYTES } from '../../engine/outbound/index.ts';
 
 /** How to reach one shop's Admin GraphQL API: a static token, or an app's client credentials. */
 export interface ShopAccess {

@@ -1,6 +1,6 @@
 import type { JSONSchema } from 'json-schema-to-ts';
-import { permanent } from '../../engine/errors.ts';
-import type { OpenedDestination, OperationContext } from '../../engine/operations.ts';
+import { permanent } from '../../engine/model/index.ts';
+import type { OpenedDestination, OperationContext } from '../../engine/plugins/index.ts';
 import { ShopifyAdminApi, type ShopAccess } from './admin-api.ts';
 import type { ShopifyCredentials, ShopifySettings } from './destination-type.ts';
 import type { ErpAccess } from './erp.ts';

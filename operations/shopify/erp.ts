@@ -1,6 +1,6 @@
-import { OperationError, retryable } from '../../engine/errors.ts';
+import { OperationError, retryable } from '../../engine/model/index.ts';
 import { oauth1Header } from '../core/oauth1.ts';
-import { type HttpClient, MAX_RESPONSE_BYTES, retryAfter, where } from '../../engine/http-client.ts';
+import { type HttpClient, MAX_RESPONSE_BYTES, retryAfter, where } from '../../engine/outbound/index.ts';
 
 /** The destination's ERP block: token-based authentication (NetSuite TBA). */
 export interface ErpAccess {

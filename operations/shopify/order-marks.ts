@@ -1,4 +1,4 @@
-import { permanent, retryable } from '../../engine/errors.ts';
+import { permanent, retryable } from '../../engine/model/index.ts';
 import type { ShopifyAdminApi } from './admin-api.ts';
 import { ORDER_MARKS_QUERY, PROCESSED_KEY, PROCESSED_NAMESPACE, type GraphqlNode } from './refund-query.ts';
 

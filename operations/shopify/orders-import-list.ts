@@ -1,5 +1,5 @@
-import { later, toOperationError } from '../../engine/errors.ts';
-import { defineOperation } from '../../engine/operations.ts';
+import { later, toOperationError } from '../../engine/model/index.ts';
+import { defineOperation } from '../../engine/plugins/index.ts';
 import { openShop, shopifyConfigSchema } from './destination.ts';
 import { maxPageSize, optionalOrderFields, ordersPage, windowQuery } from './order-record.ts';
 

@@ -1,4 +1,4 @@
-import { retryable } from '../../engine/errors.ts';
+import { retryable } from '../../engine/model/index.ts';
 import type { ShopifyAdminApi } from './admin-api.ts';
 
 /**

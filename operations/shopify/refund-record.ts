@@ -1,4 +1,4 @@
-import { SchemaValidator } from '../../engine/json-schema.ts';
+import { SchemaValidator } from '../../engine/model/index.ts';
 import type { Connection, GraphqlNode, RefundData } from './refund-query.ts';
 import { refundRecordSchema } from './refund-record-schema.ts';
 

@@ -1,6 +1,6 @@
 import type { FromSchema } from 'json-schema-to-ts';
-import { permanent } from '../../engine/errors.ts';
-import { defineOperation, type OperationContext } from '../../engine/operations.ts';
+import { permanent } from '../../engine/model/index.ts';
+import { defineOperation, type OperationContext } from '../../engine/plugins/index.ts';
 import { openShop, shopifyConfigSchema } from './destination.ts';
 import { exportRefund, orderSyncGateSchema, previewRefundExport } from './refund-pipeline.ts';
 

@@ -1,6 +1,6 @@
-import { permanent, ValidationError } from '../../engine/errors.ts';
-import type { WebhookSubscriber } from '../../engine/destinations.ts';
-import type { WebhookSignature } from '../../engine/triggers/webhook.ts';
+import { permanent, ValidationError } from '../../engine/model/index.ts';
+import type { WebhookSubscriber } from '../../engine/plugins/index.ts';
+import type { WebhookSignature } from '../../engine/triggers/index.ts';
 import { ShopifyAdminApi } from './admin-api.ts';
 import { shopifyDestination, SUPPORTED_API_VERSIONS } from './destination.ts';
 

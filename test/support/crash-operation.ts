@@ -1,4 +1,4 @@
-import { defineOperation } from '../../engine/operations.ts';
+import { defineOperation } from '../../engine/plugins/operations.ts';
 
 /** Kills the process running it, as a native crash or an out-of-memory kill would. */
 export const crash = defineOperation({

@@ -11,7 +11,7 @@ import { storeAdmin } from '../../bin/admin.ts';
 import { loadConfig, type Config } from '../../bin/config.ts';
 import { Platform, type Roles } from '../../bin/platform.ts';
 import { Keyring } from '../../engine/secrets/keyring.ts';
-import type { OperationDefinition } from '../../engine/operations.ts';
+import type { OperationDefinition } from '../../engine/plugins/operations.ts';
 import { allOperations } from '../../operations/index.ts';
 import { OpenApiContract } from './openapi-contract.ts';
 

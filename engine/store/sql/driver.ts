@@ -1,4 +1,4 @@
-import { LimitReachedError } from '../../errors.ts';
+import { LimitReachedError } from '../../model/index.ts';
 /** The little a SQL adapter needs from a PostgreSQL-compatible connection. */
 export interface QueryOptions {
   /**

@@ -1,4 +1,4 @@
-import type { SealedValue } from '../../../secrets/keyring.ts';
+import type { SealedValue } from '../../../secrets/index.ts';
 import type { PageRequest, NewDestination, DestinationStore } from '../../port.ts';
 import type { SqlDriver } from '../driver.ts';
 import { json, decodeCursor, page, toDestination } from './rows.ts';

@@ -1,5 +1,4 @@
-import { ConflictError, NotFoundError } from '../../../errors.ts';
-import type { FlowDocument } from '../../../flow/schema.ts';
+import { ConflictError, NotFoundError, type FlowDocument } from '../../../model/index.ts';
 import type { PageRequest, FlowStore } from '../../port.ts';
 import type { SqlDriver } from '../driver.ts';
 import { json, UUID, isUuid, decodeCursor, page, toFlow, toVersion, isUniqueViolation } from './rows.ts';

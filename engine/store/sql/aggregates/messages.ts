@@ -1,5 +1,4 @@
-import { isLargeJson, JsonText } from '../../../json-text.ts';
-import { ConflictError, NotFoundError } from '../../../errors.ts';
+import { isLargeJson, JsonText, ConflictError, NotFoundError, idAt } from '../../../model/index.ts';
 import {
   isTerminal,
   messageStatuses,
@@ -12,7 +11,6 @@ import {
   type Backlog,
   type MessageStore,
 } from '../../port.ts';
-import { idAt } from '../../../ids.ts';
 import type { SqlDriver } from '../driver.ts';
 import {
   OPEN,

@@ -1,6 +1,5 @@
 // Row mappers, paging and SQL fragments the aggregates share.
-import { terminalRunStatuses, unfinishedRunStatuses } from '../../../resources.ts';
-import { ValidationError } from '../../../errors.ts';
+import { terminalRunStatuses, unfinishedRunStatuses, ValidationError } from '../../../model/index.ts';
 import type {
   BlockedTopic,
   MessageInfo,

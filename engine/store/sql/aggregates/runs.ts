@@ -11,8 +11,8 @@ import type {
   RunStore,
 } from '../../port.ts';
 import type { SqlDriver } from '../driver.ts';
-import { GroupCommit } from '../../../group-commit.ts';
-import { JsonText, LARGE_JSON_LENGTH } from '../../../json-text.ts';
+import { GroupCommit } from '../../group-commit.ts';
+import { JsonText, LARGE_JSON_LENGTH } from '../../../model/index.ts';
 import {
   type ProgressSave,
   type Row,

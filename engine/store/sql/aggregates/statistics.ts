@@ -1,5 +1,5 @@
 import type { Statistics, StatisticsRequest, StatisticsStore } from '../../port.ts';
-import { idAt } from '../../../ids.ts';
+import { idAt } from '../../../model/index.ts';
 import type { SqlDriver } from '../driver.ts';
 import { iso, isoOrNull, isUuid } from './rows.ts';
 

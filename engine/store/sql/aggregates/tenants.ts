@@ -1,4 +1,4 @@
-import { ConflictError } from '../../../errors.ts';
+import { ConflictError } from '../../../model/index.ts';
 import type { PageRequest, StateLimit, Tenant, TenantLimits, UserSettings, TenantStore } from '../../port.ts';
 import type { SqlDriver } from '../driver.ts';
 import { json, decodeCursor, page, toTenant, toUserSettings, isUniqueViolation } from './rows.ts';

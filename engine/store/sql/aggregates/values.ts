@@ -1,4 +1,4 @@
-import type { SealedValue } from '../../../secrets/keyring.ts';
+import type { SealedValue } from '../../../secrets/index.ts';
 import type { PageRequest, PlatformScope, ValueStore } from '../../port.ts';
 import type { SqlDriver } from '../driver.ts';
 import { type Row, json, decodeCursor, page, toVariable, toSecretInfo } from './rows.ts';

@@ -1,6 +1,5 @@
 import { fork, type ChildProcess } from 'node:child_process';
-import { permanent, retryable } from '../errors.ts';
-import type { JsonText } from '../json-text.ts';
+import { permanent, retryable, type JsonText } from '../model/index.ts';
 
 /** The bounds of one tenant expression evaluated in the sandbox. */
 export interface SandboxLimits {

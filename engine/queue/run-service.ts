@@ -1,6 +1,6 @@
-import { newId } from './ids.ts';
-import { runJob, type RunQueue } from './queue/run-queue.ts';
-import type { BatchStore, HeldFilter, MessageStore, Run } from './store/port.ts';
+import { newId } from '../model/index.ts';
+import { runJob, type RunQueue } from './run-queue.ts';
+import type { BatchStore, HeldFilter, MessageStore, Run } from '../store/index.ts';
 
 /** Held runs settled per statement. */
 export const BULK_PAGE = 500;

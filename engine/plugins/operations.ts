@@ -1,12 +1,11 @@
 import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import type { FromSchema, JSONSchema } from 'json-schema-to-ts';
-import type { HttpClient } from './http-client.ts';
+import type { HttpClient } from '../outbound/index.ts';
 import type { OpenedDestination } from './destinations.ts';
-import type { BatchCounts, BatchStatus, IncrementalField } from './resources.ts';
-import { SchemaValidator } from './json-schema.ts';
+import { type BatchCounts, type BatchStatus, type IncrementalField, SchemaValidator } from '../model/index.ts';
 import { ACTION_NAME, ACTION_PREFIX, actionNodeConfigSchema } from './actions.ts';
-import { GENERIC_TOPIC_HEADERS, type WebhookSignature } from './triggers/webhook.ts';
+import { GENERIC_TOPIC_HEADERS, type WebhookSignature } from '../triggers/index.ts';
 
 export type { OpenedDestination } from './destinations.ts';
 

@@ -1,7 +1,6 @@
-import type { FieldError } from '../errors.ts';
+import { type FieldError, jsonPath } from '../model/index.ts';
 import { describeSyntaxError, Expression, type Bindings } from './expression.ts';
 import type { ExpressionSandbox } from './sandbox.ts';
-import { jsonPath } from '../json-schema.ts';
 
 /**
  * Config values may carry JSONata in `{{ }}`:

@@ -1,7 +1,6 @@
 import type { Worker } from 'node:worker_threads';
-import { retryable } from './errors.ts';
+import { retryable, checkJsonText, type JsonTextFault, LARGE_JSON_LENGTH } from '../model/index.ts';
 import type { CheckReply, CheckRequest } from './json-checker-thread.ts';
-import { checkJsonText, type JsonTextFault, LARGE_JSON_LENGTH } from './json-text.ts';
 import { typeScriptThread } from './typescript-thread.ts';
 
 /**

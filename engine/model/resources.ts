@@ -3,7 +3,7 @@
  * types are derived from them, the API validates with them, and the OpenAPI document publishes them.
  * This module gathers them.
  */
-import { flowDocumentSchema } from './flow/schema.ts';
+import { flowDocumentSchema } from './flow-document.ts';
 
 import { errorRecordSchema } from './resources/common.ts';
 import { tenantSchema, userSettingsSchema } from './resources/tenants.ts';

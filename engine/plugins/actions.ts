@@ -1,9 +1,7 @@
 import { LRUCache } from 'lru-cache';
-import { permanent, ValidationError, type FieldError } from './errors.ts';
-import { describeSyntaxError, Expression, TENANT } from './flow/expression.ts';
-import type { ExpressionSandbox } from './flow/sandbox.ts';
-import { SchemaValidator } from './json-schema.ts';
-import type { ActionStore, TenantAction } from './store/port.ts';
+import { permanent, ValidationError, type FieldError, SchemaValidator } from '../model/index.ts';
+import { describeSyntaxError, Expression, TENANT, type ExpressionSandbox } from '../expressions/index.ts';
+import type { ActionStore, TenantAction } from '../store/index.ts';
 
 /** A node runs a tenant's action with `"operation": "action:<name>"`. */
 export const ACTION_PREFIX = 'action:';

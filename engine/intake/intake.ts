@@ -1,15 +1,24 @@
 import { LRUCache } from 'lru-cache';
-import { newId } from './ids.ts';
+import { newId, isLargeJson, type JsonText, type JsonTextFault } from '../model/index.ts';
 import type { JsonChecker } from './json-checker.ts';
-import { isLargeJson, type JsonText, type JsonTextFault } from './json-text.ts';
-import { runJob, type RunQueue } from './queue/run-queue.ts';
-import type { CompiledFlowCache } from './runtime/flow-cache.ts';
-import { secretContext, type Keyring } from './secrets/keyring.ts';
-import type { AcceptedMessage, FlowStore, MessageStore, NewMessage, ValueStore } from './store/port.ts';
-import { GroupCommit } from './group-commit.ts';
-import type { EngineMetrics } from './metrics.ts';
-import type { MaintenanceMode } from './queue/maintenance.ts';
-import type { QuotaStatus, TenantQuotas } from './queue/admission.ts';
+import {
+  acceptMessages,
+  type RunQueue,
+  type MaintenanceMode,
+  type QuotaStatus,
+  type TenantQuotas,
+} from '../queue/index.ts';
+import type { CompiledFlowCache } from '../runtime/index.ts';
+import { secretContext, type Keyring } from '../secrets/index.ts';
+import {
+  type AcceptedMessage,
+  type FlowStore,
+  type MessageStore,
+  type NewMessage,
+  type ValueStore,
+  GroupCommit,
+} from '../store/index.ts';
+import type { EngineMetrics } from '../telemetry/index.ts';
 import {
   headerValue,
   keptHeaders,
@@ -17,7 +26,7 @@ import {
   verifyDelivery,
   type CompiledWebhook,
   type Headers,
-} from './triggers/webhook.ts';
+} from '../triggers/index.ts';
 
 /** The active version behind a flow URL, with what verifying a delivery needs. */
 interface ActiveTrigger {
@@ -50,20 +59,6 @@ export type IntakeResult =
   | { outcome: 'maintenance'; retryAfterSeconds: number }
   /** Over the tenant's quota: nothing recorded. */
   | { outcome: 'throttled'; retryAfterSeconds: number; reason: string };
-
-/** Store a batch of messages with their runs, then enqueue the runs; only then is any of them accepted. */
-export async function acceptMessages(
-  store: MessageStore,
-  queue: RunQueue,
-  batch: Array<{ message: NewMessage; runId: string }>,
-): Promise<AcceptedMessage[]> {
-  const results = await store.acceptMessages(batch);
-  // New runs are queued unless held (they get a job when released). A duplicate whose run is still
-  // queued never reached the queue (its first answer was a 503): it is enqueued now.
-  const jobs = results.filter(({ run }) => run.status === 'queued').map(({ run }) => runJob(run));
-  await queue.enqueue(jobs);
-  return results;
-}
 
 /** Longest delivery id kept (it is a unique index key). */
 export const MAX_DELIVERY_ID_LENGTH = 256;

@@ -2,7 +2,7 @@ import dns from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
-import { type OperationError, permanent, retryable } from './errors.ts';
+import { type OperationError, permanent, retryable } from '../model/index.ts';
 import { BodyTooLargeError, decodeBody, readBody } from './http-body.ts';
 
 export interface OutboundRequest {

@@ -1,5 +1,5 @@
 import type { FromSchema } from 'json-schema-to-ts';
-import { flowDocumentSchema } from '../flow/schema.ts';
+import { flowDocumentSchema } from '../flow-document.ts';
 import { timestamp, uuid } from './common.ts';
 
 export const flowSchema = {

@@ -1,6 +1,6 @@
 /** JsonChecker's thread: checks the JSON texts it is sent, one at a time, off the event loop that received them. */
 import { parentPort } from 'node:worker_threads';
-import { checkJsonText, type JsonTextFault } from './json-text.ts';
+import { checkJsonText, type JsonTextFault } from '../model/index.ts';
 
 export interface CheckRequest {
   id: number;

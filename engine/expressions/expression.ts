@@ -1,6 +1,5 @@
 import jsonata from 'jsonata';
-import { OperationError, permanent } from '../errors.ts';
-import { type JsonText, unreadText } from '../json-text.ts';
+import { OperationError, permanent, type JsonText, unreadText } from '../model/index.ts';
 import { expressionCost } from './expression-cost.ts';
 import type { ExpressionSandbox, Lookup } from './sandbox.ts';
 

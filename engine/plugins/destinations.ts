@@ -1,7 +1,7 @@
-import { ValidationError, type FieldError } from './errors.ts';
-import type { HttpClient } from './http-client.ts';
-import { destinationContext, type Keyring } from './secrets/keyring.ts';
-import type { DestinationStore } from './store/port.ts';
+import { ValidationError, type FieldError } from '../model/index.ts';
+import type { HttpClient } from '../outbound/index.ts';
+import { destinationContext, type Keyring } from '../secrets/index.ts';
+import type { DestinationStore } from '../store/index.ts';
 
 /** A destination with its credentials opened, for the run or request that uses it. */
 export interface OpenedDestination {

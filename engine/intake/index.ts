@@ -1,0 +1,3 @@
+export * from './intake.ts';
+export * from './json-checker.ts';
+export * from './typescript-thread.ts';

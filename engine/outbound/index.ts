@@ -1,0 +1,3 @@
+export * from './http-body.ts';
+export * from './http-client.ts';
+export * from './network.ts';

@@ -1,0 +1,3 @@
+export * from './actions.ts';
+export * from './destinations.ts';
+export * from './operations.ts';

@@ -1,0 +1,19 @@
+import type { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+
+/** A worker is counted as consuming while its heartbeat is younger than this. */
+export const HEARTBEAT_TTL_MS = 15_000;
+/** Also how often a worker tells dispatch how many runs it takes, and renews its runs' leases. */
+export const HEARTBEAT_INTERVAL_MS = 1_000;
+
+/** A BullMQ queue or worker: it names the keys under its queue (its prefix, its queue's name). */
+type QueueKeys = Pick<Queue, 'toKey'>;
+
+/** The live workers of a queue (zset: worker -> last heartbeat), beside BullMQ's own keys. */
+export const heartbeatKey = (queue: QueueKeys) => queue.toKey('tributary:workers');
+
+/** Each live worker's concurrency (hash: worker -> slots): what fair dispatch fills. */
+export const workerSlotsKey = (queue: QueueKeys) => `${heartbeatKey(queue)}:slots`;
+
+/** BullMQ types its connection abstractly; with ioredis connections it is an ioredis client. */
+export const ioredisOf = async (client: Promise<unknown>) => (await client) as Redis;

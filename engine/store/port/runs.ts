@@ -1,0 +1,76 @@
+import type { ErrorRecord, Message, Run, RunStatus, Step, TerminalRunStatus } from '../../model/index.ts';
+import type { SealedValue } from '../../secrets/index.ts';
+
+import type { Page, PageRequest } from './common.ts';
+import type { RunLogAppend } from './logs.ts';
+
+/** Runs as workers take them up, checkpoint and finish them. */
+export interface RunStore {
+  /**
+   * Take a run up: mark it running and count the attempt, and return it with its message,
+   * checkpoints and the variables and sealed secrets it reads, in one round trip. A finished run
+   * is returned as it is, unchanged.
+   */
+  beginRun(tenantId: string, runId: string, reads?: RunReads): Promise<RunState | undefined>;
+  /**
+   * Save checkpoints, optionally the run's new status, and what its operations logged, in one
+   * statement. A finished run keeps its first outcome; returns whether the status was written.
+   */
+  saveProgress(
+    tenantId: string,
+    runId: string,
+    steps: Step[],
+    outcome?: RunOutcome,
+    logs?: RunLogAppend,
+  ): Promise<boolean>;
+  /** What a run would read (a test run, which has no record): the same as `beginRun` gives. */
+  readRunContext(tenantId: string, reads: RunReads): Promise<Pick<RunState, 'vars' | 'sealedSecrets' | 'platform'>>;
+  getRun(tenantId: string, runId: string): Promise<{ run: Run; steps: Step[] } | undefined>;
+  /** Whether a run of the flow has not finished yet (queued, running or waiting). */
+  hasUnfinishedRun(tenantId: string, flowId: string): Promise<boolean>;
+  listRuns(tenantId: string, filter: { flowId?: string; status?: RunStatus }, page: PageRequest): Promise<Page<Run>>;
+  /**
+   * Unfinished runs (queued, running, waiting) of every tenant created before `createdBefore`, oldest
+   * first, after the cursor: what the queue reconciler checks against the queue's jobs.
+   */
+  listUnfinishedRuns(
+    createdBefore: string,
+    after: UnfinishedRunCursor | undefined,
+    limit: number,
+  ): Promise<UnfinishedRun[]>;
+}
+
+export interface RunOutcome {
+  status: 'waiting' | TerminalRunStatus;
+  error: ErrorRecord | null;
+}
+
+/** Names of the variables, secrets and platform values a run reads; '*' for every platform value. */
+export interface RunReads {
+  vars: ReadonlySet<string> | readonly string[];
+  secrets: ReadonlySet<string> | readonly string[];
+  platform: ReadonlySet<string> | readonly string[] | '*';
+}
+
+export interface RunState {
+  run: Run;
+  /** Its body as a JsonText when it is large (LARGE_JSON_LENGTH): the run parses it only if it reads it. */
+  message: Message;
+  steps: Step[];
+  vars: Record<string, unknown>;
+  sealedSecrets: Array<{ name: string } & SealedValue>;
+  /** `$platform`: the tenant's override of each name, else the platform's value. */
+  platform: Record<string, unknown>;
+}
+
+/** A run the queue reconciler checks, and where the next look continues. */
+export interface UnfinishedRun {
+  tenantId: string;
+  id: string;
+  flowId: string;
+  flowVersion: number;
+  status: 'queued' | 'running' | 'waiting';
+  createdAt: string;
+}
+
+export type UnfinishedRunCursor = Pick<UnfinishedRun, 'createdAt' | 'id'>;

@@ -1,0 +1,53 @@
+import type { UserSettings, Tenant, TenantLimits } from '../../model/index.ts';
+import type { SealedValue } from '../../secrets/index.ts';
+
+import type { Page, PageRequest, StateLimit, StateUsage } from './common.ts';
+
+/** Tenants, and the settings of each of their users. */
+export interface TenantStore {
+  createTenant(tenant: { id: string; name: string }): Promise<Tenant>;
+  getTenant(id: string): Promise<Tenant | undefined>;
+  listTenants(filter: { status?: Tenant['status'] }, page: PageRequest): Promise<Page<Tenant>>;
+  /** Suspend (with a reason) or resume a tenant; undefined if there is none. */
+  setTenantStatus(id: string, status: Tenant['status'], reason: string | null): Promise<Tenant | undefined>;
+  /** Replace the operator's overrides of the per-tenant settings; undefined if there is no tenant. */
+  setTenantLimits(id: string, limits: TenantLimits): Promise<Tenant | undefined>;
+  /** Remove the tenant and every record it owns (flows, messages, runs, secrets, clients...). */
+  deleteTenant(id: string): Promise<boolean>;
+  /**
+   * The deployment's limits on what each tenant keeps, replacing those in force. From then on a write
+   * that would pass one fails with a LimitReachedError, whichever path it takes.
+   */
+  setStateLimits(limits: StateLimit[]): Promise<void>;
+  /** What the tenant keeps, by kind of state, and the limits on it. */
+  tenantUsage(tenantId: string): Promise<Record<string, StateUsage>>;
+  getUserSettings(tenantId: string, subject: string): Promise<UserSettings | undefined>;
+  putUserSettings(tenantId: string, subject: string, settings: UserSettings['settings']): Promise<UserSettings>;
+}
+
+/** API clients (their secrets hashed) and the embedded issuer's signing keys. */
+export interface CredentialStore {
+  createClient(client: Omit<Client, 'createdAt'>): Promise<Client>;
+  getClient(clientId: string): Promise<Client | undefined>;
+  listSigningKeys(): Promise<SigningKey[]>;
+  addSigningKey(key: Omit<SigningKey, 'createdAt'>): Promise<void>;
+}
+
+export interface Client {
+  clientId: string;
+  /** Null for an operator client, which may act for every tenant. */
+  tenantId: string | null;
+  /** SHA-256 of the secret; secrets are 32 random bytes, so a fast hash is enough. */
+  secretHash: string;
+  scopes: string[];
+  operator: boolean;
+  createdAt: string;
+}
+
+export interface SigningKey {
+  kid: string;
+  /** The private JWK, sealed with the secrets keyring. */
+  sealedPrivateJwk: SealedValue;
+  publicJwk: Record<string, unknown>;
+  createdAt: string;
+}
