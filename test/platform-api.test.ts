@@ -387,7 +387,8 @@ describe('Platform (operator)', () => {
   });
 
   it('lets a worker process without the API serve its metrics on METRICS_PORT', async () => {
-    const port = 20_000 + Math.floor(Math.random() * 20_000);
+    // Below Linux's ephemeral range (32768-60999), where the suite's own connections and servers take their ports.
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
     // A password in REDIS_URL (this Redis needs none, and ioredis goes on) is never printed.
     const redisUrl = new URL(env.config.redisUrl);
     redisUrl.password = 'pass-in-the-url';

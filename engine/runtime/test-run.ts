@@ -17,7 +17,7 @@ import type {
   RunStore,
   Step,
 } from '../store/index.ts';
-import { RunPass } from './executor.ts';
+import { RunPass } from './run-pass.ts';
 import { StoreSink, type RunSink } from './run-sink.ts';
 
 /** Items of a fan-out node a test run shows (it counts them all; the next nodes run with the first). */
@@ -187,7 +187,7 @@ export class TestRunner {
       new AbortController().signal,
       () => {},
     );
-    const outcome = await pass.run();
+    const outcome = await pass.execute();
     return {
       status: outcome.kind === 'wait' ? 'waiting' : outcome.kind === 'finished' ? outcome.status : 'failed',
       dryRun: request.dryRun,

@@ -1,0 +1,184 @@
+import type { Logger } from 'pino';
+import { permanent, retryable } from '../model/index.ts';
+import type { CompiledNode } from '../flow/index.ts';
+import type { Bindings } from '../expressions/index.ts';
+import {
+  StopSignal,
+  type BatchHandle,
+  type OpenedDestination,
+  type OperationContext,
+  openDestination,
+} from '../plugins/index.ts';
+import type { NodeHost } from './node-host.ts';
+import { RunLogRecorder } from './run-log.ts';
+import type { SecretRedactor } from './redact.ts';
+import type { Window } from './run-sink.ts';
+
+/**
+ * What an operation node does in a pass: resolve its config, call its operation with a context
+ * (its run, its memoized steps, destinations, data spaces, batches, logs), under its timeout and the
+ * worker's shutdown, or describe what it would send in a dry run. What becomes of the result or the
+ * error (checkpoint, retry, wait, failure) is the pass's business (RunPass).
+ */
+export class OperationStep {
+  /** Destinations opened in this pass, by name: each once, its credentials added to the redactor. */
+  private readonly destinations = new Map<string, Promise<OpenedDestination>>();
+  /** Made when an operation first logs: most passes log nothing. */
+  private runLog?: RunLogRecorder;
+
+  constructor(private readonly host: NodeHost) {}
+
+  /** What the operations of this pass logged, to be saved with its next checkpoint. */
+  takeLogs() {
+    return this.runLog?.take() ?? [];
+  }
+
+  async invoke(node: CompiledNode, bindings: Bindings, attempt: number): Promise<unknown> {
+    const { shutdown } = this.host;
+    const config = node.operation.config.validate(await node.config.evaluate(bindings), `$.nodes.${node.id}.config`);
+    // The abort signal is made only for operations that ask for it (an AbortController is not free).
+    let controller: AbortController | undefined;
+    const abortOnShutdown = () => controller?.abort(shutdown.reason);
+    const signal = () => {
+      if (!controller) {
+        controller = new AbortController();
+        if (shutdown.aborted) controller.abort(shutdown.reason);
+        else shutdown.addEventListener('abort', abortOnShutdown, { once: true });
+      }
+      return controller.signal;
+    };
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        const error = retryable(`node timed out after ${node.timeoutMs} ms`);
+        controller?.abort(error);
+        reject(error);
+      }, node.timeoutMs);
+    });
+    try {
+      const { definition } = node.operation;
+      const ctx = this.context(node, config, attempt, signal);
+      // A dry run sends nothing: a side-effecting operation describes what it would send, if it can.
+      const work =
+        this.host.sink.mode === 'dry-run' && definition.sideEffects
+          ? definition.preview
+            ? definition.preview(ctx).then((wouldSend) => ({ dryRun: true, wouldSend }))
+            : Promise.resolve({ dryRun: true, notRun: `${definition.name} has side effects and cannot describe them` })
+          : definition.run(ctx);
+      return await Promise.race([work, timeout]);
+    } finally {
+      clearTimeout(timer);
+      if (controller) shutdown.removeEventListener('abort', abortOnShutdown);
+    }
+  }
+
+  private context(
+    node: CompiledNode,
+    config: unknown,
+    attempt: number,
+    signal: () => AbortSignal,
+  ): OperationContext<unknown> {
+    const { host } = this;
+    const { run, sink, options } = host;
+    const step = this;
+    let logger: Logger | undefined;
+    const stepNames = new Set<string>();
+    return {
+      config,
+      input: host.input,
+      steps: host.outputs,
+      // Created on first use: most operations never log.
+      get logger() {
+        return (logger ??= (step.runLog ??= new RunLogRecorder(host.redactor)).wrap(
+          options.logger,
+          () => host.log().child({ nodeId: node.id }),
+          node.id,
+        ));
+      },
+      get signal() {
+        return signal();
+      },
+      idempotencyKey: `${run.id}.${node.id}`,
+      http: host.http,
+      tenantId: run.tenantId,
+      flowId: run.flowId,
+      runId: run.id,
+      nodeId: node.id,
+      attempt,
+      step: (name, fn) => {
+        const refused = stepNameRefusal(name, stepNames);
+        if (refused) return Promise.reject(permanent(`ctx.step("${name}") in node ${node.id}: ${refused}`));
+        stepNames.add(name);
+        return host.subStep(node, name, fn);
+      },
+      destination: (name) => this.destination(name),
+      batch: (window) => this.batch(node, window),
+      action: (name, input, version) =>
+        options.actions.run(run.tenantId, name, version, input, `$.nodes.${node.id}.config`),
+      dataSpaces: {
+        get: (space, key) => options.store.getDocument(run.tenantId, space, key).then((document) => document?.value),
+        put: (space, key, value) => sink.putDocument(run, space, key, value),
+      },
+      incrementalField: {
+        get: () => options.store.getIncrementalField(run.tenantId, run.flowId),
+        set: (value) => sink.setIncrementalField(run, value),
+      },
+      testRun: sink.mode !== 'run',
+      progress: host.progress,
+      stop: (status, reason) => new StopSignal(status, reason),
+    };
+  }
+
+  private async batch(node: CompiledNode, window: Window): Promise<BatchHandle> {
+    const { sink, run } = this.host;
+    const { id } = await this.host.subStep(node, 'batch', async () => ({
+      id: await sink.createBatch(run, node.id, window),
+    }));
+    return {
+      id,
+      add: (items) => sink.addBatchItems(run, id, items),
+      counts: () => sink.batchCounts(run, id),
+      setStatus: (status) => sink.setBatchStatus(run, id, status),
+    };
+  }
+
+  private destination(name: string): Promise<OpenedDestination> {
+    let opened = this.destinations.get(name);
+    if (!opened) {
+      opened = this.openDestination(name);
+      this.destinations.set(name, opened);
+      opened.catch(() => this.destinations.delete(name));
+    }
+    return opened;
+  }
+
+  private async openDestination(name: string): Promise<OpenedDestination> {
+    const { options, run, redactor } = this.host;
+    const opened = await openDestination(options.store, options.keyring, run.tenantId, name);
+    if (!opened) throw permanent(`destination "${name}" does not exist`);
+    collectStrings(opened.credentials, redactor);
+    return opened;
+  }
+}
+
+/** Sub-step names the engine itself uses within a node (`ctx.batch`). */
+const RESERVED_STEP_NAMES = new Set(['batch']);
+
+/**
+ * Why a step name cannot be used, if it cannot. A name used twice in one attempt would silently hand
+ * the second call the first one's result, so it is refused: a loop gives each call its own name.
+ */
+function stepNameRefusal(name: string, used: Set<string>): string | undefined {
+  if (name.length === 0 || name.length > 200) return 'a step name is 1-200 characters';
+  if (RESERVED_STEP_NAMES.has(name)) return `"${name}" is reserved by the engine`;
+  if (used.has(name)) return 'the name is used twice in one attempt: give each call its own (with an index in a loop)';
+  return undefined;
+}
+
+function collectStrings(value: unknown, into: SecretRedactor) {
+  if (typeof value === 'string') {
+    into.add(value);
+  } else if (value && typeof value === 'object') {
+    for (const item of Object.values(value)) collectStrings(item, into);
+  }
+}
