@@ -15,8 +15,14 @@ export const bodyFault = (fault: JsonTextFault) =>
         errors: [{ path: '$.body', message: fault.message }],
       });
 
-/** Like body-parser's strict mode: an API body is an object or an array. */
-const STRICT_START = /^[\s]*[[{]/;
+/** Like body-parser's strict mode: an API body is an object or an array (its first character after whitespace). */
+function isObjectOrArray(raw: Buffer): boolean {
+  for (const byte of raw) {
+    if (byte === 0x20 || byte === 0x09 || byte === 0x0a || byte === 0x0d) continue;
+    return byte === 0x7b || byte === 0x5b;
+  }
+  return false;
+}
 
 /**
  * JSON request bodies of the API, read by body-parser (up to `limitBytes`, inflated) and accepted
@@ -31,8 +37,7 @@ export function jsonBodies(limitBytes: number, checker: JsonChecker): RequestHan
       req.body = {};
       return next();
     }
-    if (!STRICT_START.test(raw.subarray(0, 64).toString('latin1')))
-      return next(bodyFault({ malformed: true, message: 'is not a JSON object or array' }));
+    if (!isObjectOrArray(raw)) return next(bodyFault({ malformed: true, message: 'is not a JSON object or array' }));
     if (raw.length <= LARGE_JSON_LENGTH) {
       const parsed = parseJsonText(raw);
       req.body = parsed.fault ? undefined : parsed.value;

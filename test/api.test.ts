@@ -305,6 +305,12 @@ describe('request validation', () => {
       body: `{"value":"${pad}"}`,
     });
     expect(large.status).toBe(201);
+    const indented = await raw('/api/v1/global-variables/LARGE', {
+      method: 'PUT',
+      headers: json,
+      body: `${' '.repeat(100)}\n{"value":"${pad}"}`,
+    });
+    expect(indented.status).toBe(200);
     expect(await (await raw('/api/v1/global-variables/LARGE', { method: 'GET' })).json()).toMatchObject({ value: pad });
     const badEnum = await raw('/api/v1/runs?status=nope', { method: 'GET' });
     expect((await badEnum.json()).errors).toEqual([
