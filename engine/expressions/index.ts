@@ -1,4 +1,4 @@
-export * from './expression-cost.ts';
-export * from './expression.ts';
-export * from './sandbox.ts';
-export * from './template.ts';
+/** Tenants' JSONata expressions and templates, and the sandbox that bounds them. */
+export { type Bindings, describeSyntaxError, Expression, TENANT, truthy } from './expression.ts';
+export { ExpressionSandbox } from './sandbox.ts';
+export { emptyReferences, mergeReferences, type References, type Template, TemplateCompiler } from './template.ts';

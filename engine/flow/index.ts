@@ -1,1 +1,9 @@
-export * from './compile.ts';
+/** Compiling a flow document: the checks at publish and the compiled flow. */
+export {
+  type CompiledFlow,
+  type CompiledNode,
+  compileFlow,
+  type CompileOptions,
+  pinOperationVersions,
+  validateFlow,
+} from './compile.ts';

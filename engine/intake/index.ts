@@ -1,3 +1,3 @@
-export * from './intake.ts';
-export * from './json-checker.ts';
-export * from './typescript-thread.ts';
+/** Flow-URL deliveries: resolve, verify, store and enqueue; large JSON bodies checked off the event loop. */
+export { Intake, type IntakeResult } from './intake.ts';
+export { JsonChecker } from './json-checker.ts';

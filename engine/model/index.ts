@@ -1,18 +1,98 @@
-export * from './errors.ts';
-export * from './flow-document.ts';
-export * from './ids.ts';
-export * from './json-schema.ts';
-export * from './json-text.ts';
-export * from './resources.ts';
-export * from './resources/actions.ts';
-export * from './resources/batches.ts';
-export * from './resources/common.ts';
-export * from './resources/data-spaces.ts';
-export * from './resources/destinations.ts';
-export * from './resources/flows.ts';
-export * from './resources/logs.ts';
-export * from './resources/messages.ts';
-export * from './resources/runs.ts';
-export * from './resources/statistics.ts';
-export * from './resources/tenants.ts';
-export * from './resources/values.ts';
+/** Errors as values, ids, JSON text and JSON Schema helpers, the resource and flow-document schemas. */
+export {
+  ConflictError,
+  type ErrorRecord,
+  type FieldError,
+  later,
+  LimitReachedError,
+  NotFoundError,
+  OperationError,
+  permanent,
+  retryable,
+  toErrorRecord,
+  toOperationError,
+  ValidationError,
+} from './errors.ts';
+export {
+  type FlowDocument,
+  flowDocumentSchema,
+  type ScheduleTriggerConfig,
+  type WebhookTriggerConfig,
+} from './flow-document.ts';
+export { idAt, newId } from './ids.ts';
+export { fieldErrors, jsonPath, SchemaValidator } from './json-schema.ts';
+export {
+  checkJsonText,
+  isLargeJson,
+  JsonText,
+  type JsonTextFault,
+  LARGE_JSON_LENGTH,
+  parseJsonText,
+  parseOnRead,
+  storableJson,
+  unreadText,
+  unstorableJson,
+  unstorableStrings,
+} from './json-text.ts';
+export {
+  type Batch,
+  type BatchCounts,
+  batchSchema,
+  type BatchStatus,
+  batchStatuses,
+  type BatchTask,
+  batchTaskSchema,
+  type BlockedTopic,
+  blockedTopicSchema,
+  type DataDocument,
+  dataDocumentSchema,
+  type DataSpace,
+  dataSpaceSchema,
+  type Destination,
+  destinationSchema,
+  type Flow,
+  flowSchema,
+  type FlowVersion,
+  flowVersionSchema,
+  type HoldReason,
+  type IncrementalField,
+  incrementalFieldSchema,
+  type LogLevel,
+  logLevels,
+  type Message,
+  type MessageInfo,
+  messageInfoSchema,
+  type MessageStatus,
+  messageStatuses,
+  type OperationInfo,
+  operationInfoSchema,
+  resourceSchemas,
+  type Run,
+  type RunLog,
+  runLogSchema,
+  runSchema,
+  type RunStatus,
+  runStatuses,
+  type SecretInfo,
+  secretInfoSchema,
+  type Statistics,
+  statisticsSchema,
+  statusEnums,
+  type Step,
+  stepSchema,
+  type StepStatus,
+  stepStatuses,
+  type Tenant,
+  type TenantAction,
+  tenantActionSchema,
+  type TenantLimits,
+  tenantLimitsSchema,
+  tenantSchema,
+  type TerminalRunStatus,
+  terminalRunStatuses,
+  unfinishedRunStatuses,
+  type UserSettings,
+  userSettingsSchema,
+  type Variable,
+  variableSchema,
+} from './resources.ts';

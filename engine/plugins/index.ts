@@ -1,3 +1,20 @@
-export * from './actions.ts';
-export * from './destinations.ts';
-export * from './operations.ts';
+/** The contracts operations, actions and destinations are written to, and their registry. */
+export { ACTION_NAME, ACTION_PREFIX, ActionRunner, compileAction } from './actions.ts';
+export {
+  type DestinationType,
+  openDestination,
+  type OpenedDestination,
+  putDestination,
+  type WebhookSubscriber,
+} from './destinations.ts';
+export {
+  type BatchHandle,
+  defineOperation,
+  majorOf,
+  type MessageInput,
+  type OperationContext,
+  type OperationDefinition,
+  OperationRegistry,
+  type RegisteredOperation,
+  StopSignal,
+} from './operations.ts';

@@ -1,14 +1,13 @@
-export * from './admission.ts';
-export * from './health.ts';
-export * from './heartbeats.ts';
-export * from './lua-script.ts';
-export * from './maintenance.ts';
-export * from './queue-admin.ts';
-export * from './rate-limiter.ts';
-export * from './reconciler.ts';
-export * from './recovery.ts';
-export * from './run-lanes.ts';
-export * from './run-queue.ts';
-export * from './run-service.ts';
-export * from './schedules.ts';
-export * from './tenant-limits.ts';
+/** BullMQ: run jobs, tenant lanes and fair dispatch, ticks, admission, maintenance, reconciler, recovery, the run service. */
+export { type QuotaStatus, TenantQuotas } from './admission.ts';
+export { inspectQueue } from './health.ts';
+export { HEARTBEAT_TTL_MS, ioredisOf } from './heartbeats.ts';
+export { MaintenanceMode } from './maintenance.ts';
+export { jobStates, QueueAdmin } from './queue-admin.ts';
+export { type Rate, type RateDecision, RateLimiter } from './rate-limiter.ts';
+export { QueueReconciler } from './reconciler.ts';
+export { QueueRecovery } from './recovery.ts';
+export { acceptMessages, ENQUEUE_TIMEOUT_MS, RUN_QUEUE, runJob, RunQueue, RunWorker } from './run-queue.ts';
+export { RunService } from './run-service.ts';
+export { FlowSchedules, TickWorker } from './schedules.ts';
+export { TenantLimitsInRedis } from './tenant-limits.ts';

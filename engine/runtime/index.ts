@@ -1,11 +1,6 @@
-export * from './edges.ts';
-export * from './executor.ts';
-export * from './flow-cache.ts';
-export * from './node-host.ts';
-export * from './operation-step.ts';
-export * from './pass-outcome.ts';
-export * from './redact.ts';
-export * from './run-log.ts';
-export * from './run-pass.ts';
-export * from './run-sink.ts';
-export * from './test-run.ts';
+/** Running a run: the executor, the compiled-flow cache, test runs. */
+export { Executor } from './executor.ts';
+export { CompiledFlowCache } from './flow-cache.ts';
+export type { PassOutcome } from './pass-outcome.ts';
+export { MASK, MIN_SECRET_LENGTH } from './redact.ts';
+export { TestRunner } from './test-run.ts';

@@ -1,1 +1,2 @@
-export * from './metrics.ts';
+/** The engine's metrics. */
+export type { DeliveryOutcome, EngineMetrics } from './metrics.ts';

@@ -1,2 +1,14 @@
-export * from './schedule.ts';
-export * from './webhook.ts';
+/** Webhook verification and signatures, schedules. */
+export { repeatOptions, scheduleErrors } from './schedule.ts';
+export {
+  type CompiledWebhook,
+  compileWebhook,
+  constantTimeEqual,
+  GENERIC_TOPIC_HEADERS,
+  type Headers,
+  headerValue,
+  keptHeaders,
+  topicOf,
+  verifyDelivery,
+  type WebhookSignature,
+} from './webhook.ts';
