@@ -24,6 +24,7 @@ import { measureRefunds } from './refund.ts';
 import { measureExpressions } from './expressions.ts';
 import { measureBigBodiesPart, measureFairness } from './fairness.ts';
 import { cpuWindow } from './cpu.ts';
+import { measureFootprint } from './footprint.ts';
 import { cleanup, isolation, memoryMb, POSTGRES_URL, REDIS_URL, settledRssMb, start, stop } from './processes.ts';
 
 const INTAKE_SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -158,24 +159,6 @@ async function measureIntake(results: Record<string, unknown>, receiverUrl: stri
   };
 }
 
-/**
- * The resident memory, settled after start, of each process as the CLI starts it (no benchmark code
- * loaded, no flow yet): the embedded `serve` on a new data directory, and `api` and `worker` on PostgreSQL.
- */
-async function measureFootprint() {
-  const idle = async (role: string, env: Record<string, string>) => {
-    const process = await start(['bin/tributary.js', role], env, /Tributary \S+ (on|worker consuming)/);
-    const rssMb = await settledRssMb(process.child.pid);
-    await stop(process.child);
-    return rssMb;
-  };
-  return {
-    serveIdleRssMb: await idle('serve', { ...isolation(), DATABASE_URL: '' }),
-    apiIdleRssMb: await idle('api', { ...isolation(), DATABASE_URL: POSTGRES_URL }),
-    workerIdleRssMb: await idle('worker', { ...isolation(), DATABASE_URL: POSTGRES_URL }),
-  };
-}
-
 /** (b) engine: fill the queue first, then time a worker draining it. */
 async function measureEngine(results: Record<string, unknown>, receiver: Awaited<ReturnType<typeof startReceiver>>) {
   const tsx = ['--import', 'tsx'];
@@ -275,14 +258,20 @@ function report(results: Record<string, unknown>) {
       ),
     );
   }
-  const footprint = results.footprint as Record<string, number> | undefined;
-  if (footprint)
+  const footprint = results.footprint as Awaited<ReturnType<typeof measureFootprint>> | undefined;
+  if (footprint) {
+    const unknown = footprint.unknownUrls as { sent: number; heapUsedBeforeMb: number; heapUsedAfterMb: number };
     rows.push(
       tableRow(
         'resident memory, idle, as `npx tributary` starts it',
         `serve ${footprint.serveIdleRssMb} MB; on PostgreSQL: api ${footprint.apiIdleRssMb} MB, worker ${footprint.workerIdleRssMb} MB`,
       ),
+      tableRow(
+        `serve's heap in use, cache full, before and after ${unknown.sent} more deliveries to flow URLs naming no flow`,
+        `${unknown.heapUsedBeforeMb} MB -> ${unknown.heapUsedAfterMb} MB`,
+      ),
     );
+  }
   const engine = results.engine as Record<string, number> | undefined;
   if (engine)
     rows.push(
