@@ -96,8 +96,9 @@ describe('fair dispatch', () => {
         request.url === '/flood' && request.receivedAt >= acceptedAt && request.receivedAt <= lightCall.receivedAt,
     );
     // First come, first served, the light run would wait for the whole backlog (about 28 calls): here it
-    // waits for the runs already in the two worker slots and the one handed out ahead of them.
-    expect(floodCallsBetween.length).toBeLessThanOrEqual(4);
+    // waits only for the runs the two slots take while its delivery is being accepted (a call lasts 100 ms;
+    // on a loaded machine acceptance can outlast one or two), and the one handed out ahead of them.
+    expect(floodCallsBetween.length).toBeLessThanOrEqual(6);
     for (const runId of backlog) expect((await clients.flood.settledRun(runId)).status).toBe('succeeded');
   });
 });
