@@ -11,6 +11,7 @@ const LAYERS = [
   'store',
   'triggers',
   'plugins',
+  'nodes',
   'flow',
   'runtime',
   'queue',

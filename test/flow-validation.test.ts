@@ -1,6 +1,13 @@
 import { ExpressionSandbox } from '../engine/expressions/sandbox.ts';
 import { afterAll, describe, expect, it } from 'vitest';
-import { compileFlow, pinOperationVersions, validateFlow, type CompileOptions } from '../engine/flow/compile.ts';
+import {
+  type CompiledFlow,
+  compileFlow,
+  pinOperationVersions,
+  validateFlow,
+  type CompileOptions,
+} from '../engine/flow/compile.ts';
+import type { OperationSpec } from '../engine/nodes/operation.ts';
 import { TemplateCompiler } from '../engine/expressions/template.ts';
 import { Expression } from '../engine/expressions/expression.ts';
 import { JsonText, parseOnRead, unreadText } from '../engine/model/json-text.ts';
@@ -242,11 +249,13 @@ describe('flow validation', () => {
     const registry = new OperationRegistry([echo('1.4.0'), echo('2.0.0')]);
     const versioned = { ...options, registry };
     const document = flow([{ id: 'e', operation: 'test.echo' }], [{ from: 'trigger', to: 'e' }]) as FlowDocument;
-    expect(compileFlow(document, versioned).nodes[0].operation.definition.version).toBe('2.0.0');
+    const versionOf = (compiled: CompiledFlow) =>
+      (compiled.nodes[0].spec as OperationSpec).operation.definition.version;
+    expect(versionOf(compileFlow(document, versioned))).toBe('2.0.0');
     const pinned = pinOperationVersions(document, new OperationRegistry([echo('1.4.0')]));
     expect(pinned.nodes[0].operationVersion).toBe(1);
     // Registering a breaking major later leaves the published version on the one it was published with.
-    expect(compileFlow(pinned, versioned).nodes[0].operation.definition.version).toBe('1.4.0');
+    expect(versionOf(compileFlow(pinned, versioned))).toBe('1.4.0');
     expect(pinOperationVersions(pinned, registry)).toEqual(pinned);
     expect(
       validateFlow({ ...document, nodes: [{ id: 'e', operation: 'test.echo', operationVersion: 3 }] }, versioned),

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { SecretRedactor } from '../engine/runtime/redact.ts';
+import { SecretRedactor } from '../engine/secrets/redact.ts';
 
 /** What a secret is replaced by wherever it would be shown (docs/concepts.md). */
 const MASK = '[REDACTED]';

@@ -1,4 +1,4 @@
-import { MIN_SECRET_LENGTH } from '../../engine/runtime/index.ts';
+import { MIN_SECRET_LENGTH } from '../../engine/secrets/index.ts';
 import { secretContext } from '../../engine/secrets/index.ts';
 import { secretInfoSchema, variableSchema } from '../../engine/model/index.ts';
 import type { ApiContext } from '../context.ts';

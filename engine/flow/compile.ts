@@ -1,43 +1,16 @@
 import {
   ValidationError,
   type FieldError,
-  fieldErrors,
   SchemaValidator,
   flowDocumentSchema,
   type FlowDocument,
   type ScheduleTriggerConfig,
   type WebhookTriggerConfig,
 } from '../model/index.ts';
-import { type OperationRegistry, type RegisteredOperation, ACTION_PREFIX } from '../plugins/index.ts';
-import {
-  type Expression,
-  type ExpressionSandbox,
-  emptyReferences,
-  mergeReferences,
-  TemplateCompiler,
-  type References,
-  type Template,
-} from '../expressions/index.ts';
+import { type OperationRegistry, ACTION_PREFIX } from '../plugins/index.ts';
+import { type ExpressionSandbox, emptyReferences, type References } from '../expressions/index.ts';
 import { scheduleErrors, compileWebhook, type CompiledWebhook } from '../triggers/index.ts';
-
-export interface RetryPolicy {
-  maxAttempts: number;
-  backoffMs: number;
-}
-
-export interface CompiledEdge {
-  from: string;
-  when?: Expression;
-}
-
-export interface CompiledNode {
-  id: string;
-  operation: RegisteredOperation;
-  config: Template;
-  retry: RetryPolicy;
-  timeoutMs: number;
-  incoming: CompiledEdge[];
-}
+import { type CompiledEdge, type CompiledNode, compileEdge, kindOf, type NodeScope } from '../nodes/index.ts';
 
 export type CompiledTrigger =
   | { type: 'webhook'; config: WebhookTriggerConfig; webhook: CompiledWebhook }
@@ -102,56 +75,39 @@ function analyse(input: unknown, options: CompileOptions): { errors: FieldError[
     else indexById.set(node.id, index);
   });
 
-  const incoming = new Map<string, CompiledEdge[]>(doc.nodes.map((node) => [node.id, []]));
   const references = emptyReferences();
+  const scope = (path: string): NodeScope => ({
+    path,
+    registry: options.registry,
+    sandbox: options.sandbox,
+    errors,
+    references,
+  });
+  const incoming = new Map<string, CompiledEdge[]>(doc.nodes.map((node) => [node.id, []]));
   doc.edges.forEach((edge, index) => {
+    const path = `$.edges[${index}]`;
     if (edge.from !== TRIGGER && !indexById.has(edge.from))
-      errors.push({ path: `$.edges[${index}].from`, message: `names no node: ${edge.from}` });
-    if (!indexById.has(edge.to)) errors.push({ path: `$.edges[${index}].to`, message: `names no node: ${edge.to}` });
-    let when: Expression | undefined;
-    if (edge.when !== undefined) {
-      const compiler = new TemplateCompiler(options.sandbox);
-      when = compiler.compilePredicate(edge.when, `$.edges[${index}].when`);
-      errors.push(...compiler.errors);
-      mergeReferences(references, compiler.references);
-    }
-    incoming.get(edge.to)?.push({ from: edge.from, when });
+      errors.push({ path: `${path}.from`, message: `names no node: ${edge.from}` });
+    if (!indexById.has(edge.to)) errors.push({ path: `${path}.to`, message: `names no node: ${edge.to}` });
+    incoming.get(edge.to)?.push(compileEdge(edge, scope(path)));
   });
 
   const compiledNodes = new Map<string, CompiledNode>();
   doc.nodes.forEach((node, index) => {
-    const path = `$.nodes[${index}]`;
-    const operation = options.registry.get(node.operation, node.operationVersion);
-    if (!operation) {
-      const majors = options.registry.majors(node.operation);
-      errors.push(
-        majors.length > 0 && node.operationVersion !== undefined
-          ? {
-              path: `${path}.operationVersion`,
-              message: `${node.operation} has no major version ${node.operationVersion} (it has ${majors.join(', ')})`,
-              node: node.id,
-            }
-          : { path: `${path}.operation`, message: `is not a registered operation: ${node.operation}`, node: node.id },
-      );
-      return;
-    }
-    const config = node.config ?? {};
-    const compiler = new TemplateCompiler(options.sandbox, node.id);
-    const template = compiler.compile(config, `${path}.config`);
-    errors.push(...compiler.errors);
-    mergeReferences(references, compiler.references);
-    errors.push(...staticConfigErrors(operation, config, compiler.dynamicPointers, `${path}.config`, node.id));
+    const kind = kindOf(node, options.registry);
+    const spec = kind.compile(node, scope(`$.nodes[${index}]`));
+    if (spec === undefined) return;
     compiledNodes.set(node.id, {
       id: node.id,
-      operation,
-      config: template,
+      kind,
+      spec,
       retry: { maxAttempts: node.retry?.maxAttempts ?? 5, backoffMs: node.retry?.backoffMs ?? 1000 },
       timeoutMs: node.timeoutMs ?? options.defaultTimeoutMs,
       incoming: incoming.get(node.id) ?? [],
     });
   });
-
-  errors.push(...fanOutErrors(doc, compiledNodes));
+  const kinds = new Set([...compiledNodes.values()].map((node) => node.kind));
+  for (const kind of kinds) errors.push(...(kind.checkFlow?.(compiledNodes, doc) ?? []));
   const order = graphOrder(doc, incoming, errors);
   if (errors.length > 0 || !trigger) return { errors };
   return {
@@ -163,54 +119,6 @@ function analyse(input: unknown, options: CompileOptions): { errors: FieldError[
       references,
     },
   };
-}
-
-/**
- * A fan-out node's tasks start right after it, so nothing may run before it (it follows the trigger
- * directly), and one batch per run means one fan-out node per flow.
- */
-function fanOutErrors(doc: FlowDocument, nodes: Map<string, CompiledNode>): FieldError[] {
-  const errors: FieldError[] = [];
-  let seen = false;
-  doc.nodes.forEach((node, index) => {
-    const compiled = nodes.get(node.id);
-    if (!compiled?.operation.definition.fanOut) return;
-    if (seen)
-      errors.push({
-        path: `$.nodes[${index}].operation`,
-        message: 'a flow may have one fan-out operation',
-        node: node.id,
-      });
-    if (compiled.incoming.some((edge) => edge.from !== TRIGGER)) {
-      errors.push({
-        path: `$.nodes[${index}]`,
-        message: `${node.operation} fans out: it must follow the trigger directly`,
-        node: node.id,
-      });
-    }
-    seen = true;
-  });
-  return errors;
-}
-
-/**
- * Check a node's config against its operation's schema where the value is known before run time.
- * Errors at or under a `{{ }}` value are deferred: the resolved config is validated on every run.
- */
-function staticConfigErrors(
-  operation: RegisteredOperation,
-  config: object,
-  dynamicPointers: string[],
-  prefix: string,
-  node: string,
-): FieldError[] {
-  const errors = operation.config.rawErrors(config);
-  const isDynamic = (pointer: string) =>
-    dynamicPointers.some((dynamic) => pointer === dynamic || pointer.startsWith(`${dynamic}/`));
-  return fieldErrors(
-    errors.filter((error) => !isDynamic(error.instancePath)),
-    prefix,
-  ).map((error) => ({ ...error, node }));
 }
 
 /** Topological order (document order among peers); reports cycles and nodes the trigger cannot reach. */

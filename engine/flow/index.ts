@@ -1,7 +1,6 @@
 /** Compiling a flow document: the checks at publish and the compiled flow. */
 export {
   type CompiledFlow,
-  type CompiledNode,
   compileFlow,
   type CompileOptions,
   pinOperationVersions,

@@ -15,7 +15,7 @@ import {
 import type { CompiledFlowCache } from './flow-cache.ts';
 import type { PassOutcome } from './pass-outcome.ts';
 import { RunPass } from './run-pass.ts';
-import { StoreSink } from './run-sink.ts';
+import { StoreSink } from './store-sink.ts';
 
 export interface ExecutorOptions {
   store: RunStore & BatchStore & DataSpaceStore & DestinationStore;

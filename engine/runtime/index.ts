@@ -2,5 +2,4 @@
 export { Executor } from './executor.ts';
 export { CompiledFlowCache } from './flow-cache.ts';
 export type { PassOutcome } from './pass-outcome.ts';
-export { MASK, MIN_SECRET_LENGTH } from './redact.ts';
 export { TestRunner } from './test-run.ts';

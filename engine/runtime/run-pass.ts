@@ -9,16 +9,21 @@ import {
   parseOnRead,
   storableJson,
 } from '../model/index.ts';
-import type { CompiledFlow, CompiledNode } from '../flow/index.ts';
+import type { CompiledFlow } from '../flow/index.ts';
 import { TENANT, type Bindings } from '../expressions/index.ts';
 import { StopSignal, type MessageInput } from '../plugins/index.ts';
+import { SecretRedactor } from '../secrets/index.ts';
 import type { Run, RunOutcome, RunState, Step, TerminalRunStatus } from '../store/index.ts';
-import { isActivated } from './edges.ts';
-import type { NodeHost } from './node-host.ts';
-import { OperationStep } from './operation-step.ts';
+import {
+  type CompiledNode,
+  isActivated,
+  type NodeHost,
+  type NodeKind,
+  type NodeRunner,
+  RunLogRecorder,
+  type RunSink,
+} from '../nodes/index.ts';
 import type { PassOutcome } from './pass-outcome.ts';
-import { SecretRedactor } from './redact.ts';
-import type { RunSink } from './run-sink.ts';
 
 export type RunPassOptions = NodeHost['options'] & {
   /** The operations' outbound HTTP, with this deployment's address policy (each pass takes its tenant's). */
@@ -45,9 +50,10 @@ export class RunPass implements NodeHost {
   readonly redactor: SecretRedactor;
   readonly http: HttpClient;
   private readonly unsaved: Step[] = [];
-  /** What operation nodes do; this class does the rest (checkpoints, retries, waits, the end). */
-  private readonly operations = new OperationStep(this);
+  /** What each kind of node does, made for this pass when first needed; this class does the rest. */
+  private readonly runners = new Map<NodeKind, NodeRunner<unknown>>();
   private logger?: Logger;
+  private recorder?: RunLogRecorder;
 
   constructor(
     readonly options: RunPassOptions,
@@ -107,18 +113,10 @@ export class RunPass implements NodeHost {
         this.outputs[node.id] = checkpoint.output;
       }
       done.add(node.id);
-      // The nodes after a fan-out node run in its batch's tasks, not in the run that imported the batch
-      // (a test run goes on with one of the items).
-      if (node.operation.definition.fanOut && !this.state.run.batchId) {
-        const item = this.sink.fanOutItem();
-        if (item === undefined) return this.end({ status: 'succeeded', error: null });
-        // As in a task: the item is the fan-out node's output and the message's body.
-        this.outputs[node.id] = item;
-        this.input.body = item;
-      }
+      if (this.runner(node).after?.(node) === 'end') return this.end({ status: 'succeeded', error: null });
       if (checkpoint?.status === 'succeeded') continue;
       // A side effect is recorded before anything else happens; after the last node, the run's end records it.
-      if (node.operation.definition.sideEffects && node !== last) await this.save();
+      if (node.kind.hasSideEffects(node.spec) && node !== last) await this.save();
     }
     return this.end({ status: 'succeeded', error: null });
   }
@@ -162,7 +160,7 @@ export class RunPass implements NodeHost {
 
     let result: unknown;
     try {
-      result = await this.operations.invoke(node, bindings, attempt);
+      result = await this.runner(node).run(node, bindings, attempt);
     } catch (thrown) {
       const error = this.redactError(toOperationError(thrown));
       const record: ErrorRecord = { ...toErrorRecord(error), node: node.id };
@@ -246,8 +244,22 @@ export class RunPass implements NodeHost {
     return value;
   }
 
+  private runner(node: CompiledNode): NodeRunner<unknown> {
+    let runner = this.runners.get(node.kind);
+    if (!runner) {
+      runner = node.kind.runner(this);
+      this.runners.set(node.kind, runner);
+    }
+    return runner;
+  }
+
+  /** Made when a node first logs: most passes log nothing. */
+  get runLog(): RunLogRecorder {
+    return (this.recorder ??= new RunLogRecorder(this.redactor));
+  }
+
   private async save(outcome?: RunOutcome) {
-    await this.sink.save(this.state.run, this.unsaved.splice(0), outcome, this.operations.takeLogs());
+    await this.sink.save(this.state.run, this.unsaved.splice(0), outcome, this.recorder?.take() ?? []);
   }
 
   private async wait(error: ErrorRecord, delayMs: number, reason: string): Promise<PassOutcome> {

@@ -18,7 +18,8 @@ import type {
   Step,
 } from '../store/index.ts';
 import { RunPass } from './run-pass.ts';
-import { StoreSink, type RunSink } from './run-sink.ts';
+import type { RunSink } from '../nodes/index.ts';
+import { StoreSink } from './store-sink.ts';
 
 /** Items of a fan-out node a test run shows (it counts them all; the next nodes run with the first). */
 const SHOWN_ITEMS = 20;

@@ -2,7 +2,7 @@ import { permanent, retryable } from '../../engine/model/index.ts';
 import { bodyValue, MAX_RESPONSE_BYTES, retryAfter, where } from '../../engine/outbound/index.ts';
 import type { FromSchema } from 'json-schema-to-ts';
 import { defineOperation, type OperationContext } from '../../engine/plugins/index.ts';
-import { MASK } from '../../engine/runtime/index.ts';
+import { MASK } from '../../engine/secrets/index.ts';
 import { oauth1Header } from './oauth1.ts';
 
 const text = { type: 'string', minLength: 1 } as const;

@@ -1,7 +1,7 @@
 import type { FromSchema } from 'json-schema-to-ts';
 import type { DestinationType } from '../../engine/plugins/index.ts';
 import type { FieldError } from '../../engine/model/index.ts';
-import { MIN_SECRET_LENGTH } from '../../engine/runtime/index.ts';
+import { MIN_SECRET_LENGTH } from '../../engine/secrets/index.ts';
 
 /** Sealed, and masked wherever a run would echo it: too short a value cannot be masked safely. */
 const credential = { type: 'string', minLength: MIN_SECRET_LENGTH, maxLength: 4096, writeOnly: true } as const;

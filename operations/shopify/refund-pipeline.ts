@@ -2,7 +2,7 @@ import { later, permanent } from '../../engine/model/index.ts';
 import type { OperationContext } from '../../engine/plugins/index.ts';
 import type { ShopifyAdminApi } from './admin-api.ts';
 import type { ShopifyDestination } from './destination.ts';
-import { MASK } from '../../engine/runtime/index.ts';
+import { MASK } from '../../engine/secrets/index.ts';
 import { erpRequest, sendToErp } from './erp.ts';
 import { EXPORTED_TAG_PREFIX, markRefundExported, marksOf, type OrderMarks } from './order-marks.ts';
 import { fetchRefund, type GraphqlNode } from './refund-query.ts';

@@ -2,7 +2,7 @@ import { format } from 'node:util';
 import type { Logger } from 'pino';
 import { storableJson } from '../model/index.ts';
 import type { LogLevel, NewRunLog } from '../store/index.ts';
-import type { SecretRedactor } from './redact.ts';
+import type { SecretRedactor } from '../secrets/index.ts';
 
 /** Most lines one run keeps; later ones are dropped (the process log still has them). */
 export const LOG_LINES_PER_RUN = 200;

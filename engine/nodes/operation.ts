@@ -1,18 +1,79 @@
 import type { Logger } from 'pino';
-import { permanent, retryable } from '../model/index.ts';
-import type { CompiledNode } from '../flow/index.ts';
-import type { Bindings } from '../expressions/index.ts';
+import { type FieldError, fieldErrors, permanent, retryable } from '../model/index.ts';
+import { type Bindings, mergeReferences, type Template, TemplateCompiler } from '../expressions/index.ts';
 import {
   StopSignal,
   type BatchHandle,
   type OpenedDestination,
   type OperationContext,
   openDestination,
+  type RegisteredOperation,
 } from '../plugins/index.ts';
-import type { NodeHost } from './node-host.ts';
-import { RunLogRecorder } from './run-log.ts';
-import type { SecretRedactor } from './redact.ts';
+import type { SecretRedactor } from '../secrets/index.ts';
+import type { CompiledNode, NodeDocument, NodeHost, NodeKind, NodeRunner, NodeScope } from './node-kind.ts';
 import type { Window } from './run-sink.ts';
+
+/** An operation node: the registered operation (at its major version) and its config's template. */
+export interface OperationSpec {
+  operation: RegisteredOperation;
+  config: Template;
+}
+
+type OperationNode = CompiledNode<OperationSpec>;
+
+/** A node that runs a registered operation (or a tenant's action): every node a built-in kind does not claim. */
+export const operationKind: NodeKind<OperationSpec> = {
+  name: 'operation',
+  claims: () => true,
+  compile: compileOperation,
+  hasSideEffects: (spec) => spec.operation.definition.sideEffects,
+  runner: (host) => new OperationStep(host),
+};
+
+export function compileOperation(node: NodeDocument, scope: NodeScope): OperationSpec | undefined {
+  const { path, registry, errors } = scope;
+  const operation = registry.get(node.operation, node.operationVersion);
+  if (!operation) {
+    const majors = registry.majors(node.operation);
+    errors.push(
+      majors.length > 0 && node.operationVersion !== undefined
+        ? {
+            path: `${path}.operationVersion`,
+            message: `${node.operation} has no major version ${node.operationVersion} (it has ${majors.join(', ')})`,
+            node: node.id,
+          }
+        : { path: `${path}.operation`, message: `is not a registered operation: ${node.operation}`, node: node.id },
+    );
+    return undefined;
+  }
+  const config = node.config ?? {};
+  const compiler = new TemplateCompiler(scope.sandbox, node.id);
+  const template = compiler.compile(config, `${path}.config`);
+  errors.push(...compiler.errors);
+  mergeReferences(scope.references, compiler.references);
+  errors.push(...staticConfigErrors(operation, config, compiler.dynamicPointers, `${path}.config`, node.id));
+  return { operation, config: template };
+}
+
+/**
+ * Check a node's config against its operation's schema where the value is known before run time.
+ * Errors at or under a `{{ }}` value are deferred: the resolved config is validated on every run.
+ */
+function staticConfigErrors(
+  operation: RegisteredOperation,
+  config: object,
+  dynamicPointers: string[],
+  prefix: string,
+  node: string,
+): FieldError[] {
+  const errors = operation.config.rawErrors(config);
+  const isDynamic = (pointer: string) =>
+    dynamicPointers.some((dynamic) => pointer === dynamic || pointer.startsWith(`${dynamic}/`));
+  return fieldErrors(
+    errors.filter((error) => !isDynamic(error.instancePath)),
+    prefix,
+  ).map((error) => ({ ...error, node }));
+}
 
 /**
  * What an operation node does in a pass: resolve its config, call its operation with a context
@@ -20,22 +81,16 @@ import type { Window } from './run-sink.ts';
  * worker's shutdown, or describe what it would send in a dry run. What becomes of the result or the
  * error (checkpoint, retry, wait, failure) is the pass's business (RunPass).
  */
-export class OperationStep {
+class OperationStep implements NodeRunner<OperationSpec> {
   /** Destinations opened in this pass, by name: each once, its credentials added to the redactor. */
   private readonly destinations = new Map<string, Promise<OpenedDestination>>();
-  /** Made when an operation first logs: most passes log nothing. */
-  private runLog?: RunLogRecorder;
 
   constructor(private readonly host: NodeHost) {}
 
-  /** What the operations of this pass logged, to be saved with its next checkpoint. */
-  takeLogs() {
-    return this.runLog?.take() ?? [];
-  }
-
-  async invoke(node: CompiledNode, bindings: Bindings, attempt: number): Promise<unknown> {
+  async run(node: OperationNode, bindings: Bindings, attempt: number): Promise<unknown> {
     const { shutdown } = this.host;
-    const config = node.operation.config.validate(await node.config.evaluate(bindings), `$.nodes.${node.id}.config`);
+    const { operation } = node.spec;
+    const config = operation.config.validate(await node.spec.config.evaluate(bindings), `$.nodes.${node.id}.config`);
     // The abort signal is made only for operations that ask for it (an AbortController is not free).
     let controller: AbortController | undefined;
     const abortOnShutdown = () => controller?.abort(shutdown.reason);
@@ -56,7 +111,7 @@ export class OperationStep {
       }, node.timeoutMs);
     });
     try {
-      const { definition } = node.operation;
+      const { definition } = operation;
       const ctx = this.context(node, config, attempt, signal);
       // A dry run sends nothing: a side-effecting operation describes what it would send, if it can.
       const work =
@@ -73,14 +128,13 @@ export class OperationStep {
   }
 
   private context(
-    node: CompiledNode,
+    node: OperationNode,
     config: unknown,
     attempt: number,
     signal: () => AbortSignal,
   ): OperationContext<unknown> {
     const { host } = this;
     const { run, sink, options } = host;
-    const step = this;
     let logger: Logger | undefined;
     const stepNames = new Set<string>();
     return {
@@ -89,11 +143,7 @@ export class OperationStep {
       steps: host.outputs,
       // Created on first use: most operations never log.
       get logger() {
-        return (logger ??= (step.runLog ??= new RunLogRecorder(host.redactor)).wrap(
-          options.logger,
-          () => host.log().child({ nodeId: node.id }),
-          node.id,
-        ));
+        return (logger ??= host.runLog.wrap(options.logger, () => host.log().child({ nodeId: node.id }), node.id));
       },
       get signal() {
         return signal();
@@ -129,7 +179,7 @@ export class OperationStep {
     };
   }
 
-  private async batch(node: CompiledNode, window: Window): Promise<BatchHandle> {
+  private async batch(node: OperationNode, window: Window): Promise<BatchHandle> {
     const { sink, run } = this.host;
     const { id } = await this.host.subStep(node, 'batch', async () => ({
       id: await sink.createBatch(run, node.id, window),

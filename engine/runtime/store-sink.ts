@@ -1,47 +1,15 @@
 import { permanent, newId } from '../model/index.ts';
+import { LOG_LINES_PER_RUN, type RunSink, type Window } from '../nodes/index.ts';
 import type {
-  BatchCounts,
   BatchStatus,
   BatchStore,
   DataSpaceStore,
-  IncrementalField,
   NewRunLog,
   Run,
   RunOutcome,
   RunStore,
   Step,
 } from '../store/index.ts';
-import { LOG_LINES_PER_RUN } from './run-log.ts';
-
-export type Window = { from: string | null; to: string | null };
-
-/**
- * Where a run pass's effects on the platform go: for a run, the store (checkpoints, batches,
- * incremental fields, data spaces) and the queue; for a test run, memory (see TestSink).
- */
-export interface RunSink {
-  /**
-   * `test`: nothing of the platform changes; `dry-run` also: side-effecting operations only describe what they
-   * would send.
-   */
-  readonly mode: 'run' | 'test' | 'dry-run';
-  save(run: Run, steps: Step[], outcome: RunOutcome | undefined, logs: NewRunLog[]): Promise<void>;
-  createBatch(run: Run, nodeId: string, window: Window): Promise<string>;
-  /** Adds a fan-out node's items as tasks; returns how many were new. */
-  addBatchItems(run: Run, batchId: string, items: Array<{ key: string; item: unknown }>): Promise<number>;
-  batchCounts(run: Run, batchId: string): Promise<BatchCounts>;
-  setBatchStatus(run: Run, batchId: string, status: BatchStatus): Promise<void>;
-  setIncrementalField(
-    run: Run,
-    value: { field: string; value: string | null; overlapMs: number },
-  ): Promise<IncrementalField>;
-  putDocument(run: Run, space: string, key: string, value: unknown): Promise<{ created: boolean }>;
-  /**
-   * After a fan-out node: the item its following nodes run with in this pass, if any (a test run); none ends the
-   * run.
-   */
-  fanOutItem(): unknown;
-}
 
 /** A run's effects, written to the store; a batch's new tasks are queued. */
 export class StoreSink implements RunSink {

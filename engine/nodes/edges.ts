@@ -1,0 +1,29 @@
+import type { FlowDocument } from '../model/index.ts';
+import { type Bindings, type Expression, mergeReferences, TemplateCompiler, truthy } from '../expressions/index.ts';
+import type { CompiledEdge, CompiledNode, NodeScope } from './node-kind.ts';
+
+type EdgeDocument = FlowDocument['edges'][number];
+
+/** An edge with its condition (a `{{ predicate }}`, if it has one) compiled. */
+export function compileEdge(edge: EdgeDocument, scope: NodeScope): CompiledEdge {
+  let when: Expression | undefined;
+  if (edge.when !== undefined) {
+    const compiler = new TemplateCompiler(scope.sandbox);
+    when = compiler.compilePredicate(edge.when, `${scope.path}.when`);
+    scope.errors.push(...compiler.errors);
+    mergeReferences(scope.references, compiler.references);
+  }
+  return { from: edge.from, when };
+}
+
+/**
+ * Whether a node runs: one of its incoming edges comes from a node done in this run (or the
+ * trigger), and that edge's condition, if it has one, holds.
+ */
+export async function isActivated(node: CompiledNode, done: Set<string>, bindings: Bindings): Promise<boolean> {
+  for (const edge of node.incoming) {
+    if (!done.has(edge.from)) continue;
+    if (!edge.when || truthy(await edge.when.evaluate(bindings))) return true;
+  }
+  return false;
+}

@@ -1,0 +1,18 @@
+/**
+ * The kinds of node: the NodeKind contract (compiled at publish, run in a pass), what a pass lends
+ * a node (NodeHost, RunSink), the kinds themselves and edge conditions.
+ */
+export { compileEdge, isActivated } from './edges.ts';
+export { kindOf } from './kinds.ts';
+export type {
+  CompiledEdge,
+  CompiledNode,
+  NodeDocument,
+  NodeHost,
+  NodeKind,
+  NodeRunner,
+  NodeScope,
+  RetryPolicy,
+} from './node-kind.ts';
+export { LOG_LINES_PER_RUN, RunLogRecorder } from './run-log.ts';
+export type { RunSink, Window } from './run-sink.ts';
