@@ -12,6 +12,7 @@ import type { TokenVerifier } from './auth/verifier.ts';
 import type { ApiContext } from './context.ts';
 import { dashboardRoutes, dashboardSignIn, DASHBOARD_PATH, SIGN_IN_PATH } from './dashboard.ts';
 import { renderDocs } from './docs.ts';
+import { namedKinds } from '../engine/nodes/index.ts';
 import { operationInfos, metadataRoutes } from './routes/metadata.ts';
 import { hookHandler } from './hooks.ts';
 import { jsonBodies } from './json-body.ts';
@@ -137,7 +138,12 @@ function createApp(options: AppOptions): Express {
     res.status(ready ? 200 : 503).json(operator ? readiness : { ready, failed });
   });
   app.get('/openapi.json', (_req, res) => void res.json(openapi));
-  const docs = renderDocs(openapi, operationInfos(context.compile.registry), context.compile.registry.listSignatures());
+  const docs = renderDocs(
+    openapi,
+    operationInfos(context.compile.registry),
+    context.compile.registry.listSignatures(),
+    namedKinds(),
+  );
   app.get('/docs', (_req, res) => void res.type('html').send(docs));
   app.use(tokenRoutes(options.clients, options.issuer));
   app.use(adapterRoutes(context, { bodyLimitBytes, waitMs: options.adapterWaitMs }));

@@ -1,6 +1,9 @@
 import { majorOf } from '../engine/plugins/index.ts';
 import type { OperationInfo } from '../engine/model/index.ts';
 import type { WebhookSignature } from '../engine/triggers/index.ts';
+import type { namedKinds } from '../engine/nodes/index.ts';
+
+type NamedNodeKind = ReturnType<typeof namedKinds>[number];
 
 /**
  * `/docs`: the API reference as one self-contained HTML page, rendered once from the OpenAPI
@@ -201,6 +204,13 @@ with <code>"operationVersion": ${major}</code>)</small></h3>
 
 const operationAnchor = (name: string) => `operation-${name}`;
 
+/** A kind of node built into the language (a loop): what it does and its config. */
+function nodeKindReference(kind: NamedNodeKind): string {
+  return `<section class="schema" id="node-${html(kind.name)}">
+<h3><code>${html(kind.name)}</code> — ${html(kind.title)}</h3><p>${html(kind.description)}</p>
+<h4>Config</h4>${schemaHtml(kind.configSchema as Schema)}</section>`;
+}
+
 const signatureItem = ({ type, description }: WebhookSignature) =>
   `<li id="signature-${html(type)}"><code>${html(type)}</code>: ${html(description)}</li>`;
 
@@ -209,6 +219,7 @@ export function renderDocs(
   document: Record<string, unknown>,
   operations: OperationInfo[],
   signatures: WebhookSignature[],
+  kinds: NamedNodeKind[],
 ): string {
   const openapi = document as unknown as OpenApi;
   const byTag = new Map<string, string[]>();
@@ -252,10 +263,13 @@ td table{font-size:95%}</style></head>
 <small>${html(openapi.info.version)}</small></h1><p>${html(openapi.info.description)}</p>
 <p>Machine-readable: <a href="/openapi.json">/openapi.json</a>. Fields marked <b>*</b> are required.</p>
 <ul>${contents}
+<li><a href="#nodes">Nodes of the language</a> — loops</li>
 <li><a href="#operations">Operations</a> — what a flow's nodes can run</li>
 <li><a href="#webhook-signatures">Webhook signatures</a> — how vendors sign what they deliver</li>
 <li><a href="#schemas">Schemas</a> — every resource and document</li></ul>
 ${sections.join('\n')}
+<h2 id="nodes">Nodes of the language <small>what a node's <code>operation</code> names besides operations</small></h2>
+${kinds.map(nodeKindReference).join('\n')}
 <h2 id="operations">Operations <small>what a node's <code>operation</code> names
 (and <code>action:&lt;name&gt;</code>, a tenant action)</small></h2>
 ${operations.map(operationReference).join('\n')}

@@ -95,6 +95,54 @@ describe('durability', () => {
     ]);
   });
 
+  it('a worker killed in the middle of a loop: after recovery no item is sent twice but the one in flight, none is lost', async () => {
+    receiver.script({ status: 200 }, { status: 200 }, 'hang');
+    await acme.publish({
+      key: 'crash-loop',
+      name: 'crash-loop',
+      trigger: { type: 'webhook' },
+      nodes: [
+        {
+          id: 'each',
+          operation: 'loop',
+          config: { items: '{{ $input.body.items }}', concurrency: 1 },
+          nodes: [
+            {
+              ...post('send', '/loop-items'),
+              config: { method: 'POST', url: '{{ $vars.ERP_URL }}/loop-items', body: '{{ $item }}' },
+            },
+          ],
+        },
+      ],
+      edges: [{ from: 'trigger', to: 'each' }],
+    });
+    const doomed = await startWorker();
+    const items = [0, 1, 2, 3, 4].map((n) => ({ n }));
+    const accepted = await sendWebhook(env.url, 'acme', 'crash-loop', { items });
+    // Items 0 and 1 are done and checkpointed; the worker now hangs inside item 2.
+    await eventually(async () => expect(received('/loop-items')).toHaveLength(3));
+    doomed.kill('SIGKILL');
+    await new Promise((resolve) => doomed.once('exit', resolve));
+
+    await startWorker();
+    const run = await acme.settledRun(accepted.body.runId);
+    expect(run.status).toBe('succeeded');
+    const sent = received('/loop-items');
+    expect(sent.map((request) => JSON.parse(request.body))).toEqual([
+      items[0],
+      items[1],
+      items[2],
+      items[2],
+      items[3],
+      items[4],
+    ]);
+    // The item in flight went again with the same idempotency key, so the receiver can drop the repeat.
+    expect(sent.map((request) => request.headers['idempotency-key'])).toEqual(
+      [0, 1, 2, 2, 3, 4].map((index) => `${run.id}.each[${index}].send`),
+    );
+    expect(run.steps.find((step: { key: string }) => step.key === 'each').output.results).toHaveLength(5);
+  });
+
   it('a worker killed between the ERP receipt and the order mark: one ERP receipt, marked after recovery', async () => {
     const world = await refundWorld(acme);
     try {

@@ -49,6 +49,119 @@ describe('flow validation', () => {
       expect(validateFlow(JSON.parse(readFileSync(path.join(dir, file), 'utf8')), options), file).toEqual([]);
   });
 
+  it('compiles a loop: its body is a graph entered from "item", its node ids unique across the flow', async () => {
+    const send = {
+      id: 'send',
+      operation: 'http.request',
+      config: { method: 'POST', url: 'https://x.example/{{ $index }}' },
+    };
+    const loop = (extra: object) => ({
+      id: 'each',
+      operation: 'loop',
+      config: { items: '{{ $input.body.items }}' },
+      nodes: [map, send],
+      ...extra,
+    });
+    const compiled = compileFlow(flow([loop({})], [{ from: 'trigger', to: 'each' }]), options);
+    const spec = compiled.nodes[0].spec as {
+      concurrency: number;
+      onItemFailure: string;
+      body: { entry: string; nodes: { id: string }[] };
+    };
+    expect(spec).toMatchObject({ concurrency: 4, onItemFailure: 'stop', body: { entry: 'item' } });
+    // Without edges, the body's nodes run in the order written.
+    expect(spec.body.nodes.map((node) => node.id)).toEqual(['map', 'send']);
+
+    const problems = (document: object) =>
+      validateFlow(document, options).map(({ path, message }) => `${path} ${message}`);
+    expect(problems(flow([loop({ nodes: undefined })], [{ from: 'trigger', to: 'each' }]))).toEqual([
+      '$.nodes[0] a loop needs nodes: its body, run once per item',
+    ]);
+    expect(
+      problems(
+        flow(
+          [
+            map,
+            loop({
+              config: { items: '$input.body.items', concurrency: 50 },
+              nodes: [{ ...map }, { id: 'inner', operation: 'loop', config: { items: '{{ $item }}' }, nodes: [send] }],
+              edges: [
+                { from: 'item', to: 'map' },
+                { from: 'map', to: 'nowhere' },
+              ],
+            }),
+          ],
+          [
+            { from: 'trigger', to: 'map' },
+            { from: 'map', to: 'each' },
+          ],
+        ),
+      ),
+    ).toEqual(['$.nodes[1].config.concurrency must be <= 20']);
+    expect(
+      problems(
+        flow(
+          [
+            map,
+            loop({
+              config: { items: '$input.body.items' },
+              nodes: [
+                { ...map },
+                { id: 'inner', operation: 'loop', config: { items: '{{ $item }}' }, nodes: [{ ...send, id: 's2' }] },
+                { id: 7 },
+              ],
+            }),
+          ],
+          [
+            { from: 'trigger', to: 'map' },
+            { from: 'map', to: 'each' },
+          ],
+        ),
+      ),
+    ).toEqual([
+      '$.nodes[1].config.items must be a single {{ expression }}',
+      "$.nodes[1].nodes[2].operation must have required property 'operation'",
+      '$.nodes[1].nodes[2].id must be string',
+    ]);
+    expect(
+      problems(
+        flow(
+          [
+            map,
+            loop({
+              config: { items: '$input.body.items' },
+              nodes: [
+                { ...map },
+                { id: 'inner', operation: 'loop', config: { items: '{{ $item }}' }, nodes: [{ ...send, id: 's2' }] },
+                { id: 'import', operation: 'shopify.orders-import-list', config: {} },
+              ],
+              edges: [
+                { from: 'item', to: 'map' },
+                { from: 'map', to: 'nowhere' },
+                { from: 'item', to: 'inner' },
+              ],
+            }),
+            { ...send, nodes: [map] },
+          ],
+          [
+            { from: 'trigger', to: 'map' },
+            { from: 'map', to: 'each' },
+            { from: 'each', to: 'send' },
+          ],
+        ),
+      ),
+    ).toEqual([
+      '$.nodes[1].config.items must be a single {{ expression }}',
+      '$.nodes[1].nodes[0].id duplicates the id of $.nodes[0]',
+      '$.nodes[1].edges[1].to names no node here: nowhere',
+      "$.nodes[1].nodes[2].config.destination must have required property 'destination'",
+      '$.nodes[1].nodes[1].operation a loop cannot be inside a loop',
+      '$.nodes[1].nodes[2].operation shopify.orders-import-list fans out: it runs only at the top of a flow, not in a loop',
+      '$.nodes[1].nodes[2] is not reachable from the item',
+      '$.nodes[2].nodes only a loop has a body of nodes and edges',
+    ]);
+  });
+
   it('accepts the example the API reference shows', () => {
     expect(flowDocumentSchema.examples).toHaveLength(1);
     expect(validateFlow(structuredClone(flowDocumentSchema.examples[0]), options)).toEqual([]);

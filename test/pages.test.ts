@@ -61,6 +61,11 @@ describe('the API reference at /docs, in a headless browser', () => {
     await deprecated.getByRole('link', { name: 'shopify.orders-import-list' }).click();
     expect(page.url()).toMatch(/#operation-shopify\.orders-import-list$/);
     expect(await page.locator('#signature-shopify').innerText()).toContain('X-Shopify-Hmac-Sha256');
+    // The nodes of the language beside them: a loop, its config and its limits.
+    const loop = page.locator('#node-loop');
+    expect(await loop.locator('h3').innerText()).toBe('loop — Loop over items');
+    for (const field of ['items', 'key', 'concurrency', 'onItemFailure', 'At most 10000 items'])
+      expect(await loop.innerText()).toContain(field);
     await page.screenshot({ path: path.join(SHOTS, 'docs.png') });
     await page.close();
   });

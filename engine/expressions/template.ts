@@ -57,8 +57,8 @@ export class TemplateCompiler {
     return constant(value);
   }
 
-  /** An edge condition: must be a whole `{{ predicate }}`. */
-  compilePredicate(source: string, path: string): Expression | undefined {
+  /** A value that must be one whole `{{ expression }}` (an edge condition, a loop's items). */
+  compileWhole(source: string, path: string): Expression | undefined {
     const whole = WHOLE.exec(source.trim());
     if (!whole) {
       this.errors.push(this.error(path, 'must be a single {{ expression }}'));

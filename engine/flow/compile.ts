@@ -3,6 +3,7 @@ import {
   type FieldError,
   SchemaValidator,
   flowDocumentSchema,
+  flowNodeSchema,
   type FlowDocument,
   type ScheduleTriggerConfig,
   type WebhookTriggerConfig,
@@ -10,7 +11,16 @@ import {
 import { type OperationRegistry, ACTION_PREFIX } from '../plugins/index.ts';
 import { type ExpressionSandbox, emptyReferences, type References } from '../expressions/index.ts';
 import { scheduleErrors, compileWebhook, type CompiledWebhook } from '../triggers/index.ts';
-import { type CompiledEdge, type CompiledNode, compileEdge, kindOf, type NodeScope } from '../nodes/index.ts';
+import {
+  type CompiledEdge,
+  type CompiledGraph,
+  type CompiledNode,
+  compileEdge,
+  type EdgeDocument,
+  kindOf,
+  type NodeDocument,
+  type NodeScope,
+} from '../nodes/index.ts';
 
 export type CompiledTrigger =
   | { type: 'webhook'; config: WebhookTriggerConfig; webhook: CompiledWebhook }
@@ -53,7 +63,6 @@ function analyse(input: unknown, options: CompileOptions): { errors: FieldError[
   if (schemaErrors.length > 0) return { errors: schemaErrors };
   const doc = document as FlowDocument;
   const errors: FieldError[] = [];
-  const indexById = new Map<string, number>();
   let trigger: CompiledTrigger | undefined;
   if (doc.trigger.type === 'schedule') {
     trigger = { type: 'schedule', config: doc.trigger.config as ScheduleTriggerConfig };
@@ -65,72 +74,107 @@ function analyse(input: unknown, options: CompileOptions): { errors: FieldError[
     if (compiled.webhook) trigger = { type: 'webhook', config, webhook: compiled.webhook };
   }
 
-  doc.nodes.forEach((node, index) => {
-    if (indexById.has(node.id))
-      errors.push({
-        path: `$.nodes[${index}].id`,
-        message: `duplicates the id of node ${indexById.get(node.id)}`,
-        node: node.id,
-      });
-    else indexById.set(node.id, index);
-  });
+  const compiler = new GraphCompiler(options, errors);
+  const graph = compiler.compile(doc.nodes, doc.edges, '$', TRIGGER);
+  if (errors.length > 0 || !trigger || !graph) return { errors };
+  return { errors, flow: { key: doc.key, trigger, nodes: graph.nodes, references: compiler.references } };
+}
 
-  const references = emptyReferences();
-  const scope = (path: string): NodeScope => ({
-    path,
-    registry: options.registry,
-    sandbox: options.sandbox,
-    errors,
-    references,
-  });
-  const incoming = new Map<string, CompiledEdge[]>(doc.nodes.map((node) => [node.id, []]));
-  doc.edges.forEach((edge, index) => {
-    const path = `$.edges[${index}]`;
-    if (edge.from !== TRIGGER && !indexById.has(edge.from))
-      errors.push({ path: `${path}.from`, message: `names no node: ${edge.from}` });
-    if (!indexById.has(edge.to)) errors.push({ path: `${path}.to`, message: `names no node: ${edge.to}` });
-    incoming.get(edge.to)?.push(compileEdge(edge, scope(path)));
-  });
+const nodeValidator = new SchemaValidator<NodeDocument>(flowNodeSchema, 'node');
 
-  const compiledNodes = new Map<string, CompiledNode>();
-  doc.nodes.forEach((node, index) => {
-    const kind = kindOf(node, options.registry);
-    const spec = kind.compile(node, scope(`$.nodes[${index}]`));
-    if (spec === undefined) return;
-    compiledNodes.set(node.id, {
-      id: node.id,
-      kind,
-      spec,
-      retry: { maxAttempts: node.retry?.maxAttempts ?? 5, backoffMs: node.retry?.backoffMs ?? 1000 },
-      timeoutMs: node.timeoutMs ?? options.defaultTimeoutMs,
-      incoming: incoming.get(node.id) ?? [],
+/** Compiles the flow's graph and the graphs inside its nodes (a loop's body), node ids unique across all. */
+class GraphCompiler {
+  readonly references = emptyReferences();
+  private readonly paths = new Map<string, string>();
+
+  constructor(
+    private readonly options: CompileOptions,
+    private readonly errors: FieldError[],
+  ) {}
+
+  compile(nodes: unknown[], edges: EdgeDocument[], at: string, entry: string): CompiledGraph | undefined {
+    const { errors } = this;
+    const before = errors.length;
+    // The flow's nodes were checked with the document; a body's are checked here.
+    const documents = nodes.filter((node, index) => {
+      if (at === '$') return true;
+      const found = nodeValidator.errors(node, `${at}.nodes[${index}]`);
+      errors.push(...found);
+      return found.length === 0;
+    }) as NodeDocument[];
+    if (errors.length > before) return undefined;
+    const ids = new Set<string>();
+    documents.forEach((node, index) => {
+      const path = `${at}.nodes[${index}]`;
+      const earlier = this.paths.get(node.id);
+      if (earlier !== undefined || node.id === entry)
+        errors.push({
+          path: `${path}.id`,
+          message: earlier === undefined ? `"${entry}" is reserved here` : `duplicates the id of ${earlier}`,
+          node: node.id,
+        });
+      else this.paths.set(node.id, path);
+      ids.add(node.id);
     });
-  });
-  const kinds = new Set([...compiledNodes.values()].map((node) => node.kind));
-  for (const kind of kinds) errors.push(...(kind.checkFlow?.(compiledNodes, doc) ?? []));
-  const order = graphOrder(doc, incoming, errors);
-  if (errors.length > 0 || !trigger) return { errors };
-  return {
-    errors,
-    flow: {
-      key: doc.key,
-      trigger,
-      nodes: order.map((id) => compiledNodes.get(id)!),
-      references,
-    },
-  };
+
+    const incoming = new Map<string, CompiledEdge[]>(documents.map((node) => [node.id, []]));
+    edges.forEach((edge, index) => {
+      const path = `${at}.edges[${index}]`;
+      if (edge.from !== entry && !ids.has(edge.from))
+        errors.push({ path: `${path}.from`, message: `names no node here: ${edge.from}` });
+      if (!ids.has(edge.to)) errors.push({ path: `${path}.to`, message: `names no node here: ${edge.to}` });
+      incoming.get(edge.to)?.push(compileEdge(edge, this.scope(path)));
+    });
+
+    const compiled = new Map<string, CompiledNode>();
+    documents.forEach((node, index) => {
+      const kind = kindOf(node, this.options.registry);
+      const spec = kind.compile(node, this.scope(`${at}.nodes[${index}]`));
+      if (spec === undefined) return;
+      compiled.set(node.id, {
+        id: node.id,
+        kind,
+        spec,
+        retry: { maxAttempts: node.retry?.maxAttempts ?? 5, backoffMs: node.retry?.backoffMs ?? 1000 },
+        timeoutMs: node.timeoutMs ?? this.options.defaultTimeoutMs,
+        incoming: incoming.get(node.id) ?? [],
+      });
+    });
+    for (const kind of new Set([...compiled.values()].map((node) => node.kind)))
+      errors.push(...(kind.checkGraph?.(compiled, documents, at) ?? []));
+    const order = graphOrder(documents, incoming, entry, at, errors);
+    if (errors.length > before) return undefined;
+    return { entry, nodes: order.map((id) => compiled.get(id)!) };
+  }
+
+  private scope(path: string): NodeScope {
+    return {
+      path,
+      registry: this.options.registry,
+      sandbox: this.options.sandbox,
+      errors: this.errors,
+      references: this.references,
+      compileGraph: (nodes, edges, at, entry) => this.compile(nodes, edges, at, entry),
+    };
+  }
 }
 
 /** Topological order (document order among peers); reports cycles and nodes the trigger cannot reach. */
-function graphOrder(doc: FlowDocument, incoming: Map<string, CompiledEdge[]>, errors: FieldError[]): string[] {
+function graphOrder(
+  nodes: NodeDocument[],
+  incoming: Map<string, CompiledEdge[]>,
+  entry: string,
+  at: string,
+  errors: FieldError[],
+): string[] {
   const outgoing = new Map<string, string[]>([
-    [TRIGGER, []],
-    ...doc.nodes.map((node) => [node.id, []] as [string, string[]]),
+    [entry, []],
+    ...nodes.map((node) => [node.id, []] as [string, string[]]),
   ]);
   for (const [to, edges] of incoming) for (const edge of edges) outgoing.get(edge.from)?.push(to);
 
-  const reachable = new Set<string>([TRIGGER]);
-  const stack = [TRIGGER];
+  const reachable = new Set<string>([entry]);
+  const stack = [entry];
   while (stack.length > 0) {
     for (const next of outgoing.get(stack.pop()!) ?? []) {
       if (reachable.has(next)) continue;
@@ -144,7 +188,7 @@ function graphOrder(doc: FlowDocument, incoming: Map<string, CompiledEdge[]>, er
   for (const [to, edges] of incoming) pending.set(to, edges.filter((edge) => reachable.has(edge.from)).length);
 
   const order: string[] = [];
-  const ready = [TRIGGER];
+  const ready = [entry];
   while (ready.length > 0) {
     for (const next of outgoing.get(ready.shift()!) ?? []) {
       const left = pending.get(next)! - 1;
@@ -156,11 +200,11 @@ function graphOrder(doc: FlowDocument, incoming: Map<string, CompiledEdge[]>, er
     }
   }
 
-  doc.nodes.forEach((node, index) => {
+  nodes.forEach((node, index) => {
     if (!reachable.has(node.id))
-      errors.push({ path: `$.nodes[${index}]`, message: 'is not reachable from the trigger', node: node.id });
+      errors.push({ path: `${at}.nodes[${index}]`, message: `is not reachable from the ${entry}`, node: node.id });
     else if (!order.includes(node.id))
-      errors.push({ path: `$.nodes[${index}]`, message: 'is part of a cycle', node: node.id });
+      errors.push({ path: `${at}.nodes[${index}]`, message: 'is part of a cycle', node: node.id });
   });
   return order;
 }

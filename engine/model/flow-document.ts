@@ -114,6 +114,89 @@ export const scheduleTriggerConfigSchema = {
   },
 } as const;
 
+export const flowEdgeSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['from', 'to'],
+  properties: {
+    from: { type: 'string', description: '"trigger" or a node id.' },
+    to: { type: 'string', description: 'A node id.' },
+    when: { type: 'string', description: 'A {{ predicate }}; the edge is followed only when it holds.' },
+  },
+} as const;
+
+export const flowNodeSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['id', 'operation'],
+  properties: {
+    id: {
+      type: 'string',
+      pattern: identifier,
+      not: { const: 'trigger' },
+      description: 'Referenced as $steps.<id>.',
+    },
+    name: { type: 'string', maxLength: 200 },
+    operation: {
+      type: 'string',
+      minLength: 1,
+      description: 'A registered operation (transform, http.request, ...) or action:<name>, a tenant action.',
+    },
+    operationVersion: {
+      type: 'integer',
+      minimum: 1,
+      maximum: 999,
+      description:
+        'The major version of the operation the node runs. Publishing sets it to the newest where it is ' +
+        'absent, so a later breaking version of the operation never changes a published flow.',
+    },
+    config: {
+      type: 'object',
+      default: {},
+      description:
+        "Checked against the operation's config schema; a string that is exactly {{ expression }} is evaluated.",
+    },
+    retry: {
+      type: 'object',
+      additionalProperties: false,
+      description: 'How often a retryable failure is tried again.',
+      properties: {
+        maxAttempts: { type: 'integer', minimum: 1, maximum: 25, default: 5 },
+        backoffMs: {
+          type: 'integer',
+          minimum: 0,
+          maximum: 3_600_000,
+          default: 1000,
+          description: 'First delay; doubles on each retry, with jitter.',
+        },
+      },
+    },
+    timeoutMs: {
+      type: 'integer',
+      minimum: 1,
+      maximum: 900_000,
+      description: "One attempt's deadline; NODE_TIMEOUT_MS when absent.",
+    },
+    nodes: {
+      type: 'array',
+      minItems: 1,
+      maxItems: 50,
+      items: { type: 'object' },
+      description:
+        "A loop's body (operation loop only): nodes of the same form, run once per item. Their ids are unique " +
+        'across the flow.',
+    },
+    edges: {
+      type: 'array',
+      maxItems: 250,
+      items: flowEdgeSchema,
+      description:
+        'The edges of a loop\'s body, from "item" (the item entering it) or one of its nodes. Without them the ' +
+        "body's nodes run one after another, in the order written.",
+    },
+  },
+} as const;
+
 export const flowDocumentSchema = {
   title: 'FlowDocument',
   description: 'A flow: a trigger, then nodes that each run a registered operation, joined by edges.',
@@ -185,75 +268,13 @@ export const flowDocumentSchema = {
       description: 'The steps; each runs one operation (GET /api/v1/low-code-actions/operations lists them).',
       minItems: 1,
       maxItems: 200,
-      items: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['id', 'operation'],
-        properties: {
-          id: {
-            type: 'string',
-            pattern: identifier,
-            not: { const: 'trigger' },
-            description: 'Referenced as $steps.<id>.',
-          },
-          name: { type: 'string', maxLength: 200 },
-          operation: {
-            type: 'string',
-            minLength: 1,
-            description: 'A registered operation (transform, http.request, ...) or action:<name>, a tenant action.',
-          },
-          operationVersion: {
-            type: 'integer',
-            minimum: 1,
-            maximum: 999,
-            description:
-              'The major version of the operation the node runs. Publishing sets it to the newest where it is ' +
-              'absent, so a later breaking version of the operation never changes a published flow.',
-          },
-          config: {
-            type: 'object',
-            default: {},
-            description:
-              "Checked against the operation's config schema; a string that is exactly {{ expression }} is evaluated.",
-          },
-          retry: {
-            type: 'object',
-            additionalProperties: false,
-            description: 'How often a retryable failure is tried again.',
-            properties: {
-              maxAttempts: { type: 'integer', minimum: 1, maximum: 25, default: 5 },
-              backoffMs: {
-                type: 'integer',
-                minimum: 0,
-                maximum: 3_600_000,
-                default: 1000,
-                description: 'First delay; doubles on each retry, with jitter.',
-              },
-            },
-          },
-          timeoutMs: {
-            type: 'integer',
-            minimum: 1,
-            maximum: 900_000,
-            description: "One attempt's deadline; NODE_TIMEOUT_MS when absent.",
-          },
-        },
-      },
+      items: flowNodeSchema,
     },
     edges: {
       type: 'array',
       description: 'Which node runs after which; every node is reachable from the trigger, with no cycles.',
       maxItems: 1000,
-      items: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['from', 'to'],
-        properties: {
-          from: { type: 'string', description: '"trigger" or a node id.' },
-          to: { type: 'string', description: 'A node id.' },
-          when: { type: 'string', description: 'A {{ predicate }}; the edge is followed only when it holds.' },
-        },
-      },
+      items: flowEdgeSchema,
     },
   },
 } as const;

@@ -16,6 +16,7 @@ export {
 export {
   type FlowDocument,
   flowDocumentSchema,
+  flowNodeSchema,
   type ScheduleTriggerConfig,
   type WebhookTriggerConfig,
 } from './flow-document.ts';

@@ -1,15 +1,12 @@
-import type { FlowDocument } from '../model/index.ts';
 import { type Bindings, type Expression, mergeReferences, TemplateCompiler, truthy } from '../expressions/index.ts';
-import type { CompiledEdge, CompiledNode, NodeScope } from './node-kind.ts';
-
-type EdgeDocument = FlowDocument['edges'][number];
+import type { CompiledEdge, CompiledNode, EdgeDocument, NodeScope } from './node-kind.ts';
 
 /** An edge with its condition (a `{{ predicate }}`, if it has one) compiled. */
 export function compileEdge(edge: EdgeDocument, scope: NodeScope): CompiledEdge {
   let when: Expression | undefined;
   if (edge.when !== undefined) {
     const compiler = new TemplateCompiler(scope.sandbox);
-    when = compiler.compilePredicate(edge.when, `${scope.path}.when`);
+    when = compiler.compileWhole(edge.when, `${scope.path}.when`);
     scope.errors.push(...compiler.errors);
     mergeReferences(scope.references, compiler.references);
   }

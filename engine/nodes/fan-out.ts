@@ -1,5 +1,5 @@
-import type { FieldError, FlowDocument } from '../model/index.ts';
-import type { AfterNode, CompiledNode, NodeHost, NodeKind } from './node-kind.ts';
+import type { FieldError } from '../model/index.ts';
+import type { AfterNode, CompiledNode, NodeDocument, NodeHost, NodeKind } from './node-kind.ts';
 import { compileOperation, type OperationSpec, operationKind } from './operation.ts';
 
 /**
@@ -11,12 +11,12 @@ export const fanOutKind: NodeKind<OperationSpec> = {
   name: 'fan-out',
   claims: (node, registry) => registry.get(node.operation, node.operationVersion)?.definition.fanOut === true,
   compile: compileOperation,
-  checkFlow: fanOutErrors,
+  checkGraph: fanOutErrors,
   hasSideEffects: operationKind.hasSideEffects,
   runner: (host) => {
     const step = operationKind.runner(host);
     return {
-      run: (node, bindings, attempt) => step.run(node, bindings, attempt),
+      run: (node, call) => step.run(node, call),
       after: (node) => afterFanOut(host, node),
     };
   },
@@ -35,14 +35,26 @@ function afterFanOut(host: NodeHost, node: CompiledNode<OperationSpec>): AfterNo
 
 /**
  * A fan-out node's tasks start right after it, so nothing may run before it (it follows the trigger
- * directly), and one batch per run means one fan-out node per flow.
+ * directly, not inside a loop), and one batch per run means one fan-out node per flow.
  */
-function fanOutErrors(nodes: ReadonlyMap<string, CompiledNode>, doc: FlowDocument): FieldError[] {
+function fanOutErrors(
+  nodes: ReadonlyMap<string, CompiledNode>,
+  documents: readonly NodeDocument[],
+  at: string,
+): FieldError[] {
   const errors: FieldError[] = [];
   let seen = false;
-  doc.nodes.forEach((node, index) => {
+  documents.forEach((node, index) => {
     const compiled = nodes.get(node.id);
     if (compiled?.kind !== fanOutKind) return;
+    if (at !== '$') {
+      errors.push({
+        path: `${at}.nodes[${index}].operation`,
+        message: `${node.operation} fans out: it runs only at the top of a flow, not in a loop`,
+        node: node.id,
+      });
+      return;
+    }
     if (seen)
       errors.push({
         path: `$.nodes[${index}].operation`,

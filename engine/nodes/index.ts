@@ -3,10 +3,16 @@
  * a node (NodeHost, RunSink), the kinds themselves and edge conditions.
  */
 export { compileEdge, isActivated } from './edges.ts';
-export { kindOf } from './kinds.ts';
+export { kindOf, namedKinds } from './kinds.ts';
+export { MAX_LOOP_ITEMS } from './loop.ts';
 export type {
   CompiledEdge,
+  CompiledGraph,
   CompiledNode,
+  EdgeDocument,
+  GraphOutcome,
+  GraphScope,
+  NodeCall,
   NodeDocument,
   NodeHost,
   NodeKind,

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { FieldError, FlowDocument } from '../model/index.ts';
+import type { ErrorRecord, FieldError, FlowDocument } from '../model/index.ts';
 import type { Bindings, Expression, ExpressionSandbox, References } from '../expressions/index.ts';
 import type { HttpClient } from '../outbound/index.ts';
 import type { ActionRunner, MessageInput, OperationRegistry } from '../plugins/index.ts';
@@ -21,6 +21,12 @@ export interface CompiledEdge {
   when?: Expression;
 }
 
+/** Nodes in the order they run, entered from `entry` (`trigger` for a flow, `item` for a loop's body). */
+export interface CompiledGraph {
+  entry: string;
+  nodes: CompiledNode[];
+}
+
 /** A node ready to run: what every node has, and `spec`, the part its kind compiled. */
 export interface CompiledNode<Spec = unknown> {
   id: string;
@@ -40,7 +46,11 @@ export interface NodeScope {
   readonly errors: FieldError[];
   /** What the flow's expressions read (variables, secrets, platform values), merged across nodes. */
   readonly references: References;
+  /** Compiles a graph inside this node (a loop's body), its node ids unique across the flow. */
+  compileGraph(nodes: unknown[], edges: EdgeDocument[], path: string, entry: string): CompiledGraph | undefined;
 }
+
+export type EdgeDocument = FlowDocument['edges'][number];
 
 /**
  * One kind of node: how it is compiled at publish and how it runs in a pass. The compiler and the
@@ -50,16 +60,28 @@ export interface NodeScope {
 export interface NodeKind<Spec = unknown> {
   /** Shown in errors. */
   readonly name: string;
+  /** For a kind authors name in `operation` (`loop`): what the API reference shows of it. */
+  readonly reference?: NodeKindReference;
   /** Whether this kind compiles the document node; the first kind in `NODE_KINDS` to claim it does. */
   claims(node: NodeDocument, registry: OperationRegistry): boolean;
   /** The node's own part, compiled once; problems go to `scope.errors` (undefined when there are some). */
   compile(node: NodeDocument, scope: NodeScope): Spec | undefined;
-  /** Problems only the whole flow shows, once every node is compiled. */
-  checkFlow?(nodes: ReadonlyMap<string, CompiledNode>, document: FlowDocument): FieldError[];
+  /**
+   * Problems only a whole graph shows, once its nodes are compiled: `at` is the graph's path (`$` for the
+   * flow, `$.nodes[2]` for a loop's body).
+   */
+  checkGraph?(nodes: ReadonlyMap<string, CompiledNode>, documents: readonly NodeDocument[], at: string): FieldError[];
   /** Whether completing the node is a side effect, checkpointed at once (else with the pass's next write). */
   hasSideEffects(spec: Spec): boolean;
   /** What runs this kind's nodes in one pass; made once per pass, when the pass first meets the kind. */
   runner(host: NodeHost): NodeRunner<Spec>;
+}
+
+export interface NodeKindReference {
+  title: string;
+  /** Plain text: what the node does, its output, its limits. */
+  description: string;
+  configSchema: object;
 }
 
 /** How a pass goes on after a node: to the nodes after it, or to the run's end (succeeded). */
@@ -70,10 +92,37 @@ export interface NodeRunner<Spec> {
    * Runs the node once: its output, or a thrown error whose kind (retryable, permanent, later) the pass
    * turns into a retry, a wait or the run's failure.
    */
-  run(node: CompiledNode<Spec>, bindings: Bindings, attempt: number): Promise<unknown>;
+  run(node: CompiledNode<Spec>, call: NodeCall): Promise<unknown>;
   /** Once the node is done (in this pass or an earlier one): whether the pass goes on to the next nodes. */
   after?(node: CompiledNode<Spec>): AfterNode;
 }
+
+/** Where a graph's nodes run: the prefix of their step keys and what their expressions see. */
+export interface GraphScope {
+  /** `''` for the flow; `each[3].` for the fourth item of loop `each` (or `each[<key>].`). */
+  readonly prefix: string;
+  /** `$steps`: the outputs of the nodes done so far, this graph's and those around it. */
+  readonly outputs: Record<string, unknown>;
+  readonly bindings: Bindings;
+}
+
+/** One call of a node's runner. */
+export interface NodeCall {
+  readonly scope: GraphScope;
+  /** The node's step key, unique in the run: its id after its scope's prefix. */
+  readonly key: string;
+  readonly attempt: number;
+}
+
+/** How a graph's walk ended. */
+export type GraphOutcome =
+  /** Every activated node is done; `last` is the output of the last one that ran. */
+  | { kind: 'done'; last: unknown }
+  /** A node stopped the walk (a filter): the run (or the loop's item) ends with that status. */
+  | { kind: 'stopped'; status: 'filtered' | 'skipped' | 'cancelled' }
+  | { kind: 'failed'; error: ErrorRecord }
+  /** A node waits (a retry, or a "later"): the pass ends, and a later one goes on from the checkpoints. */
+  | { kind: 'wait'; delayMs: number; error: ErrorRecord };
 
 /**
  * What a pass (RunPass, the run's lifecycle) lends the node it runs: the run and its input, the
@@ -82,6 +131,7 @@ export interface NodeRunner<Spec> {
 export interface NodeHost {
   readonly run: Run;
   readonly input: MessageInput;
+  /** The flow's scope: `$steps` of its top-level nodes. */
   readonly outputs: Record<string, unknown>;
   readonly sink: RunSink;
   /** Outbound HTTP on sockets of this run's tenant only. */
@@ -96,8 +146,10 @@ export interface NodeHost {
     keyring: Keyring;
     logger: Logger;
   };
-  /** A named step of `node`, run once per run: its result is checkpointed and handed back on later passes. */
-  subStep<T>(node: CompiledNode, name: string, fn: () => Promise<T>): Promise<T>;
+  /** A named step of the node called, run once per run: its result is checkpointed and handed back later. */
+  subStep<T>(call: NodeCall, node: CompiledNode, name: string, fn: () => Promise<T>): Promise<T>;
+  /** Walks a graph (a loop item's body) in a scope of its own, with the pass's checkpoints, retries and waits. */
+  runGraph(graph: CompiledGraph, scope: GraphScope): Promise<GraphOutcome>;
   /** The pass's logger (tenant, flow and run named). */
   log(): Logger;
   /** What nodes log for the run's Logs, saved with the pass's next checkpoint. */

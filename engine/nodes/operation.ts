@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { type FieldError, fieldErrors, permanent, retryable } from '../model/index.ts';
-import { type Bindings, mergeReferences, type Template, TemplateCompiler } from '../expressions/index.ts';
+import { mergeReferences, type Template, TemplateCompiler } from '../expressions/index.ts';
 import {
   StopSignal,
   type BatchHandle,
@@ -10,7 +10,7 @@ import {
   type RegisteredOperation,
 } from '../plugins/index.ts';
 import type { SecretRedactor } from '../secrets/index.ts';
-import type { CompiledNode, NodeDocument, NodeHost, NodeKind, NodeRunner, NodeScope } from './node-kind.ts';
+import type { CompiledNode, NodeCall, NodeDocument, NodeHost, NodeKind, NodeRunner, NodeScope } from './node-kind.ts';
 import type { Window } from './run-sink.ts';
 
 /** An operation node: the registered operation (at its major version) and its config's template. */
@@ -32,6 +32,9 @@ export const operationKind: NodeKind<OperationSpec> = {
 
 export function compileOperation(node: NodeDocument, scope: NodeScope): OperationSpec | undefined {
   const { path, registry, errors } = scope;
+  for (const part of ['nodes', 'edges'] as const)
+    if (node[part] !== undefined)
+      errors.push({ path: `${path}.${part}`, message: 'only a loop has a body of nodes and edges', node: node.id });
   const operation = registry.get(node.operation, node.operationVersion);
   if (!operation) {
     const majors = registry.majors(node.operation);
@@ -87,10 +90,13 @@ class OperationStep implements NodeRunner<OperationSpec> {
 
   constructor(private readonly host: NodeHost) {}
 
-  async run(node: OperationNode, bindings: Bindings, attempt: number): Promise<unknown> {
+  async run(node: OperationNode, call: NodeCall): Promise<unknown> {
     const { shutdown } = this.host;
     const { operation } = node.spec;
-    const config = operation.config.validate(await node.spec.config.evaluate(bindings), `$.nodes.${node.id}.config`);
+    const config = operation.config.validate(
+      await node.spec.config.evaluate(call.scope.bindings),
+      `$.nodes.${node.id}.config`,
+    );
     // The abort signal is made only for operations that ask for it (an AbortController is not free).
     let controller: AbortController | undefined;
     const abortOnShutdown = () => controller?.abort(shutdown.reason);
@@ -112,7 +118,7 @@ class OperationStep implements NodeRunner<OperationSpec> {
     });
     try {
       const { definition } = operation;
-      const ctx = this.context(node, config, attempt, signal);
+      const ctx = this.context(node, call, config, signal);
       // A dry run sends nothing: a side-effecting operation describes what it would send, if it can.
       const work =
         this.host.sink.mode === 'dry-run' && definition.sideEffects
@@ -129,8 +135,8 @@ class OperationStep implements NodeRunner<OperationSpec> {
 
   private context(
     node: OperationNode,
+    call: NodeCall,
     config: unknown,
-    attempt: number,
     signal: () => AbortSignal,
   ): OperationContext<unknown> {
     const { host } = this;
@@ -140,7 +146,7 @@ class OperationStep implements NodeRunner<OperationSpec> {
     return {
       config,
       input: host.input,
-      steps: host.outputs,
+      steps: call.scope.outputs,
       // Created on first use: most operations never log.
       get logger() {
         return (logger ??= host.runLog.wrap(options.logger, () => host.log().child({ nodeId: node.id }), node.id));
@@ -148,21 +154,21 @@ class OperationStep implements NodeRunner<OperationSpec> {
       get signal() {
         return signal();
       },
-      idempotencyKey: `${run.id}.${node.id}`,
+      idempotencyKey: `${run.id}.${call.key}`,
       http: host.http,
       tenantId: run.tenantId,
       flowId: run.flowId,
       runId: run.id,
       nodeId: node.id,
-      attempt,
+      attempt: call.attempt,
       step: (name, fn) => {
         const refused = stepNameRefusal(name, stepNames);
         if (refused) return Promise.reject(permanent(`ctx.step("${name}") in node ${node.id}: ${refused}`));
         stepNames.add(name);
-        return host.subStep(node, name, fn);
+        return host.subStep(call, node, name, fn);
       },
       destination: (name) => this.destination(name),
-      batch: (window) => this.batch(node, window),
+      batch: (window) => this.batch(call, node, window),
       action: (name, input, version) =>
         options.actions.run(run.tenantId, name, version, input, `$.nodes.${node.id}.config`),
       dataSpaces: {
@@ -179,9 +185,9 @@ class OperationStep implements NodeRunner<OperationSpec> {
     };
   }
 
-  private async batch(node: OperationNode, window: Window): Promise<BatchHandle> {
+  private async batch(call: NodeCall, node: OperationNode, window: Window): Promise<BatchHandle> {
     const { sink, run } = this.host;
-    const { id } = await this.host.subStep(node, 'batch', async () => ({
+    const { id } = await this.host.subStep(call, node, 'batch', async () => ({
       id: await sink.createBatch(run, node.id, window),
     }));
     return {

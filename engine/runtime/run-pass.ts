@@ -15,8 +15,12 @@ import { StopSignal, type MessageInput } from '../plugins/index.ts';
 import { SecretRedactor } from '../secrets/index.ts';
 import type { Run, RunOutcome, RunState, Step, TerminalRunStatus } from '../store/index.ts';
 import {
+  type CompiledGraph,
   type CompiledNode,
+  type GraphOutcome,
+  type GraphScope,
   isActivated,
+  type NodeCall,
   type NodeHost,
   type NodeKind,
   type NodeRunner,
@@ -93,32 +97,56 @@ export class RunPass implements NodeHost {
       lookup: this.lookup,
       [TENANT]: this.state.run.tenantId,
     };
-    const done = new Set<string>([TRIGGER]);
-    const last = this.flow.nodes[this.flow.nodes.length - 1];
-    for (const node of this.flow.nodes) {
+    const outcome = await this.runGraph(
+      { entry: TRIGGER, nodes: this.flow.nodes },
+      { prefix: '', outputs: this.outputs, bindings },
+    );
+    switch (outcome.kind) {
+      case 'done':
+        return this.end({ status: 'succeeded', error: null });
+      case 'stopped':
+        return this.end({ status: outcome.status, error: null });
+      case 'failed':
+        this.log().warn({ nodeId: outcome.error.node, error: outcome.error }, 'run failed');
+        return this.end({ status: 'failed', error: outcome.error });
+      case 'wait':
+        await this.save({ status: 'waiting', error: outcome.error });
+        return { kind: 'wait', delayMs: outcome.delayMs, reason: outcome.error.message };
+    }
+  }
+
+  async runGraph(graph: CompiledGraph, scope: GraphScope): Promise<GraphOutcome> {
+    const done = new Set<string>([graph.entry]);
+    const last = graph.nodes[graph.nodes.length - 1];
+    // After the flow's last node, the run's end records its checkpoint; a loop item's last node has its own.
+    const endsRun = scope.prefix === '';
+    let output: unknown;
+    for (const node of graph.nodes) {
       let activated: boolean;
       try {
-        activated = await isActivated(node, done, bindings);
+        activated = await isActivated(node, done, scope.bindings);
       } catch (thrown) {
         // An edge condition that cannot be evaluated is a fault of the flow: retrying evaluates it the same way.
         const error = this.redactError(toOperationError(thrown));
-        return this.end({ status: 'failed', error: { ...toErrorRecord(error), kind: 'permanent', node: node.id } });
+        return { kind: 'failed', error: { ...toErrorRecord(error), kind: 'permanent', node: node.id } };
       }
       if (!activated) continue;
-      const checkpoint = this.checkpoints.get(node.id);
+      const key = scope.prefix + node.id;
+      const checkpoint = this.checkpoints.get(key);
       if (checkpoint?.status !== 'succeeded') {
-        const outcome = await this.runNode(node, bindings, checkpoint);
+        const outcome = await this.runNode(node, scope, key, checkpoint);
         if (outcome) return outcome;
       } else {
-        this.outputs[node.id] = checkpoint.output;
+        scope.outputs[node.id] = checkpoint.output;
       }
       done.add(node.id);
-      if (this.runner(node).after?.(node) === 'end') return this.end({ status: 'succeeded', error: null });
+      output = scope.outputs[node.id];
+      if (this.runner(node).after?.(node) === 'end') return { kind: 'done', last: output };
       if (checkpoint?.status === 'succeeded') continue;
-      // A side effect is recorded before anything else happens; after the last node, the run's end records it.
-      if (node.kind.hasSideEffects(node.spec) && node !== last) await this.save();
+      // A side effect is recorded before anything else happens.
+      if (node.kind.hasSideEffects(node.spec) && !(endsRun && node === last)) await this.save();
     }
-    return this.end({ status: 'succeeded', error: null });
+    return { kind: 'done', last: output };
   }
 
   /** `$lookup(space, key)`: a document's value from a data space (undefined when absent), read once per pass. */
@@ -137,18 +165,19 @@ export class RunPass implements NodeHost {
     return found;
   };
 
-  /** Runs one node; returns an outcome when the pass must end here. */
+  /** Runs one node; returns an outcome when the graph's walk must end here. */
   private async runNode(
     node: CompiledNode,
-    bindings: Bindings,
+    scope: GraphScope,
+    key: string,
     checkpoint: Step | undefined,
-  ): Promise<PassOutcome | undefined> {
+  ): Promise<GraphOutcome | undefined> {
     const startedAt = new Date().toISOString();
     const failuresSoFar = checkpoint?.status === 'waiting' ? checkpoint.attempts : 0;
     const attempt = failuresSoFar + 1;
     const step = (status: Step['status'], attempts: number, output: unknown, error: ErrorRecord | null): Step => ({
       runId: this.state.run.id,
-      key: node.id,
+      key,
       nodeId: node.id,
       status,
       attempts,
@@ -157,72 +186,66 @@ export class RunPass implements NodeHost {
       startedAt,
       finishedAt: new Date().toISOString(),
     });
+    const fail = (record: ErrorRecord): GraphOutcome => {
+      this.unsaved.push(step('failed', attempt, null, record));
+      return { kind: 'failed', error: record };
+    };
 
     let result: unknown;
     try {
-      result = await this.runner(node).run(node, bindings, attempt);
+      result = await this.runner(node).run(node, { scope, key, attempt });
     } catch (thrown) {
       const error = this.redactError(toOperationError(thrown));
       const record: ErrorRecord = { ...toErrorRecord(error), node: node.id };
       if (error.kind === 'later') {
         this.unsaved.push(step('waiting', failuresSoFar, null, record));
-        return this.wait(record, error.retryAfterMs ?? LATER_DEFAULT_MS, error.message);
+        return { kind: 'wait', delayMs: this.delay(error.retryAfterMs ?? LATER_DEFAULT_MS), error: record };
       }
       if (error.kind === 'retryable' && attempt < node.retry.maxAttempts) {
         this.unsaved.push(step('waiting', attempt, null, record));
-        return this.wait(
-          record,
-          Math.max(error.retryAfterMs ?? 0, backoff(node.retry.backoffMs, attempt)),
-          error.message,
-        );
+        const delayMs = Math.max(error.retryAfterMs ?? 0, backoff(node.retry.backoffMs, attempt));
+        return { kind: 'wait', delayMs: this.delay(delayMs), error: record };
       }
-      const final =
+      return fail(
         error.kind === 'retryable'
           ? { ...record, message: `gave up after ${attempt} attempts: ${record.message}` }
-          : record;
-      this.unsaved.push(step('failed', attempt, null, final));
-      this.log().warn({ nodeId: node.id, error: final }, 'run failed');
-      return this.end({ status: 'failed', error: final });
+          : record,
+      );
     }
 
     if (result instanceof StopSignal) {
       this.unsaved.push(step(result.status, attempt, { reason: result.reason }, null));
-      return this.end({ status: result.status, error: null });
+      return { kind: 'stopped', status: result.status };
     }
     // An output that cannot be stored fails the same way on every try: the node fails at once.
     let stored: { text: string; value: unknown };
     try {
       stored = storableJson(this.redactor.redact(result ?? null));
     } catch (thrown) {
-      return this.failNode(step, attempt, node, `output cannot be stored: ${toOperationError(thrown).message}`);
+      return fail({
+        kind: 'permanent',
+        message: `output cannot be stored: ${toOperationError(thrown).message}`,
+        node: node.id,
+      });
     }
-    const { text, value: output } = stored;
-    const size = Buffer.byteLength(text);
+    const size = Buffer.byteLength(stored.text);
     if (size > this.options.maxOutputBytes)
-      return this.failNode(
-        step,
-        attempt,
-        node,
-        `output of ${size} bytes exceeds the limit of ${this.options.maxOutputBytes}`,
-      );
-    this.unsaved.push(step('succeeded', attempt, output, null));
-    this.outputs[node.id] = output;
+      return fail({
+        kind: 'permanent',
+        message: `output of ${size} bytes exceeds the limit of ${this.options.maxOutputBytes}`,
+        node: node.id,
+      });
+    this.unsaved.push(step('succeeded', attempt, stored.value, null));
+    scope.outputs[node.id] = stored.value;
     return undefined;
   }
 
-  private failNode(
-    step: (status: Step['status'], attempts: number, output: unknown, error: ErrorRecord | null) => Step,
-    attempt: number,
-    node: CompiledNode,
-    message: string,
-  ) {
-    const record: ErrorRecord = { kind: 'permanent', message, node: node.id };
-    this.unsaved.push(step('failed', attempt, null, record));
-    return this.end({ status: 'failed', error: record });
+  private delay(ms: number): number {
+    return Math.min(Math.max(0, ms), this.options.maxRetryDelayMs);
   }
 
-  async subStep<T>(node: CompiledNode, name: string, fn: () => Promise<T>): Promise<T> {
-    const key = `${node.id}/${name}`;
+  async subStep<T>(call: NodeCall, node: CompiledNode, name: string, fn: () => Promise<T>): Promise<T> {
+    const key = `${call.key}/${name}`;
     const done = this.checkpoints.get(key);
     if (done?.status === 'succeeded') return done.output as T;
     const startedAt = new Date().toISOString();
@@ -260,11 +283,6 @@ export class RunPass implements NodeHost {
 
   private async save(outcome?: RunOutcome) {
     await this.sink.save(this.state.run, this.unsaved.splice(0), outcome, this.recorder?.take() ?? []);
-  }
-
-  private async wait(error: ErrorRecord, delayMs: number, reason: string): Promise<PassOutcome> {
-    await this.save({ status: 'waiting', error });
-    return { kind: 'wait', delayMs: Math.min(Math.max(0, delayMs), this.options.maxRetryDelayMs), reason };
   }
 
   private async end(outcome: RunOutcome & { status: TerminalRunStatus }): Promise<PassOutcome> {

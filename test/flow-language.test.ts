@@ -1,0 +1,148 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_LOOP_ITEMS } from '../engine/nodes/loop.ts';
+import { sendWebhook, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
+import { Receiver } from './support/receiver.ts';
+
+// The flow language's nodes, in the embedded mode (PGlite store, API and worker in one process).
+let env: TestPlatform;
+let acme: ApiClient;
+let sink: Receiver;
+
+const example = (file: string) =>
+  JSON.parse(readFileSync(path.resolve(import.meta.dirname, '../flows', file), 'utf8')) as Record<string, any>;
+
+beforeAll(async () => {
+  env = await startTestPlatform('pglite');
+  acme = await env.tenant('acme');
+  sink = await new Receiver().start();
+  // As a user would: the flow reads its sink from a global variable set over the API.
+  await acme.call('PUT', '/api/v1/global-variables/SINK_URL', { value: sink.url });
+});
+afterAll(async () => {
+  await sink?.close();
+  await env?.close();
+});
+
+const received = (url: string) => sink.requests.filter((request) => request.url === url);
+const skus = (...names: string[]) => names.map((sku) => ({ sku }));
+const bodies = (url: string) => received(url).map((request) => JSON.parse(request.body));
+
+/** The each-item example with its loop's config changed, published under another key. */
+function eachItem(key: string, config: object, send: object = {}) {
+  const document = example('each-item.json');
+  const loop = document.nodes[0];
+  loop.config = { ...loop.config, ...config };
+  loop.nodes[0] = { ...loop.nodes[0], ...send };
+  return { ...document, key };
+}
+
+describe('a loop over items', () => {
+  it('flows/each-item.json POSTs every item once, two at a time, and outputs the answers in order', async () => {
+    await acme.publish(example('each-item.json'));
+    sink.slow('/items', 30);
+    const items = [1, 2, 3, 4, 5, 6, 7].map((n) => ({ sku: `sku-${n}`, quantity: n }));
+    const accepted = await sendWebhook(env.url, 'acme', 'each-item', { items });
+    expect(accepted.status).toBe(202);
+    const run = await acme.settledRun(accepted.body.runId);
+    expect(run.status).toBe('succeeded');
+
+    expect(bodies('/items').sort((a, b) => a.quantity - b.quantity)).toEqual(items);
+    expect(sink.maxConcurrent('/items')).toBeLessThanOrEqual(2);
+    // Each item's side effect has its own idempotency key, and its own checkpoint.
+    expect(
+      received('/items')
+        .map((request) => request.headers['idempotency-key'])
+        .sort(),
+    ).toEqual(items.map((_, index) => `${run.id}.each[${index}].send`).sort());
+    const loop = run.steps.find((step: { key: string }) => step.key === 'each');
+    expect(loop.output.failed).toEqual([]);
+    expect(loop.output.results.map((result: any) => result.body.received)).toEqual(items);
+    expect(run.steps.filter((step: { nodeId: string }) => step.nodeId === 'send')).toHaveLength(items.length);
+  });
+
+  it('continue: the items that fail are listed and the others still go; stop: the first failure fails the node', async () => {
+    sink.slow('/items', 0);
+    await acme.publish(eachItem('each-continue', { concurrency: 1 }));
+    sink.script({ status: 200 }, { status: 422, body: { error: 'bad sku' } });
+    const going = await sendWebhook(env.url, 'acme', 'each-continue', { items: skus('a', 'b', 'c') });
+    const run = await acme.settledRun(going.body.runId);
+    expect(run.status).toBe('succeeded');
+    const loop = run.steps.find((step: { key: string }) => step.key === 'each');
+    // A scripted answer has no body: the results are told apart by status.
+    expect(loop.output.results.map((result: any) => result?.status ?? null)).toEqual([200, null, 200]);
+    expect(loop.output.failed).toEqual([
+      { index: 1, error: expect.objectContaining({ kind: 'permanent', node: 'send' }) },
+    ]);
+
+    await acme.publish(eachItem('each-stop', { concurrency: 1, onItemFailure: 'stop' }));
+    sink.script({ status: 200 }, { status: 422, body: { error: 'bad sku' } });
+    const before = received('/items').length;
+    const stopping = await sendWebhook(env.url, 'acme', 'each-stop', { items: skus('d', 'e', 'f') });
+    const stopped = await acme.settledRun(stopping.body.runId);
+    expect(stopped.status).toBe('failed');
+    expect(stopped.error).toMatchObject({ kind: 'permanent', node: 'each' });
+    expect(stopped.error.message).toMatch(/^item 1 failed at node send: /);
+    // The item after the failed one never started.
+    expect(
+      received('/items')
+        .slice(before)
+        .map((request) => JSON.parse(request.body)),
+    ).toEqual(skus('d', 'e'));
+  });
+
+  it('an item whose call fails for now is retried alone, without holding up the next: no item is sent again', async () => {
+    await acme.publish(eachItem('each-retry', { concurrency: 1 }));
+    sink.script({ status: 200 }, { status: 503 }, { status: 200 }, { status: 200 });
+    const before = received('/items').length;
+    const accepted = await sendWebhook(env.url, 'acme', 'each-retry', { items: skus('g', 'h', 'i') });
+    const run = await acme.settledRun(accepted.body.runId);
+    expect(run.status).toBe('succeeded');
+    const sent = received('/items').slice(before);
+    expect(sent.map((request) => JSON.parse(request.body))).toEqual(skus('g', 'h', 'i', 'h'));
+    expect(sent.map((request) => request.headers['idempotency-key'])).toEqual([
+      `${run.id}.each[0].send`,
+      `${run.id}.each[1].send`,
+      `${run.id}.each[2].send`,
+      `${run.id}.each[1].send`,
+    ]);
+    expect(run.steps.find((step: { key: string }) => step.key === 'each[1].send')).toMatchObject({
+      status: 'succeeded',
+      attempts: 2,
+    });
+  });
+
+  it('keys items by an expression, and refuses a list whose keys repeat', async () => {
+    await acme.publish(eachItem('each-keyed', { key: '{{ $item.sku }}', concurrency: 1 }));
+    const accepted = await sendWebhook(env.url, 'acme', 'each-keyed', { items: [{ sku: 'A-1' }, { sku: 'B-2' }] });
+    const run = await acme.settledRun(accepted.body.runId);
+    expect(run.status).toBe('succeeded');
+    expect(run.steps.map((step: { key: string }) => step.key)).toEqual(['each[A-1].send', 'each[B-2].send', 'each']);
+    expect(
+      received('/items')
+        .slice(-2)
+        .map((request) => request.headers['idempotency-key']),
+    ).toEqual([`${run.id}.each[A-1].send`, `${run.id}.each[B-2].send`]);
+
+    const repeated = await sendWebhook(env.url, 'acme', 'each-keyed', { items: [{ sku: 'A' }, { sku: 'A' }] });
+    const refused = await acme.settledRun(repeated.body.runId);
+    expect(refused).toMatchObject({ status: 'failed', error: { kind: 'permanent', node: 'each' } });
+    expect(refused.error.message).toBe("key of item 1 repeats an earlier item's: A");
+  });
+
+  it(`fails a loop over more than ${MAX_LOOP_ITEMS} items, or over something that is not a list, at once`, async () => {
+    await acme.publish(eachItem('each-limits', {}));
+    const before = received('/items').length;
+    const tooMany = await sendWebhook(env.url, 'acme', 'each-limits', { items: new Array(MAX_LOOP_ITEMS + 1).fill(0) });
+    const notList = await sendWebhook(env.url, 'acme', 'each-limits', { items: { a: 1 } });
+    const many = await acme.settledRun(tooMany.body.runId);
+    const object = await acme.settledRun(notList.body.runId);
+    expect(many).toMatchObject({ status: 'failed', attempts: 1, error: { kind: 'permanent', node: 'each' } });
+    expect(many.error.message).toBe(
+      `items has ${MAX_LOOP_ITEMS + 1} items, over the limit of ${MAX_LOOP_ITEMS} per loop`,
+    );
+    expect(object.error.message).toBe('items must be a list: {{ $input.body.items }} gave an object');
+    expect(received('/items').length).toBe(before);
+  });
+});
