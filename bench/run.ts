@@ -9,7 +9,8 @@
  * (bench/expressions.ts).
  * (f) noisy neighbours: one tenant's end-to-end latency alone and while another floods (bench/fairness.ts).
  * (g) big bodies: the same, and the event loop, while another tenant sends 1 MB bodies (bench/fairness.ts).
- * BENCH_ONLY=footprint|intake|engine|refund|import|expressions|fairness|big-bodies runs one part.
+ * (h) loops: items/s through a 1,000-item loop beside the same calls as 1,000 webhooks (bench/loop.ts).
+ * BENCH_ONLY=footprint|intake|engine|refund|import|expressions|fairness|big-bodies|loop runs one part.
  * Needs Redis and PostgreSQL as for `npm test`. Prints a JSON line and a markdown table.
  */
 import http from 'node:http';
@@ -25,6 +26,7 @@ import { measureExpressions } from './expressions.ts';
 import { measureBigBodiesPart, measureFairness } from './fairness.ts';
 import { cpuWindow } from './cpu.ts';
 import { measureFootprint } from './footprint.ts';
+import { measureLoop } from './loop.ts';
 import { cleanup, isolation, memoryMb, POSTGRES_URL, REDIS_URL, settledRssMb, start, stop } from './processes.ts';
 
 const INTAKE_SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -120,6 +122,7 @@ async function main() {
   if (!only || only === 'import') await measureImport(results);
   if (!only || only === 'fairness') await measureFairness(results);
   if (!only || only === 'big-bodies') await measureBigBodiesPart(results);
+  if (!only || only === 'loop') await measureLoop(results);
   await receiver.close();
   report(results);
 }
@@ -366,6 +369,16 @@ function report(results: Record<string, unknown>) {
       ),
     );
   }
+  const loop = results.loop as any;
+  if (loop)
+    rows.push(
+      tableRow(
+        `loop: ${loop.items} items of one run, ${loop.loopConcurrency} at a time, items/s`,
+        `${loop.loopItemsPerSecond}`,
+        `the same calls as ${loop.items} webhooks: ${loop.webhookRunsPerSecond} runs/s`,
+        loop.ratio,
+      ),
+    );
   console.log(`\n${rows.join('\n')}\n`);
 }
 

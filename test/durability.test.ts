@@ -116,6 +116,8 @@ describe('durability', () => {
       ],
       edges: [{ from: 'trigger', to: 'each' }],
     });
+    // The only worker: the one killed holds the run.
+    await stopWorkers();
     const doomed = await startWorker();
     const items = [0, 1, 2, 3, 4].map((n) => ({ n }));
     const accepted = await sendWebhook(env.url, 'acme', 'crash-loop', { items });
@@ -141,6 +143,36 @@ describe('durability', () => {
       [0, 1, 2, 2, 3, 4].map((index) => `${run.id}.each[${index}].send`),
     );
     expect(run.steps.find((step: { key: string }) => step.key === 'each').output.results).toHaveLength(5);
+  });
+
+  it('a run waiting while its worker is killed goes on after the wait with the next worker, once', async () => {
+    await stopWorkers();
+    await acme.publish({
+      key: 'wait-restart',
+      name: 'wait-restart',
+      trigger: { type: 'webhook' },
+      nodes: [{ id: 'pause', operation: 'wait', config: { for: '3s' } }, post('after', '/after-restart')],
+      edges: [
+        { from: 'trigger', to: 'pause' },
+        { from: 'pause', to: 'after' },
+      ],
+    });
+    const doomed = await startWorker();
+    const accepted = await sendWebhook(env.url, 'acme', 'wait-restart', { id: 5 });
+    await eventually(async () =>
+      expect((await acme.call('GET', `/api/v1/runs/${accepted.body.runId}`)).body.status).toBe('waiting'),
+    );
+    doomed.kill('SIGKILL');
+    await new Promise((resolve) => doomed.once('exit', resolve));
+
+    await startWorker();
+    const run = await acme.settledRun(accepted.body.runId);
+    expect(run.status).toBe('succeeded');
+    expect(received('/after-restart')).toHaveLength(1);
+    // The wait was not started again by the new worker: it ends when the first pass said.
+    const { until } = run.steps.find((step: { key: string }) => step.key === 'pause').output;
+    expect(received('/after-restart')[0].receivedAt).toBeGreaterThanOrEqual(Date.parse(until));
+    expect(run.steps.filter((step: { key: string }) => step.key === 'pause/due')).toHaveLength(1);
   });
 
   it('a worker killed between the ERP receipt and the order mark: one ERP receipt, marked after recovery', async () => {

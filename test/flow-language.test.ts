@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_LOOP_ITEMS } from '../engine/nodes/loop.ts';
-import { sendWebhook, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
+import { eventually, sendWebhook, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
 import { Receiver } from './support/receiver.ts';
 
 // The flow language's nodes, in the embedded mode (PGlite store, API and worker in one process).
@@ -144,5 +144,56 @@ describe('a loop over items', () => {
     );
     expect(object.error.message).toBe('items must be a list: {{ $input.body.items }} gave an object');
     expect(received('/items').length).toBe(before);
+  });
+});
+
+describe('a wait', () => {
+  const waitThenSend = (key: string, config: object) => ({
+    key,
+    name: key,
+    trigger: { type: 'webhook' },
+    nodes: [
+      { id: 'pause', operation: 'wait', config },
+      {
+        id: 'send',
+        operation: 'http.request',
+        config: { method: 'POST', url: '{{ $vars.SINK_URL }}/after-wait', body: '{{ $steps.pause }}' },
+      },
+    ],
+    edges: [
+      { from: 'trigger', to: 'pause' },
+      { from: 'pause', to: 'send' },
+    ],
+  });
+
+  it('pauses the run, waiting and holding no worker, then goes on once the time has come', async () => {
+    await acme.publish(waitThenSend('wait-for', { for: '{{ $input.body.pause }}' }));
+    const accepted = await sendWebhook(env.url, 'acme', 'wait-for', { pause: '2s' });
+    const waiting = await eventually(async () => {
+      const run = (await acme.call('GET', `/api/v1/runs/${accepted.body.runId}`)).body;
+      if (run.status !== 'waiting') throw new Error(`run is ${run.status}`);
+      return run;
+    });
+    expect(waiting.error).toMatchObject({ kind: 'later', node: 'pause' });
+    expect(waiting.error.message).toMatch(/^waits until \d{4}-/);
+    const run = await acme.settledRun(accepted.body.runId);
+    expect(run.status).toBe('succeeded');
+    const { until } = run.steps.find((step: { key: string }) => step.key === 'pause').output;
+    const [sent] = received('/after-wait');
+    expect(JSON.parse(sent.body)).toEqual({ until });
+    // Nothing after the wait happened before the time it names.
+    expect(sent.receivedAt).toBeGreaterThanOrEqual(Date.parse(until));
+  });
+
+  it('does not wait for a time already passed, and fails at once on a value that is not a time', async () => {
+    await acme.publish(waitThenSend('wait-until', { until: '{{ $input.body.at }}' }));
+    const passed = await sendWebhook(env.url, 'acme', 'wait-until', { at: '2020-01-01T00:00:00Z' });
+    expect(await acme.settledRun(passed.body.runId)).toMatchObject({ status: 'succeeded', attempts: 1 });
+    const bad = await sendWebhook(env.url, 'acme', 'wait-until', { at: 'tomorrow' });
+    const failed = await acme.settledRun(bad.body.runId);
+    expect(failed).toMatchObject({ status: 'failed', attempts: 1, error: { kind: 'permanent', node: 'pause' } });
+    expect(failed.error.message).toBe(
+      'until must be an ISO 8601 time with its offset, such as "2026-12-01T09:00:00Z": it is "tomorrow"',
+    );
   });
 });

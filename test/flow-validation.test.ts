@@ -162,6 +162,26 @@ describe('flow validation', () => {
     ]);
   });
 
+  it('checks a wait: one of for and until, a duration or a time it understands, within the limit', () => {
+    const wait = (config: object) =>
+      flow([{ id: 'pause', operation: 'wait', config }], [{ from: 'trigger', to: 'pause' }]);
+    const problems = (config: object) =>
+      validateFlow(wait(config), options).map(({ path, message }) => `${path} ${message}`);
+    expect(problems({ for: '90s' })).toEqual([]);
+    expect(problems({ until: '{{ $input.body.at }}' })).toEqual([]);
+    expect(problems({})).toEqual(['$.nodes[0].config must NOT have fewer than 1 properties']);
+    expect(problems({ for: '5s', until: '2026-01-01T00:00:00Z' })).toEqual([
+      '$.nodes[0].config must NOT have more than 1 properties',
+    ]);
+    expect(problems({ for: '5 minutes' })).toEqual([
+      '$.nodes[0].config for must be a duration such as "90s", "15m", "2h" or "3d": it is "5 minutes"',
+    ]);
+    expect(problems({ for: '31d' })).toEqual(['$.nodes[0].config waits more than the limit of 30 days']);
+    expect(problems({ until: '2026-12-01 09:00' })).toEqual([
+      '$.nodes[0].config until must be an ISO 8601 time with its offset, such as "2026-12-01T09:00:00Z": it is "2026-12-01 09:00"',
+    ]);
+  });
+
   it('accepts the example the API reference shows', () => {
     expect(flowDocumentSchema.examples).toHaveLength(1);
     expect(validateFlow(structuredClone(flowDocumentSchema.examples[0]), options)).toEqual([]);
