@@ -9,6 +9,8 @@ import {
 } from '../engine/flow/compile.ts';
 import type { OperationSpec } from '../engine/nodes/operation.ts';
 import { TemplateCompiler } from '../engine/expressions/template.ts';
+import { JSONATA_FUNCTIONS } from '../engine/expressions/expression-reads.ts';
+import jsonata from 'jsonata';
 import { Expression } from '../engine/expressions/expression.ts';
 import { JsonText, parseOnRead, unreadText } from '../engine/model/json-text.ts';
 import { defineOperation, OperationRegistry } from '../engine/plugins/operations.ts';
@@ -119,9 +121,9 @@ describe('flow validation', () => {
         ),
       ),
     ).toEqual([
-      '$.nodes[1].config.items must be a single {{ expression }}',
       "$.nodes[1].nodes[2].operation must have required property 'operation'",
       '$.nodes[1].nodes[2].id must be string',
+      '$.nodes[1].config.items must be a single {{ expression }}',
     ]);
     expect(
       problems(
@@ -151,13 +153,13 @@ describe('flow validation', () => {
         ),
       ),
     ).toEqual([
-      '$.nodes[1].config.items must be a single {{ expression }}',
       '$.nodes[1].nodes[0].id duplicates the id of $.nodes[0]',
       '$.nodes[1].edges[1].to names no node here: nowhere',
       "$.nodes[1].nodes[2].config.destination must have required property 'destination'",
       '$.nodes[1].nodes[1].operation a loop cannot be inside a loop',
       '$.nodes[1].nodes[2].operation shopify.orders-import-list fans out: it runs only at the top of a flow, not in a loop',
       '$.nodes[1].nodes[2] is not reachable from the item',
+      '$.nodes[1].config.items must be a single {{ expression }}',
       '$.nodes[2].nodes only a loop has a body of nodes and edges',
     ]);
   });
@@ -180,6 +182,67 @@ describe('flow validation', () => {
     expect(problems({ until: '2026-12-01 09:00' })).toEqual([
       '$.nodes[0].config until must be an ISO 8601 time with its offset, such as "2026-12-01T09:00:00Z": it is "2026-12-01 09:00"',
     ]);
+  });
+
+  it('refuses a $steps of a node that has not run, and a function JSONata does not have, suggesting the name meant', () => {
+    const problems = (document: object) =>
+      validateFlow(document, options).map(({ path, message, node }) => `${path} (${node}) ${message}`);
+    const transform = (id: string, expression: string) => ({ id, operation: 'transform', config: { expression } });
+    const chain = (...ids: string[]) =>
+      ids.map((id, index) => ({ from: index === 0 ? 'trigger' : ids[index - 1], to: id }));
+    expect(
+      problems(
+        flow(
+          [
+            transform('map', '{{ $steps.later }}'),
+            transform('aa_b', '{{ $steps.map.id }}'),
+            transform('later', '{{ $steps.aa_c }}'),
+          ],
+          chain('map', 'aa_b', 'later'),
+        ),
+      ),
+    ).toEqual([
+      '$.nodes[0].config.expression (map) reads $steps.later, but node later does not run before it',
+      '$.nodes[2].config.expression (later) reads $steps.aa_c, but the flow has no node aa_c: did you mean $steps.aa_b?',
+    ]);
+    // An edge's condition is evaluated once the node it leaves has run: it may read that node.
+    expect(
+      problems(
+        flow(
+          [transform('a', '{{ 1 }}'), transform('b', '{{ 2 }}')],
+          [
+            { from: 'trigger', to: 'a' },
+            { from: 'a', to: 'b', when: '{{ $steps.a = 1 and $steps.b = 2 }}' },
+          ],
+        ),
+      ),
+    ).toEqual(['$.edges[1].when (undefined) reads $steps.b, but node b does not run before it']);
+    // In a loop's body: the nodes before the loop and the item's own, not the loop itself.
+    const loop = {
+      id: 'each',
+      operation: 'loop',
+      config: { items: '{{ $steps.map }}' },
+      nodes: [
+        transform('first', '{{ $steps.map.id & $item }}'),
+        transform('second', '{{ [$steps.first, $steps.each] }}'),
+      ],
+    };
+    expect(problems(flow([transform('map', '{{ [1] }}'), loop], chain('map', 'each')))).toEqual([
+      '$.nodes[1].nodes[1].config.expression (second) reads $steps.each, but node each does not run before it',
+    ]);
+    expect(
+      problems(flow([transform('map', '{{ $uppercse($input.body.name) & $trim($input.body.name) }}')], chain('map'))),
+    ).toEqual([
+      '$.nodes[0].config.expression (map) calls $uppercse, which JSONata does not have: did you mean $uppercase?',
+    ]);
+    // A function the expression defines is no mistake.
+    expect(
+      problems(flow([transform('map', '{{ ($twice := function($x) { $x * 2 }; $twice(2)) }}')], chain('map'))),
+    ).toEqual([]);
+  });
+
+  it('knows every JSONata function', async () => {
+    for (const name of JSONATA_FUNCTIONS) expect(await jsonata(`$type($${name})`).evaluate({}), name).toBe('function');
   });
 
   it('accepts the example the API reference shows', () => {

@@ -1,6 +1,7 @@
 import jsonata from 'jsonata';
 import { OperationError, permanent, type JsonText, unreadText } from '../model/index.ts';
 import { expressionCost } from './expression-cost.ts';
+import { type ExpressionReads, expressionReads } from './expression-reads.ts';
 import type { ExpressionSandbox, Lookup } from './sandbox.ts';
 
 /** The tenant whose expression is evaluated: a symbol, so that JSONata does not bind it as a variable. */
@@ -37,6 +38,8 @@ export class Expression {
   private readonly reads: readonly (typeof BINDINGS)[number][];
   /** Evaluated in the sandbox whatever its input (not bounded by it). */
   private readonly unbounded: boolean;
+  /** The nodes it reads and the functions it calls that nothing defines, for the checks at publish. */
+  readonly syntaxReads: ExpressionReads;
 
   constructor(
     readonly source: string,
@@ -47,7 +50,9 @@ export class Expression {
     const compiled = jsonata(source, { timeout: timeoutMs, stack: maxDepth, sequence: 1_000_000 });
     const plain = PLAIN_PATH.exec(source);
     if (plain) this.path = { binding: plain[1], fields: plain[2] === '' ? [] : plain[2].slice(1).split('.') };
-    const cost = expressionCost(compiled.ast());
+    const ast = compiled.ast();
+    this.syntaxReads = expressionReads(ast);
+    const cost = expressionCost(ast);
     this.unbounded = !cost.inline;
     if (cost.inline) this.compiled = compiled;
     this.reads = BINDINGS.filter((name) => cost.variables.has(name));

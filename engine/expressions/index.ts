@@ -1,4 +1,11 @@
 /** Tenants' JSONata expressions and templates, and the sandbox that bounds them. */
 export { type Bindings, describeSyntaxError, Expression, TENANT, truthy } from './expression.ts';
 export { ExpressionSandbox } from './sandbox.ts';
-export { emptyReferences, mergeReferences, type References, type Template, TemplateCompiler } from './template.ts';
+export {
+  emptyReferences,
+  mergeReferences,
+  type NameRead,
+  type References,
+  type Template,
+  TemplateCompiler,
+} from './template.ts';

@@ -1,5 +1,6 @@
-import { type FieldError, jsonPath } from '../model/index.ts';
+import { type FieldError, jsonPath, suggestion } from '../model/index.ts';
 import { describeSyntaxError, Expression, type Bindings } from './expression.ts';
+import { JSONATA_FUNCTIONS } from './expression-reads.ts';
 import type { ExpressionSandbox } from './sandbox.ts';
 
 /**
@@ -28,6 +29,13 @@ const referenceKinds = ['vars', 'secrets', 'platform'] as const;
 
 export const emptyReferences = (): References => ({ vars: new Set(), secrets: new Set(), platform: new Set() });
 
+/** A name an expression reads (`$steps.map`, `$vars.ERP_URL`), and the field it is written in. */
+export interface NameRead {
+  kind: 'steps' | (typeof referenceKinds)[number];
+  name: string;
+  path: string;
+}
+
 const WHOLE = /^\{\{([\s\S]*)\}\}$/;
 const PART = /\{\{([\s\S]*?)\}\}/g;
 
@@ -36,6 +44,8 @@ export class TemplateCompiler {
   /** JSON-pointer paths (relative to the compiled value) of every dynamic string, for relaxed schema checks. */
   readonly dynamicPointers: string[] = [];
   readonly references: References = emptyReferences();
+  /** Every name read, where: the checks at publish compare them with the graph and the tenant's variables. */
+  readonly reads: NameRead[] = [];
 
   constructor(
     private readonly sandbox: ExpressionSandbox,
@@ -95,6 +105,11 @@ export class TemplateCompiler {
     try {
       const expression = new Expression(source.trim(), this.sandbox);
       this.collectReferences(source, path);
+      for (const name of expression.syntaxReads.steps) this.reads.push({ kind: 'steps', name, path });
+      for (const name of expression.syntaxReads.unknownFunctions)
+        this.errors.push(
+          this.error(path, `calls $${name}, which JSONata does not have${suggestion(name, JSONATA_FUNCTIONS, '$')}`),
+        );
       return expression;
     } catch (error) {
       this.errors.push(this.error(path, `expression does not compile: ${describeSyntaxError(error)}`));
@@ -113,6 +128,7 @@ export class TemplateCompiler {
           this.error(path, `reads $${kind} other than by name: write $${kind}.NAME (a run loads only those it names)`),
         );
       else if (current !== '*') for (const name of named) current.add(name);
+      for (const name of named) this.reads.push({ kind, name, path });
     }
   }
 

@@ -97,3 +97,4 @@ export {
   type Variable,
   variableSchema,
 } from './resources.ts';
+export { closest, suggestion } from './suggest.ts';

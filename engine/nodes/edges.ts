@@ -1,14 +1,11 @@
-import { type Bindings, type Expression, mergeReferences, TemplateCompiler, truthy } from '../expressions/index.ts';
+import { type Bindings, type Expression, truthy } from '../expressions/index.ts';
 import type { CompiledEdge, CompiledNode, EdgeDocument, NodeScope } from './node-kind.ts';
 
 /** An edge with its condition (a `{{ predicate }}`, if it has one) compiled. */
 export function compileEdge(edge: EdgeDocument, scope: NodeScope): CompiledEdge {
   let when: Expression | undefined;
   if (edge.when !== undefined) {
-    const compiler = new TemplateCompiler(scope.sandbox);
-    when = compiler.compileWhole(edge.when, `${scope.path}.when`);
-    scope.errors.push(...compiler.errors);
-    mergeReferences(scope.references, compiler.references);
+    when = scope.templates.compileWhole(edge.when, `${scope.path}.when`);
   }
   return { from: edge.from, when };
 }

@@ -1,6 +1,6 @@
 import type { FromSchema } from 'json-schema-to-ts';
 import { type ErrorRecord, type FieldError, later, permanent, SchemaValidator } from '../model/index.ts';
-import { type Expression, mergeReferences, TemplateCompiler } from '../expressions/index.ts';
+import type { Expression } from '../expressions/index.ts';
 import type {
   CompiledGraph,
   CompiledNode,
@@ -103,11 +103,8 @@ function compileLoop(node: NodeDocument, scope: NodeScope): LoopSpec | undefined
   if (errors.length > before || !node.nodes) return undefined;
   const { items, key, concurrency, onItemFailure } = config as LoopConfig;
 
-  const compiler = new TemplateCompiler(scope.sandbox, node.id);
-  const itemsExpression = compiler.compileWhole(items, `${path}.config.items`);
-  const keyExpression = key === undefined ? undefined : compiler.compileWhole(key, `${path}.config.key`);
-  errors.push(...compiler.errors);
-  mergeReferences(scope.references, compiler.references);
+  const itemsExpression = scope.templates.compileWhole(items, `${path}.config.items`);
+  const keyExpression = key === undefined ? undefined : scope.templates.compileWhole(key, `${path}.config.key`);
   const body = scope.compileGraph(node.nodes, node.edges ?? chain(node.nodes), path, ITEM);
   if (!itemsExpression || (key !== undefined && !keyExpression) || !body) return undefined;
   return {

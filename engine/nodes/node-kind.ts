@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { ErrorRecord, FieldError, FlowDocument } from '../model/index.ts';
-import type { Bindings, Expression, ExpressionSandbox, References } from '../expressions/index.ts';
+import type { Bindings, Expression, TemplateCompiler } from '../expressions/index.ts';
 import type { HttpClient } from '../outbound/index.ts';
 import type { ActionRunner, MessageInput, OperationRegistry } from '../plugins/index.ts';
 import type { Keyring, SecretRedactor } from '../secrets/index.ts';
@@ -42,10 +42,12 @@ export interface NodeScope {
   /** JSON path of the node in the document, e.g. `$.nodes[2]`. */
   readonly path: string;
   readonly registry: OperationRegistry;
-  readonly sandbox: ExpressionSandbox;
   readonly errors: FieldError[];
-  /** What the flow's expressions read (variables, secrets, platform values), merged across nodes. */
-  readonly references: References;
+  /**
+   * Compiles the node's `{{ }}` values; its problems and what they read are collected with the node's
+   * (the references a run loads, the `$steps` checked against the graph).
+   */
+  readonly templates: TemplateCompiler;
   /** Compiles a graph inside this node (a loop's body), its node ids unique across the flow. */
   compileGraph(nodes: unknown[], edges: EdgeDocument[], path: string, entry: string): CompiledGraph | undefined;
 }

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { type FieldError, fieldErrors, permanent, retryable } from '../model/index.ts';
-import { mergeReferences, type Template, TemplateCompiler } from '../expressions/index.ts';
+import type { Template } from '../expressions/index.ts';
 import {
   StopSignal,
   type BatchHandle,
@@ -50,11 +50,8 @@ export function compileOperation(node: NodeDocument, scope: NodeScope): Operatio
     return undefined;
   }
   const config = node.config ?? {};
-  const compiler = new TemplateCompiler(scope.sandbox, node.id);
-  const template = compiler.compile(config, `${path}.config`);
-  errors.push(...compiler.errors);
-  mergeReferences(scope.references, compiler.references);
-  errors.push(...staticConfigErrors(operation, config, compiler.dynamicPointers, `${path}.config`, node.id));
+  const template = scope.templates.compile(config, `${path}.config`);
+  errors.push(...staticConfigErrors(operation, config, scope.templates.dynamicPointers, `${path}.config`, node.id));
   return { operation, config: template };
 }
 

@@ -1,6 +1,6 @@
 import type { FromSchema } from 'json-schema-to-ts';
 import { later, permanent, SchemaValidator } from '../model/index.ts';
-import { mergeReferences, type Template, TemplateCompiler } from '../expressions/index.ts';
+import type { Template } from '../expressions/index.ts';
 import type { CompiledNode, NodeCall, NodeDocument, NodeHost, NodeKind, NodeScope } from './node-kind.ts';
 
 /** What authors write as a wait node's `operation`. */
@@ -64,12 +64,9 @@ function compileWait(node: NodeDocument, scope: NodeScope): WaitSpec | undefined
   const config = node.config ?? {};
   const before = errors.length;
   errors.push(...configValidator.errors(config, `${path}.config`).map((error) => ({ ...error, node: node.id })));
-  const compiler = new TemplateCompiler(scope.sandbox, node.id);
-  const template = compiler.compile(config, `${path}.config`);
-  errors.push(...compiler.errors);
-  mergeReferences(scope.references, compiler.references);
+  const template = scope.templates.compile(config, `${path}.config`);
   // A value written as is is checked now; one given by an expression, when the node runs.
-  if (errors.length === before && template.isStatic) {
+  if (errors.length === before && scope.templates.errors.length === 0 && template.isStatic) {
     const problem = dueProblem(config as WaitConfig, Date.now());
     if (typeof problem === 'string') errors.push({ path: `${path}.config`, message: problem, node: node.id });
   }
