@@ -197,3 +197,86 @@ describe('a wait', () => {
     );
   });
 });
+
+describe('mistakes caught before a run', () => {
+  const fulfil = {
+    key: 'fulfil',
+    name: 'fulfil',
+    trigger: { type: 'webhook' },
+    nodes: [
+      {
+        id: 'send',
+        operation: 'http.request',
+        config: { method: 'POST', url: '{{ $vars.FULFILL_URL }}/orders', body: '{{ $input.body }}' },
+      },
+    ],
+    edges: [{ from: 'trigger', to: 'send' }],
+  };
+
+  it('warns of a variable that is not set, suggesting the one meant; a run fails naming it, not the pattern', async () => {
+    await acme.call('PUT', '/api/v1/global-variables/FULFIL_URL', { value: sink.url });
+    const created = await acme.call('POST', '/api/v1/editable-flows', fulfil);
+    expect(created.status).toBe(201);
+    const warning = {
+      path: '$.draft.nodes[0].config.url',
+      message: 'reads $vars.FULFILL_URL, which is not set: did you mean $vars.FULFIL_URL?',
+      node: 'send',
+    };
+    const validated = await acme.call('POST', `/api/v1/editable-flows/${created.body.id}/validate`, {});
+    expect(validated.body).toEqual({ valid: true, errors: [], warnings: [warning] });
+    const published = await acme.call('POST', `/api/v1/editable-flows/${created.body.id}/publish`, {});
+    expect(published.status).toBe(201);
+    expect(published.body.warnings).toEqual([warning]);
+
+    const accepted = await sendWebhook(env.url, 'acme', 'fulfil', { id: 1 });
+    const run = await acme.settledRun(accepted.body.runId);
+    expect(run).toMatchObject({ status: 'failed', attempts: 1, error: { kind: 'permanent', node: 'send' } });
+    expect(run.error.message).toBe(
+      '$vars.FULFILL_URL is not set: $.nodes.send.config.url must match pattern "^https?://" ' +
+        '({{ $vars.FULFILL_URL }}/orders gave "/orders")',
+    );
+  });
+
+  it('refuses a $steps of a node that does not exist, and a function JSONata does not have, at validate', async () => {
+    const created = await acme.call('POST', '/api/v1/editable-flows', {
+      ...fulfil,
+      key: 'typos',
+      nodes: [
+        { id: 'map', operation: 'transform', config: { expression: '{{ $uppercse($input.body.name) }}' } },
+        { id: 'note', operation: 'log', config: { message: '{{ $steps.aa.id }}' } },
+      ],
+      edges: [
+        { from: 'trigger', to: 'map' },
+        { from: 'map', to: 'note' },
+      ],
+    });
+    expect(created.status).toBe(400);
+    expect(created.body.errors).toEqual([
+      {
+        path: '$.body.nodes[0].config.expression',
+        message: 'calls $uppercse, which JSONata does not have: did you mean $uppercase?',
+        node: 'map',
+      },
+    ]);
+    const fixed = await acme.call('POST', '/api/v1/editable-flows', {
+      ...fulfil,
+      key: 'typos',
+      nodes: [
+        { id: 'map', operation: 'transform', config: { expression: '{{ $uppercase($input.body.name) }}' } },
+        { id: 'note', operation: 'log', config: { message: '{{ $steps.aa.id }}' } },
+      ],
+      edges: [
+        { from: 'trigger', to: 'map' },
+        { from: 'map', to: 'note' },
+      ],
+    });
+    expect(fixed.status).toBe(400);
+    expect(fixed.body.errors).toEqual([
+      {
+        path: '$.body.nodes[1].config.message',
+        message: 'reads $steps.aa, but the flow has no node aa',
+        node: 'note',
+      },
+    ]);
+  });
+});

@@ -937,7 +937,7 @@ describe('LowCodeAction: tenant-defined actions', () => {
     expect(refused.body.errors).toEqual([expect.objectContaining({ path: '$.draft.nodes[0].operation', node: 'x' })]);
     // Validation answers what publishing will: the same error, for the draft and for a document in the body.
     const validated = await shop.call('POST', `/api/v1/editable-flows/${created.body.id}/validate`);
-    expect(validated.body).toEqual({ valid: false, errors: refused.body.errors });
+    expect(validated.body).toEqual({ valid: false, errors: refused.body.errors, warnings: [] });
     const proposed = await shop.call('POST', `/api/v1/editable-flows/${created.body.id}/validate`, {
       document: {
         ...echo('missing'),

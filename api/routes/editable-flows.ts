@@ -9,16 +9,31 @@ import {
   flowVersionSchema,
 } from '../../engine/model/index.ts';
 import { ACTION_PREFIX } from '../../engine/plugins/index.ts';
-import { pinOperationVersions, validateFlow } from '../../engine/flow/index.ts';
+import {
+  missingValueWarnings,
+  type NamesByKind,
+  pinOperationVersions,
+  reviewFlow,
+  validateFlow,
+  type VariableRead,
+} from '../../engine/flow/index.ts';
 import { activeVersionChanged, type ApiContext } from '../context.ts';
 import { connectionSchema, defineRoute, pageQuerySchema } from '../route.ts';
 
 const base = '/api/v1/editable-flows';
+/** How many names of each kind a warning's "did you mean" looks among. */
+const SUGGESTION_CANDIDATES = 200;
 export const idParams = { type: 'object', required: ['id'], properties: { id: { type: 'string' } } } as const;
 const fieldErrorSchema = {
   type: 'object',
   required: ['path', 'message'],
   properties: { path: { type: 'string' }, message: { type: 'string' }, node: { type: 'string' } },
+} as const;
+
+const publishedSchema = {
+  ...flowVersionSchema,
+  required: [...flowVersionSchema.required, 'warnings'],
+  properties: { ...flowVersionSchema.properties, warnings: { type: 'array', items: fieldErrorSchema } },
 } as const;
 
 /** A document's field errors (`$.nodes[0]...`) as paths of where the document sits (`$.draft.nodes[0]...`). */
@@ -35,11 +50,17 @@ export function editableFlowRoutes(context: ApiContext) {
   };
   /**
    * What publishing checks: the document, and that every `action:<name>` node names an action (and version) the
-   * tenant has.
+   * tenant has; and, as warnings, the variables, secrets and platform values it reads that do not exist now.
    */
-  const publishErrors = async (tenantId: string, document: unknown, prefix: string): Promise<FieldError[]> => {
-    const errors = check(document, prefix);
-    if (errors.length > 0) return errors;
+  const review = async (
+    tenantId: string,
+    document: unknown,
+    prefix: string,
+  ): Promise<{ errors: FieldError[]; warnings: FieldError[] }> => {
+    const reviewed = reviewFlow(document, compile);
+    const errors = underPath(reviewed.errors, prefix);
+    const warnings = underPath(await missingValues(tenantId, reviewed.reads), prefix);
+    if (errors.length > 0) return { errors, warnings };
     for (const [index, node] of (document as FlowDocument).nodes.entries()) {
       if (!node.operation.startsWith(ACTION_PREFIX)) continue;
       const version = (node.config as { version?: unknown } | undefined)?.version;
@@ -52,7 +73,33 @@ export function editableFlowRoutes(context: ApiContext) {
         });
       }
     }
-    return errors;
+    return { errors, warnings };
+  };
+  const missingValues = async (tenantId: string, reads: VariableRead[]): Promise<FieldError[]> => {
+    const named = (kind: VariableRead['kind']) =>
+      new Set(reads.filter((read) => read.kind === kind).map((read) => read.name));
+    const reading = { vars: named('vars'), secrets: named('secrets'), platform: named('platform') };
+    const context = await store.readRunContext(tenantId, reading);
+    const present: NamesByKind = {
+      vars: new Set(Object.keys(context.vars)),
+      secrets: new Set(context.sealedSecrets.map((secret) => secret.name)),
+      platform: new Set(Object.keys(context.platform)),
+    };
+    const missing = (kind: keyof NamesByKind) => [...reading[kind]].some((name) => !present[kind].has(name));
+    if (!missing('vars') && !missing('secrets') && !missing('platform')) return [];
+    // Names to suggest from: the first page of each kind that misses one.
+    const names = async (kind: keyof NamesByKind, list: () => Promise<{ nodes: Array<{ name: string }> }>) =>
+      new Set(missing(kind) ? (await list()).nodes.map((value) => value.name) : []);
+    const page = { first: SUGGESTION_CANDIDATES };
+    const known: NamesByKind = {
+      vars: await names('vars', () => store.listVariables(tenantId, page)),
+      secrets: await names('secrets', () => store.listSecrets(tenantId, page)),
+      platform: new Set([
+        ...(await names('platform', () => store.listPlatformValues({ tenantId: null }, page))),
+        ...(await names('platform', () => store.listPlatformValues({ tenantId }, page))),
+      ]),
+    };
+    return missingValueWarnings(reads, present, known);
   };
   const load = async (tenantId: string, id: string) => {
     const flow = await store.getFlow(tenantId, id);
@@ -159,18 +206,24 @@ export function editableFlowRoutes(context: ApiContext) {
       body: { type: 'object', additionalProperties: false, properties: { document: { type: 'object' } } },
       responses: {
         200: {
-          description: 'Whether it can be published, and every problem.',
+          description:
+            'Whether it can be published, every problem, and warnings: the variables, secrets and platform values it ' +
+            'reads that are not set now (a run would fail on them).',
           schema: {
             type: 'object',
-            required: ['valid', 'errors'],
-            properties: { valid: { type: 'boolean' }, errors: { type: 'array', items: fieldErrorSchema } },
+            required: ['valid', 'errors', 'warnings'],
+            properties: {
+              valid: { type: 'boolean' },
+              errors: { type: 'array', items: fieldErrorSchema },
+              warnings: { type: 'array', items: fieldErrorSchema },
+            },
           },
         },
       },
       async handle({ tenantId, params, body }) {
         const document = body.document ?? (await load(tenantId, params.id)).draft;
-        const errors = await publishErrors(tenantId, document, body.document ? '$.body.document' : '$.draft');
-        return { body: { valid: errors.length === 0, errors } };
+        const { errors, warnings } = await review(tenantId, document, body.document ? '$.body.document' : '$.draft');
+        return { body: { valid: errors.length === 0, errors, warnings } };
       },
     }),
     defineRoute({
@@ -185,12 +238,16 @@ export function editableFlowRoutes(context: ApiContext) {
       params: idParams,
       body: { type: 'object', additionalProperties: false, properties: { revision: { type: 'integer', minimum: 1 } } },
       responses: {
-        201: { description: 'The new version.', schema: flowVersionSchema },
+        201: {
+          description:
+            'The new version, with `warnings`: the variables, secrets and platform values it reads that are not set now.',
+          schema: publishedSchema,
+        },
         409: { description: 'The draft changed since that revision.' },
       },
       async handle({ tenantId, params, body }) {
         const flow = await load(tenantId, params.id);
-        const errors = await publishErrors(tenantId, flow.draft, '$.draft');
+        const { errors, warnings } = await review(tenantId, flow.draft, '$.draft');
         if (errors.length > 0) throw new ValidationError('The flow document is not valid', errors);
         // Publish exactly the draft that was validated: a concurrent edit makes this a 409.
         const version = await store.publishFlow(
@@ -202,7 +259,7 @@ export function editableFlowRoutes(context: ApiContext) {
         await activeVersionChanged(context, tenantId, flow);
         return {
           status: 201,
-          body: version,
+          body: { ...version, warnings },
           headers: { Location: `/api/v1/flows/${flow.id}/versions/${version.version}` },
         };
       },

@@ -41,8 +41,11 @@ const PART = /\{\{([\s\S]*?)\}\}/g;
 
 export class TemplateCompiler {
   readonly errors: FieldError[] = [];
-  /** JSON-pointer paths (relative to the compiled value) of every dynamic string, for relaxed schema checks. */
-  readonly dynamicPointers: string[] = [];
+  /**
+   * Every string holding `{{ }}`, by its JSON pointer (relative to the compiled value): schema checks at
+   * publish skip them, and a run-time failure quotes them.
+   */
+  readonly dynamic = new Map<string, string>();
   readonly references: References = emptyReferences();
   /** Every name read, where: the checks at publish compare them with the graph and the tenant's variables. */
   readonly reads: NameRead[] = [];
@@ -79,7 +82,7 @@ export class TemplateCompiler {
 
   private compileString(value: string, path: string, pointer: string): Template {
     if (!value.includes('{{')) return constant(value);
-    this.dynamicPointers.push(pointer);
+    this.dynamic.set(pointer, value);
     const whole = WHOLE.exec(value);
     if (whole && !whole[1].includes('{{')) {
       const expression = this.expression(whole[1], path);

@@ -11,7 +11,7 @@ import { type OperationRegistry, ACTION_PREFIX } from '../plugins/index.ts';
 import type { References } from '../expressions/index.ts';
 import { scheduleErrors, compileWebhook, type CompiledWebhook } from '../triggers/index.ts';
 import type { CompiledNode } from '../nodes/index.ts';
-import { type CompileOptions, GraphCompiler } from './graph-compiler.ts';
+import { type CompileOptions, GraphCompiler, type VariableRead } from './graph-compiler.ts';
 
 export type CompiledTrigger =
   | { type: 'webhook'; config: WebhookTriggerConfig; webhook: CompiledWebhook }
@@ -35,6 +35,18 @@ export function validateFlow(document: unknown, options: CompileOptions): FieldE
   return analyse(document, options).errors;
 }
 
+/**
+ * A flow document's problems, and the named values it reads (`$vars`, `$secrets`, `$platform`, the
+ * trigger's secrets) with their fields, for the caller to check against what the tenant has now.
+ */
+export function reviewFlow(
+  document: unknown,
+  options: CompileOptions,
+): { errors: FieldError[]; reads: VariableRead[] } {
+  const { errors, reads } = analyse(document, options);
+  return { errors, reads };
+}
+
 /** Compile a flow document or throw a ValidationError listing every problem. */
 export function compileFlow(document: unknown, options: CompileOptions): CompiledFlow {
   const { errors, flow } = analyse(document, options);
@@ -42,11 +54,14 @@ export function compileFlow(document: unknown, options: CompileOptions): Compile
   return flow;
 }
 
-function analyse(input: unknown, options: CompileOptions): { errors: FieldError[]; flow?: CompiledFlow } {
+function analyse(
+  input: unknown,
+  options: CompileOptions,
+): { errors: FieldError[]; flow?: CompiledFlow; reads: VariableRead[] } {
   // Validation fills defaults in place: work on a copy so the caller's document stays as written.
   const document = structuredClone(input);
   const schemaErrors = documentValidator.errors(document);
-  if (schemaErrors.length > 0) return { errors: schemaErrors };
+  if (schemaErrors.length > 0) return { errors: schemaErrors, reads: [] };
   const doc = document as FlowDocument;
   const errors: FieldError[] = [];
   let trigger: CompiledTrigger | undefined;
@@ -63,8 +78,20 @@ function analyse(input: unknown, options: CompileOptions): { errors: FieldError[
   const compiler = new GraphCompiler(options, errors);
   const graph = compiler.compile(doc.nodes, doc.edges, '$', TRIGGER);
   if (errors.length === 0) errors.push(...compiler.stepReadErrors());
-  if (errors.length > 0 || !trigger || !graph) return { errors };
-  return { errors, flow: { key: doc.key, trigger, nodes: graph.nodes, references: compiler.references } };
+  const reads = [...triggerSecrets(doc), ...compiler.variableReads];
+  if (errors.length > 0 || !trigger || !graph) return { errors, reads };
+  return { errors, reads, flow: { key: doc.key, trigger, nodes: graph.nodes, references: compiler.references } };
+}
+
+/** The secrets a webhook trigger verifies deliveries with. */
+function triggerSecrets(doc: FlowDocument): VariableRead[] {
+  const verify = (doc.trigger.config as WebhookTriggerConfig | undefined)?.verify as
+    | { secret?: string; previousSecret?: string }
+    | undefined;
+  return (['secret', 'previousSecret'] as const).flatMap((field) => {
+    const name = verify?.[field];
+    return name === undefined ? [] : [{ kind: 'secrets' as const, name, path: `$.trigger.config.verify.${field}` }];
+  });
 }
 
 /**

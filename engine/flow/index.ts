@@ -4,5 +4,8 @@ export {
   compileFlow,
   type CompileOptions,
   pinOperationVersions,
+  reviewFlow,
   validateFlow,
 } from './compile.ts';
+export type { VariableRead } from './graph-compiler.ts';
+export { missingValueWarnings, type NamesByKind } from './value-warnings.ts';

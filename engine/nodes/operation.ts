@@ -1,6 +1,13 @@
 import type { Logger } from 'pino';
-import { type FieldError, fieldErrors, permanent, retryable } from '../model/index.ts';
-import type { Template } from '../expressions/index.ts';
+import {
+  type FieldError,
+  fieldErrors,
+  type OperationError,
+  permanent,
+  retryable,
+  ValidationError,
+} from '../model/index.ts';
+import type { Bindings, Template } from '../expressions/index.ts';
 import {
   StopSignal,
   type BatchHandle,
@@ -17,6 +24,8 @@ import type { Window } from './run-sink.ts';
 export interface OperationSpec {
   operation: RegisteredOperation;
   config: Template;
+  /** The config's strings holding `{{ }}`, by JSON pointer: a config that fails its schema quotes them. */
+  dynamic: ReadonlyMap<string, string>;
 }
 
 type OperationNode = CompiledNode<OperationSpec>;
@@ -51,8 +60,9 @@ export function compileOperation(node: NodeDocument, scope: NodeScope): Operatio
   }
   const config = node.config ?? {};
   const template = scope.templates.compile(config, `${path}.config`);
-  errors.push(...staticConfigErrors(operation, config, scope.templates.dynamicPointers, `${path}.config`, node.id));
-  return { operation, config: template };
+  const { dynamic } = scope.templates;
+  errors.push(...staticConfigErrors(operation, config, [...dynamic.keys()], `${path}.config`, node.id));
+  return { operation, config: template, dynamic };
 }
 
 /**
@@ -90,10 +100,14 @@ class OperationStep implements NodeRunner<OperationSpec> {
   async run(node: OperationNode, call: NodeCall): Promise<unknown> {
     const { shutdown } = this.host;
     const { operation } = node.spec;
-    const config = operation.config.validate(
-      await node.spec.config.evaluate(call.scope.bindings),
-      `$.nodes.${node.id}.config`,
-    );
+    const { bindings } = call.scope;
+    const resolved = await node.spec.config.evaluate(bindings);
+    let config: unknown;
+    try {
+      config = operation.config.validate(resolved, `$.nodes.${node.id}.config`);
+    } catch (error) {
+      throw error instanceof ValidationError ? configFailure(node, resolved, bindings) : error;
+    }
     // The abort signal is made only for operations that ask for it (an AbortController is not free).
     let controller: AbortController | undefined;
     const abortOnShutdown = () => controller?.abort(shutdown.reason);
@@ -212,6 +226,55 @@ class OperationStep implements NodeRunner<OperationSpec> {
     collectStrings(opened.credentials, redactor);
     return opened;
   }
+}
+
+/**
+ * A resolved config that breaks its operation's schema, explained: each field, the `{{ }}` it came
+ * from and what that gave, and first the variables it reads that are not set (the usual cause).
+ */
+function configFailure(node: OperationNode, resolved: unknown, bindings: Bindings): OperationError {
+  const { operation, dynamic } = node.spec;
+  const prefix = `$.nodes.${node.id}.config`;
+  const problems = operation.config.rawErrors(resolved).filter((error) => error.keyword !== 'propertyNames');
+  const unset = new Set<string>();
+  const parts = problems.map((problem) => {
+    const [field] = fieldErrors([problem], prefix);
+    const target =
+      problem.keyword === 'required'
+        ? `${problem.instancePath}/${String(problem.params.missingProperty)}`
+        : problem.instancePath;
+    const pointer = [...dynamic.keys()].find((at) => target === at || target.startsWith(`${at}/`));
+    if (pointer === undefined) return `${field.path} ${field.message}`;
+    const source = dynamic.get(pointer)!;
+    for (const name of unsetValues(source, bindings)) unset.add(name);
+    return `${field.path} ${field.message} (${source} gave ${preview(valueAt(resolved, pointer))})`;
+  });
+  const cause = unset.size > 0 ? `${[...unset].join(', ')} ${unset.size === 1 ? 'is' : 'are'} not set: ` : '';
+  return permanent(`${cause}${parts.join('; ')}`, { details: { errors: fieldErrors(problems, prefix) } });
+}
+
+const NAMED_VALUE = /\$(vars|secrets|platform)\.([A-Za-z_][A-Za-z0-9_]*)/g;
+
+/** The `$vars.X`, `$secrets.X`, `$platform.X` a source reads that the run does not have. */
+function unsetValues(source: string, bindings: Bindings): string[] {
+  return [...source.matchAll(NAMED_VALUE)]
+    .filter(([, kind, name]) => (bindings[kind] as Record<string, unknown> | undefined)?.[name] === undefined)
+    .map(([reference]) => reference);
+}
+
+function valueAt(value: unknown, pointer: string): unknown {
+  let at = value;
+  for (const segment of pointer.split('/').slice(1)) {
+    if (at === null || typeof at !== 'object') return undefined;
+    at = (at as Record<string, unknown>)[segment.replace(/~1/g, '/').replace(/~0/g, '~')];
+  }
+  return at;
+}
+
+function preview(value: unknown): string {
+  if (value === undefined) return 'nothing';
+  const text = JSON.stringify(value);
+  return text.length > 200 ? `${text.slice(0, 200)}...` : text;
 }
 
 /** Sub-step names the engine itself uses within a node (`ctx.batch`). */
