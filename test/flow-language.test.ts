@@ -280,3 +280,50 @@ describe('mistakes caught before a run', () => {
     ]);
   });
 });
+
+describe('an error path', () => {
+  it('flows/on-error.json: a refused order takes the error path with the error, and the run ends handled', async () => {
+    await acme.publish(example('on-error.json'));
+    sink.script({ status: 422, body: { error: 'unknown customer' } });
+    const refused = await sendWebhook(env.url, 'acme', 'on-error', { id: 'A-1' });
+    const run = await acme.settledRun(refused.body.runId);
+    expect(run.status).toBe('handled');
+    expect(run.error).toMatchObject({ kind: 'permanent', node: 'send' });
+    expect(run.steps.map((step: { key: string; status: string }) => [step.key, step.status])).toEqual([
+      ['send', 'failed'],
+      ['report', 'succeeded'],
+    ]);
+    const [report] = bodies('/errors');
+    expect(report).toEqual({
+      nodeId: 'send',
+      order: 'A-1',
+      error: { kind: 'permanent', message: run.error.message, nodeId: 'send', attempts: 1 },
+    });
+
+    // An order that goes through never takes the error path.
+    const accepted = await sendWebhook(env.url, 'acme', 'on-error', { id: 'A-2' });
+    expect((await acme.settledRun(accepted.body.runId)).status).toBe('succeeded');
+    expect(bodies('/errors')).toHaveLength(1);
+  });
+
+  it('is taken after the last retry, and a retry of the error path does not run the failed node again', async () => {
+    // Three tries of /orders fail for now; then the error path's first call fails for now too.
+    sink.script({ status: 503 }, { status: 503 }, { status: 503 }, { status: 503 });
+    const accepted = await sendWebhook(env.url, 'acme', 'on-error', { id: 'B-1' });
+    const run = await acme.settledRun(accepted.body.runId);
+    expect(run.status).toBe('handled');
+    expect(run.steps.find((step: { key: string }) => step.key === 'send')).toMatchObject({
+      status: 'failed',
+      attempts: 3,
+    });
+    expect(run.steps.find((step: { key: string }) => step.key === 'report')).toMatchObject({
+      status: 'succeeded',
+      attempts: 2,
+    });
+    const orders = received('/orders').filter((request) => JSON.parse(request.body).id === 'B-1');
+    expect(orders).toHaveLength(3);
+    const [, report] = bodies('/errors');
+    expect(report.error).toMatchObject({ kind: 'retryable', attempts: 3, nodeId: 'send' });
+    expect(report.error.message).toMatch(/^gave up after 3 attempts: /);
+  });
+});

@@ -65,7 +65,7 @@ describe('flow validation', () => {
       ...extra,
     });
     const compiled = compileFlow(flow([loop({})], [{ from: 'trigger', to: 'each' }]), options);
-    const spec = compiled.nodes[0].spec as {
+    const spec = compiled.graph.nodes[0].spec as {
       concurrency: number;
       onItemFailure: string;
       body: { entry: string; nodes: { id: string }[] };
@@ -241,6 +241,15 @@ describe('flow validation', () => {
     ).toEqual([]);
   });
 
+  it('takes an error path only from a node: the trigger cannot fail', () => {
+    const send = { id: 'send', operation: 'transform', config: { expression: '{{ $error.message }}' } };
+    expect(
+      validateFlow(flow([send], [{ from: 'trigger', to: 'send', on: 'error' }]), options).map(
+        ({ path, message }) => `${path} ${message}`,
+      ),
+    ).toEqual(['$.edges[0].on the trigger does not fail: an error path leaves a node']);
+  });
+
   it('knows every JSONata function', async () => {
     for (const name of JSONATA_FUNCTIONS) expect(await jsonata(`$type($${name})`).evaluate({}), name).toBe('function');
   });
@@ -384,7 +393,7 @@ describe('flow validation', () => {
       ),
       options,
     );
-    expect(compiled.nodes.map((node) => node.id)).toEqual(['first', 'middle', 'last']);
+    expect(compiled.graph.nodes.map((node) => node.id)).toEqual(['first', 'middle', 'last']);
   });
 
   it('refuses to keep a header whose name reads like a credential', () => {
@@ -446,7 +455,7 @@ describe('flow validation', () => {
     const versioned = { ...options, registry };
     const document = flow([{ id: 'e', operation: 'test.echo' }], [{ from: 'trigger', to: 'e' }]) as FlowDocument;
     const versionOf = (compiled: CompiledFlow) =>
-      (compiled.nodes[0].spec as OperationSpec).operation.definition.version;
+      (compiled.graph.nodes[0].spec as OperationSpec).operation.definition.version;
     expect(versionOf(compileFlow(document, versioned))).toBe('2.0.0');
     const pinned = pinOperationVersions(document, new OperationRegistry([echo('1.4.0')]));
     expect(pinned.nodes[0].operationVersion).toBe(1);

@@ -49,7 +49,8 @@ async function publishNode(operation: string, config: object = {}) {
   expect((await acme.call('POST', `/api/v1/editable-flows/${flowId}/publish`)).status).toBe(201);
 }
 
-const finished = (status: string) => ['succeeded', 'failed', 'filtered', 'skipped', 'cancelled'].includes(status);
+const finished = (status: string) =>
+  ['succeeded', 'failed', 'handled', 'filtered', 'skipped', 'cancelled'].includes(status);
 
 /** Keeps one worker running, as a supervisor would, until the run finishes; returns it and how many workers died. */
 async function superviseUntilFinished(runId: string, command?: string[]): Promise<{ run: any; deaths: number }> {

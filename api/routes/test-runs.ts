@@ -9,7 +9,7 @@ const testResultSchema = {
   required: ['status', 'dryRun', 'error', 'steps', 'logs', 'batch'],
   properties: {
     status: {
-      enum: ['succeeded', 'failed', 'filtered', 'skipped', 'cancelled', 'waiting'],
+      enum: ['succeeded', 'failed', 'handled', 'filtered', 'skipped', 'cancelled', 'waiting'],
       description: 'waiting: a node failed in a way a run would retry, or asked to be tried later.',
     },
     dryRun: { type: 'boolean' },
@@ -78,7 +78,7 @@ export function testRunRoutes({ store, compile, testRunner }: ApiContext) {
         const flow = await store.getFlow(tenantId, params.id);
         if (!flow) throw new NotFoundError(`no flow ${params.id}`);
         const compiled = compiledFrom(body.document ?? flow.draft, body.document ? '$.body.document' : '$.draft');
-        if (body.node !== undefined && !compiled.nodes.some((node) => node.id === body.node)) {
+        if (body.node !== undefined && !compiled.graph.nodes.some((node) => node.id === body.node)) {
           throw new NotFoundError(`the flow has no node ${body.node}`);
         }
         return {

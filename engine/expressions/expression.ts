@@ -14,10 +14,10 @@ const PLAIN_PATH = /^\$([A-Za-z_][A-Za-z0-9_]*)((?:\.[A-Za-z_][A-Za-z0-9_]*)*)$/
 /** Signals that a plain path met an array, where JSONata's sequence rules apply. */
 const NEEDS_JSONATA = Symbol('needs JSONata');
 /**
- * The bindings of a run (with `$item` and `$index` in a loop's body); an expression in the sandbox is sent
- * those it mentions (and always its input).
+ * The bindings of a run (with `$item` and `$index` in a loop's body, `$error` on an error path); an
+ * expression in the sandbox is sent those it mentions (and always its input).
  */
-const BINDINGS = ['steps', 'vars', 'secrets', 'platform', 'item', 'index'] as const;
+const BINDINGS = ['steps', 'vars', 'secrets', 'platform', 'item', 'index', 'error'] as const;
 /**
  * The most values (objects, arrays, strings, numbers...) an expression evaluated here may read: its
  * time is linear in them, about a microsecond each in JSONata, so this keeps an evaluation to a few

@@ -10,7 +10,7 @@ import {
 import { type OperationRegistry, ACTION_PREFIX } from '../plugins/index.ts';
 import type { References } from '../expressions/index.ts';
 import { scheduleErrors, compileWebhook, type CompiledWebhook } from '../triggers/index.ts';
-import type { CompiledNode } from '../nodes/index.ts';
+import type { CompiledGraph } from '../nodes/index.ts';
 import { type CompileOptions, GraphCompiler, type VariableRead } from './graph-compiler.ts';
 
 export type CompiledTrigger =
@@ -21,7 +21,7 @@ export type CompiledTrigger =
 export interface CompiledFlow {
   key: string;
   trigger: CompiledTrigger;
-  nodes: CompiledNode[];
+  graph: CompiledGraph;
   references: References;
 }
 
@@ -80,7 +80,7 @@ function analyse(
   if (errors.length === 0) errors.push(...compiler.stepReadErrors());
   const reads = [...triggerSecrets(doc), ...compiler.variableReads];
   if (errors.length > 0 || !trigger || !graph) return { errors, reads };
-  return { errors, reads, flow: { key: doc.key, trigger, nodes: graph.nodes, references: compiler.references } };
+  return { errors, reads, flow: { key: doc.key, trigger, graph, references: compiler.references } };
 }
 
 /** The secrets a webhook trigger verifies deliveries with. */

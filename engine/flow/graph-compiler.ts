@@ -96,6 +96,8 @@ export class GraphCompiler {
       const path = `${at}.edges[${index}]`;
       if (edge.from !== entry && !ids.has(edge.from))
         errors.push({ path: `${path}.from`, message: `names no node here: ${edge.from}` });
+      if (edge.from === entry && edge.on === 'error')
+        errors.push({ path: `${path}.on`, message: `the ${entry} does not fail: an error path leaves a node` });
       if (!ids.has(edge.to)) errors.push({ path: `${path}.to`, message: `names no node here: ${edge.to}` });
       const scope = this.scope(path);
       incoming.get(edge.to)?.push(compileEdge(edge, scope));
@@ -125,7 +127,8 @@ export class GraphCompiler {
     const order = graphOrder(documents, incoming, entry, at, errors);
     this.graphs.set(at, { owner, ancestors: ancestorsOf(order, incoming, entry) });
     if (errors.length > before) return undefined;
-    return { entry, nodes: order.map((id) => compiled.get(id)!) };
+    const errorPaths = new Set(edges.filter((edge) => edge.on === 'error').map((edge) => edge.from));
+    return { entry, nodes: order.map((id) => compiled.get(id)!), errorPaths };
   }
 
   /**

@@ -122,6 +122,13 @@ export const flowEdgeSchema = {
     from: { type: 'string', description: '"trigger" or a node id.' },
     to: { type: 'string', description: 'A node id.' },
     when: { type: 'string', description: 'A {{ predicate }}; the edge is followed only when it holds.' },
+    on: {
+      enum: ['success', 'error'],
+      description:
+        'success (the default): followed once `from` succeeds. error: an error path, followed when `from` fails ' +
+        'for good (a permanent error, or its last retry), with the error as $error ({kind, message, nodeId, ' +
+        'attempts}); the run then ends handled instead of failed.',
+    },
   },
 } as const;
 

@@ -7,16 +7,22 @@ export function compileEdge(edge: EdgeDocument, scope: NodeScope): CompiledEdge 
   if (edge.when !== undefined) {
     when = scope.templates.compileWhole(edge.when, `${scope.path}.when`);
   }
-  return { from: edge.from, when };
+  return { from: edge.from, on: edge.on ?? 'success', when };
 }
 
 /**
  * Whether a node runs: one of its incoming edges comes from a node done in this run (or the
- * trigger), and that edge's condition, if it has one, holds.
+ * trigger), or is an error path from a node that failed, and that edge's condition, if it has one,
+ * holds.
  */
-export async function isActivated(node: CompiledNode, done: Set<string>, bindings: Bindings): Promise<boolean> {
+export async function isActivated(
+  node: CompiledNode,
+  done: ReadonlySet<string>,
+  failed: ReadonlySet<string>,
+  bindings: Bindings,
+): Promise<boolean> {
   for (const edge of node.incoming) {
-    if (!done.has(edge.from)) continue;
+    if (!(edge.on === 'error' ? failed : done).has(edge.from)) continue;
     if (!edge.when || truthy(await edge.when.evaluate(bindings))) return true;
   }
   return false;

@@ -18,6 +18,8 @@ export interface RetryPolicy {
 
 export interface CompiledEdge {
   from: string;
+  /** `error`: an error path, followed when `from` fails for good. */
+  on: 'success' | 'error';
   when?: Expression;
 }
 
@@ -25,6 +27,8 @@ export interface CompiledEdge {
 export interface CompiledGraph {
   entry: string;
   nodes: CompiledNode[];
+  /** The nodes with an error path: their failure is handled, not the graph's end. */
+  errorPaths: ReadonlySet<string>;
 }
 
 /** A node ready to run: what every node has, and `spec`, the part its kind compiled. */
@@ -118,11 +122,15 @@ export interface NodeCall {
 
 /** How a graph's walk ended. */
 export type GraphOutcome =
-  /** Every activated node is done; `last` is the output of the last one that ran. */
-  | { kind: 'done'; last: unknown }
+  /**
+   * Every activated node is done; `last` is the output of the last one that ran. `handled`: a node failed
+   * and its error path ran to the end.
+   */
+  | { kind: 'done'; last: unknown; handled?: ErrorRecord }
   /** A node stopped the walk (a filter): the run (or the loop's item) ends with that status. */
   | { kind: 'stopped'; status: 'filtered' | 'skipped' | 'cancelled' }
-  | { kind: 'failed'; error: ErrorRecord }
+  /** A node failed for good, after `attempts` tries. */
+  | { kind: 'failed'; error: ErrorRecord; attempts?: number }
   /** A node waits (a retry, or a "later"): the pass ends, and a later one goes on from the checkpoints. */
   | { kind: 'wait'; delayMs: number; error: ErrorRecord };
 

@@ -38,7 +38,6 @@ export type RunPassOptions = NodeHost['options'] & {
   maxRetryDelayMs: number;
 };
 
-const TRIGGER = 'trigger';
 const LATER_DEFAULT_MS = 60_000;
 
 /**
@@ -97,13 +96,12 @@ export class RunPass implements NodeHost {
       lookup: this.lookup,
       [TENANT]: this.state.run.tenantId,
     };
-    const outcome = await this.runGraph(
-      { entry: TRIGGER, nodes: this.flow.nodes },
-      { prefix: '', outputs: this.outputs, bindings },
-    );
+    const outcome = await this.runGraph(this.flow.graph, { prefix: '', outputs: this.outputs, bindings });
     switch (outcome.kind) {
       case 'done':
-        return this.end({ status: 'succeeded', error: null });
+        return outcome.handled
+          ? this.end({ status: 'handled', error: outcome.handled })
+          : this.end({ status: 'succeeded', error: null });
       case 'stopped':
         return this.end({ status: outcome.status, error: null });
       case 'failed':
@@ -117,6 +115,9 @@ export class RunPass implements NodeHost {
 
   async runGraph(graph: CompiledGraph, scope: GraphScope): Promise<GraphOutcome> {
     const done = new Set<string>([graph.entry]);
+    /** Nodes that failed for good and have an error path: it runs, with the error as `$error`. */
+    const failed = new Set<string>();
+    let handled: ErrorRecord | undefined;
     const last = graph.nodes[graph.nodes.length - 1];
     // After the flow's last node, the run's end records its checkpoint; a loop item's last node has its own.
     const endsRun = scope.prefix === '';
@@ -124,7 +125,7 @@ export class RunPass implements NodeHost {
     for (const node of graph.nodes) {
       let activated: boolean;
       try {
-        activated = await isActivated(node, done, scope.bindings);
+        activated = await isActivated(node, done, failed, scope.bindings);
       } catch (thrown) {
         // An edge condition that cannot be evaluated is a fault of the flow: retrying evaluates it the same way.
         const error = this.redactError(toOperationError(thrown));
@@ -133,20 +134,35 @@ export class RunPass implements NodeHost {
       if (!activated) continue;
       const key = scope.prefix + node.id;
       const checkpoint = this.checkpoints.get(key);
-      if (checkpoint?.status !== 'succeeded') {
-        const outcome = await this.runNode(node, scope, key, checkpoint);
-        if (outcome) return outcome;
-      } else {
-        scope.outputs[node.id] = checkpoint.output;
+      const hasErrorPath = graph.errorPaths.has(node.id);
+      // A failure handled in an earlier pass stays handled: the node is not run again.
+      const outcome =
+        checkpoint?.status === 'succeeded'
+          ? undefined
+          : checkpoint?.status === 'failed' && hasErrorPath
+            ? ({ kind: 'failed', error: checkpoint.error!, attempts: checkpoint.attempts } as const)
+            : await this.runNode(node, scope, key, checkpoint);
+      if (outcome?.kind === 'failed' && hasErrorPath) {
+        failed.add(node.id);
+        handled = outcome.error;
+        scope.bindings.error = {
+          kind: outcome.error.kind,
+          message: outcome.error.message,
+          nodeId: node.id,
+          attempts: outcome.attempts ?? 1,
+        };
+        continue;
       }
+      if (outcome) return outcome;
+      if (checkpoint?.status === 'succeeded') scope.outputs[node.id] = checkpoint.output;
       done.add(node.id);
       output = scope.outputs[node.id];
-      if (this.runner(node).after?.(node) === 'end') return { kind: 'done', last: output };
+      if (this.runner(node).after?.(node) === 'end') return { kind: 'done', last: output, handled };
       if (checkpoint?.status === 'succeeded') continue;
       // A side effect is recorded before anything else happens.
       if (node.kind.hasSideEffects(node.spec) && !(endsRun && node === last)) await this.save();
     }
-    return { kind: 'done', last: output };
+    return { kind: 'done', last: output, handled };
   }
 
   /** `$lookup(space, key)`: a document's value from a data space (undefined when absent), read once per pass. */
@@ -188,7 +204,7 @@ export class RunPass implements NodeHost {
     });
     const fail = (record: ErrorRecord): GraphOutcome => {
       this.unsaved.push(step('failed', attempt, null, record));
-      return { kind: 'failed', error: record };
+      return { kind: 'failed', error: record, attempts: attempt };
     };
 
     let result: unknown;

@@ -16,6 +16,7 @@ import type {
   RunState,
   RunStore,
   Step,
+  TerminalRunStatus,
 } from '../store/index.ts';
 import { RunPass } from './run-pass.ts';
 import type { RunSink } from '../nodes/index.ts';
@@ -35,7 +36,7 @@ export interface TestRequest {
 
 export interface TestResult {
   /** `waiting`: a node failed in a way a run would retry (or asked to be tried later). */
-  status: 'succeeded' | 'failed' | 'filtered' | 'skipped' | 'cancelled' | 'waiting';
+  status: TerminalRunStatus | 'waiting';
   dryRun: boolean;
   error: ErrorRecord | null;
   steps: Step[];
@@ -164,7 +165,7 @@ export class TestRunner {
     const steps: Step[] =
       request.node === undefined
         ? []
-        : flow.nodes
+        : flow.graph.nodes
             .filter((node) => node.id !== request.node)
             .map((node) => ({
               runId: run.id,

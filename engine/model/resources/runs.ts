@@ -9,12 +9,14 @@ export const runStatuses = [
   'waiting',
   'succeeded',
   'failed',
+  'handled',
   'filtered',
   'skipped',
   'cancelled',
 ] as const;
 
-export const terminalRunStatuses = ['succeeded', 'failed', 'filtered', 'skipped', 'cancelled'] as const;
+/** `handled`: a node failed, and the error path the flow gives it ran to the end. */
+export const terminalRunStatuses = ['succeeded', 'failed', 'handled', 'filtered', 'skipped', 'cancelled'] as const;
 
 /** A run on its way: queued, taken up, or waiting for a retry. */
 export const unfinishedRunStatuses = ['queued', 'running', 'waiting'] as const;

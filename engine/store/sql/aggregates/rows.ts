@@ -213,6 +213,7 @@ export const toBlockedTopic = (r: Row): BlockedTopic => ({
 export const MESSAGE_STATUS = `case when m.duplicate_of is not null then 'duplicate' when r.status = 'held'
   then 'blocked' when r.status = 'queued' then 'accepted'
     when r.status in ('running', 'waiting') then 'running' when r.status in ('succeeded', 'failed') then r.status
+      when r.status = 'handled' then 'failed'
       else 'skipped' end`;
 export const LATEST_RUN = `left join lateral (
     select id, status, batch_id from runs where tenant_id = m.tenant_id and message_id = m.id
@@ -285,7 +286,7 @@ export const BATCH_WITH_COUNTS = `select b.*, c.* from batches b cross join late
     select count(*) as total,
       count(*) filter (where r.status in ${UNFINISHED}) as unfinished,
       count(*) filter (where r.status = 'succeeded') as succeeded,
-      count(*) filter (where r.status = 'failed') as failed,
+      count(*) filter (where r.status in ('failed', 'handled')) as failed,
       count(*) filter (where r.status in ('skipped', 'filtered', 'cancelled')) as skipped
     from batch_tasks t join runs r on r.tenant_id = t.tenant_id and r.id = t.run_id
     where t.tenant_id = b.tenant_id and t.batch_id = b.id) c`;
