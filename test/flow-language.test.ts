@@ -327,3 +327,42 @@ describe('an error path', () => {
     expect(report.error.message).toMatch(/^gave up after 3 attempts: /);
   });
 });
+
+describe('an honest dry run', () => {
+  it('performs the calls that change nothing, simulates the others, and names the nodes that ran on placeholders', async () => {
+    const created = await acme.call('POST', '/api/v1/editable-flows', {
+      key: 'dry',
+      name: 'dry',
+      trigger: { type: 'webhook' },
+      nodes: [
+        { id: 'lookup', operation: 'http.request', config: { method: 'GET', url: '{{ $vars.SINK_URL }}/customers' } },
+        { id: 'name', operation: 'transform', config: { expression: "{{ $steps.lookup.status & ' ok' }}" } },
+        {
+          id: 'post',
+          operation: 'http.request',
+          config: { method: 'POST', url: '{{ $vars.SINK_URL }}/dry-orders', body: { name: '{{ $steps.name }}' } },
+        },
+        { id: 'after', operation: 'transform', config: { expression: '{{ $exists($steps.post.status) }}' } },
+      ],
+      edges: [
+        { from: 'trigger', to: 'lookup' },
+        { from: 'lookup', to: 'name' },
+        { from: 'name', to: 'post' },
+        { from: 'post', to: 'after' },
+      ],
+    });
+    const tested = await acme.call('POST', `/api/v1/editable-flows/${created.body.id}/test`, { input: { body: {} } });
+    expect(tested.body).toMatchObject({
+      status: 'succeeded',
+      dryRun: true,
+      simulated: ['post'],
+      readSimulated: ['after'],
+    });
+    // The GET went out; the POST did not, and shows what it would send, built from the GET's real answer.
+    expect(received('/customers')).toHaveLength(1);
+    expect(received('/dry-orders')).toHaveLength(0);
+    const output = (key: string) => tested.body.steps.find((step: { key: string }) => step.key === key).output;
+    expect(output('name')).toBe('200 ok');
+    expect(output('post')).toMatchObject({ dryRun: true, wouldSend: { method: 'POST', body: { name: '200 ok' } } });
+  });
+});

@@ -6,7 +6,7 @@ import { idParams, underPath } from './editable-flows.ts';
 
 const testResultSchema = {
   type: 'object',
-  required: ['status', 'dryRun', 'error', 'steps', 'logs', 'batch'],
+  required: ['status', 'dryRun', 'error', 'steps', 'logs', 'batch', 'simulated', 'readSimulated'],
   properties: {
     status: {
       enum: ['succeeded', 'failed', 'handled', 'filtered', 'skipped', 'cancelled', 'waiting'],
@@ -23,6 +23,19 @@ const testResultSchema = {
     batch: {
       type: ['object', 'null'],
       description: "A fan-out node's items: the first 20 and the count. The nodes after it ran with the first.",
+    },
+    simulated: {
+      type: 'array',
+      items: { type: 'string' },
+      description:
+        'Step keys of the nodes the dry run did not perform (they change an outside system): their outputs are ' +
+        'placeholders, {"dryRun": true, "wouldSend": ...}. Every other node ran for real, read-only calls (HTTP ' +
+        'GET, HEAD) included.',
+    },
+    readSimulated: {
+      type: 'array',
+      items: { type: 'string' },
+      description: "Nodes that ran on a placeholder: they read a simulated node's output (or such a node's).",
     },
   },
 } as const;
@@ -50,7 +63,9 @@ export function testRunRoutes({ store, compile, testRunner }: ApiContext) {
       description:
         'Nothing is recorded: no message, no run, no statistics; the incremental field does not move and no order is ' +
         'marked. With dryRun (the default), side-effecting operations return what they would send (method, URL, ' +
-        'headers with credentials masked, body) instead of sending it. The answer comes when the run ends: node ' +
+        'headers with credentials masked, body) instead of sending it; calls that change nothing (an HTTP GET or HEAD) ' +
+        'run for real. The answer lists the nodes simulated and those that ran on their placeholders. The answer comes ' +
+        'when the run ends: node ' +
         'timeouts bound it.',
       params: idParams,
       body: {

@@ -120,6 +120,7 @@ export class GraphCompiler {
         retry: { maxAttempts: node.retry?.maxAttempts ?? 5, backoffMs: node.retry?.backoffMs ?? 1000 },
         timeoutMs: node.timeoutMs ?? this.options.defaultTimeoutMs,
         incoming: incoming.get(node.id) ?? [],
+        reads: new Set(scope.templates.reads.filter((read) => read.kind === 'steps').map((read) => read.name)),
       });
     });
     for (const kind of new Set([...compiled.values()].map((node) => node.kind)))

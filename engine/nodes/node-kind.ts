@@ -39,6 +39,8 @@ export interface CompiledNode<Spec = unknown> {
   retry: RetryPolicy;
   timeoutMs: number;
   incoming: CompiledEdge[];
+  /** The nodes whose outputs its own expressions read by name (`$steps.<id>`). */
+  reads: ReadonlySet<string>;
 }
 
 /** What compiling one node may use, and where its problems and references go. */

@@ -130,13 +130,15 @@ class OperationStep implements NodeRunner<OperationSpec> {
     try {
       const { definition } = operation;
       const ctx = this.context(node, call, config, signal);
-      // A dry run sends nothing: a side-effecting operation describes what it would send, if it can.
-      const work =
-        this.host.sink.mode === 'dry-run' && definition.sideEffects
-          ? definition.preview
-            ? definition.preview(ctx).then((wouldSend) => ({ dryRun: true, wouldSend }))
-            : Promise.resolve({ dryRun: true, notRun: `${definition.name} has side effects and cannot describe them` })
-          : definition.run(ctx);
+      // A dry run changes nothing: a side-effecting operation describes what it would send, if it can, unless
+      // its config changes nothing this time (a GET), which runs for real.
+      const simulated = this.host.sink.mode === 'dry-run' && definition.sideEffects && !definition.readOnly?.(config);
+      if (simulated) this.host.sink.simulated?.(call.key);
+      const work = simulated
+        ? definition.preview
+          ? definition.preview(ctx).then((wouldSend) => ({ dryRun: true, wouldSend }))
+          : Promise.resolve({ dryRun: true, notRun: `${definition.name} has side effects and cannot describe them` })
+        : definition.run(ctx);
       return await Promise.race([work, timeout]);
     } finally {
       clearTimeout(timer);

@@ -28,4 +28,6 @@ export interface RunSink {
    * run.
    */
   fanOutItem(): unknown;
+  /** A dry run: the node with this step key was simulated (it did not send), and its output is a placeholder. */
+  simulated?(key: string): void;
 }

@@ -109,6 +109,11 @@ export interface OperationDefinition<Config = unknown> {
   /** True when running the operation changes an outside system. */
   sideEffects: boolean;
   /**
+   * A side-effecting operation whose config changes nothing this time (an HTTP GET): a dry run performs it
+   * for real, so the nodes after it test on a real answer.
+   */
+  readOnly?(config: Config): boolean;
+  /**
    * The operation fans out: its items become a batch of tasks that run the nodes after it, and the
    * run that imported them ends after this node.
    */
@@ -123,8 +128,9 @@ export interface OperationDefinition<Config = unknown> {
 
 /** Declares an operation; the config type is derived from its JSON Schema. */
 export function defineOperation<const Schema extends JSONSchema & object, Config = FromSchema<Schema>>(
-  definition: Omit<OperationDefinition, 'configSchema' | 'run' | 'preview'> & {
+  definition: Omit<OperationDefinition, 'configSchema' | 'run' | 'preview' | 'readOnly'> & {
     configSchema: Schema;
+    readOnly?(config: NoInfer<Config>): boolean;
     // NoInfer: the schema alone decides the config type (computed once, as Config); inferring it back from `run` is
     // slow and ambiguous.
     run(ctx: OperationContext<NoInfer<Config>>): Promise<unknown>;

@@ -43,6 +43,10 @@ export interface TestResult {
   logs: NewRunLog[];
   /** What a fan-out node imported: the first items, and how many there were. */
   batch: { items: unknown[]; count: number } | null;
+  /** Step keys of the nodes a dry run did not perform: their outputs are placeholders (`dryRun: true`). */
+  simulated: string[];
+  /** Nodes that ran on a placeholder: they read a simulated node's output, or such a node's. */
+  readSimulated: string[];
 }
 
 /**
@@ -56,6 +60,7 @@ class TestSink implements RunSink {
   readonly logs: NewRunLog[] = [];
   outcome?: RunOutcome;
   readonly items: unknown[] = [];
+  readonly simulatedKeys: string[] = [];
   count = 0;
   private batched = false;
 
@@ -102,6 +107,10 @@ class TestSink implements RunSink {
 
   fanOutItem() {
     return this.items[0];
+  }
+
+  simulated(key: string) {
+    this.simulatedKeys.push(key);
   }
 
   get batch() {
@@ -197,6 +206,23 @@ export class TestRunner {
       steps: sink.steps,
       logs: sink.logs,
       batch: sink.batch,
+      simulated: sink.simulatedKeys,
+      readSimulated: readingPlaceholders(flow, sink),
     };
   }
+}
+
+/** The flow's nodes that ran reading a placeholder: a simulated node's output, or one computed from it. */
+function readingPlaceholders(flow: CompiledFlow, sink: TestSink): string[] {
+  const ran = new Set(sink.steps.map((step) => step.key));
+  // A loop whose items' nodes were simulated outputs their placeholders.
+  const tainted = new Set(sink.simulatedKeys.map((key) => (key.includes('[') ? key.slice(0, key.indexOf('[')) : key)));
+  const reading: string[] = [];
+  for (const node of flow.graph.nodes) {
+    if (!ran.has(node.id) || tainted.has(node.id)) continue;
+    if (![...node.reads].some((id) => tainted.has(id))) continue;
+    tainted.add(node.id);
+    reading.push(node.id);
+  }
+  return reading;
 }

@@ -90,6 +90,9 @@ const configSchema = {
 
 type HttpRequestConfig = FromSchema<typeof configSchema>;
 
+/** Methods that change nothing on the server (RFC 9110 §9.2.1): a dry run sends them. */
+const SAFE_METHODS = new Set(['GET', 'HEAD']);
+
 export const httpRequest = defineOperation({
   name: 'http.request',
   title: 'HTTP request',
@@ -98,6 +101,7 @@ export const httpRequest = defineOperation({
     "4xx fail the run. Sends the node's idempotency key so the receiver can drop repeats.",
   version: '1.0.0',
   sideEffects: true,
+  readOnly: (config) => SAFE_METHODS.has(config.method ?? 'GET'),
   configSchema,
   async preview(ctx: OperationContext<HttpRequestConfig>) {
     const { url, method, headers, body } = buildRequest(ctx.config, ctx.idempotencyKey);
