@@ -5,7 +5,7 @@ import express, { Router, type Request, type Response } from 'express';
 import { putDestination } from '../engine/plugins/index.ts';
 import { type FlowDocument, newId, SchemaValidator } from '../engine/model/index.ts';
 import { secretContext } from '../engine/secrets/index.ts';
-import { isTerminal, type Run, type Step } from '../engine/store/index.ts';
+import { isTerminal } from '../engine/store/index.ts';
 import { constantTimeEqual } from '../engine/triggers/index.ts';
 import { pinOperationVersions } from '../engine/flow/index.ts';
 import { activeVersionChanged, type ApiContext } from './context.ts';
@@ -13,6 +13,7 @@ import { checkedBody, maintenanceProblem, throttledProblem } from './hooks.ts';
 import { json, problem } from './openapi.ts';
 import { HttpProblem, sendProblem } from './problem.ts';
 import { defineRoute } from './route.ts';
+import { watchRun } from './run-watch.ts';
 
 /**
  * The seed's deprecated HTTP adapter: `POST /api/adp/<store>/egress/sync-refund-to-erp-api`, the
@@ -77,21 +78,6 @@ function settingsFrom(req: Request, settingsValidator: SchemaValidator<unknown>)
 function destinationName(settings: AdapterSettings): string {
   const identity = `${settings.graphqlUrl}\0${settings.erp.apiUrl}\0${settings.erp.accountId}`;
   return `adp-${createHash('sha256').update(identity).digest('hex').slice(0, 24)}`;
-}
-
-async function settledRun(
-  context: ApiContext,
-  tenantId: string,
-  runId: string,
-  waitMs: number,
-): Promise<{ run: Run; steps: Step[] } | undefined> {
-  const deadline = Date.now() + waitMs;
-  for (let delay = 25; ; delay = Math.min(delay * 2, 500)) {
-    const found = await context.store.getRun(tenantId, runId);
-    if (found && isTerminal(found.run.status)) return found;
-    if (Date.now() + delay > deadline) return found;
-    await new Promise((resolve) => setTimeout(resolve, delay));
-  }
 }
 
 export function adapterRoutes(context: ApiContext, options: { bodyLimitBytes: number; waitMs: number }): Router {
@@ -173,7 +159,9 @@ export function adapterRoutes(context: ApiContext, options: { bodyLimitBytes: nu
         );
       }
       const ids = { messageId: result.messageId, runId: result.runId };
-      const found = await settledRun(context, tenantId, result.runId, options.waitMs);
+      const found = await watchRun(context.store, tenantId, result.runId, options.waitMs, ({ run }) =>
+        isTerminal(run.status),
+      );
       if (!found || !isTerminal(found.run.status))
         return res.status(202).json({ ...ids, status: found?.run.status ?? 'queued' });
       const { run, steps } = found;

@@ -63,6 +63,8 @@ export interface AppOptions {
   queues: Queue[];
   /** How long the adapter route waits for its run before it answers 202. */
   adapterWaitMs: number;
+  /** How long a flow URL waits for its run's reply (REPLY_WAIT_MS). */
+  replyWaitMs: number;
   /** This process's metrics, in Prometheus' text format. */
   metrics: MetricsExposition;
   /** Client sign-ins, throttled on repeated failures. */
@@ -107,7 +109,12 @@ export function apiRoutes(context: ApiContext): RouteSpec[] {
 
 /** The HTTP surface: flow URLs first, on node:http (see hookHandler), then the Express app. */
 export function createRequestListener(options: AppOptions): RequestListener {
-  const hooks = hookHandler(options.context.intake, options.bodyLimitBytes, options.logger);
+  const hooks = hookHandler(options.context.intake, {
+    bodyLimitBytes: options.bodyLimitBytes,
+    runs: options.context.store,
+    replyWaitMs: options.replyWaitMs,
+    logger: options.logger,
+  });
   const app = createApp(options);
   return (req, res) => {
     if (!hooks(req, res)) app(req, res);

@@ -7,6 +7,9 @@ import { JsonText, unstorableJson } from '../engine/model/index.ts';
 import { bodyFault } from './json-body.ts';
 import { answerError, HttpProblem, sendProblem } from './problem.ts';
 import { trackRequest } from './request-log.ts';
+import { watchRun } from './run-watch.ts';
+import { isTerminal, type RunStore, type Step } from '../engine/store/index.ts';
+import type { Reply } from '../engine/nodes/index.ts';
 
 const SEGMENT = /^[A-Za-z0-9][A-Za-z0-9-]{0,62}$/;
 const HOOK_URL = /^\/hooks\/([^/?#]+)\/([^/?#]+)\/?(?:\?(.*))?$/;
@@ -22,17 +25,26 @@ const HOOK_URL = /^\/hooks\/([^/?#]+)\/([^/?#]+)\/?(?:\?(.*))?$/;
  * body limit, content codings and problem answers are the ones the app uses.
  * Returns false for a request that is not a delivery to a flow URL.
  */
+export interface HookOptions {
+  bodyLimitBytes: number;
+  /** Where a flow URL whose flow replies reads the run's reply. */
+  runs: Pick<RunStore, 'getRun'>;
+  /** How long it waits for the reply (REPLY_WAIT_MS). */
+  replyWaitMs: number;
+  logger: Logger;
+}
+
 export function hookHandler(
   intake: Intake,
-  bodyLimitBytes: number,
-  logger: Logger,
+  options: HookOptions,
 ): (req: IncomingMessage, res: ServerResponse) => boolean {
+  const { logger } = options;
   return (req, res) => {
     const url = req.method === 'POST' ? HOOK_URL.exec(req.url ?? '') : null;
     if (!url) return false;
     const [, tenantId, flowKey, queryString] = url;
     trackRequest(logger, req, res, `/hooks/${tenantId}/${flowKey}`);
-    receive(intake, req, res, { tenantId, flowKey, queryString }, bodyLimitBytes, logger).catch((error: unknown) =>
+    receive(intake, req, res, { tenantId, flowKey, queryString }, options).catch((error: unknown) =>
       answerError(logger, req, res, error),
     );
     return true;
@@ -50,10 +62,10 @@ async function receive(
   req: IncomingMessage,
   res: ServerResponse,
   { tenantId, flowKey, queryString }: FlowUrl,
-  bodyLimitBytes: number,
-  logger: Logger,
+  options: HookOptions,
 ) {
-  const rawBody = await readDelivery(req, res, bodyLimitBytes);
+  const { logger } = options;
+  const rawBody = await readDelivery(req, res, options.bodyLimitBytes);
   if (!SEGMENT.test(tenantId) || !SEGMENT.test(flowKey)) throw noFlow();
   const body = await checkedBody(intake, rawBody, req.headers['content-type']);
   const query = queryString ? { ...querystring.parse(queryString) } : {};
@@ -95,9 +107,38 @@ async function receive(
       );
     case 'duplicate':
       return answer(res, 200, { messageId: result.messageId, runId: result.runId, duplicate: true });
-    case 'accepted':
-      return answer(res, 202, { messageId: result.messageId, runId: result.runId });
+    case 'accepted': {
+      const ids = { messageId: result.messageId, runId: result.runId };
+      const reply =
+        result.replyNodes.length > 0 ? await awaitReply(tenantId, ids.runId, result.replyNodes, options) : undefined;
+      return reply ? sendReply(res, reply) : answer(res, 202, ids);
+    }
   }
+}
+
+/** The run's reply (a reply node's output), if one comes within REPLY_WAIT_MS. */
+async function awaitReply(tenantId: string, runId: string, nodes: string[], options: HookOptions) {
+  const replyOf = (steps: Step[]) =>
+    steps.find((step) => step.status === 'succeeded' && nodes.includes(step.key))?.output as Reply | undefined;
+  const found = await watchRun(
+    options.runs,
+    tenantId,
+    runId,
+    options.replyWaitMs,
+    ({ run, steps }) => replyOf(steps) !== undefined || isTerminal(run.status),
+  );
+  return found && replyOf(found.steps);
+}
+
+/** A reply as the flow made it: JSON, or text as it is when the flow set a content-type. */
+function sendReply(res: ServerResponse, reply: Reply) {
+  const headers = Object.fromEntries(
+    Object.entries(reply.headers ?? {}).map(([name, value]) => [name.toLowerCase(), value]),
+  );
+  const asText = typeof reply.body === 'string' && headers['content-type'] !== undefined;
+  const body = reply.body === undefined ? '' : asText ? (reply.body as string) : JSON.stringify(reply.body);
+  if (!asText && reply.body !== undefined) headers['content-type'] = 'application/json; charset=utf-8';
+  res.writeHead(reply.status ?? 200, { ...headers, 'content-length': Buffer.byteLength(body) }).end(body);
 }
 
 /** The body as the sender meant it (decoded from gzip, deflate or br), at most `limit` bytes. */

@@ -238,7 +238,8 @@ function platformPaths() {
         security: [],
         description:
           "Persisted and enqueued before the answer. A repeated Idempotency-Key (or the trigger's delivery id " +
-          'header) returns the first message.',
+          'header) returns the first message. When the flow has a reply node and the run reaches it within ' +
+          'REPLY_WAIT_MS, the answer is that reply (its status, headers and body) instead of 202.',
         parameters: [
           { name: 'tenantId', in: 'path', required: true, schema: { type: 'string' } },
           { name: 'flowKey', in: 'path', required: true, schema: { type: 'string' } },
@@ -251,6 +252,7 @@ function platformPaths() {
             content: json({ type: 'object', properties: { messageId: { type: 'string' }, runId: { type: 'string' } } }),
           },
           200: { description: 'A repeated delivery: the first message, nothing new runs.' },
+          default: { description: "The flow's reply (a reply node): the status, headers and body it made." },
           401: problem("The delivery fails the trigger's verification."),
           404: problem('No active flow at this URL.'),
           413: problem('The body is over the size limit.'),

@@ -313,6 +313,13 @@ export const settings = {
       "`/readyz` fails while this process's event loop lags more than this (p99 over the last 5 s): it cannot " +
       'answer in time. A backlog, a stopped worker or a recovery is reported there, never a failure.',
   },
+  replyWaitMs: {
+    env: 'REPLY_WAIT_MS',
+    schema: { type: 'integer', minimum: 0, maximum: 60_000, default: 10_000 },
+    description:
+      "How long a flow URL whose flow has a reply node waits for the run's reply; after it, the sender gets the " +
+      'usual 202 and the run goes on.',
+  },
   adapterWaitMs: {
     env: 'ADAPTER_WAIT_MS',
     schema: { type: 'integer', minimum: 0, default: 25_000 },

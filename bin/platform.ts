@@ -309,6 +309,7 @@ export class Platform {
         readiness: () => readiness(store, queue, maintenance, eventLoop, config, logger),
         queues,
         adapterWaitMs: config.adapterWaitMs,
+        replyWaitMs: config.replyWaitMs,
         metrics,
         clients,
         apiCalls: new ApiCallLimit(

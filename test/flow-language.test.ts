@@ -14,7 +14,8 @@ const example = (file: string) =>
   JSON.parse(readFileSync(path.resolve(import.meta.dirname, '../flows', file), 'utf8')) as Record<string, any>;
 
 beforeAll(async () => {
-  env = await startTestPlatform('pglite');
+  // Replies are waited for 1.5 s here, so that a late reply is seen to fall back to 202.
+  env = await startTestPlatform('pglite', undefined, { replyWaitMs: 1500 });
   acme = await env.tenant('acme');
   sink = await new Receiver().start();
   // As a user would: the flow reads its sink from a global variable set over the API.
@@ -364,5 +365,70 @@ describe('an honest dry run', () => {
     const output = (key: string) => tested.body.steps.find((step: { key: string }) => step.key === key).output;
     expect(output('name')).toBe('200 ok');
     expect(output('post')).toMatchObject({ dryRun: true, wouldSend: { method: 'POST', body: { name: '200 ok' } } });
+  });
+});
+
+describe('a webhook reply', () => {
+  const replying = (key: string, before: object[]) => ({
+    key,
+    name: key,
+    trigger: { type: 'webhook' },
+    nodes: [
+      ...before,
+      {
+        id: 'answer',
+        operation: 'reply',
+        config: {
+          status: 201,
+          headers: { 'X-Order': '{{ $input.body.id }}' },
+          body: { order: '{{ $input.body.id }}', total: '{{ $input.body.total * 2 }}' },
+        },
+      },
+      {
+        id: 'send',
+        operation: 'http.request',
+        config: { method: 'POST', url: '{{ $vars.SINK_URL }}/after-reply', body: '{{ $steps.answer.body }}' },
+      },
+    ],
+    edges: [
+      ...before.map((node: any, index) => ({
+        from: index === 0 ? 'trigger' : (before[index - 1] as any).id,
+        to: node.id,
+      })),
+      { from: before.length > 0 ? (before.at(-1) as any).id : 'trigger', to: 'answer' },
+      { from: 'answer', to: 'send' },
+    ],
+  });
+
+  it("answers the sender with the reply node's status, headers and body; the run goes on after it", async () => {
+    await acme.publish(replying('replies', []));
+    const answered = await sendWebhook(env.url, 'acme', 'replies', { id: 'R-1', total: 21 });
+    expect(answered.status).toBe(201);
+    expect(answered.headers.get('x-order')).toBe('R-1');
+    expect(answered.body).toEqual({ order: 'R-1', total: 42 });
+    // The message was stored and its run goes on after the reply.
+    const [message] = (await acme.call('GET', '/api/v1/messages?first=1')).body.nodes;
+    const run = await acme.settledRun(message.runId);
+    expect(run.status).toBe('succeeded');
+    expect(bodies('/after-reply')).toContainEqual({ order: 'R-1', total: 42 });
+  });
+
+  it('answers 202 when the reply comes after REPLY_WAIT_MS, or never (the run failed first)', async () => {
+    await acme.publish(replying('replies-late', [{ id: 'pause', operation: 'wait', config: { for: '3s' } }]));
+    const late = await sendWebhook(env.url, 'acme', 'replies-late', { id: 'R-2', total: 1 });
+    expect(late.status).toBe(202);
+    const run = await acme.settledRun(late.body.runId);
+    expect(run.status).toBe('succeeded');
+    expect(run.steps.find((step: { key: string }) => step.key === 'answer').output).toMatchObject({ status: 201 });
+
+    await acme.publish(
+      replying('replies-never', [
+        { id: 'check', operation: 'http.request', config: { method: 'POST', url: '{{ $vars.SINK_URL }}/refuses' } },
+      ]),
+    );
+    sink.script({ status: 400 });
+    const never = await sendWebhook(env.url, 'acme', 'replies-never', { id: 'R-3', total: 1 });
+    expect(never.status).toBe(202);
+    expect((await acme.settledRun(never.body.runId)).status).toBe('failed');
   });
 });

@@ -157,7 +157,7 @@ describe('flow validation', () => {
       '$.nodes[1].edges[1].to names no node here: nowhere',
       "$.nodes[1].nodes[2].config.destination must have required property 'destination'",
       '$.nodes[1].nodes[1].operation a loop cannot be inside a loop',
-      '$.nodes[1].nodes[2].operation shopify.orders-import-list fans out: it runs only at the top of a flow, not in a loop',
+      '$.nodes[1].nodes[2].operation a fan-out operation runs only at the top of a flow, not in a loop',
       '$.nodes[1].nodes[2] is not reachable from the item',
       '$.nodes[1].config.items must be a single {{ expression }}',
       '$.nodes[2].nodes only a loop has a body of nodes and edges',

@@ -23,6 +23,8 @@ export interface CompiledFlow {
   trigger: CompiledTrigger;
   graph: CompiledGraph;
   references: References;
+  /** The nodes that may answer the delivery that started a run: the flow URL waits for one of them. */
+  replyNodes: string[];
 }
 
 export type { CompileOptions };
@@ -80,7 +82,17 @@ function analyse(
   if (errors.length === 0) errors.push(...compiler.stepReadErrors());
   const reads = [...triggerSecrets(doc), ...compiler.variableReads];
   if (errors.length > 0 || !trigger || !graph) return { errors, reads };
-  return { errors, reads, flow: { key: doc.key, trigger, graph, references: compiler.references } };
+  return {
+    errors,
+    reads,
+    flow: {
+      key: doc.key,
+      trigger,
+      graph,
+      references: compiler.references,
+      replyNodes: graph.nodes.filter((node) => node.kind.answersDelivery).map((node) => node.id),
+    },
+  };
 }
 
 /** The secrets a webhook trigger verifies deliveries with. */

@@ -34,6 +34,7 @@ interface ActiveTrigger {
   version: number;
   webhook: CompiledWebhook;
   verificationSecrets: string[];
+  replyNodes: string[];
 }
 
 /** How long a URL that names no active flow is remembered as such. */
@@ -52,7 +53,14 @@ export interface Delivery {
 }
 
 export type IntakeResult =
-  | { outcome: 'accepted' | 'duplicate'; messageId: string; runId: string; held: boolean }
+  | {
+      outcome: 'accepted' | 'duplicate';
+      messageId: string;
+      runId: string;
+      held: boolean;
+      /** The flow's nodes that may reply to this delivery (the flow URL waits for one), if any. */
+      replyNodes: string[];
+    }
   | { outcome: 'no-flow' }
   | { outcome: 'unverified' }
   | { outcome: 'invalid'; field: string; reason: string }
@@ -169,7 +177,13 @@ export class Intake {
       query: delivery.query,
     };
     const { duplicate, messageId, run } = await this.commits.submit({ message, runId: newId() });
-    return { outcome: duplicate ? 'duplicate' : 'accepted', messageId, runId: run.id, held: run.status === 'held' };
+    return {
+      outcome: duplicate ? 'duplicate' : 'accepted',
+      messageId,
+      runId: run.id,
+      held: run.status === 'held',
+      replyNodes: trigger.replyNodes,
+    };
   }
 
   /** Whether a delivery's body is JSON that can be accepted, checked off the event loop when it is large. */
@@ -212,7 +226,7 @@ export class Intake {
     const { store, flows, keyring } = this.options;
     const record = await store.findFlowByKey(tenantId, flowKey);
     if (!record?.active || record.activeVersion === null) return undefined;
-    const { trigger } = await flows.get(tenantId, record.id, record.activeVersion);
+    const { trigger, replyNodes } = await flows.get(tenantId, record.id, record.activeVersion);
     // A scheduled flow has no URL.
     if (trigger.type !== 'webhook') return undefined;
     const { webhook } = trigger;
@@ -223,6 +237,6 @@ export class Intake {
         : (await store.sealedSecrets(tenantId, names)).map((sealed) =>
             keyring.open(sealed, secretContext(tenantId, sealed.name)),
           );
-    return { flowId: record.id, version: record.activeVersion, webhook, verificationSecrets };
+    return { flowId: record.id, version: record.activeVersion, webhook, verificationSecrets, replyNodes };
   }
 }

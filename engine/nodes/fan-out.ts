@@ -1,4 +1,5 @@
 import type { FieldError } from '../model/index.ts';
+import { inLoopErrors } from './checks.ts';
 import type { AfterNode, CompiledNode, NodeDocument, NodeHost, NodeKind } from './node-kind.ts';
 import { compileOperation, type OperationSpec, operationKind } from './operation.ts';
 
@@ -42,19 +43,19 @@ function fanOutErrors(
   documents: readonly NodeDocument[],
   at: string,
 ): FieldError[] {
+  if (at !== '$')
+    return inLoopErrors(
+      fanOutKind,
+      'a fan-out operation runs only at the top of a flow, not in a loop',
+      nodes,
+      documents,
+      at,
+    );
   const errors: FieldError[] = [];
   let seen = false;
   documents.forEach((node, index) => {
     const compiled = nodes.get(node.id);
     if (compiled?.kind !== fanOutKind) return;
-    if (at !== '$') {
-      errors.push({
-        path: `${at}.nodes[${index}].operation`,
-        message: `${node.operation} fans out: it runs only at the top of a flow, not in a loop`,
-        node: node.id,
-      });
-      return;
-    }
     if (seen)
       errors.push({
         path: `$.nodes[${index}].operation`,

@@ -5,6 +5,7 @@
 export { compileEdge, isActivated } from './edges.ts';
 export { kindOf, namedKinds } from './kinds.ts';
 export { MAX_LOOP_ITEMS } from './loop.ts';
+export type { Reply } from './reply.ts';
 export type {
   CompiledEdge,
   CompiledGraph,

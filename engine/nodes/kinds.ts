@@ -3,10 +3,11 @@ import { fanOutKind } from './fan-out.ts';
 import { loopKind } from './loop.ts';
 import type { NodeDocument, NodeKind, NodeKindReference } from './node-kind.ts';
 import { operationKind } from './operation.ts';
+import { replyKind } from './reply.ts';
 import { waitKind } from './wait.ts';
 
 /** Every kind of node, most specific first: a document node is compiled by the first that claims it. */
-const NODE_KINDS: readonly NodeKind[] = [loopKind, waitKind, fanOutKind, operationKind];
+const NODE_KINDS: readonly NodeKind[] = [loopKind, waitKind, replyKind, fanOutKind, operationKind];
 
 export function kindOf(node: NodeDocument, registry: OperationRegistry): NodeKind {
   // The operation kind claims every node: find always finds.

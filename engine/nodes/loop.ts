@@ -1,5 +1,6 @@
 import type { FromSchema } from 'json-schema-to-ts';
-import { type ErrorRecord, type FieldError, later, permanent, SchemaValidator } from '../model/index.ts';
+import { type ErrorRecord, later, permanent, SchemaValidator } from '../model/index.ts';
+import { inLoopErrors } from './checks.ts';
 import type { Expression } from '../expressions/index.ts';
 import type {
   CompiledGraph,
@@ -124,17 +125,7 @@ function chain(nodes: unknown[]): EdgeDocument[] {
 
 /** Loops multiply: a loop inside a loop would run up to MAX_LOOP_ITEMS² items in one run. */
 function nestedLoops(nodes: ReadonlyMap<string, CompiledNode>, documents: readonly NodeDocument[], at: string) {
-  if (at === '$') return [];
-  const errors: FieldError[] = [];
-  documents.forEach((node, index) => {
-    if (nodes.get(node.id)?.kind === loopKind)
-      errors.push({
-        path: `${at}.nodes[${index}].operation`,
-        message: 'a loop cannot be inside a loop',
-        node: node.id,
-      });
-  });
-  return errors;
+  return inLoopErrors(loopKind, 'a loop cannot be inside a loop', nodes, documents, at);
 }
 
 async function runLoop(host: NodeHost, node: CompiledNode<LoopSpec>, call: NodeCall): Promise<LoopOutput> {

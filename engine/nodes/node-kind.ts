@@ -68,6 +68,8 @@ export type EdgeDocument = FlowDocument['edges'][number];
 export interface NodeKind<Spec = unknown> {
   /** Shown in errors. */
   readonly name: string;
+  /** Its node may answer the delivery that started the run: the flow URL waits for it (a reply). */
+  readonly answersDelivery?: boolean;
   /** For a kind authors name in `operation` (`loop`): what the API reference shows of it. */
   readonly reference?: NodeKindReference;
   /** Whether this kind compiles the document node; the first kind in `NODE_KINDS` to claim it does. */

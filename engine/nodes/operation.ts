@@ -1,12 +1,5 @@
 import type { Logger } from 'pino';
-import {
-  type FieldError,
-  fieldErrors,
-  type OperationError,
-  permanent,
-  retryable,
-  ValidationError,
-} from '../model/index.ts';
+import { fieldErrors, type OperationError, permanent, retryable, ValidationError } from '../model/index.ts';
 import type { Bindings, Template } from '../expressions/index.ts';
 import {
   StopSignal,
@@ -17,6 +10,7 @@ import {
   type RegisteredOperation,
 } from '../plugins/index.ts';
 import type { SecretRedactor } from '../secrets/index.ts';
+import { staticConfigErrors } from './checks.ts';
 import type { CompiledNode, NodeCall, NodeDocument, NodeHost, NodeKind, NodeRunner, NodeScope } from './node-kind.ts';
 import type { Window } from './run-sink.ts';
 
@@ -61,28 +55,8 @@ export function compileOperation(node: NodeDocument, scope: NodeScope): Operatio
   const config = node.config ?? {};
   const template = scope.templates.compile(config, `${path}.config`);
   const { dynamic } = scope.templates;
-  errors.push(...staticConfigErrors(operation, config, [...dynamic.keys()], `${path}.config`, node.id));
+  errors.push(...staticConfigErrors(operation.config, config, dynamic.keys(), `${path}.config`, node.id));
   return { operation, config: template, dynamic };
-}
-
-/**
- * Check a node's config against its operation's schema where the value is known before run time.
- * Errors at or under a `{{ }}` value are deferred: the resolved config is validated on every run.
- */
-function staticConfigErrors(
-  operation: RegisteredOperation,
-  config: object,
-  dynamicPointers: string[],
-  prefix: string,
-  node: string,
-): FieldError[] {
-  const errors = operation.config.rawErrors(config);
-  const isDynamic = (pointer: string) =>
-    dynamicPointers.some((dynamic) => pointer === dynamic || pointer.startsWith(`${dynamic}/`));
-  return fieldErrors(
-    errors.filter((error) => !isDynamic(error.instancePath)),
-    prefix,
-  ).map((error) => ({ ...error, node }));
 }
 
 /**
