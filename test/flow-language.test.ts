@@ -432,3 +432,66 @@ describe('a webhook reply', () => {
     expect((await acme.settledRun(never.body.runId)).status).toBe('failed');
   });
 });
+
+describe('a failure flow', () => {
+  it("starts the named flow with the failed run's context, once; a failure flow's own failure starts nothing", async () => {
+    // The failure flow reports to the sink, and names itself: its own failure must not start it again.
+    const failures = {
+      key: 'failures',
+      name: 'failures',
+      failureFlow: 'failures',
+      trigger: { type: 'webhook' },
+      nodes: [
+        {
+          id: 'report',
+          operation: 'http.request',
+          config: { method: 'POST', url: '{{ $vars.SINK_URL }}/failures', body: '{{ $input.body }}' },
+        },
+      ],
+      edges: [{ from: 'trigger', to: 'report' }],
+    };
+    const fragile = {
+      key: 'fragile',
+      name: 'fragile',
+      failureFlow: 'failures',
+      trigger: { type: 'webhook' },
+      nodes: [
+        { id: 'send', operation: 'http.request', config: { method: 'POST', url: '{{ $vars.SINK_URL }}/fragile' } },
+      ],
+      edges: [{ from: 'trigger', to: 'send' }],
+    };
+    // Published before its failure flow exists: a warning, not a refusal.
+    const created = await acme.call('POST', '/api/v1/editable-flows', fragile);
+    const published = await acme.call('POST', `/api/v1/editable-flows/${created.body.id}/publish`, {});
+    expect(published.status).toBe(201);
+    expect(published.body.warnings).toEqual([
+      {
+        path: '$.draft.failureFlow',
+        message: 'names no active flow of this tenant: failures (a failed run would start nothing)',
+      },
+    ]);
+    const failuresId = await acme.publish(failures);
+
+    sink.script({ status: 400, body: { error: 'no' } }, { status: 400, body: { error: 'no again' } });
+    const accepted = await sendWebhook(env.url, 'acme', 'fragile', { id: 'F-1' });
+    const run = await acme.settledRun(accepted.body.runId);
+    expect(run.status).toBe('failed');
+
+    const started = await eventually(async () => {
+      const [message] = (await acme.call('GET', `/api/v1/messages?flowId=${failuresId}`)).body.nodes;
+      if (!message) throw new Error('no failure run yet');
+      return acme.settledRun(message.runId);
+    });
+    // The failure flow's run failed too (the sink refused it again), and started nothing more.
+    expect(started.status).toBe('failed');
+    const [report] = bodies('/failures');
+    expect(report).toEqual({
+      run: { id: run.id, flowId: run.flowId, flowVersion: run.flowVersion, messageId: run.messageId },
+      flow: 'fragile',
+      error: run.error,
+      input: { body: { id: 'F-1' }, headers: expect.any(Object), query: {} },
+    });
+    expect((await acme.call('GET', `/api/v1/messages?flowId=${failuresId}`)).body.nodes).toHaveLength(1);
+    expect(bodies('/failures')).toHaveLength(1);
+  });
+});

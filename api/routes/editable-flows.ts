@@ -59,7 +59,10 @@ export function editableFlowRoutes(context: ApiContext) {
   ): Promise<{ errors: FieldError[]; warnings: FieldError[] }> => {
     const reviewed = reviewFlow(document, compile);
     const errors = underPath(reviewed.errors, prefix);
-    const warnings = underPath(await missingValues(tenantId, reviewed.reads), prefix);
+    const warnings = underPath(
+      [...(await missingValues(tenantId, reviewed.reads)), ...(await missingFailureFlow(tenantId, document))],
+      prefix,
+    );
     if (errors.length > 0) return { errors, warnings };
     for (const [index, node] of (document as FlowDocument).nodes.entries()) {
       if (!node.operation.startsWith(ACTION_PREFIX)) continue;
@@ -74,6 +77,19 @@ export function editableFlowRoutes(context: ApiContext) {
       }
     }
     return { errors, warnings };
+  };
+  const missingFailureFlow = async (tenantId: string, document: unknown): Promise<FieldError[]> => {
+    const key = (document as { failureFlow?: unknown } | null)?.failureFlow;
+    if (typeof key !== 'string') return [];
+    const flow = await store.findFlowByKey(tenantId, key);
+    return flow?.active && flow.activeVersion !== null
+      ? []
+      : [
+          {
+            path: '$.failureFlow',
+            message: `names no active flow of this tenant: ${key} (a failed run would start nothing)`,
+          },
+        ];
   };
   const missingValues = async (tenantId: string, reads: VariableRead[]): Promise<FieldError[]> => {
     const named = (kind: VariableRead['kind']) =>

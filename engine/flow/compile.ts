@@ -25,6 +25,8 @@ export interface CompiledFlow {
   references: References;
   /** The nodes that may answer the delivery that started a run: the flow URL waits for one of them. */
   replyNodes: string[];
+  /** The flow started when a run fails. */
+  failureFlow?: string;
 }
 
 export type { CompileOptions };
@@ -91,6 +93,7 @@ function analyse(
       graph,
       references: compiler.references,
       replyNodes: graph.nodes.filter((node) => node.kind.answersDelivery).map((node) => node.id),
+      failureFlow: doc.failureFlow,
     },
   };
 }

@@ -250,6 +250,14 @@ export const flowDocumentSchema = {
         'Most runs of this flow executing at once, across all workers (an ERP that takes 5 concurrent requests: ' +
         "5). Its other runs wait their turn without delaying the tenant's other flows. Unset: no limit of its own.",
     },
+    failureFlow: {
+      type: 'string',
+      pattern: '^[a-z0-9][a-z0-9-]{0,62}$',
+      description:
+        'The key of a flow of the same tenant to start when a run of this one fails (an error path that handles it ' +
+        'ends the run handled, not failed). Its message body: {run: {id, flowId, flowVersion, messageId}, flow, ' +
+        "error, input}. A failure flow's own failures start nothing.",
+    },
     trigger: {
       type: 'object',
       required: ['type'],

@@ -28,6 +28,11 @@ export interface RunSink {
    * run.
    */
   fanOutItem(): unknown;
+  /**
+   * Starts a run of the tenant's flow `flowKey` (its active version) with `body`, once per `deliveryId`: the
+   * run's id, or undefined when no active flow has that key (or a test run, which starts nothing).
+   */
+  startFlow(run: Run, flowKey: string, body: unknown, deliveryId: string): Promise<string | undefined>;
   /** A dry run: the node with this step key was simulated (it did not send), and its output is a placeholder. */
   simulated?(key: string): void;
 }

@@ -8,6 +8,8 @@ import {
   type BatchStore,
   type DataSpaceStore,
   type DestinationStore,
+  type FlowStore,
+  type MessageStore,
   isTerminal,
   type Run,
   type RunStore,
@@ -18,7 +20,7 @@ import { RunPass } from './run-pass.ts';
 import { StoreSink } from './store-sink.ts';
 
 export interface ExecutorOptions {
-  store: RunStore & BatchStore & DataSpaceStore & DestinationStore;
+  store: RunStore & BatchStore & DataSpaceStore & DestinationStore & FlowStore & MessageStore;
   /** Runs tenants' actions (`action:<name>` nodes). */
   actions: ActionRunner;
   flows: CompiledFlowCache;

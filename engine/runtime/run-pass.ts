@@ -39,6 +39,8 @@ export type RunPassOptions = NodeHost['options'] & {
 };
 
 const LATER_DEFAULT_MS = 60_000;
+/** The delivery id of a failure flow's message: `failure:<failed run id>`. */
+const FAILURE_DELIVERY = 'failure:';
 
 /**
  * One pass over one run. Checkpoints of side-effecting nodes are written as soon as the node
@@ -106,6 +108,8 @@ export class RunPass implements NodeHost {
         return this.end({ status: outcome.status, error: null });
       case 'failed':
         this.log().warn({ nodeId: outcome.error.node, error: outcome.error }, 'run failed');
+        // Started before the failure is recorded: a crash in between starts it again, once (its delivery id).
+        await this.startFailureFlow(outcome.error);
         return this.end({ status: 'failed', error: outcome.error });
       case 'wait':
         await this.save({ status: 'waiting', error: outcome.error });
@@ -163,6 +167,21 @@ export class RunPass implements NodeHost {
       if (node.kind.hasSideEffects(node.spec) && !(endsRun && node === last)) await this.save();
     }
     return { kind: 'done', last: output, handled };
+  }
+
+  /** The flow's failure flow, with this run's context; a failure flow's own failures start nothing. */
+  private async startFailureFlow(error: ErrorRecord) {
+    const { failureFlow } = this.flow;
+    const { run, message } = this.state;
+    if (!failureFlow || message.deliveryId?.startsWith(FAILURE_DELIVERY)) return;
+    const body = {
+      run: { id: run.id, flowId: run.flowId, flowVersion: run.flowVersion, messageId: run.messageId },
+      flow: this.flow.key,
+      error,
+      input: { body: this.input.body, headers: this.input.headers, query: this.input.query },
+    };
+    const started = await this.sink.startFlow(run, failureFlow, body, `${FAILURE_DELIVERY}${run.id}`);
+    if (!started) this.log().warn({ failureFlow }, 'the failure flow is not active: nothing started');
   }
 
   /** `$lookup(space, key)`: a document's value from a data space (undefined when absent), read once per pass. */

@@ -4,6 +4,8 @@ import type {
   BatchStatus,
   BatchStore,
   DataSpaceStore,
+  FlowStore,
+  MessageStore,
   NewRunLog,
   Run,
   RunOutcome,
@@ -16,7 +18,7 @@ export class StoreSink implements RunSink {
   readonly mode = 'run';
 
   constructor(
-    private readonly store: RunStore & BatchStore & DataSpaceStore,
+    private readonly store: RunStore & BatchStore & DataSpaceStore & FlowStore & MessageStore,
     private readonly enqueue: (runs: Run[]) => Promise<void>,
   ) {}
 
@@ -74,5 +76,25 @@ export class StoreSink implements RunSink {
 
   fanOutItem() {
     return undefined;
+  }
+
+  async startFlow(run: Run, flowKey: string, body: unknown, deliveryId: string) {
+    const flow = await this.store.findFlowByKey(run.tenantId, flowKey);
+    if (!flow?.active || flow.activeVersion === null) return undefined;
+    const message = {
+      tenantId: run.tenantId,
+      id: newId(),
+      flowId: flow.id,
+      flowVersion: flow.activeVersion,
+      deliveryId,
+      topic: null,
+      body,
+      headers: {},
+      query: {},
+    };
+    // The delivery id makes it once: a pass that starts it again gets the first run back.
+    const [accepted] = await this.store.acceptMessages([{ message, runId: newId() }]);
+    if (accepted.run.status === 'queued') await this.enqueue([accepted.run]);
+    return accepted.run.id;
   }
 }

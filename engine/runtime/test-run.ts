@@ -9,6 +9,8 @@ import type {
   BatchStore,
   DataSpaceStore,
   DestinationStore,
+  FlowStore,
+  MessageStore,
   IncrementalField,
   NewRunLog,
   Run,
@@ -109,6 +111,10 @@ class TestSink implements RunSink {
     return this.items[0];
   }
 
+  async startFlow() {
+    return undefined;
+  }
+
   simulated(key: string) {
     this.simulatedKeys.push(key);
   }
@@ -119,7 +125,7 @@ class TestSink implements RunSink {
 }
 
 export interface TestRunnerOptions {
-  store: RunStore & BatchStore & DataSpaceStore & DestinationStore;
+  store: RunStore & BatchStore & DataSpaceStore & DestinationStore & FlowStore & MessageStore;
   actions: ActionRunner;
   keyring: Keyring;
   logger: Logger;
