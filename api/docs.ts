@@ -263,7 +263,7 @@ td table{font-size:95%}</style></head>
 <small>${html(openapi.info.version)}</small></h1><p>${html(openapi.info.description)}</p>
 <p>Machine-readable: <a href="/openapi.json">/openapi.json</a>. Fields marked <b>*</b> are required.</p>
 <ul>${contents}
-<li><a href="#nodes">Nodes of the language</a> — loops, waits, replies</li>
+<li><a href="#nodes">Nodes of the language</a> — loops, waits, replies, calls</li>
 <li><a href="#operations">Operations</a> — what a flow's nodes can run</li>
 <li><a href="#webhook-signatures">Webhook signatures</a> — how vendors sign what they deliver</li>
 <li><a href="#schemas">Schemas</a> — every resource and document</li></ul>

@@ -221,6 +221,7 @@ export class Platform {
         maxOutputBytes: config.maxStepOutputBytes,
         maxRetryDelayMs: 3_600_000,
         enqueue: (runs) => queue.enqueue(runs.map(runJob)),
+        wake: (runId) => queue.wake(runId),
       });
       worker = new RunWorker(executor, workerStore, queue, {
         connection: redisOptions(config.redisUrl, 'worker'),

@@ -175,6 +175,59 @@ describe('durability', () => {
     expect(run.steps.filter((step: { key: string }) => step.key === 'pause/due')).toHaveLength(1);
   });
 
+  it('a worker killed while a run waits for the flow it called: both go on with the next worker, the call made once', async () => {
+    await stopWorkers();
+    await acme.publish({
+      key: 'slow-child',
+      name: 'slow-child',
+      trigger: { type: 'webhook' },
+      nodes: [
+        { id: 'pause', operation: 'wait', config: { for: '3s' } },
+        { id: 'double', operation: 'transform', config: { expression: "{{ {'doubled': $input.body.n * 2} }}" } },
+      ],
+      edges: [
+        { from: 'trigger', to: 'pause' },
+        { from: 'pause', to: 'double' },
+      ],
+    });
+    await acme.publish({
+      key: 'slow-parent',
+      name: 'slow-parent',
+      trigger: { type: 'webhook' },
+      nodes: [
+        { id: 'call', operation: 'call', config: { flow: 'slow-child', input: { n: '{{ $input.body.n }}' } } },
+        {
+          ...post('send', '/sub-results'),
+          config: { method: 'POST', url: '{{ $vars.ERP_URL }}/sub-results', body: '{{ $steps.call }}' },
+        },
+      ],
+      edges: [
+        { from: 'trigger', to: 'call' },
+        { from: 'call', to: 'send' },
+      ],
+    });
+    const doomed = await startWorker();
+    const accepted = await sendWebhook(env.url, 'acme', 'slow-parent', { n: 4 });
+    const runStatus = async (id: string) => (await acme.call('GET', `/api/v1/runs/${id}`)).body.status;
+    const [child] = await eventually(async () => {
+      const found = (await acme.call('GET', `/api/v1/runs?parentRunId=${accepted.body.runId}`)).body.nodes;
+      expect(found).toHaveLength(1);
+      expect(await runStatus(found[0].id)).toBe('waiting');
+      expect(await runStatus(accepted.body.runId)).toBe('waiting');
+      return found;
+    });
+    doomed.kill('SIGKILL');
+    await new Promise((resolve) => doomed.once('exit', resolve));
+
+    await startWorker();
+    const run = await acme.settledRun(accepted.body.runId);
+    expect(run.status).toBe('succeeded');
+    expect(received('/sub-results').map((request) => JSON.parse(request.body))).toEqual([{ doubled: 8 }]);
+    expect(
+      (await acme.call('GET', `/api/v1/runs?parentRunId=${run.id}`)).body.nodes.map((r: { id: string }) => r.id),
+    ).toEqual([child.id]);
+  });
+
   it('a worker killed between the ERP receipt and the order mark: one ERP receipt, marked after recovery', async () => {
     const world = await refundWorld(acme);
     try {

@@ -495,3 +495,45 @@ describe('a failure flow', () => {
     expect(bodies('/failures')).toHaveLength(1);
   });
 });
+
+describe('a sub-flow', () => {
+  it('flows/call-child.json calls flows/child.json, waits for its result, and sends it on; each run links the other', async () => {
+    await acme.publish(example('child.json'));
+    await acme.publish(example('call-child.json'));
+    const accepted = await sendWebhook(env.url, 'acme', 'call-child', { n: 21 });
+    const parent = await acme.settledRun(accepted.body.runId);
+    expect(parent.status).toBe('succeeded');
+    expect(bodies('/results')).toEqual([{ doubled: 42 }]);
+    const call = parent.steps.find((step: { key: string }) => step.key === 'call');
+    expect(call.output).toEqual({ doubled: 42 });
+    const started = parent.steps.find((step: { key: string }) => step.key === 'call/call').output;
+    const children = (await acme.call('GET', `/api/v1/runs?parentRunId=${parent.id}`)).body.nodes;
+    expect(children).toEqual([
+      expect.objectContaining({ id: started.runId, status: 'succeeded', parentRunId: parent.id, callDepth: 1 }),
+    ]);
+    expect(parent).toMatchObject({ parentRunId: null, callDepth: 0 });
+  });
+
+  it('fails the call when the called run fails, naming it; a flow calling itself stops at the depth limit', async () => {
+    await acme.publish({
+      ...example('call-child.json'),
+      key: 'call-missing',
+      nodes: [{ id: 'call', operation: 'call', config: { flow: 'no-such-flow' } }],
+      edges: [{ from: 'trigger', to: 'call' }],
+    });
+    const missing = await acme.settledRun((await sendWebhook(env.url, 'acme', 'call-missing', {})).body.runId);
+    expect(missing).toMatchObject({ status: 'failed', error: { kind: 'permanent', node: 'call' } });
+    expect(missing.error.message).toBe('flow no-such-flow is not active: there is nothing to call');
+
+    await acme.publish({
+      key: 'recurse',
+      name: 'recurse',
+      trigger: { type: 'webhook' },
+      nodes: [{ id: 'again', operation: 'call', config: { flow: 'recurse', input: '{{ $input.body }}' } }],
+      edges: [{ from: 'trigger', to: 'again' }],
+    });
+    const top = await acme.settledRun((await sendWebhook(env.url, 'acme', 'recurse', { n: 1 })).body.runId);
+    expect(top.status).toBe('failed');
+    expect(top.error.message).toMatch(/^flow recurse ended failed: .*calls nest more than 5 deep/);
+  });
+});

@@ -15,13 +15,18 @@ export function runRoutes({ store }: ApiContext) {
       query: {
         type: 'object',
         additionalProperties: false,
-        properties: { ...pageQuerySchema, flowId: { type: 'string', format: 'uuid' }, status: { enum: runStatuses } },
+        properties: {
+          ...pageQuerySchema,
+          flowId: { type: 'string', format: 'uuid' },
+          status: { enum: runStatuses },
+          parentRunId: { type: 'string', format: 'uuid', description: "The runs this run's call nodes started." },
+        },
       },
       responses: { 200: { description: 'A page of runs.', schema: connectionSchema(runSchema) } },
       handle: async ({ tenantId, query }) => ({
         body: await store.listRuns(
           tenantId,
-          { flowId: query.flowId, status: query.status },
+          { flowId: query.flowId, status: query.status, parentRunId: query.parentRunId },
           { first: query.first, after: query.after },
         ),
       }),

@@ -22,4 +22,4 @@ export type {
   RetryPolicy,
 } from './node-kind.ts';
 export { LOG_LINES_PER_RUN, RunLogRecorder } from './run-log.ts';
-export type { RunSink, Window } from './run-sink.ts';
+export type { RunSink, StartOptions, Window } from './run-sink.ts';

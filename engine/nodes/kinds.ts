@@ -1,4 +1,5 @@
 import type { OperationRegistry } from '../plugins/index.ts';
+import { callKind } from './call.ts';
 import { fanOutKind } from './fan-out.ts';
 import { loopKind } from './loop.ts';
 import type { NodeDocument, NodeKind, NodeKindReference } from './node-kind.ts';
@@ -7,7 +8,7 @@ import { replyKind } from './reply.ts';
 import { waitKind } from './wait.ts';
 
 /** Every kind of node, most specific first: a document node is compiled by the first that claims it. */
-const NODE_KINDS: readonly NodeKind[] = [loopKind, waitKind, replyKind, fanOutKind, operationKind];
+const NODE_KINDS: readonly NodeKind[] = [loopKind, waitKind, replyKind, callKind, fanOutKind, operationKind];
 
 export function kindOf(node: NodeDocument, registry: OperationRegistry): NodeKind {
   // The operation kind claims every node: find always finds.

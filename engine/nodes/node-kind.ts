@@ -4,7 +4,7 @@ import type { Bindings, Expression, TemplateCompiler } from '../expressions/inde
 import type { HttpClient } from '../outbound/index.ts';
 import type { ActionRunner, MessageInput, OperationRegistry } from '../plugins/index.ts';
 import type { Keyring, SecretRedactor } from '../secrets/index.ts';
-import type { BatchStore, DataSpaceStore, DestinationStore, Run } from '../store/index.ts';
+import type { BatchStore, DataSpaceStore, DestinationStore, Run, RunStore } from '../store/index.ts';
 import type { RunLogRecorder } from './run-log.ts';
 import type { RunSink } from './run-sink.ts';
 
@@ -155,7 +155,7 @@ export interface NodeHost {
   readonly shutdown: AbortSignal;
   readonly progress: (percent: number) => void;
   readonly options: {
-    store: BatchStore & DataSpaceStore & DestinationStore;
+    store: BatchStore & DataSpaceStore & DestinationStore & Pick<RunStore, 'getRun'>;
     actions: ActionRunner;
     keyring: Keyring;
     logger: Logger;

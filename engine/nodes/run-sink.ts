@@ -2,6 +2,13 @@ import type { BatchCounts, BatchStatus, IncrementalField, NewRunLog, Run, RunOut
 
 export type Window = { from: string | null; to: string | null };
 
+export interface StartOptions {
+  /** Makes the start happen once: a second start with it gets the first run back. */
+  deliveryId: string;
+  /** A call: the started run knows this one as its caller, one call deeper. */
+  called?: boolean;
+}
+
 /**
  * Where a run pass's effects on the platform go: for a run, the store (checkpoints, batches,
  * incremental fields, data spaces) and the queue; for a test run, memory (see TestSink).
@@ -32,7 +39,7 @@ export interface RunSink {
    * Starts a run of the tenant's flow `flowKey` (its active version) with `body`, once per `deliveryId`: the
    * run's id, or undefined when no active flow has that key (or a test run, which starts nothing).
    */
-  startFlow(run: Run, flowKey: string, body: unknown, deliveryId: string): Promise<string | undefined>;
+  startFlow(run: Run, flowKey: string, body: unknown, options: StartOptions): Promise<string | undefined>;
   /** A dry run: the node with this step key was simulated (it did not send), and its output is a placeholder. */
   simulated?(key: string): void;
 }

@@ -122,6 +122,15 @@ export class RunQueue {
   }
 
   /**
+   * Takes a waiting run up now instead of at the end of its delay (a caller whose called run ended).
+   * A run not delayed (running, or already taken up) is left as it is.
+   */
+  async wake(runId: string): Promise<void> {
+    const job = await this.queue.getJob(runId);
+    if (job && (await job.isDelayed())) await job.promote().catch(() => {});
+  }
+
+  /**
    * Queue runs in their lanes: once this resolves they are accepted (a run already queued is not
    * queued twice). Those there is room for go to the workers at once.
    */

@@ -32,8 +32,10 @@ export interface ExecutorOptions {
   maxOutputBytes: number;
   /** Cap of any retry delay. */
   maxRetryDelayMs: number;
-  /** Queues runs this pass created (a fan-out node's tasks). */
+  /** Queues runs this pass created (a fan-out node's tasks, a called flow's run). */
   enqueue(runs: Run[]): Promise<void>;
+  /** Takes a waiting run up now: the caller of a run that ended. */
+  wake(runId: string): Promise<void>;
 }
 
 /**
@@ -68,7 +70,7 @@ export class Executor {
     const secrets = Object.fromEntries(
       state.sealedSecrets.map((sealed) => [sealed.name, keyring.open(sealed, secretContext(tenantId, sealed.name))]),
     );
-    return new RunPass(
+    const outcome = await new RunPass(
       this.options,
       new StoreSink(store, this.options.enqueue),
       state,
@@ -77,5 +79,12 @@ export class Executor {
       shutdown,
       progress,
     ).execute();
+    // A called run that ended wakes its caller, which waits for it.
+    const { parentRunId } = state.run;
+    if (outcome.kind === 'finished' && parentRunId)
+      await this.options.wake(parentRunId).catch((error: unknown) => {
+        this.options.logger.warn({ err: error, runId, parentRunId }, 'could not wake the calling run');
+      });
+    return outcome;
   }
 }

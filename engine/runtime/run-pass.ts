@@ -180,7 +180,7 @@ export class RunPass implements NodeHost {
       error,
       input: { body: this.input.body, headers: this.input.headers, query: this.input.query },
     };
-    const started = await this.sink.startFlow(run, failureFlow, body, `${FAILURE_DELIVERY}${run.id}`);
+    const started = await this.sink.startFlow(run, failureFlow, body, { deliveryId: `${FAILURE_DELIVERY}${run.id}` });
     if (!started) this.log().warn({ failureFlow }, 'the failure flow is not active: nothing started');
   }
 

@@ -1,5 +1,5 @@
 import { permanent, newId } from '../model/index.ts';
-import { LOG_LINES_PER_RUN, type RunSink, type Window } from '../nodes/index.ts';
+import { LOG_LINES_PER_RUN, type RunSink, type StartOptions, type Window } from '../nodes/index.ts';
 import type {
   BatchStatus,
   BatchStore,
@@ -78,7 +78,7 @@ export class StoreSink implements RunSink {
     return undefined;
   }
 
-  async startFlow(run: Run, flowKey: string, body: unknown, deliveryId: string) {
+  async startFlow(run: Run, flowKey: string, body: unknown, { deliveryId, called }: StartOptions) {
     const flow = await this.store.findFlowByKey(run.tenantId, flowKey);
     if (!flow?.active || flow.activeVersion === null) return undefined;
     const message = {
@@ -91,6 +91,7 @@ export class StoreSink implements RunSink {
       body,
       headers: {},
       query: {},
+      parent: called ? { runId: run.id, depth: run.callDepth + 1 } : undefined,
     };
     // The delivery id makes it once: a pass that starts it again gets the first run back.
     const [accepted] = await this.store.acceptMessages([{ message, runId: newId() }]);

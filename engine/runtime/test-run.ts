@@ -163,6 +163,8 @@ export class TestRunner {
       startedAt: now,
       finishedAt: null,
       batchId: null,
+      parentRunId: null,
+      callDepth: 0,
     };
     const message = {
       tenantId,

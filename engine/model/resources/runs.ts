@@ -40,6 +40,8 @@ export const runSchema = {
     'startedAt',
     'finishedAt',
     'batchId',
+    'parentRunId',
+    'callDepth',
   ],
   properties: {
     tenantId: { type: 'string' },
@@ -58,6 +60,11 @@ export const runSchema = {
     startedAt: nullableTimestamp,
     finishedAt: nullableTimestamp,
     batchId: { anyOf: [uuid, { type: 'null' }], description: 'Set on a batch task: the batch it belongs to.' },
+    parentRunId: {
+      anyOf: [uuid, { type: 'null' }],
+      description: 'Set on a run a call node started: the calling run (its runs: GET /runs?parentRunId=).',
+    },
+    callDepth: { type: 'integer', description: 'How many calls deep: 0 for a run a delivery or schedule started.' },
   },
 } as const;
 

@@ -105,7 +105,10 @@ export interface HeldFilter {
   topic?: string;
 }
 
-export type NewMessage = Omit<Message, 'receivedAt'>;
+export type NewMessage = Omit<Message, 'receivedAt'> & {
+  /** A message a call node sends: its run knows the calling run, one call deeper. */
+  parent?: { runId: string; depth: number };
+};
 
 export interface AcceptedMessage {
   duplicate: boolean;

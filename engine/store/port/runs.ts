@@ -28,7 +28,7 @@ export interface RunStore {
   getRun(tenantId: string, runId: string): Promise<{ run: Run; steps: Step[] } | undefined>;
   /** Whether a run of the flow has not finished yet (queued, running or waiting). */
   hasUnfinishedRun(tenantId: string, flowId: string): Promise<boolean>;
-  listRuns(tenantId: string, filter: { flowId?: string; status?: RunStatus }, page: PageRequest): Promise<Page<Run>>;
+  listRuns(tenantId: string, filter: RunFilter, page: PageRequest): Promise<Page<Run>>;
   /**
    * Unfinished runs (queued, running, waiting) of every tenant created before `createdBefore`, oldest
    * first, after the cursor: what the queue reconciler checks against the queue's jobs.
@@ -46,6 +46,13 @@ export interface RunOutcome {
 }
 
 /** Names of the variables, secrets and platform values a run reads; '*' for every platform value. */
+export interface RunFilter {
+  flowId?: string;
+  status?: RunStatus;
+  /** The runs a run's call nodes started. */
+  parentRunId?: string;
+}
+
 export interface RunReads {
   vars: ReadonlySet<string> | readonly string[];
   secrets: ReadonlySet<string> | readonly string[];

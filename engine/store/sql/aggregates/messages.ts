@@ -48,6 +48,8 @@ export class SqlMessages implements MessageStore {
         headers: message.headers,
         query: message.query,
         run_id: runId,
+        parent_run_id: message.parent?.runId ?? null,
+        call_depth: message.parent?.depth ?? 0,
       });
       return `{"body":${body},${fields.slice(1)}`;
     });
@@ -57,7 +59,8 @@ export class SqlMessages implements MessageStore {
     const inserted = await this.db.query(
       `with input as (
          select * from jsonb_to_recordset($1::jsonb) as x(tenant_id text, id uuid, flow_id uuid, flow_version integer,
-           delivery_id text, topic text, body jsonb, headers jsonb, query jsonb, run_id uuid)
+           delivery_id text, topic text, body jsonb, headers jsonb, query jsonb, run_id uuid, parent_run_id uuid,
+           call_depth integer)
        ), suspended as (
          select id from tenants where id in (select tenant_id from input) and status = 'suspended' for share
        ), blocked as (
@@ -69,9 +72,9 @@ export class SqlMessages implements MessageStore {
            from input
          on conflict (tenant_id, flow_id, delivery_id) do nothing returning tenant_id, id
        )
-       insert into runs (tenant_id, id, flow_id, flow_version, message_id, status, held_by)
+       insert into runs (tenant_id, id, flow_id, flow_version, message_id, status, held_by, parent_run_id, call_depth)
        select i.tenant_id, i.run_id, i.flow_id, i.flow_version, i.id, case when hold.reason is null then 'queued'
-         else 'held' end, hold.reason
+         else 'held' end, hold.reason, i.parent_run_id, i.call_depth
          from input i join m on m.tenant_id = i.tenant_id and m.id = i.id
          cross join lateral (select case when exists (select 1 from suspended s where s.id = i.tenant_id)
            then 'suspended'

@@ -239,6 +239,8 @@ export const toRun = (r: Row): Run => ({
   startedAt: isoOrNull(r.started_at),
   finishedAt: isoOrNull(r.finished_at),
   batchId: r.batch_id ?? null,
+  parentRunId: r.parent_run_id ?? null,
+  callDepth: r.call_depth ?? 0,
 });
 export const toBatch = (r: Row): Batch => {
   const total = Number(r.total ?? 0);

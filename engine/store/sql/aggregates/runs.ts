@@ -3,7 +3,7 @@ import type {
   RunOutcome,
   RunReads,
   RunState,
-  RunStatus,
+  RunFilter,
   Step,
   RunLogAppend,
   UnfinishedRun,
@@ -232,14 +232,24 @@ export class SqlRuns implements RunStore {
     return rows.length > 0;
   }
 
-  async listRuns(tenantId: string, filter: { flowId?: string; status?: RunStatus }, request: PageRequest) {
-    if (filter.flowId !== undefined && !isUuid(filter.flowId))
+  async listRuns(tenantId: string, filter: RunFilter, request: PageRequest) {
+    if (
+      (filter.flowId !== undefined && !isUuid(filter.flowId)) ||
+      (filter.parentRunId !== undefined && !isUuid(filter.parentRunId))
+    )
       return { nodes: [], pageInfo: { hasNextPage: false, endCursor: null } };
     const rows = await this.db.query(
       `select * from runs where tenant_id = $1 and ($2::uuid is null or flow_id = $2::uuid) and ($3::text is null
-        or status = $3)
+        or status = $3) and ($6::uuid is null or parent_run_id = $6::uuid)
          and ($4::uuid is null or id < $4::uuid) order by id desc limit $5`,
-      [tenantId, filter.flowId ?? null, filter.status ?? null, decodeCursor(request.after, UUID), request.first + 1],
+      [
+        tenantId,
+        filter.flowId ?? null,
+        filter.status ?? null,
+        decodeCursor(request.after, UUID),
+        request.first + 1,
+        filter.parentRunId ?? null,
+      ],
     );
     return page(rows, request, toRun, (r) => r.id);
   }
