@@ -60,6 +60,8 @@ describe('a loop over items', () => {
     const loop = run.steps.find((step: { key: string }) => step.key === 'each');
     expect(loop.output.failed).toEqual([]);
     expect(loop.output.results.map((result: any) => result.body.received)).toEqual(items);
+    // The run's result is its last node's output: the loop's, listing every item's.
+    expect(run.result).toEqual(loop.output);
     expect(run.steps.filter((step: { nodeId: string }) => step.nodeId === 'send')).toHaveLength(items.length);
   });
 
@@ -512,6 +514,7 @@ describe('a sub-flow', () => {
       expect.objectContaining({ id: started.runId, status: 'succeeded', parentRunId: parent.id, callDepth: 1 }),
     ]);
     expect(parent).toMatchObject({ parentRunId: null, callDepth: 0 });
+    expect((await acme.call('GET', `/api/v1/runs/${started.runId}`)).body.result).toEqual({ doubled: 42 });
   });
 
   it('fails the call when the called run fails, naming it; a flow calling itself stops at the depth limit', async () => {

@@ -1,4 +1,5 @@
 import { NotFoundError, runSchema, runStatuses, stepSchema } from '../../engine/model/index.ts';
+import { runResult } from '../../engine/store/index.ts';
 import type { ApiContext } from '../context.ts';
 import { connectionSchema, defineRoute, pageQuerySchema } from '../route.ts';
 import { idParams } from './editable-flows.ts';
@@ -43,14 +44,21 @@ export function runRoutes({ store }: ApiContext) {
           description: 'The run.',
           schema: {
             type: 'object',
-            properties: { ...runSchema.properties, steps: { type: 'array', items: stepSchema } },
+            properties: {
+              ...runSchema.properties,
+              steps: { type: 'array', items: stepSchema },
+              result: {
+                description:
+                  'The output of the last node the run ran (a call node gets it from the run it called); null before.',
+              },
+            },
           },
         },
       },
       async handle({ tenantId, params }) {
         const found = await store.getRun(tenantId, params.id);
         if (!found) throw new NotFoundError(`no run ${params.id}`);
-        return { body: { ...found.run, steps: found.steps } };
+        return { body: { ...found.run, steps: found.steps, result: runResult(found.steps) } };
       },
     }),
   ];

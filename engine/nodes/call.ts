@@ -1,7 +1,7 @@
 import type { FromSchema } from 'json-schema-to-ts';
 import { later, permanent, SchemaValidator } from '../model/index.ts';
 import type { Template } from '../expressions/index.ts';
-import { isTerminal, type Step } from '../store/index.ts';
+import { isTerminal, runResult } from '../store/index.ts';
 import { staticConfigErrors } from './checks.ts';
 import type { CompiledNode, NodeCall, NodeDocument, NodeHost, NodeKind, NodeScope } from './node-kind.ts';
 
@@ -98,7 +98,7 @@ async function runCall(host: NodeHost, node: CompiledNode<CallSpec>, call: NodeC
       retryAfterMs: Math.min(CALL_RECHECK_MS, Math.max(FIRST_RECHECK_MS, waited)),
     });
   }
-  if (called.status === 'succeeded') return resultOf(steps);
+  if (called.status === 'succeeded') return runResult(steps);
   if (called.status === 'filtered' || called.status === 'skipped') return null;
   throw permanent(
     `flow ${flow} ended ${called.status}${called.error ? `: ${called.error.message}` : ''} (run ${runId})`,
@@ -106,14 +106,4 @@ async function runCall(host: NodeHost, node: CompiledNode<CallSpec>, call: NodeC
       details: { runId },
     },
   );
-}
-
-/** A run's result: the output of the last of its flow's nodes it ran (not a sub-step, not a loop item's node). */
-function resultOf(steps: Step[]): unknown {
-  let last: Step | undefined;
-  for (const step of steps) {
-    if (step.status !== 'succeeded' || /[/[]/.test(step.key)) continue;
-    if (!last || (step.finishedAt ?? '') >= (last.finishedAt ?? '')) last = step;
-  }
-  return last?.output ?? null;
 }

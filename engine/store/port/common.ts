@@ -1,4 +1,4 @@
-import { terminalRunStatuses, type RunStatus, type TerminalRunStatus } from '../../model/index.ts';
+import { terminalRunStatuses, type RunStatus, type Step, type TerminalRunStatus } from '../../model/index.ts';
 
 /** The kinds of state a tenant keeps, counted and limited (flows' bytes include their published versions). */
 export const STATE_KINDS = [
@@ -56,3 +56,16 @@ export async function* pages<T>(list: (after?: string) => Promise<Page<T>>): Asy
 
 export const isTerminal = (status: RunStatus): status is TerminalRunStatus =>
   (terminalRunStatuses as readonly string[]).includes(status);
+
+/**
+ * A run's result: the output of the last of its flow's nodes it ran (not a sub-step, not a loop
+ * item's node), or null. What a call node gets from the run it called.
+ */
+export function runResult(steps: readonly Step[]): unknown {
+  let last: Step | undefined;
+  for (const step of steps) {
+    if (step.status !== 'succeeded' || /[/[]/.test(step.key)) continue;
+    if (!last || (step.finishedAt ?? '') >= (last.finishedAt ?? '')) last = step;
+  }
+  return last?.output ?? null;
+}
