@@ -39,7 +39,7 @@ describe('the API reference at /docs, in a headless browser', () => {
         (cell) => cell.textContent,
       ),
     );
-    expect(fields).toEqual(['key', 'name', 'description', 'concurrency', 'trigger', 'nodes', 'edges']);
+    expect(fields).toEqual(['key', 'name', 'description', 'concurrency', 'failureFlow', 'trigger', 'nodes', 'edges']);
     const text = await flowDocument.innerText();
     for (const nested of ['operation', 'retry', 'maxAttempts', 'when']) expect(text).toContain(nested);
     await flowDocument.locator('details > summary', { hasText: 'example' }).first().click();
