@@ -635,6 +635,12 @@ describe('metadata, operations and the reference page', () => {
     ]);
   });
 
+  it('sends a visit to / (the address the start banner prints) to /docs', async () => {
+    const root = await fetch(`${env.url}/`, { redirect: 'manual' });
+    expect(root.status).toBe(302);
+    expect(root.headers.get('location')).toBe('/docs');
+  });
+
   it('renders an API reference at /docs from the OpenAPI document, every seed tag with its label', async () => {
     const page = await fetch(`${env.url}/docs`);
     expect(page.headers.get('content-type')).toContain('text/html');

@@ -1,8 +1,12 @@
 import { NotFoundError, runSchema, runStatuses, stepSchema } from '../../engine/model/index.ts';
-import { runResult } from '../../engine/store/index.ts';
+import { isTerminal, runResult } from '../../engine/store/index.ts';
+import { watchRun } from '../run-watch.ts';
 import type { ApiContext } from '../context.ts';
 import { connectionSchema, defineRoute, pageQuerySchema } from '../route.ts';
 import { idParams } from './editable-flows.ts';
+
+/** The longest a run read waits for the run to end. */
+const MAX_WAIT_SECONDS = 30;
 
 export function runRoutes({ store }: ApiContext) {
   const base = '/api/v1/runs';
@@ -38,7 +42,17 @@ export function runRoutes({ store }: ApiContext) {
       tag: 'MessageInfo',
       scope: 'runs:read',
       summary: 'Get a run with its steps (status, attempts, timing, output or error of each node; secrets redacted)',
+      description:
+        'With `wait`, the answer waits (up to that many seconds) for the run to end, and is the run as it is then: ' +
+        'read the outcome of a delivery just sent without polling.',
       params: idParams,
+      query: {
+        type: 'object',
+        additionalProperties: false,
+        properties: {
+          wait: { type: 'integer', minimum: 0, maximum: MAX_WAIT_SECONDS, default: 0, description: 'Seconds.' },
+        },
+      },
       responses: {
         200: {
           description: 'The run.',
@@ -55,8 +69,10 @@ export function runRoutes({ store }: ApiContext) {
           },
         },
       },
-      async handle({ tenantId, params }) {
-        const found = await store.getRun(tenantId, params.id);
+      async handle({ tenantId, params, query }) {
+        const found = await watchRun(store, tenantId, params.id, query.wait * 1000, ({ run }) =>
+          isTerminal(run.status),
+        );
         if (!found) throw new NotFoundError(`no run ${params.id}`);
         return { body: { ...found.run, steps: found.steps, result: runResult(found.steps) } };
       },

@@ -64,7 +64,7 @@ export const batchTaskSchema = {
   required: ['batchId', 'key', 'runId', 'status', 'error', 'retries'],
   properties: {
     batchId: uuid,
-    key: { type: 'string', description: "The item's identity in the batch (for orders: id and updatedAt)." },
+    key: { type: 'string', description: "The item's identity in the batch (for orders: the order id)." },
     runId: { ...uuid, description: "The task's latest run." },
     status: { enum: runStatuses },
     error: { anyOf: [errorRecordSchema, { type: 'null' }] },
