@@ -242,18 +242,20 @@ describe('mistakes caught before a run', () => {
   });
 
   it('refuses a $steps of a node that does not exist, and a function JSONata does not have, at validate', async () => {
-    const created = await acme.call('POST', '/api/v1/editable-flows', {
-      ...fulfil,
-      key: 'typos',
-      nodes: [
-        { id: 'map', operation: 'transform', config: { expression: '{{ $uppercse($input.body.name) }}' } },
-        { id: 'note', operation: 'log', config: { message: '{{ $steps.aa.id }}' } },
-      ],
-      edges: [
-        { from: 'trigger', to: 'map' },
-        { from: 'map', to: 'note' },
-      ],
-    });
+    const create = (expression: string) =>
+      acme.call('POST', '/api/v1/editable-flows', {
+        ...fulfil,
+        key: 'typos',
+        nodes: [
+          { id: 'map', operation: 'transform', config: { expression } },
+          { id: 'note', operation: 'log', config: { message: '{{ $steps.aa.id }}' } },
+        ],
+        edges: [
+          { from: 'trigger', to: 'map' },
+          { from: 'map', to: 'note' },
+        ],
+      });
+    const created = await create('{{ $uppercse($input.body.name) }}');
     expect(created.status).toBe(400);
     expect(created.body.errors).toEqual([
       {
@@ -262,25 +264,10 @@ describe('mistakes caught before a run', () => {
         node: 'map',
       },
     ]);
-    const fixed = await acme.call('POST', '/api/v1/editable-flows', {
-      ...fulfil,
-      key: 'typos',
-      nodes: [
-        { id: 'map', operation: 'transform', config: { expression: '{{ $uppercase($input.body.name) }}' } },
-        { id: 'note', operation: 'log', config: { message: '{{ $steps.aa.id }}' } },
-      ],
-      edges: [
-        { from: 'trigger', to: 'map' },
-        { from: 'map', to: 'note' },
-      ],
-    });
+    const fixed = await create('{{ $uppercase($input.body.name) }}');
     expect(fixed.status).toBe(400);
     expect(fixed.body.errors).toEqual([
-      {
-        path: '$.body.nodes[1].config.message',
-        message: 'reads $steps.aa, but the flow has no node aa',
-        node: 'note',
-      },
+      { path: '$.body.nodes[1].config.message', message: 'reads $steps.aa, but the flow has no node aa', node: 'note' },
     ]);
   });
 });

@@ -100,56 +100,43 @@ describe('flow validation', () => {
         ),
       ),
     ).toEqual(['$.nodes[1].config.concurrency must be <= 20']);
-    expect(
-      problems(
-        flow(
-          [
-            map,
-            loop({
-              config: { items: '$input.body.items' },
-              nodes: [
-                { ...map },
-                { id: 'inner', operation: 'loop', config: { items: '{{ $item }}' }, nodes: [{ ...send, id: 's2' }] },
-                { id: 7 },
-              ],
-            }),
-          ],
-          [
-            { from: 'trigger', to: 'map' },
-            { from: 'map', to: 'each' },
-          ],
-        ),
-      ),
-    ).toEqual([
+    // A loop after map, its body: map again (a duplicate id), a nested loop, and a third node.
+    const badLoop = (third: object, edges?: object[], after: object[] = []) =>
+      flow(
+        [
+          map,
+          loop({
+            config: { items: '$input.body.items' },
+            nodes: [
+              { ...map },
+              { id: 'inner', operation: 'loop', config: { items: '{{ $item }}' }, nodes: [{ ...send, id: 's2' }] },
+              third,
+            ],
+            edges,
+          }),
+          ...after,
+        ],
+        [
+          { from: 'trigger', to: 'map' },
+          { from: 'map', to: 'each' },
+          ...after.map(() => ({ from: 'each', to: 'send' })),
+        ],
+      );
+    expect(problems(badLoop({ id: 7 }))).toEqual([
       "$.nodes[1].nodes[2].operation must have required property 'operation'",
       '$.nodes[1].nodes[2].id must be string',
       '$.nodes[1].config.items must be a single {{ expression }}',
     ]);
     expect(
       problems(
-        flow(
+        badLoop(
+          { id: 'import', operation: 'shopify.orders-import-list', config: {} },
           [
-            map,
-            loop({
-              config: { items: '$input.body.items' },
-              nodes: [
-                { ...map },
-                { id: 'inner', operation: 'loop', config: { items: '{{ $item }}' }, nodes: [{ ...send, id: 's2' }] },
-                { id: 'import', operation: 'shopify.orders-import-list', config: {} },
-              ],
-              edges: [
-                { from: 'item', to: 'map' },
-                { from: 'map', to: 'nowhere' },
-                { from: 'item', to: 'inner' },
-              ],
-            }),
-            { ...send, nodes: [map] },
+            { from: 'item', to: 'map' },
+            { from: 'map', to: 'nowhere' },
+            { from: 'item', to: 'inner' },
           ],
-          [
-            { from: 'trigger', to: 'map' },
-            { from: 'map', to: 'each' },
-            { from: 'each', to: 'send' },
-          ],
+          [{ ...send, nodes: [map] }],
         ),
       ),
     ).toEqual([
