@@ -154,7 +154,7 @@ function createApp(options: AppOptions): Express {
   app.get('/docs', (_req, res) => void res.type('html').send(docs));
   // The address the start banner prints: people who open it want the reference.
   app.get('/', (_req, res) => void res.redirect(302, '/docs'));
-  app.use(tokenRoutes(options.clients, options.issuer));
+  app.use(tokenRoutes(options.clients, options.issuer, context.baseUrl));
   app.use(adapterRoutes(context, { bodyLimitBytes, waitMs: options.adapterWaitMs }));
   const operatorsOnly = operatorGuard(options.clients, options.verifier);
   app.use(dashboardSignIn(options.clients, options.issuer, context.baseUrl));

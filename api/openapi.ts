@@ -183,6 +183,28 @@ export function openApiDocument(routes: RouteSpec[], version: string, extraPaths
   };
 }
 
+const tokenRequestSchema = {
+  type: 'object',
+  required: ['grant_type'],
+  properties: {
+    grant_type: { const: 'client_credentials' },
+    client_id: { type: 'string', description: 'Unless sent in a Basic header.' },
+    client_secret: { type: 'string', description: 'Unless sent in a Basic header.' },
+    audience: { type: 'string' },
+    scope: { type: 'string', description: 'Space-separated scopes asked for.' },
+  },
+} as const;
+
+/** An OAuth error answer (RFC 6749 §5.2). */
+const oauthError = (description: string) => ({
+  description,
+  content: json({
+    type: 'object',
+    required: ['error'],
+    properties: { error: { type: 'string' }, error_description: { type: 'string' } },
+  }),
+});
+
 /** Routes outside /api: token issuer, flow URLs, health. */
 function platformPaths() {
   return {
@@ -190,37 +212,52 @@ function platformPaths() {
       post: {
         tags: ['Platform'],
         summary: 'Issue an access token (OAuth 2.0 client credentials)',
+        description:
+          'The client authenticates with HTTP Basic (client_secret_basic) or in the body (client_secret_post), ' +
+          'form-encoded or JSON. `scope` asks for some of the scopes the client holds (all of them when absent); ' +
+          'the answer says which were granted. Errors are RFC 6749 §5.2 JSON: `error`, `error_description`.',
         security: [],
         requestBody: {
           required: true,
-          content: json({
-            type: 'object',
-            required: ['grant_type', 'client_id', 'client_secret'],
-            properties: {
-              grant_type: { const: 'client_credentials' },
-              client_id: { type: 'string' },
-              client_secret: { type: 'string' },
-              audience: { type: 'string' },
-            },
-          }),
+          content: {
+            'application/x-www-form-urlencoded': { schema: tokenRequestSchema },
+            'application/json': { schema: tokenRequestSchema },
+          },
         },
         responses: {
           200: {
             description: 'A bearer token.',
             content: json({
               type: 'object',
+              required: ['access_token', 'token_type', 'expires_in', 'scope'],
               properties: {
                 access_token: { type: 'string' },
                 token_type: { const: 'Bearer' },
                 expires_in: { type: 'integer' },
-                scope: { type: 'string' },
+                scope: { type: 'string', description: 'The scopes granted, space-separated.' },
               },
             }),
           },
-          400: problem('Malformed request or unsupported grant type.'),
-          401: problem('Unknown client or wrong secret.'),
+          400: oauthError('invalid_request, unsupported_grant_type, invalid_scope or invalid_target.'),
+          401: oauthError('invalid_client: unknown client or wrong secret (with WWW-Authenticate for Basic).'),
           429: tooManyRequests('Too many failed attempts for this client or from this address.'),
         },
+      },
+    },
+    '/.well-known/oauth-authorization-server': {
+      get: {
+        tags: ['Platform'],
+        summary: "The authorization server's metadata (RFC 8414): issuer, token endpoint, JWKS, scopes",
+        security: [],
+        responses: { 200: { description: 'The metadata.', content: json({ type: 'object' }) } },
+      },
+    },
+    '/.well-known/openid-configuration': {
+      get: {
+        tags: ['Platform'],
+        summary: 'The same metadata, where OpenID clients look for it',
+        security: [],
+        responses: { 200: { description: 'The metadata.', content: json({ type: 'object' }) } },
       },
     },
     '/.well-known/jwks.json': {

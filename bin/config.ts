@@ -101,8 +101,11 @@ export const settings = {
   },
   authIssuer: {
     env: 'AUTH_ISSUER',
-    schema: { type: 'string', default: 'tributary' },
-    description: 'Expected (and, embedded, issued) `iss` of tokens.',
+    schema: { type: 'string' },
+    shownDefault: 'the public URL (`PUBLIC_URL`, else `http://127.0.0.1:PORT`)',
+    description:
+      'Expected (and, embedded, issued) `iss` of tokens, and the issuer the discovery metadata names (RFC 8414: a ' +
+      "URL). With `AUTH_JWKS_URL`, set it to the identity provider's issuer.",
   },
   authAudience: {
     env: 'AUTH_AUDIENCE',

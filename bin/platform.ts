@@ -199,7 +199,7 @@ export class Platform {
     const maintenance = new MaintenanceMode(queues, config.intakeCacheTtlMs);
     await maintenance.refresh();
     const verifier = new TokenVerifier({
-      issuer: config.authIssuer,
+      issuer: () => config.authIssuer ?? url,
       audience: config.authAudience,
       keys: config.authJwksUrl ? { jwksUrl: new URL(config.authJwksUrl) } : { stored: () => publicSigningKeys(store) },
     });
@@ -276,7 +276,7 @@ export class Platform {
         quotas,
         checker: bodies,
       });
-      const issuer = new TokenIssuer(store, keyring, config.authIssuer, config.authAudience);
+      const issuer = new TokenIssuer(store, keyring, () => config.authIssuer ?? url, config.authAudience);
       const listener = createRequestListener({
         jsonChecker: bodies,
         context: {

@@ -16,22 +16,25 @@ export class TokenIssuer {
   constructor(
     private readonly store: CredentialStore,
     private readonly keyring: Keyring,
-    readonly issuer: string,
+    /** The issuer identifier, read when used: the public URL is known once the server listens. */
+    readonly issuer: () => string,
     readonly audience: string,
   ) {}
 
+  /** A token for the client, with the scopes granted (all it holds unless fewer are given). */
   async issue(
     client: Client,
+    scopes: readonly string[] = client.scopes,
   ): Promise<{ access_token: string; token_type: 'Bearer'; expires_in: number; scope: string }> {
     const { kid, key } = await this.key();
-    const scope = client.scopes.join(' ');
+    const scope = scopes.join(' ');
     const accessToken = await new SignJWT({
       scope,
       ...(client.tenantId ? { tenant_id: client.tenantId } : {}),
       ...(client.operator ? { operator: true } : {}),
     })
       .setProtectedHeader({ alg: ALGORITHM, kid, typ: 'at+jwt' })
-      .setIssuer(this.issuer)
+      .setIssuer(this.issuer())
       .setAudience(this.audience)
       .setSubject(client.clientId)
       .setIssuedAt()

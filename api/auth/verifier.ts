@@ -28,7 +28,8 @@ export interface Principal {
 export type SigningKeys = { jwksUrl: URL } | { stored: () => Promise<JWK[]> };
 
 export interface VerifierOptions {
-  issuer: string;
+  /** The expected `iss`, read when a token is verified. */
+  issuer: () => string;
   audience: string;
   keys: SigningKeys;
 }
@@ -86,7 +87,7 @@ export class TokenVerifier {
     try {
       // A token without an expiry would be valid for ever: `exp` is required (`nbf` is honoured when present).
       ({ payload } = await jwtVerify(match[1], this.keys, {
-        issuer: this.options.issuer,
+        issuer: this.options.issuer(),
         audience: this.options.audience,
         algorithms: ['ES256', 'RS256'],
         requiredClaims: ['exp'],
