@@ -257,6 +257,7 @@ export function adapterKeyRoutes(context: ApiContext) {
 export const adapterOpenApiPaths = {
   [ADAPTER_OPENAPI_PATH]: {
     post: {
+      operationId: 'syncRefundThroughAdapter',
       tags: ['Destination'],
       deprecated: true,
       security: [],

@@ -52,6 +52,8 @@ function withRefs(schema: unknown, names: Map<object, string>, root = true): unk
 }
 
 /** Query and path parameters of a route, from its JSON Schemas. */
+const hasRequiredFields = (schema: object) => ((schema as { required?: unknown[] }).required ?? []).length > 0;
+
 function parameters(route: RouteSpec) {
   const from = (
     where: 'query' | 'path',
@@ -64,17 +66,6 @@ function parameters(route: RouteSpec) {
       schema: property,
     }));
   return [
-    ...(isOperatorRoute(route)
-      ? []
-      : [
-          {
-            name: 'tenant_id',
-            in: 'header',
-            required: true,
-            description: 'The tenant this request works in.',
-            schema: { type: 'string' },
-          },
-        ]),
     ...from('path', route.params as never),
     ...from('query', route.query as never),
   ];
@@ -132,9 +123,17 @@ export function openApiDocument(routes: RouteSpec[], version: string, extraPaths
         .replace(/^\/api\/v1/, '')
         .replace(/\{(\w+)\}/g, 'By_$1')
         .replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ?? '').toUpperCase())}`,
-      security: [{ oauth2: route.scope ? [route.scope] : [] }],
+      // The tenant_id header goes with the token on every tenant route: a client sets both once.
+      security: [
+        isOperatorRoute(route)
+          ? { oauth2: route.scope ? [route.scope] : [] }
+          : { oauth2: route.scope ? [route.scope] : [], tenant: [] },
+      ],
       parameters: parameters(route),
-      ...(route.body ? { requestBody: { required: true, content: json(route.body) } } : {}),
+      // An empty body counts as {}: a body is required only when the schema requires some field.
+      ...(route.body
+        ? { requestBody: { required: hasRequiredFields(route.body), content: json(route.body) } }
+        : {}),
       responses,
     };
   }
@@ -145,12 +144,14 @@ export function openApiDocument(routes: RouteSpec[], version: string, extraPaths
       info: {
         title: 'Tributary API',
         version,
+        license: { name: 'Proprietary: all rights reserved', identifier: 'LicenseRef-Tributary-Proprietary' },
         description:
           'Multi-tenant integration runtime. Every /api request carries Authorization: Bearer <token> and tenant_id: ' +
           '<tenant>, except operator routes (scope platform:admin), which act across tenants and name a tenant in ' +
           'the path.',
       },
       jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
+      servers: [{ url: '/', description: 'This server (PUBLIC_URL).' }],
       tags: Object.entries(seedTags).map(([name, label]) => ({ name, description: label })),
       paths,
     },
@@ -165,6 +166,12 @@ export function openApiDocument(routes: RouteSpec[], version: string, extraPaths
         Problem: problemSchema,
       },
       securitySchemes: {
+        tenant: {
+          type: 'apiKey',
+          in: 'header',
+          name: 'tenant_id',
+          description: 'The tenant a request works in, beside the bearer token on every tenant route.',
+        },
         oauth2: {
           type: 'oauth2',
           description: "OAuth 2.0 client credentials; the token is a JWT validated against the issuer's JWKS.",
@@ -210,6 +217,7 @@ function platformPaths() {
   return {
     '/oauth/token': {
       post: {
+        operationId: 'issueToken',
         tags: ['Platform'],
         summary: 'Issue an access token (OAuth 2.0 client credentials)',
         description:
@@ -246,6 +254,7 @@ function platformPaths() {
     },
     '/.well-known/oauth-authorization-server': {
       get: {
+        operationId: 'getAuthorizationServerMetadata',
         tags: ['Platform'],
         summary: "The authorization server's metadata (RFC 8414): issuer, token endpoint, JWKS, scopes",
         security: [],
@@ -254,6 +263,7 @@ function platformPaths() {
     },
     '/.well-known/openid-configuration': {
       get: {
+        operationId: 'getOpenIdConfiguration',
         tags: ['Platform'],
         summary: 'The same metadata, where OpenID clients look for it',
         security: [],
@@ -262,6 +272,7 @@ function platformPaths() {
     },
     '/.well-known/jwks.json': {
       get: {
+        operationId: 'getJwks',
         tags: ['Platform'],
         summary: "The issuer's public signing keys",
         security: [],
@@ -270,6 +281,7 @@ function platformPaths() {
     },
     '/hooks/{tenantId}/{flowKey}': {
       post: {
+        operationId: 'deliverToFlowUrl',
         tags: ['Flow'],
         summary: 'A flow URL: start a run of the active version with this message',
         security: [],
@@ -303,6 +315,7 @@ function platformPaths() {
     },
     '/healthz': {
       get: {
+        operationId: 'getHealth',
         tags: ['Platform'],
         summary: 'The process is up',
         security: [],
@@ -311,6 +324,7 @@ function platformPaths() {
     },
     '/readyz': {
       get: {
+        operationId: 'getReadiness',
         tags: ['Platform'],
         summary: 'Whether this process can serve: the store and Redis answer, its event loop keeps up',
         description: "Anyone gets `{ready, failed}`; an operator's credentials add the checks' details.",

@@ -58,6 +58,7 @@ export function runRoutes({ store }: ApiContext) {
           description: 'The run.',
           schema: {
             type: 'object',
+            required: [...runSchema.required, 'steps', 'result'],
             properties: {
               ...runSchema.properties,
               steps: { type: 'array', items: stepSchema },

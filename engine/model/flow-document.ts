@@ -159,6 +159,8 @@ export const flowNodeSchema = {
     },
     config: {
       type: 'object',
+      // Any fields: the operation's own schema checks them (generated clients must let them be written).
+      additionalProperties: true,
       default: {},
       description:
         "Checked against the operation's config schema; a string that is exactly {{ expression }} is evaluated.",
