@@ -65,10 +65,7 @@ function parameters(route: RouteSpec) {
       required: where === 'path' || (schema?.required ?? []).includes(name),
       schema: property,
     }));
-  return [
-    ...from('path', route.params as never),
-    ...from('query', route.query as never),
-  ];
+  return [...from('path', route.params as never), ...from('query', route.query as never)];
 }
 
 /**
@@ -131,9 +128,7 @@ export function openApiDocument(routes: RouteSpec[], version: string, extraPaths
       ],
       parameters: parameters(route),
       // An empty body counts as {}: a body is required only when the schema requires some field.
-      ...(route.body
-        ? { requestBody: { required: hasRequiredFields(route.body), content: json(route.body) } }
-        : {}),
+      ...(route.body ? { requestBody: { required: hasRequiredFields(route.body), content: json(route.body) } } : {}),
       responses,
     };
   }

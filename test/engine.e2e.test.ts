@@ -315,6 +315,8 @@ describe('a webhook through a published flow', () => {
       status: 'filtered',
       output: { reason: 'small orders stay out' },
     });
+    // One word for one outcome: its message says filtered too.
+    expect((await acme.call('GET', `/api/v1/messages/${small.messageId}`)).body.status).toBe('filtered');
     const big = await acme.settledRun(
       (await sendWebhook(env.url, 'acme', 'routing', { id: 50, tier: 'basic' })).body.runId,
     );

@@ -280,6 +280,7 @@ describe('an error path', () => {
     const run = await acme.settledRun(refused.body.runId);
     expect(run.status).toBe('handled');
     expect(run.error).toMatchObject({ kind: 'permanent', node: 'send' });
+    expect((await acme.call('GET', `/api/v1/messages/${run.messageId}`)).body.status).toBe('handled');
     expect(run.steps.map((step: { key: string; status: string }) => [step.key, step.status])).toEqual([
       ['send', 'failed'],
       ['report', 'succeeded'],

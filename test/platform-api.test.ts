@@ -191,7 +191,7 @@ describe('BlockedTopic and MessageInfo', () => {
       status: 'cancelled',
       error: { message: 'discarded when refunds/create was unblocked' },
     });
-    expect((await shop.call('GET', `/api/v1/messages/${held.body.messageId}`)).body.status).toBe('skipped');
+    expect((await shop.call('GET', `/api/v1/messages/${held.body.messageId}`)).body.status).toBe('cancelled');
   });
 
   it('lists repeated deliveries as duplicates of the first, filters by topic, replays a finished message', async () => {

@@ -568,7 +568,7 @@ describe.each(adapters)('store contract on %s', (_name, open) => {
       heldBy: null,
       error: { kind: 'permanent', message: 'discarded when unblocked' },
     });
-    expect((await store.getMessage('held', third.messageId, 1000))?.message.status).toBe('skipped');
+    expect((await store.getMessage('held', third.messageId, 1000))?.message.status).toBe('cancelled');
     expect(await store.getMessage('a', third.messageId, 1000)).toBeUndefined();
     expect((await store.listTenants({ status: 'active' }, { first: 100 })).nodes.map((tenant) => tenant.id)).toEqual([
       'a',

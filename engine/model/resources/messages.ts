@@ -35,7 +35,10 @@ export const messageSchema = {
   },
 } as const;
 
-/** What became of a message: from its latest run, or `duplicate` for a repeated delivery (which has none). */
+/**
+ * What became of a message: from its latest run (a finished run's own status: one word for one
+ * outcome), or `duplicate` for a repeated delivery (which has none).
+ */
 export const messageStatuses = [
   'accepted',
   'duplicate',
@@ -43,7 +46,10 @@ export const messageStatuses = [
   'running',
   'succeeded',
   'failed',
+  'handled',
+  'filtered',
   'skipped',
+  'cancelled',
 ] as const;
 
 /** Why a run waits without a job: its tenant is suspended, or its message's topic is blocked. */

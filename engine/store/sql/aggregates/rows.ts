@@ -212,9 +212,7 @@ export const toBlockedTopic = (r: Row): BlockedTopic => ({
 /** A message's status, from its latest run `r` (joined with LATEST_RUN). */
 export const MESSAGE_STATUS = `case when m.duplicate_of is not null then 'duplicate' when r.status = 'held'
   then 'blocked' when r.status = 'queued' then 'accepted'
-    when r.status in ('running', 'waiting') then 'running' when r.status in ('succeeded', 'failed') then r.status
-      when r.status = 'handled' then 'failed'
-      else 'skipped' end`;
+    when r.status in ('running', 'waiting') then 'running' else r.status end`;
 export const LATEST_RUN = `left join lateral (
     select id, status, batch_id from runs where tenant_id = m.tenant_id and message_id = m.id
       order by id desc limit 1) r on true`;
