@@ -105,7 +105,8 @@ export const settings = {
     shownDefault: 'the public URL (`PUBLIC_URL`, else `http://127.0.0.1:PORT`)',
     description:
       'Expected (and, embedded, issued) `iss` of tokens, and the issuer the discovery metadata names (RFC 8414: a ' +
-      "URL). With `AUTH_JWKS_URL`, set it to the identity provider's issuer.",
+      'URL). Every API host of a deployment must agree: the same PUBLIC_URL, or the same AUTH_ISSUER. With ' +
+      "`AUTH_JWKS_URL`, set it to the identity provider's issuer.",
   },
   authAudience: {
     env: 'AUTH_AUDIENCE',

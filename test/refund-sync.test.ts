@@ -550,7 +550,8 @@ describe('refund sync to ERP', () => {
     // Behind other public URLs: plain http is refused before Shopify is asked; a loopback address is registered
     // with a warning.
     for (const publicUrl of ['http://tributary.example.com', 'https://localhost:8443']) {
-      const proxied = await startSiblingApi(env, { publicUrl });
+      // Another address, the same deployment: it verifies the tokens the first one issued (AUTH_ISSUER agrees).
+      const proxied = await startSiblingApi(env, { publicUrl, authIssuer: PUBLIC_URL });
       try {
         const answer = await acme.at(proxied.url).call('POST', '/api/v1/destinations/shop/webhooks', { flowId });
         if (publicUrl.startsWith('http:')) {
