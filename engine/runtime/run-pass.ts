@@ -155,6 +155,9 @@ export class RunPass implements NodeHost {
           nodeId: node.id,
           attempts: outcome.attempts ?? 1,
         };
+        // As after a success: a side-effecting node's failure is recorded before its error path acts, so a
+        // crash in between does not try the node again.
+        if (checkpoint?.status !== 'failed' && node.kind.hasSideEffects(node.spec)) await this.save();
         continue;
       }
       if (outcome) return outcome;
