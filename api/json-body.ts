@@ -1,6 +1,6 @@
 import express, { type RequestHandler } from 'express';
 import type { JsonChecker } from '../engine/intake/index.ts';
-import { type JsonTextFault, LARGE_JSON_LENGTH, parseJsonText } from '../engine/model/index.ts';
+import { type JsonTextFault, LARGE_JSON_LENGTH, parseJson, parseJsonText } from '../engine/model/index.ts';
 import { HttpProblem } from './problem.ts';
 
 const JSON_TYPES = ['application/json', 'application/*+json'];
@@ -45,7 +45,7 @@ export function jsonBodies(limitBytes: number, checker: JsonChecker): RequestHan
     }
     checker.check(raw).then((fault) => {
       if (fault) return next(bodyFault(fault));
-      req.body = JSON.parse(raw.toString('utf8'));
+      req.body = parseJson(raw.toString('utf8'));
       next();
     }, next);
   };

@@ -77,8 +77,6 @@ function toProblem(error: unknown): HttpProblem {
       'Payload too large',
       `the body exceeds the limit of ${parser.limit} bytes (BODY_LIMIT)`,
     );
-  if (parser.type === 'entity.parse.failed')
-    return new HttpProblem(400, 'Malformed JSON', 'the body is not valid JSON');
   if (parser.type === 'encoding.unsupported' || parser.type === 'charset.unsupported')
     return new HttpProblem(415, 'Unsupported encoding');
   if (typeof parser.status === 'number' && parser.status >= 400 && parser.status < 500)

@@ -1,6 +1,6 @@
 import { Router, type Request, type Response } from 'express';
 import type { FromSchema, JSONSchema } from 'json-schema-to-ts';
-import { SchemaValidator } from '../engine/model/index.ts';
+import { SchemaValidator, stringifyJson } from '../engine/model/index.ts';
 import { authorize, type Principal, type TokenVerifier } from './auth/verifier.ts';
 import { operatorScope, type Scope } from './auth/scopes.ts';
 import type { Tenant, TenantStore } from '../engine/store/index.ts';
@@ -136,7 +136,11 @@ export function mountRoutes(
       >);
       if (result.headers) res.set(result.headers);
       if (result.body === undefined) res.status(result.status ?? 204).end();
-      else res.status(result.status ?? 200).json(result.body);
+      else
+        res
+          .status(result.status ?? 200)
+          .type('json')
+          .send(stringifyJson(result.body));
     });
   }
   return router;

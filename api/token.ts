@@ -1,4 +1,4 @@
-import express, { type Response, Router } from 'express';
+import express, { type NextFunction, type Request, type Response, Router } from 'express';
 import { SchemaValidator, ValidationError } from '../engine/model/index.ts';
 import type { ClientAuthenticator } from './auth/clients.ts';
 import type { TokenIssuer } from './auth/issuer.ts';
@@ -111,6 +111,11 @@ export function tokenRoutes(clients: ClientAuthenticator, issuer: TokenIssuer, p
       res.set({ 'Cache-Control': 'no-store', Pragma: 'no-cache' }).json(await issuer.issue(client, granted));
     },
   );
+  // A body express.json could not parse is the client's mistake, told as RFC 6749 §5.2 says.
+  router.use((error: { type?: string; message: string }, _req: Request, res: Response, next: NextFunction) => {
+    if (error.type !== 'entity.parse.failed') return next(error);
+    refuse(res, 400, 'invalid_request', `the body is not valid JSON: ${error.message}`);
+  });
   router.get('/.well-known/jwks.json', async (_req, res) => {
     res.set('Cache-Control', 'public, max-age=300').json(await issuer.jwks());
   });

@@ -529,3 +529,43 @@ describe('a sub-flow', () => {
     expect(top.error.message).toMatch(/^flow recurse ended failed: .*calls nest more than 5 deep/);
   });
 });
+
+describe('integers JavaScript cannot hold exactly (beyond 2^53 - 1)', () => {
+  it("Shopify's sample order id reaches the flow and what it sends digit for digit, and the message shows it as it came", async () => {
+    await acme.publish({
+      key: 'big-ids',
+      name: 'Big ids',
+      trigger: { type: 'webhook', config: {} },
+      nodes: [
+        {
+          id: 'send',
+          operation: 'http.request',
+          config: {
+            method: 'POST',
+            url: '{{ $vars.SINK_URL }}/big-ids',
+            body: { id: '{{ $input.body.id }}', line: '{{ $input.body.lines[0] }}', small: '{{ $input.body.small }}' },
+          },
+        },
+      ],
+      edges: [{ from: 'trigger', to: 'send' }],
+    });
+    const body =
+      '{"id": 820982911946154508, "lines": [{"id": -9007199254740993, "price": 12.5}], "small": 9007199254740991}';
+    const accepted = await fetch(`${env.url}/hooks/acme/big-ids`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body,
+    });
+    expect(accepted.status).toBe(202);
+    const { runId, messageId } = await accepted.json();
+    expect((await acme.settledRun(runId)).status).toBe('succeeded');
+    // JSON.parse here would round them again: the texts are compared.
+    const [sent] = received('/big-ids');
+    expect(sent.body).toBe(
+      '{"id":"820982911946154508","line":{"id":"-9007199254740993","price":12.5},"small":9007199254740991}',
+    );
+    const { text } = await acme.call('GET', `/api/v1/messages/${messageId}`);
+    expect(text).toContain('"body":{"id": 820982911946154508, "lines": [{"id": -9007199254740993, "price": 12.5}]');
+    expect(JSON.parse(text).id).toBe(messageId);
+  });
+});

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { GroupCommit } from '../engine/store/group-commit.ts';
-import { storableJson, unstorableJson } from '../engine/model/json-text.ts';
+import { JsonText, parseJson, storableJson, stringifyJson, unstorableJson } from '../engine/model/json-text.ts';
 
 /** How deep stored JSON may nest (docs/configuration.md). */
 const MAX_JSON_DEPTH = 100;
@@ -106,5 +106,28 @@ describe('newId', () => {
     const before = newId();
     await new Promise((resolve) => setTimeout(resolve, 3));
     expect(newId() > before).toBe(true);
+  });
+});
+
+describe('parseJson and stringifyJson', () => {
+  it('read an integer beyond 2^53 - 1 as its digits, leave every other number and string alone', () => {
+    expect(parseJson('{"id": 820982911946154508, "n": [-12345678901234567890, 9007199254740991, 1.5e300]}')).toEqual({
+      id: '820982911946154508',
+      n: ['-12345678901234567890', 9007199254740991, 1.5e300],
+    });
+    // Digits inside strings, escaped quotes before them, and decimals stay as they are.
+    expect(parseJson('{"s": "\\"820982911946154508", "d": 12345678901234567.5, "k": 1}')).toEqual({
+      s: '"820982911946154508',
+      d: Number('12345678901234567.5'),
+      k: 1,
+    });
+  });
+
+  it('write a JsonText as its own text, anywhere in a value, and JSON.stringify it as parseJson reads it', () => {
+    const body = new JsonText('{"id": 820982911946154508}');
+    expect(stringifyJson({ a: [body, 1], b: body, c: 'x' })).toBe(
+      '{"a":[{"id": 820982911946154508},1],"b":{"id": 820982911946154508},"c":"x"}',
+    );
+    expect(JSON.stringify({ body })).toBe('{"body":{"id":"820982911946154508"}}');
   });
 });

@@ -48,9 +48,66 @@ export function unstorableJson(text: Buffer | string): string | undefined {
   return undefined;
 }
 
-/** A JSON document kept as the text it came in (checked: valid and storable), stored without being parsed here. */
+/**
+ * A JSON document kept as the text it came in (checked: valid and storable), stored without being parsed
+ * here. stringifyJson writes it as it is; JSON.stringify, as parseJson reads it.
+ */
 export class JsonText {
   constructor(readonly text: string) {}
+
+  toJSON(): unknown {
+    return parseJson(this.text);
+  }
+}
+
+/** Sixteen digits in a row: where an integer beyond Number.MAX_SAFE_INTEGER (2^53 - 1) may be. */
+const LONG_DIGITS = /\d{16}/;
+
+/**
+ * JSON.parse, except that an integer JavaScript cannot hold exactly (beyond 2^53 - 1, like the order id
+ * 820982911946154508 in Shopify's sample webhooks) is read as the string of its digits instead of being
+ * rounded. Texts without sixteen digits in a row, nearly all, go straight to JSON.parse.
+ */
+export function parseJson(text: string): unknown {
+  return JSON.parse(LONG_DIGITS.test(text) ? quoteUnsafeIntegers(text) : text);
+}
+
+/** The text with each integer literal beyond 2^53 - 1 (outside strings) put in quotes. */
+function quoteUnsafeIntegers(text: string): string {
+  let quoted = '';
+  let copiedTo = 0;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code === 0x22) {
+      for (i++; i < text.length && text.charCodeAt(i) !== 0x22; i++) if (text.charCodeAt(i) === 0x5c) i++;
+    } else if (code === 0x2d || (code >= 0x30 && code <= 0x39)) {
+      let end = i + 1;
+      while (end < text.length && NUMBER_CHAR.test(text[end])) end++;
+      const literal = text.slice(i, end);
+      if (INTEGER.test(literal) && !Number.isSafeInteger(Number(literal))) {
+        quoted += `${text.slice(copiedTo, i)}"${literal}"`;
+        copiedTo = end;
+      }
+      i = end - 1;
+    }
+  }
+  return copiedTo === 0 ? text : quoted + text.slice(copiedTo);
+}
+
+const NUMBER_CHAR = /[-+.eE0-9]/;
+const INTEGER = /^-?\d+$/;
+
+/** A placeholder stringifyJson writes for a JsonText (a NUL cannot be in anything stored or accepted). */
+const PLACEHOLDER = /"\\u0000json:(\d+)"/g;
+
+/** JSON.stringify, with each JsonText written as its own text: its numbers exactly as they came. */
+export function stringifyJson(value: unknown): string {
+  const texts: string[] = [];
+  const json = JSON.stringify(value, function (this: Record<string, unknown>, key: string, inner: unknown) {
+    const original = this[key];
+    return original instanceof JsonText ? `\u0000json:${texts.push(original.text) - 1}` : inner;
+  });
+  return texts.length === 0 ? json : json.replace(PLACEHOLDER, (_, index: string) => texts[Number(index)]);
 }
 
 /**
@@ -82,7 +139,7 @@ export function parseOnRead(target: object, key: string, text: JsonText): void {
     get() {
       const pending = texts.get(key);
       if (pending) {
-        value = JSON.parse(pending.text);
+        value = parseJson(pending.text);
         texts.delete(key);
       }
       return value;
@@ -124,6 +181,7 @@ export function parseJsonText(raw: Buffer): { value: unknown; fault?: undefined 
   let value: unknown;
   try {
     value = JSON.parse(text);
+    if (LONG_DIGITS.test(text)) value = parseJson(text);
   } catch (error) {
     return { fault: { malformed: true, message: `is not valid JSON: ${(error as Error).message}` } };
   }

@@ -2,7 +2,7 @@ import dns from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
-import { type OperationError, permanent, retryable } from '../model/index.ts';
+import { type OperationError, parseJson, permanent, retryable } from '../model/index.ts';
 import { BodyTooLargeError, decodeBody, readBody } from './http-body.ts';
 
 export interface OutboundRequest {
@@ -317,7 +317,7 @@ export function bodyValue(response: InboundResponse): unknown {
   const text = response.body.toString('utf8');
   if (text.length > 0 && /[/+]json\b/i.test(response.headers['content-type'] ?? '')) {
     try {
-      return JSON.parse(text);
+      return parseJson(text);
     } catch {
       return text;
     }

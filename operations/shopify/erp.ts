@@ -1,4 +1,4 @@
-import { OperationError, retryable } from '../../engine/model/index.ts';
+import { OperationError, parseJson, retryable } from '../../engine/model/index.ts';
 import { oauth1Header } from '../core/oauth1.ts';
 import { type HttpClient, MAX_RESPONSE_BYTES, retryAfter, where } from '../../engine/outbound/index.ts';
 
@@ -91,7 +91,7 @@ export function erpRequest(erp: ErpAccess, document: unknown, idempotencyKey: st
 function parseBody(text: string): unknown {
   if (!text) return null;
   try {
-    return JSON.parse(text);
+    return parseJson(text);
   } catch {
     return text;
   }

@@ -1,5 +1,5 @@
 // Row mappers, paging and SQL fragments the aggregates share.
-import { terminalRunStatuses, unfinishedRunStatuses, ValidationError } from '../../../model/index.ts';
+import { JsonText, terminalRunStatuses, unfinishedRunStatuses, ValidationError } from '../../../model/index.ts';
 import type {
   BlockedTopic,
   MessageInfo,
@@ -156,7 +156,8 @@ export const toMessageInfo = (r: Row): MessageInfo => ({
   duplicateOf: r.duplicate_of,
   headers: r.headers,
   query: r.query,
-  body: r.body_truncated ? null : r.body,
+  // As text, so that the API shows its numbers as they came (stringifyJson).
+  body: r.body === null ? null : new JsonText(r.body),
   bodyBytes: Number(r.body_bytes),
   bodyTruncated: r.body_truncated,
   receivedAt: iso(r.received_at),
@@ -219,7 +220,8 @@ export const LATEST_RUN = `left join lateral (
 /** Messages with their status: a view over messages, filtered by tenant ($1); bodies over $2 bytes are left out. */
 export const MESSAGE_INFO = `select * from (
     select m.id, m.flow_id, m.flow_version, m.delivery_id, m.topic, m.duplicate_of, m.headers, m.query, m.received_at,
-      octet_length(m.body::text) as body_bytes, octet_length(m.body::text) > $2 as body_truncated, m.body,
+      octet_length(m.body::text) as body_bytes, octet_length(m.body::text) > $2 as body_truncated,
+      case when octet_length(m.body::text) <= $2 then m.body::text end as body,
       r.id as run_id, ${MESSAGE_STATUS} as status
     from messages m ${LATEST_RUN}
     where m.tenant_id = $1) info`;

@@ -12,7 +12,7 @@ import type {
 } from '../../port.ts';
 import type { SqlDriver } from '../driver.ts';
 import { GroupCommit } from '../../group-commit.ts';
-import { JsonText, LARGE_JSON_LENGTH } from '../../../model/index.ts';
+import { JsonText, LARGE_JSON_LENGTH, parseJson } from '../../../model/index.ts';
 import {
   type ProgressSave,
   type Row,
@@ -107,7 +107,7 @@ export class SqlRuns implements RunStore {
         run: toRun(row.run),
         message: {
           ...toMessage(row.message),
-          body: body.length > LARGE_JSON_LENGTH ? new JsonText(body) : JSON.parse(body),
+          body: body.length > LARGE_JSON_LENGTH ? new JsonText(body) : parseJson(body),
         },
         steps: (row.steps as Row[]).map(toStep),
         vars: row.vars,
