@@ -13,15 +13,58 @@ import { OPERATOR_COOKIE } from './auth/operator-guard.ts';
 export const DASHBOARD_PATH = '/admin/queues';
 export const SIGN_IN_PATH = '/admin/sign-in';
 const SIGN_OUT_PATH = '/admin/sign-out';
+const LOGO_PATH = '/admin/tributary.svg';
 /** The cookie goes only to the operator pages, never to cross-site requests (bull-board's buttons change queues). */
 const COOKIE_PATH = '/admin';
 
-/** bull-board over every queue, for operators only (see operatorGuard). */
+/** Three streams joining: the mark of the dashboard and its tab. */
+const LOGO = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="6" fill="#1d4f91"/>
+<path d="M6 7c5 0 7 5 10 9M16 4v12M26 7c-5 0-7 5-10 9v12" fill="none" stroke="#fff" stroke-width="3" stroke-linecap="round"/></svg>`;
+
+/**
+ * An operators' page calls out to no other host (it must work where the network is closed, and tell no
+ * one who looks at it): scripts, styles, fonts, images and requests come from this server only.
+ */
+const SELF_ONLY = "default-src 'self' 'unsafe-inline' 'unsafe-eval' data: blob:; frame-ancestors 'none'";
+
+/** bull-board's page loads its fonts from Google; the stylesheet's own fallbacks serve instead. */
+const OUTSIDE_FONTS = /<link[^>]*fonts\.googleapis\.com[^>]*>\s*/g;
+
+type RenderFile = (file: string, options: object, done: (error: Error | null, html?: string) => void) => void;
+
+/** bull-board over every queue, for operators only (see operatorGuard), branded, with sign-out and the API reference. */
 export function dashboardRoutes(queues: Queue[]): Router {
   const serverAdapter = new ExpressAdapter();
   serverAdapter.setBasePath(DASHBOARD_PATH);
-  createBullBoard({ queues: queues.map((queue) => new BullMQAdapter(queue)), serverAdapter });
-  return serverAdapter.getRouter() as Router;
+  createBullBoard({
+    queues: queues.map((queue) => new BullMQAdapter(queue)),
+    serverAdapter,
+    options: {
+      uiConfig: {
+        boardTitle: 'Tributary queues',
+        boardLogo: { path: LOGO_PATH, width: 28, height: 28 },
+        favIcon: { default: LOGO_PATH, alternative: LOGO_PATH },
+        hideDocsLink: true,
+        miscLinks: [
+          { text: 'API reference', url: '/docs' },
+          { text: 'Sign out', url: SIGN_OUT_PATH },
+        ],
+      },
+    },
+  });
+  // Express keeps its template engines by extension; bull-board's renders the page, without the link.
+  const app = serverAdapter.getRouter() as express.Application & { engines: Record<string, RenderFile> };
+  const render = app.engines['.ejs'];
+  app.engine('ejs', (file, options, done) =>
+    render(file, options, (error, html) => done(error, html?.replace(OUTSIDE_FONTS, ''))),
+  );
+  const router = Router();
+  router.use((_req, res, next) => {
+    res.set('Content-Security-Policy', SELF_ONLY);
+    next();
+  });
+  router.use(app);
+  return router;
 }
 
 /**
@@ -33,6 +76,7 @@ export function dashboardRoutes(queues: Queue[]): Router {
 export function dashboardSignIn(clients: ClientAuthenticator, issuer: TokenIssuer, publicUrl: () => string): Router {
   const router = Router();
   router.get(SIGN_IN_PATH, (_req, res) => void signInPage(res, 200));
+  router.get(LOGO_PATH, (_req, res) => void res.type('svg').set('Cache-Control', 'public, max-age=86400').send(LOGO));
   router.post(
     SIGN_IN_PATH,
     express.urlencoded({ extended: false, limit: '4kb' }),

@@ -74,6 +74,10 @@ describe('the API reference at /docs, in a headless browser', () => {
 describe('the queue dashboard, in a headless browser', () => {
   it('signs an operator in with a form, shows the queues, refuses others, and signs out', async () => {
     const page = await browser.newPage();
+    const outside: string[] = [];
+    page.on('request', (request) => {
+      if (!request.url().startsWith(env.url) && !request.url().startsWith('data:')) outside.push(request.url());
+    });
     await page.goto(`${env.url}/admin/queues`);
     expect(new URL(page.url()).pathname).toBe('/admin/sign-in');
 
@@ -98,9 +102,16 @@ describe('the queue dashboard, in a headless browser', () => {
     await page.screenshot({ path: path.join(SHOTS, 'dashboard.png') });
     const cookie = (await page.context().cookies()).find((entry) => entry.name === 'tributary_operator');
     expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Strict', path: '/admin' });
-
-    await page.goto(`${env.url}/admin/sign-out`);
-    expect(new URL(page.url()).pathname).toBe('/admin/sign-in');
+    // Ours, and self-contained: every request the page made went to this server.
+    expect(await page.title()).toBe('Tributary queues');
+    expect(outside).toEqual([]);
+    expect(await page.locator('img[src="/admin/tributary.svg"]').count()).toBeGreaterThan(0);
+    // The header's last menu holds the links to the API reference and out.
+    await page.locator('[class^="actions-"] > li').last().locator('button').click();
+    await page.screenshot({ path: path.join(SHOTS, 'dashboard-menu.png') });
+    expect(await page.getByText('API reference').getAttribute('href')).toBe('/docs');
+    await page.getByText('Sign out').click();
+    await page.waitForURL((url) => url.pathname === '/admin/sign-in');
     await page.goto(`${env.url}/admin/queues`);
     expect(new URL(page.url()).pathname).toBe('/admin/sign-in');
     await page.close();
