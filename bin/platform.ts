@@ -50,7 +50,7 @@ import { ApiCallLimit, SignInThrottle } from '../api/auth/rate-limits.ts';
 import { HttpProblem } from '../api/problem.ts';
 import { baseUrl, type Config, outboundRefusal } from './config.ts';
 import { DataDirLock, embeddedKeyring, embeddedStorePath } from './data-dir.ts';
-import { printableUrl, redisAnswers, redisOptions, startEmbeddedRedis } from './redis.ts';
+import { printableUrl, redisAnswers, redisOptions, startEmbeddedRedis, stopEmbeddedRedis } from './redis.ts';
 
 export const VERSION = '0.1.0';
 
@@ -153,6 +153,23 @@ export class Platform {
       redisChild = await startEmbeddedRedis(config.redisUrl, config.dataDir);
       logger.info({ redisUrl: printableUrl(config.redisUrl) }, 'started an embedded redis-server');
     }
+    try {
+      return await Platform.assemble(config, roles, options, logger, outbound, redisChild);
+    } catch (error) {
+      // A start that fails (a port taken, a store that cannot open) leaves no redis-server behind.
+      await stopEmbeddedRedis(redisChild);
+      throw error;
+    }
+  }
+
+  private static async assemble(
+    config: Config,
+    roles: Roles,
+    options: { operations?: OperationDefinition<unknown>[] },
+    logger: Logger,
+    outbound: HttpClient,
+    redisChild: ChildProcess | undefined,
+  ): Promise<Platform> {
     const { store, workerStore, keyring, lock } = await openStore(config);
     await store.setStateLimits(stateLimits(config));
     let url = baseUrl(config);
@@ -392,7 +409,7 @@ export class Platform {
     await Promise.all([this.queue.close(), schedules.close()]);
     sandbox.close();
     await this.store.close();
-    redisChild?.kill('SIGTERM');
+    await stopEmbeddedRedis(redisChild);
     lock?.release();
   }
 }

@@ -88,6 +88,16 @@ export async function startEmbeddedRedis(url: string, dataDir: string): Promise<
     if (child.exitCode !== null) break;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  child.kill();
+  await stopEmbeddedRedis(child);
   throw new Error(`redis-server did not start on ${printableUrl(url)}`);
+}
+
+/** Stops an embedded redis-server and waits until it has exited (killed if it takes over 5 s). */
+export async function stopEmbeddedRedis(child: ChildProcess | undefined): Promise<void> {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+  await exited;
+  clearTimeout(timer);
 }

@@ -1,9 +1,11 @@
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync } from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { VERSION } from '../bin/platform.ts';
+import { redisAnswers } from '../bin/redis.ts';
 import { getToken, startTestPlatform, type TestPlatform } from './support/harness.ts';
 
 const CLI = path.resolve('bin/tributary.js');
@@ -23,6 +25,17 @@ function cli(args: string[], env: Record<string, string> = {}, cwd = process.cwd
   return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
     child.once('close', (code) => resolve({ code, stdout, stderr })),
   );
+}
+
+/** A TCP port nothing listens on (as of now). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+    server.on('error', reject);
+  });
 }
 
 describe('the tributary CLI', () => {
@@ -47,19 +60,17 @@ describe('the tributary CLI', () => {
     expect(badOption.stderr).toContain('--colour');
   });
 
-  it('says which port is taken when serve cannot listen', async () => {
+  it('says which port is taken when serve cannot listen, and leaves no redis-server it started behind', async () => {
     const port = new URL(env.url).port;
     const dataDir = mkdtempSync(path.join(os.tmpdir(), 'tributary-cli-'));
-    const taken = await cli(['serve'], {
-      PORT: port,
-      DATA_DIR: dataDir,
-      REDIS_URL: env.config.redisUrl,
-      REDIS_PREFIX: `${env.config.redisPrefix}:taken`,
-    });
+    // Nothing answers at this REDIS_URL, so serve starts its own redis-server there before it fails.
+    const redisUrl = `redis://127.0.0.1:${await freePort()}`;
+    const taken = await cli(['serve'], { PORT: port, DATA_DIR: dataDir, REDIS_URL: redisUrl });
     expect(taken.code).toBe(1);
     expect(taken.stderr).toContain(
       `tributary: port ${port} is in use (another Tributary, or another server): stop it, or set PORT`,
     );
+    expect(await redisAnswers(redisUrl)).toBe(false);
   });
 
   it('never creates a store: it says where it looked, and which DATA_DIR a running server uses', async () => {
