@@ -10,46 +10,55 @@ import { allTenantScopes, operatorScope } from '../api/auth/scopes.ts';
 const STORE_VARIABLES = `The store is PostgreSQL at DATABASE_URL when it is set, else the embedded one under DATA_DIR
 (default ./data). Other settings come from the environment: see docs/configuration.md.`;
 
-/** Each command: how it is called, what it does, and its own --help. */
+/** A command: how each of its forms is called and what it does, and its own --help. */
+interface CommandInfo {
+  forms: ReadonlyArray<readonly [form: string, summary: string]>;
+  help: string;
+}
+
 const COMMANDS = {
   serve: {
-    usage: 'serve',
-    summary: 'API and worker in one process (the default; npm start)',
+    forms: [['serve', 'API and worker in one process (the default; npm start)']],
     help: `Serves the API, the flow URLs and the dashboard, and works off runs, in one process. Without
 DATABASE_URL it keeps its data under DATA_DIR (created on first start) and starts redis-server when
 nothing answers at REDIS_URL.`,
   },
   api: {
-    usage: 'api',
-    summary: 'API only (needs DATABASE_URL)',
+    forms: [['api', 'API only (needs DATABASE_URL)']],
     help: 'Serves the API and flow URLs; runs are worked off by `tributary worker` processes.',
   },
   worker: {
-    usage: 'worker',
-    summary: 'worker only (needs DATABASE_URL)',
+    forms: [['worker', 'worker only (needs DATABASE_URL)']],
     help: 'Works off runs and schedules; serves GET /metrics on METRICS_PORT when it is set.',
   },
   migrate: {
-    usage: 'migrate',
-    summary: 'create or upgrade the store, then exit',
+    forms: [['migrate', 'create or upgrade the store, then exit']],
     help: 'Applies the database migrations (every process also does so on start, under a lock).',
   },
   tenant: {
-    usage: 'tenant create <id> [--name <name>]',
-    summary: 'create a tenant',
-    help: `Creates a tenant: <id> is 1-63 lower-case letters, digits or -. Works against the running
-server's embedded store (through its admin socket) or PostgreSQL; it never creates a store.`,
+    forms: [
+      ['tenant create <id> [--name <name>]', 'create a tenant'],
+      ['tenant list [--status active|suspended]', 'list tenants (a JSON array)'],
+    ],
+    help: `<id> is 1-63 lower-case letters, digits or -. Works against the running server's embedded store
+(through its admin socket) or PostgreSQL; it never creates a store.`,
   },
   client: {
-    usage: 'client create (--tenant <id> [--scope <scope>]... | --operator)',
-    summary: 'create OAuth client credentials (printed once)',
-    help: `Creates client credentials for the token endpoint, printed once as JSON.
+    forms: [
+      [
+        'client create (--tenant <id> [--scope <scope>]... | --operator)',
+        'create OAuth client credentials (printed once)',
+      ],
+      ['client list [--tenant <id>]', 'list clients and their scopes (never a secret)'],
+      ['client revoke <client id>', 'delete a client: no new tokens; its tokens fail within 30 s'],
+    ],
+    help: `create prints the credentials for the token endpoint once, as JSON.
   --tenant <id>     a client of one tenant, with every tenant scope unless --scope narrows them
   --scope <scope>   repeatable: ${allTenantScopes.join(', ')}
   --operator        an operator client (scope ${operatorScope}): the dashboard and the platform routes
 It never creates a store.`,
   },
-} as const;
+} satisfies Record<string, CommandInfo>;
 
 type Command = keyof typeof COMMANDS;
 
@@ -57,14 +66,23 @@ const USAGE = `tributary ${VERSION}: multi-tenant integration runtime
 
 Usage: tributary <command> [options]        tributary <command> --help
 ${Object.values(COMMANDS)
-  .map(({ usage, summary }) => `  ${usage.length < 36 ? usage.padEnd(36) : `${usage}\n${' '.repeat(38)}`}${summary}`)
+  .flatMap(({ forms }: CommandInfo) => forms)
+  .map(([form, summary]) => `  ${form.length <= 40 ? form.padEnd(42) : `${form}\n${' '.repeat(44)}`}${summary}`)
   .join('\n')}
   --version
 
 ${STORE_VARIABLES}`;
 
 const commandHelp = (command: Command) =>
-  `Usage: tributary ${COMMANDS[command].usage}\n\n${COMMANDS[command].help}\n\n${STORE_VARIABLES}`;
+  `Usage: ${COMMANDS[command].forms.map(([form]) => `tributary ${form}`).join('\n       ')}
+
+${COMMANDS[command].help}
+
+${STORE_VARIABLES}`;
+
+/** The second word of each form of a command that has them (tenant create, tenant list...). */
+const subcommandsOf = (command: Command): string[] =>
+  COMMANDS[command].forms.map(([form]) => form.split(' ')[1]).filter((word) => /^[a-z]+$/.test(word ?? ''));
 
 async function main(argv: string[]) {
   const { values, positionals } = parseCommandLine(argv);
@@ -73,6 +91,9 @@ async function main(argv: string[]) {
   if (command === 'help')
     return void console.log(subcommand && isCommand(subcommand) ? commandHelp(subcommand) : USAGE);
   if (!isCommand(command)) throw new UsageError(`unknown command "${command}"`);
+  const subcommands = subcommandsOf(command);
+  if (subcommand !== undefined && subcommands.length > 0 && !subcommands.includes(subcommand))
+    throw new UsageError(`unknown ${command} command "${subcommand}"`, command);
   if (values.help) return void console.log(positionals.length === 0 ? USAGE : commandHelp(command));
   const config = loadConfig();
 
@@ -90,30 +111,45 @@ async function main(argv: string[]) {
       return void console.log('migrations applied');
     }
     case 'tenant':
-      if (subcommand !== 'create' || !argument) throw new UsageError('missing or unknown arguments', command);
-      return withAdmin(config, async (admin) => print(await admin.createTenant({ id: argument, name: values.name })));
+      if (subcommand === 'create' && argument)
+        return withAdmin(config, async (admin) => print(await admin.createTenant({ id: argument, name: values.name })));
+      if (subcommand === 'list' && !argument) {
+        const status = values.status;
+        if (status !== undefined && status !== 'active' && status !== 'suspended')
+          throw new UsageError(`--status is active or suspended, not "${status}"`, command);
+        return withAdmin(config, async (admin) => print(await admin.listTenants({ status })));
+      }
+      throw new UsageError('missing or unknown arguments', command);
     case 'client':
-      if (subcommand !== 'create' || (!values.tenant && !values.operator))
-        throw new UsageError('missing or unknown arguments', command);
-      return withAdmin(config, async (admin) =>
-        print(
-          await admin.createClient({
-            tenantId: values.tenant,
-            scopes: values.scope,
-            operator: values.operator ?? false,
-          }),
-        ),
-      );
+      if (subcommand === 'create' && (values.tenant || values.operator))
+        return withAdmin(config, async (admin) =>
+          print(
+            await admin.createClient({
+              tenantId: values.tenant,
+              scopes: values.scope,
+              operator: values.operator ?? false,
+            }),
+          ),
+        );
+      if (subcommand === 'list' && !argument)
+        return withAdmin(config, async (admin) => print(await admin.listClients({ tenantId: values.tenant })));
+      if (subcommand === 'revoke' && argument)
+        return withAdmin(config, async (admin) => print(await admin.revokeClient({ clientId: argument })));
+      throw new UsageError('missing or unknown arguments', command);
   }
 }
 
 function parseCommandLine(argv: string[]) {
+  // The command, for a usage error's help: the first word, when it names one.
+  const first = argv.find((word) => !word.startsWith('-'));
+  const command = first !== undefined && isCommand(first) ? first : undefined;
   try {
     return parseArgs({
       args: argv,
       allowPositionals: true,
       options: {
         name: { type: 'string' },
+        status: { type: 'string' },
         tenant: { type: 'string' },
         scope: { type: 'string', multiple: true },
         operator: { type: 'boolean' },
@@ -123,7 +159,7 @@ function parseCommandLine(argv: string[]) {
     });
   } catch (error) {
     // An unknown option or one without its value: say so with the usage, not as a crash.
-    throw new UsageError((error as Error).message);
+    throw new UsageError((error as Error).message, command);
   }
 }
 

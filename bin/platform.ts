@@ -218,7 +218,12 @@ export class Platform {
     const verifier = new TokenVerifier({
       issuer: () => config.authIssuer ?? url,
       audience: config.authAudience,
-      keys: config.authJwksUrl ? { jwksUrl: new URL(config.authJwksUrl) } : { stored: () => publicSigningKeys(store) },
+      keys: config.authJwksUrl
+        ? { jwksUrl: new URL(config.authJwksUrl) }
+        : {
+            stored: () => publicSigningKeys(store),
+            clientExists: async (clientId) => (await store.getClient(clientId)) !== undefined,
+          },
     });
 
     let worker: RunWorker | undefined;

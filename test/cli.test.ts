@@ -52,6 +52,18 @@ describe('the tributary CLI', () => {
     expect(help.stdout).toContain('Usage: tributary client create');
     expect(help.stdout).toContain('flows:write');
     expect((await cli(['tenant', '--help'])).stdout).toContain('Usage: tributary tenant create <id>');
+    // Each command's help shows all its forms; an unknown form or a missing value is a usage error.
+    expect(await cli(['tenant', 'list', '--help'])).toMatchObject({
+      code: 0,
+      stdout: expect.stringContaining('tributary tenant list [--status active|suspended]'),
+    });
+    expect((await cli(['client', 'revoke', '--help'])).stdout).toContain('tributary client revoke <client id>');
+    const unknownForm = await cli(['tenant', 'lsit', '--help']);
+    expect(unknownForm.code).toBe(2);
+    expect(unknownForm.stderr).toMatch(/unknown tenant command "lsit"\n\nUsage: tributary tenant create/);
+    const noName = await cli(['tenant', 'create', 'beta', '--name']);
+    expect(noName.code).toBe(2);
+    expect(noName.stderr).toMatch(/--name <value>' argument missing\n\nUsage: tributary tenant create/);
     const unknown = await cli(['frobnicate']);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toContain('unknown command "frobnicate"');
@@ -102,5 +114,43 @@ describe('the tributary CLI', () => {
     const escalated = await cli(['client', 'create', '--tenant', 'globex', '--scope', 'platform:admin'], at);
     expect(escalated.code).toBe(1);
     expect(escalated.stderr).toContain('use --operator');
+  });
+
+  it('lists tenants and clients (never a secret), and revokes a client: no new token, and its tokens fail', async () => {
+    const at = { DATA_DIR: env.config.dataDir };
+    await cli(['tenant', 'create', 'initech', '--name', 'Initech'], at);
+    const tenants = await cli(['tenant', 'list'], at);
+    expect(tenants.code).toBe(0);
+    expect(JSON.parse(tenants.stdout)).toContainEqual(expect.objectContaining({ id: 'initech', name: 'Initech' }));
+    expect(JSON.parse((await cli(['tenant', 'list', '--status', 'suspended'], at)).stdout)).toEqual([]);
+
+    const credentials = JSON.parse((await cli(['client', 'create', '--tenant', 'initech'], at)).stdout);
+    const listed = await cli(['client', 'list', '--tenant', 'initech'], at);
+    expect(listed.code).toBe(0);
+    expect(JSON.parse(listed.stdout)).toEqual([
+      {
+        client_id: credentials.client_id,
+        tenant: 'initech',
+        scopes: credentials.scopes,
+        operator: false,
+        createdAt: expect.any(String),
+      },
+    ]);
+    expect(listed.stdout).not.toContain(credentials.client_secret);
+
+    const token = await getToken(env.url, credentials.client_id, credentials.client_secret);
+    const revoked = await cli(['client', 'revoke', credentials.client_id], at);
+    expect(revoked).toMatchObject({ code: 0 });
+    expect(JSON.parse(revoked.stdout)).toEqual({ client_id: credentials.client_id, revoked: true });
+    expect(JSON.parse((await cli(['client', 'list', '--tenant', 'initech'], at)).stdout)).toEqual([]);
+    await expect(getToken(env.url, credentials.client_id, credentials.client_secret)).rejects.toThrow();
+    const refused = await fetch(`${env.url}/api/v1/runs`, {
+      headers: { authorization: `Bearer ${token}`, tenant_id: 'initech' },
+    });
+    expect(refused.status).toBe(401);
+    expect((await refused.json()).detail).toBe('the client of this token has been revoked');
+    const again = await cli(['client', 'revoke', credentials.client_id], at);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain(`no client ${credentials.client_id}`);
   });
 });

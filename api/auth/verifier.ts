@@ -25,7 +25,9 @@ export interface Principal {
  * issuer's are never fetched over HTTP: behind a proxy or tunnel the process may not reach its own
  * public URL.
  */
-export type SigningKeys = { jwksUrl: URL } | { stored: () => Promise<JWK[]> };
+export type SigningKeys =
+  | { jwksUrl: URL }
+  | { stored: () => Promise<JWK[]>; clientExists: (clientId: string) => Promise<boolean> };
 
 export interface VerifierOptions {
   /** The expected `iss`, read when a token is verified. */
@@ -63,16 +65,44 @@ function storedKeySet(load: () => Promise<JWK[]>): JWTVerifyGetKey {
   };
 }
 
+/** How long a client of the embedded issuer is taken to exist once seen: a revoked client's tokens fail within it. */
+export const CLIENT_RECHECK_MS = 30_000;
+/** Clients remembered at once (only signed tokens name one); past it, the memory starts again. */
+const KNOWN_CLIENTS = 10_000;
+
+/** The embedded issuer's clients that exist, each looked up again after CLIENT_RECHECK_MS. */
+class KnownClients {
+  private readonly seenAt = new Map<string, number>();
+
+  constructor(private readonly exists: (clientId: string) => Promise<boolean>) {}
+
+  async has(clientId: string): Promise<boolean> {
+    const seen = this.seenAt.get(clientId);
+    if (seen !== undefined && Date.now() - seen < CLIENT_RECHECK_MS) return true;
+    if (!(await this.exists(clientId))) {
+      this.seenAt.delete(clientId);
+      return false;
+    }
+    if (this.seenAt.size >= KNOWN_CLIENTS) this.seenAt.clear();
+    this.seenAt.set(clientId, Date.now());
+    return true;
+  }
+}
+
 /** Validates bearer JWTs against the identity provider's signing keys. */
 export class TokenVerifier {
   private readonly keys: JWTVerifyGetKey;
+  /** Tokens of the embedded issuer are refused once their client is revoked; an outside provider revokes its own. */
+  private readonly clients?: KnownClients;
 
   constructor(private readonly options: VerifierOptions) {
     const { keys } = options;
-    this.keys =
-      'jwksUrl' in keys
-        ? createRemoteJWKSet(keys.jwksUrl, { cooldownDuration: 30_000, timeoutDuration: 5000 })
-        : storedKeySet(keys.stored);
+    if ('jwksUrl' in keys) {
+      this.keys = createRemoteJWKSet(keys.jwksUrl, { cooldownDuration: 30_000, timeoutDuration: 5000 });
+    } else {
+      this.keys = storedKeySet(keys.stored);
+      this.clients = new KnownClients(keys.clientExists);
+    }
   }
 
   async verify(authorization: string | undefined): Promise<Principal> {
@@ -105,6 +135,8 @@ export class TokenVerifier {
         { headers: { 'Retry-After': '5' } },
       );
     }
+    if (this.clients && !(await clientExists(this.clients, String(payload.sub ?? ''))))
+      throw unauthorized('the client of this token has been revoked');
     const scopes = new Set(typeof payload.scope === 'string' ? payload.scope.split(' ').filter(Boolean) : []);
     const operator = payload.operator === true && scopes.has(operatorScope);
     return {
@@ -113,6 +145,17 @@ export class TokenVerifier {
       operator,
       scopes,
     };
+  }
+}
+
+/** Whether the client exists; 503 when the store cannot say. */
+async function clientExists(clients: KnownClients, clientId: string): Promise<boolean> {
+  try {
+    return await clients.has(clientId);
+  } catch {
+    throw new HttpProblem(503, 'Store unavailable', 'the token could not be checked; try again', {
+      headers: { 'Retry-After': '5' },
+    });
   }
 }
 

@@ -29,6 +29,10 @@ export interface TenantStore {
 export interface CredentialStore {
   createClient(client: Omit<Client, 'createdAt'>): Promise<Client>;
   getClient(clientId: string): Promise<Client | undefined>;
+  /** Every client, or one tenant's, oldest first. */
+  listClients(filter: { tenantId?: string }): Promise<Client[]>;
+  /** Remove a client; false if there is none. */
+  deleteClient(clientId: string): Promise<boolean>;
   listSigningKeys(): Promise<SigningKey[]>;
   addSigningKey(key: Omit<SigningKey, 'createdAt'>): Promise<void>;
 }

@@ -20,6 +20,19 @@ export class SqlCredentials implements CredentialStore {
     return row ? toClient(row) : undefined;
   }
 
+  async listClients(filter: { tenantId?: string }) {
+    const rows = await this.db.query(
+      'select * from clients where ($1::text is null or tenant_id = $1) order by created_at, client_id',
+      [filter.tenantId ?? null],
+    );
+    return rows.map(toClient);
+  }
+
+  async deleteClient(clientId: string) {
+    const rows = await this.db.query('delete from clients where client_id = $1 returning client_id', [clientId]);
+    return rows.length > 0;
+  }
+
   async listSigningKeys(): Promise<SigningKey[]> {
     const rows = await this.db.query('select * from signing_keys order by created_at desc');
     return rows.map((r: Row) => ({
