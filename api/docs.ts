@@ -7,8 +7,9 @@ type NamedNodeKind = ReturnType<typeof namedKinds>[number];
 
 /**
  * `/docs`: the API reference as one self-contained HTML page, rendered once from the OpenAPI
- * document the server publishes (no scripts, no outside assets): every route with its parameters,
- * request body and answers, and every schema with its fields, linked where one names another.
+ * document the server publishes (no outside assets; one small script searches and opens sections):
+ * every route with its parameters, request body, example and answers, and every schema with its fields,
+ * linked where one names another. Each route and schema folds, so the page is a list to search.
  */
 type Schema = Record<string, unknown> & {
   $ref?: string;
@@ -26,7 +27,7 @@ type Schema = Record<string, unknown> & {
   additionalProperties?: boolean | Schema;
   examples?: unknown[];
 };
-type Content = Record<string, { schema?: Schema }>;
+type Content = Record<string, { schema?: Schema; example?: unknown }>;
 type OpenApi = {
   info: { title: string; version: string; description?: string };
   tags: Array<{ name: string; description: string }>;
@@ -59,6 +60,8 @@ const CONSTRAINTS = [
 ] as const;
 
 const html = (text: unknown) => String(text ?? '').replace(/[&<>"']/g, (char) => `&#${char.charCodeAt(0)};`);
+/** Descriptions are written with `code` in backticks, as in Markdown: shown as code. */
+const prose = (text: unknown) => html(text).replace(/`([^`]+)`/g, '<code>$1</code>');
 const json = (value: unknown) => `<code>${html(JSON.stringify(value))}</code>`;
 const schemaAnchor = (name: string) => `schema-${name}`;
 const refName = (ref: string) => ref.slice(ref.lastIndexOf('/') + 1);
@@ -79,7 +82,7 @@ function typeLabel(schema: Schema): string {
 
 function notes(schema: Schema): string {
   const constraints = CONSTRAINTS.filter((key) => key in schema).map((key) => `${key} ${json(schema[key])}`);
-  return [html(schema.description), constraints.length > 0 ? `<small>${constraints.join(', ')}</small>` : '']
+  return [prose(schema.description), constraints.length > 0 ? `<small>${constraints.join(', ')}</small>` : '']
     .filter(Boolean)
     .join(' ');
 }
@@ -110,7 +113,7 @@ function fieldsTable(schema: Schema, depth: number): string {
     .join('');
   const closed = schema.additionalProperties === false ? '<p><small>No other fields.</small></p>' : '';
   const table = rows
-    ? `<table class="fields"><tr><th>field</th><th>type</th><th></th></tr>${rows}</table>${closed}`
+    ? `<div class="wide"><table class="fields"><tr><th>field</th><th>type</th><th></th></tr>${rows}</table></div>${closed}`
     : '';
   const alternatives = (schema.oneOf ?? schema.anyOf ?? [])
     .map((alternative) =>
@@ -130,7 +133,7 @@ function variantLabel(alternative: Schema): string {
     : discriminator
       ? `<code>${html(discriminator[0])}</code> ${json(discriminator[1].const)}`
       : 'object';
-  return `${name}${alternative.description ? `: ${html(alternative.description)}` : ''}`;
+  return `${name}${alternative.description ? `: ${prose(alternative.description)}` : ''}`;
 }
 
 function schemaBody(schema: Schema, depth = 0): string {
@@ -165,21 +168,22 @@ function operationHtml(method: string, path: string, operation: Operation): stri
     )
     .join('');
   const body = contentSchema(operation.requestBody?.content);
+  const example = Object.values(operation.requestBody?.content ?? {})[0]?.example;
   const responses = Object.entries(operation.responses ?? {})
     .map(([status, response]) => {
       const schema = contentSchema(response.content);
-      return `<li><b>${html(status)}</b> ${html(response.description)}${schema ? schemaHtml(schema) : ''}</li>`;
+      return `<li><b>${html(status)}</b> ${prose(response.description)}${schema ? schemaHtml(schema) : ''}</li>`;
     })
     .join('');
-  return `<section class="op" id="${html(`${method}-${path}`)}">
+  return `<details class="op" id="${html(`${method}-${path}`)}"><summary>
 <h3><span class="method ${html(method)}">${html(method.toUpperCase())}</span>
 <code>${html(path)}</code>${operation.deprecated ? ' <em>deprecated</em>' : ''}</h3>
-<p>${html(operation.summary)}${scope ? ` — scope <code>${html(scope)}</code>` : ''}</p>
-${operation.description ? `<p>${html(operation.description)}</p>` : ''}
-${parameters ? `<table><tr><th>parameter</th><th>in</th><th>type</th><th></th></tr>${parameters}</table>` : ''}
-${body ? `<h4>Request body</h4>${schemaHtml(body)}` : ''}
+<span>${prose(operation.summary)}${scope ? ` — scope <code>${html(scope)}</code>` : ''}</span></summary>
+${operation.description ? `<p>${prose(operation.description)}</p>` : ''}
+${parameters ? `<div class="wide"><table><tr><th>parameter</th><th>in</th><th>type</th><th></th></tr>${parameters}</table></div>` : ''}
+${body ? `<h4>Request body</h4>${example === undefined ? '' : `<pre class="example">${html(JSON.stringify(example, null, 2))}</pre>`}${schemaHtml(body)}` : ''}
 <h4>Answers</h4><ul>${responses}</ul>
-</section>`;
+</details>`;
 }
 
 /** One operation a node can run: what it does, its config, whether it changes an outside system. */
@@ -195,24 +199,24 @@ function operationReference(operation: OperationInfo): string {
     operation.fanOut ? 'Fans out: its items become a batch of tasks that run the nodes after it.' : '',
     operation.deprecated ? `Deprecated${successor}.` : '',
   ].filter(Boolean);
-  return `<section class="schema" id="${html(operationAnchor(operation.name))}">
+  return `<details class="schema" id="${html(operationAnchor(operation.name))}"><summary>
 <h3><code>${html(operation.name)}</code> — ${html(operation.title)} <small>v${html(operation.version)} (a node pins it
-with <code>"operationVersion": ${major}</code>)</small></h3>
-<p>${html(operation.description)}</p><p><small>${notes.join(' ')}</small></p>
-<h4>Config</h4>${schemaHtml(operation.configSchema as Schema)}</section>`;
+with <code>"operationVersion": ${major}</code>)</small></h3></summary>
+<p>${prose(operation.description)}</p><p><small>${notes.join(' ')}</small></p>
+<h4>Config</h4>${schemaHtml(operation.configSchema as Schema)}</details>`;
 }
 
 const operationAnchor = (name: string) => `operation-${name}`;
 
 /** A kind of node built into the language (a loop): what it does and its config. */
 function nodeKindReference(kind: NamedNodeKind): string {
-  return `<section class="schema" id="node-${html(kind.name)}">
-<h3><code>${html(kind.name)}</code> — ${html(kind.title)}</h3><p>${html(kind.description)}</p>
-<h4>Config</h4>${schemaHtml(kind.configSchema as Schema)}</section>`;
+  return `<details class="schema" id="node-${html(kind.name)}"><summary>
+<h3><code>${html(kind.name)}</code> — ${html(kind.title)}</h3></summary><p>${prose(kind.description)}</p>
+<h4>Config</h4>${schemaHtml(kind.configSchema as Schema)}</details>`;
 }
 
 const signatureItem = ({ type, description }: WebhookSignature) =>
-  `<li id="signature-${html(type)}"><code>${html(type)}</code>: ${html(description)}</li>`;
+  `<li id="signature-${html(type)}"><code>${html(type)}</code>: ${prose(description)}</li>`;
 
 /** The page: every route by tag, every operation a node can run, every schema. */
 export function renderDocs(
@@ -233,35 +237,89 @@ export function renderDocs(
     .filter((tag) => byTag.has(tag.name))
     .map(
       (tag) =>
-        `<h2 id="${html(tag.name)}">${html(tag.name)} <small>${html(tag.description)}</small></h2>\n` +
+        `<h2 id="${html(tag.name)}">${html(tag.name)} <small>${prose(tag.description)}</small></h2>\n` +
         byTag.get(tag.name)!.join('\n'),
     );
   const contents = openapi.tags
     .map((tag) =>
       byTag.has(tag.name)
-        ? `<li><a href="#${html(tag.name)}">${html(tag.name)}</a> — ${html(tag.description)}</li>`
-        : `<li>${html(tag.name)} — ${html(tag.description)} <em>(no routes yet)</em></li>`,
+        ? `<li><a href="#${html(tag.name)}">${html(tag.name)}</a> — ${prose(tag.description)}</li>`
+        : `<li>${html(tag.name)} — ${prose(tag.description)} <em>(no routes yet)</em></li>`,
     )
     .join('');
   const schemas = Object.entries(openapi.components.schemas).map(
     ([name, schema]) =>
-      `<section class="schema" id="${html(schemaAnchor(name))}"><h3>${html(name)}</h3>` +
-      `${schemaHtml({ ...schema, $ref: undefined })}</section>`,
+      `<details class="schema" id="${html(schemaAnchor(name))}"><summary><h3>${html(name)}</h3></summary>` +
+      `${schemaHtml({ ...schema, $ref: undefined })}</details>`,
   );
   return `<!doctype html><html lang="en"><head><meta charset="utf-8">
 <title>${html(openapi.info.title)} ${html(openapi.info.version)}</title>
 <meta name="viewport" content="width=device-width,initial-scale=1">
-<style>body{font:15px/1.5 system-ui,sans-serif;max-width:72rem;margin:2rem auto;padding:0 1rem;color:#222}
-code,pre{font:13px ui-monospace,monospace}
-pre{background:#f6f6f6;padding:.5rem;overflow:auto}.op,.schema{border-top:1px solid #ddd;padding:.5rem 0}
+<style>body{font:15px/1.5 system-ui,sans-serif;max-width:72rem;margin:0 auto;padding:0 1rem 2rem;color:#222}
+code,pre{font:13px ui-monospace,monospace;overflow-wrap:anywhere}
+pre{background:#f6f6f6;padding:.5rem;overflow:auto;white-space:pre-wrap}
+.op,.schema{border-top:1px solid #ddd;padding:.3rem 0}
+summary{cursor:pointer;list-style-position:outside;margin-left:1rem}summary h3{display:inline;margin:0;font-size:1rem}
+summary>span{display:block;color:#444}details[open]>summary{margin-bottom:.4rem}
 .method{padding:0 .4rem;border-radius:3px;color:#fff;background:#555}
 .get{background:#2a7}.post{background:#27a}.put{background:#a72}.delete{background:#a33}
 table{border-collapse:collapse;margin:.3rem 0}
 td,th{border:1px solid #ddd;padding:.2rem .4rem;text-align:left;vertical-align:top}h4{margin:.6rem 0 .2rem}
-td table{font-size:95%}</style></head>
-<body><h1>${html(openapi.info.title)}
-<small>${html(openapi.info.version)}</small></h1><p>${html(openapi.info.description)}</p>
-<p>Machine-readable: <a href="/openapi.json">/openapi.json</a>. Fields marked <b>*</b> are required.</p>
+td table{font-size:95%}
+#find{position:sticky;top:0;background:#fff;padding:.6rem 0;border-bottom:1px solid #ddd;display:flex;gap:.5rem;
+flex-wrap:wrap;align-items:center;z-index:1}
+#find input{flex:1 1 14rem;font:inherit;padding:.3rem .5rem;min-width:0}#find button{font:inherit}
+.hidden{display:none}.wide{overflow-x:auto}details{scroll-margin-top:6rem}
+@media (max-width:640px){body{padding:0 .5rem 2rem}table,tbody,tr,td{display:block}th{display:none}
+td{border:0;padding:.1rem 0}tr{border-top:1px solid #ddd;padding:.2rem 0}td table,td .wide{margin-left:.6rem}}</style>
+<script>
+// What a section is found by: its title line, its description and the names of its fields and parameters
+// (not its answers, which every route shares).
+function findText(section) {
+  const names = [...section.querySelectorAll('td:first-child > code')].map((name) => name.textContent);
+  const description = section.querySelector(':scope > p');
+  return [section.querySelector('summary').textContent, description ? description.textContent : '', ...names]
+    .join(' ')
+    .toLowerCase();
+}
+// Search: show the routes, operations and schemas whose text holds every word typed, opened; the rest hide.
+function find(query) {
+  const words = query.toLowerCase().split(/\\s+/).filter(Boolean);
+  let shown = 0;
+  const sections = document.querySelectorAll('details.op, details.schema');
+  for (const section of sections) {
+    const text = findText(section);
+    const hit = words.every((word) => text.includes(word));
+    section.classList.toggle('hidden', !hit);
+    section.open = hit && words.length > 0;
+    if (hit) shown++;
+  }
+  for (const heading of document.querySelectorAll('h2')) {
+    let next = heading.nextElementSibling;
+    let any = false;
+    for (; next && next.tagName !== 'H2'; next = next.nextElementSibling)
+      if (!next.classList.contains('hidden') && next.matches('details, ul')) any = true;
+    heading.classList.toggle('hidden', words.length > 0 && !any);
+  }
+  document.getElementById('found').textContent = words.length ? shown + ' of ' + sections.length : '';
+  scrollTo(0, 0);
+}
+function openAll(open) { for (const section of document.querySelectorAll('details')) section.open = open; }
+// A link to a folded route or schema opens it.
+function openTarget() {
+  const target = location.hash && document.getElementById(decodeURIComponent(location.hash.slice(1)));
+  if (target && target.tagName === 'DETAILS') { target.open = true; target.scrollIntoView(); }
+}
+addEventListener('hashchange', openTarget);
+addEventListener('DOMContentLoaded', openTarget);
+</script></head>
+<body><div id="find"><input type="search" placeholder="Search routes, operations, schemas" aria-label="Search"
+oninput="find(this.value)"><span id="found"></span><button type="button" onclick="openAll(true)">Open all</button>
+<button type="button" onclick="openAll(false)">Close all</button></div>
+<h1>${html(openapi.info.title)}
+<small>${html(openapi.info.version)}</small></h1><p>${prose(openapi.info.description)}</p>
+<p>Machine-readable: <a href="/openapi.json">/openapi.json</a>. Fields marked <b>*</b> are required. Each route
+and schema opens on a click; the search box finds them by any word in them.</p>
 <ul>${contents}
 <li><a href="#nodes">Nodes of the language</a> — loops, waits, replies, calls</li>
 <li><a href="#operations">Operations</a> — what a flow's nodes can run</li>

@@ -1,5 +1,6 @@
 import { resourceSchemas } from '../engine/model/index.ts';
 import { operatorScope, tenantScopes } from './auth/scopes.ts';
+import { exampleOf } from './openapi-examples.ts';
 import { isOperatorRoute, seedTags, type RouteSpec } from './route.ts';
 
 const problemSchema = {
@@ -152,7 +153,7 @@ export function openApiDocument(routes: RouteSpec[], version: string, extraPaths
     },
     names,
   ) as Record<string, unknown>;
-  return {
+  return withRequestExamples({
     ...document,
     components: {
       // Each schema in full, naming the others by $ref (replacing it by a $ref to itself would leave nothing).
@@ -182,7 +183,24 @@ export function openApiDocument(routes: RouteSpec[], version: string, extraPaths
         },
       },
     },
-  };
+  });
+}
+
+type MediaType = { schema?: object; example?: unknown };
+type OpenApiShape = {
+  paths: Record<string, Record<string, { requestBody?: { content?: Record<string, MediaType> } }>>;
+  components: { schemas: Record<string, object> };
+};
+
+/** Every request body shows an example (its schema's own, or one made from it): docs and client generators show it. */
+function withRequestExamples<T extends object>(document: T): T {
+  const { paths, components } = document as unknown as OpenApiShape;
+  const resolve = (ref: string) => components.schemas[ref.slice(ref.lastIndexOf('/') + 1)];
+  for (const methods of Object.values(paths))
+    for (const operation of Object.values(methods))
+      for (const media of Object.values(operation.requestBody?.content ?? {}))
+        if (media.schema && media.example === undefined) media.example = exampleOf(media.schema, resolve);
+  return document;
 }
 
 const tokenRequestSchema = {
@@ -195,6 +213,14 @@ const tokenRequestSchema = {
     audience: { type: 'string' },
     scope: { type: 'string', description: 'Space-separated scopes asked for.' },
   },
+  examples: [
+    {
+      grant_type: 'client_credentials',
+      client_id: 'trb_H-0ZD_1AykL9',
+      client_secret: 'the secret printed by tributary client create',
+      scope: 'flows:read runs:read',
+    },
+  ],
 } as const;
 
 /** An OAuth error answer (RFC 6749 §5.2). */
@@ -289,7 +315,7 @@ function platformPaths() {
           { name: 'flowKey', in: 'path', required: true, schema: { type: 'string' } },
           { name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string' } },
         ],
-        requestBody: { content: json({ description: 'Any JSON.' }) },
+        requestBody: { content: json({ description: 'Any JSON.', examples: [{ id: 1001, total: 25 }] }) },
         responses: {
           202: {
             description: 'Accepted: it will run.',

@@ -6,6 +6,7 @@ import openapiTS, { astToString } from 'openapi-typescript';
 import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
+import { OpenApiContract } from './support/openapi-contract.ts';
 
 // A client generated from the served /openapi.json, as an integrator would make one, in a folder
 // where `openapi-fetch` resolves (under node_modules, so nothing generated is in the tree).
@@ -94,5 +95,13 @@ describe('/openapi.json', () => {
       { encoding: 'utf8' },
     );
     expect(JSON.parse(printed)).toEqual({ version: 1, status: 'succeeded', steps: [['map', { n: 42 }]] });
+  });
+});
+
+describe('request examples in /openapi.json', () => {
+  it('every request body has an example, and each is valid under its own schema', async () => {
+    const { bodies, violations } = (await OpenApiContract.of(env.url)).requestExamples();
+    expect(bodies).toBeGreaterThanOrEqual(30);
+    expect(violations).toEqual([]);
   });
 });

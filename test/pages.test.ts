@@ -30,8 +30,14 @@ afterAll(async () => {
 
 describe('the API reference at /docs, in a headless browser', () => {
   it("shows the flow document's fields, the request body and answers of each route, and links them", async () => {
-    const page = await browser.newPage();
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     await page.goto(`${env.url}/docs`);
+    // Folded, the page is a list of routes and schemas; a link to one opens it.
+    expect(await page.locator('details[open]').count()).toBe(0);
+    await page.getByRole('link', { name: 'EditableFlow', exact: true }).first().click();
+    await page.goto(`${env.url}/docs#schema-FlowDocument`);
+    expect(await page.locator('#schema-FlowDocument').getAttribute('open')).not.toBeNull();
+    await page.getByRole('button', { name: 'Open all' }).click();
     const flowDocument = page.locator('#schema-FlowDocument');
     await expect.poll(() => flowDocument.isVisible()).toBe(true);
     const fields = await flowDocument.evaluate((section) =>
@@ -42,7 +48,6 @@ describe('the API reference at /docs, in a headless browser', () => {
     expect(fields).toEqual(['key', 'name', 'description', 'concurrency', 'failureFlow', 'trigger', 'nodes', 'edges']);
     const text = await flowDocument.innerText();
     for (const nested of ['operation', 'retry', 'maxAttempts', 'when']) expect(text).toContain(nested);
-    await flowDocument.locator('details > summary', { hasText: 'example' }).first().click();
     expect(await flowDocument.locator('details pre').first().innerText()).toContain('"key": "orders-to-erp"');
 
     const create = page.locator('[id="post-/api/v1/editable-flows"]');
@@ -66,7 +71,40 @@ describe('the API reference at /docs, in a headless browser', () => {
     expect(await loop.locator('h3').innerText()).toBe('loop — Loop over items');
     for (const field of ['items', 'key', 'concurrency', 'onItemFailure', 'At most 10000 items'])
       expect(await loop.innerText()).toContain(field);
+    // Descriptions' `code` is shown as code, never as backticks.
+    expect(await page.locator('body').innerText()).not.toContain('`');
+    expect(await page.locator('[id="post-/oauth/token"] p code', { hasText: 'error_description' }).count()).toBe(1);
+    // Every route that takes a body shows an example of one.
+    const bodies = await page.evaluate(() =>
+      [...document.querySelectorAll('details.op')]
+        .filter((route) => [...route.querySelectorAll('h4')].some((heading) => heading.textContent === 'Request body'))
+        .map((route) => ({ id: route.id, example: route.querySelector('pre.example')?.textContent ?? null })),
+    );
+    expect(bodies.length).toBeGreaterThanOrEqual(30);
+    expect(bodies.filter((route) => route.example === null)).toEqual([]);
+    expect(bodies.find((route) => route.id === 'put-/api/v1/global-variables/{name}')?.example).toContain('"value"');
+    await page.getByRole('button', { name: 'Close all' }).click();
     await page.screenshot({ path: path.join(SHOTS, 'docs.png') });
+
+    // The search box keeps what holds every word typed, opened, and hides the rest.
+    await page.getByRole('searchbox').fill('suspend tenant');
+    const suspend = page.locator('[id="post-/api/v1/tenants/{tenantId}/suspend"]');
+    expect(await suspend.isVisible()).toBe(true);
+    expect(await suspend.getAttribute('open')).not.toBeNull();
+    expect(await page.locator('[id="post-/api/v1/editable-flows"]').isVisible()).toBe(false);
+    expect(await page.locator('#found').innerText()).toMatch(/^\d+ of \d+$/);
+    await page.screenshot({ path: path.join(SHOTS, 'docs-search.png') });
+    await page.close();
+  });
+
+  it('is read at phone width (400 px): nothing wider than the screen, all of it open', async () => {
+    const page = await browser.newPage({ viewport: { width: 400, height: 800 } });
+    await page.goto(`${env.url}/docs`);
+    await page.screenshot({ path: path.join(SHOTS, 'docs-400.png') });
+    await page.getByRole('button', { name: 'Open all' }).click();
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(400);
+    await page.goto(`${env.url}/docs#post-/api/v1/editable-flows`);
+    await page.screenshot({ path: path.join(SHOTS, 'docs-400-route.png') });
     await page.close();
   });
 });

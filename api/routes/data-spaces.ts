@@ -12,6 +12,7 @@ const documentKey = { type: 'string', minLength: 1, maxLength: 512 } as const;
 const documentValue = {
   not: { type: 'null' },
   description: 'Any JSON but null (delete the document instead).',
+  examples: [{ erpItemId: 4711, unit: 'each' }],
 } as const;
 const spaceParams = { type: 'object', required: ['name'], properties: { name: spaceName } } as const;
 const documentParams = {
@@ -45,6 +46,7 @@ export function dataSpaceRoutes({ store }: ApiContext) {
         type: 'object',
         additionalProperties: false,
         properties: { description: { type: 'string', maxLength: 500 } },
+        examples: [{ description: "Shopify SKU to the ERP's item id" }],
       },
       responses: {
         200: { description: 'Changed.', schema: dataSpaceSchema },

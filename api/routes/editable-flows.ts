@@ -219,7 +219,12 @@ export function editableFlowRoutes(context: ApiContext) {
       scope: 'flows:read',
       summary: 'Validate the draft, or the document in the body, as publishing would',
       params: idParams,
-      body: { type: 'object', additionalProperties: false, properties: { document: { type: 'object' } } },
+      body: {
+        type: 'object',
+        additionalProperties: false,
+        properties: { document: { type: 'object' } },
+        examples: [{ document: flowDocumentSchema.examples[0] }],
+      },
       responses: {
         200: {
           description:

@@ -17,7 +17,7 @@ export const MESSAGE_BODY_CAP_BYTES = 64 * 1024;
 const RETRY_LIMIT = 1000;
 const DAY_MS = 24 * 3600 * 1000;
 
-const topic = { type: 'string', minLength: 1, maxLength: 200 } as const;
+const topic = { type: 'string', minLength: 1, maxLength: 200, examples: ['refunds/create'] } as const;
 const countsOf = (keys: readonly string[]) =>
   ({
     type: 'object',
@@ -253,7 +253,12 @@ export function blockedTopicRoutes({ store, runs }: ApiContext) {
         'recorded and answered 2xx, so the sender keeps its subscription; their runs are held until the topic is ' +
         'unblocked.',
       params: topicParams,
-      body: { type: 'object', additionalProperties: false, properties: { reason: { type: 'string', maxLength: 500 } } },
+      body: {
+        type: 'object',
+        additionalProperties: false,
+        properties: { reason: { type: 'string', maxLength: 500 } },
+        examples: [{ reason: 'ERP upgrade until 06:00 UTC' }],
+      },
       responses: {
         200: { description: 'Already blocked: the reason is updated.', schema: blockedTopicSchema },
         201: { description: 'Blocked.', schema: blockedTopicSchema },

@@ -31,6 +31,7 @@ export function tenantRoutes({ store, runs, schedules, intake, tenantLimits }: A
         additionalProperties: false,
         required: ['id'],
         properties: { id: tenantSchema.properties.id, name: { type: 'string', minLength: 1, maxLength: 200 } },
+        examples: [{ id: 'acme', name: 'Acme Inc.' }],
       },
       responses: {
         201: { description: 'The tenant.', schema: tenantSchema },

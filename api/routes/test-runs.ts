@@ -87,6 +87,7 @@ export function testRunRoutes({ store, compile, testRunner }: ApiContext) {
           node: { type: 'string', description: 'Run only this node.' },
           steps: { type: 'object', description: 'With `node`: the outputs of the nodes before it ($steps).' },
         },
+        examples: [{ input: { body: { id: 1001, total: 25 } }, dryRun: true }],
       },
       responses: { 200: { description: 'What every node did.', schema: testResultSchema } },
       async handle({ tenantId, params, body }) {

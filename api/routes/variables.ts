@@ -41,6 +41,7 @@ export function namedValueRoutes(
       additionalProperties: false,
       required: ['value'],
       properties: { value: { description: 'Any JSON value.' } },
+      examples: [{ value: 'https://erp.example.com/api' }],
     },
     responses: {
       200: { description: 'Replaced.', schema: variableSchema },
@@ -92,6 +93,7 @@ export function secretRoutes({ store, keyring }: ApiContext) {
             description: `At least ${MIN_SECRET_LENGTH} characters: shorter values cannot be masked safely in logs.`,
           },
         },
+        examples: [{ value: 'erp-api-token-0123456789' }],
       },
       responses: {
         200: { description: 'Replaced.', schema: secretInfoSchema },

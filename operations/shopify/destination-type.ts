@@ -11,6 +11,23 @@ const shopifyDestinationSchema = {
   type: 'object',
   additionalProperties: false,
   required: ['type', 'operation', 'graphqlUrl', 'erp'],
+  examples: [
+    {
+      type: 'shopify',
+      operation: 'shopify.refund-sync-to-erp',
+      graphqlUrl: 'https://acme.myshopify.com/admin/api/2025-10/graphql.json/',
+      apiVersion: '2025-10',
+      adminApiAccessToken: 'shpat_0123456789abcdef',
+      erp: {
+        apiUrl: 'https://1234567.restlets.api.netsuite.com/app/site/hosting/restlet.nl?script=101&deploy=1',
+        consumerKey: 'consumer-key-0123456789',
+        consumerSecret: 'consumer-secret-0123456789',
+        tokenId: 'token-id-0123456789',
+        tokenSecret: 'token-secret-0123456789',
+        accountId: '1234567',
+      },
+    },
+  ],
   properties: {
     type: { const: 'shopify' },
     operation: {

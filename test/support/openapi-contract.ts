@@ -4,7 +4,8 @@ import addFormatsModule from 'ajv-formats';
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 
 type Responses = Record<string, { content?: Record<string, { schema?: object }> }>;
-type OpenApi = { paths: Record<string, Record<string, { responses?: Responses }>> };
+type RequestBody = { content?: Record<string, { schema?: object; example?: unknown }> };
+type OpenApi = { paths: Record<string, Record<string, { responses?: Responses; requestBody?: RequestBody }>> };
 
 /**
  * What the server's own `/openapi.json` promises about its answers, checked against every answer a
@@ -70,6 +71,27 @@ export class OpenApiContract {
       ({ instancePath, message, params }) =>
         `${method} ${route.template} ${status}: ${instancePath || '(body)'} ${message} ${JSON.stringify(params)}`,
     );
+  }
+
+  /** Each request body's example that is missing or breaks its own schema, and how many bodies there are. */
+  requestExamples(): { bodies: number; violations: string[] } {
+    let bodies = 0;
+    const violations: string[] = [];
+    for (const [template, methods] of Object.entries(this.document.paths))
+      for (const [verb, operation] of Object.entries(methods))
+        for (const [mediaType, media] of Object.entries(operation.requestBody?.content ?? {})) {
+          bodies++;
+          const where = `${verb.toUpperCase()} ${template} (${mediaType})`;
+          if (media.example === undefined) {
+            violations.push(`${where}: no example`);
+            continue;
+          }
+          const pointer = ['paths', template, verb, 'requestBody', 'content', mediaType, 'schema'];
+          const validate = this.validator(`${template} ${verb} request ${mediaType}`, pointer);
+          if (validate && !validate(media.example))
+            violations.push(`${where}: ${this.ajv.errorsText(validate.errors)}`);
+        }
+    return { bodies, violations };
   }
 
   private validator(key: string, pointer: string[]): ValidateFunction | null {
