@@ -1,6 +1,6 @@
 import express, { type RequestHandler } from 'express';
 import type { JsonChecker } from '../engine/intake/index.ts';
-import { type JsonTextFault, LARGE_JSON_LENGTH, parseJson, parseJsonText } from '../engine/model/index.ts';
+import { type JsonTextFault, LARGE_JSON_LENGTH, parseJsonText, unsafeIntegerFault } from '../engine/model/index.ts';
 import { HttpProblem } from './problem.ts';
 
 const JSON_TYPES = ['application/json', 'application/*+json'];
@@ -26,7 +26,7 @@ function isObjectOrArray(raw: Buffer): boolean {
 
 /**
  * JSON request bodies of the API, read by body-parser (up to `limitBytes`, inflated) and accepted
- * as at flow URLs (checkJsonText). A large body is checked by the checker's thread, so that only its
+ * as at flow URLs (checkJsonText), except that an integer beyond 2^53 - 1 is refused (unsafeIntegerFault). A large body is checked by the checker's thread, so that only its
  * JSON.parse (~5 ms a megabyte) runs on this event loop; a small one is checked and parsed here at once.
  */
 export function jsonBodies(limitBytes: number, checker: JsonChecker): RequestHandler[] {
@@ -40,12 +40,17 @@ export function jsonBodies(limitBytes: number, checker: JsonChecker): RequestHan
     if (!isObjectOrArray(raw)) return next(bodyFault({ malformed: true, message: 'is not a JSON object or array' }));
     if (raw.length <= LARGE_JSON_LENGTH) {
       const parsed = parseJsonText(raw);
-      req.body = parsed.fault ? undefined : parsed.value;
-      return next(parsed.fault && bodyFault(parsed.fault));
+      if (parsed.fault) return next(bodyFault(parsed.fault));
+      const unsafe = unsafeIntegerFault(raw.toString('utf8'));
+      if (unsafe) return next(bodyFault(unsafe));
+      req.body = parsed.value;
+      return next();
     }
     checker.check(raw).then((fault) => {
+      const text = raw.toString('utf8');
+      fault ??= unsafeIntegerFault(text);
       if (fault) return next(bodyFault(fault));
-      req.body = parseJson(raw.toString('utf8'));
+      req.body = JSON.parse(text);
       next();
     }, next);
   };

@@ -129,6 +129,7 @@ describe('authentication and authorization on every route', () => {
       claims(
         new SignJWT({ scope: 'flows:read', tenant_id: 'tenant-a' })
           .setProtectedHeader({ alg: 'ES256', kid: stored.kid })
+          .setSubject(a.credentials.client_id)
           .setIssuer(issuer)
           .setAudience(env.config.authAudience)
           .setIssuedAt(),
@@ -312,6 +313,9 @@ describe('request validation', () => {
       [`{"value": "${pad}"`, 'Malformed JSON'],
       [`"${pad}"`, 'Malformed JSON'],
       ['{"value": 1e400}', 'Invalid body'],
+      // An integer no JSON number here holds exactly: refused, neither rounded nor turned into a string.
+      ['{"value": 820982911946154508}', 'Invalid body'],
+      [`{"value": "${pad}", "n": -9007199254740993}`, 'Invalid body'],
     ]) {
       const refused = await raw('/api/v1/global-variables/LARGE', { method: 'PUT', headers: json, body });
       expect(refused.status, body.slice(-20)).toBe(400);
@@ -666,6 +670,7 @@ describe('metadata, operations and the reference page', () => {
     const html = await page.text();
     for (const label of Object.values(seedTags)) expect(html).toContain(label);
     expect(html).toContain('/api/v1/batches/{id}/retry');
-    expect(html).not.toContain('<script');
+    // Self-contained: its one script is inline, nothing is loaded from elsewhere.
+    expect(html).not.toMatch(/<(script|link|img)[^>]+(src|href)=/);
   });
 });

@@ -34,6 +34,7 @@ export {
   storableJson,
   stringifyJson,
   unreadText,
+  unsafeIntegerFault,
   unstorableJson,
   unstorableStrings,
 } from './json-text.ts';

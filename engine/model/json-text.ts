@@ -76,6 +76,15 @@ export function parseJson(text: string): unknown {
 function quoteUnsafeIntegers(text: string): string {
   let quoted = '';
   let copiedTo = 0;
+  for (const [start, end] of unsafeIntegers(text)) {
+    quoted += `${text.slice(copiedTo, start)}"${text.slice(start, end)}"`;
+    copiedTo = end;
+  }
+  return copiedTo === 0 ? text : quoted + text.slice(copiedTo);
+}
+
+/** Where the integer literals beyond 2^53 - 1 are in a JSON text (outside strings): [start, end) of each. */
+function* unsafeIntegers(text: string): Generator<[number, number]> {
   for (let i = 0; i < text.length; i++) {
     const code = text.charCodeAt(i);
     if (code === 0x22) {
@@ -84,14 +93,26 @@ function quoteUnsafeIntegers(text: string): string {
       let end = i + 1;
       while (end < text.length && NUMBER_CHAR.test(text[end])) end++;
       const literal = text.slice(i, end);
-      if (INTEGER.test(literal) && !Number.isSafeInteger(Number(literal))) {
-        quoted += `${text.slice(copiedTo, i)}"${literal}"`;
-        copiedTo = end;
-      }
+      if (INTEGER.test(literal) && !Number.isSafeInteger(Number(literal))) yield [i, end];
       i = end - 1;
     }
   }
-  return copiedTo === 0 ? text : quoted + text.slice(copiedTo);
+}
+
+/**
+ * Refuses an integer beyond 2^53 - 1 where a JSON text must mean what it says (the API's bodies): read as
+ * the string of its digits, it would pass where a string belongs; rounded, it would change.
+ */
+export function unsafeIntegerFault(text: string): JsonTextFault | undefined {
+  if (!LONG_DIGITS.test(text)) return undefined;
+  for (const [start, end] of unsafeIntegers(text))
+    return {
+      malformed: false,
+      message:
+        `has the integer ${text.slice(start, end)}, beyond 2^53 - 1, which a JSON number here cannot hold ` +
+        'exactly: send it as a string',
+    };
+  return undefined;
 }
 
 const NUMBER_CHAR = /[-+.eE0-9]/;

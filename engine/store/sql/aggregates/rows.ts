@@ -157,7 +157,7 @@ export const toMessageInfo = (r: Row): MessageInfo => ({
   headers: r.headers,
   query: r.query,
   // As text, so that the API shows its numbers as they came (stringifyJson).
-  body: r.body === null ? null : new JsonText(r.body),
+  body: r.body === null || r.body === 'null' ? null : new JsonText(r.body),
   bodyBytes: Number(r.body_bytes),
   bodyTruncated: r.body_truncated,
   receivedAt: iso(r.received_at),
