@@ -28,6 +28,7 @@ import { flowRoutes } from './routes/flows.ts';
 import { runRoutes } from './routes/runs.ts';
 import { secretRoutes, variableRoutes } from './routes/variables.ts';
 import { blockedTopicRoutes, messageRoutes } from './routes/messages.ts';
+import { replayRoutes } from './routes/replays.ts';
 import { dataSpaceRoutes } from './routes/data-spaces.ts';
 import { logRoutes } from './routes/logs.ts';
 import { actionRoutes } from './routes/actions.ts';
@@ -94,6 +95,7 @@ export function apiRoutes(context: ApiContext): RouteSpec[] {
     ...tenantRoutes(context),
     ...messageRoutes(context),
     ...blockedTopicRoutes(context),
+    ...replayRoutes(context),
     ...queueRoutes(context),
     ...versionRoutes(context),
     ...platformRoutes(context),

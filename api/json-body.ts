@@ -1,6 +1,12 @@
-import express, { type RequestHandler } from 'express';
+import express, { type Request, type RequestHandler } from 'express';
 import type { JsonChecker } from '../engine/intake/index.ts';
-import { type JsonTextFault, LARGE_JSON_LENGTH, parseJsonText, unsafeIntegerFault } from '../engine/model/index.ts';
+import {
+  type JsonTextFault,
+  LARGE_JSON_LENGTH,
+  parseJson,
+  parseJsonText,
+  unsafeIntegerFault,
+} from '../engine/model/index.ts';
 import { HttpProblem } from './problem.ts';
 
 const JSON_TYPES = ['application/json', 'application/*+json'];
@@ -24,10 +30,24 @@ function isObjectOrArray(raw: Buffer): boolean {
   return false;
 }
 
+/** Bodies holding an integer beyond 2^53 - 1 (read as the string of its digits), and what to say of it. */
+const unsafeIntegers = new WeakMap<Request, JsonTextFault>();
+
+/**
+ * The route's body as parsed, refused (400) when it holds an integer beyond 2^53 - 1 and the route does not
+ * keep such integers as flow URLs do: read as a string, it would pass where a string belongs.
+ */
+export function checkedBody(req: Request, keepsLargeIntegers: boolean): unknown {
+  const unsafe = unsafeIntegers.get(req);
+  if (unsafe && !keepsLargeIntegers) throw bodyFault(unsafe);
+  return req.body;
+}
+
 /**
  * JSON request bodies of the API, read by body-parser (up to `limitBytes`, inflated) and accepted
- * as at flow URLs (checkJsonText), except that an integer beyond 2^53 - 1 is refused (unsafeIntegerFault). A large body is checked by the checker's thread, so that only its
- * JSON.parse (~5 ms a megabyte) runs on this event loop; a small one is checked and parsed here at once.
+ * as at flow URLs (checkJsonText; an integer beyond 2^53 - 1 is noted for checkedBody). A large body is
+ * checked by the checker's thread, so that only its JSON.parse (~5 ms a megabyte) runs on this event
+ * loop; a small one is checked and parsed here at once.
  */
 export function jsonBodies(limitBytes: number, checker: JsonChecker): RequestHandler[] {
   const parse: RequestHandler = (req, _res, next) => {
@@ -41,18 +61,22 @@ export function jsonBodies(limitBytes: number, checker: JsonChecker): RequestHan
     if (raw.length <= LARGE_JSON_LENGTH) {
       const parsed = parseJsonText(raw);
       if (parsed.fault) return next(bodyFault(parsed.fault));
-      const unsafe = unsafeIntegerFault(raw.toString('utf8'));
-      if (unsafe) return next(bodyFault(unsafe));
+      noteUnsafeIntegers(req, raw.toString('utf8'));
       req.body = parsed.value;
       return next();
     }
     checker.check(raw).then((fault) => {
-      const text = raw.toString('utf8');
-      fault ??= unsafeIntegerFault(text);
       if (fault) return next(bodyFault(fault));
-      req.body = JSON.parse(text);
+      const text = raw.toString('utf8');
+      noteUnsafeIntegers(req, text);
+      req.body = parseJson(text);
       next();
     }, next);
   };
   return [express.raw({ limit: limitBytes, type: JSON_TYPES }), parse];
+}
+
+function noteUnsafeIntegers(req: Request, text: string) {
+  const unsafe = unsafeIntegerFault(text);
+  if (unsafe) unsafeIntegers.set(req, unsafe);
 }

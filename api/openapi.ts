@@ -66,7 +66,14 @@ function parameters(route: RouteSpec) {
       required: where === 'path' || (schema?.required ?? []).includes(name),
       schema: property,
     }));
-  return [...from('path', route.params as never), ...from('query', route.query as never)];
+  const headers = Object.entries(route.headers ?? {}).map(([name, description]) => ({
+    name,
+    in: 'header',
+    required: false,
+    description,
+    schema: { type: 'string', maxLength: 256 },
+  }));
+  return [...from('path', route.params as never), ...from('query', route.query as never), ...headers];
 }
 
 /**

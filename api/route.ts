@@ -6,6 +6,7 @@ import { operatorScope, type Scope } from './auth/scopes.ts';
 import type { Tenant, TenantStore } from '../engine/store/index.ts';
 import type { ApiCallLimit } from './auth/rate-limits.ts';
 import { HttpProblem } from './problem.ts';
+import { checkedBody } from './json-body.ts';
 
 /** The seed's API tags, with the seed's label of each. */
 export const seedTags = {
@@ -74,6 +75,13 @@ export interface RouteSpec<
   scope?: Scope;
   params?: P;
   query?: Q;
+  /**
+   * The body keeps integers beyond 2^53 - 1 as the strings of their digits, as a flow URL does (a test run's
+   * webhook body); other routes refuse them.
+   */
+  keepsLargeIntegers?: boolean;
+  /** Optional request headers the route reads (from `req`), for the OpenAPI document. */
+  headers?: Record<string, string>;
   body?: B;
   responses: Record<number, { description: string; schema?: Schema }>;
   handle(ctx: RouteContext<NoInfer<Infer<B>>, NoInfer<Infer<Q>>, NoInfer<Infer<P>>>): Promise<RouteResult>;
@@ -128,7 +136,9 @@ export function mountRoutes(
       }
       const params = validators.params ? validators.params.validate({ ...req.params }, '$.params') : req.params;
       const query = validators.query ? validators.query.validate({ ...(req.query as object) }, '$.query') : {};
-      const body = validators.body ? validators.body.validate(requestBody(req), '$.body') : undefined;
+      const body = validators.body
+        ? validators.body.validate(requestBody(req, route.keepsLargeIntegers ?? false), '$.body')
+        : undefined;
       const result = await route.handle({ body, query, params, tenantId, principal, req } as RouteContext<
         never,
         never,
@@ -164,8 +174,8 @@ async function activeTenant(store: TenantStore, tenantId: string, principal: Pri
 }
 
 /** The parsed JSON body; an empty request counts as `{}`, any other media type is refused. */
-function requestBody(req: Request): unknown {
-  if (req.body !== undefined) return req.body;
+function requestBody(req: Request, keepsLargeIntegers: boolean): unknown {
+  if (req.body !== undefined) return checkedBody(req, keepsLargeIntegers);
   const empty = req.headers['transfer-encoding'] === undefined && (req.headers['content-length'] ?? '0') === '0';
   if (empty) return {};
   throw new HttpProblem(415, 'Unsupported media type', 'send the body as application/json');

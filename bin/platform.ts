@@ -21,6 +21,7 @@ import {
   RunQueue,
   RunWorker,
   QueueReconciler,
+  ReplayRunner,
   QueueAdmin,
   RunService,
   FlowSchedules,
@@ -123,6 +124,7 @@ export class Platform {
       worker?: RunWorker;
       ticks?: TickWorker;
       reconciler?: QueueReconciler;
+      replays?: ReplayRunner;
       recovery?: QueueRecovery;
       logPruning?: NodeJS.Timeout;
       schedules: FlowSchedules;
@@ -231,6 +233,7 @@ export class Platform {
     let logPruning: NodeJS.Timeout | undefined;
     let reconciler: QueueReconciler | undefined;
     let recovery: QueueRecovery | undefined;
+    let replays: ReplayRunner | undefined;
     if (roles.worker) {
       const flows = new CompiledFlowCache(workerStore, compile);
       const executor = new Executor({
@@ -269,6 +272,8 @@ export class Platform {
         metrics,
       });
       reconciler.start();
+      replays = new ReplayRunner(workerStore, queue, logger);
+      replays.start();
       recovery = new QueueRecovery(() => ioredisOf(queue.queue.client), {
         prefix: config.redisPrefix,
         intervalMs: 2000,
@@ -359,6 +364,7 @@ export class Platform {
       ticks,
       reconciler,
       recovery,
+      replays,
       logPruning,
       schedules,
       sandbox: compile.sandbox,
@@ -392,6 +398,7 @@ export class Platform {
       ticks,
       reconciler,
       recovery,
+      replays,
       logPruning,
       schedules,
       sandbox,
@@ -409,6 +416,7 @@ export class Platform {
     await bodies.close();
     await ticks?.close();
     await recovery?.close();
+    await replays?.close();
     await reconciler?.close();
     await worker?.close(this.config.shutdownGraceMs);
     await Promise.all([this.queue.close(), schedules.close()]);

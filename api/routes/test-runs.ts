@@ -68,6 +68,8 @@ export function testRunRoutes({ store, compile, testRunner }: ApiContext) {
         'when the run ends: node ' +
         'timeouts bound it.',
       params: idParams,
+      // Its input is a webhook body: integers beyond 2^53 - 1 are kept as a flow URL keeps them.
+      keepsLargeIntegers: true,
       body: {
         type: 'object',
         additionalProperties: false,

@@ -17,6 +17,7 @@ import { statisticsSchema } from './resources/statistics.ts';
 import { dataSpaceSchema, dataDocumentSchema } from './resources/data-spaces.ts';
 import { runLogSchema } from './resources/logs.ts';
 import { tenantActionSchema, operationInfoSchema } from './resources/actions.ts';
+import { replaySchema } from './resources/replays.ts';
 
 export { errorRecordSchema, type ErrorRecord } from './resources/common.ts';
 export {
@@ -71,6 +72,16 @@ export { statisticsSchema, type Statistics } from './resources/statistics.ts';
 export { dataSpaceSchema, dataDocumentSchema, type DataSpace, type DataDocument } from './resources/data-spaces.ts';
 export { logLevels, runLogSchema, type RunLog, type LogLevel } from './resources/logs.ts';
 export { tenantActionSchema, operationInfoSchema, type TenantAction, type OperationInfo } from './resources/actions.ts';
+export {
+  DEFAULT_REPLAY_RATE,
+  MAX_REPLAY_RATE,
+  replayFilterSchema,
+  replaySchema,
+  replayStatuses,
+  type Replay,
+  type ReplayFilter,
+  type ReplayStatus,
+} from './resources/replays.ts';
 
 /** The resources the OpenAPI document publishes under components.schemas. */
 export const resourceSchemas = {
@@ -97,6 +108,7 @@ export const resourceSchemas = {
   BatchTask: batchTaskSchema,
   IncrementalField: incrementalFieldSchema,
   OperationInfo: operationInfoSchema,
+  Replay: replaySchema,
 };
 
 /** The status enums of the resources, as the Metadata API lists them. */

@@ -8,6 +8,7 @@ export { type Rate, type RateDecision, RateLimiter } from './rate-limiter.ts';
 export { QueueReconciler } from './reconciler.ts';
 export { QueueRecovery } from './recovery.ts';
 export { acceptMessages, ENQUEUE_TIMEOUT_MS, RUN_QUEUE, runJob, RunQueue, RunWorker } from './run-queue.ts';
+export { ReplayRunner } from './replay-runner.ts';
 export { RunService } from './run-service.ts';
 export { FlowSchedules, TickWorker } from './schedules.ts';
 export { TenantLimitsInRedis } from './tenant-limits.ts';

@@ -165,6 +165,7 @@ export class TestRunner {
       batchId: null,
       parentRunId: null,
       callDepth: 0,
+      replayOf: null,
     };
     const message = {
       tenantId,

@@ -10,6 +10,7 @@ import type { StatisticsStore } from './port/statistics.ts';
 import type { DataSpaceStore } from './port/data-spaces.ts';
 import type { LogStore } from './port/logs.ts';
 import type { ActionStore } from './port/actions.ts';
+import type { ReplayStore } from './port/replays.ts';
 
 export type {
   TenantAction,
@@ -41,6 +42,8 @@ export type {
   TenantLimits,
   TerminalRunStatus,
   Variable,
+  Replay,
+  ReplayFilter,
 } from '../model/index.ts';
 export { messageStatuses, runStatuses, stepStatuses, terminalRunStatuses } from '../model/index.ts';
 
@@ -56,6 +59,7 @@ export * from './port/statistics.ts';
 export * from './port/data-spaces.ts';
 export * from './port/logs.ts';
 export * from './port/actions.ts';
+export * from './port/replays.ts';
 
 /**
  * The persistence port: one slice per aggregate, each caller depending on the slices it uses. The
@@ -76,7 +80,8 @@ export interface Store
     StatisticsStore,
     DataSpaceStore,
     LogStore,
-    ActionStore {
+    ActionStore,
+    ReplayStore {
   ping(): Promise<void>;
   close(): Promise<void>;
 }

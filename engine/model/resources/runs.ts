@@ -42,6 +42,7 @@ export const runSchema = {
     'batchId',
     'parentRunId',
     'callDepth',
+    'replayOf',
   ],
   properties: {
     tenantId: { type: 'string' },
@@ -65,6 +66,10 @@ export const runSchema = {
       description: 'Set on a run a call node started: the calling run (its runs: GET /runs?parentRunId=).',
     },
     callDepth: { type: 'integer', description: 'How many calls deep: 0 for a run a delivery or schedule started.' },
+    replayOf: {
+      anyOf: [uuid, { type: 'null' }],
+      description: 'Set on a run a bulk replay started: the run it replays.',
+    },
   },
 } as const;
 

@@ -7,6 +7,7 @@ import { SqlDestinations } from './aggregates/destinations.ts';
 import { SqlFlows } from './aggregates/flows.ts';
 import { SqlLogs } from './aggregates/logs.ts';
 import { SqlMessages } from './aggregates/messages.ts';
+import { SqlReplays } from './aggregates/replays.ts';
 import { SqlRuns } from './aggregates/runs.ts';
 import { SqlStatistics } from './aggregates/statistics.ts';
 import { SqlTenants } from './aggregates/tenants.ts';
@@ -37,6 +38,7 @@ export class SqlStore {
       new SqlDataSpaces(db),
       new SqlLogs(db),
       new SqlActions(db),
+      new SqlReplays(db),
     ];
     for (const aggregate of aggregates) adopt(this, aggregate);
   }

@@ -241,6 +241,7 @@ export const toRun = (r: Row): Run => ({
   batchId: r.batch_id ?? null,
   parentRunId: r.parent_run_id ?? null,
   callDepth: r.call_depth ?? 0,
+  replayOf: r.replay_of ?? null,
 });
 export const toBatch = (r: Row): Batch => {
   const total = Number(r.total ?? 0);

@@ -1,0 +1,130 @@
+import {
+  DEFAULT_REPLAY_RATE,
+  MAX_REPLAY_RATE,
+  NotFoundError,
+  ValidationError,
+  newId,
+  replayFilterSchema,
+  replaySchema,
+} from '../../engine/model/index.ts';
+import type { StoredReplayFilter } from '../../engine/store/index.ts';
+import type { ApiContext } from '../context.ts';
+import { connectionSchema, defineRoute, pageQuerySchema } from '../route.ts';
+import { idParams } from './editable-flows.ts';
+
+/** Longest Idempotency-Key a replay is asked with (as at flow URLs). */
+const MAX_REQUEST_KEY = 256;
+
+const replayRequestSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    filter: replayFilterSchema,
+    ratePerSecond: {
+      type: 'integer',
+      minimum: 1,
+      maximum: MAX_REPLAY_RATE,
+      default: DEFAULT_REPLAY_RATE,
+      description: 'Most runs started a second, so that a replay does not flood the flow or what it calls.',
+    },
+    dryRun: {
+      type: 'boolean',
+      default: false,
+      description: 'Only count what the filter matches now; nothing is made.',
+    },
+  },
+  examples: [{ filter: { flowId: '019a0000-0000-7000-8000-000000000001', errorKind: 'permanent' }, dryRun: true }],
+} as const;
+
+/** Bulk replays (seed tag MessageQueue): made here, worked off by the workers at their rate. */
+export function replayRoutes({ store }: ApiContext) {
+  const base = '/api/v1/message-queue/replays';
+  return [
+    defineRoute({
+      method: 'post',
+      path: base,
+      tag: 'MessageQueue',
+      scope: 'messages:write',
+      summary: 'Run again every message whose latest run failed (or was handled), matching a filter, at a bounded rate',
+      description:
+        'Counts first with `dryRun`. Otherwise makes one tracked replay of what the filter matches now: the workers ' +
+        "start a new run for each message, on its flow's active version, at most `ratePerSecond` a second, each " +
+        'naming the run it replays (`replayOf`). A message is run again only while its latest run still ended so: ' +
+        'asking again replays nothing twice, and the same `Idempotency-Key` answers the replay it made. Batch items ' +
+        "are left to their batch's retry.",
+      headers: { 'Idempotency-Key': 'Names this replay: asked again with it, the same replay is answered (200).' },
+      body: replayRequestSchema,
+      responses: {
+        200: {
+          description: 'A dry run: how many messages match now; or the replay this Idempotency-Key made before.',
+          schema: {
+            anyOf: [
+              {
+                type: 'object',
+                additionalProperties: false,
+                required: ['dryRun', 'count'],
+                properties: { dryRun: { const: true }, count: { type: 'integer' } },
+              },
+              replaySchema,
+            ],
+          },
+        },
+        202: { description: 'The replay, running.', schema: replaySchema },
+      },
+      async handle({ tenantId, body, req }) {
+        const filter: StoredReplayFilter = { ...body.filter, status: body.filter?.status ?? 'failed' };
+        if (body.dryRun) return { body: { dryRun: true, count: await store.countReplayable(tenantId, filter) } };
+        const requestKey = req.get('idempotency-key') ?? null;
+        if (requestKey !== null && (requestKey.length === 0 || requestKey.length > MAX_REQUEST_KEY))
+          throw new ValidationError('Invalid request', [
+            { path: '$.headers.idempotency-key', message: `must be 1-${MAX_REQUEST_KEY} characters` },
+          ]);
+        const { replay, created } = await store.createReplay(tenantId, {
+          id: newId(),
+          requestKey,
+          filter,
+          ratePerSecond: body.ratePerSecond ?? DEFAULT_REPLAY_RATE,
+        });
+        return { status: created ? 202 : 200, body: replay };
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: base,
+      tag: 'MessageQueue',
+      scope: 'messages:read',
+      summary: 'List bulk replays, newest first',
+      query: { type: 'object', additionalProperties: false, properties: pageQuerySchema },
+      responses: { 200: { description: 'A page of replays.', schema: connectionSchema(replaySchema) } },
+      handle: async ({ tenantId, query }) => ({ body: await store.listReplays(tenantId, query) }),
+    }),
+    defineRoute({
+      method: 'get',
+      path: `${base}/{id}`,
+      tag: 'MessageQueue',
+      scope: 'messages:read',
+      summary: 'A bulk replay and its progress',
+      params: idParams,
+      responses: { 200: { description: 'The replay.', schema: replaySchema } },
+      async handle({ tenantId, params }) {
+        const replay = await store.getReplay(tenantId, params.id);
+        if (!replay) throw new NotFoundError(`no replay ${params.id}`);
+        return { body: replay };
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: `${base}/{id}/cancel`,
+      tag: 'MessageQueue',
+      scope: 'messages:write',
+      summary: 'Stop a bulk replay: the runs it started go on, no more are started',
+      params: idParams,
+      responses: { 200: { description: 'The replay, cancelled (or as it ended).', schema: replaySchema } },
+      async handle({ tenantId, params }) {
+        const replay = await store.cancelReplay(tenantId, params.id);
+        if (!replay) throw new NotFoundError(`no replay ${params.id}`);
+        return { body: replay };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,66 @@
+import type { FromSchema } from 'json-schema-to-ts';
+import { timestamp, nullableTimestamp, uuid } from './common.ts';
+
+export const replayStatuses = ['running', 'finished', 'cancelled'] as const;
+
+/** Most messages a replay starts runs for in a second, and the rate when none is asked. */
+export const MAX_REPLAY_RATE = 100;
+export const DEFAULT_REPLAY_RATE = 10;
+
+/** Which messages a bulk replay runs again: those whose latest run ended so, and matches the rest. */
+export const replayFilterSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    flowId: { ...uuid, description: 'Only the messages of this flow.' },
+    status: {
+      enum: ['failed', 'handled'],
+      default: 'failed',
+      description: "The latest run's status: failed, or handled (failed, and its error path ran).",
+    },
+    errorKind: {
+      enum: ['retryable', 'permanent', 'later'],
+      description: "Only runs whose error is of this kind (the run's `error.kind`).",
+    },
+    receivedFrom: { ...timestamp, description: 'Messages received at or after this time.' },
+    receivedTo: { ...timestamp, description: 'Messages received before this time.' },
+  },
+  examples: [
+    {
+      flowId: '019a0000-0000-7000-8000-000000000001',
+      status: 'failed',
+      errorKind: 'permanent',
+      receivedFrom: '2026-01-31T00:00:00.000Z',
+    },
+  ],
+} as const;
+
+export const replaySchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['id', 'filter', 'ratePerSecond', 'status', 'total', 'replayed', 'skipped', 'createdAt', 'finishedAt'],
+  description:
+    "A bulk replay: a new run, on the flow's active version, for each message the filter matched when it was made, " +
+    'started at most `ratePerSecond` a second by the workers. Each new run names the run it replays (`replayOf`).',
+  properties: {
+    id: uuid,
+    filter: replayFilterSchema,
+    ratePerSecond: { type: 'integer', minimum: 1, maximum: MAX_REPLAY_RATE },
+    status: {
+      enum: replayStatuses,
+      description: 'running: runs are being started; finished: every match was seen; cancelled: stopped by a caller.',
+    },
+    total: { type: 'integer', description: 'Messages the filter matched when the replay was made.' },
+    replayed: { type: 'integer', description: 'New runs started so far.' },
+    skipped: {
+      type: 'integer',
+      description: "Matches not run again: the flow has no active version, or the message's latest run changed.",
+    },
+    createdAt: timestamp,
+    finishedAt: nullableTimestamp,
+  },
+} as const;
+
+export type ReplayFilter = FromSchema<typeof replayFilterSchema>;
+export type Replay = FromSchema<typeof replaySchema>;
+export type ReplayStatus = (typeof replayStatuses)[number];

@@ -1,0 +1,127 @@
+import type { Replay } from '../../../model/index.ts';
+import type { ReplayStore, StoredReplayFilter } from '../../port/replays.ts';
+import type { PageRequest } from '../../port/common.ts';
+import type { SqlDriver } from '../driver.ts';
+import { type Row, UUID, decodeCursor, iso, isoOrNull, isUuid, page, toRun } from './rows.ts';
+
+/**
+ * The messages a filter (a jsonb expression) matches for a tenant: not repeated deliveries, not batch items
+ * (their batch retries them), whose latest run ended with the filter's status, and its other conditions.
+ */
+const matches = (tenant: string, filter: string) => `
+  select m.id as message_id, m.flow_id, r.id as run_id from messages m
+    join lateral (select id, status, batch_id, error from runs where tenant_id = m.tenant_id and message_id = m.id
+      order by id desc limit 1) r on true
+   where m.tenant_id = ${tenant} and m.duplicate_of is null and r.batch_id is null
+     and r.status = ${filter}->>'status'
+     and (${filter}->>'flowId' is null or m.flow_id = (${filter}->>'flowId')::uuid)
+     and (${filter}->>'errorKind' is null or r.error->>'kind' = ${filter}->>'errorKind')
+     and (${filter}->>'receivedFrom' is null or m.received_at >= (${filter}->>'receivedFrom')::timestamptz)
+     and (${filter}->>'receivedTo' is null or m.received_at < (${filter}->>'receivedTo')::timestamptz)`;
+
+const toReplay = (r: Row): Replay => ({
+  id: r.id,
+  filter: r.filter,
+  ratePerSecond: r.rate_per_second,
+  status: r.status,
+  total: r.total,
+  replayed: r.replayed,
+  skipped: r.skipped,
+  createdAt: iso(r.created_at),
+  finishedAt: isoOrNull(r.finished_at),
+});
+
+/** Bulk replays, and the runs they start. */
+export class SqlReplays implements ReplayStore {
+  constructor(private readonly db: SqlDriver) {}
+
+  async countReplayable(tenantId: string, filter: StoredReplayFilter) {
+    const [row] = await this.db.query(`select count(*) as n from (${matches('$1', '$2::jsonb')}) found`, [
+      tenantId,
+      JSON.stringify(filter),
+    ]);
+    return Number(row.n);
+  }
+
+  async createReplay(
+    tenantId: string,
+    replay: { id: string; requestKey: string | null; filter: StoredReplayFilter; ratePerSecond: number },
+  ) {
+    const [row] = await this.db.query(
+      `insert into replays (tenant_id, id, request_key, filter, rate_per_second, total)
+       select $1, $2, $3, $4::jsonb, $5, (select count(*) from (${matches('$1', '$4::jsonb')}) found)
+       on conflict (tenant_id, request_key) where request_key is not null do nothing
+       returning *`,
+      [tenantId, replay.id, replay.requestKey, JSON.stringify(replay.filter), replay.ratePerSecond],
+    );
+    if (row) return { replay: toReplay(row), created: true };
+    const [earlier] = await this.db.query('select * from replays where tenant_id = $1 and request_key = $2', [
+      tenantId,
+      replay.requestKey,
+    ]);
+    return { replay: toReplay(earlier), created: false };
+  }
+
+  async getReplay(tenantId: string, id: string) {
+    if (!isUuid(id)) return undefined;
+    const [row] = await this.db.query('select * from replays where tenant_id = $1 and id = $2', [tenantId, id]);
+    return row ? toReplay(row) : undefined;
+  }
+
+  async listReplays(tenantId: string, request: PageRequest) {
+    const rows = await this.db.query(
+      `select * from replays where tenant_id = $1 and ($2::uuid is null or id < $2::uuid) order by id desc limit $3`,
+      [tenantId, decodeCursor(request.after, UUID), request.first + 1],
+    );
+    return page(rows, request, toReplay, (r) => r.id);
+  }
+
+  async cancelReplay(tenantId: string, id: string) {
+    if (!isUuid(id)) return undefined;
+    const [row] = await this.db.query(
+      `update replays set status = case when status = 'running' then 'cancelled' else status end,
+         finished_at = coalesce(finished_at, now())
+       where tenant_id = $1 and id = $2 returning *`,
+      [tenantId, id],
+    );
+    return row ? toReplay(row) : undefined;
+  }
+
+  async replayNextPage(ids: string[]) {
+    // One statement: the replay's row stays locked from choosing the page to moving its cursor, so two
+    // workers never take the same page, and a crash leaves either the whole page done or none of it.
+    const [row] = await this.db.query(
+      `with job as (
+         select * from replays where status = 'running' and next_at <= now() order by next_at limit 1
+           for update skip locked),
+       picked as (
+         select found.*, row_number() over (order by found.message_id) as n from job cross join lateral (
+           ${matches('job.tenant_id', 'job.filter')}
+             and m.id > coalesce(job.cursor, '00000000-0000-0000-0000-000000000000'::uuid)
+           order by m.id limit job.rate_per_second) found),
+       inserted as (
+         insert into runs (tenant_id, id, flow_id, flow_version, message_id, status, replay_of, replay_id)
+         select job.tenant_id, ($1::uuid[])[picked.n], f.id, f.active_version, picked.message_id, 'queued',
+                picked.run_id, job.id
+           from job cross join picked
+           join flows f on f.tenant_id = job.tenant_id and f.id = picked.flow_id and f.active
+            and f.active_version is not null
+         returning *),
+       progressed as (
+         update replays set
+           cursor = coalesce((select message_id from picked order by message_id desc limit 1), replays.cursor),
+           replayed = replays.replayed + (select count(*) from inserted),
+           skipped = replays.skipped + (select count(*) from picked) - (select count(*) from inserted),
+           status = case when (select count(*) from picked) < job.rate_per_second then 'finished' else 'running' end,
+           finished_at = case when (select count(*) from picked) < job.rate_per_second then now() end,
+           next_at = now() + interval '1 second'
+         from job where replays.tenant_id = job.tenant_id and replays.id = job.id
+         returning replays.*)
+       select (select to_jsonb(p) from progressed p) as replay,
+              coalesce((select jsonb_agg(to_jsonb(i) order by i.id) from inserted i), '[]'::jsonb) as runs`,
+      [ids],
+    );
+    if (!row?.replay) return undefined;
+    return { replay: toReplay(row.replay), runs: (row.runs as Row[]).map(toRun) };
+  }
+}

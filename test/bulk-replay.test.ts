@@ -1,0 +1,129 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually, sendWebhook, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
+import { Receiver } from './support/receiver.ts';
+
+// Bulk replays in the embedded mode (PGlite store, API and worker in one process).
+let env: TestPlatform;
+let acme: ApiClient;
+let failing = true;
+/** The outside system: it refuses (422, a permanent failure) while `failing`. */
+const sink = new Receiver(() => (failing ? { status: 422, body: { error: 'closed for the night' } } : undefined));
+
+const sendingFlow = (key: string) => ({
+  key,
+  name: key,
+  trigger: { type: 'webhook', config: {} },
+  nodes: [
+    {
+      id: 'send',
+      operation: 'http.request',
+      config: { method: 'POST', url: `{{ $vars.SINK_URL }}/${key}`, body: '{{ $input.body }}' },
+      retry: { maxAttempts: 1 },
+    },
+  ],
+  edges: [{ from: 'trigger', to: 'send' }],
+});
+
+beforeAll(async () => {
+  env = await startTestPlatform('pglite');
+  acme = await env.tenant('acme');
+  await sink.start();
+  await acme.call('PUT', '/api/v1/global-variables/SINK_URL', { value: sink.url });
+});
+afterAll(async () => {
+  await sink.close();
+  await env?.close();
+});
+
+const REPLAYS = '/api/v1/message-queue/replays';
+
+async function deliver(key: string, n: number): Promise<Array<{ messageId: string; runId: string }>> {
+  const accepted = [];
+  for (let i = 0; i < n; i++) {
+    const answer = await sendWebhook(env.url, 'acme', key, { order: `${key}-${i}` });
+    expect(answer.status).toBe(202);
+    accepted.push(answer.body);
+  }
+  for (const { runId } of accepted) await acme.settledRun(runId);
+  return accepted;
+}
+
+describe('bulk replay', () => {
+  it('counts first, replays what failed once each at its rate, links each replay, and replays nothing twice', async () => {
+    const ordersFlow = await acme.publish(sendingFlow('orders'));
+    await acme.publish(sendingFlow('invoices'));
+    failing = false;
+    const [fine] = await deliver('orders', 1);
+    failing = true;
+    const before = new Date().toISOString();
+    const failed = await deliver('orders', 5);
+    const otherFlow = await deliver('invoices', 2);
+    for (const { runId } of failed) expect((await acme.settledRun(runId)).error.kind).toBe('permanent');
+    failing = false;
+
+    const count = async (filter: object) =>
+      (await acme.call('POST', REPLAYS, { filter, dryRun: true })).body as { dryRun: true; count: number };
+    expect(await count({ flowId: ordersFlow })).toEqual({ dryRun: true, count: 5 });
+    expect((await count({})).count).toBe(7);
+    expect((await count({ flowId: ordersFlow, errorKind: 'retryable' })).count).toBe(0);
+    expect((await count({ flowId: ordersFlow, receivedTo: before })).count).toBe(0);
+    expect((await count({ flowId: ordersFlow, status: 'handled' })).count).toBe(0);
+
+    const asked = { filter: { flowId: ordersFlow, errorKind: 'permanent', receivedFrom: before }, ratePerSecond: 2 };
+    const made = await acme.call('POST', REPLAYS, asked, { 'idempotency-key': 'night-of-31st' });
+    expect(made.status).toBe(202);
+    expect(made.body).toMatchObject({ status: 'running', total: 5, replayed: 0, ratePerSecond: 2 });
+    // The same request again (a retry of a lost answer) answers the same replay.
+    const again = await acme.call('POST', REPLAYS, asked, { 'idempotency-key': 'night-of-31st' });
+    expect(again.status).toBe(200);
+    expect(again.body.id).toBe(made.body.id);
+
+    const done = await eventually(async () => {
+      const replay = (await acme.call('GET', `${REPLAYS}/${made.body.id}`)).body;
+      if (replay.status !== 'finished') throw new Error(`replay is ${replay.status}`);
+      return replay;
+    });
+    expect(done).toMatchObject({ total: 5, replayed: 5, skipped: 0, finishedAt: expect.any(String) });
+    // Each failed message ran once more, on a run naming the one it replays; the others did not run again.
+    for (const { messageId, runId } of failed) {
+      const { runs } = (await acme.call('GET', `/api/v1/messages/${messageId}`)).body;
+      expect(runs).toHaveLength(2);
+      expect(runs[1]).toMatchObject({ replayOf: runId });
+      expect((await acme.settledRun(runs[1].id)).status).toBe('succeeded');
+    }
+    for (const { messageId } of [fine, ...otherFlow])
+      expect((await acme.call('GET', `/api/v1/messages/${messageId}`)).body.runs).toHaveLength(1);
+    const sent = sink.requests.filter((request) => request.url === '/orders' && !request.refused);
+    expect(sent.map((request) => JSON.parse(request.body).order).sort()).toEqual(
+      ['orders-0', 'orders-0', 'orders-1', 'orders-2', 'orders-3', 'orders-4'].sort(),
+    );
+
+    // Asked again without the key: nothing matches any more, nothing is sent twice.
+    const repeat = await acme.call('POST', REPLAYS, asked);
+    expect(repeat.body).toMatchObject({ total: 0 });
+    const listed = (await acme.call('GET', REPLAYS)).body.nodes.map((replay: { id: string }) => replay.id);
+    expect(listed).toEqual([repeat.body.id, made.body.id]);
+    // Replays are the tenant's own.
+    const other = await env.tenant('globex');
+    expect((await other.call('GET', `${REPLAYS}/${made.body.id}`)).status).toBe(404);
+  });
+
+  it('stops when cancelled: the runs started go on, no more start', async () => {
+    const { body: replay } = await acme.call('POST', REPLAYS, { filter: { status: 'failed' }, ratePerSecond: 1 });
+    expect(replay).toMatchObject({ status: 'running', total: 2 });
+    const cancelled = await acme.call('POST', `${REPLAYS}/${replay.id}/cancel`);
+    expect(cancelled.body).toMatchObject({ status: 'cancelled', finishedAt: expect.any(String) });
+    const later = (await acme.call('GET', `${REPLAYS}/${replay.id}`)).body;
+    expect(later.status).toBe('cancelled');
+    expect(later.replayed).toBeLessThanOrEqual(1);
+    expect((await acme.call('POST', `${REPLAYS}/01a00000-0000-7000-8000-000000000000/cancel`)).status).toBe(404);
+  });
+
+  it('refuses a filter it does not know and a rate past the limit, naming the field', async () => {
+    const refused = await acme.call('POST', REPLAYS, { filter: { flow: 'orders' }, ratePerSecond: 1000 });
+    expect(refused.status).toBe(400);
+    expect(refused.body.errors.map((error: { path: string }) => error.path).sort()).toEqual(
+      ['$.body.filter.flow', '$.body.ratePerSecond'].sort(),
+    );
+  });
+});
