@@ -4,6 +4,7 @@ import type { ErrorRecord } from '../model/index.ts';
 import type { EngineMetrics } from '../telemetry/index.ts';
 import type { RunStore, UnfinishedRun, UnfinishedRunCursor } from '../store/index.ts';
 import { MAX_STALLED_COUNT, runJob, type RunJobData, type RunQueue } from './run-queue.ts';
+import { SingleFlight } from './single-flight.ts';
 
 /** Job states in which the job will still run (or is running): its run is in hand. */
 const IN_HAND = new Set(['waiting', 'active', 'delayed', 'prioritized', 'waiting-children', 'paused']);
@@ -43,7 +44,13 @@ export class QueueReconciler {
   /** Runs looked at since the cursor last started over: a missing run not among them has ended. */
   private readonly seen = new Set<string>();
   private timer?: NodeJS.Timeout;
-  private sweeping?: Promise<Reconciled>;
+  private readonly rounds = new SingleFlight(
+    () => this.sweepPage(),
+    (error) => {
+      this.options.logger.warn({ err: error }, 'could not reconcile runs with the queue');
+      return { looked: 0, requeued: 0, ended: 0 };
+    },
+  );
 
   constructor(
     private readonly runs: RunQueue,
@@ -55,20 +62,15 @@ export class QueueReconciler {
     this.timer = setInterval(() => void this.sweep(), this.options.intervalMs).unref();
   }
 
+  /** Stops the looks, after the one under way. */
   async close() {
     clearInterval(this.timer);
-    await this.sweeping;
+    await this.rounds.settled();
   }
 
   /** One look at a page of unfinished runs. */
   sweep(): Promise<Reconciled> {
-    this.sweeping ??= this.sweepPage()
-      .catch((error) => {
-        this.options.logger.warn({ err: error }, 'could not reconcile runs with the queue');
-        return { looked: 0, requeued: 0, ended: 0 };
-      })
-      .finally(() => (this.sweeping = undefined));
-    return this.sweeping;
+    return this.rounds.run();
   }
 
   /**

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { MAX_REPLAY_RATE, newId } from '../model/index.ts';
 import type { ReplayStore } from '../store/index.ts';
 import { runJob, type RunQueue } from './run-queue.ts';
+import { SingleFlight } from './single-flight.ts';
 
 /** How often a worker looks for due replays; each is due once a second at most (its rate is per second). */
 const LOOK_EVERY_MS = 1000;
@@ -15,7 +16,13 @@ const PAGES_PER_LOOK = 20;
  */
 export class ReplayRunner {
   private timer?: NodeJS.Timeout;
-  private looking?: Promise<number>;
+  private readonly rounds = new SingleFlight(
+    () => this.takePages(),
+    (error) => {
+      this.logger.warn({ err: error }, 'could not go on with bulk replays');
+      return 0;
+    },
+  );
 
   constructor(
     private readonly store: ReplayStore,
@@ -27,20 +34,15 @@ export class ReplayRunner {
     this.timer = setInterval(() => void this.look(), LOOK_EVERY_MS).unref();
   }
 
+  /** Stops the looks, after the one under way. */
   async close() {
     clearInterval(this.timer);
-    await this.looking;
+    await this.rounds.settled();
   }
 
   /** One look: pages of due replays until none is due (or PAGES_PER_LOOK); how many runs it queued. */
   look(): Promise<number> {
-    this.looking ??= this.takePages()
-      .catch((error) => {
-        this.logger.warn({ err: error }, 'could not go on with bulk replays');
-        return 0;
-      })
-      .finally(() => (this.looking = undefined));
-    return this.looking;
+    return this.rounds.run();
   }
 
   private async takePages(): Promise<number> {
