@@ -2,12 +2,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, sendWebhook, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
 import { Receiver } from './support/receiver.ts';
 
-// Bulk replays in the embedded mode (PGlite store, API and worker in one process).
+// Bulk replays, API and worker in one process, on each store: the replay's page is one statement.
 let env: TestPlatform;
 let acme: ApiClient;
 let failing = true;
 /** The outside system: it refuses (422, a permanent failure) while `failing`. */
-const sink = new Receiver(() => (failing ? { status: 422, body: { error: 'closed for the night' } } : undefined));
+let sink: Receiver;
 
 const sendingFlow = (key: string) => ({
   key,
@@ -24,17 +24,6 @@ const sendingFlow = (key: string) => ({
   edges: [{ from: 'trigger', to: 'send' }],
 });
 
-beforeAll(async () => {
-  env = await startTestPlatform('pglite');
-  acme = await env.tenant('acme');
-  await sink.start();
-  await acme.call('PUT', '/api/v1/global-variables/SINK_URL', { value: sink.url });
-});
-afterAll(async () => {
-  await sink.close();
-  await env?.close();
-});
-
 const REPLAYS = '/api/v1/message-queue/replays';
 
 async function deliver(key: string, n: number): Promise<Array<{ messageId: string; runId: string }>> {
@@ -48,7 +37,20 @@ async function deliver(key: string, n: number): Promise<Array<{ messageId: strin
   return accepted;
 }
 
-describe('bulk replay', () => {
+describe.each(['pglite', 'postgres'] as const)('bulk replay on %s', (store) => {
+  beforeAll(async () => {
+    failing = true;
+    env = await startTestPlatform(store);
+    acme = await env.tenant('acme');
+    sink = new Receiver(() => (failing ? { status: 422, body: { error: 'closed for the night' } } : undefined));
+    await sink.start();
+    await acme.call('PUT', '/api/v1/global-variables/SINK_URL', { value: sink.url });
+  });
+  afterAll(async () => {
+    await sink?.close();
+    await env?.close();
+  });
+
   it('counts first, replays what failed once each at its rate, links each replay, and replays nothing twice', async () => {
     const ordersFlow = await acme.publish(sendingFlow('orders'));
     await acme.publish(sendingFlow('invoices'));

@@ -56,9 +56,13 @@ export class JsonText {
   constructor(readonly text: string) {}
 
   toJSON(): unknown {
-    return parseJson(this.text);
+    if (!rawTexts) return parseJson(this.text);
+    return `\u0000json:${rawTexts.push(this.text) - 1}`;
   }
 }
+
+/** While stringifyJson runs (JSON.stringify is synchronous): the texts of the JsonTexts it met, in order. */
+let rawTexts: string[] | undefined;
 
 /** Sixteen digits in a row: where an integer beyond Number.MAX_SAFE_INTEGER (2^53 - 1) may be. */
 const LONG_DIGITS = /\d{16}/;
@@ -121,14 +125,19 @@ const INTEGER = /^-?\d+$/;
 /** A placeholder stringifyJson writes for a JsonText (a NUL cannot be in anything stored or accepted). */
 const PLACEHOLDER = /"\\u0000json:(\d+)"/g;
 
-/** JSON.stringify, with each JsonText written as its own text: its numbers exactly as they came. */
+/**
+ * JSON.stringify, with each JsonText written as its own text: its numbers exactly as they came. Without a
+ * replacer function, so that answers without a JsonText cost what JSON.stringify costs.
+ */
 export function stringifyJson(value: unknown): string {
   const texts: string[] = [];
-  const json = JSON.stringify(value, function (this: Record<string, unknown>, key: string, inner: unknown) {
-    const original = this[key];
-    return original instanceof JsonText ? `\u0000json:${texts.push(original.text) - 1}` : inner;
-  });
-  return texts.length === 0 ? json : json.replace(PLACEHOLDER, (_, index: string) => texts[Number(index)]);
+  rawTexts = texts;
+  try {
+    const json = JSON.stringify(value);
+    return texts.length === 0 ? json : json.replace(PLACEHOLDER, (_, index: string) => texts[Number(index)]);
+  } finally {
+    rawTexts = undefined;
+  }
 }
 
 /**
