@@ -129,3 +129,24 @@ describe.each(['pglite', 'postgres'] as const)('bulk replay on %s', (store) => {
     );
   });
 });
+
+describe('bulk replays of one tenant', () => {
+  it('are at most 5 running at once: the sixth is refused until one ends', async () => {
+    // An API without workers: nothing moves the replays on, so they stay running.
+    const api = await startTestPlatform('postgres', { api: true, worker: false });
+    try {
+      const tenant = await api.tenant('busy');
+      for (let i = 0; i < 5; i++) expect((await tenant.call('POST', REPLAYS, {})).status).toBe(202);
+      const sixth = await tenant.call('POST', REPLAYS, {});
+      expect(sixth.status).toBe(409);
+      expect(sixth.body.detail).toContain('5 replays of the tenant are running');
+      // Another tenant is not held back by this one's.
+      expect((await (await api.tenant('calm')).call('POST', REPLAYS, {})).status).toBe(202);
+      const [first] = (await tenant.call('GET', REPLAYS)).body.nodes;
+      await tenant.call('POST', `${REPLAYS}/${first.id}/cancel`);
+      expect((await tenant.call('POST', REPLAYS, {})).status).toBe(202);
+    } finally {
+      await api.close();
+    }
+  });
+});

@@ -1,6 +1,7 @@
 import {
   DEFAULT_REPLAY_RATE,
   MAX_REPLAY_RATE,
+  MAX_RUNNING_REPLAYS,
   NotFoundError,
   ValidationError,
   newId,
@@ -70,6 +71,7 @@ export function replayRoutes({ store }: ApiContext) {
           },
         },
         202: { description: 'The replay, running.', schema: replaySchema },
+        409: { description: `The tenant has ${MAX_RUNNING_REPLAYS} replays running already.` },
       },
       async handle({ tenantId, body, req }) {
         const filter: StoredReplayFilter = { ...body.filter, status: body.filter?.status ?? 'failed' };

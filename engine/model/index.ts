@@ -72,6 +72,7 @@ export {
   operationInfoSchema,
   DEFAULT_REPLAY_RATE,
   MAX_REPLAY_RATE,
+  MAX_RUNNING_REPLAYS,
   replayFilterSchema,
   replaySchema,
   replayStatuses,

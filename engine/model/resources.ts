@@ -75,6 +75,7 @@ export { tenantActionSchema, operationInfoSchema, type TenantAction, type Operat
 export {
   DEFAULT_REPLAY_RATE,
   MAX_REPLAY_RATE,
+  MAX_RUNNING_REPLAYS,
   replayFilterSchema,
   replaySchema,
   replayStatuses,

@@ -6,6 +6,8 @@ export const replayStatuses = ['running', 'finished', 'cancelled'] as const;
 /** Most messages a replay starts runs for in a second, and the rate when none is asked. */
 export const MAX_REPLAY_RATE = 100;
 export const DEFAULT_REPLAY_RATE = 10;
+/** Replays one tenant may have running at once: the workers take due replays in turn, across tenants. */
+export const MAX_RUNNING_REPLAYS = 5;
 
 /** Which messages a bulk replay runs again: those whose latest run ended so, and matches the rest. */
 export const replayFilterSchema = {

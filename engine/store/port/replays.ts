@@ -11,7 +11,8 @@ export interface ReplayStore {
   countReplayable(tenantId: string, filter: StoredReplayFilter): Promise<number>;
   /**
    * A running replay of what the filter matches now (`total`). With a `requestKey` the tenant already used,
-   * nothing is made: the replay made with it is returned (`created` false).
+   * nothing is made: the replay made with it is returned (`created` false). A ConflictError when the tenant
+   * has MAX_RUNNING_REPLAYS running.
    */
   createReplay(
     tenantId: string,

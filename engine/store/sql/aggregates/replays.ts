@@ -1,4 +1,4 @@
-import type { Replay } from '../../../model/index.ts';
+import { ConflictError, MAX_RUNNING_REPLAYS, type Replay } from '../../../model/index.ts';
 import type { ReplayStore, StoredReplayFilter } from '../../port/replays.ts';
 import type { PageRequest } from '../../port/common.ts';
 import type { SqlDriver } from '../driver.ts';
@@ -50,16 +50,27 @@ export class SqlReplays implements ReplayStore {
     const [row] = await this.db.query(
       `insert into replays (tenant_id, id, request_key, filter, rate_per_second, total)
        select $1, $2, $3, $4::jsonb, $5, (select count(*) from (${matches('$1', '$4::jsonb')}) found)
+        where (select count(*) from replays where tenant_id = $1 and status = 'running') < $6
        on conflict (tenant_id, request_key) where request_key is not null do nothing
        returning *`,
-      [tenantId, replay.id, replay.requestKey, JSON.stringify(replay.filter), replay.ratePerSecond],
+      [
+        tenantId,
+        replay.id,
+        replay.requestKey,
+        JSON.stringify(replay.filter),
+        replay.ratePerSecond,
+        MAX_RUNNING_REPLAYS,
+      ],
     );
     if (row) return { replay: toReplay(row), created: true };
     const [earlier] = await this.db.query('select * from replays where tenant_id = $1 and request_key = $2', [
       tenantId,
       replay.requestKey,
     ]);
-    return { replay: toReplay(earlier), created: false };
+    if (earlier) return { replay: toReplay(earlier), created: false };
+    throw new ConflictError(
+      `${MAX_RUNNING_REPLAYS} replays of the tenant are running: wait for one to finish, or cancel one`,
+    );
   }
 
   async getReplay(tenantId: string, id: string) {
