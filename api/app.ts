@@ -3,6 +3,7 @@ import type { RequestListener } from 'node:http';
 import express, { type Express } from 'express';
 import type { Logger } from 'pino';
 import type { JsonChecker } from '../engine/intake/index.ts';
+import type { Tracer } from '../engine/telemetry/index.ts';
 import { adapterKeyRoutes, adapterOpenApiPaths, adapterRoutes } from './adapter.ts';
 import type { TokenIssuer } from './auth/issuer.ts';
 import { isOperatorAuthorization, operatorGuard } from './auth/operator-guard.ts';
@@ -73,6 +74,8 @@ export interface AppOptions {
   apiCalls: ApiCallLimit;
   /** Express' `trust proxy`: whose X-Forwarded-For names the caller's address. */
   trustProxy: boolean | number | string;
+  /** Spans of deliveries at flow URLs. */
+  tracer: Tracer;
 }
 
 export interface MetricsExposition {
@@ -116,6 +119,7 @@ export function createRequestListener(options: AppOptions): RequestListener {
     runs: options.context.store,
     replyWaitMs: options.replyWaitMs,
     logger: options.logger,
+    tracer: options.tracer,
   });
   const app = createApp(options);
   return (req, res) => {

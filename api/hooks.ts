@@ -10,6 +10,13 @@ import { trackRequest } from './request-log.ts';
 import { watchRun } from './run-watch.ts';
 import { isTerminal, type RunStore, type Step } from '../engine/store/index.ts';
 import type { Reply } from '../engine/nodes/index.ts';
+import {
+  logFieldsOf,
+  parseTraceparent,
+  type SpanContext,
+  type Tracer,
+  type TraceSpan,
+} from '../engine/telemetry/index.ts';
 
 const SEGMENT = /^[A-Za-z0-9][A-Za-z0-9-]{0,62}$/;
 const HOOK_URL = /^\/hooks\/([^/?#]+)\/([^/?#]+)\/?(?:\?(.*))?$/;
@@ -32,6 +39,7 @@ export interface HookOptions {
   /** How long it waits for the reply (REPLY_WAIT_MS). */
   replyWaitMs: number;
   logger: Logger;
+  tracer: Tracer;
 }
 
 export function hookHandler(
@@ -43,25 +51,48 @@ export function hookHandler(
     const url = req.method === 'POST' ? HOOK_URL.exec(req.url ?? '') : null;
     if (!url) return false;
     const [, tenantId, flowKey, queryString] = url;
-    trackRequest(logger, req, res, `/hooks/${tenantId}/${flowKey}`);
-    receive(intake, req, res, { tenantId, flowKey, queryString }, options).catch((error: unknown) =>
-      answerError(logger, req, res, error),
+    const path = `/hooks/${tenantId}/${flowKey}`;
+    const span = options.tracer.enabled ? deliverySpan(options.tracer, req, res, path) : undefined;
+    trackRequest(logger, req, res, path, span && logFieldsOf(span.context));
+    receive(intake, req, res, { tenantId, flowKey, queryString, trace: span?.context }, options).catch(
+      (error: unknown) => answerError(logger, req, res, error),
     );
     return true;
   };
 }
 
+/**
+ * The server span of a delivery (HTTP semantic conventions), the child of the sender's `traceparent` when it
+ * sends a valid one; it ends when the answer has been sent.
+ */
+function deliverySpan(tracer: Tracer, req: IncomingMessage, res: ServerResponse, path: string): TraceSpan {
+  const sent = req.headers.traceparent;
+  const span = tracer.start(`POST ${HOOK_ROUTE}`, {
+    kind: 'server',
+    parent: parseTraceparent(typeof sent === 'string' ? sent : undefined),
+    attributes: { 'http.request.method': 'POST', 'http.route': HOOK_ROUTE, 'url.path': path, 'url.scheme': 'http' },
+  });
+  res.once('close', () => {
+    span.set({ 'http.response.status_code': res.statusCode });
+    span.end(res.statusCode >= 500 || !res.writableFinished ? String(res.statusCode) : undefined);
+  });
+  return span;
+}
+
+const HOOK_ROUTE = '/hooks/{tenantId}/{flowKey}';
+
 interface FlowUrl {
   tenantId: string;
   flowKey: string;
   queryString?: string;
+  trace?: SpanContext;
 }
 
 async function receive(
   intake: Intake,
   req: IncomingMessage,
   res: ServerResponse,
-  { tenantId, flowKey, queryString }: FlowUrl,
+  { tenantId, flowKey, queryString, trace }: FlowUrl,
   options: HookOptions,
 ) {
   const { logger } = options;
@@ -77,7 +108,7 @@ async function receive(
 
   let result: IntakeResult;
   try {
-    result = await intake.accept({ tenantId, flowKey, rawBody, body, headers: req.headers, query });
+    result = await intake.accept({ tenantId, flowKey, rawBody, body, headers: req.headers, query, trace });
   } catch (error) {
     // Not persisted, or not enqueued: say so, so the sender retries. Nothing was accepted.
     logger.error({ reqId: req.id, err: error }, 'intake failed');

@@ -18,7 +18,14 @@ const REQUEST_ID = /^[\w.:-]{1,100}$/;
  * handler's throughput on the benchmark machine; this costs next to nothing when nothing is logged.
  * Without a `path`, the request gets its id but no log line.
  */
-export function trackRequest(logger: Logger, req: IncomingMessage, res: ServerResponse, path: string | undefined) {
+export function trackRequest(
+  logger: Logger,
+  req: IncomingMessage,
+  res: ServerResponse,
+  path: string | undefined,
+  /** More fields for its line (the trace and span ids of a traced request). */
+  fields?: Record<string, string>,
+) {
   const incoming = req.headers['x-request-id'];
   const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : newId();
   req.id = id;
@@ -27,7 +34,14 @@ export function trackRequest(logger: Logger, req: IncomingMessage, res: ServerRe
     const started = performance.now();
     res.once('finish', () => {
       logger.info(
-        { reqId: id, method: req.method, path, status: res.statusCode, ms: Math.round(performance.now() - started) },
+        {
+          reqId: id,
+          method: req.method,
+          path,
+          status: res.statusCode,
+          ms: Math.round(performance.now() - started),
+          ...fields,
+        },
         'request',
       );
     });

@@ -1,7 +1,8 @@
 /**
  * `npm run bench`: Tributary measured beside the machine's limits, in the same run.
  * (a) intake: POST /hooks at 50 connections vs a bare Express 5 JSON handler (and, for reference, node:http alone);
- * (b) engine: transform -> filter -> http.request runs per second vs a hand-written BullMQ worker;
+ * (b) engine: transform -> filter -> http.request runs per second vs a hand-written BullMQ worker, without
+ *     tracing and exporting traces;
  * (c) refund sync: GraphQL cost, throughput against a throttled shop, webhook-to-ERP latency (bench/refund.ts);
  * (d) Orders > Import List: orders/s unthrottled and throttled, worker peak RSS at 1,000 and 10,000 orders
  * (bench/import.ts).
@@ -162,23 +163,58 @@ async function measureIntake(results: Record<string, unknown>, receiverUrl: stri
   };
 }
 
-/** (b) engine: fill the queue first, then time a worker draining it. */
-async function measureEngine(results: Record<string, unknown>, receiver: Awaited<ReturnType<typeof startReceiver>>) {
-  const tsx = ['--import', 'tsx'];
+/**
+ * A collector standing in for an OpenTelemetry one: takes OTLP/HTTP trace exports and counts their bytes
+ * (what it costs the worker to make and send them is what is measured).
+ */
+async function startTraceSink() {
+  let bytes = 0;
+  const server = http.createServer((req, res) => {
+    req.on('data', (chunk: Buffer) => (bytes += chunk.length));
+    req.on('end', () => res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
+    get bytes() {
+      return bytes;
+    },
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+/** Queue ENGINE_RUNS webhooks through an API process, then time a worker (with `workerEnv`) draining them. */
+async function drainEngine(receiver: Awaited<ReturnType<typeof startReceiver>>, workerEnv: Record<string, string>) {
   const engineEnv = { ...isolation(), DATABASE_URL: POSTGRES_URL };
-  const intake = await start([...tsx, 'bench/child.ts', 'tributary'], { ...engineEnv, BENCH_RECEIVER: receiver.url });
+  const intake = await start(['--import', 'tsx', 'bench/child.ts', 'tributary'], {
+    ...engineEnv,
+    BENCH_RECEIVER: receiver.url,
+  });
   await postMessages(intake.detail, ENGINE_RUNS);
   receiver.reset();
   const engineStart = performance.now();
-  const worker = await start(['bin/tributary.js', 'worker'], engineEnv);
+  const worker = await start(['bin/tributary.js', 'worker'], { ...engineEnv, ...workerEnv });
   const workerReady = performance.now();
   const engineCpu = cpuWindow();
   await receiver.waitFor(ENGINE_RUNS);
-  const engineSeconds = (performance.now() - workerReady) / 1000;
-  const engineCpuMs = engineCpu(worker.child.pid, ENGINE_RUNS);
-  const workerMemory = memoryMb(worker.child.pid);
+  const seconds = (performance.now() - workerReady) / 1000;
+  const cpuMs = engineCpu(worker.child.pid, ENGINE_RUNS);
+  const memory = memoryMb(worker.child.pid);
   await stop(worker.child);
   await stop(intake.child);
+  return { seconds, cpuMs, peakRssMb: memory?.peakRssMb, startSeconds: (workerReady - engineStart) / 1000 };
+}
+
+/** (b) engine: fill the queue first, then time a worker draining it; without tracing, then exporting traces. */
+async function measureEngine(results: Record<string, unknown>, receiver: Awaited<ReturnType<typeof startReceiver>>) {
+  const tsx = ['--import', 'tsx'];
+  const untraced = await drainEngine(receiver, {});
+  const traceSink = await startTraceSink();
+  const traced = await drainEngine(receiver, {
+    OTEL_EXPORTER_OTLP_ENDPOINT: traceSink.url,
+    OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
+  });
+  await traceSink.close();
 
   const baselineEnv = isolation();
   const queue = new Queue(BASELINE.queue, {
@@ -207,17 +243,27 @@ async function measureEngine(results: Record<string, unknown>, receiver: Awaited
   await queue.obliterate({ force: true });
   await queue.close();
 
-  const tributaryRate = ENGINE_RUNS / engineSeconds;
+  const tributaryRate = ENGINE_RUNS / untraced.seconds;
+  const tracedRate = ENGINE_RUNS / traced.seconds;
   const baselineRate = ENGINE_RUNS / baselineSeconds;
   results.engine = {
     runs: ENGINE_RUNS,
     tributaryRunsPerSecond: Math.round(tributaryRate),
     bullmqBaselineRunsPerSecond: Math.round(baselineRate),
     ratio: +(tributaryRate / baselineRate).toFixed(2),
-    workerStartSeconds: +((workerReady - engineStart) / 1000).toFixed(2),
+    workerStartSeconds: +untraced.startSeconds.toFixed(2),
     // CPU milliseconds per run during the drain: the worker process, PostgreSQL, Redis, the rest (receiver, load).
-    cpuMsPerRun: { tributary: engineCpuMs, bullmqBaseline: baselineCpuMs },
-    workerPeakRssMb: workerMemory?.peakRssMb,
+    cpuMsPerRun: { tributary: untraced.cpuMs, bullmqBaseline: baselineCpuMs },
+    workerPeakRssMb: untraced.peakRssMb,
+    // The same drain with every span exported over OTLP/HTTP (protobuf) to a local collector.
+    traced: {
+      runsPerSecond: Math.round(tracedRate),
+      ratioToUntraced: +(tracedRate / tributaryRate).toFixed(2),
+      ratioToBullmq: +(tracedRate / baselineRate).toFixed(2),
+      cpuMsPerRun: traced.cpuMs,
+      workerPeakRssMb: traced.peakRssMb,
+      exportedBytesPerRun: Math.round(traceSink.bytes / ENGINE_RUNS),
+    },
   };
 }
 
@@ -283,6 +329,16 @@ function report(results: Record<string, unknown>) {
         `${engine.tributaryRunsPerSecond} (worker peak RSS ${engine.workerPeakRssMb} MB)`,
         `raw BullMQ worker ${engine.bullmqBaselineRunsPerSecond}`,
         engine.ratio,
+      ),
+    );
+  const traced = (results.engine as { traced?: Record<string, number> } | undefined)?.traced;
+  if (engine && traced)
+    rows.push(
+      tableRow(
+        'engine, the same, exporting traces (OTLP/HTTP protobuf), runs/s',
+        `${traced.runsPerSecond} (${traced.ratioToUntraced} of untraced; ${traced.exportedBytesPerRun} bytes/run exported)`,
+        `raw BullMQ worker ${engine.bullmqBaselineRunsPerSecond}`,
+        traced.ratioToBullmq,
       ),
     );
   const refund = results.refund as any;

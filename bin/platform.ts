@@ -45,6 +45,8 @@ import { allOperations, destinationTypes, webhookSignatures, webhookSubscribers 
 import { serveAdminSocket, storeAdmin } from './admin.ts';
 import { buildCommit } from './build.ts';
 import { PrometheusMetrics } from './metrics.ts';
+import { noTracer } from '../engine/telemetry/index.ts';
+import { startTracing, type Tracing, type TracingEnv, tracingSettings } from './tracing.ts';
 import { isOperatorAuthorization } from '../api/auth/operator-guard.ts';
 import { ClientAuthenticator } from '../api/auth/clients.ts';
 import { ApiCallLimit, SignInThrottle } from '../api/auth/rate-limits.ts';
@@ -137,29 +139,38 @@ export class Platform {
       eventLoop: EventLoopLag;
       /** Checks large webhook bodies off the event loop. */
       bodies: JsonChecker;
+      tracing?: Tracing;
     },
   ) {}
 
   static async start(
     config: Config,
     roles: Roles,
-    options: { logger?: Logger; operations?: OperationDefinition<unknown>[] } = {},
+    options: {
+      logger?: Logger;
+      operations?: OperationDefinition<unknown>[];
+      /** Where the OTEL_* variables are read from (the process's environment by default). */
+      tracingEnv?: TracingEnv;
+    } = {},
   ): Promise<Platform> {
     const logger = options.logger ?? createLogger(config);
     if ((!roles.api || !roles.worker) && !config.databaseUrl) {
       throw new Error('separate API and worker processes share a server database: set DATABASE_URL=postgres://...');
     }
-    const outbound = new HttpClient({ refusedAddress: outboundRefusal(config) });
+    const tracingWanted = tracingSettings(options.tracingEnv ?? process.env);
+    const tracing = tracingWanted && (await startTracing(tracingWanted, { role: roleName(roles), version: VERSION }));
+    if (tracingWanted) logger.info({ url: tracingWanted.url, protocol: tracingWanted.protocol }, 'exporting traces');
     let redisChild: ChildProcess | undefined;
     if (roles.embeddedRedis && !(await redisAnswers(config.redisUrl))) {
       redisChild = await startEmbeddedRedis(config.redisUrl, config.dataDir);
       logger.info({ redisUrl: printableUrl(config.redisUrl) }, 'started an embedded redis-server');
     }
     try {
-      return await Platform.assemble(config, roles, options, logger, outbound, redisChild);
+      return await Platform.assemble(config, roles, options, logger, tracing, redisChild);
     } catch (error) {
       // A start that fails (a port taken, a store that cannot open) leaves no redis-server behind.
       await stopEmbeddedRedis(redisChild);
+      await tracing?.shutdown();
       throw error;
     }
   }
@@ -169,9 +180,11 @@ export class Platform {
     roles: Roles,
     options: { operations?: OperationDefinition<unknown>[] },
     logger: Logger,
-    outbound: HttpClient,
+    tracing: Tracing | undefined,
     redisChild: ChildProcess | undefined,
   ): Promise<Platform> {
+    const tracer = tracing?.tracer ?? noTracer;
+    const outbound = new HttpClient({ refusedAddress: outboundRefusal(config), tracer });
     const { store, workerStore, keyring, lock } = await openStore(config);
     await store.setStateLimits(stateLimits(config));
     let url = baseUrl(config);
@@ -247,6 +260,7 @@ export class Platform {
         maxRetryDelayMs: 3_600_000,
         enqueue: (runs) => queue.enqueue(runs.map(runJob)),
         wake: (runId) => queue.wake(runId),
+        tracer,
       });
       worker = new RunWorker(executor, workerStore, queue, {
         connection: redisOptions(config.redisUrl, 'worker'),
@@ -302,6 +316,7 @@ export class Platform {
         topicHeaders: compile.registry.topicHeaders(),
         quotas,
         checker: bodies,
+        tracer,
       });
       const issuer = new TokenIssuer(store, keyring, () => config.authIssuer ?? url, config.authAudience);
       const listener = createRequestListener({
@@ -346,6 +361,7 @@ export class Platform {
           logger,
         ),
         trustProxy: trustProxySetting(config.trustProxy),
+        tracer,
       });
       server = http.createServer(listener);
       await new Promise<void>((resolve, reject) =>
@@ -375,6 +391,7 @@ export class Platform {
       lock,
       eventLoop,
       bodies,
+      tracing,
     });
   }
 
@@ -409,6 +426,7 @@ export class Platform {
       lock,
       eventLoop,
       bodies,
+      tracing,
     } = this.parts;
     eventLoop.close();
     clearInterval(logPruning);
@@ -424,8 +442,12 @@ export class Platform {
     await this.store.close();
     await stopEmbeddedRedis(redisChild);
     lock?.release();
+    // Last: the spans of everything above are sent.
+    await tracing?.shutdown();
   }
 }
+
+const roleName = (roles: Roles) => (roles.api && roles.worker ? 'serve' : roles.api ? 'api' : 'worker');
 
 /** Deletes run log lines past their retention, every hour (every worker does: deleting twice is harmless). */
 function pruneRunLogsHourly(store: LogStore, retentionDays: number, logger: Logger): NodeJS.Timeout {

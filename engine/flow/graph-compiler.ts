@@ -115,6 +115,7 @@ export class GraphCompiler {
       if (spec === undefined) return;
       compiled.set(node.id, {
         id: node.id,
+        operation: node.operation,
         kind,
         spec,
         retry: { maxAttempts: node.retry?.maxAttempts ?? 5, backoffMs: node.retry?.backoffMs ?? 1000 },

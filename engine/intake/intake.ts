@@ -18,7 +18,13 @@ import {
   type ValueStore,
   GroupCommit,
 } from '../store/index.ts';
-import type { EngineMetrics } from '../telemetry/index.ts';
+import {
+  type EngineMetrics,
+  type SpanContext,
+  type Tracer,
+  type TraceSpan,
+  traceparentOf,
+} from '../telemetry/index.ts';
 import {
   headerValue,
   keptHeaders,
@@ -50,6 +56,8 @@ export interface Delivery {
   ownHeaders?: Record<string, string>;
   headers: Headers;
   query: Record<string, unknown>;
+  /** The span of the request that brought it (tracing on): the span that records it is its child. */
+  trace?: SpanContext;
 }
 
 export type IntakeResult =
@@ -88,6 +96,7 @@ export interface IntakeOptions {
   quotas: TenantQuotas;
   /** Checks bodies, off the event loop when they are large. */
   checker: JsonChecker;
+  tracer: Tracer;
 }
 
 /**
@@ -165,7 +174,7 @@ export class Intake {
     // Last: a delivery that would be refused anyway costs no quota.
     const admission = await this.options.quotas.admitDelivery(delivery.tenantId);
     if (!admission.admitted) return { outcome: 'throttled', ...admission };
-    const message = {
+    const message: NewMessage = {
       tenantId: delivery.tenantId,
       id: newId(),
       flowId: trigger.flowId,
@@ -176,7 +185,19 @@ export class Intake {
       headers: { ...keptHeaders(delivery.headers, webhook, this.options.topicHeaders), ...delivery.ownHeaders },
       query: delivery.query,
     };
-    const { duplicate, messageId, run } = await this.commits.submit({ message, runId: newId() });
+    const runId = newId();
+    const span = this.options.tracer.enabled ? this.sendSpan(delivery, message, runId) : undefined;
+    if (span) message.traceparent = traceparentOf(span.context);
+    let accepted: AcceptedMessage;
+    try {
+      accepted = await this.commits.submit({ message, runId });
+    } catch (error) {
+      span?.end('not-stored');
+      throw error;
+    }
+    const { duplicate, messageId, run } = accepted;
+    span?.set({ 'tributary.delivery.outcome': duplicate ? 'duplicate' : run.status === 'held' ? 'held' : 'accepted' });
+    span?.end();
     return {
       outcome: duplicate ? 'duplicate' : 'accepted',
       messageId,
@@ -184,6 +205,29 @@ export class Intake {
       held: run.status === 'held',
       replyNodes: trigger.replyNodes,
     };
+  }
+
+  /**
+   * The producer span of a message (messaging conventions: the flow is the destination): its context is
+   * stored with the message, and each of its runs' spans is its child and links to it.
+   */
+  private sendSpan(delivery: Delivery, message: NewMessage, runId: string): TraceSpan {
+    return this.options.tracer.start(`send ${delivery.flowKey}`, {
+      kind: 'producer',
+      parent: delivery.trace,
+      attributes: {
+        'messaging.system': 'tributary',
+        'messaging.operation.type': 'send',
+        'messaging.operation.name': 'send',
+        'messaging.destination.name': delivery.flowKey,
+        'messaging.message.id': message.id,
+        'tributary.tenant.id': message.tenantId,
+        'tributary.flow.id': message.flowId,
+        'tributary.flow.key': delivery.flowKey,
+        'tributary.flow.version': message.flowVersion,
+        'tributary.run.id': runId,
+      },
+    });
   }
 
   /** Whether a delivery's body is JSON that can be accepted, checked off the event loop when it is large. */

@@ -85,7 +85,11 @@ async function runCall(host: NodeHost, node: CompiledNode<CallSpec>, call: NodeC
     throw permanent(`calls nest more than ${MAX_CALL_DEPTH} deep: does flow ${flow} call back into its caller?`);
   const { runId, calledAt } = await host.subStep(call, node, 'call', async () => {
     const input = (await node.spec.input.evaluate(call.scope.bindings)) ?? null;
-    const started = await sink.startFlow(run, flow, input, { deliveryId: `call:${run.id}.${call.key}`, called: true });
+    const started = await sink.startFlow(run, flow, input, {
+      deliveryId: `call:${run.id}.${call.key}`,
+      called: true,
+      trace: call.trace,
+    });
     if (!started) throw permanent(`flow ${flow} is not active: there is nothing to call`);
     return { runId: started, calledAt: Date.now() };
   });

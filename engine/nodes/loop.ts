@@ -150,6 +150,7 @@ async function runLoop(host: NodeHost, node: CompiledNode<LoopSpec>, call: NodeC
         prefix: `${call.key}[${keys?.[index] ?? index}].`,
         outputs: itemOutputs,
         bindings: { ...bindings, steps: itemOutputs, item: items[index], index },
+        trace: call.trace,
       });
       if (outcome.kind === 'done') output.results[index] = outcome.last ?? null;
       else if (outcome.kind === 'failed')

@@ -5,6 +5,7 @@ import type { HttpClient } from '../outbound/index.ts';
 import type { ActionRunner, MessageInput, OperationRegistry } from '../plugins/index.ts';
 import type { Keyring, SecretRedactor } from '../secrets/index.ts';
 import type { BatchStore, DataSpaceStore, DestinationStore, Run, RunStore } from '../store/index.ts';
+import type { SpanContext } from '../telemetry/index.ts';
 import type { RunLogRecorder } from './run-log.ts';
 import type { RunSink } from './run-sink.ts';
 
@@ -34,6 +35,8 @@ export interface CompiledGraph {
 /** A node ready to run: what every node has, and `spec`, the part its kind compiled. */
 export interface CompiledNode<Spec = unknown> {
   id: string;
+  /** What the document names it to run (`http.request`, `loop`): what its trace spans are called. */
+  operation: string;
   kind: NodeKind<Spec>;
   spec: Spec;
   retry: RetryPolicy;
@@ -114,6 +117,8 @@ export interface GraphScope {
   /** `$steps`: the outputs of the nodes done so far, this graph's and those around it. */
   readonly outputs: Record<string, unknown>;
   readonly bindings: Bindings;
+  /** The span its nodes' spans belong to (the run's, or a loop node's), when tracing is on. */
+  readonly trace?: SpanContext;
 }
 
 /** One call of a node's runner. */
@@ -122,6 +127,8 @@ export interface NodeCall {
   /** The node's step key, unique in the run: its id after its scope's prefix. */
   readonly key: string;
   readonly attempt: number;
+  /** The span of this attempt, when tracing is on: its operation's requests belong to it. */
+  readonly trace?: SpanContext;
 }
 
 /** How a graph's walk ended. */

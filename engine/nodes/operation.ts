@@ -142,7 +142,7 @@ class OperationStep implements NodeRunner<OperationSpec> {
         return signal();
       },
       idempotencyKey: `${run.id}.${call.key}`,
-      http: host.http,
+      http: call.trace ? host.http.within(call.trace) : host.http,
       tenantId: run.tenantId,
       flowId: run.flowId,
       runId: run.id,

@@ -1,3 +1,4 @@
+import type { SpanContext } from '../telemetry/index.ts';
 import type { BatchCounts, BatchStatus, IncrementalField, NewRunLog, Run, RunOutcome, Step } from '../store/index.ts';
 
 export type Window = { from: string | null; to: string | null };
@@ -7,6 +8,8 @@ export interface StartOptions {
   deliveryId: string;
   /** A call: the started run knows this one as its caller, one call deeper. */
   called?: boolean;
+  /** The span that starts it (tracing on): the started run's spans continue its trace. */
+  trace?: SpanContext;
 }
 
 /**

@@ -2,7 +2,8 @@ import dns from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
-import { type OperationError, parseJson, permanent, retryable } from '../model/index.ts';
+import { OperationError, parseJson, permanent, retryable } from '../model/index.ts';
+import { type SpanContext, type Tracer, traceparentOf } from '../telemetry/index.ts';
 import { BodyTooLargeError, decodeBody, readBody } from './http-body.ts';
 
 export interface OutboundRequest {
@@ -65,9 +66,11 @@ export class HttpClient {
    * or read what is left on, a connection another opened.
    */
   constructor(
-    private readonly options: { refusedAddress?: AddressRefusal } = {},
+    private readonly options: { refusedAddress?: AddressRefusal; tracer?: Tracer } = {},
     private readonly partition = '',
     agents?: Record<string, http.Agent>,
+    /** The span (a node's attempt) whose child each request is, carrying the request's `traceparent`. */
+    private readonly parent?: SpanContext,
   ) {
     const lookup = options.refusedAddress && checkedLookup(options.refusedAddress);
     const agentOptions = { keepAlive: true, scheduling: 'lifo', timeout: IDLE_SOCKET_MS, lookup } as const;
@@ -82,6 +85,11 @@ export class HttpClient {
     return new HttpClient(this.options, tenantId, this.agents);
   }
 
+  /** The same client, whose requests are spans in `parent`'s trace (when tracing is on). */
+  within(parent: SpanContext): HttpClient {
+    return new HttpClient(this.options, this.partition, this.agents, parent);
+  }
+
   /**
    * Sends one request and reads its answer. Transport failures (refused, reset, timed out, aborted)
    * are retryable; a response over the size limit, a bad header, a redirect loop or a refused
@@ -90,7 +98,9 @@ export class HttpClient {
   async send(request: OutboundRequest): Promise<InboundResponse> {
     let current = request;
     for (let redirects = 0; ; redirects++) {
-      const response = await this.exchange(current);
+      const response = await (this.parent && this.options.tracer?.enabled
+        ? this.tracedExchange(current, redirects, this.options.tracer, this.parent)
+        : this.exchange(current));
       const location = REDIRECTS.has(response.status) ? response.headers.location : undefined;
       if (location === undefined) return response;
       if (redirects === MAX_REDIRECTS)
@@ -116,6 +126,39 @@ export class HttpClient {
     const host = url.hostname.replace(/^\[|\]$/g, '');
     const kind = isIP(host) ? this.options.refusedAddress?.(host) : undefined;
     return kind ? { host, kind } : undefined;
+  }
+
+  /** An exchange as a client span (HTTP semantic conventions), its `traceparent` sent with the request. */
+  private async tracedExchange(
+    request: OutboundRequest,
+    resendCount: number,
+    tracer: Tracer,
+    parent: SpanContext,
+  ): Promise<InboundResponse> {
+    const { url } = request;
+    const span = tracer.start(request.method, {
+      kind: 'client',
+      parent,
+      attributes: {
+        'http.request.method': request.method,
+        'server.address': url.hostname,
+        'server.port': Number(url.port) || (url.protocol === 'https:' ? 443 : 80),
+        'url.full': where(url),
+        'http.request.resend_count': resendCount || undefined,
+      },
+    });
+    try {
+      const response = await this.exchange({
+        ...request,
+        headers: { ...request.headers, traceparent: traceparentOf(span.context) },
+      });
+      span.set({ 'http.response.status_code': response.status });
+      span.end(response.status >= 400 ? String(response.status) : undefined);
+      return response;
+    } catch (error) {
+      span.end(error instanceof OperationError ? error.kind : 'error');
+      throw error;
+    }
   }
 
   private exchange(request: OutboundRequest): Promise<InboundResponse> {

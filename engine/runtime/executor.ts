@@ -12,8 +12,10 @@ import {
   type MessageStore,
   isTerminal,
   type Run,
+  type RunState,
   type RunStore,
 } from '../store/index.ts';
+import { parseTraceparent, type Tracer, type TraceSpan } from '../telemetry/index.ts';
 import type { CompiledFlowCache } from './flow-cache.ts';
 import type { PassOutcome } from './pass-outcome.ts';
 import { RunPass } from './run-pass.ts';
@@ -36,6 +38,7 @@ export interface ExecutorOptions {
   enqueue(runs: Run[]): Promise<void>;
   /** Takes a waiting run up now: the caller of a run that ended. */
   wake(runId: string): Promise<void>;
+  tracer: Tracer;
 }
 
 /**
@@ -70,15 +73,27 @@ export class Executor {
     const secrets = Object.fromEntries(
       state.sealedSecrets.map((sealed) => [sealed.name, keyring.open(sealed, secretContext(tenantId, sealed.name))]),
     );
-    const outcome = await new RunPass(
-      this.options,
-      new StoreSink(store, this.options.enqueue),
-      state,
-      flow,
-      secrets,
-      shutdown,
-      progress,
-    ).execute();
+    const span = this.options.tracer.enabled ? this.runSpan(state, flow) : undefined;
+    let outcome: PassOutcome;
+    try {
+      outcome = await new RunPass(
+        this.options,
+        new StoreSink(store, this.options.enqueue),
+        state,
+        flow,
+        secrets,
+        shutdown,
+        progress,
+        span?.context,
+      ).execute();
+    } catch (error) {
+      span?.end('error');
+      throw error;
+    }
+    if (span) {
+      span.set({ 'tributary.run.status': outcome.kind === 'finished' ? outcome.status : outcome.kind });
+      span.end(outcome.kind === 'finished' && outcome.status === 'failed' ? outcome.error?.kind : undefined);
+    }
     // A called run that ended wakes its caller, which waits for it.
     const { parentRunId } = state.run;
     if (outcome.kind === 'finished' && parentRunId)
@@ -86,5 +101,32 @@ export class Executor {
         this.options.logger.warn({ err: error, runId, parentRunId }, 'could not wake the calling run');
       });
     return outcome;
+  }
+
+  /**
+   * The span of one attempt at a run (messaging conventions: `process`), in the trace its message was
+   * accepted in and linked to that span: every attempt, after a retry, a wait or a crash, joins that trace.
+   */
+  private runSpan({ run, traceparent }: RunState, flow: CompiledFlow): TraceSpan {
+    const accepted = parseTraceparent(traceparent);
+    return this.options.tracer.start(`process ${flow.key}`, {
+      kind: 'consumer',
+      parent: accepted,
+      links: accepted && [accepted],
+      attributes: {
+        'messaging.system': 'tributary',
+        'messaging.operation.type': 'process',
+        'messaging.operation.name': 'process',
+        'messaging.destination.name': flow.key,
+        'messaging.message.id': run.messageId,
+        'tributary.tenant.id': run.tenantId,
+        'tributary.flow.id': run.flowId,
+        'tributary.flow.key': flow.key,
+        'tributary.flow.version': run.flowVersion,
+        'tributary.run.id': run.id,
+        'tributary.run.attempt': run.attempts,
+        'tributary.run.replay_of': run.replayOf ?? undefined,
+      },
+    });
   }
 }

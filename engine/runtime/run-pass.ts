@@ -27,9 +27,12 @@ import {
   RunLogRecorder,
   type RunSink,
 } from '../nodes/index.ts';
+import { logFieldsOf, type SpanContext, type Tracer, type TraceSpan } from '../telemetry/index.ts';
 import type { PassOutcome } from './pass-outcome.ts';
 
 export type RunPassOptions = NodeHost['options'] & {
+  /** Spans of node attempts, in the run's trace (`trace`); none when the pass is not traced. */
+  tracer?: Tracer;
   /** The operations' outbound HTTP, with this deployment's address policy (each pass takes its tenant's). */
   http: HttpClient;
   /** Largest JSON a node may store as its output. */
@@ -68,6 +71,8 @@ export class RunPass implements NodeHost {
     private readonly secrets: Record<string, string>,
     readonly shutdown: AbortSignal,
     readonly progress: (percent: number) => void,
+    /** The span of this attempt at the run, when tracing is on: its nodes' spans are its children. */
+    private readonly trace?: SpanContext,
   ) {
     this.checkpoints = new Map(state.steps.map((step) => [step.key, step]));
     const { message } = state;
@@ -98,7 +103,12 @@ export class RunPass implements NodeHost {
       lookup: this.lookup,
       [TENANT]: this.state.run.tenantId,
     };
-    const outcome = await this.runGraph(this.flow.graph, { prefix: '', outputs: this.outputs, bindings });
+    const outcome = await this.runGraph(this.flow.graph, {
+      prefix: '',
+      outputs: this.outputs,
+      bindings,
+      trace: this.trace,
+    });
     switch (outcome.kind) {
       case 'done':
         return outcome.handled
@@ -183,7 +193,10 @@ export class RunPass implements NodeHost {
       error,
       input: { body: this.input.body, headers: this.input.headers, query: this.input.query },
     };
-    const started = await this.sink.startFlow(run, failureFlow, body, { deliveryId: `${FAILURE_DELIVERY}${run.id}` });
+    const started = await this.sink.startFlow(run, failureFlow, body, {
+      deliveryId: `${FAILURE_DELIVERY}${run.id}`,
+      trace: this.trace,
+    });
     if (!started) this.log().warn({ failureFlow }, 'the failure flow is not active: nothing started');
   }
 
@@ -203,15 +216,53 @@ export class RunPass implements NodeHost {
     return found;
   };
 
-  /** Runs one node; returns an outcome when the graph's walk must end here. */
+  /** Runs one node, as a span of the run's trace when it is traced; an outcome when the graph's walk ends here. */
   private async runNode(
     node: CompiledNode,
     scope: GraphScope,
     key: string,
     checkpoint: Step | undefined,
   ): Promise<GraphOutcome | undefined> {
-    const startedAt = new Date().toISOString();
     const failuresSoFar = checkpoint?.status === 'waiting' ? checkpoint.attempts : 0;
+    const { tracer } = this.options;
+    if (!scope.trace || !tracer?.enabled) return this.attemptNode(node, scope, key, failuresSoFar);
+    const span = this.nodeSpan(tracer, scope.trace, node, key, failuresSoFar + 1);
+    let outcome: GraphOutcome | undefined;
+    try {
+      outcome = await this.attemptNode(node, scope, key, failuresSoFar, span.context);
+    } catch (error) {
+      span.end('error');
+      throw error;
+    }
+    const ended = outcome === undefined ? 'succeeded' : outcome.kind === 'stopped' ? outcome.status : outcome.kind;
+    span.set({ 'tributary.node.outcome': ended === 'wait' ? 'waiting' : ended });
+    span.end(outcome?.kind === 'failed' || outcome?.kind === 'wait' ? outcome.error.kind : undefined);
+    return outcome;
+  }
+
+  private nodeSpan(tracer: Tracer, parent: SpanContext, node: CompiledNode, key: string, attempt: number): TraceSpan {
+    return tracer.start(node.operation, {
+      kind: 'internal',
+      parent,
+      attributes: {
+        'tributary.node.id': node.id,
+        'tributary.node.operation': node.operation,
+        'tributary.node.attempt': attempt,
+        'tributary.step.key': key === node.id ? undefined : key,
+        'tributary.run.id': this.state.run.id,
+      },
+    });
+  }
+
+  /** One attempt at a node (after `failuresSoFar` that will be retried). */
+  private async attemptNode(
+    node: CompiledNode,
+    scope: GraphScope,
+    key: string,
+    failuresSoFar: number,
+    trace?: SpanContext,
+  ): Promise<GraphOutcome | undefined> {
+    const startedAt = new Date().toISOString();
     const attempt = failuresSoFar + 1;
     const step = (status: Step['status'], attempts: number, output: unknown, error: ErrorRecord | null): Step => ({
       runId: this.state.run.id,
@@ -231,7 +282,7 @@ export class RunPass implements NodeHost {
 
     let result: unknown;
     try {
-      result = await this.runner(node).run(node, { scope, key, attempt });
+      result = await this.runner(node).run(node, { scope, key, attempt, trace });
     } catch (thrown) {
       const error = this.redactError(toOperationError(thrown));
       const record: ErrorRecord = { ...toErrorRecord(error), node: node.id };
@@ -339,7 +390,12 @@ export class RunPass implements NodeHost {
 
   log(): Logger {
     const { run } = this.state;
-    return (this.logger ??= this.options.logger.child({ tenantId: run.tenantId, flowId: run.flowId, runId: run.id }));
+    return (this.logger ??= this.options.logger.child({
+      tenantId: run.tenantId,
+      flowId: run.flowId,
+      runId: run.id,
+      ...(this.trace && logFieldsOf(this.trace)),
+    }));
   }
 }
 

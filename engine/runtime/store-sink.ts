@@ -6,12 +6,14 @@ import type {
   DataSpaceStore,
   FlowStore,
   MessageStore,
+  NewMessage,
   NewRunLog,
   Run,
   RunOutcome,
   RunStore,
   Step,
 } from '../store/index.ts';
+import { traceparentOf } from '../telemetry/index.ts';
 
 /** A run's effects, written to the store; a batch's new tasks are queued. */
 export class StoreSink implements RunSink {
@@ -78,10 +80,10 @@ export class StoreSink implements RunSink {
     return undefined;
   }
 
-  async startFlow(run: Run, flowKey: string, body: unknown, { deliveryId, called }: StartOptions) {
+  async startFlow(run: Run, flowKey: string, body: unknown, { deliveryId, called, trace }: StartOptions) {
     const flow = await this.store.findFlowByKey(run.tenantId, flowKey);
     if (!flow?.active || flow.activeVersion === null) return undefined;
-    const message = {
+    const message: NewMessage = {
       tenantId: run.tenantId,
       id: newId(),
       flowId: flow.id,
@@ -92,6 +94,7 @@ export class StoreSink implements RunSink {
       headers: {},
       query: {},
       parent: called ? { runId: run.id, depth: run.callDepth + 1 } : undefined,
+      traceparent: trace && traceparentOf(trace),
     };
     // The delivery id makes it once: a pass that starts it again gets the first run back.
     const [accepted] = await this.store.acceptMessages([{ message, runId: newId() }]);

@@ -1,2 +1,14 @@
-/** The engine's metrics. */
+/** The engine's metrics and traces: what it reports, never how they are exported. */
 export type { DeliveryOutcome, EngineMetrics } from './metrics.ts';
+export {
+  logFieldsOf,
+  noTracer,
+  parseTraceparent,
+  traceparentOf,
+  type SpanAttributes,
+  type SpanContext,
+  type SpanKind,
+  type SpanOptions,
+  type Tracer,
+  type TraceSpan,
+} from './tracing.ts';

@@ -10,6 +10,7 @@ import { pino, type Logger } from 'pino';
 import { storeAdmin } from '../../bin/admin.ts';
 import { loadConfig, type Config } from '../../bin/config.ts';
 import { Platform, type Roles } from '../../bin/platform.ts';
+import type { TracingEnv } from '../../bin/tracing.ts';
 import { Keyring } from '../../engine/secrets/keyring.ts';
 import type { OperationDefinition } from '../../engine/plugins/operations.ts';
 import { allOperations } from '../../operations/index.ts';
@@ -81,10 +82,16 @@ export async function startTestPlatform(
   roles: Roles = { api: true, worker: true },
   overrides: Partial<Config> = {},
   extraOperations: OperationDefinition<unknown>[] = [],
+  /** The OTEL_* variables the platform reads (none: no tracing). */
+  tracingEnv: TracingEnv = {},
 ): Promise<TestPlatform> {
   const config = isolatedConfig(kind, overrides);
   const { logger, lines } = capturingLogger();
-  const platform = await Platform.start(config, roles, { logger, operations: [...allOperations, ...extraOperations] });
+  const platform = await Platform.start(config, roles, {
+    logger,
+    operations: [...allOperations, ...extraOperations],
+    tracingEnv,
+  });
   const admin = storeAdmin(platform.store);
   // With a PUBLIC_URL (a proxy in front), tests talk to the process directly, as the proxy would.
   const url = platform.localUrl ?? platform.url;

@@ -108,6 +108,8 @@ export interface HeldFilter {
 export type NewMessage = Omit<Message, 'receivedAt'> & {
   /** A message a call node sends: its run knows the calling run, one call deeper. */
   parent?: { runId: string; depth: number };
+  /** The trace context it was accepted in (a W3C traceparent): its runs continue that trace. */
+  traceparent?: string;
 };
 
 export interface AcceptedMessage {

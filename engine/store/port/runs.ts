@@ -64,6 +64,8 @@ export interface RunState {
   /** Its body as a JsonText when it is large (LARGE_JSON_LENGTH): the run parses it only if it reads it. */
   message: Message;
   steps: Step[];
+  /** The trace context its message was accepted in (a W3C traceparent), when tracing was on. */
+  traceparent?: string;
   vars: Record<string, unknown>;
   sealedSecrets: Array<{ name: string } & SealedValue>;
   /** `$platform`: the tenant's override of each name, else the platform's value. */

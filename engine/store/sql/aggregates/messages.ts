@@ -50,6 +50,7 @@ export class SqlMessages implements MessageStore {
         run_id: runId,
         parent_run_id: message.parent?.runId ?? null,
         call_depth: message.parent?.depth ?? 0,
+        traceparent: message.traceparent ?? null,
       });
       return `{"body":${body},${fields.slice(1)}`;
     });
@@ -60,15 +61,17 @@ export class SqlMessages implements MessageStore {
       `with input as (
          select * from jsonb_to_recordset($1::jsonb) as x(tenant_id text, id uuid, flow_id uuid, flow_version integer,
            delivery_id text, topic text, body jsonb, headers jsonb, query jsonb, run_id uuid, parent_run_id uuid,
-           call_depth integer)
+           call_depth integer, traceparent text)
        ), suspended as (
          select id from tenants where id in (select tenant_id from input) and status = 'suspended' for share
        ), blocked as (
          select tenant_id, topic from blocked_topics where (tenant_id, topic) in (select tenant_id, topic
            from input) for share
        ), m as (
-         insert into messages (tenant_id, id, flow_id, flow_version, delivery_id, topic, body, headers, query)
-         select tenant_id, id, flow_id, flow_version, delivery_id, topic, coalesce(body, 'null'::jsonb), headers, query
+         insert into messages (tenant_id, id, flow_id, flow_version, delivery_id, topic, body, headers, query,
+           traceparent)
+         select tenant_id, id, flow_id, flow_version, delivery_id, topic, coalesce(body, 'null'::jsonb), headers, query,
+           traceparent
            from input
          on conflict (tenant_id, flow_id, delivery_id) do nothing returning tenant_id, id
        )

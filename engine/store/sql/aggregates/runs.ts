@@ -85,7 +85,7 @@ export class SqlRuns implements RunStore {
               jsonb_build_object('tenant_id', m.tenant_id, 'id', m.id, 'flow_id', m.flow_id, 'flow_version',
                 m.flow_version, 'delivery_id', m.delivery_id, 'topic', m.topic, 'headers', m.headers, 'query', m.query,
                 'received_at', m.received_at) as message,
-              m.body::text as body,
+              m.body::text as body, m.traceparent,
               coalesce((select jsonb_agg(to_jsonb(s.*) order by s.seq) from steps s where s.tenant_id = run.tenant_id
                 and s.run_id = run.id), '[]'::jsonb) as steps,
               ${RUN_CONTEXT}
@@ -110,6 +110,7 @@ export class SqlRuns implements RunStore {
           body: body.length > LARGE_JSON_LENGTH ? new JsonText(body) : parseJson(body),
         },
         steps: (row.steps as Row[]).map(toStep),
+        traceparent: row.traceparent ?? undefined,
         vars: row.vars,
         sealedSecrets: row.sealed_secrets,
         platform: row.platform,
