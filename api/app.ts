@@ -13,6 +13,7 @@ import type { TokenVerifier } from './auth/verifier.ts';
 import type { ApiContext } from './context.ts';
 import { dashboardRoutes, dashboardSignIn, DASHBOARD_PATH, SIGN_IN_PATH } from './dashboard.ts';
 import { renderDocs } from './docs.ts';
+import { RunPageLinks, runPageRoutes } from './run-page.ts';
 import { namedKinds } from '../engine/nodes/index.ts';
 import { operationInfos, metadataRoutes } from './routes/metadata.ts';
 import { hookHandler } from './hooks.ts';
@@ -164,10 +165,13 @@ function createApp(options: AppOptions): Express {
   app.use(adapterRoutes(context, { bodyLimitBytes, waitMs: options.adapterWaitMs }));
   const operatorsOnly = operatorGuard(options.clients, options.verifier);
   app.use(dashboardSignIn(options.clients, options.issuer, context.baseUrl));
+  const signedInOperators = operatorGuard(options.clients, options.verifier, SIGN_IN_PATH);
+  app.use(DASHBOARD_PATH, signedInOperators, dashboardRoutes(options.queues, context.store));
   app.use(
-    DASHBOARD_PATH,
-    operatorGuard(options.clients, options.verifier, SIGN_IN_PATH),
-    dashboardRoutes(options.queues),
+    runPageRoutes(
+      { store: context.store, runs: context.runs, links: new RunPageLinks(context.keyring) },
+      signedInOperators,
+    ),
   );
   app.get(
     '/metrics',

@@ -4,7 +4,10 @@ import { ExpressAdapter } from '@bull-board/express';
 import type { Queue } from 'bullmq';
 import express, { Router, type Request, type Response } from 'express';
 import { unstorableStrings } from '../engine/model/index.ts';
-import type { Client } from '../engine/store/index.ts';
+import { LRUCache } from 'lru-cache';
+import { RUN_QUEUE, type RunJobData } from '../engine/queue/index.ts';
+import type { Client, FlowStore } from '../engine/store/index.ts';
+import { OPERATOR_RUNS_PATH } from './run-page.ts';
 import type { ClientAuthenticator } from './auth/clients.ts';
 import { HttpProblem } from './problem.ts';
 import { TOKEN_LIFETIME_SECONDS, type TokenIssuer } from './auth/issuer.ts';
@@ -32,12 +35,30 @@ const OUTSIDE_FONTS = /<link[^>]*fonts\.googleapis\.com[^>]*>\s*/g;
 
 type RenderFile = (file: string, options: object, done: (error: Error | null, html?: string) => void) => void;
 
-/** bull-board over every queue, for operators only (see operatorGuard), branded, with sign-out and the API reference. */
-export function dashboardRoutes(queues: Queue[]): Router {
+/**
+ * bull-board over every queue, for operators only (see operatorGuard), branded, with sign-out and the API
+ * reference. A run's job names its tenant, flow and run, and links to the run's page.
+ */
+export function dashboardRoutes(queues: Queue[], flows: Pick<FlowStore, 'getFlow'>): Router {
   const serverAdapter = new ExpressAdapter();
   serverAdapter.setBasePath(DASHBOARD_PATH);
+  const flowKeys = new FlowKeys(flows);
   createBullBoard({
-    queues: queues.map((queue) => new BullMQAdapter(queue)),
+    queues: queues.map((queue) => {
+      if (queue.name !== RUN_QUEUE) return new BullMQAdapter(queue);
+      const adapter = new BullMQAdapter(queue, {
+        externalJobUrl: (job) => {
+          const { tenantId, runId } = job.data as RunJobData;
+          return { displayText: 'Run page', href: `${OPERATOR_RUNS_PATH}/${tenantId}/${runId}` };
+        },
+      });
+      adapter.setFormatter('name', (job: { data: RunJobData }) => {
+        const { tenantId, flowId, flowVersion, runId } = job.data;
+        const flow = flowKeys.keyOf(tenantId, flowId) ?? `flow ${flowId.slice(0, 8)}`;
+        return `${tenantId} · ${flow} v${flowVersion} · run ${runId.slice(0, 8)}`;
+      });
+      return adapter;
+    }),
     serverAdapter,
     options: {
       uiConfig: {
@@ -120,6 +141,31 @@ export function dashboardSignIn(clients: ClientAuthenticator, issuer: TokenIssue
     res.clearCookie(OPERATOR_COOKIE, { path: COOKIE_PATH }).redirect(303, SIGN_IN_PATH);
   });
   return router;
+}
+
+/**
+ * Flow keys for job cards, which bull-board names synchronously: a flow is looked up the first time a card
+ * shows it (named by its id until the next refresh), then remembered; at most 10,000.
+ */
+class FlowKeys {
+  private readonly keys = new LRUCache<string, string>({ max: 10_000 });
+  private readonly loading = new Set<string>();
+
+  constructor(private readonly flows: Pick<FlowStore, 'getFlow'>) {}
+
+  keyOf(tenantId: string, flowId: string): string | undefined {
+    const id = `${tenantId}\0${flowId}`;
+    const key = this.keys.get(id);
+    if (key === undefined && !this.loading.has(id)) {
+      this.loading.add(id);
+      this.flows
+        .getFlow(tenantId, flowId)
+        .then((flow) => flow && this.keys.set(id, flow.key))
+        .catch(() => {})
+        .finally(() => this.loading.delete(id));
+    }
+    return key;
+  }
 }
 
 function signInPage(res: Response, status: number, error?: string) {

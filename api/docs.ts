@@ -2,6 +2,7 @@ import { majorOf } from '../engine/plugins/index.ts';
 import type { OperationInfo } from '../engine/model/index.ts';
 import type { WebhookSignature } from '../engine/triggers/index.ts';
 import type { namedKinds } from '../engine/nodes/index.ts';
+import { escapeHtml as html } from './html.ts';
 
 type NamedNodeKind = ReturnType<typeof namedKinds>[number];
 
@@ -59,7 +60,6 @@ const CONSTRAINTS = [
   'default',
 ] as const;
 
-const html = (text: unknown) => String(text ?? '').replace(/[&<>"']/g, (char) => `&#${char.charCodeAt(0)};`);
 /** Descriptions are written with `code` in backticks, as in Markdown: shown as code. */
 const prose = (text: unknown) => html(text).replace(/`([^`]+)`/g, '<code>$1</code>');
 const json = (value: unknown) => `<code>${html(JSON.stringify(value))}</code>`;

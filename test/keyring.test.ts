@@ -32,6 +32,20 @@ describe('Keyring (AES-256-GCM with key ids)', () => {
     ).toThrow();
   });
 
+  it('signs with the current key, verifies while the keyring holds the key, and refuses anything altered', () => {
+    const signature = Keyring.parse(old).sign('payload', 'run-page');
+    expect(signature.startsWith('old.')).toBe(true);
+    const rotated = Keyring.parse(`${next},${old}`);
+    expect(rotated.verify('payload', 'run-page', signature)).toBe(true);
+    expect(rotated.sign('payload', 'run-page').startsWith('new.')).toBe(true);
+    expect(rotated.verify('payload!', 'run-page', signature)).toBe(false);
+    expect(rotated.verify('payload', 'other-use', signature)).toBe(false);
+    expect(rotated.verify('payload', 'run-page', `${signature.slice(0, -1)}A`)).toBe(false);
+    expect(rotated.verify('payload', 'run-page', signature.replace(/^old/, 'new'))).toBe(false);
+    expect(rotated.verify('payload', 'run-page', 'no-dot')).toBe(false);
+    expect(Keyring.parse(next).verify('payload', 'run-page', signature)).toBe(false);
+  });
+
   it('says which key is missing after it was dropped', () => {
     const sealed = Keyring.parse(old).seal('value', 'ctx');
     expect(() => Keyring.parse(next).open(sealed, 'ctx')).toThrow(/key "old"/);

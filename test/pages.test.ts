@@ -3,7 +3,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
+import { RunPageLinks } from '../api/run-page.ts';
+import { Keyring } from '../engine/secrets/index.ts';
+import { sendWebhook, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
+import { Receiver } from './support/receiver.ts';
 
 /** Debian's chromium (`.ci/run` installs it); CHROMIUM points elsewhere. */
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
@@ -164,5 +167,174 @@ describe('the queue dashboard, in a headless browser', () => {
     expect(
       (await fetch(`${env.url}/admin/queues/api/queues`, { headers: { authorization: `Basic ${basic}` } })).status,
     ).toBe(200);
+  });
+});
+
+describe("a run's page, in a headless browser", () => {
+  const SECRET = 'erp-token-never-on-a-page';
+  const failingFlow = {
+    key: 'refunds-to-erp',
+    name: 'Refunds to the ERP',
+    trigger: { type: 'webhook', config: {} },
+    nodes: [
+      {
+        id: 'shape',
+        operation: 'transform',
+        config: { expression: '{{ {"refund": $input.body.refund, "token": $secrets.ERP_TOKEN} }}' },
+      },
+      {
+        id: 'post',
+        operation: 'http.request',
+        config: { method: 'POST', url: '{{ $vars.ERP_URL }}/refunds', body: '{{ $steps.shape }}' },
+        retry: { maxAttempts: 1 },
+      },
+      { id: 'confirm', operation: 'transform', config: { expression: '{{ $steps.post.status }}' } },
+    ],
+    edges: [
+      { from: 'trigger', to: 'shape' },
+      { from: 'shape', to: 'post' },
+      { from: 'post', to: 'confirm' },
+    ],
+  };
+  let erp: Receiver;
+  let tenant: ApiClient;
+  let failedRun: { runId: string; messageId: string };
+
+  beforeAll(async () => {
+    // The ERP refuses (422, a permanent failure) until told otherwise.
+    erp = await new Receiver(() =>
+      erpRefuses ? { status: 422, body: { error: 'closed period' } } : undefined,
+    ).start();
+    tenant = await env.tenant('run-pages');
+    await tenant.call('PUT', '/api/v1/global-variables/ERP_URL', { value: erp.url });
+    await tenant.call('PUT', '/api/v1/secret-global-variables/ERP_TOKEN', { value: SECRET });
+    await tenant.publish(failingFlow);
+    const delivered = await sendWebhook(env.url, 'run-pages', 'refunds-to-erp', { refund: 'R-1001' });
+    failedRun = delivered.body;
+    expect((await tenant.settledRun(failedRun.runId)).status).toBe('failed');
+  });
+  afterAll(async () => {
+    await erp?.close();
+  });
+  let erpRefuses = true;
+
+  it('shows a tenant, through a signed link, the graph and each node, and replays from it', async () => {
+    const link = await tenant.call('POST', `/api/v1/runs/${failedRun.runId}/page-link`, {});
+    expect(link.status).toBe(201);
+    expect(link.body).toMatchObject({ canReplay: true, url: expect.stringContaining('/run-pages/') });
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    const outside: string[] = [];
+    page.on('request', (request) => {
+      if (!request.url().startsWith(env.url)) outside.push(request.url());
+    });
+    const answer = await page.goto(link.body.url);
+    expect(answer?.headers()['referrer-policy']).toBe('no-referrer');
+    expect(await page.locator('h1').innerText()).toBe('Refunds to the ERP failed');
+    // The graph: each node, coloured by what became of it, linking to its details.
+    const boxes = page.locator('.graph svg a');
+    expect(await boxes.count()).toBe(3);
+    for (const [node, status] of [
+      ['shape', 'succeeded'],
+      ['post', 'failed'],
+      ['confirm', 'not run'],
+    ])
+      expect(await page.locator(`.graph svg a[href="#node-${node}"] title`).textContent()).toBe(`${node}: ${status}`);
+    // A failed node is open: its attempts and error; a node that succeeded shows its output, secrets redacted.
+    const post = page.locator('#node-post');
+    expect(await post.getAttribute('open')).not.toBeNull();
+    expect(await post.innerText()).toMatch(/permanent: .*422/);
+    await page.locator('.graph svg a[href="#node-shape"]').click();
+    await page.locator('#node-shape summary').click();
+    const shape = await page.locator('#node-shape').innerText();
+    expect(shape).toContain('"refund": "R-1001"');
+    expect(shape).toContain('[REDACTED]');
+    expect(await page.content()).not.toContain(SECRET);
+    expect(await page.locator('dl').first().innerText()).toMatch(/Trace\s+not traced/);
+    await page.screenshot({ path: path.join(SHOTS, 'run-page.png'), fullPage: true });
+    expect(outside).toEqual([]);
+
+    // At phone width nothing is wider than the screen.
+    await page.setViewportSize({ width: 400, height: 900 });
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(400);
+    await page.screenshot({ path: path.join(SHOTS, 'run-page-400.png'), fullPage: true });
+
+    // Replayed from the page once the ERP takes it: the new run's page, reached without signing in.
+    erpRefuses = false;
+    await page.getByRole('button', { name: 'Replay this message' }).click();
+    await page.waitForURL((url) => url.pathname.startsWith('/run-pages/') && url.href !== link.body.url);
+    await expect
+      .poll(async () => {
+        await page.reload();
+        return page.locator('h1').innerText();
+      })
+      .toBe('Refunds to the ERP succeeded');
+    expect(await page.locator('.graph svg a[href="#node-confirm"] title').textContent()).toBe('confirm: succeeded');
+    await page.close();
+  });
+
+  it('refuses forged and expired links, and a replay the link does not allow', async () => {
+    const links = new RunPageLinks(Keyring.parse(env.config.secretsKey!));
+    const grant = { tenantId: 'run-pages', runId: failedRun.runId, canReplay: true };
+    const expired = links.token({ ...grant, expiresAt: Math.floor(Date.now() / 1000) - 1 });
+    expect((await fetch(`${env.url}/run-pages/${expired}`)).status).toBe(410);
+    const valid = links.token({ ...grant, expiresAt: Math.floor(Date.now() / 1000) + 60 });
+    const forged = `${Buffer.from(JSON.stringify(['other-tenant', failedRun.runId, 9e9, 1])).toString('base64url')}.${valid.split('.').slice(1).join('.')}`;
+    expect((await fetch(`${env.url}/run-pages/${forged}`)).status).toBe(404);
+    expect((await fetch(`${env.url}/run-pages/${valid}`)).status).toBe(200);
+
+    // A tenant's client finds only its own tenant's runs.
+    const reader = await env.tenant('run-pages-reader', ['runs:read']);
+    expect((await reader.as('run-pages').call('POST', `/api/v1/runs/${failedRun.runId}/page-link`, {})).status).toBe(
+      403,
+    );
+    expect((await reader.call('POST', `/api/v1/runs/${failedRun.runId}/page-link`, {})).status).toBe(404);
+
+    // A client that may read runs but not replay them gets a page without the button.
+    const narrow = await env.tenant('run-pages-narrow', ['runs:read', 'flows:write', 'variables:write']);
+    await narrow.call('PUT', '/api/v1/global-variables/ERP_URL', { value: erp.url });
+    await narrow.publish({
+      key: 'forward',
+      name: 'Forward',
+      trigger: { type: 'webhook', config: {} },
+      nodes: [{ id: 'post', operation: 'http.request', config: { method: 'POST', url: '{{ $vars.ERP_URL }}/x' } }],
+      edges: [{ from: 'trigger', to: 'post' }],
+    });
+    const narrowRun = (await sendWebhook(env.url, 'run-pages-narrow', 'forward', {})).body;
+    await narrow.settledRun(narrowRun.runId);
+    const narrowLink = await narrow.call('POST', `/api/v1/runs/${narrowRun.runId}/page-link`, { expiresInSeconds: 60 });
+    expect(narrowLink.body.canReplay).toBe(false);
+    const page = await (await fetch(narrowLink.body.url)).text();
+    expect(page).not.toContain('Replay this message');
+    const token = new URL(narrowLink.body.url).pathname.split('/').pop();
+    expect((await fetch(`${env.url}/run-pages/${token}/replay`, { method: 'POST' })).status).toBe(403);
+    expect(
+      (await narrow.call('POST', `/api/v1/runs/${narrowRun.runId}/page-link`, { expiresInSeconds: 999_999 })).status,
+    ).toBe(400);
+  });
+
+  it("is linked from the run's job on the dashboard, which names the tenant, flow and run", async () => {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    await page.goto(`${env.url}/admin/sign-in`);
+    await page.fill('#client_id', operator.credentials.client_id);
+    await page.fill('#client_secret', operator.credentials.client_secret);
+    await page.click('button[type=submit]');
+    // A failed run's job is failed; its card names the flow by key once the dashboard has looked it up.
+    const name = `run-pages · refunds-to-erp v1 · run ${failedRun.runId.slice(0, 8)}`;
+    await expect
+      .poll(async () => {
+        await page.goto(`${env.url}/admin/queues/queue/runs?status=failed`);
+        await page.getByText('Loading...').waitFor({ state: 'hidden' });
+        return page.getByText(name).count();
+      })
+      .toBeGreaterThan(0);
+    await page.screenshot({ path: path.join(SHOTS, 'dashboard-run-job.png') });
+    const runPageLink = page.locator(`a[href="/admin/runs/run-pages/${failedRun.runId}"]`);
+    expect(await runPageLink.count()).toBeGreaterThan(0);
+    await page.goto(`${env.url}${await runPageLink.first().getAttribute('href')}`);
+    expect(await page.locator('h1').innerText()).toBe('Refunds to the ERP failed');
+    expect(await page.getByRole('button', { name: 'Replay this message' }).count()).toBe(1);
+    await page.close();
+    // Without the operator's session, the operator's page asks to sign in.
+    expect((await fetch(`${env.url}/admin/runs/run-pages/${failedRun.runId}`)).status).toBe(401);
   });
 });

@@ -4,12 +4,14 @@ import { watchRun } from '../run-watch.ts';
 import type { ApiContext } from '../context.ts';
 import { connectionSchema, defineRoute, pageQuerySchema } from '../route.ts';
 import { idParams } from './editable-flows.ts';
+import { DEFAULT_LINK_SECONDS, MAX_LINK_SECONDS, RUN_PAGES_PATH, RunPageLinks } from '../run-page.ts';
 
 /** The longest a run read waits for the run to end. */
 const MAX_WAIT_SECONDS = 30;
 
-export function runRoutes({ store }: ApiContext) {
+export function runRoutes({ store, keyring, baseUrl }: ApiContext) {
   const base = '/api/v1/runs';
+  const links = new RunPageLinks(keyring);
   return [
     defineRoute({
       method: 'get',
@@ -76,6 +78,63 @@ export function runRoutes({ store }: ApiContext) {
         );
         if (!found) throw new NotFoundError(`no run ${params.id}`);
         return { body: { ...found.run, steps: found.steps, result: runResult(found.steps) } };
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: `${base}/{id}/page-link`,
+      tag: 'MessageInfo',
+      scope: 'runs:read',
+      summary:
+        "A short-lived link to the run's page: its graph, each node's status, attempts, timing, output and error",
+      description:
+        'Whoever holds the link sees the page until it expires, without signing in: hand it to a person, never to a ' +
+        "log. The page has a button that replays the run's message when the caller may replay (scope " +
+        '`messages:write`). Outputs are shown as stored: secrets redacted.',
+      params: idParams,
+      body: {
+        type: 'object',
+        additionalProperties: false,
+        properties: {
+          expiresInSeconds: {
+            type: 'integer',
+            minimum: 60,
+            maximum: MAX_LINK_SECONDS,
+            default: DEFAULT_LINK_SECONDS,
+            description: 'How long the link opens the page.',
+          },
+        },
+        examples: [{ expiresInSeconds: DEFAULT_LINK_SECONDS }],
+      },
+      responses: {
+        201: {
+          description: 'The link.',
+          schema: {
+            type: 'object',
+            additionalProperties: false,
+            required: ['url', 'expiresAt', 'canReplay'],
+            properties: {
+              url: { type: 'string', description: 'The page, under the public URL.' },
+              expiresAt: { type: 'string', format: 'date-time' },
+              canReplay: { type: 'boolean', description: "Whether the page can replay the run's message." },
+            },
+          },
+        },
+      },
+      async handle({ tenantId, params, body, principal }) {
+        const found = await store.getRun(tenantId, params.id);
+        if (!found) throw new NotFoundError(`no run ${params.id}`);
+        const expiresAt = Math.floor(Date.now() / 1000) + body.expiresInSeconds;
+        const canReplay = principal.scopes.has('messages:write');
+        const token = links.token({ tenantId, runId: found.run.id, expiresAt, canReplay });
+        return {
+          status: 201,
+          body: {
+            url: `${baseUrl()}${RUN_PAGES_PATH}/${token}`,
+            expiresAt: new Date(expiresAt * 1000).toISOString(),
+            canReplay,
+          },
+        };
       },
     }),
   ];

@@ -7,7 +7,15 @@ export { jobStates, QueueAdmin } from './queue-admin.ts';
 export { type Rate, type RateDecision, RateLimiter } from './rate-limiter.ts';
 export { QueueReconciler } from './reconciler.ts';
 export { QueueRecovery } from './recovery.ts';
-export { acceptMessages, ENQUEUE_TIMEOUT_MS, RUN_QUEUE, runJob, RunQueue, RunWorker } from './run-queue.ts';
+export {
+  acceptMessages,
+  ENQUEUE_TIMEOUT_MS,
+  RUN_QUEUE,
+  runJob,
+  type RunJobData,
+  RunQueue,
+  RunWorker,
+} from './run-queue.ts';
 export { ReplayRunner } from './replay-runner.ts';
 export { RunService } from './run-service.ts';
 export { FlowSchedules, TickWorker } from './schedules.ts';

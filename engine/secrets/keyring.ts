@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /**
  * AES-256-GCM under named keys. Each ciphertext records the id of the key that sealed it, so keys
@@ -62,6 +62,28 @@ export class Keyring {
     decipher.setAAD(Buffer.from(context));
     decipher.setAuthTag(body.subarray(body.length - 16));
     return Buffer.concat([decipher.update(body.subarray(0, body.length - 16)), decipher.final()]).toString('utf8');
+  }
+
+  /**
+   * A signature of `message` for `context` (HMAC-SHA256 under the current key), naming its key so that it
+   * still verifies after a rotation while SECRETS_KEY holds that key: `<key id>.<base64url>`.
+   */
+  sign(message: string, context: string): string {
+    return `${this.currentKeyId}.${this.mac(this.currentKeyId, message, context)}`;
+  }
+
+  /** Whether `signature` is this keyring's signature of `message` for `context`, compared in constant time. */
+  verify(message: string, context: string, signature: string): boolean {
+    const separator = signature.indexOf('.');
+    const keyId = signature.slice(0, separator);
+    if (separator < 1 || !this.keys.has(keyId)) return false;
+    const expected = Buffer.from(this.mac(keyId, message, context));
+    const given = Buffer.from(signature.slice(separator + 1));
+    return given.length === expected.length && timingSafeEqual(given, expected);
+  }
+
+  private mac(keyId: string, message: string, context: string): string {
+    return createHmac('sha256', this.keys.get(keyId)!).update(`mac\0${context}\0${message}`).digest('base64url');
   }
 
   /** A short keyed digest: tells whether two values are equal without revealing either. */

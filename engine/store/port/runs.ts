@@ -25,7 +25,8 @@ export interface RunStore {
   ): Promise<boolean>;
   /** What a run would read (a test run, which has no record): the same as `beginRun` gives. */
   readRunContext(tenantId: string, reads: RunReads): Promise<Pick<RunState, 'vars' | 'sealedSecrets' | 'platform'>>;
-  getRun(tenantId: string, runId: string): Promise<{ run: Run; steps: Step[] } | undefined>;
+  /** A run with its checkpoints, and the trace context its message was accepted in (when tracing was on). */
+  getRun(tenantId: string, runId: string): Promise<{ run: Run; steps: Step[]; traceparent?: string } | undefined>;
   /** Whether a run of the flow has not finished yet (queued, running or waiting). */
   hasUnfinishedRun(tenantId: string, flowId: string): Promise<boolean>;
   listRuns(tenantId: string, filter: RunFilter, page: PageRequest): Promise<Page<Run>>;

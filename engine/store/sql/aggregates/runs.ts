@@ -216,13 +216,18 @@ export class SqlRuns implements RunStore {
 
   async getRun(tenantId: string, runId: string) {
     if (!isUuid(runId)) return undefined;
-    const [run] = await this.db.query('select * from runs where tenant_id = $1 and id = $2', [tenantId, runId]);
+    const [run] = await this.db.query(
+      `select r.*, m.traceparent as message_traceparent from runs r
+         join messages m on m.tenant_id = r.tenant_id and m.id = r.message_id
+        where r.tenant_id = $1 and r.id = $2`,
+      [tenantId, runId],
+    );
     if (!run) return undefined;
     const steps = await this.db.query('select * from steps where tenant_id = $1 and run_id = $2 order by seq', [
       tenantId,
       runId,
     ]);
-    return { run: toRun(run), steps: steps.map(toStep) };
+    return { run: toRun(run), steps: steps.map(toStep), traceparent: run.message_traceparent ?? undefined };
   }
 
   async hasUnfinishedRun(tenantId: string, flowId: string) {

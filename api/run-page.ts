@@ -1,0 +1,304 @@
+import { type RequestHandler, Router, type Response } from 'express';
+import { ConflictError, type FlowDocument, type Run, type Step } from '../engine/model/index.ts';
+import type { Keyring } from '../engine/secrets/index.ts';
+import { isTerminal, type FlowStore, type RunStore } from '../engine/store/index.ts';
+import { parseTraceparent } from '../engine/telemetry/index.ts';
+import type { RunService } from '../engine/queue/index.ts';
+import { escapeHtml } from './html.ts';
+
+export const OPERATOR_RUNS_PATH = '/admin/runs';
+export const RUN_PAGES_PATH = '/run-pages';
+
+/** How long a link the API hands a tenant opens its run's page, unless it asks for less (or more, up to a day). */
+export const DEFAULT_LINK_SECONDS = 900;
+export const MAX_LINK_SECONDS = 86_400;
+
+/** The most of one node's output the page shows; the API has all of it. */
+const SHOWN_OUTPUT_CHARS = 20_000;
+
+const LINK_CONTEXT = 'run-page';
+
+export interface RunPageGrant {
+  tenantId: string;
+  runId: string;
+  /** Seconds since the epoch. */
+  expiresAt: number;
+  /** The page may replay the run's message (the link was made by a client that may). */
+  canReplay: boolean;
+}
+
+/**
+ * Signed links to one run's page: `<payload>.<signature>`, the payload naming the tenant, run, expiry and
+ * what the page may do, signed with the keyring (so every API process verifies what another made).
+ */
+export class RunPageLinks {
+  constructor(private readonly keyring: Keyring) {}
+
+  token(grant: RunPageGrant): string {
+    const payload = Buffer.from(
+      JSON.stringify([grant.tenantId, grant.runId, grant.expiresAt, grant.canReplay ? 1 : 0]),
+    ).toString('base64url');
+    return `${payload}.${this.keyring.sign(payload, LINK_CONTEXT)}`;
+  }
+
+  /** The grant a token carries; `expired` past its time; undefined when it is not one this platform signed. */
+  read(token: string, now = Date.now()): RunPageGrant | 'expired' | undefined {
+    const separator = token.indexOf('.');
+    const payload = token.slice(0, separator);
+    if (separator < 1 || token.length > 1000 || !this.keyring.verify(payload, LINK_CONTEXT, token.slice(separator + 1)))
+      return undefined;
+    const [tenantId, runId, expiresAt, canReplay] = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
+    if (expiresAt * 1000 <= now) return 'expired';
+    return { tenantId, runId, expiresAt, canReplay: canReplay === 1 };
+  }
+}
+
+/** What the page shows: the run, its checkpoints, the flow version it ran, its trace. */
+interface RunView {
+  run: Run;
+  steps: Step[];
+  flow: FlowDocument | undefined;
+  traceId: string | undefined;
+}
+
+async function loadRun(store: RunStore & FlowStore, tenantId: string, runId: string): Promise<RunView | undefined> {
+  const found = await store.getRun(tenantId, runId);
+  if (!found) return undefined;
+  const version = await store.getFlowVersion(tenantId, found.run.flowId, found.run.flowVersion);
+  return {
+    run: found.run,
+    steps: found.steps,
+    flow: version?.document,
+    traceId: parseTraceparent(found.traceparent)?.traceId,
+  };
+}
+
+/**
+ * A run as a page: for operators under the signed-in dashboard (`/admin/runs/<tenant>/<run>`, linked from
+ * each job of the runs queue), and for a tenant through a signed link the API hands out
+ * (`POST /api/v1/runs/{id}/page-link`). Both can replay the run's message from it.
+ */
+export function runPageRoutes(
+  context: { store: RunStore & FlowStore; runs: RunService; links: RunPageLinks },
+  operatorGuard: RequestHandler,
+): Router {
+  const { store, runs, links } = context;
+  const router = Router();
+
+  const show = async (res: Response, tenantId: string, runId: string, replay: string | undefined, notice?: string) => {
+    const view = await loadRun(store, tenantId, runId);
+    if (!view) return void page(res, 404, 'No such run', '<p>There is no such run.</p>');
+    page(res, notice ? 409 : 200, `Run of ${view.flow?.name ?? 'a flow'}`, renderRun(view, replay, notice));
+  };
+  const replayed = async (tenantId: string, runId: string) => {
+    const view = await store.getRun(tenantId, runId);
+    if (!view) return undefined;
+    try {
+      return await runs.replay(tenantId, view.run.messageId);
+    } catch (error) {
+      if (error instanceof ConflictError) return error.message;
+      throw error;
+    }
+  };
+
+  router.get(`${OPERATOR_RUNS_PATH}/:tenantId/:runId`, operatorGuard, async (req, res) => {
+    const { tenantId, runId } = req.params as Record<string, string>;
+    await show(res, tenantId, runId, `${OPERATOR_RUNS_PATH}/${enc(tenantId)}/${enc(runId)}/replay`);
+  });
+  // The dashboard's cookie is SameSite=Strict: another site's form cannot post here as the operator.
+  router.post(`${OPERATOR_RUNS_PATH}/:tenantId/:runId/replay`, operatorGuard, async (req, res) => {
+    const { tenantId, runId } = req.params as Record<string, string>;
+    const run = await replayed(tenantId, runId);
+    if (typeof run === 'object') return void res.redirect(303, `${OPERATOR_RUNS_PATH}/${enc(tenantId)}/${run.id}`);
+    await show(res, tenantId, runId, `${OPERATOR_RUNS_PATH}/${enc(tenantId)}/${enc(runId)}/replay`, run);
+  });
+
+  const granted = (res: Response, token: string): RunPageGrant | undefined => {
+    const grant = links.read(token);
+    if (grant === 'expired')
+      return void page(res, 410, 'Link expired', '<p>This link has expired: ask the API for a new one.</p>');
+    if (!grant) return void page(res, 404, 'No such run', '<p>This link does not open a run.</p>');
+    return grant;
+  };
+  router.get(`${RUN_PAGES_PATH}/:token`, async (req, res) => {
+    const { token } = req.params as Record<string, string>;
+    const grant = granted(res, token);
+    if (grant)
+      await show(res, grant.tenantId, grant.runId, grant.canReplay ? `${RUN_PAGES_PATH}/${token}/replay` : undefined);
+  });
+  // The token is the credential, in the path: a page that does not hold it cannot post here.
+  router.post(`${RUN_PAGES_PATH}/:token/replay`, async (req, res) => {
+    const { token } = req.params as Record<string, string>;
+    const grant = granted(res, token);
+    if (!grant) return;
+    if (!grant.canReplay) return void page(res, 403, 'Not allowed', '<p>This link does not allow a replay.</p>');
+    const run = await replayed(grant.tenantId, grant.runId);
+    if (typeof run === 'object')
+      return void res.redirect(303, `${RUN_PAGES_PATH}/${links.token({ ...grant, runId: run.id })}`);
+    await show(res, grant.tenantId, grant.runId, `${RUN_PAGES_PATH}/${token}/replay`, run);
+  });
+  return router;
+}
+
+const enc = encodeURIComponent;
+
+/** Self-contained: no script, nothing from another host; the link's token never leaves in a Referer. */
+function page(res: Response, status: number, title: string, body: string) {
+  res
+    .status(status)
+    .set({
+      'Content-Security-Policy':
+        "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+      'Referrer-Policy': 'no-referrer',
+      'Cache-Control': 'no-store',
+      'X-Robots-Tag': 'noindex',
+    })
+    .type('html')
+    .send(`<!doctype html><html lang="en"><head><meta charset="utf-8">
+<title>${escapeHtml(title)} · Tributary</title><meta name="viewport" content="width=device-width,initial-scale=1">
+<style>${STYLE}</style></head><body><main>${body}</main></body></html>`);
+}
+
+const STATUS_COLORS: Record<string, string> = {
+  succeeded: '#2e7d32',
+  handled: '#2e7d32',
+  failed: '#c62828',
+  waiting: '#ef6c00',
+  running: '#1565c0',
+  queued: '#1565c0',
+  held: '#6d4c41',
+  filtered: '#616161',
+  skipped: '#616161',
+  cancelled: '#616161',
+  'not run': '#9e9e9e',
+};
+
+const STYLE = `body{font:15px/1.5 system-ui,sans-serif;margin:0;color:#222;background:#fafafa}
+main{max-width:72rem;margin:0 auto;padding:1rem}h1{font-size:1.4rem;margin:.2rem 0 1rem}h2{font-size:1.1rem;margin:1.5rem 0 .5rem}
+.badge{display:inline-block;padding:.05rem .5rem;border-radius:.8rem;color:#fff;font-size:.85rem;vertical-align:middle}
+dl{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem;margin:0}dt{color:#555}dd{margin:0;overflow-wrap:anywhere}
+code,pre{font:13px ui-monospace,monospace}pre{background:#fff;border:1px solid #ddd;padding:.5rem;overflow:auto;max-height:24rem;white-space:pre-wrap;overflow-wrap:anywhere}
+.graph{background:#fff;border:1px solid #ddd;overflow-x:auto}.graph svg{display:block;max-width:100%;height:auto}
+@media (max-width:600px){.graph svg{max-width:none}}
+details{background:#fff;border:1px solid #ddd;margin:.4rem 0;padding:.3rem .6rem}summary{cursor:pointer}
+.error{color:#b71c1c}.notice{background:#fff3e0;border:1px solid #ef6c00;padding:.5rem}
+form{margin:1rem 0}button{font:inherit;padding:.3rem 1rem}table{border-collapse:collapse}td,th{padding:.1rem .6rem .1rem 0;text-align:left}
+@media (max-width:600px){dl{grid-template-columns:1fr}dt{margin-top:.3rem}}`;
+
+const badge = (status: string) =>
+  `<span class="badge" style="background:${STATUS_COLORS[status] ?? '#616161'}">${escapeHtml(status)}</span>`;
+
+const duration = (from: string | null, to: string | null) =>
+  from && to ? `${Math.max(0, Date.parse(to) - Date.parse(from))} ms` : '—';
+
+function renderRun({ run, steps, flow, traceId }: RunView, replayAction: string | undefined, notice?: string): string {
+  const nodes = flow?.nodes ?? [];
+  const stepOf = new Map(steps.map((step) => [step.key, step]));
+  const statusOf = (id: string) => stepOf.get(id)?.status ?? 'not run';
+  const facts: Array<[string, string]> = [
+    [
+      'Flow',
+      flow ? `${escapeHtml(flow.name)} (<code>${escapeHtml(flow.key)}</code>, version ${run.flowVersion})` : '—',
+    ],
+    ['Run', `<code>${run.id}</code>`],
+    ['Message', `<code>${run.messageId}</code>`],
+    ['Attempts', String(run.attempts)],
+    ['Created', run.createdAt],
+    ['Started', run.startedAt ?? '—'],
+    ['Finished', run.finishedAt ?? '—'],
+    ['Took', duration(run.startedAt, run.finishedAt)],
+    ['Trace', traceId ? `<code>${traceId}</code>` : 'not traced'],
+  ];
+  if (run.replayOf) facts.push(['Replays', `<code>${run.replayOf}</code>`]);
+  if (run.parentRunId) facts.push(['Called by', `<code>${run.parentRunId}</code>`]);
+  if (run.error)
+    facts.push([
+      'Error',
+      `<span class="error">${escapeHtml(run.error.kind)}${run.error.node ? ` in ${escapeHtml(run.error.node)}` : ''}: ${escapeHtml(run.error.message)}</span>`,
+    ]);
+  return `<h1>${escapeHtml(flow?.name ?? 'Run')} ${badge(run.status)}</h1>
+${notice ? `<p class="notice" role="alert">Not replayed: ${escapeHtml(notice)}</p>` : ''}
+<dl>${facts.map(([term, value]) => `<dt>${term}</dt><dd>${value}</dd>`).join('')}</dl>
+${replayAction && isTerminal(run.status) ? `<form method="post" action="${escapeHtml(replayAction)}"><button type="submit">Replay this message</button></form>` : ''}
+<h2>Graph</h2><div class="graph">${graphSvg(nodes, flow?.edges ?? [], statusOf)}</div>
+<h2>Nodes</h2>${nodes.map((node) => renderNode(node, steps, stepOf.get(node.id))).join('')}`;
+}
+
+type NodeDoc = FlowDocument['nodes'][number];
+
+function renderNode(node: NodeDoc, steps: Step[], step: Step | undefined): string {
+  const status = step?.status ?? 'not run';
+  // Checkpoints inside the node: its memoized sub-steps (`id/name`) and its loop items (`id[0].inner`).
+  const inner = steps.filter((other) => other.key.startsWith(`${node.id}/`) || other.key.startsWith(`${node.id}[`));
+  const shown = step && (step.status === 'succeeded' || step.output !== null) ? shownJson(step.output) : undefined;
+  return `<details id="node-${escapeHtml(node.id)}"${status === 'failed' || status === 'waiting' ? ' open' : ''}>
+<summary><strong>${escapeHtml(node.id)}</strong> · <code>${escapeHtml(node.operation)}</code> ${badge(status)}${step ? ` · ${step.attempts} attempt${step.attempts === 1 ? '' : 's'} · ${duration(step.startedAt, step.finishedAt)}` : ''}</summary>
+${step ? `<dl><dt>Started</dt><dd>${step.startedAt}</dd><dt>Finished</dt><dd>${step.finishedAt ?? '—'}</dd></dl>` : '<p>It did not run.</p>'}
+${step?.error ? `<p class="error">${escapeHtml(step.error.kind)}: ${escapeHtml(step.error.message)}</p>` : ''}
+${step?.error?.details ? `<h3>Error details</h3><pre>${escapeHtml(shownJson(step.error.details))}</pre>` : ''}
+${shown !== undefined ? `<h3>Output</h3><pre>${escapeHtml(shown)}</pre>` : ''}
+${inner.length > 0 ? `<h3>Inside</h3><table><tr><th>Step</th><th>Status</th><th>Attempts</th></tr>${inner.map((sub) => `<tr><td><code>${escapeHtml(sub.key)}</code></td><td>${badge(sub.status)}</td><td>${sub.attempts}</td></tr>`).join('')}</table>` : ''}
+</details>`;
+}
+
+/** JSON as the page shows it: indented, and cut after SHOWN_OUTPUT_CHARS. */
+function shownJson(value: unknown): string {
+  const text = JSON.stringify(value, null, 2);
+  return text.length > SHOWN_OUTPUT_CHARS
+    ? `${text.slice(0, SHOWN_OUTPUT_CHARS)}\n… ${text.length - SHOWN_OUTPUT_CHARS} more characters (the API has all of it)`
+    : text;
+}
+
+const BOX = { width: 170, height: 54, gapX: 60, gapY: 24, margin: 16 };
+
+/**
+ * The flow as a left-to-right graph: the trigger, then each node in the column after its furthest
+ * predecessor, coloured by what became of it; a node links to its details. Error paths are dashed.
+ */
+function graphSvg(nodes: NodeDoc[], edges: FlowDocument['edges'], statusOf: (id: string) => string): string {
+  const column = new Map<string, number>([['trigger', 0]]);
+  // Longest path from the trigger: as many relaxations as there are nodes settle any acyclic graph.
+  for (let round = 0; round <= nodes.length; round++)
+    for (const edge of edges) {
+      const from = column.get(edge.from);
+      if (from !== undefined && (column.get(edge.to) ?? -1) < from + 1) column.set(edge.to, from + 1);
+    }
+  for (const node of nodes) if (!column.has(node.id)) column.set(node.id, 1);
+  const rows = new Map<number, number>();
+  const position = new Map<string, { x: number; y: number }>();
+  for (const id of ['trigger', ...nodes.map((node) => node.id)]) {
+    const x = column.get(id)!;
+    const y = rows.get(x) ?? 0;
+    rows.set(x, y + 1);
+    position.set(id, {
+      x: BOX.margin + x * (BOX.width + BOX.gapX),
+      y: BOX.margin + y * (BOX.height + BOX.gapY),
+    });
+  }
+  const width = BOX.margin * 2 + (Math.max(...rows.keys()) + 1) * (BOX.width + BOX.gapX) - BOX.gapX;
+  const height = BOX.margin * 2 + Math.max(...rows.values()) * (BOX.height + BOX.gapY) - BOX.gapY;
+  const lines = edges
+    .map((edge) => {
+      const from = position.get(edge.from);
+      const to = position.get(edge.to);
+      if (!from || !to) return '';
+      const onError = (edge as { on?: string }).on === 'error';
+      return `<path d="M${from.x + BOX.width} ${from.y + BOX.height / 2} C${from.x + BOX.width + BOX.gapX / 2} ${from.y + BOX.height / 2} ${to.x - BOX.gapX / 2} ${to.y + BOX.height / 2} ${to.x} ${to.y + BOX.height / 2}" fill="none" stroke="${onError ? '#c62828' : '#888'}" stroke-width="1.5"${onError ? ' stroke-dasharray="5 4"' : ''} marker-end="url(#arrow)"/>`;
+    })
+    .join('');
+  const box = (id: string, label: string, sub: string, status: string) => {
+    const { x, y } = position.get(id)!;
+    const color = STATUS_COLORS[status] ?? '#616161';
+    const shape = `<rect x="${x}" y="${y}" width="${BOX.width}" height="${BOX.height}" rx="6" fill="#fff" stroke="${color}" stroke-width="${status === 'not run' ? 1 : 3}"${status === 'not run' ? ' stroke-dasharray="4 3"' : ''}/>
+<text x="${x + 10}" y="${y + 22}" font-weight="600">${escapeHtml(clip(label))}</text>
+<text x="${x + 10}" y="${y + 42}" fill="${color}" font-size="12">${escapeHtml(clip(sub))}</text>`;
+    return id === 'trigger'
+      ? shape
+      : `<a href="#node-${escapeHtml(id)}"><title>${escapeHtml(`${label}: ${status}`)}</title>${shape}</a>`;
+  };
+  return `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" font-family="system-ui,sans-serif" font-size="14" role="img" aria-label="The flow's nodes and what became of each">
+<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto"><path d="M0 0L10 5L0 10z" fill="#888"/></marker></defs>
+${lines}${box('trigger', 'trigger', 'received', 'succeeded')}${nodes.map((node) => box(node.id, node.id, `${node.operation} · ${statusOf(node.id)}`, statusOf(node.id))).join('')}</svg>`;
+}
+
+const clip = (text: string) => (text.length > 22 ? `${text.slice(0, 21)}…` : text);
