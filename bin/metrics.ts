@@ -32,6 +32,12 @@ export class PrometheusMetrics implements EngineMetrics {
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
     registers: [this.registry],
   });
+  private readonly stalled = new Counter({
+    name: 'tributary_jobs_stalled_total',
+    help: 'Jobs whose lock expired (their worker died or hung) and were taken back to run again, by queue.',
+    labelNames: ['queue'],
+    registers: [this.registry],
+  });
   private readonly terminal = new Set<string>(terminalRunStatuses);
 
   constructor(
@@ -39,9 +45,15 @@ export class PrometheusMetrics implements EngineMetrics {
     perTenant: {
       backlog: () => Promise<Record<string, number>>;
       deliveryQuotaLeft: () => Promise<Record<string, number>>;
+      /** Held runs per tenant, from the store. */
+      held: () => Promise<Record<string, { runs: number; oldestSeconds: number }>>;
     },
   ) {
     collectDefaultMetrics({ register: this.registry, prefix: 'tributary_' });
+    // Gauges named like counters, which Prometheus' linter refuses; the same counts are there by type
+    // (`tributary_nodejs_active_handles{type}`, ...).
+    for (const name of ['active_handles_total', 'active_requests_total', 'active_resources_total'])
+      this.registry.removeSingleMetric(`tributary_nodejs_${name}`);
     this.perTenantGauge(
       'tributary_tenant_backlog_runs',
       "Runs waiting in a tenant's lanes for their turn (tenants with none are left out).",
@@ -51,6 +63,25 @@ export class PrometheusMetrics implements EngineMetrics {
       'tributary_tenant_delivery_quota_available',
       "Deliveries a tenant's flow URLs would accept at once now (tenants that never sent are left out).",
       perTenant.deliveryQuotaLeft,
+    );
+    // Both gauges of held runs come from one query per scrape: a scrape collects every metric at once.
+    let heldRead: Promise<Record<string, { runs: number; oldestSeconds: number }>> | undefined;
+    const held = () => {
+      heldRead ??= perTenant.held().finally(() => {
+        heldRead = undefined;
+      });
+      return heldRead;
+    };
+    this.perTenantGauge(
+      'tributary_tenant_held_runs',
+      'Runs held, not queued (the tenant suspended or the topic blocked), per tenant (tenants with none left out).',
+      async () => Object.fromEntries(Object.entries(await held()).map(([tenant, { runs }]) => [tenant, runs])),
+    );
+    this.perTenantGauge(
+      'tributary_tenant_held_oldest_seconds',
+      "How long a tenant's oldest held run has waited, in seconds.",
+      async () =>
+        Object.fromEntries(Object.entries(await held()).map(([tenant, { oldestSeconds }]) => [tenant, oldestSeconds])),
     );
     new Gauge({
       name: 'tributary_queue_jobs',
@@ -88,6 +119,10 @@ export class PrometheusMetrics implements EngineMetrics {
   runAttempt(tenantId: string, status: string, seconds: number) {
     this.attemptSeconds.observe({ status }, seconds);
     if (this.terminal.has(status)) this.runsFinished.inc({ tenant: tenantId, status });
+  }
+
+  jobStalled(queue: string) {
+    this.stalled.inc({ queue });
   }
 
   render(): Promise<string> {

@@ -227,6 +227,7 @@ export class Platform {
     const metrics = new PrometheusMetrics(queues, {
       backlog: () => queue.lanes.backlog(),
       deliveryQuotaLeft: () => quotas.available(),
+      held: () => store.heldRuns(),
     });
     const maintenance = new MaintenanceMode(queues, config.intakeCacheTtlMs);
     await maintenance.refresh();

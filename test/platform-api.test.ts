@@ -356,6 +356,9 @@ describe('Queue (operator) and Version', () => {
   });
 });
 
+/** Debian's promtool (`.ci/run` installs the prometheus package when it is missing); PROMTOOL points elsewhere. */
+const PROMTOOL = process.env.PROMTOOL ?? 'promtool';
+
 describe('Platform (operator)', () => {
   const basic = (client: ApiClient) =>
     `Basic ${Buffer.from(`${client.credentials.client_id}:${client.credentials.client_secret}`).toString('base64')}`;
@@ -384,6 +387,22 @@ describe('Platform (operator)', () => {
     const named = [...rules.matchAll(/^\s+expr: .*$/gm)].flatMap((line) => line[0].match(/tributary_\w+/g) ?? []);
     expect(named.length).toBeGreaterThan(4);
     for (const metric of named) expect(text, metric).toMatch(new RegExp(`^# TYPE ${metric} `, 'm'));
+    // Prometheus' own tool finds nothing to say about the rules or the exposition.
+    expect(execFileSync(PROMTOOL, ['check', 'rules', 'docs/prometheus-alerts.yml'], { encoding: 'utf8' })).toMatch(
+      /SUCCESS: \d+ rules found/,
+    );
+    expect(execFileSync(PROMTOOL, ['check', 'metrics'], { input: text, encoding: 'utf8' })).toBe('');
+  });
+
+  it('reports held runs per tenant, and how long the oldest has waited', async () => {
+    const held = await env.tenant('held-m');
+    await held.publish(echo('orders'));
+    expect((await operator.call('POST', '/api/v1/tenants/held-m/suspend', { reason: 'unpaid' })).status).toBe(200);
+    expect((await sendWebhook(env.url, 'held-m', 'orders', { order: 1 })).status).toBe(202);
+    const text = await (await fetch(`${env.url}/metrics`, { headers: { authorization: basic(operator) } })).text();
+    expect(text).toMatch(/^tributary_tenant_held_runs\{tenant="held-m"\} 1$/m);
+    expect(text).toMatch(/^tributary_tenant_held_oldest_seconds\{tenant="held-m"\} \d/m);
+    expect(text).toMatch(/^# TYPE tributary_jobs_stalled_total counter$/m);
   });
 
   it('lets a worker process without the API serve its metrics on METRICS_PORT', async () => {

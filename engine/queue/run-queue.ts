@@ -251,6 +251,7 @@ export class RunWorker {
     setMaxListeners(options.concurrency + 10, this.shutdown.signal);
     this.worker.on('failed', (job, error) => void this.onFailed(job, error));
     this.worker.on('error', (error) => options.logger.error({ err: error }, 'worker error'));
+    this.worker.on('stalled', () => options.metrics.jobStalled(RUN_QUEUE));
   }
 
   async start() {

@@ -18,4 +18,6 @@ export interface EngineMetrics {
   delivery(tenantId: string, outcome: DeliveryOutcome): void;
   /** A run attempt ended: its status after the attempt, and how long the attempt took. */
   runAttempt(tenantId: string, status: string, seconds: number): void;
+  /** A job's lock expired (its worker died or hung) and the job was taken back to run again. */
+  jobStalled(queue: string): void;
 }

@@ -75,6 +75,8 @@ export interface MessageStore {
   ): Promise<{ released: Run[]; last?: string }>;
   /** At most `limit` held runs become `cancelled` with `reason`; returns how many. */
   discardHeld(tenantId: string, filter: HeldFilter, reason: string, limit: number): Promise<number>;
+  /** Every tenant's held runs: how many, and how long the oldest has waited (for operators' metrics). */
+  heldRuns(): Promise<Record<string, { runs: number; oldestSeconds: number }>>;
 }
 
 export interface MessageFilter {

@@ -304,6 +304,16 @@ export class SqlMessages implements MessageStore {
     };
   }
 
+  async heldRuns() {
+    const rows = await this.db.query(
+      `select tenant_id, count(*)::integer as runs, extract(epoch from now() - min(created_at))::float8 as oldest
+         from runs where status = 'held' group by tenant_id`,
+    );
+    return Object.fromEntries(
+      rows.map((row) => [row.tenant_id as string, { runs: row.runs as number, oldestSeconds: Number(row.oldest) }]),
+    );
+  }
+
   async discardHeld(tenantId: string, filter: HeldFilter, reason: string, limit: number) {
     const rows = await this.db.query(
       `with page as (
