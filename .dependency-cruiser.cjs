@@ -15,6 +15,7 @@ const LAYERS = [
   'flow',
   'runtime',
   'queue',
+  'alerts',
   'intake',
 ];
 

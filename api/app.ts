@@ -31,6 +31,7 @@ import { runRoutes } from './routes/runs.ts';
 import { secretRoutes, variableRoutes } from './routes/variables.ts';
 import { blockedTopicRoutes, messageRoutes } from './routes/messages.ts';
 import { replayRoutes } from './routes/replays.ts';
+import { alertRoutes } from './routes/alerts.ts';
 import { dataSpaceRoutes } from './routes/data-spaces.ts';
 import { logRoutes } from './routes/logs.ts';
 import { actionRoutes } from './routes/actions.ts';
@@ -100,6 +101,7 @@ export function apiRoutes(context: ApiContext): RouteSpec[] {
     ...messageRoutes(context),
     ...blockedTopicRoutes(context),
     ...replayRoutes(context),
+    ...alertRoutes(context),
     ...queueRoutes(context),
     ...versionRoutes(context),
     ...platformRoutes(context),

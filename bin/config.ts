@@ -334,6 +334,18 @@ export const settings = {
     schema: { type: 'integer', minimum: 1, default: 14 },
     description: 'Run log lines (the Logs API) older than this are pruned, hourly, by worker processes.',
   },
+  alertCheckIntervalMs: {
+    env: 'ALERT_CHECK_INTERVAL_MS',
+    schema: { type: 'integer', minimum: 100, maximum: 300_000, default: 5000 },
+    description: "How often worker processes check each tenant's enabled alert rules.",
+  },
+  alertTimeoutMs: {
+    env: 'ALERT_TIMEOUT_MS',
+    schema: { type: 'integer', minimum: 100, maximum: 60_000, default: 10_000 },
+    description:
+      'How long sending one alert may take. A delivery is leased for twice that: one whose worker died is sent ' +
+      'again (with the same `webhook-id`) after it.',
+  },
   metricsPort: {
     env: 'METRICS_PORT',
     schema: { type: 'integer', minimum: 0, maximum: 65535 },

@@ -45,6 +45,8 @@ import { allOperations, destinationTypes, webhookSignatures, webhookSubscribers 
 import { serveAdminSocket, storeAdmin } from './admin.ts';
 import { buildCommit } from './build.ts';
 import { PrometheusMetrics } from './metrics.ts';
+import { AlertWatcher } from '../engine/alerts/index.ts';
+import { RUN_PAGES_PATH, RunPageLinks } from '../api/run-page.ts';
 import { noTracer } from '../engine/telemetry/index.ts';
 import { startTracing, type Tracing, type TracingEnv, tracingSettings } from './tracing.ts';
 import { isOperatorAuthorization } from '../api/auth/operator-guard.ts';
@@ -56,6 +58,9 @@ import { DataDirLock, embeddedKeyring, embeddedStorePath } from './data-dir.ts';
 import { printableUrl, redisAnswers, redisOptions, startEmbeddedRedis, stopEmbeddedRedis } from './redis.ts';
 
 export const VERSION = '0.1.0';
+
+/** How long the run link in an alert opens the run's page. */
+const ALERT_LINK_SECONDS = 86_400;
 
 /** Paths of secrets and credentials pino masks in any logged object: a second fence, not the first. */
 const REDACT = [
@@ -127,6 +132,7 @@ export class Platform {
       ticks?: TickWorker;
       reconciler?: QueueReconciler;
       replays?: ReplayRunner;
+      alerts?: AlertWatcher;
       recovery?: QueueRecovery;
       logPruning?: NodeJS.Timeout;
       schedules: FlowSchedules;
@@ -248,6 +254,7 @@ export class Platform {
     let reconciler: QueueReconciler | undefined;
     let recovery: QueueRecovery | undefined;
     let replays: ReplayRunner | undefined;
+    let alerts: AlertWatcher | undefined;
     if (roles.worker) {
       const flows = new CompiledFlowCache(workerStore, compile);
       const executor = new Executor({
@@ -289,6 +296,19 @@ export class Platform {
       reconciler.start();
       replays = new ReplayRunner(workerStore, queue, logger);
       replays.start();
+      const links = new RunPageLinks(keyring);
+      alerts = new AlertWatcher({
+        store: workerStore,
+        keyring,
+        http: outbound,
+        logger,
+        checkEveryMs: config.alertCheckIntervalMs,
+        timeoutMs: config.alertTimeoutMs,
+        // An alert's link opens the run for a day, read-only: it goes to a chat or a pager, not to a client.
+        runUrl: (tenantId, runId) =>
+          `${url}${RUN_PAGES_PATH}/${links.token({ tenantId, runId, expiresAt: Math.floor(Date.now() / 1000) + ALERT_LINK_SECONDS, canReplay: false })}`,
+      });
+      alerts.start();
       recovery = new QueueRecovery(() => ioredisOf(queue.queue.client), {
         prefix: config.redisPrefix,
         intervalMs: 2000,
@@ -382,6 +402,7 @@ export class Platform {
       reconciler,
       recovery,
       replays,
+      alerts,
       logPruning,
       schedules,
       sandbox: compile.sandbox,
@@ -417,6 +438,7 @@ export class Platform {
       reconciler,
       recovery,
       replays,
+      alerts,
       logPruning,
       schedules,
       sandbox,
@@ -436,6 +458,7 @@ export class Platform {
     await ticks?.close();
     await recovery?.close();
     await replays?.close();
+    await alerts?.close();
     await reconciler?.close();
     await worker?.close(this.config.shutdownGraceMs);
     await Promise.all([this.queue.close(), schedules.close()]);

@@ -15,6 +15,8 @@ export const tenantScopes = {
   'dataspaces:write': 'Create, replace, import and delete data spaces and documents.',
   'destinations:read': 'Read destinations (settings, and which credentials are set).',
   'destinations:write': 'Create, replace and delete destinations and their credentials.',
+  'alerts:read': 'Read alert channels, alert rules and the alerts sent.',
+  'alerts:write': 'Create and delete alert channels; create, change and delete alert rules.',
 } as const;
 
 export const operatorScope = 'platform:admin';

@@ -18,6 +18,7 @@ import { dataSpaceSchema, dataDocumentSchema } from './resources/data-spaces.ts'
 import { runLogSchema } from './resources/logs.ts';
 import { tenantActionSchema, operationInfoSchema } from './resources/actions.ts';
 import { replaySchema } from './resources/replays.ts';
+import { alertChannelSchema, alertRuleSchema, alertSchema } from './resources/alerts.ts';
 
 export { errorRecordSchema, type ErrorRecord } from './resources/common.ts';
 export {
@@ -84,6 +85,26 @@ export {
   type ReplayStatus,
 } from './resources/replays.ts';
 
+export {
+  alertChannelSchema,
+  alertChannelTypes,
+  alertConditionKinds,
+  alertDeliveryStatuses,
+  alertRuleSchema,
+  alertSchema,
+  MAX_ALERT_CHANNELS,
+  MAX_ALERT_RULES,
+  newAlertChannelSchema,
+  newAlertRuleSchema,
+  type Alert,
+  type AlertChannel,
+  type AlertChannelType,
+  type AlertCondition,
+  type AlertRule,
+  type NewAlertChannel,
+  type NewAlertRule,
+} from './resources/alerts.ts';
+
 /** The resources the OpenAPI document publishes under components.schemas. */
 export const resourceSchemas = {
   FlowDocument: flowDocumentSchema,
@@ -110,6 +131,9 @@ export const resourceSchemas = {
   IncrementalField: incrementalFieldSchema,
   OperationInfo: operationInfoSchema,
   Replay: replaySchema,
+  AlertChannel: alertChannelSchema,
+  AlertRule: alertRuleSchema,
+  Alert: alertSchema,
 };
 
 /** The status enums of the resources, as the Metadata API lists them. */

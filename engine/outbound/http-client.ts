@@ -122,6 +122,19 @@ export class HttpClient {
     return this.refusedLiteral(url);
   }
 
+  /**
+   * Why a URL a tenant saves cannot be sent to: not a URL, or a host this deployment's requests refuse (as
+   * far as can be told before resolving names); undefined when it can.
+   */
+  urlRefusal(text: string): string | undefined {
+    if (!URL.canParse(text)) return 'is not a URL';
+    const refused = this.refusedHost(new URL(text));
+    return (
+      refused &&
+      `points at ${refused.host}, ${refused.kind}; requests to non-public addresses are refused here (OUTBOUND_PRIVATE_ADDRESSES)`
+    );
+  }
+
   private refusedLiteral(url: URL): RefusedHost | undefined {
     const host = url.hostname.replace(/^\[|\]$/g, '');
     const kind = isIP(host) ? this.options.refusedAddress?.(host) : undefined;

@@ -58,11 +58,8 @@ export async function putDestination(
  */
 function addressErrors(type: DestinationType, body: Record<string, unknown>, at: string, http: HttpClient) {
   return type.addresses(body).flatMap(({ path, url }): FieldError[] => {
-    if (!URL.canParse(url)) return [{ path: `${at}.${path}`, message: 'is not a URL' }];
-    const refused = http.refusedHost(new URL(url));
-    if (!refused) return [];
-    const message = `points at ${refused.host}, ${refused.kind}; requests to non-public addresses are refused here`;
-    return [{ path: `${at}.${path}`, message: `${message} (OUTBOUND_PRIVATE_ADDRESSES)` }];
+    const refusal = http.urlRefusal(url);
+    return refusal ? [{ path: `${at}.${path}`, message: refusal }] : [];
   });
 }
 

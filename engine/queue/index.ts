@@ -20,3 +20,4 @@ export { ReplayRunner } from './replay-runner.ts';
 export { RunService } from './run-service.ts';
 export { FlowSchedules, TickWorker } from './schedules.ts';
 export { TenantLimitsInRedis } from './tenant-limits.ts';
+export { SingleFlight } from './single-flight.ts';

@@ -99,6 +99,8 @@ export const secretContext = (tenantId: string, name: string) => `secret\0${tena
 /** The additional data a destination's credentials are sealed with: its tenant and name. */
 export const destinationContext = (tenantId: string, name: string) => `destination\0${tenantId}\0${name}`;
 
+export const alertChannelContext = (tenantId: string, id: string) => `alert-channel\0${tenantId}\0${id}`;
+
 export interface SealedValue {
   keyId: string;
   ciphertext: string;

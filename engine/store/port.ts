@@ -11,6 +11,7 @@ import type { DataSpaceStore } from './port/data-spaces.ts';
 import type { LogStore } from './port/logs.ts';
 import type { ActionStore } from './port/actions.ts';
 import type { ReplayStore } from './port/replays.ts';
+import type { AlertStore } from './port/alerts.ts';
 
 export type {
   TenantAction,
@@ -60,6 +61,7 @@ export * from './port/data-spaces.ts';
 export * from './port/logs.ts';
 export * from './port/actions.ts';
 export * from './port/replays.ts';
+export * from './port/alerts.ts';
 
 /**
  * The persistence port: one slice per aggregate, each caller depending on the slices it uses. The
@@ -81,7 +83,8 @@ export interface Store
     DataSpaceStore,
     LogStore,
     ActionStore,
-    ReplayStore {
+    ReplayStore,
+    AlertStore {
   ping(): Promise<void>;
   close(): Promise<void>;
 }

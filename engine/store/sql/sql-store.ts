@@ -1,5 +1,6 @@
 import type { Store } from '../port.ts';
 import { SqlActions } from './aggregates/actions.ts';
+import { SqlAlerts } from './aggregates/alerts.ts';
 import { SqlBatches } from './aggregates/batches.ts';
 import { SqlCredentials } from './aggregates/credentials.ts';
 import { SqlDataSpaces } from './aggregates/data-spaces.ts';
@@ -39,6 +40,7 @@ export class SqlStore {
       new SqlLogs(db),
       new SqlActions(db),
       new SqlReplays(db),
+      new SqlAlerts(db),
     ];
     for (const aggregate of aggregates) adopt(this, aggregate);
   }

@@ -1,0 +1,196 @@
+import { newWebhookSecret } from '../../engine/alerts/index.ts';
+import {
+  alertChannelSchema,
+  alertRuleSchema,
+  alertSchema,
+  newAlertChannelSchema,
+  newAlertRuleSchema,
+  newId,
+  NotFoundError,
+  ValidationError,
+} from '../../engine/model/index.ts';
+import { alertChannelContext } from '../../engine/secrets/index.ts';
+import type { ApiContext } from '../context.ts';
+import { connectionSchema, defineRoute, pageQuerySchema } from '../route.ts';
+import { idParams } from './editable-flows.ts';
+
+const pageQuery = { type: 'object', additionalProperties: false, properties: pageQuerySchema } as const;
+
+/** What the API shows of a Slack webhook's URL (the rest of it is the credential). */
+const originOf = (url: string) => `${new URL(url).origin}/…`;
+
+/**
+ * Alerts to the tenant (seed tag Logs): channels (a signed webhook, a Slack-style webhook), rules (a run
+ * failed, failures in a window, a message held), and the alerts sent. The workers check and send them.
+ */
+export function alertRoutes({ store, keyring, http }: ApiContext) {
+  const channels = '/api/v1/alert-channels';
+  const rules = '/api/v1/alert-rules';
+  /** A rule names channels of its own tenant only. */
+  const checkChannels = async (tenantId: string, ids: string[]) => {
+    const found = await Promise.all(ids.map((id) => store.getAlertChannel(tenantId, id)));
+    const errors = ids.flatMap((_, index) =>
+      found[index] ? [] : [{ path: `$.body.channelIds[${index}]`, message: 'is not an alert channel of this tenant' }],
+    );
+    if (errors.length > 0) throw new ValidationError('Invalid alert rule', errors);
+  };
+  return [
+    defineRoute({
+      method: 'post',
+      path: channels,
+      tag: 'Logs',
+      scope: 'alerts:write',
+      summary: 'Add an alert channel: a signed webhook, or a Slack-style incoming webhook',
+      description:
+        "A webhook channel's answer carries its signing secret (`whsec_...`), once: keep it to verify the " +
+        '`webhook-signature` of each alert (Standard Webhooks: HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`). ' +
+        "A Slack webhook's URL is kept sealed, as a secret is. The URL obeys the same address policy as `http.request`.",
+      body: newAlertChannelSchema,
+      responses: {
+        201: {
+          description: 'The channel; a webhook channel with its signing secret, shown this once.',
+          schema: {
+            ...alertChannelSchema,
+            required: [...alertChannelSchema.required],
+            properties: {
+              ...alertChannelSchema.properties,
+              secret: { type: 'string', description: 'The signing secret of a webhook channel (only now).' },
+            },
+          },
+        },
+      },
+      async handle({ tenantId, body }) {
+        const refusal = http.urlRefusal(body.url);
+        if (refusal) throw new ValidationError('Invalid alert channel', [{ path: '$.body.url', message: refusal }]);
+        const id = newId();
+        const secret = body.type === 'webhook' ? newWebhookSecret() : undefined;
+        const channel = await store.createAlertChannel(tenantId, {
+          id,
+          name: body.name,
+          type: body.type,
+          shownUrl: body.type === 'slack' ? originOf(body.url) : body.url,
+          sealed: keyring.seal(JSON.stringify({ url: body.url, secret }), alertChannelContext(tenantId, id)),
+        });
+        return { status: 201, body: secret ? { ...channel, secret } : channel };
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: channels,
+      tag: 'Logs',
+      scope: 'alerts:read',
+      summary: 'List alert channels',
+      query: pageQuery,
+      responses: { 200: { description: 'A page of channels.', schema: connectionSchema(alertChannelSchema) } },
+      handle: async ({ tenantId, query }) => ({ body: await store.listAlertChannels(tenantId, query) }),
+    }),
+    defineRoute({
+      method: 'get',
+      path: `${channels}/{id}`,
+      tag: 'Logs',
+      scope: 'alerts:read',
+      summary: 'Get an alert channel',
+      params: idParams,
+      responses: { 200: { description: 'The channel.', schema: alertChannelSchema } },
+      async handle({ tenantId, params }) {
+        const channel = await store.getAlertChannel(tenantId, params.id);
+        if (!channel) throw new NotFoundError(`no alert channel ${params.id}`);
+        return { body: channel };
+      },
+    }),
+    defineRoute({
+      method: 'delete',
+      path: `${channels}/{id}`,
+      tag: 'Logs',
+      scope: 'alerts:write',
+      summary: 'Delete an alert channel (its pending alerts are not sent)',
+      params: idParams,
+      responses: { 204: { description: 'Deleted.' } },
+      async handle({ tenantId, params }) {
+        if (!(await store.deleteAlertChannel(tenantId, params.id)))
+          throw new NotFoundError(`no alert channel ${params.id}`);
+        return {};
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: rules,
+      tag: 'Logs',
+      scope: 'alerts:write',
+      summary: 'Add an alert rule: when to alert (a run failed, failures in a window, a message held) and where',
+      description:
+        'A rule counts what happens after it is made. Each failure (or held message) is reported once; within ' +
+        '`cooldownSeconds` of an alert, what happens is counted into the next one, so a flood sends one alert ' +
+        'with a count.',
+      body: newAlertRuleSchema,
+      responses: { 201: { description: 'The rule.', schema: alertRuleSchema } },
+      async handle({ tenantId, body }) {
+        await checkChannels(tenantId, body.channelIds);
+        return { status: 201, body: await store.createAlertRule(tenantId, newId(), body as Required<typeof body>) };
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: rules,
+      tag: 'Logs',
+      scope: 'alerts:read',
+      summary: 'List alert rules',
+      query: pageQuery,
+      responses: { 200: { description: 'A page of rules.', schema: connectionSchema(alertRuleSchema) } },
+      handle: async ({ tenantId, query }) => ({ body: await store.listAlertRules(tenantId, query) }),
+    }),
+    defineRoute({
+      method: 'get',
+      path: `${rules}/{id}`,
+      tag: 'Logs',
+      scope: 'alerts:read',
+      summary: 'Get an alert rule',
+      params: idParams,
+      responses: { 200: { description: 'The rule.', schema: alertRuleSchema } },
+      async handle({ tenantId, params }) {
+        const rule = await store.getAlertRule(tenantId, params.id);
+        if (!rule) throw new NotFoundError(`no alert rule ${params.id}`);
+        return { body: rule };
+      },
+    }),
+    defineRoute({
+      method: 'put',
+      path: `${rules}/{id}`,
+      tag: 'Logs',
+      scope: 'alerts:write',
+      summary: 'Replace an alert rule (its counting goes on where it was)',
+      params: idParams,
+      body: newAlertRuleSchema,
+      responses: { 200: { description: 'The rule.', schema: alertRuleSchema } },
+      async handle({ tenantId, params, body }) {
+        await checkChannels(tenantId, body.channelIds);
+        const rule = await store.replaceAlertRule(tenantId, params.id, body as Required<typeof body>);
+        if (!rule) throw new NotFoundError(`no alert rule ${params.id}`);
+        return { body: rule };
+      },
+    }),
+    defineRoute({
+      method: 'delete',
+      path: `${rules}/{id}`,
+      tag: 'Logs',
+      scope: 'alerts:write',
+      summary: 'Delete an alert rule',
+      params: idParams,
+      responses: { 204: { description: 'Deleted.' } },
+      async handle({ tenantId, params }) {
+        if (!(await store.deleteAlertRule(tenantId, params.id))) throw new NotFoundError(`no alert rule ${params.id}`);
+        return {};
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/v1/alerts',
+      tag: 'Logs',
+      scope: 'alerts:read',
+      summary: 'List the alerts sent, newest first, with their delivery to each channel',
+      query: pageQuery,
+      responses: { 200: { description: 'A page of alerts.', schema: connectionSchema(alertSchema) } },
+      handle: async ({ tenantId, query }) => ({ body: await store.listAlerts(tenantId, query) }),
+    }),
+  ];
+}

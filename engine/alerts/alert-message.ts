@@ -1,0 +1,79 @@
+import { createHmac, randomBytes } from 'node:crypto';
+import type { Alert } from '../model/index.ts';
+import type { AlertFinding, CheckedAlertRule, LeasedAlertDelivery } from '../store/index.ts';
+
+const SECRET_PREFIX = 'whsec_';
+
+/** A webhook channel's signing secret, as Standard Webhooks writes one: `whsec_` and 24 random bytes in base64. */
+export const newWebhookSecret = () => `${SECRET_PREFIX}${randomBytes(24).toString('base64')}`;
+
+/**
+ * The Standard Webhooks signature of a message: HMAC-SHA256, under the secret's bytes, of
+ * `<webhook-id>.<webhook-timestamp>.<body>`, in base64, versioned `v1,`.
+ */
+export function webhookSignature(secret: string, id: string, timestamp: number, body: string): string {
+  const key = Buffer.from(secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret, 'base64');
+  return `v1,${createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64')}`;
+}
+
+/** What an alert says, in one line: a count, what it counts, the rule; never a body or an error's words. */
+export function alertText(rule: Pick<CheckedAlertRule, 'name' | 'condition'>, finding: AlertFinding): string {
+  const { count, sample } = finding;
+  const runs = count === 1 ? 'run' : 'runs';
+  const flow = sample?.flowKey ? ` of ${sample.flowKey}` : '';
+  const latest = sample?.errorKind ? ` (latest: ${sample.errorKind}${sample.node ? ` in ${sample.node}` : ''})` : '';
+  const { condition } = rule;
+  const said =
+    condition.kind === 'run-failed'
+      ? `${count} ${runs}${flow} failed${latest}`
+      : condition.kind === 'failure-rate'
+        ? `${count} ${runs} failed within ${condition.windowSeconds} s${latest}`
+        : `${count} ${count === 1 ? 'message has' : 'messages have'} been held for over ${condition.olderThanSeconds} s`;
+  return `[${rule.name}] ${said}`;
+}
+
+export interface AlertRequest {
+  headers: Record<string, string>;
+  body: string;
+}
+
+/** The JSON a webhook channel receives, signed (Standard Webhooks headers). */
+export function webhookAlert(
+  delivery: LeasedAlertDelivery,
+  secret: string,
+  runUrl: string | undefined,
+  now = Date.now(),
+): AlertRequest {
+  const { alert } = delivery;
+  const body = JSON.stringify({
+    id: alert.id,
+    type: `alert.${alert.kind}`,
+    tenantId: delivery.tenantId,
+    rule: { id: alert.ruleId, name: delivery.alert.ruleName },
+    count: alert.count,
+    text: alert.text,
+    sample: alert.sample satisfies Alert['sample'],
+    runUrl: runUrl ?? null,
+    createdAt: alert.createdAt,
+  });
+  const timestamp = Math.floor(now / 1000);
+  return {
+    headers: {
+      'content-type': 'application/json',
+      'webhook-id': alert.id,
+      'webhook-timestamp': String(timestamp),
+      'webhook-signature': webhookSignature(secret, alert.id, timestamp, body),
+    },
+    body,
+  };
+}
+
+/** What a Slack-style incoming webhook receives: the line, and a link to the run. */
+export function slackAlert(delivery: LeasedAlertDelivery, runUrl: string | undefined): AlertRequest {
+  // Slack's mrkdwn: &, < and > are escaped; <url|label> is a link.
+  const text = delivery.alert.text.replace(/[&<>]/g, (char) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;' })[char]!);
+  return {
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ text: runUrl ? `${text} <${runUrl}|Open the run>` : text }),
+  };
+}

@@ -1,0 +1,3 @@
+/** Tenants' alerts: rules checked, alerts recorded and sent (signed webhooks, Slack), by the workers. */
+export { alertText, newWebhookSecret, slackAlert, webhookAlert, webhookSignature } from './alert-message.ts';
+export { AlertWatcher, type AlertWatcherOptions, MAX_ALERT_ATTEMPTS } from './alert-watcher.ts';
