@@ -332,7 +332,9 @@ export const settings = {
   runLogRetentionDays: {
     env: 'RUN_LOG_RETENTION_DAYS',
     schema: { type: 'integer', minimum: 1, default: 14 },
-    description: 'Run log lines (the Logs API) older than this are pruned, hourly, by worker processes.',
+    description:
+      'Run log lines (the Logs API) and alerts sent (`GET /api/v1/alerts`) older than this are pruned, hourly, by ' +
+      'worker processes.',
   },
   alertCheckIntervalMs: {
     env: 'ALERT_CHECK_INTERVAL_MS',

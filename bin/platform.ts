@@ -33,6 +33,7 @@ import { ExpressionSandbox } from '../engine/expressions/index.ts';
 import { Executor, TestRunner, CompiledFlowCache } from '../engine/runtime/index.ts';
 import { Keyring } from '../engine/secrets/index.ts';
 import {
+  type AlertStore,
   type LogStore,
   type StateKind,
   type StateLimit,
@@ -286,7 +287,7 @@ export class Platform {
         logger,
       });
       await ticks.start();
-      logPruning = pruneRunLogsHourly(workerStore, config.runLogRetentionDays, logger);
+      logPruning = pruneHourly(workerStore, config.runLogRetentionDays, logger);
       reconciler = new QueueReconciler(queue, workerStore, {
         graceMs: Math.max(config.workerLockMs, 2 * ENQUEUE_TIMEOUT_MS),
         intervalMs: 2 * config.workerStalledIntervalMs,
@@ -473,12 +474,16 @@ export class Platform {
 
 const roleName = (roles: Roles) => (roles.api && roles.worker ? 'serve' : roles.api ? 'api' : 'worker');
 
-/** Deletes run log lines past their retention, every hour (every worker does: deleting twice is harmless). */
-function pruneRunLogsHourly(store: LogStore, retentionDays: number, logger: Logger): NodeJS.Timeout {
+/**
+ * Deletes run log lines and alerts sent past their retention, every hour (every worker does: deleting twice
+ * is harmless).
+ */
+function pruneHourly(store: LogStore & AlertStore, retentionDays: number, logger: Logger): NodeJS.Timeout {
   const prune = () => {
-    store.pruneRunLogs(new Date(Date.now() - retentionDays * 86_400_000).toISOString()).then(
-      (pruned) => pruned > 0 && logger.info({ pruned }, 'pruned old run log lines'),
-      (error) => logger.warn({ err: error }, 'could not prune run log lines'),
+    const before = new Date(Date.now() - retentionDays * 86_400_000).toISOString();
+    Promise.all([store.pruneRunLogs(before), store.pruneAlerts(before)]).then(
+      ([lines, alerts]) => lines + alerts > 0 && logger.info({ lines, alerts }, 'pruned old run log lines and alerts'),
+      (error) => logger.warn({ err: error }, 'could not prune run log lines or alerts'),
     );
   };
   prune();

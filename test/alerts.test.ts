@@ -102,12 +102,12 @@ describe.each(['pglite', 'postgres'] as const)('alerts to the tenant on %s', (st
     const webhook = await acme.call('POST', '/api/v1/alert-channels', {
       name: 'on-call',
       type: 'webhook',
-      url: `${hook.url}/alerts`,
+      url: `${hook.url}/alerts?token=query-token-never-shown`,
     });
     expect(webhook.status).toBe(201);
     expect(webhook.body).toMatchObject({
       type: 'webhook',
-      url: `${hook.url}/alerts`,
+      url: `${hook.url}/alerts?…`,
       secret: expect.stringMatching(/^whsec_/),
     });
     secret = webhook.body.secret;
@@ -122,6 +122,7 @@ describe.each(['pglite', 'postgres'] as const)('alerts to the tenant on %s', (st
     channelIds = [webhook.body.id, chat.body.id];
     const listed = await acme.call('GET', '/api/v1/alert-channels');
     expect(listed.text).not.toContain('XXXXSECRETPATH');
+    expect(listed.text).not.toContain('query-token-never-shown');
     expect(listed.text).not.toContain(secret);
     // Another tenant sees none of them, and cannot point a rule at them.
     const other = await env.tenant('other-alerts');
@@ -197,6 +198,10 @@ describe.each(['pglite', 'postgres'] as const)('alerts to the tenant on %s', (st
     const [recorded] = await alerts();
     expect(recorded.deliveries.map((delivery: any) => delivery.status)).toEqual(['sent', 'sent']);
     await acme.call('DELETE', `/api/v1/alert-rules/${rule.body.id}`);
+    // Past the retention, an alert that is no longer being sent is pruned.
+    expect(await env.platform.store.pruneAlerts(recorded.createdAt)).toBe(0);
+    expect(await env.platform.store.pruneAlerts(new Date(Date.now() + 1000).toISOString())).toBe(1);
+    expect(await alerts()).toEqual([]);
   });
 
   it('counts a flood into one alert per cooldown, and reports each failure once', async () => {

@@ -204,6 +204,57 @@ describe('Orders > Import List', () => {
     expect((world.erp.receipts() as any[]).filter((record) => record.Refund.Id === refund.id)).toHaveLength(1);
   });
 
+  it("replays a batch's failed tasks as one tracked bulk replay, each once, linked to the run it retries", async () => {
+    const orders = Array.from({ length: 3 }, (_, i) =>
+      shop().createOrder({
+        lines: [{ title: `Bulk ${i}`, price: 5, quantity: 1 }],
+        synced: true,
+        tags: ['bulk-retry'],
+      }),
+    );
+    const refunds = orders.map((order) => shop().createRefund(order.id, { lines: [{ line: 0, quantity: 1 }] }).refund);
+    world.erp.script(erpReplies.invalidField, erpReplies.invalidField, erpReplies.invalidField);
+    const flowId = await acme.publish(importFlow('bulk-retry', { query: 'tag:bulk-retry' }));
+    const batch = await firstBatch(flowId);
+    expect(batch.counts).toMatchObject({ total: 3, failed: 3 });
+    const failedRuns = (await allTasks(batch.id)).map((task) => task.runId);
+
+    const REPLAYS = '/api/v1/message-queue/replays';
+    const mixed = await acme.call('POST', REPLAYS, { filter: { batchId: batch.id, flowId }, dryRun: true });
+    expect(mixed.status).toBe(400);
+    expect(mixed.body.errors).toEqual([{ path: '$.body.filter.flowId', message: 'does not go with batchId' }]);
+    const counted = await acme.call('POST', REPLAYS, {
+      filter: { batchId: batch.id, errorKind: 'permanent' },
+      dryRun: true,
+    });
+    expect(counted.body).toEqual({ dryRun: true, count: 3 });
+    const made = await acme.call('POST', REPLAYS, { filter: { batchId: batch.id }, ratePerSecond: 2 });
+    expect(made.status).toBe(202);
+    expect(made.body).toMatchObject({ total: 3, status: 'running' });
+    const done = await eventually(async () => {
+      const replay = (await acme.call('GET', `${REPLAYS}/${made.body.id}`)).body;
+      expect(replay.status).toBe('finished');
+      return replay;
+    });
+    expect(done).toMatchObject({ replayed: 3, skipped: 0 });
+    const tasks = await eventually(async () => {
+      const all = await allTasks(batch.id);
+      expect(all.map((task) => task.status)).toEqual(['succeeded', 'succeeded', 'succeeded']);
+      return all;
+    });
+    expect(tasks.map((task) => task.retries)).toEqual([1, 1, 1]);
+    const retriedRuns = await Promise.all(tasks.map((task) => acme.settledRun(task.runId)));
+    expect(retriedRuns.map((run) => run.replayOf).sort()).toEqual([...failedRuns].sort());
+    expect((await acme.call('GET', `/api/v1/batches/${batch.id}`)).body).toMatchObject({
+      status: 'succeeded',
+      counts: { failed: 0, succeeded: 3 },
+    });
+    for (const refund of refunds)
+      expect((world.erp.receipts() as any[]).filter((record) => record.Refund.Id === refund.id)).toHaveLength(1);
+    // Nothing failed is left: asking again replays nothing.
+    expect((await acme.call('POST', REPLAYS, { filter: { batchId: batch.id } })).body).toMatchObject({ total: 0 });
+  });
+
   it('imports the optional fields it is asked for, pages sized to their cost', async () => {
     const order = shop().createOrder({
       lines: Array.from({ length: 12 }, (_, i) => ({ title: `Part ${i}`, price: 2, quantity: 1 })),

@@ -16,8 +16,14 @@ import { idParams } from './editable-flows.ts';
 
 const pageQuery = { type: 'object', additionalProperties: false, properties: pageQuerySchema } as const;
 
-/** What the API shows of a Slack webhook's URL (the rest of it is the credential). */
-const originOf = (url: string) => `${new URL(url).origin}/…`;
+/**
+ * What the API shows of a channel's URL: a Slack webhook's origin only (its path is the credential), a
+ * webhook's without its query (which may carry a token).
+ */
+function shownUrl(type: string, text: string): string {
+  const url = new URL(text);
+  return type === 'slack' ? `${url.origin}/…` : `${url.origin}${url.pathname}${url.search ? '?…' : ''}`;
+}
 
 /**
  * Alerts to the tenant (seed tag Logs): channels (a signed webhook, a Slack-style webhook), rules (a run
@@ -68,7 +74,7 @@ export function alertRoutes({ store, keyring, http }: ApiContext) {
           id,
           name: body.name,
           type: body.type,
-          shownUrl: body.type === 'slack' ? originOf(body.url) : body.url,
+          shownUrl: shownUrl(body.type, body.url),
           sealed: keyring.seal(JSON.stringify({ url: body.url, secret }), alertChannelContext(tenantId, id)),
         });
         return { status: 201, body: secret ? { ...channel, secret } : channel };

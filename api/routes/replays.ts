@@ -52,7 +52,7 @@ export function replayRoutes({ store }: ApiContext) {
         "start a new run for each message, on its flow's active version, at most `ratePerSecond` a second, each " +
         'naming the run it replays (`replayOf`). A message is run again only while its latest run still ended so: ' +
         'asking again replays nothing twice, and the same `Idempotency-Key` answers the replay it made. Batch items ' +
-        "are left to their batch's retry.",
+        "are replayed by naming their batch (`batchId`): its failed tasks are tried again as the batch's retry does.",
       headers: { 'Idempotency-Key': 'Names this replay: asked again with it, the same replay is answered (200).' },
       body: replayRequestSchema,
       responses: {
@@ -75,6 +75,16 @@ export function replayRoutes({ store }: ApiContext) {
       },
       async handle({ tenantId, body, req }) {
         const filter: StoredReplayFilter = { ...body.filter, status: body.filter?.status ?? 'failed' };
+        if (filter.batchId !== undefined) {
+          const mixed = (['flowId', 'receivedFrom', 'receivedTo'] as const).filter((field) => field in filter);
+          const errors = mixed.map((field) => ({
+            path: `$.body.filter.${field}`,
+            message: 'does not go with batchId',
+          }));
+          if (filter.status !== 'failed')
+            errors.push({ path: '$.body.filter.status', message: 'must be failed with batchId' });
+          if (errors.length > 0) throw new ValidationError('Invalid request', errors);
+        }
         if (body.dryRun) return { body: { dryRun: true, count: await store.countReplayable(tenantId, filter) } };
         const requestKey = req.get('idempotency-key') ?? null;
         if (requestKey !== null && (requestKey.length === 0 || requestKey.length > MAX_REQUEST_KEY))

@@ -26,6 +26,12 @@ export const replayFilterSchema = {
     },
     receivedFrom: { ...timestamp, description: 'Messages received at or after this time.' },
     receivedTo: { ...timestamp, description: 'Messages received before this time.' },
+    batchId: {
+      ...uuid,
+      description:
+        "The failed tasks of this batch (a fan-out's), tried again as the batch's retry does, in its order: with " +
+        '`errorKind` only (status `failed`).',
+    },
   },
   examples: [
     {

@@ -68,7 +68,7 @@ export const runSchema = {
     callDepth: { type: 'integer', description: 'How many calls deep: 0 for a run a delivery or schedule started.' },
     replayOf: {
       anyOf: [uuid, { type: 'null' }],
-      description: 'Set on a run a bulk replay started: the run it replays.',
+      description: "Set on a run a bulk replay or a batch task's retry started: the run it replays.",
     },
   },
 } as const;

@@ -62,6 +62,8 @@ export interface AlertStore {
   deleteAlertRule(tenantId: string, id: string): Promise<boolean>;
   /** Alerts made, newest first, with their deliveries. */
   listAlerts(tenantId: string, page: PageRequest): Promise<Page<Alert>>;
+  /** Deletes alerts made before `before` that are no longer being sent (a retention sweep); how many. */
+  pruneAlerts(before: string): Promise<number>;
 
   /**
    * Enabled rules of any tenant not checked in the last `intervalMs`, at most `limit`, marked checked now (a

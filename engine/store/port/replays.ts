@@ -25,8 +25,9 @@ export interface ReplayStore {
   /**
    * One page of one due replay of any tenant (a worker's sweep): at most its rate of new queued runs, one
    * for each next match whose flow has an active version, each naming the run it replays; the replay's
-   * progress moves on in the same statement, and it is not due again for a second. `ids` gives the new
-   * runs' ids (as many as the largest rate). Undefined when no replay is due.
+   * progress moves on in the same statement, and it is not due again for a second. A replay of a batch's
+   * failed tasks tries them as the batch's retry does. `runIds` and `messageIds` give the new runs' ids and
+   * a retried task's new message's (as many as the largest rate). Undefined when no replay is due.
    */
-  replayNextPage(ids: string[]): Promise<{ replay: Replay; runs: Run[] } | undefined>;
+  replayNextPage(runIds: string[], messageIds: string[]): Promise<{ replay: Replay; runs: Run[] } | undefined>;
 }

@@ -17,9 +17,29 @@ import { migration as m14 } from './migrations/14-replays.ts';
 import { migration as m15 } from './migrations/15-message-traces.ts';
 import { migration as m16 } from './migrations/16-held-runs.ts';
 import { migration as m17 } from './migrations/17-alerts.ts';
+import { migration as m18 } from './migrations/18-batch-replays.ts';
 
 /** Versioned, append-only (one file each in migrations/): a released migration never changes; a change is a new one. */
-export const migrations: Migration[] = [m1, m2, m3, m4, m5, m6, m7, m8, m9, m10, m11, m12, m13, m14, m15, m16, m17];
+export const migrations: Migration[] = [
+  m1,
+  m2,
+  m3,
+  m4,
+  m5,
+  m6,
+  m7,
+  m8,
+  m9,
+  m10,
+  m11,
+  m12,
+  m13,
+  m14,
+  m15,
+  m16,
+  m17,
+  m18,
+];
 
 /**
  * Apply pending migrations in one transaction: all or none. The advisory lock makes concurrent

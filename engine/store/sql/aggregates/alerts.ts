@@ -181,6 +181,16 @@ export class SqlAlerts implements AlertStore {
     );
   }
 
+  async pruneAlerts(before: string) {
+    const [row] = await this.db.query(
+      `with gone as (delete from alerts a where a.created_at < $1 and not exists (select 1 from alert_deliveries d
+         where d.tenant_id = a.tenant_id and d.alert_id = a.id and d.status = 'pending') returning 1)
+       select count(*) as n from gone`,
+      [before],
+    );
+    return Number(row.n);
+  }
+
   async claimAlertRules(intervalMs: number, limit: number) {
     const rows = await this.db.query(
       `update alert_rules r set checked_at = now()

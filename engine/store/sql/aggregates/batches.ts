@@ -12,6 +12,39 @@ import {
   BATCH_WITH_COUNTS,
 } from './rows.ts';
 
+/**
+ * The parts of a statement (CTEs, ending with `retried`: the new runs) that try failed tasks of a batch
+ * again: for each row of `picked` (key, old_run, run_id, message_id), a new run in the task's place, from the
+ * failed run's message body and fan-out checkpoint, naming the run it retries (and the bulk replay
+ * `replayId`, an SQL expression, if any); the failed run stays in the history, and the batch runs again.
+ */
+export const retryTasks = (tenant: string, batch: string, picked: string, replayId: string) => `
+  task as (
+    update batch_tasks t set run_id = i.run_id, retries = retries + 1 from ${picked} i
+     where t.tenant_id = ${tenant} and t.batch_id = ${batch} and t.key = i.key and t.run_id = i.old_run
+    returning t.key, t.retries),
+  fresh as (
+    select i.key, i.old_run, i.run_id, i.message_id, t.retries, r.flow_id, r.flow_version, m.body, b.node_id
+      from ${picked} i join task t on t.key = i.key
+      join runs r on r.tenant_id = ${tenant} and r.id = i.old_run
+      join messages m on m.tenant_id = ${tenant} and m.id = r.message_id
+      join batches b on b.tenant_id = ${tenant} and b.id = ${batch}),
+  task_messages as (
+    insert into messages (tenant_id, id, flow_id, flow_version, delivery_id, body, headers, query)
+    select ${tenant}, message_id, flow_id, flow_version, 'batch:' || ${batch} || ':' || key || ':retry:' || retries,
+           body, '{}', '{}' from fresh),
+  task_steps as (
+    insert into steps (tenant_id, run_id, key, node_id, status, attempts, output, error, started_at, finished_at)
+    select ${tenant}, f.run_id, f.node_id, f.node_id, 'succeeded', 1, st.output, null, now(), now()
+      from fresh f join steps st on st.tenant_id = ${tenant} and st.run_id = f.old_run and st.key = f.node_id),
+  reopened as (
+    update batches set status = 'running', finished_at = null
+     where tenant_id = ${tenant} and id = ${batch} and exists (select 1 from fresh)),
+  retried as (
+    insert into runs (tenant_id, id, flow_id, flow_version, message_id, status, batch_id, replay_of, replay_id)
+    select ${tenant}, run_id, flow_id, flow_version, message_id, 'queued', ${batch}, old_run, ${replayId} from fresh
+    returning *)`;
+
 /** Fan-out batches and their tasks, and incremental fields. */
 export class SqlBatches implements BatchStore {
   constructor(private readonly db: SqlDriver) {}
@@ -125,34 +158,13 @@ export class SqlBatches implements BatchStore {
     const rows = failed
       .slice(0, limit)
       .map((row) => ({ key: row.key, old_run: row.run_id, run_id: newId(), message_id: newId() }));
-    // The new run starts from the failed one's message and fan-out checkpoint; the failed run stays as it was.
     const inserted = await this.db.query(
       `with input as (
          select * from jsonb_to_recordset($3::jsonb) as x(key text, old_run uuid, run_id uuid, message_id uuid)
-       ), task as (
-         update batch_tasks t set run_id = i.run_id, retries = retries + 1 from input i
-          where t.tenant_id = $1 and t.batch_id = $2 and t.key = i.key and t.run_id = i.old_run
-            returning t.key, t.retries
-       ), fresh as (
-         select i.*, t.retries, r.flow_id, r.flow_version, m.body, b.node_id from input i join task t on t.key = i.key
-           join runs r on r.tenant_id = $1 and r.id = i.old_run join messages m on m.tenant_id = $1
-             and m.id = r.message_id
-           join batches b on b.tenant_id = $1 and b.id = $2
-       ), m as (
-         insert into messages (tenant_id, id, flow_id, flow_version, delivery_id, body, headers, query)
-         select $1, message_id, flow_id, flow_version, 'batch:' || $2 || ':' || key || ':retry:' || retries, body,
-           '{}', '{}' from fresh
-       ), s as (
-         insert into steps (tenant_id, run_id, key, node_id, status, attempts, output, error, started_at, finished_at)
-         select $1, f.run_id, f.node_id, f.node_id, 'succeeded', 1, st.output, null, now(), now()
-           from fresh f join steps st on st.tenant_id = $1 and st.run_id = f.old_run and st.key = f.node_id
-       )
-       insert into runs (tenant_id, id, flow_id, flow_version, message_id, status, batch_id)
-       select $1, run_id, flow_id, flow_version, message_id, 'queued', $2 from fresh
-       returning *`,
+       ), ${retryTasks('$1', '$2::uuid', 'input', 'null::uuid')}
+       select * from retried`,
       [tenantId, batchId, JSON.stringify(rows)],
     );
-    if (inserted.length > 0) await this.setBatchStatus(tenantId, batchId, 'running');
     return { runs: inserted.map(toRun), more: failed.length > limit };
   }
 

@@ -3,21 +3,34 @@ import type { ReplayStore, StoredReplayFilter } from '../../port/replays.ts';
 import type { PageRequest } from '../../port/common.ts';
 import type { SqlDriver } from '../driver.ts';
 import { type Row, UUID, decodeCursor, iso, isoOrNull, isUuid, page, toRun } from './rows.ts';
+import { retryTasks } from './batches.ts';
 
 /**
- * The messages a filter (a jsonb expression) matches for a tenant: not repeated deliveries, not batch items
- * (their batch retries them), whose latest run ended with the filter's status, and its other conditions.
+ * The messages a filter (a jsonb expression) without a batch matches for a tenant: not repeated deliveries,
+ * not batch items (a filter with a batch takes those), whose latest run ended with the filter's status, and
+ * its other conditions.
  */
 const matches = (tenant: string, filter: string) => `
   select m.id as message_id, m.flow_id, r.id as run_id from messages m
     join lateral (select id, status, batch_id, error from runs where tenant_id = m.tenant_id and message_id = m.id
       order by id desc limit 1) r on true
-   where m.tenant_id = ${tenant} and m.duplicate_of is null and r.batch_id is null
+   where ${filter}->>'batchId' is null and m.tenant_id = ${tenant} and m.duplicate_of is null and r.batch_id is null
      and r.status = ${filter}->>'status'
      and (${filter}->>'flowId' is null or m.flow_id = (${filter}->>'flowId')::uuid)
      and (${filter}->>'errorKind' is null or r.error->>'kind' = ${filter}->>'errorKind')
      and (${filter}->>'receivedFrom' is null or m.received_at >= (${filter}->>'receivedFrom')::timestamptz)
      and (${filter}->>'receivedTo' is null or m.received_at < (${filter}->>'receivedTo')::timestamptz)`;
+
+/** The tasks of a filter's batch whose run failed (of its error kind), in the batch's order. */
+const failedTasks = (tenant: string, filter: string) => `
+  select t.key, t.run_id as old_run, t.seq from batch_tasks t
+    join runs r on r.tenant_id = t.tenant_id and r.id = t.run_id
+   where t.tenant_id = ${tenant} and t.batch_id = (${filter}->>'batchId')::uuid and r.status = 'failed'
+     and (${filter}->>'errorKind' is null or r.error->>'kind' = ${filter}->>'errorKind')`;
+
+/** How many messages, or failed tasks of its batch, a filter matches. */
+const countMatches = (tenant: string, filter: string) =>
+  `(select count(*) from (${matches(tenant, filter)}) found) + (select count(*) from (${failedTasks(tenant, filter)}) tasks)`;
 
 const toReplay = (r: Row): Replay => ({
   id: r.id,
@@ -36,7 +49,7 @@ export class SqlReplays implements ReplayStore {
   constructor(private readonly db: SqlDriver) {}
 
   async countReplayable(tenantId: string, filter: StoredReplayFilter) {
-    const [row] = await this.db.query(`select count(*) as n from (${matches('$1', '$2::jsonb')}) found`, [
+    const [row] = await this.db.query(`select ${countMatches('$1', '$2::jsonb')} as n`, [
       tenantId,
       JSON.stringify(filter),
     ]);
@@ -49,7 +62,7 @@ export class SqlReplays implements ReplayStore {
   ) {
     const [row] = await this.db.query(
       `insert into replays (tenant_id, id, request_key, filter, rate_per_second, total)
-       select $1, $2, $3, $4::jsonb, $5, (select count(*) from (${matches('$1', '$4::jsonb')}) found)
+       select $1, $2, $3, $4::jsonb, $5, ${countMatches('$1', '$4::jsonb')}
         where (select count(*) from replays where tenant_id = $1 and status = 'running') < $6
        on conflict (tenant_id, request_key) where request_key is not null do nothing
        returning *`,
@@ -98,7 +111,7 @@ export class SqlReplays implements ReplayStore {
     return row ? toReplay(row) : undefined;
   }
 
-  async replayNextPage(ids: string[]) {
+  async replayNextPage(runIds: string[], messageIds: string[]) {
     // One statement: the replay's row stays locked from choosing the page to moving its cursor, so two
     // workers never take the same page, and a crash leaves either the whole page done or none of it.
     const [row] = await this.db.query(
@@ -118,19 +131,31 @@ export class SqlReplays implements ReplayStore {
            join flows f on f.tenant_id = job.tenant_id and f.id = picked.flow_id and f.active
             and f.active_version is not null
          returning *),
+       picked_tasks as (
+         select found.*, ($1::uuid[])[found.n] as run_id, ($2::uuid[])[found.n] as message_id
+           from job cross join lateral (
+             select tasks.*, row_number() over (order by tasks.seq) as n from (
+               ${failedTasks('job.tenant_id', 'job.filter')} and t.seq > coalesce(job.cursor_seq, 0)
+               order by t.seq limit job.rate_per_second) tasks) found),
+       ${retryTasks('(select tenant_id from job)', "(select (filter->>'batchId')::uuid from job)", 'picked_tasks', '(select id from job)')},
        progressed as (
          update replays set
            cursor = coalesce((select message_id from picked order by message_id desc limit 1), replays.cursor),
-           replayed = replays.replayed + (select count(*) from inserted),
-           skipped = replays.skipped + (select count(*) from picked) - (select count(*) from inserted),
-           status = case when (select count(*) from picked) < job.rate_per_second then 'finished' else 'running' end,
-           finished_at = case when (select count(*) from picked) < job.rate_per_second then now() end,
+           cursor_seq = coalesce((select max(seq) from picked_tasks), replays.cursor_seq),
+           replayed = replays.replayed + (select count(*) from inserted) + (select count(*) from retried),
+           skipped = replays.skipped + (select count(*) from picked) + (select count(*) from picked_tasks)
+             - (select count(*) from inserted) - (select count(*) from retried),
+           status = case when (select count(*) from picked) + (select count(*) from picked_tasks) < job.rate_per_second
+             then 'finished' else 'running' end,
+           finished_at = case when (select count(*) from picked) + (select count(*) from picked_tasks)
+             < job.rate_per_second then now() end,
            next_at = now() + interval '1 second'
          from job where replays.tenant_id = job.tenant_id and replays.id = job.id
          returning replays.*)
        select (select to_jsonb(p) from progressed p) as replay,
-              coalesce((select jsonb_agg(to_jsonb(i) order by i.id) from inserted i), '[]'::jsonb) as runs`,
-      [ids],
+              coalesce((select jsonb_agg(to_jsonb(i) order by i.id) from (select * from inserted union all
+                select * from retried) i), '[]'::jsonb) as runs`,
+      [runIds, messageIds],
     );
     if (!row?.replay) return undefined;
     return { replay: toReplay(row.replay), runs: (row.runs as Row[]).map(toRun) };

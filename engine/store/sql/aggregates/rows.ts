@@ -253,7 +253,7 @@ export const toBatch = (r: Row): Batch => {
     flowVersion: r.flow_version,
     runId: r.run_id,
     nodeId: r.node_id,
-    status: r.status,
+    status: r.settled_status ?? r.status,
     windowFrom: isoOrNull(r.window_from),
     windowTo: isoOrNull(r.window_to),
     counts: {
@@ -265,7 +265,7 @@ export const toBatch = (r: Row): Batch => {
       progress: total === 0 ? 100 : Math.round(((total - unfinished) / total) * 1000) / 10,
     },
     startedAt: iso(r.created_at),
-    finishedAt: isoOrNull(r.finished_at),
+    finishedAt: isoOrNull(r.settled_status ? r.last_finished_at : r.finished_at),
   };
 };
 export const toBatchTask = (r: Row): BatchTask => ({
@@ -285,12 +285,21 @@ export const toIncrementalField = (r: Row): IncrementalField => ({
   updatedAt: iso(r.updated_at),
 });
 /** A batch with the counts of its tasks' latest runs. */
-export const BATCH_WITH_COUNTS = `select b.*, c.* from batches b cross join lateral (
+/**
+ * A batch with its task counts. A batch running again after its tasks were retried (the run that made it
+ * has ended, so nothing else will settle it) is settled here, as the tasks ended: `settled_status`.
+ */
+export const BATCH_WITH_COUNTS = `select b.*, c.*,
+    case when b.status = 'running' and c.unfinished = 0
+      and (select o.status from runs o where o.tenant_id = b.tenant_id and o.id = b.run_id) in ${TERMINAL}
+      then case when c.failed > 0 then 'failed' else 'succeeded' end end as settled_status
+  from batches b cross join lateral (
     select count(*) as total,
       count(*) filter (where r.status in ${UNFINISHED}) as unfinished,
       count(*) filter (where r.status = 'succeeded') as succeeded,
       count(*) filter (where r.status in ('failed', 'handled')) as failed,
-      count(*) filter (where r.status in ('skipped', 'filtered', 'cancelled')) as skipped
+      count(*) filter (where r.status in ('skipped', 'filtered', 'cancelled')) as skipped,
+      max(r.finished_at) as last_finished_at
     from batch_tasks t join runs r on r.tenant_id = t.tenant_id and r.id = t.run_id
     where t.tenant_id = b.tenant_id and t.batch_id = b.id) c`;
 
