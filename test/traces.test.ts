@@ -224,6 +224,10 @@ describe.each([
     expect(exported).not.toContain(BODY_MARK);
     expect(exported).not.toContain(SECRET);
 
+    // The run's page names its trace.
+    const link = await acme.call('POST', `/api/v1/runs/${delivered.body.runId}/page-link`, {});
+    expect(await (await fetch(link.body.url)).text()).toContain(`<code>${traceId}</code>`);
+
     // The delivery's log line names its trace and span.
     const line = env.lines.map((text) => JSON.parse(text)).find((entry) => entry.path === '/hooks/acme/traced');
     expect(line).toMatchObject({ trace_id: traceId, span_id: server.spanId });
