@@ -120,6 +120,25 @@ describe.each(['pglite', 'postgres'] as const)('alerts to the tenant on %s', (st
     expect(chat.body.url).toBe(`${slack.url}/…`);
     expect(chat.body.secret).toBeUndefined();
     channelIds = [webhook.body.id, chat.body.id];
+    // A test alert goes out at once, signed, and says how it was answered.
+    const tested = await acme.call('POST', `/api/v1/alert-channels/${webhook.body.id}/test`);
+    expect(tested.body).toEqual({ sent: true, status: 200 });
+    const [test] = hook.requests.splice(0);
+    expect(verifies(test, secret)).toBe(true);
+    expect(JSON.parse(test.body)).toMatchObject({ type: 'alert.test', tenantId: 'acme', rule: null, runUrl: null });
+    expect((await acme.call('POST', `/api/v1/alert-channels/${chat.body.id}/test`)).body).toEqual({
+      sent: true,
+      status: 200,
+    });
+    expect(JSON.parse(slack.requests.splice(0)[0].body)).toEqual({
+      text: '[test] a test alert from Tributary: this channel works',
+    });
+    const wrong = await acme.call('POST', '/api/v1/alert-channels', { name: 'wrong', type: 'webhook', url: erp.url });
+    expect((await acme.call('POST', `/api/v1/alert-channels/${wrong.body.id}/test`)).body).toEqual({
+      sent: false,
+      error: 'answered 422',
+    });
+    expect((await acme.call('DELETE', `/api/v1/alert-channels/${wrong.body.id}`)).status).toBe(204);
     const listed = await acme.call('GET', '/api/v1/alert-channels');
     expect(listed.text).not.toContain('XXXXSECRETPATH');
     expect(listed.text).not.toContain('query-token-never-shown');

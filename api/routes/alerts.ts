@@ -1,4 +1,4 @@
-import { newWebhookSecret } from '../../engine/alerts/index.ts';
+import { AlertSender, newWebhookSecret } from '../../engine/alerts/index.ts';
 import {
   alertChannelSchema,
   alertRuleSchema,
@@ -13,6 +13,9 @@ import { alertChannelContext } from '../../engine/secrets/index.ts';
 import type { ApiContext } from '../context.ts';
 import { connectionSchema, defineRoute, pageQuerySchema } from '../route.ts';
 import { idParams } from './editable-flows.ts';
+
+/** How long a test alert may take to be answered. */
+const TEST_TIMEOUT_MS = 10_000;
 
 const pageQuery = { type: 'object', additionalProperties: false, properties: pageQuerySchema } as const;
 
@@ -32,6 +35,7 @@ function shownUrl(type: string, text: string): string {
 export function alertRoutes({ store, keyring, http }: ApiContext) {
   const channels = '/api/v1/alert-channels';
   const rules = '/api/v1/alert-rules';
+  const sender = new AlertSender(keyring, http, TEST_TIMEOUT_MS);
   /** A rule names channels of its own tenant only. */
   const checkChannels = async (tenantId: string, ids: string[]) => {
     const found = await Promise.all(ids.map((id) => store.getAlertChannel(tenantId, id)));
@@ -102,6 +106,48 @@ export function alertRoutes({ store, keyring, http }: ApiContext) {
         const channel = await store.getAlertChannel(tenantId, params.id);
         if (!channel) throw new NotFoundError(`no alert channel ${params.id}`);
         return { body: channel };
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: `${channels}/{id}/test`,
+      tag: 'Logs',
+      scope: 'alerts:write',
+      summary: 'Send a test alert to a channel now, and say how it was answered',
+      description:
+        'An alert of type `alert.test` (signed as any, `rule` null), sent at once, not kept or retried: to check the ' +
+        `URL, the secret and the receiver. At most ${TEST_TIMEOUT_MS / 1000} s.`,
+      params: idParams,
+      responses: {
+        200: {
+          description: 'How the channel answered.',
+          schema: {
+            type: 'object',
+            additionalProperties: false,
+            required: ['sent'],
+            properties: {
+              sent: { type: 'boolean', description: 'It answered 2xx.' },
+              status: { type: 'integer', description: 'Its answer, when it answered 2xx.' },
+              error: { type: 'string', description: 'Why it was not sent: no answer, a status, a refused address.' },
+            },
+          },
+        },
+      },
+      async handle({ tenantId, params }) {
+        const channel = await store.getSealedAlertChannel(tenantId, params.id);
+        if (!channel) throw new NotFoundError(`no alert channel ${params.id}`);
+        const outcome = await sender.send(tenantId, channel, {
+          id: newId(),
+          type: 'alert.test',
+          tenantId,
+          rule: null,
+          count: 0,
+          text: '[test] a test alert from Tributary: this channel works',
+          sample: null,
+          runUrl: null,
+          createdAt: new Date().toISOString(),
+        });
+        return { body: outcome.sent ? outcome : { sent: false, error: outcome.error } };
       },
     }),
     defineRoute({

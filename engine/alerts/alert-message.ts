@@ -32,48 +32,63 @@ export function alertText(rule: Pick<CheckedAlertRule, 'name' | 'condition'>, fi
   return `[${rule.name}] ${said}`;
 }
 
+/** An alert as a webhook channel receives it (its JSON body). */
+export interface AlertPayload {
+  id: string;
+  /** `alert.<condition kind>`, or `alert.test`. */
+  type: string;
+  tenantId: string;
+  /** The rule that made it; none for a test alert. */
+  rule: { id: string; name: string } | null;
+  count: number;
+  text: string;
+  sample: Alert['sample'];
+  runUrl: string | null;
+  createdAt: string;
+}
+
+/** The payload of an alert being delivered. */
+export function alertPayload(delivery: LeasedAlertDelivery, runUrl: string | undefined): AlertPayload {
+  const { alert } = delivery;
+  return {
+    id: alert.id,
+    type: `alert.${alert.kind}`,
+    tenantId: delivery.tenantId,
+    rule: { id: alert.ruleId, name: alert.ruleName },
+    count: alert.count,
+    text: alert.text,
+    sample: alert.sample,
+    runUrl: runUrl ?? null,
+    createdAt: alert.createdAt,
+  };
+}
+
 export interface AlertRequest {
   headers: Record<string, string>;
   body: string;
 }
 
 /** The JSON a webhook channel receives, signed (Standard Webhooks headers). */
-export function webhookAlert(
-  delivery: LeasedAlertDelivery,
-  secret: string,
-  runUrl: string | undefined,
-  now = Date.now(),
-): AlertRequest {
-  const { alert } = delivery;
-  const body = JSON.stringify({
-    id: alert.id,
-    type: `alert.${alert.kind}`,
-    tenantId: delivery.tenantId,
-    rule: { id: alert.ruleId, name: delivery.alert.ruleName },
-    count: alert.count,
-    text: alert.text,
-    sample: alert.sample satisfies Alert['sample'],
-    runUrl: runUrl ?? null,
-    createdAt: alert.createdAt,
-  });
+export function webhookAlert(payload: AlertPayload, secret: string, now = Date.now()): AlertRequest {
+  const body = JSON.stringify(payload);
   const timestamp = Math.floor(now / 1000);
   return {
     headers: {
       'content-type': 'application/json',
-      'webhook-id': alert.id,
+      'webhook-id': payload.id,
       'webhook-timestamp': String(timestamp),
-      'webhook-signature': webhookSignature(secret, alert.id, timestamp, body),
+      'webhook-signature': webhookSignature(secret, payload.id, timestamp, body),
     },
     body,
   };
 }
 
 /** What a Slack-style incoming webhook receives: the line, and a link to the run. */
-export function slackAlert(delivery: LeasedAlertDelivery, runUrl: string | undefined): AlertRequest {
+export function slackAlert(payload: AlertPayload): AlertRequest {
   // Slack's mrkdwn: &, < and > are escaped; <url|label> is a link.
-  const text = delivery.alert.text.replace(/[&<>]/g, (char) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;' })[char]!);
+  const text = payload.text.replace(/[&<>]/g, (char) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;' })[char]!);
   return {
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ text: runUrl ? `${text} <${runUrl}|Open the run>` : text }),
+    body: JSON.stringify({ text: payload.runUrl ? `${text} <${payload.runUrl}|Open the run>` : text }),
   };
 }

@@ -1,17 +1,17 @@
 import type { Logger } from 'pino';
-import { newId, OperationError } from '../model/index.ts';
+import { newId } from '../model/index.ts';
 import type { HttpClient } from '../outbound/index.ts';
 import { SingleFlight } from '../queue/index.ts';
-import { alertChannelContext, type Keyring } from '../secrets/index.ts';
-import type { AlertChannelSecrets, AlertStore, CheckedAlertRule, LeasedAlertDelivery } from '../store/index.ts';
-import { alertText, slackAlert, webhookAlert } from './alert-message.ts';
+import type { Keyring } from '../secrets/index.ts';
+import type { AlertStore, CheckedAlertRule, LeasedAlertDelivery } from '../store/index.ts';
+import { alertPayload, alertText } from './alert-message.ts';
+import { AlertSender } from './alert-sender.ts';
 
 /** Attempts at one delivery before it is given up (spread over about 1.5 hours). */
 export const MAX_ALERT_ATTEMPTS = 10;
 /** Rules checked, and deliveries sent, in one look of one worker. */
 const RULES_PER_LOOK = 50;
 const DELIVERIES_PER_LOOK = 20;
-const MAX_ANSWER_BYTES = 64 * 1024;
 
 export interface AlertWatcherOptions {
   store: AlertStore;
@@ -41,7 +41,11 @@ export class AlertWatcher {
     (error) => this.options.logger.warn({ err: error }, 'could not check or send alerts'),
   );
 
-  constructor(private readonly options: AlertWatcherOptions) {}
+  private readonly sender: AlertSender;
+
+  constructor(private readonly options: AlertWatcherOptions) {
+    this.sender = new AlertSender(options.keyring, options.http, options.timeoutMs);
+  }
 
   start() {
     this.timer = setInterval(() => void this.look(), Math.min(1000, this.options.checkEveryMs)).unref();
@@ -74,36 +78,16 @@ export class AlertWatcher {
   }
 
   private async deliver(delivery: LeasedAlertDelivery) {
-    const { store, keyring, http, timeoutMs, logger } = this.options;
+    const { store, logger } = this.options;
     const { tenantId, alert, channel, channelId } = delivery;
     const settled = { tenantId, attempt: delivery.attempt, alertId: alert.id, channelId };
     if (!channel) return store.settleAlertDelivery(settled, { sent: false, error: 'the channel was deleted' });
-    let error: string;
-    let permanent = false;
-    try {
-      const secrets: AlertChannelSecrets = JSON.parse(
-        keyring.open(channel.sealed, alertChannelContext(tenantId, channelId)),
-      );
-      const runUrl = alert.sample ? this.options.runUrl(tenantId, alert.sample.runId) : undefined;
-      const request =
-        channel.type === 'slack' ? slackAlert(delivery, runUrl) : webhookAlert(delivery, secrets.secret ?? '', runUrl);
-      const answer = await http.forTenant(tenantId).send({
-        method: 'POST',
-        url: new URL(secrets.url),
-        headers: { ...request.headers, 'user-agent': 'Tributary-Alerts' },
-        body: request.body,
-        timeoutMs,
-        maxResponseBytes: MAX_ANSWER_BYTES,
-        failure: 'the alert',
-      });
-      if (answer.ok) return await store.settleAlertDelivery(settled, { sent: true });
-      error = `answered ${answer.status}`;
-    } catch (thrown) {
-      error = thrown instanceof Error ? thrown.message : String(thrown);
-      permanent = thrown instanceof OperationError && thrown.kind === 'permanent';
-    }
+    const runUrl = alert.sample ? this.options.runUrl(tenantId, alert.sample.runId) : undefined;
+    const outcome = await this.sender.send(tenantId, channel, alertPayload(delivery, runUrl));
+    if (outcome.sent) return store.settleAlertDelivery(settled, { sent: true });
+    const { error } = outcome;
     const retryAt =
-      permanent || delivery.attempt >= MAX_ALERT_ATTEMPTS
+      outcome.permanent || delivery.attempt >= MAX_ALERT_ATTEMPTS
         ? undefined
         : new Date(Date.now() + backoffMs(delivery.attempt));
     logger.warn({ tenantId, alertId: alert.id, channelId, attempt: delivery.attempt, error }, 'alert not sent');

@@ -35,13 +35,20 @@ export interface AlertFinding {
   sample: Alert['sample'];
 }
 
+/** A channel as it is sent to: its sealed part (AlertChannelSecrets) with its id and type. */
+export interface SealedAlertChannel {
+  id: string;
+  type: AlertChannel['type'];
+  sealed: Pick<SealedValue, 'keyId' | 'ciphertext'>;
+}
+
 /** An alert's delivery to one channel, leased to the worker that sends it. */
 export interface LeasedAlertDelivery {
   tenantId: string;
   alert: Omit<Alert, 'deliveries'> & { ruleName: string };
   channelId: string;
   /** Null when the channel was deleted since. */
-  channel: { type: AlertChannel['type']; sealed: Pick<SealedValue, 'keyId' | 'ciphertext'> } | null;
+  channel: SealedAlertChannel | null;
   /** This attempt's number (1 for the first). */
   attempt: number;
 }
@@ -52,6 +59,7 @@ export interface AlertStore {
   createAlertChannel(tenantId: string, channel: NewAlertChannelRecord): Promise<AlertChannel>;
   listAlertChannels(tenantId: string, page: PageRequest): Promise<Page<AlertChannel>>;
   getAlertChannel(tenantId: string, id: string): Promise<AlertChannel | undefined>;
+  getSealedAlertChannel(tenantId: string, id: string): Promise<SealedAlertChannel | undefined>;
   deleteAlertChannel(tenantId: string, id: string): Promise<boolean>;
   /** ConflictError past MAX_ALERT_RULES. */
   createAlertRule(tenantId: string, id: string, rule: Required<NewAlertRule>): Promise<AlertRule>;

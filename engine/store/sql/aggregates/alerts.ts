@@ -96,6 +96,15 @@ export class SqlAlerts implements AlertStore {
     return row ? toChannel(row) : undefined;
   }
 
+  async getSealedAlertChannel(tenantId: string, id: string) {
+    if (!isUuid(id)) return undefined;
+    const [row] = await this.db.query('select id, type, sealed from alert_channels where tenant_id = $1 and id = $2', [
+      tenantId,
+      id,
+    ]);
+    return row ? { id: row.id as string, type: row.type, sealed: row.sealed } : undefined;
+  }
+
   async deleteAlertChannel(tenantId: string, id: string) {
     if (!isUuid(id)) return false;
     const rows = await this.db.query('delete from alert_channels where tenant_id = $1 and id = $2 returning id', [
@@ -280,7 +289,7 @@ export class SqlAlerts implements AlertStore {
       tenantId: r.tenant_id,
       alert: { ...toAlert(r.alert), ruleName: r.rule_name ?? '(deleted rule)' },
       channelId: r.channel_id,
-      channel: r.channel_type ? { type: r.channel_type, sealed: r.channel_sealed } : null,
+      channel: r.channel_type ? { id: r.channel_id, type: r.channel_type, sealed: r.channel_sealed } : null,
       attempt: r.attempts,
     }));
   }
