@@ -5,7 +5,7 @@ import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RunPageLinks } from '../api/run-page.ts';
 import { Keyring } from '../engine/secrets/index.ts';
-import { sendWebhook, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
+import { eventually, sendWebhook, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
 import { Receiver } from './support/receiver.ts';
 
 /** Debian's chromium (`.ci/run` installs it); CHROMIUM points elsewhere. */
@@ -262,12 +262,10 @@ describe("a run's page, in a headless browser", () => {
     erpRefuses = false;
     await page.getByRole('button', { name: 'Replay this message' }).click();
     await page.waitForURL((url) => url.pathname.startsWith('/run-pages/') && url.href !== link.body.url);
-    await expect
-      .poll(async () => {
-        await page.reload();
-        return page.locator('h1').innerText();
-      })
-      .toBe('Refunds to the ERP succeeded');
+    await eventually(async () => {
+      await page.reload();
+      expect(await page.locator('h1').innerText()).toBe('Refunds to the ERP succeeded');
+    });
     expect(await page.locator('.graph svg a[href="#node-confirm"] title').textContent()).toBe('confirm: succeeded');
     await page.close();
   });
@@ -320,13 +318,11 @@ describe("a run's page, in a headless browser", () => {
     await page.click('button[type=submit]');
     // A failed run's job is failed; its card names the flow by key once the dashboard has looked it up.
     const name = `run-pages · refunds-to-erp v1 · run ${failedRun.runId.slice(0, 8)}`;
-    await expect
-      .poll(async () => {
-        await page.goto(`${env.url}/admin/queues/queue/runs?status=failed`);
-        await page.getByText('Loading...').waitFor({ state: 'hidden' });
-        return page.getByText(name).count();
-      })
-      .toBeGreaterThan(0);
+    await eventually(async () => {
+      await page.goto(`${env.url}/admin/queues/queue/runs?status=failed`);
+      await page.getByText('Loading...').waitFor({ state: 'hidden' });
+      expect(await page.getByText(name).count()).toBeGreaterThan(0);
+    });
     await page.screenshot({ path: path.join(SHOTS, 'dashboard-run-job.png') });
     const runPageLink = page.locator(`a[href="/admin/runs/run-pages/${failedRun.runId}"]`);
     expect(await runPageLink.count()).toBeGreaterThan(0);
