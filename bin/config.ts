@@ -89,10 +89,20 @@ export const settings = {
     description:
       'Redis for the queues (`rediss://` for TLS). Must run with `maxmemory-policy noeviction`, ideally with AOF.',
   },
+  redisClusterNodes: {
+    env: 'REDIS_CLUSTER_NODES',
+    schema: { type: 'string', pattern: '^[^,\\s]+(,[^,\\s]+)*$' },
+    shownDefault: 'unset: one Redis at `REDIS_URL`',
+    description:
+      'Run on a Redis Cluster instead: some of its nodes, comma-separated, each `host:port` or a `redis://` or ' +
+      '`rediss://` URL (a user and password in the URLs, and TLS, go for every node). `REDIS_URL` is then not used. ' +
+      'See docs/deployment.md for which keys share a slot.',
+  },
   redisPrefix: {
     env: 'REDIS_PREFIX',
-    schema: { type: 'string', default: 'tributary' },
-    description: 'Key prefix of every queue.',
+    // Braces would make a hash tag of their own and pull every key into one cluster slot.
+    schema: { type: 'string', default: 'tributary', pattern: '^[^{}]+$' },
+    description: 'Key prefix of every queue and Redis key (no braces: the keys add their own hash tags).',
   },
   logLevel: {
     env: 'LOG_LEVEL',

@@ -3,7 +3,6 @@ import { socketAdmin, storeAdmin, type AdminCommands } from './admin.ts';
 import { loadConfig, type Config } from './config.ts';
 import { DataDirLock, embeddedStoreExists } from './data-dir.ts';
 import { openStore, Platform, VERSION, type Roles } from './platform.ts';
-import { printableUrl } from './redis.ts';
 import { DASHBOARD_PATH } from '../api/dashboard.ts';
 import { allTenantScopes, operatorScope } from '../api/auth/scopes.ts';
 
@@ -223,9 +222,7 @@ async function serve(config: Config, roles: Roles) {
   Credentials: npx tributary tenant create acme && npx tributary client create --tenant acme
                npx tributary client create --operator    (for the dashboard)`);
   } else {
-    console.error(
-      `Tributary ${VERSION} worker consuming ${printableUrl(config.redisUrl)} (prefix ${config.redisPrefix})`,
-    );
+    console.error(`Tributary ${VERSION} worker consuming ${platform.redis.printable} (prefix ${config.redisPrefix})`);
   }
   let stopping = false;
   const stop = (signal: string) => {

@@ -56,7 +56,7 @@ import { ApiCallLimit, SignInThrottle } from '../api/auth/rate-limits.ts';
 import { HttpProblem } from '../api/problem.ts';
 import { baseUrl, type Config, outboundRefusal } from './config.ts';
 import { DataDirLock, embeddedKeyring, embeddedStorePath } from './data-dir.ts';
-import { printableUrl, redisAnswers, redisOptions, startEmbeddedRedis, stopEmbeddedRedis } from './redis.ts';
+import { printableUrl, redisAnswers, RedisTarget, startEmbeddedRedis, stopEmbeddedRedis } from './redis.ts';
 
 export const VERSION = '0.1.0';
 
@@ -141,6 +141,7 @@ export class Platform {
       server?: http.Server;
       adminSocket?: http.Server;
       metricsServer?: http.Server;
+      redis: RedisTarget;
       redisChild?: ChildProcess;
       lock?: DataDirLock;
       eventLoop: EventLoopLag;
@@ -168,13 +169,15 @@ export class Platform {
     const tracing = tracingWanted && (await startTracing(tracingWanted, { role: roleName(roles), version: VERSION }));
     if (tracingWanted) logger.info({ url: tracingWanted.url, protocol: tracingWanted.protocol }, 'exporting traces');
     let redisChild: ChildProcess | undefined;
-    if (roles.embeddedRedis && !(await redisAnswers(config.redisUrl))) {
+    if (roles.embeddedRedis && !config.redisClusterNodes && !(await redisAnswers(config.redisUrl))) {
       redisChild = await startEmbeddedRedis(config.redisUrl, config.dataDir);
       logger.info({ redisUrl: printableUrl(config.redisUrl) }, 'started an embedded redis-server');
     }
+    const redis = new RedisTarget(config.redisUrl, config.redisClusterNodes);
     try {
-      return await Platform.assemble(config, roles, options, logger, tracing, redisChild);
+      return await Platform.assemble(config, roles, options, logger, tracing, redis, redisChild);
     } catch (error) {
+      await redis.close();
       // A start that fails (a port taken, a store that cannot open) leaves no redis-server behind.
       await stopEmbeddedRedis(redisChild);
       await tracing?.shutdown();
@@ -188,6 +191,7 @@ export class Platform {
     options: { operations?: OperationDefinition<unknown>[] },
     logger: Logger,
     tracing: Tracing | undefined,
+    redis: RedisTarget,
     redisChild: ChildProcess | undefined,
   ): Promise<Platform> {
     const tracer = tracing?.tracer ?? noTracer;
@@ -207,7 +211,7 @@ export class Platform {
       defaultTimeoutMs: config.nodeTimeoutMs,
     };
     const queue = new RunQueue({
-      connection: redisOptions(config.redisUrl, 'producer'),
+      connection: redis.connection('producer'),
       prefix: config.redisPrefix,
       tenantConcurrency: config.tenantConcurrency,
       reservedSlotsPercent: config.reservedSlotsPercent,
@@ -215,7 +219,7 @@ export class Platform {
       leaseMs: Math.max(config.workerLockMs, HEARTBEAT_TTL_MS),
     });
     const schedules = new FlowSchedules(store, queue.lanes, {
-      connection: redisOptions(config.redisUrl, 'producer'),
+      connection: redis.connection('producer'),
       prefix: config.redisPrefix,
     });
     const queues = [queue.queue, schedules.queue];
@@ -272,7 +276,7 @@ export class Platform {
         tracer,
       });
       worker = new RunWorker(executor, workerStore, queue, {
-        connection: redisOptions(config.redisUrl, 'worker'),
+        connection: redis.connection('worker'),
         prefix: config.redisPrefix,
         concurrency: config.workerConcurrency,
         lockDurationMs: config.workerLockMs,
@@ -282,7 +286,7 @@ export class Platform {
       });
       await worker.start();
       ticks = new TickWorker(workerStore, queue, schedules, {
-        connection: redisOptions(config.redisUrl, 'worker'),
+        connection: redis.connection('worker'),
         prefix: config.redisPrefix,
         logger,
       });
@@ -410,6 +414,7 @@ export class Platform {
       server,
       adminSocket,
       metricsServer,
+      redis,
       redisChild,
       lock,
       eventLoop,
@@ -424,6 +429,11 @@ export class Platform {
     if (!address || typeof address !== 'object') return undefined;
     const everyInterface = this.config.host === '0.0.0.0' || this.config.host === '::';
     return `http://${everyInterface ? '127.0.0.1' : this.config.host}:${address.port}`;
+  }
+
+  /** The Redis (or Redis Cluster) this process runs on. */
+  get redis(): RedisTarget {
+    return this.parts.redis;
   }
 
   /** The job schedulers of scheduled flows. */
@@ -446,6 +456,7 @@ export class Platform {
       server,
       adminSocket,
       metricsServer,
+      redis,
       redisChild,
       lock,
       eventLoop,
@@ -463,6 +474,7 @@ export class Platform {
     await reconciler?.close();
     await worker?.close(this.config.shutdownGraceMs);
     await Promise.all([this.queue.close(), schedules.close()]);
+    await redis.close();
     sandbox.close();
     await this.store.close();
     await stopEmbeddedRedis(redisChild);
@@ -556,6 +568,10 @@ async function readiness(
     Object.assign(checks, report);
     const current = await maintenance.current();
     if (current) checks.maintenance = current;
+    if (report.cluster && report.cluster.state !== 'ok') {
+      failed.push('redis cluster');
+      problems.push(`the Redis Cluster's state is ${report.cluster.state}: some slots have no master`);
+    }
     if (/^(allkeys|volatile)-/.test(report.maxmemoryPolicy)) {
       failed.push('redis eviction');
       problems.push(`Redis evicts keys (maxmemory-policy ${report.maxmemoryPolicy}); BullMQ needs noeviction`);

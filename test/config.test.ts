@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig, outboundRefusal, settings, withSettingsTable } from '../bin/config.ts';
+import { RedisTarget } from '../bin/redis.ts';
 
 describe('configuration', () => {
   it('takes defaults, coerces numbers and sizes, and treats blank as unset', () => {
@@ -27,6 +28,22 @@ describe('configuration', () => {
       'BODY_LIMIT must be a size such as 1048576, 512kb or 1mb, got "1gb"',
     );
     expect(() => loadConfig({ PUBLIC_URL: 'tributary.example.com' })).toThrow('PUBLIC_URL must match pattern');
+    // A brace would make a hash tag of its own: every key in one cluster slot.
+    expect(() => loadConfig({ REDIS_PREFIX: '{acme}' })).toThrow('REDIS_PREFIX must match pattern');
+    expect(() => loadConfig({ REDIS_CLUSTER_NODES: 'a:7000, b:7001' })).toThrow('REDIS_CLUSTER_NODES must match');
+  });
+
+  it('takes Redis Cluster seed nodes as host:port or URLs, one set of credentials, never printed', () => {
+    const target = new RedisTarget('redis://unused:6379', 'rediss://:s3cret@10.0.0.1:7000,10.0.0.2:7001');
+    expect(target.isCluster).toBe(true);
+    expect(target.printable).toBe('cluster 10.0.0.1:7000,10.0.0.2:7001');
+    expect(() => new RedisTarget('', 'redis://:a@h1:7000,redis://:b@h2:7000')).toThrow(
+      'every node must have the same scheme, user and password',
+    );
+    expect(() => new RedisTarget('', 'h1:7000,redis://h2:7000/3')).toThrow(
+      'REDIS_CLUSTER_NODES: "redis://h2:7000/3" is not host:port or a redis:// URL without a database',
+    );
+    expect(new RedisTarget('redis://:pw@127.0.0.1:6379/2').printable).toBe('redis://:***@127.0.0.1:6379/2');
   });
 
   it('refuses non-public outbound addresses on PostgreSQL unless told otherwise, less the allowed ranges', () => {

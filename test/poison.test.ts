@@ -1,6 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ioredisOf } from '../engine/queue/heartbeats.ts';
+import { runsSlot } from '../engine/queue/key-slots.ts';
+import { ioredisOf } from '../engine/queue/redis-client.ts';
 import { MAX_STALLED_COUNT } from '../engine/queue/run-queue.ts';
 import { crash } from './support/crash-operation.ts';
 import { sendWebhook, spawnWorker, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
@@ -110,7 +111,7 @@ describe('poison messages', () => {
     // No worker runs now: the run waits in its lane (or as a job, if a killed worker still looked live), and
     // Redis loses it; the store still has it.
     const redis = await ioredisOf(env.platform.queue.queue.client);
-    const lanes = await redis.keys(`${env.config.redisPrefix}:runs:fair:*`);
+    const lanes = await redis.keys(`${runsSlot(env.config.redisPrefix)}:runs:fair:*`);
     const removed = await env.platform.queue.queue.remove(accepted.body.runId);
     expect(lanes.length + removed).toBeGreaterThan(0);
     if (lanes.length > 0) await redis.del(...lanes);

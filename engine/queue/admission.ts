@@ -1,4 +1,5 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis-client.ts';
+import { runsSlot } from './key-slots.ts';
 import { LuaScript } from './lua-script.ts';
 import { REFILL_LUA } from './rate-limiter.ts';
 import { withinEnqueueTimeout } from './run-queue.ts';
@@ -64,10 +65,10 @@ export class TenantQuotas {
   private readonly keys: [string, string, string];
 
   constructor(
-    private readonly redis: () => Promise<Redis>,
+    private readonly redis: () => Promise<RedisClient>,
     private readonly options: { prefix: string; backlogKey: string; deliveries: DeliveryQuota },
   ) {
-    const base = `${options.prefix}:tributary`;
+    const base = `${runsSlot(options.prefix)}:tributary`;
     this.keys = [`${base}:delivery-buckets`, options.backlogKey, `${base}:delivery-quotas`];
   }
 

@@ -1,7 +1,9 @@
 import type { Queue } from 'bullmq';
+import type { Cluster } from 'ioredis';
 import { lastRecovery, type RecoveryReport } from './recovery.ts';
 import type { RunJobData } from './run-queue.ts';
-import { heartbeatKey, HEARTBEAT_TTL_MS, ioredisOf } from './heartbeats.ts';
+import { heartbeatKey, HEARTBEAT_TTL_MS } from './heartbeats.ts';
+import { ioredisOf } from './redis-client.ts';
 
 export interface QueueReport {
   redis: 'ok' | string;
@@ -13,6 +15,17 @@ export interface QueueReport {
   oldestWaitingMs: number;
   /** The last recovery from lost Redis data, while it runs and for a day after. */
   recovery?: RecoveryReport;
+  /** On a Redis Cluster: its state (`ok` when every slot is served) and the nodes serving the slots. */
+  cluster?: ClusterReport;
+}
+
+export interface ClusterReport {
+  state: string;
+  slotsOk: number;
+  /** Masters serving slots, replicas, and nodes the cluster holds as failing (a killed master stays listed). */
+  masters: number;
+  replicas: number;
+  failing: number;
 }
 
 /** What readiness reports of Redis and the run queue. */
@@ -28,6 +41,8 @@ export async function inspectQueue(queue: Queue<RunJobData>, prefix: string): Pr
   const waiting = await queue.getWaitingCount();
   const [oldest] = waiting > 0 ? await queue.getJobs(['wait'], 0, 0, true) : [];
   const recovery = await lastRecovery(client, prefix);
+  // BullMQ hands out its own proxy of the client: ask it, not `instanceof`.
+  const cluster = client.isCluster ? await inspectCluster(client as Cluster) : undefined;
   return {
     redis: 'ok',
     maxmemoryPolicy: policy,
@@ -35,5 +50,26 @@ export async function inspectQueue(queue: Queue<RunJobData>, prefix: string): Pr
     waiting,
     oldestWaitingMs: oldest ? Date.now() - oldest.timestamp : 0,
     ...(recovery && { recovery }),
+    ...(cluster && { cluster }),
+  };
+}
+
+/** The cluster as one of its nodes sees it: CLUSTER INFO's state and CLUSTER NODES' roles. */
+async function inspectCluster(cluster: Cluster): Promise<ClusterReport> {
+  const [info, nodes] = await Promise.all([cluster.cluster('INFO'), cluster.cluster('NODES')]);
+  const field = (name: string) => new RegExp(`${name}:(\\w+)`).exec(String(info))?.[1] ?? 'unknown';
+  // Each line: id, address, flags, master id, ping, pong, epoch, link, slots...
+  const rows = String(nodes)
+    .trim()
+    .split('\n')
+    .map((line) => line.split(' '))
+    .map(([, , flags, , , , , , ...slots]) => ({ flags: flags.split(','), slots }));
+  const failing = (row: { flags: string[] }) => row.flags.some((flag) => flag === 'fail' || flag === 'fail?');
+  return {
+    state: field('cluster_state'),
+    slotsOk: Number(field('cluster_slots_ok')),
+    masters: rows.filter((row) => row.flags.includes('master') && row.slots.length > 0 && !failing(row)).length,
+    replicas: rows.filter((row) => row.flags.includes('slave') && !failing(row)).length,
+    failing: rows.filter(failing).length,
   };
 }

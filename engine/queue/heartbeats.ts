@@ -1,5 +1,4 @@
 import type { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
 
 /** A worker is counted as consuming while its heartbeat is younger than this. */
 export const HEARTBEAT_TTL_MS = 15_000;
@@ -14,6 +13,3 @@ export const heartbeatKey = (queue: QueueKeys) => queue.toKey('tributary:workers
 
 /** Each live worker's concurrency (hash: worker -> slots): what fair dispatch fills. */
 export const workerSlotsKey = (queue: QueueKeys) => `${heartbeatKey(queue)}:slots`;
-
-/** BullMQ types its connection abstractly; with ioredis connections it is an ioredis client. */
-export const ioredisOf = async (client: Promise<unknown>) => (await client) as Redis;

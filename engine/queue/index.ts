@@ -1,7 +1,9 @@
 /** BullMQ: run jobs, tenant lanes and fair dispatch, ticks, admission, maintenance, reconciler, recovery, the run service. */
 export { type QuotaStatus, TenantQuotas } from './admission.ts';
 export { inspectQueue } from './health.ts';
-export { HEARTBEAT_TTL_MS, ioredisOf } from './heartbeats.ts';
+export { HEARTBEAT_TTL_MS } from './heartbeats.ts';
+export { runsSlot, ticksSlot } from './key-slots.ts';
+export { ioredisOf, type RedisClient } from './redis-client.ts';
 export { MaintenanceMode } from './maintenance.ts';
 export { jobStates, QueueAdmin } from './queue-admin.ts';
 export { type Rate, type RateDecision, RateLimiter } from './rate-limiter.ts';

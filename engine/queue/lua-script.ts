@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis-client.ts';
 
 /** A Lua script sent by its SHA1 (EVALSHA), and whole only when Redis does not have it yet. */
 export class LuaScript {
@@ -9,7 +9,7 @@ export class LuaScript {
     this.sha = createHash('sha1').update(source).digest('hex');
   }
 
-  async run(redis: Redis, keys: string[], args: Array<string | number>): Promise<unknown> {
+  async run(redis: RedisClient, keys: string[], args: Array<string | number>): Promise<unknown> {
     try {
       return await redis.evalsha(this.sha, keys.length, ...keys, ...args);
     } catch (error) {

@@ -1,5 +1,5 @@
 import type { Queue } from 'bullmq';
-import { ioredisOf } from './heartbeats.ts';
+import { ioredisOf } from './redis-client.ts';
 import { withinEnqueueTimeout } from './run-queue.ts';
 
 export interface Maintenance {

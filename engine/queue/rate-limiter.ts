@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis-client.ts';
 import { LuaScript } from './lua-script.ts';
 import { withinEnqueueTimeout } from './run-queue.ts';
 
@@ -40,7 +40,7 @@ return {1, tostring(tokens)}
 /** Token buckets in Redis, shared by every process of the deployment. */
 export class RateLimiter {
   constructor(
-    private readonly redis: () => Promise<Redis>,
+    private readonly redis: () => Promise<RedisClient>,
     private readonly prefix: string,
   ) {}
 

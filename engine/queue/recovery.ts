@@ -1,6 +1,7 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis-client.ts';
 import type { Logger } from 'pino';
 import { newId } from '../model/index.ts';
+import { runsSlot, ticksSlot } from './key-slots.ts';
 import type { QueueReconciler } from './reconciler.ts';
 
 /** What readiness shows of the last recovery: while it runs, and for a day after. */
@@ -16,8 +17,9 @@ export interface RecoveryReport {
 
 const REPORT_TTL_SECONDS = 24 * 3600;
 
-export const epochKey = (prefix: string) => `${prefix}:tributary:epoch`;
-export const recoveryKey = (prefix: string) => `${prefix}:tributary:recovery`;
+/** Written when a slot's data begins: gone, the data went with it. Each slot group has its own (key-slots.ts). */
+const epochKey = (slot: string) => `${slot}:tributary:epoch`;
+const recoveryKey = (prefix: string) => `${runsSlot(prefix)}:tributary:recovery`;
 
 export interface RecoveryOptions {
   prefix: string;
@@ -34,19 +36,20 @@ export interface RecoveryOptions {
 /**
  * Redis holds the queues and schedules; the store holds what was accepted. When Redis comes back
  * without its data (restarted without persistence, a failover to a replica that lagged), the epoch
- * key written when its data began is gone. The worker process that notices first writes a new
- * epoch and recovers: the tenants' own limits are written again, every unfinished run whose job is
- * nowhere is queued again, oldest first and through the tenants' lanes, and every active flow's
- * schedule is registered again. Its progress is
- * in Redis for readiness to show. On a deployment's very first start there is no epoch either:
- * recovering then finds nothing to do.
+ * key written when its data began is gone. On a Redis Cluster the run queue and the schedules live in
+ * different slots, perhaps on different masters, and each has its epoch. The worker process that
+ * notices first writes a new epoch and recovers what that slot held: for the run queue, the tenants'
+ * own limits are written again and every unfinished run whose job is nowhere is queued again, oldest
+ * first and through the tenants' lanes; for the schedules, every active flow's schedule is registered
+ * again. Its progress is in Redis for readiness to show. On a deployment's very first start there is
+ * no epoch either: recovering then finds nothing to do.
  */
 export class QueueRecovery {
   private timer?: NodeJS.Timeout;
   private checking?: Promise<void>;
 
   constructor(
-    private readonly redis: () => Promise<Redis>,
+    private readonly redis: () => Promise<RedisClient>,
     private readonly options: RecoveryOptions,
   ) {}
 
@@ -70,14 +73,22 @@ export class QueueRecovery {
 
   private async look() {
     const redis = await this.redis();
-    const key = epochKey(this.options.prefix);
-    // An epoch is there: ours, or one another process wrote when it noticed the loss (and recovers).
-    if ((await redis.get(key)) !== null) return;
-    if ((await redis.set(key, newId(), 'NX')) !== 'OK') return;
-    await this.recover(redis);
+    const { prefix } = this.options;
+    const runsLost = await this.claimEpoch(redis, epochKey(runsSlot(prefix)));
+    const schedulesLost = await this.claimEpoch(redis, epochKey(ticksSlot(prefix)));
+    if (runsLost || schedulesLost) await this.recover(redis, { runsLost, schedulesLost });
   }
 
-  private async recover(redis: Redis) {
+  /**
+   * Whether the epoch was gone and this process wrote the new one, and so recovers. An epoch that is there
+   * is ours, or one another process wrote when it noticed the loss (and recovers).
+   */
+  private async claimEpoch(redis: RedisClient, key: string): Promise<boolean> {
+    if ((await redis.get(key)) !== null) return false;
+    return (await redis.set(key, newId(), 'NX')) === 'OK';
+  }
+
+  private async recover(redis: RedisClient, lost: { runsLost: boolean; schedulesLost: boolean }) {
     const { logger, reconciler, syncSchedules, syncTenantLimits, prefix } = this.options;
     const report: RecoveryReport = {
       since: new Date().toISOString(),
@@ -88,18 +99,20 @@ export class QueueRecovery {
       flowsScheduled: null,
     };
     const save = () => redis.set(recoveryKey(prefix), JSON.stringify(report), 'EX', REPORT_TTL_SECONDS);
-    logger.info('Redis holds no epoch (its data was lost, or this deployment is new): recovering from the store');
+    logger.info(lost, 'Redis holds no epoch (its data was lost, or this deployment is new): recovering from the store');
     await save();
     try {
-      // First, so that runs queued again are dispatched by their tenants' weights and limits.
-      await syncTenantLimits();
-      await reconciler.recover(async (done) => {
-        report.runsLooked = done.looked;
-        report.runsRequeued = done.requeued;
-        report.runsEnded = done.ended;
-        await save();
-      });
-      report.flowsScheduled = await syncSchedules();
+      if (lost.runsLost) {
+        // First, so that runs queued again are dispatched by their tenants' weights and limits.
+        await syncTenantLimits();
+        await reconciler.recover(async (done) => {
+          report.runsLooked = done.looked;
+          report.runsRequeued = done.requeued;
+          report.runsEnded = done.ended;
+          await save();
+        });
+      }
+      if (lost.schedulesLost) report.flowsScheduled = await syncSchedules();
     } catch (error) {
       report.error = (error as Error).message;
       throw error;
@@ -114,7 +127,7 @@ export class QueueRecovery {
 }
 
 /** The last recovery, if one ran in the last day. */
-export async function lastRecovery(redis: Redis, prefix: string): Promise<RecoveryReport | undefined> {
+export async function lastRecovery(redis: RedisClient, prefix: string): Promise<RecoveryReport | undefined> {
   const raw = await redis.get(recoveryKey(prefix));
   return raw ? (JSON.parse(raw) as RecoveryReport) : undefined;
 }

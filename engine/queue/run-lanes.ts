@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis-client.ts';
 import { HEARTBEAT_TTL_MS } from './heartbeats.ts';
 import { LuaScript } from './lua-script.ts';
 
@@ -47,7 +47,7 @@ export class RunLanes {
   private confirmed: string[] = [];
 
   constructor(
-    private readonly redis: () => Promise<Redis>,
+    private readonly redis: () => Promise<RedisClient>,
     private readonly options: LaneOptions,
   ) {
     const { queue } = options;

@@ -4,8 +4,10 @@ import type { Logger } from 'pino';
 import type { EngineMetrics } from '../telemetry/index.ts';
 import type { Executor, PassOutcome } from '../runtime/index.ts';
 import type { AcceptedMessage, MessageStore, NewMessage, Run, RunStore } from '../store/index.ts';
-import { HEARTBEAT_INTERVAL_MS, HEARTBEAT_TTL_MS, heartbeatKey, ioredisOf, workerSlotsKey } from './heartbeats.ts';
+import { HEARTBEAT_INTERVAL_MS, HEARTBEAT_TTL_MS, heartbeatKey, workerSlotsKey } from './heartbeats.ts';
+import { ioredisOf } from './redis-client.ts';
 import { newId } from '../model/index.ts';
+import { runsSlot } from './key-slots.ts';
 import { RunLanes } from './run-lanes.ts';
 
 export const RUN_QUEUE = 'runs';
@@ -30,7 +32,7 @@ export const runJob = (run: Pick<Run, 'tenantId' | 'id' | 'flowId' | 'flowVersio
 
 export interface QueueOptions {
   connection: ConnectionOptions;
-  /** Redis key prefix: one per deployment (or per test file). */
+  /** Redis key prefix: one per deployment (or per test file); the keys add their slots' hash tags (key-slots.ts). */
   prefix: string;
 }
 
@@ -101,7 +103,7 @@ export class RunQueue {
   constructor(options: RunQueueOptions) {
     this.queue = new Queue<RunJobData>(RUN_QUEUE, {
       connection: options.connection,
-      prefix: options.prefix,
+      prefix: runsSlot(options.prefix),
       defaultJobOptions: {
         attempts: JOB_ATTEMPTS,
         backoff: { type: 'exponential', delay: 2000 },
@@ -238,7 +240,7 @@ export class RunWorker {
   ) {
     this.worker = new Worker<RunJobData>(RUN_QUEUE, (job, token) => this.process(job, token), {
       connection: options.connection,
-      prefix: options.prefix,
+      prefix: runsSlot(options.prefix),
       concurrency: options.concurrency,
       lockDuration: options.lockDurationMs,
       stalledInterval: options.stalledIntervalMs,

@@ -4,6 +4,7 @@ import { retryable, newId } from '../model/index.ts';
 import { pages, type FlowStore, type MessageStore, type RunStore, type TenantStore } from '../store/index.ts';
 import { repeatOptions } from '../triggers/index.ts';
 import { acceptMessages, withinEnqueueTimeout, type QueueOptions, type RunQueue } from './run-queue.ts';
+import { ticksSlot } from './key-slots.ts';
 import type { RunLanes } from './run-lanes.ts';
 
 export const TICK_QUEUE = 'ticks';
@@ -33,7 +34,10 @@ export class FlowSchedules {
     private readonly lanes: RunLanes,
     options: QueueOptions,
   ) {
-    this.queue = new Queue<TickJobData>(TICK_QUEUE, { connection: options.connection, prefix: options.prefix });
+    this.queue = new Queue<TickJobData>(TICK_QUEUE, {
+      connection: options.connection,
+      prefix: ticksSlot(options.prefix),
+    });
     this.queue.on('error', () => {});
   }
 
@@ -122,7 +126,7 @@ export class TickWorker {
     this.logger = options.logger;
     this.worker = new Worker<TickJobData>(TICK_QUEUE, (job) => this.tick(job), {
       connection: options.connection,
-      prefix: options.prefix,
+      prefix: ticksSlot(options.prefix),
       concurrency: 1,
       autorun: false,
     });

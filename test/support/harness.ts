@@ -142,12 +142,15 @@ export async function dropIsolation(config: Config) {
     await client.end();
   }
   const redis = new Redis(REDIS_URL);
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${config.redisPrefix}:*`, 'COUNT', 500);
-    if (keys.length > 0) await redis.del(...keys);
-    cursor = next;
-  } while (cursor !== '0');
+  // The prefix's own keys, and those under its slots' hash tags (`{prefix:runs}`).
+  for (const pattern of [`${config.redisPrefix}:*`, `{${config.redisPrefix}:*`]) {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 500);
+      if (keys.length > 0) await redis.del(...keys);
+      cursor = next;
+    } while (cursor !== '0');
+  }
   redis.disconnect();
 }
 

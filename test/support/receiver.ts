@@ -30,7 +30,8 @@ export class Receiver {
   private server?: http.Server;
   url = '';
 
-  async start(): Promise<this> {
+  /** Listens on `host` (another address than loopback: hosts in network namespaces reach it there). */
+  async start(host = '127.0.0.1'): Promise<this> {
     this.server = http.createServer((req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -61,8 +62,8 @@ export class Receiver {
         else send();
       });
     });
-    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
-    this.url = `http://127.0.0.1:${(this.server.address() as { port: number }).port}`;
+    await new Promise<void>((resolve) => this.server!.listen(0, host, resolve));
+    this.url = `http://${host}:${(this.server.address() as { port: number }).port}`;
     return this;
   }
 

@@ -1,0 +1,168 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runsSlot, ticksSlot } from '../engine/queue/key-slots.ts';
+import {
+  type ApiClient,
+  eventually,
+  spawnWorker,
+  startSiblingApi,
+  startTestPlatform,
+  type TestPlatform,
+} from './support/harness.ts';
+import { Receiver } from './support/receiver.ts';
+import { freePortRun, LocalRedisCluster } from './support/redis-cluster.ts';
+import { deliveryCounts, WebhookSender } from './support/webhook-sender.ts';
+
+// Two API processes and two workers (one in this process, one of its own) on PostgreSQL and a Redis
+// Cluster of 3 masters with a replica each.
+let cluster: LocalRedisCluster;
+let env: TestPlatform;
+let secondApi: { url: string; close: () => Promise<void> };
+let worker: ReturnType<typeof spawnWorker>;
+let acme: ApiClient;
+let receiver: Receiver;
+
+beforeAll(async () => {
+  cluster = await LocalRedisCluster.start({ basePort: await freePortRun(6), nodeTimeoutMs: 1000 });
+  receiver = await new Receiver().start();
+  receiver.slow('/erp', 20);
+  env = await startTestPlatform(
+    'postgres',
+    { api: true, worker: true },
+    { redisClusterNodes: cluster.seeds, workerConcurrency: 4 },
+  );
+  secondApi = await startSiblingApi(env, {});
+  worker = spawnWorker(env.config, { REDIS_CLUSTER_NODES: cluster.seeds });
+  await worker.ready;
+  acme = await env.tenant('acme');
+  await acme.publish({
+    key: 'orders',
+    name: 'orders',
+    trigger: { type: 'webhook' },
+    nodes: [
+      {
+        id: 'send',
+        operation: 'http.request',
+        config: { method: 'POST', url: `${receiver.url}/erp`, body: '{{ $input.body }}' },
+      },
+    ],
+    edges: [{ from: 'trigger', to: 'send' }],
+  });
+  await acme.publish({
+    key: 'poll',
+    name: 'poll',
+    trigger: { type: 'schedule', config: { every: '1s' } },
+    nodes: [{ id: 'tick', operation: 'http.request', config: { method: 'POST', url: `${receiver.url}/tick` } }],
+    edges: [{ from: 'trigger', to: 'tick' }],
+  });
+});
+afterAll(async () => {
+  worker?.child.kill('SIGKILL');
+  await secondApi?.close();
+  await env?.close();
+  await cluster?.stop();
+  await receiver?.close();
+});
+
+/** An operator's Basic authorization: the dashboard and readiness's details. */
+const basicOf = (operator: ApiClient) =>
+  `Basic ${Buffer.from(`${operator.credentials.client_id}:${operator.credentials.client_secret}`).toString('base64')}`;
+
+const sender = () => new WebhookSender(() => [env.url, secondApi.url], { tenantId: 'acme', flowKey: 'orders' });
+
+describe('on a Redis Cluster', () => {
+  it('runs webhooks through both APIs and both workers; the run queue and the schedules have slots of their own', async () => {
+    const { runIds } = await sender().send(0, 30, 50);
+    for (const runId of runIds) expect((await acme.settledRun(runId)).status).toBe('succeeded');
+    expect(deliveryCounts(receiver, '/erp', 0, 30)).toEqual({
+      delivered: 30,
+      resentSameKey: 0,
+      resentOtherKey: 0,
+      lost: 0,
+    });
+    await eventually(async () =>
+      expect(receiver.requests.filter((request) => request.url === '/tick').length).toBeGreaterThan(1),
+    );
+
+    const prefix = env.config.redisPrefix;
+    const [runsMaster, ticksMaster] = await Promise.all([
+      cluster.masterOf(runsSlot(prefix)),
+      cluster.masterOf(ticksSlot(prefix)),
+    ]);
+    expect((await cluster.roles()).masters).toEqual(expect.arrayContaining([runsMaster, ticksMaster]));
+
+    const operator = await env.operator();
+    const basic = basicOf(operator);
+    const ready = await fetch(`${secondApi.url}/readyz`, { headers: { authorization: basic } });
+    const readiness = await ready.json();
+    expect(readiness.ready).toBe(true);
+    expect(readiness.checks.cluster).toEqual({ state: 'ok', slotsOk: 16384, masters: 3, replicas: 3, failing: 0 });
+    expect(readiness.checks.liveWorkers).toBe(2);
+    // The queues' overview, ours and bull-board's, reads each queue within its own slot.
+    const queues = await operator.call('GET', '/api/v1/queues');
+    expect(queues.status).toBe(200);
+    expect(queues.body.nodes.map((queue: { name: string }) => queue.name).sort()).toEqual(['runs', 'ticks']);
+    const board = await fetch(`${env.url}/admin/queues/api/queues`, { headers: { authorization: basic } });
+    expect(board.status).toBe(200);
+    expect((await board.json()).queues.length).toBe(2);
+  });
+
+  it("kill -9 the run queue's master under load: its replica takes over and every accepted message runs, once per key", async () => {
+    const before = receiver.requests.length;
+    const runsMaster = await cluster.masterOf(runsSlot(env.config.redisPrefix));
+    const load = sender().send(100, 60, 20);
+    await eventually(async () => expect(receiver.requests.length).toBeGreaterThan(before + 10));
+    const killedAt = Date.now();
+    cluster.kill(runsMaster);
+    await cluster.untilFailedOver(runsMaster);
+    const servingAfterMs = Date.now() - killedAt;
+    const { runIds, retries } = await load;
+
+    for (const runId of runIds) expect((await acme.settledRun(runId)).status).toBe('succeeded');
+    const counts = deliveryCounts(receiver, '/erp', 100, 60);
+    console.log(
+      `drill: the runs slot's master (port ${runsMaster}) killed; accepted ${runIds.length}, ` +
+        `delivered ${counts.delivered}, re-sent with the same key ${counts.resentSameKey}, lost ${counts.lost}; ` +
+        `the sender retried ${retries} times; every slot served again ${servingAfterMs} ms after the kill`,
+    );
+    expect(new Set(runIds).size).toBe(60);
+    expect(counts).toMatchObject({ delivered: 60, resentOtherKey: 0, lost: 0 });
+
+    const operator = await env.operator();
+    const readiness = await (
+      await fetch(`${env.url}/readyz`, { headers: { authorization: basicOf(operator) } })
+    ).json();
+    expect(readiness.checks.cluster).toMatchObject({ state: 'ok', masters: 3, replicas: 2, failing: 1 });
+
+    // The killed node comes back empty and rejoins as a replica; the platform keeps running.
+    await cluster.restart(runsMaster);
+    const after = await sender().send(200, 5, 50);
+    for (const runId of after.runIds) expect((await acme.settledRun(runId)).status).toBe('succeeded');
+  });
+
+  it('a shard loses its data (master and replica killed, back empty): the store queues its runs again', async () => {
+    const prefix = env.config.redisPrefix;
+    const master = await cluster.masterOf(runsSlot(prefix));
+    const shard = [master, ...(await cluster.replicasOf(master))];
+    const load = sender().send(300, 40, 20);
+    await eventually(async () => expect(deliveryCounts(receiver, '/erp', 300, 40).delivered).toBeGreaterThan(5));
+    for (const port of shard) cluster.kill(port);
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    for (const port of shard) await cluster.restart(port);
+    await cluster.untilServing();
+    const { runIds } = await load;
+
+    for (const runId of runIds) expect((await acme.settledRun(runId)).status).toBe('succeeded');
+    expect(new Set(runIds).size).toBe(40);
+    expect(deliveryCounts(receiver, '/erp', 300, 40)).toMatchObject({ delivered: 40, resentOtherKey: 0, lost: 0 });
+    const operator = await env.operator();
+    const readiness = await (
+      await fetch(`${env.url}/readyz`, { headers: { authorization: basicOf(operator) } })
+    ).json();
+    expect(readiness.checks.recovery).toMatchObject({ finishedAt: expect.any(String) });
+    // The schedules' slot kept its data unless it is on the same shard; either way they tick again.
+    const ticks = receiver.requests.filter((request) => request.url === '/tick').length;
+    await eventually(async () =>
+      expect(receiver.requests.filter((request) => request.url === '/tick').length).toBeGreaterThan(ticks + 1),
+    );
+  });
+});
