@@ -67,6 +67,10 @@ export class RedisTarget {
       // A failover takes the cluster node timeout and then some: commands wait for the new master (intake's own
       // timeout bounds how long a delivery waits) instead of failing while the slots move.
       retryDelayOnFailover: 200,
+      // A ready check that finds the cluster down reconnects and leaves the pending connect() unsettled (ioredis
+      // 5): BullMQ awaits it when it reconnects a worker's blocking client, and that worker would never take a job
+      // again. Without it the client is ready once it knows the slots; commands meanwhile retry on CLUSTERDOWN.
+      enableReadyCheck: false,
       retryDelayOnClusterDown: 200,
       retryDelayOnTryAgain: 200,
       slotsRefreshTimeout: 2000,
