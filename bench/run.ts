@@ -11,7 +11,8 @@
  * (f) noisy neighbours: one tenant's end-to-end latency alone and while another floods (bench/fairness.ts).
  * (g) big bodies: the same, and the event loop, while another tenant sends 1 MB bodies (bench/fairness.ts).
  * (h) loops: items/s through a 1,000-item loop beside the same calls as 1,000 webhooks (bench/loop.ts).
- * BENCH_ONLY=footprint|intake|engine|refund|import|expressions|fairness|big-bodies|loop runs one part.
+ * (i) Redis Cluster: the engine's drain on one Redis and on a local cluster of 3 masters and 3 replicas.
+ * BENCH_ONLY=footprint|intake|engine|refund|import|expressions|fairness|big-bodies|loop|cluster runs one part.
  * Needs Redis and PostgreSQL as for `npm test`. Prints a JSON line and a markdown table.
  */
 import http from 'node:http';
@@ -19,6 +20,7 @@ import os from 'node:os';
 import autocannon from 'autocannon';
 import { Queue } from 'bullmq';
 import { redisOptions } from '../bin/redis.ts';
+import { freePortRun, LocalRedisCluster } from '../test/support/redis-cluster.ts';
 import { ORDER_NODE_COST } from '../operations/shopify/order-record.ts';
 import { BASELINE, sampleOrder } from './flows.ts';
 import { measureImport } from './import.ts';
@@ -124,6 +126,7 @@ async function main() {
   if (!only || only === 'fairness') await measureFairness(results);
   if (!only || only === 'big-bodies') await measureBigBodiesPart(results);
   if (!only || only === 'loop') await measureLoop(results);
+  if (!only || only === 'cluster') await measureCluster(results, receiver);
   await receiver.close();
   report(results);
 }
@@ -183,9 +186,16 @@ async function startTraceSink() {
   };
 }
 
-/** Queue ENGINE_RUNS webhooks through an API process, then time a worker (with `workerEnv`) draining them. */
-async function drainEngine(receiver: Awaited<ReturnType<typeof startReceiver>>, workerEnv: Record<string, string>) {
-  const engineEnv = { ...isolation(), DATABASE_URL: POSTGRES_URL };
+/**
+ * Queue ENGINE_RUNS webhooks through an API process, then time a worker (with `workerEnv`) draining them; both
+ * processes with `env` (a Redis Cluster, say).
+ */
+async function drainEngine(
+  receiver: Awaited<ReturnType<typeof startReceiver>>,
+  workerEnv: Record<string, string>,
+  env: Record<string, string> = {},
+) {
+  const engineEnv = { ...isolation(), DATABASE_URL: POSTGRES_URL, ...env };
   const intake = await start(['--import', 'tsx', 'bench/child.ts', 'tributary'], {
     ...engineEnv,
     BENCH_RECEIVER: receiver.url,
@@ -267,6 +277,26 @@ async function measureEngine(results: Record<string, unknown>, receiver: Awaited
   };
 }
 
+/** (i) the same drain on a Redis Cluster of 3 masters with a replica each, beside one Redis, in the same run. */
+async function measureCluster(results: Record<string, unknown>, receiver: Awaited<ReturnType<typeof startReceiver>>) {
+  const single = await drainEngine(receiver, {});
+  const cluster = await LocalRedisCluster.start({ basePort: await freePortRun(6) });
+  try {
+    const clustered = await drainEngine(receiver, {}, { REDIS_CLUSTER_NODES: cluster.seeds });
+    const singleRate = ENGINE_RUNS / single.seconds;
+    const clusterRate = ENGINE_RUNS / clustered.seconds;
+    results.cluster = {
+      runs: ENGINE_RUNS,
+      oneRedisRunsPerSecond: Math.round(singleRate),
+      clusterRunsPerSecond: Math.round(clusterRate),
+      ratio: +(clusterRate / singleRate).toFixed(2),
+      cpuMsPerRun: { oneRedis: single.cpuMs, cluster: clustered.cpuMs },
+    };
+  } finally {
+    await cluster.stop();
+  }
+}
+
 /** A row of the report's table: what was measured, Tributary's figure, the machine's limit, their ratio. */
 const tableRow = (measure: string, tributary: string, limit = '-', ratio: string | number = '-') =>
   `| ${measure} | ${tributary} | ${limit} | ${ratio} |`;
@@ -339,6 +369,16 @@ function report(results: Record<string, unknown>) {
         `${traced.runsPerSecond} (${traced.ratioToUntraced} of untraced; ${traced.exportedBytesPerRun} bytes/run exported)`,
         `raw BullMQ worker ${engine.bullmqBaselineRunsPerSecond}`,
         traced.ratioToBullmq,
+      ),
+    );
+  const cluster = results.cluster as Record<string, number> | undefined;
+  if (cluster)
+    rows.push(
+      tableRow(
+        'engine, the same, on a Redis Cluster (3 masters, 3 replicas, this machine), runs/s',
+        `${cluster.clusterRunsPerSecond}`,
+        `one Redis, same run: ${cluster.oneRedisRunsPerSecond}`,
+        cluster.ratio,
       ),
     );
   const refund = results.refund as any;

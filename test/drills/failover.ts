@@ -31,6 +31,7 @@ const RATE = Number(process.env.DRILL_RATE ?? 40);
 /** Short, so that a dead worker's jobs are taken over within seconds; production defaults are 30 s each. */
 const LOCK_MS = 4000;
 const STALLED_MS = 2000;
+const ERP_MS = 400;
 const FINAL = new Set(['succeeded', 'failed', 'handled', 'filtered', 'skipped', 'cancelled']);
 const LOGS = path.join(os.tmpdir(), 'tributary-drill');
 
@@ -54,8 +55,8 @@ interface DrillResult {
   senderRetries: number;
   /** The longest time without an accepted delivery, from the disruption on (as the sender saw it). */
   intakeGapMs: number;
-  /** From the disruption until the last accepted run of the drill had finished. */
-  allFinishedAfterMs: number;
+  /** The longest a message of the drill waited from its acceptance until its run had finished. */
+  slowestRunMs: number;
 }
 
 /** One process of the deployment on a host: started again on the same host after a drill kills it. */
@@ -103,21 +104,21 @@ class Service {
   }
 }
 
-/** Waits until every run has a final status (or `limitMs` passed); returns when the last one finished. */
+/** Waits until every run has a final status (or `limitMs` passed); says how many did not, and the slowest run. */
 async function untilFinished(
   store: Store,
   runIds: string[],
   limitMs = 180_000,
-): Promise<{ unfinished: number; lastFinishedAt: number }> {
+): Promise<{ unfinished: number; slowestRunMs: number }> {
   const deadline = Date.now() + limitMs;
   for (;;) {
     const runs = await Promise.all(runIds.map((id) => store.getRun('acme', id)));
     const unfinished = runs.filter((found) => !found || !FINAL.has(found.run.status)).length;
     if (unfinished === 0 || Date.now() > deadline) {
-      const lastFinishedAt = Math.max(
-        ...runs.map((found) => (found?.run.finishedAt ? Date.parse(found.run.finishedAt) : 0)),
+      const took = runs.map((found) =>
+        found?.run.finishedAt ? Date.parse(found.run.finishedAt) - Date.parse(found.run.createdAt) : 0,
       );
-      return { unfinished, lastFinishedAt };
+      return { unfinished, slowestRunMs: Math.max(...took) };
     }
     await sleep(500);
   }
@@ -174,7 +175,8 @@ async function main(): Promise<number> {
       closing.push(() => forwarder.close());
     }
     const receiver = await new Receiver().start(gateway);
-    receiver.slow('/erp', 20);
+    // An ERP that takes its time: at the drills' rate, some 15 runs are in flight on the workers at any moment.
+    receiver.slow('/erp', ERP_MS);
     closing.push(() => receiver.close());
 
     const suffix = randomBytes(4).toString('hex');
@@ -241,6 +243,8 @@ async function main(): Promise<number> {
 
     let killed: number[] = [];
     const drills: Drill[] = [
+      // What the figures are without a fault, to read the others by.
+      { name: 'no fault', disrupt: async () => {}, mend: async () => {} },
       {
         name: "kill -9 the run queue's Redis master",
         disrupt: async () => {
@@ -300,7 +304,7 @@ async function main(): Promise<number> {
       await drill.mend();
       const sent = await load;
       const runIds = [...new Set(sent.runIds)];
-      const { unfinished, lastFinishedAt } = await untilFinished(store, runIds);
+      const { unfinished, slowestRunMs } = await untilFinished(store, runIds);
       const counts = deliveryCounts(receiver, '/erp', from, DELIVERIES);
       const result: DrillResult = {
         drill: drill.name,
@@ -309,20 +313,20 @@ async function main(): Promise<number> {
         lost: counts.lost + unfinished,
         senderRetries: sent.retries,
         intakeGapMs: longestGapMs(sent.acceptedAt, brokenAt),
-        allFinishedAfterMs: lastFinishedAt - brokenAt,
+        slowestRunMs,
       };
       results.push(result);
       console.log(JSON.stringify(result));
     }
 
     console.log(
-      '\n| drill | accepted | delivered | re-sent, same key | re-sent, other key | lost | sender retries | longest intake gap | all finished after |',
+      '\n| drill | accepted | delivered | re-sent, same key | re-sent, other key | lost | sender retries | longest intake gap | slowest run |',
     );
     console.log('|---|---|---|---|---|---|---|---|---|');
     for (const r of results) {
       console.log(
         `| ${r.drill} | ${r.accepted} | ${r.delivered} | ${r.resentSameKey} | ${r.resentOtherKey} | ${r.lost} | ` +
-          `${r.senderRetries} | ${(r.intakeGapMs / 1000).toFixed(1)} s | ${(r.allFinishedAfterMs / 1000).toFixed(1)} s |`,
+          `${r.senderRetries} | ${(r.intakeGapMs / 1000).toFixed(1)} s | ${(r.slowestRunMs / 1000).toFixed(1)} s |`,
       );
     }
     const failed = results.filter((r) => r.lost > 0 || r.resentOtherKey > 0 || r.accepted !== DELIVERIES);

@@ -8,10 +8,13 @@ import { Redis } from 'ioredis';
 
 const run = promisify(execFile);
 
-/** The first of `count` ports in a row that are free, with their cluster bus ports (10000 above). */
+/**
+ * The first of `count` ports in a row that are free, with their cluster bus ports (10000 above), all below the
+ * ephemeral range (32768 up), where an outgoing connection could take one meanwhile.
+ */
 export async function freePortRun(count: number): Promise<number> {
   for (;;) {
-    const base = 20_000 + Math.floor(Math.random() * 2_000) * 10;
+    const base = 10_000 + Math.floor(Math.random() * 1_200) * 10;
     const ports = Array.from({ length: count }, (_, index) => [base + index, base + index + 10_000]).flat();
     if ((await Promise.all(ports.map(portIsFree))).every(Boolean)) return base;
   }
@@ -65,6 +68,10 @@ export class LocalRedisCluster {
       dir,
       nodeTimeoutMs,
     );
+    // A test or drill that ends without stopping the cluster (a timeout, an exception) leaves no redis-server behind.
+    process.once('exit', () => {
+      for (const node of cluster.nodes) node.child?.kill('SIGKILL');
+    });
     try {
       for (const node of cluster.nodes) cluster.launch(node);
       await Promise.all(cluster.nodes.map((node) => cluster.untilAnswers(node.port)));
@@ -172,6 +179,8 @@ export class LocalRedisCluster {
     node.child = spawn('redis-server', [
       '--port', String(node.port),
       '--bind', this.host,
+      // Off loopback (a drill's bridge), protected mode would refuse every client: the network is this machine's own.
+      '--protected-mode', 'no',
       '--dir', this.dir,
       '--dbfilename', `dump-${node.port}.rdb`,
       '--cluster-enabled', 'yes',
@@ -192,11 +201,13 @@ export class LocalRedisCluster {
   }
 
   private async untilAnswers(port: number) {
-    for (let tries = 0; tries < 100; tries++) {
+    const { child } = this.node(port);
+    for (let tries = 0; tries < 200; tries++) {
       if (await this.onNode(port, (redis) => redis.ping()).catch(() => false)) return;
+      if (child?.exitCode !== null) break;
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
-    throw new Error(`redis-server on port ${port} did not start`);
+    throw new Error(`redis-server on ${this.host}:${port} did not start (exit code ${child?.exitCode})`);
   }
 
   /** Ask the first live node that answers. */

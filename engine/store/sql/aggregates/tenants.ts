@@ -57,12 +57,17 @@ export class SqlTenants implements TenantStore {
   }
 
   async setStateLimits(limits: StateLimit[]) {
+    // Every process writes them as it starts, several at once on a new deployment: upserts, never a plain insert.
     await this.db.transaction(async (tx) => {
-      await tx.query('delete from tenant_state_limits');
+      await tx.query('delete from tenant_state_limits where kind <> all($1::text[])', [
+        limits.map((limit) => limit.kind),
+      ]);
       for (const limit of limits)
         await tx.query(
           `insert into tenant_state_limits (kind, max_items, items_setting, max_bytes, bytes_setting)
-           values ($1, $2, $3, $4, $5)`,
+           values ($1, $2, $3, $4, $5)
+           on conflict (kind) do update set max_items = excluded.max_items, items_setting = excluded.items_setting,
+             max_bytes = excluded.max_bytes, bytes_setting = excluded.bytes_setting`,
           [limit.kind, limit.maxItems, limit.itemsSetting, limit.maxBytes, limit.bytesSetting],
         );
     });
