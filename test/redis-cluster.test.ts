@@ -8,6 +8,7 @@ import {
   startTestPlatform,
   type TestPlatform,
 } from './support/harness.ts';
+import { forwardWebhook, pollEverySecond } from './support/flow-documents.ts';
 import { Receiver } from './support/receiver.ts';
 import { freePortRun, LocalRedisCluster } from './support/redis-cluster.ts';
 import { deliveryCounts, WebhookSender } from './support/webhook-sender.ts';
@@ -34,26 +35,8 @@ beforeAll(async () => {
   worker = spawnWorker(env.config, { REDIS_CLUSTER_NODES: cluster.seeds });
   await worker.ready;
   acme = await env.tenant('acme');
-  await acme.publish({
-    key: 'orders',
-    name: 'orders',
-    trigger: { type: 'webhook' },
-    nodes: [
-      {
-        id: 'send',
-        operation: 'http.request',
-        config: { method: 'POST', url: `${receiver.url}/erp`, body: '{{ $input.body }}' },
-      },
-    ],
-    edges: [{ from: 'trigger', to: 'send' }],
-  });
-  await acme.publish({
-    key: 'poll',
-    name: 'poll',
-    trigger: { type: 'schedule', config: { every: '1s' } },
-    nodes: [{ id: 'tick', operation: 'http.request', config: { method: 'POST', url: `${receiver.url}/tick` } }],
-    edges: [{ from: 'trigger', to: 'tick' }],
-  });
+  await acme.publish(forwardWebhook('orders', `${receiver.url}/erp`));
+  await acme.publish(pollEverySecond('poll', `${receiver.url}/tick`));
 });
 afterAll(async () => {
   worker?.child.kill('SIGKILL');

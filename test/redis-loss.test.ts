@@ -6,6 +6,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { redisAnswers } from '../bin/redis.ts';
 import { eventually, sendWebhook, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
+import { forwardWebhook, pollEverySecond } from './support/flow-documents.ts';
 import { Receiver } from './support/receiver.ts';
 
 // A Redis of this file's own, without persistence, killed mid-load and started again on an empty
@@ -51,26 +52,8 @@ beforeAll(async () => {
     { redisUrl: `redis://127.0.0.1:${port}`, workerConcurrency: 2 },
   );
   acme = await env.tenant('acme');
-  await acme.publish({
-    key: 'orders',
-    name: 'orders',
-    trigger: { type: 'webhook' },
-    nodes: [
-      {
-        id: 'send',
-        operation: 'http.request',
-        config: { method: 'POST', url: `${receiver.url}/erp`, body: '{{ $input.body }}' },
-      },
-    ],
-    edges: [{ from: 'trigger', to: 'send' }],
-  });
-  await acme.publish({
-    key: 'poll',
-    name: 'poll',
-    trigger: { type: 'schedule', config: { every: '1s' } },
-    nodes: [{ id: 'tick', operation: 'http.request', config: { method: 'POST', url: `${receiver.url}/tick` } }],
-    edges: [{ from: 'trigger', to: 'tick' }],
-  });
+  await acme.publish(forwardWebhook('orders', `${receiver.url}/erp`));
+  await acme.publish(pollEverySecond('poll', `${receiver.url}/tick`));
 });
 afterAll(async () => {
   await env?.close();

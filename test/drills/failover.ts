@@ -21,6 +21,7 @@ import { runsSlot } from '../../engine/queue/key-slots.ts';
 import { Keyring } from '../../engine/secrets/keyring.ts';
 import type { Store } from '../../engine/store/index.ts';
 import { ApiClient, dropIsolation, getToken, POSTGRES_URL } from '../support/harness.ts';
+import { forwardWebhook } from '../support/flow-documents.ts';
 import { Receiver } from '../support/receiver.ts';
 import { freePortRun, LocalRedisCluster } from '../support/redis-cluster.ts';
 import { deliveryCounts, longestGapMs, WebhookSender } from '../support/webhook-sender.ts';
@@ -39,6 +40,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 interface Drill {
   name: string;
+  /** Deliveries a second, if not DRILL_RATE. */
+  rate?: number;
   /** Break something; resolves when it is broken (or, for a failover, taken over). */
   disrupt: () => Promise<void>;
   /** Put it back. */
@@ -53,6 +56,8 @@ interface DrillResult {
   resentOtherKey: number;
   lost: number;
   senderRetries: number;
+  /** Retries answered `200 duplicate`: the platform had accepted the first try, whose answer was lost. */
+  answeredDuplicate: number;
   /** The longest time without an accepted delivery, from the disruption on (as the sender saw it). */
   intakeGapMs: number;
   /** The longest a message of the drill waited from its acceptance until its run had finished. */
@@ -226,19 +231,9 @@ async function main(): Promise<number> {
     await admin.createTenant({ id: 'acme' });
     const credentials = await admin.createClient({ tenantId: 'acme' });
     const token = await getToken(apis[0].url, credentials.client_id, credentials.client_secret);
-    await new ApiClient(apis[0].url, token, 'acme', credentials).publish({
-      key: 'orders',
-      name: 'orders to the ERP',
-      trigger: { type: 'webhook' },
-      nodes: [
-        {
-          id: 'post',
-          operation: 'http.request',
-          config: { method: 'POST', url: `${receiver.url}/erp`, body: '{{ $input.body }}' },
-        },
-      ],
-      edges: [{ from: 'trigger', to: 'post' }],
-    });
+    await new ApiClient(apis[0].url, token, 'acme', credentials).publish(
+      forwardWebhook('orders', `${receiver.url}/erp`),
+    );
     const sender = new WebhookSender(() => apis.map((api) => api.url), { tenantId: 'acme', flowKey: 'orders' });
 
     let killed: number[] = [];
@@ -284,7 +279,9 @@ async function main(): Promise<number> {
         mend: async () => workers[1].host.restore(),
       },
       {
-        name: 'kill -9 an API host',
+        // Fast, so that deliveries are in flight at the host when it dies.
+        name: 'kill -9 an API host while deliveries are in flight (1,000/s)',
+        rate: 1000,
         disrupt: async () => apis[0].host.kill(),
         mend: () => apis[0].start(),
       },
@@ -295,10 +292,11 @@ async function main(): Promise<number> {
     for (const drill of drills) {
       const from = next;
       next += DELIVERIES;
-      console.log(`\n${drill.name}: ${DELIVERIES} deliveries at ${RATE}/s`);
-      const load = sender.send(from, DELIVERIES, RATE);
+      const rate = drill.rate ?? RATE;
+      console.log(`\n${drill.name}: ${DELIVERIES} deliveries at ${rate}/s`);
+      const load = sender.send(from, DELIVERIES, rate);
       // A third of the way into the load.
-      await sleep((DELIVERIES / RATE / 3) * 1000);
+      await sleep((DELIVERIES / rate / 3) * 1000);
       const brokenAt = Date.now();
       await drill.disrupt();
       await drill.mend();
@@ -312,6 +310,7 @@ async function main(): Promise<number> {
         ...counts,
         lost: counts.lost + unfinished,
         senderRetries: sent.retries,
+        answeredDuplicate: sent.duplicates,
         intakeGapMs: longestGapMs(sent.acceptedAt, brokenAt),
         slowestRunMs,
       };
@@ -320,13 +319,14 @@ async function main(): Promise<number> {
     }
 
     console.log(
-      '\n| drill | accepted | delivered | re-sent, same key | re-sent, other key | lost | sender retries | longest intake gap | slowest run |',
+      '\n| drill | accepted | delivered | re-sent, same key | re-sent, other key | lost | sender retries ' +
+        '(answered duplicate) | longest intake gap | slowest run |',
     );
     console.log('|---|---|---|---|---|---|---|---|---|');
     for (const r of results) {
       console.log(
         `| ${r.drill} | ${r.accepted} | ${r.delivered} | ${r.resentSameKey} | ${r.resentOtherKey} | ${r.lost} | ` +
-          `${r.senderRetries} | ${(r.intakeGapMs / 1000).toFixed(1)} s | ${(r.slowestRunMs / 1000).toFixed(1)} s |`,
+          `${r.senderRetries} (${r.answeredDuplicate}) | ${(r.intakeGapMs / 1000).toFixed(1)} s | ${(r.slowestRunMs / 1000).toFixed(1)} s |`,
       );
     }
     const failed = results.filter((r) => r.lost > 0 || r.resentOtherKey > 0 || r.accepted !== DELIVERIES);

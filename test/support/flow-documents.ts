@@ -1,0 +1,19 @@
+/** Flow documents several suites and the drills publish. */
+
+/** A webhook whose body is posted, as it came, to `url` (an ERP stand-in): one side effect per message. */
+export const forwardWebhook = (key: string, url: string) => ({
+  key,
+  name: key,
+  trigger: { type: 'webhook' },
+  nodes: [{ id: 'send', operation: 'http.request', config: { method: 'POST', url, body: '{{ $input.body }}' } }],
+  edges: [{ from: 'trigger', to: 'send' }],
+});
+
+/** A schedule that posts to `url` every second. */
+export const pollEverySecond = (key: string, url: string) => ({
+  key,
+  name: key,
+  trigger: { type: 'schedule', config: { every: '1s' } },
+  nodes: [{ id: 'tick', operation: 'http.request', config: { method: 'POST', url } }],
+  edges: [{ from: 'trigger', to: 'tick' }],
+});
