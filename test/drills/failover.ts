@@ -100,7 +100,7 @@ class Service {
   }
 
   private async untilHealthy() {
-    for (let tries = 0; tries < 300; tries++) {
+    for (let tries = 0; tries < 600; tries++) {
       const answer = await fetch(`${this.url}/healthz`).catch(() => undefined);
       if (answer?.ok) return;
       await sleep(100);
