@@ -126,7 +126,9 @@ describe('on a Redis Cluster', () => {
     const prefix = env.config.redisPrefix;
     const master = await cluster.masterOf(runsSlot(prefix));
     const shard = [master, ...(await cluster.replicasOf(master))];
-    const load = sender().send(300, 40, 20);
+    // A slow ERP and a burst: most runs still wait in their lanes when the shard dies.
+    receiver.slow('/erp', 300);
+    const load = sender().send(300, 40, 200);
     await eventually(async () => expect(deliveryCounts(receiver, '/erp', 300, 40).delivered).toBeGreaterThan(5));
     for (const port of shard) cluster.kill(port);
     await new Promise((resolve) => setTimeout(resolve, 2000));
@@ -137,11 +139,16 @@ describe('on a Redis Cluster', () => {
     for (const runId of runIds) expect((await acme.settledRun(runId)).status).toBe('succeeded');
     expect(new Set(runIds).size).toBe(40);
     expect(deliveryCounts(receiver, '/erp', 300, 40)).toMatchObject({ delivered: 40, resentOtherKey: 0, lost: 0 });
+    receiver.slow('/erp', 20);
+    // Runs that outlived the loss were queued again from the store by the recovery, which readiness reports.
     const operator = await env.operator();
-    const readiness = await (
-      await fetch(`${env.url}/readyz`, { headers: { authorization: basicOf(operator) } })
-    ).json();
-    expect(readiness.checks.recovery).toMatchObject({ finishedAt: expect.any(String) });
+    await eventually(async () => {
+      const readiness = await (
+        await fetch(`${env.url}/readyz`, { headers: { authorization: basicOf(operator) } })
+      ).json();
+      expect(readiness.checks.recovery).toMatchObject({ finishedAt: expect.any(String) });
+      expect(readiness.checks.recovery.runsRequeued).toBeGreaterThan(0);
+    });
     // The schedules' slot kept its data unless it is on the same shard; either way they tick again.
     const ticks = receiver.requests.filter((request) => request.url === '/tick').length;
     await eventually(async () =>
