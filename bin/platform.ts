@@ -177,7 +177,7 @@ export class Platform {
     try {
       return await Platform.assemble(config, roles, options, logger, tracing, redis, redisChild);
     } catch (error) {
-      await redis.close();
+      redis.close();
       // A start that fails (a port taken, a store that cannot open) leaves no redis-server behind.
       await stopEmbeddedRedis(redisChild);
       await tracing?.shutdown();
@@ -474,7 +474,7 @@ export class Platform {
     await reconciler?.close();
     await worker?.close(this.config.shutdownGraceMs);
     await Promise.all([this.queue.close(), schedules.close()]);
-    await redis.close();
+    redis.close();
     sandbox.close();
     await this.store.close();
     await stopEmbeddedRedis(redisChild);
