@@ -370,3 +370,57 @@ describe('an alert whose worker dies while sending it', () => {
     await erp.close();
   });
 });
+
+describe("one tenant's flood of alerts", () => {
+  let env: TestPlatform;
+  let erp: Receiver;
+  let hanging: Receiver;
+  let quick: Receiver;
+
+  beforeAll(async () => {
+    erp = await new Receiver(() => ({ status: 422, body: { error: 'closed period' } })).start();
+    hanging = await new Receiver(() => 'hang').start();
+    quick = await new Receiver().start();
+    env = await startTestPlatform('postgres', undefined, ALERTS);
+  });
+  afterAll(async () => {
+    await env?.close();
+    for (const receiver of [erp, hanging, quick]) await receiver?.close();
+  });
+
+  /** A tenant whose every failed run alerts `rules` rules, each on the same `channels` webhooks at `url`. */
+  const tenantAlerting = async (id: string, url: string, rules: number, channels: number) => {
+    const client = await env.tenant(id);
+    await client.call('PUT', '/api/v1/global-variables/ERP_URL', { value: erp.url });
+    await client.call('PUT', '/api/v1/secret-global-variables/ERP_TOKEN', { value: SECRET });
+    await client.publish(refundFlow('refunds'));
+    const channelIds: string[] = [];
+    for (let n = 0; n < channels; n++) {
+      const channel = await client.call('POST', '/api/v1/alert-channels', { name: `c${n}`, type: 'webhook', url });
+      channelIds.push(channel.body.id);
+    }
+    for (let n = 0; n < rules; n++) {
+      await client.call('POST', '/api/v1/alert-rules', {
+        name: `r${n}`,
+        channelIds,
+        condition: { kind: 'run-failed' },
+        cooldownSeconds: 0,
+      });
+    }
+    return client;
+  };
+
+  it("never holds up another tenant's alert behind its own, sent to a receiver that hangs", async () => {
+    const noisy = await tenantAlerting('noisy', `${hanging.url}/alerts`, 12, 5);
+    const quiet = await tenantAlerting('quiet', `${quick.url}/alerts`, 1, 1);
+    const failed = await sendWebhook(env.url, 'noisy', 'refunds', { order: 1 });
+    expect((await noisy.settledRun(failed.body.runId)).status).toBe('failed');
+    // 60 deliveries (12 rules x 5 channels) are due; a look sends 20, each held until ALERT_TIMEOUT_MS.
+    await eventually(async () => expect(hanging.requests.length).toBeGreaterThan(0));
+    const other = await sendWebhook(env.url, 'quiet', 'refunds', { order: 2 });
+    expect((await quiet.settledRun(other.body.runId)).status).toBe('failed');
+    await eventually(async () => expect(quick.requests).toHaveLength(1));
+    // In turn by tenant, the quiet tenant's alert went with the next look, not after the noisy tenant's 60.
+    expect(hanging.requests.length).toBeLessThanOrEqual(40);
+  });
+});

@@ -271,12 +271,24 @@ export class SqlAlerts implements AlertStore {
 
   async leaseAlertDeliveries(leaseMs: number, limit: number): Promise<LeasedAlertDelivery[]> {
     const rows = await this.db.query(
-      `with leased as (
+      // Tenants take turns: each one's earliest due delivery first, then each one's second, and so on, so that one
+      // tenant's flood of alerts to a receiver that hangs never holds up another tenant's.
+      `with due as (
+         select tenant_id, alert_id, channel_id, next_at,
+                row_number() over (partition by tenant_id order by next_at) as turn
+           from alert_deliveries
+          where status = 'pending' and next_at <= now() and (lease_until is null or lease_until <= now())),
+       chosen as (
+         select d.tenant_id, d.alert_id, d.channel_id
+           from alert_deliveries d
+           join (select * from due order by turn, next_at limit $2) c
+             on d.tenant_id = c.tenant_id and d.alert_id = c.alert_id and d.channel_id = c.channel_id
+          where d.status = 'pending' and (d.lease_until is null or d.lease_until <= now())
+            for update of d skip locked),
+       leased as (
          update alert_deliveries d set lease_until = now() + $1 * interval '1 millisecond', attempts = d.attempts + 1
-           from (select tenant_id, alert_id, channel_id from alert_deliveries
-                  where status = 'pending' and next_at <= now() and (lease_until is null or lease_until <= now())
-                  order by next_at limit $2 for update skip locked) due
-          where d.tenant_id = due.tenant_id and d.alert_id = due.alert_id and d.channel_id = due.channel_id
+           from chosen
+          where d.tenant_id = chosen.tenant_id and d.alert_id = chosen.alert_id and d.channel_id = chosen.channel_id
          returning d.*)
        select l.tenant_id, l.attempts, l.channel_id, to_jsonb(a.*) as alert, r.name as rule_name,
               c.type as channel_type, c.sealed as channel_sealed
