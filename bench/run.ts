@@ -12,7 +12,10 @@
  * (g) big bodies: the same, and the event loop, while another tenant sends 1 MB bodies (bench/fairness.ts).
  * (h) loops: items/s through a 1,000-item loop beside the same calls as 1,000 webhooks (bench/loop.ts).
  * (i) Redis Cluster: the engine's drain on one Redis and on a local cluster of 3 masters and 3 replicas.
- * BENCH_ONLY=footprint|intake|engine|refund|import|expressions|fairness|big-bodies|loop|cluster runs one part.
+ * (j) months of history: the reads users and operators make, on an empty store and at BENCH_HISTORY_RUNS runs
+ * (default 1,000,000) over 60 days, with the growth factor (bench/history.ts).
+ * BENCH_ONLY=footprint|intake|engine|refund|import|expressions|fairness|big-bodies|loop|cluster|history runs one
+ * part.
  * Needs Redis and PostgreSQL as for `npm test`. Prints a JSON line and a markdown table.
  */
 import http from 'node:http';
@@ -29,6 +32,7 @@ import { measureExpressions } from './expressions.ts';
 import { measureBigBodiesPart, measureFairness } from './fairness.ts';
 import { cpuWindow } from './cpu.ts';
 import { measureFootprint } from './footprint.ts';
+import { measureHistory } from './history.ts';
 import { measureLoop } from './loop.ts';
 import { cleanup, isolation, memoryMb, POSTGRES_URL, REDIS_URL, settledRssMb, start, stop } from './processes.ts';
 
@@ -127,6 +131,7 @@ async function main() {
   if (!only || only === 'big-bodies') await measureBigBodiesPart(results);
   if (!only || only === 'loop') await measureLoop(results);
   if (!only || only === 'cluster') await measureCluster(results, receiver);
+  if (!only || only === 'history') await measureHistory(results);
   await receiver.close();
   report(results);
 }

@@ -661,8 +661,8 @@ describe.each(adapters)('store contract on %s', (_name, open) => {
     expect(
       (
         await store.statistics('stats', {
-          from: new Date(now + 60_000).toISOString(),
-          to: new Date(now + 120_000).toISOString(),
+          from: new Date(now + 2 * 3600_000).toISOString(),
+          to: new Date(now + 3 * 3600_000).toISOString(),
           interval: 'hour',
         })
       ).runs,

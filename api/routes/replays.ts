@@ -2,6 +2,7 @@ import {
   DEFAULT_REPLAY_RATE,
   MAX_REPLAY_RATE,
   MAX_RUNNING_REPLAYS,
+  REPLAY_COUNT_LIMIT,
   NotFoundError,
   ValidationError,
   newId,
@@ -63,8 +64,12 @@ export function replayRoutes({ store }: ApiContext) {
               {
                 type: 'object',
                 additionalProperties: false,
-                required: ['dryRun', 'count'],
-                properties: { dryRun: { const: true }, count: { type: 'integer' } },
+                required: ['dryRun', 'count', 'exact'],
+                properties: {
+                  dryRun: { const: true },
+                  count: { type: 'integer', description: `Counted up to ${REPLAY_COUNT_LIMIT}.` },
+                  exact: { type: 'boolean', description: 'false: at least `count` match.' },
+                },
               },
               replaySchema,
             ],
@@ -85,7 +90,12 @@ export function replayRoutes({ store }: ApiContext) {
             errors.push({ path: '$.body.filter.status', message: 'must be failed with batchId' });
           if (errors.length > 0) throw new ValidationError('Invalid request', errors);
         }
-        if (body.dryRun) return { body: { dryRun: true, count: await store.countReplayable(tenantId, filter) } };
+        if (body.dryRun) {
+          const count = await store.countReplayable(tenantId, filter);
+          return {
+            body: { dryRun: true, count: Math.min(count, REPLAY_COUNT_LIMIT), exact: count <= REPLAY_COUNT_LIMIT },
+          };
+        }
         const requestKey = req.get('idempotency-key') ?? null;
         if (requestKey !== null && (requestKey.length === 0 || requestKey.length > MAX_REQUEST_KEY))
           throw new ValidationError('Invalid request', [

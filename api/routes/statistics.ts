@@ -91,8 +91,10 @@ export function statisticsRoutes({ store, intake }: ApiContext) {
       scope: 'runs:read',
       summary: 'Runs per flow and status, with duration percentiles, and messages per topic, per hour or day',
       description:
-        `Buckets are UTC. Default range: the last 24 hours. At most ${MAX_RANGE_MS.hour / DAY_MS} days by ` +
-        `the hour, ${MAX_RANGE_MS.day / DAY_MS} by the day.`,
+        'Buckets are UTC. Default range: the last 24 hours. The range widens to whole buckets (the answer says ' +
+        `which): counts come from rollups kept by the hour and the day. At most ${MAX_RANGE_MS.hour / DAY_MS} ` +
+        `days by the hour, ${MAX_RANGE_MS.day / DAY_MS} by the day. Percentiles come from histograms whose buckets ` +
+        'are within 4.5 % of the values they count.',
       query: {
         type: 'object',
         additionalProperties: false,

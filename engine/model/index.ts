@@ -90,6 +90,7 @@ export {
   DEFAULT_REPLAY_RATE,
   MAX_REPLAY_RATE,
   MAX_RUNNING_REPLAYS,
+  REPLAY_COUNT_LIMIT,
   replayFilterSchema,
   replaySchema,
   replayStatuses,

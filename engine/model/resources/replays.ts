@@ -8,6 +8,8 @@ export const MAX_REPLAY_RATE = 100;
 export const DEFAULT_REPLAY_RATE = 10;
 /** Replays one tenant may have running at once: the workers take due replays in turn, across tenants. */
 export const MAX_RUNNING_REPLAYS = 5;
+/** A replay's matches are counted up to this many: a count past it says "at least" (its read stays bounded). */
+export const REPLAY_COUNT_LIMIT = 10_000;
 
 /** Which messages a bulk replay runs again: those whose latest run ended so, and matches the rest. */
 export const replayFilterSchema = {
@@ -46,7 +48,18 @@ export const replayFilterSchema = {
 export const replaySchema = {
   type: 'object',
   additionalProperties: false,
-  required: ['id', 'filter', 'ratePerSecond', 'status', 'total', 'replayed', 'skipped', 'createdAt', 'finishedAt'],
+  required: [
+    'id',
+    'filter',
+    'ratePerSecond',
+    'status',
+    'total',
+    'totalExact',
+    'replayed',
+    'skipped',
+    'createdAt',
+    'finishedAt',
+  ],
   description:
     "A bulk replay: a new run, on the flow's active version, for each message the filter matched when it was made, " +
     'started at most `ratePerSecond` a second by the workers. Each new run names the run it replays (`replayOf`).',
@@ -58,7 +71,14 @@ export const replaySchema = {
       enum: replayStatuses,
       description: 'running: runs are being started; finished: every match was seen; cancelled: stopped by a caller.',
     },
-    total: { type: 'integer', description: 'Messages the filter matched when the replay was made.' },
+    total: {
+      type: 'integer',
+      description: `Messages the filter matched when the replay was made, counted up to ${REPLAY_COUNT_LIMIT}.`,
+    },
+    totalExact: {
+      type: 'boolean',
+      description: `false: at least \`total\` matched (counting stops at ${REPLAY_COUNT_LIMIT}); all are replayed.`,
+    },
     replayed: { type: 'integer', description: 'New runs started so far.' },
     skipped: {
       type: 'integer',

@@ -18,8 +18,8 @@ export const statisticsSchema = {
   additionalProperties: false,
   required: ['from', 'to', 'interval', 'runs', 'messages'],
   description:
-    'Runs and messages per time bucket (UTC), for the runs and messages created in [from, to). Test runs are never ' +
-    'counted.',
+    'Runs and messages per time bucket (UTC), for the runs and messages created in [from, to): whole buckets, the ' +
+    'asked range widened to them. Test runs are never counted.',
   properties: {
     from: timestamp,
     to: timestamp,

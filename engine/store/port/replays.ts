@@ -7,7 +7,7 @@ export type StoredReplayFilter = ReplayFilter & { status: 'failed' | 'handled' }
 
 /** Bulk replays: made over the API, worked off by the workers a page a second. */
 export interface ReplayStore {
-  /** How many messages the filter matches now (a dry run). */
+  /** How many messages the filter matches now (a dry run), counted up to one past REPLAY_COUNT_LIMIT. */
   countReplayable(tenantId: string, filter: StoredReplayFilter): Promise<number>;
   /**
    * A running replay of what the filter matches now (`total`). With a `requestKey` the tenant already used,

@@ -4,7 +4,7 @@ import type { ErrorRecord, Statistics } from '../../model/index.ts';
 export interface StatisticsStore {
   /**
    * Runs created in [from, to) per time bucket, flow and status, with duration percentiles; messages per bucket and
-   * topic.
+   * topic. The range widens to whole buckets; the answer gives it.
    */
   statistics(tenantId: string, request: StatisticsRequest): Promise<Statistics>;
   /** Active flows, and each flow's latest failed run. */

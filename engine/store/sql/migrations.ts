@@ -18,6 +18,7 @@ import { migration as m15 } from './migrations/15-message-traces.ts';
 import { migration as m16 } from './migrations/16-held-runs.ts';
 import { migration as m17 } from './migrations/17-alerts.ts';
 import { migration as m18 } from './migrations/18-batch-replays.ts';
+import { migration as m19 } from './migrations/19-rollups.ts';
 
 /** Versioned, append-only (one file each in migrations/): a released migration never changes; a change is a new one. */
 export const migrations: Migration[] = [
@@ -39,6 +40,7 @@ export const migrations: Migration[] = [
   m16,
   m17,
   m18,
+  m19,
 ];
 
 /**

@@ -26,6 +26,7 @@ import {
   LATEST_RUN,
   MESSAGE_INFO,
   toRun,
+  messagesThatMayBe,
 } from './rows.ts';
 
 /** Inbound messages, their views, replays and retries, blocked topics and held runs. */
@@ -123,11 +124,16 @@ export class SqlMessages implements MessageStore {
   async listMessages(tenantId: string, filter: MessageFilter, request: PageRequest, bodyCapBytes: number) {
     if (filter.flowId !== undefined && !isUuid(filter.flowId))
       return { nodes: [], pageInfo: { hasNextPage: false, endCursor: null } };
+    // Ids are time-ordered: a range of arrival bounds the ids too (a minute wider: an id is made before its row).
+    const idAfter = filter.receivedFrom ? idAt(Date.parse(filter.receivedFrom) - 60_000) : null;
+    const idBefore = filter.receivedTo ? idAt(Date.parse(filter.receivedTo) + 60_000) : null;
     const rows = await this.db.query(
-      `${MESSAGE_INFO} where ($3::uuid is null or flow_id = $3::uuid) and ($4::text is null or status = $4)
-        and ($5::text is null or topic = $5)
+      `${MESSAGE_INFO} where ($3::uuid is null or flow_id = $3::uuid)
+         ${filter.status ? `and status = $4 and ${messagesThatMayBe(filter.status)}` : 'and $4::text is null'}
+         and ($5::text is null or topic = $5)
          and ($6::timestamptz is null or received_at >= $6::timestamptz) and ($7::timestamptz is null
            or received_at < $7::timestamptz)
+         and ($10::uuid is null or id >= $10::uuid) and ($11::uuid is null or id < $11::uuid)
          and ($8::uuid is null or id < $8::uuid) order by id desc limit $9`,
       [
         tenantId,
@@ -139,6 +145,8 @@ export class SqlMessages implements MessageStore {
         filter.receivedTo ?? null,
         decodeCursor(request.after, UUID),
         request.first + 1,
+        idAfter,
+        idBefore,
       ],
     );
     return page(rows, request, toMessageInfo, (r) => r.id);
@@ -185,14 +193,15 @@ export class SqlMessages implements MessageStore {
   }
 
   async backlog(tenantId: string, since: string): Promise<Backlog> {
-    const floor = idAt(Date.parse(since));
+    // Finished runs are counted by the hour they were created in (run_counts): `since` starts its hour.
+    const hour = Math.floor(Date.parse(since) / 3_600_000) * 3_600_000;
+    const floor = idAt(hour);
     const [row] = await this.db.query(
       `select
          (select coalesce(jsonb_object_agg(status, n), '{}') from (
             select status, count(*) as n from runs where tenant_id = $1 and status in ${OPEN} group by status
             union all
-            select status, count(*) from runs where tenant_id = $1 and id >= $2::uuid and status not in ${OPEN}
-              group by status) c) as runs,
+            select status, sum(runs) from run_counts where tenant_id = $1 and hour >= $3 group by status) c) as runs,
          (select coalesce(jsonb_object_agg(status, n), '{}') from (
             select ${MESSAGE_STATUS} as status, count(*) as n from messages m ${LATEST_RUN} where m.tenant_id = $1
               and m.id >= $2::uuid group by 1) c) as messages,
@@ -201,7 +210,7 @@ export class SqlMessages implements MessageStore {
               (select * from runs where tenant_id = $1 and status = 'queued' order by id limit 1)
               union all (select * from runs where tenant_id = $1 and status = 'waiting' order by id limit 1)) w
             order by id limit 1) o) as oldest`,
-      [tenantId, floor],
+      [tenantId, floor, new Date(hour).toISOString()],
     );
     const count = <K extends string>(keys: readonly K[], counts: Record<string, unknown>) =>
       Object.fromEntries(keys.map((key) => [key, Number(counts[key] ?? 0)])) as Record<K, number>;
@@ -212,7 +221,7 @@ export class SqlMessages implements MessageStore {
       createdAt: string;
     } | null;
     return {
-      since: new Date(since).toISOString(),
+      since: new Date(hour).toISOString(),
       runs: count(runStatuses, row.runs),
       messages: count(messageStatuses, row.messages),
       oldestWaiting: oldest && {

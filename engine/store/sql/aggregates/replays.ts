@@ -1,22 +1,32 @@
-import { ConflictError, MAX_RUNNING_REPLAYS, type Replay } from '../../../model/index.ts';
+import { ConflictError, MAX_RUNNING_REPLAYS, REPLAY_COUNT_LIMIT, type Replay } from '../../../model/index.ts';
 import type { ReplayStore, StoredReplayFilter } from '../../port/replays.ts';
 import type { PageRequest } from '../../port/common.ts';
 import type { SqlDriver } from '../driver.ts';
 import { type Row, UUID, decodeCursor, iso, isoOrNull, isUuid, page, toRun } from './rows.ts';
 import { retryTasks } from './batches.ts';
 
+/** The smallest time-ordered id of a time (SQL), as idAt: with ids, a time bounds an index range. */
+const idAt = (time: string) =>
+  `(lpad(to_hex((extract(epoch from ${time}) * 1000)::bigint), 12, '0') || '70008000000000000000')::uuid`;
+
 /**
  * The messages a filter (a jsonb expression) without a batch matches for a tenant: not repeated deliveries,
  * not batch items (a filter with a batch takes those), whose latest run ended with the filter's status, and
- * its other conditions.
+ * its other conditions; with `madeAt`, only runs made before it (a replay's page never takes the runs it made).
+ * Found from the runs of that status (runs_by_status), in the order of their ids, within the ids that the
+ * time bounds give: the work is the matching runs', not the tenant's history.
  */
-const matches = (tenant: string, filter: string) => `
-  select m.id as message_id, m.flow_id, r.id as run_id from messages m
-    join lateral (select id, status, batch_id, error from runs where tenant_id = m.tenant_id and message_id = m.id
-      order by id desc limit 1) r on true
-   where ${filter}->>'batchId' is null and m.tenant_id = ${tenant} and m.duplicate_of is null and r.batch_id is null
-     and r.status = ${filter}->>'status'
-     and (${filter}->>'flowId' is null or m.flow_id = (${filter}->>'flowId')::uuid)
+const matches = (tenant: string, filter: string, madeAt = 'null') => `
+  select m.id as message_id, m.flow_id, r.id as run_id from runs r
+    join messages m on m.tenant_id = r.tenant_id and m.id = r.message_id
+   where ${filter}->>'batchId' is null and r.tenant_id = ${tenant} and r.status = ${filter}->>'status'
+     and r.batch_id is null and m.duplicate_of is null
+     and not exists (select 1 from runs later where later.tenant_id = r.tenant_id
+                       and later.message_id = r.message_id and later.id > r.id)
+     and r.id >= coalesce(${idAt(`((${filter}->>'receivedFrom')::timestamptz - interval '1 minute')`)},
+                          '00000000-0000-0000-0000-000000000000')
+     and r.id < coalesce(${idAt(`${madeAt}::timestamptz`)}, 'ffffffff-ffff-ffff-ffff-ffffffffffff')
+     and (${filter}->>'flowId' is null or r.flow_id = (${filter}->>'flowId')::uuid)
      and (${filter}->>'errorKind' is null or r.error->>'kind' = ${filter}->>'errorKind')
      and (${filter}->>'receivedFrom' is null or m.received_at >= (${filter}->>'receivedFrom')::timestamptz)
      and (${filter}->>'receivedTo' is null or m.received_at < (${filter}->>'receivedTo')::timestamptz)`;
@@ -28,16 +38,18 @@ const failedTasks = (tenant: string, filter: string) => `
    where t.tenant_id = ${tenant} and t.batch_id = (${filter}->>'batchId')::uuid and r.status = 'failed'
      and (${filter}->>'errorKind' is null or r.error->>'kind' = ${filter}->>'errorKind')`;
 
-/** How many messages, or failed tasks of its batch, a filter matches. */
+/** How many messages, or failed tasks of its batch, a filter matches: up to one past REPLAY_COUNT_LIMIT. */
 const countMatches = (tenant: string, filter: string) =>
-  `(select count(*) from (${matches(tenant, filter)}) found) + (select count(*) from (${failedTasks(tenant, filter)}) tasks)`;
+  `(select count(*) from (${matches(tenant, filter)} limit ${REPLAY_COUNT_LIMIT + 1}) found)
+   + (select count(*) from (${failedTasks(tenant, filter)} limit ${REPLAY_COUNT_LIMIT + 1}) tasks)`;
 
 const toReplay = (r: Row): Replay => ({
   id: r.id,
   filter: r.filter,
   ratePerSecond: r.rate_per_second,
   status: r.status,
-  total: r.total,
+  total: Math.min(r.total, REPLAY_COUNT_LIMIT),
+  totalExact: r.total <= REPLAY_COUNT_LIMIT,
   replayed: r.replayed,
   skipped: r.skipped,
   createdAt: iso(r.created_at),
@@ -119,10 +131,10 @@ export class SqlReplays implements ReplayStore {
          select * from replays where status = 'running' and next_at <= now() order by next_at limit 1
            for update skip locked),
        picked as (
-         select found.*, row_number() over (order by found.message_id) as n from job cross join lateral (
-           ${matches('job.tenant_id', 'job.filter')}
-             and m.id > coalesce(job.cursor, '00000000-0000-0000-0000-000000000000'::uuid)
-           order by m.id limit job.rate_per_second) found),
+         select found.*, row_number() over (order by found.run_id) as n from job cross join lateral (
+           ${matches('job.tenant_id', 'job.filter', 'job.created_at')}
+             and r.id > coalesce(job.cursor, '00000000-0000-0000-0000-000000000000'::uuid)
+           order by r.id limit job.rate_per_second) found),
        inserted as (
          insert into runs (tenant_id, id, flow_id, flow_version, message_id, status, replay_of, replay_id)
          select job.tenant_id, ($1::uuid[])[picked.n], f.id, f.active_version, picked.message_id, 'queued',
@@ -140,7 +152,8 @@ export class SqlReplays implements ReplayStore {
        ${retryTasks('(select tenant_id from job)', "(select (filter->>'batchId')::uuid from job)", 'picked_tasks', '(select id from job)')},
        progressed as (
          update replays set
-           cursor = coalesce((select message_id from picked order by message_id desc limit 1), replays.cursor),
+           -- The cursor is the last run replayed (run ids are the matches' order).
+           cursor = coalesce((select run_id from picked order by run_id desc limit 1), replays.cursor),
            cursor_seq = coalesce((select max(seq) from picked_tasks), replays.cursor_seq),
            replayed = replays.replayed + (select count(*) from inserted) + (select count(*) from retried),
            skipped = replays.skipped + (select count(*) from picked) + (select count(*) from picked_tasks)

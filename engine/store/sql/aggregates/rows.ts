@@ -3,6 +3,8 @@ import { JsonText, terminalRunStatuses, unfinishedRunStatuses, ValidationError }
 import type {
   BlockedTopic,
   MessageInfo,
+  MessageStatus,
+  RunStatus,
   Batch,
   BatchTask,
   Client,
@@ -210,6 +212,26 @@ export const toBlockedTopic = (r: Row): BlockedTopic => ({
   blockedAt: iso(r.blocked_at),
   held: Number(r.held ?? 0),
 });
+/**
+ * The messages of tenant $1 that may have `status`, as a condition on their id: those with a run of the run
+ * statuses it comes from, or a repeated delivery. Written out per status (never a parameter), so that the
+ * planner, knowing how rare a status is, finds a rare one from its runs and a common one by walking messages.
+ */
+export const messagesThatMayBe = (status: MessageStatus) =>
+  status === 'duplicate'
+    ? 'duplicate_of is not null'
+    : `id in (select message_id from runs where tenant_id = $1 and status in ${sqlList(RUN_STATUSES_OF[status])})`;
+const RUN_STATUSES_OF: Record<Exclude<MessageStatus, 'duplicate'>, readonly RunStatus[]> = {
+  accepted: ['queued'],
+  blocked: ['held'],
+  running: ['running', 'waiting'],
+  succeeded: ['succeeded'],
+  failed: ['failed'],
+  handled: ['handled'],
+  filtered: ['filtered'],
+  skipped: ['skipped'],
+  cancelled: ['cancelled'],
+};
 /** A message's status, from its latest run `r` (joined with LATEST_RUN). */
 export const MESSAGE_STATUS = `case when m.duplicate_of is not null then 'duplicate' when r.status = 'held'
   then 'blocked' when r.status = 'queued' then 'accepted'

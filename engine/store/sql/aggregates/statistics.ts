@@ -1,68 +1,89 @@
 import type { Statistics, StatisticsRequest, StatisticsStore } from '../../port.ts';
 import { idAt } from '../../../model/index.ts';
 import type { SqlDriver } from '../driver.ts';
-import { iso, isoOrNull, isUuid } from './rows.ts';
+import { OPEN, type Row, iso, isoOrNull, isUuid } from './rows.ts';
+
+const HOUR_MS = 3_600_000;
+const DAY_MS = 24 * HOUR_MS;
+
+/**
+ * The milliseconds a histogram bucket of run_timings stands for (migration 19): 0 below 1 ms, else the middle of
+ * [2^((b-1)/8), 2^(b/8)) on a log scale, within 4.5 % of any value in it.
+ */
+const bucketMs = (bucket: number) => (bucket === 0 ? 0 : Math.round(2 ** ((bucket - 0.5) / 8) * 10) / 10);
 
 /** Counts per time bucket and per flow. */
 export class SqlStatistics implements StatisticsStore {
   constructor(private readonly db: SqlDriver) {}
 
   async statistics(tenantId: string, request: StatisticsRequest): Promise<Statistics> {
-    if (request.flowId !== undefined && !isUuid(request.flowId)) return { ...request, runs: [], messages: [] };
-    // Ids are time-ordered: a bound a minute wider than the range lets the primary key find the rows.
-    const from = Date.parse(request.from);
-    const to = Date.parse(request.to);
-    const range = [tenantId, request.interval, request.from, request.to, idAt(from - 60_000), idAt(to + 60_000)];
-    const percentilesOf = (values: number[] | null) =>
-      values ? { p50: values[0], p95: values[1], p99: values[2] } : null;
-    const [runs, messages] = await Promise.all([
+    // Rollups count by the hour and the day: the range widens to whole buckets, and says so in the answer.
+    const unit = request.interval === 'day' ? DAY_MS : HOUR_MS;
+    const from = Math.floor(Date.parse(request.from) / unit) * unit;
+    const to = Math.ceil(Date.parse(request.to) / unit) * unit;
+    const answer = { from: new Date(from).toISOString(), to: new Date(to).toISOString(), interval: request.interval };
+    if (request.flowId !== undefined && !isUuid(request.flowId)) return { ...answer, runs: [], messages: [] };
+    const range = [tenantId, request.interval, answer.from, answer.to, request.flowId ?? null];
+    // Ids are time-ordered: a bound a minute wider than the range lets an index find the unfinished runs.
+    const ids = [idAt(from - 60_000), idAt(to + 60_000)];
+    const [counts, timings, messages] = await Promise.all([
       this.db.query(
-        `select bucket, flow_id, jsonb_object_agg(status, n) filter (where status is not null) as counts, sum(n) as
-          total,
-                max(duration) as duration, max(latency) as latency
-           from (
-             select date_trunc($2, created_at, 'UTC') as bucket, flow_id, status, count(*) as n, null::float8[] as
-               duration, null::float8[] as latency
-               from runs where tenant_id = $1 and id >= $5::uuid and id < $6::uuid and created_at >= $3
-                 and created_at < $4 and ($7::uuid is null or flow_id = $7::uuid)
-               group by 1, 2, 3
-             union all
-             select date_trunc($2, created_at, 'UTC'), flow_id, null, 0,
-                    percentile_cont(array[0.5, 0.95, 0.99]) within group (order by extract(epoch from finished_at -
-                      coalesce(started_at, created_at)) * 1000),
-                    percentile_cont(array[0.5, 0.95, 0.99]) within group (order by extract(epoch
-                      from finished_at - created_at) * 1000)
-               from runs where tenant_id = $1 and id >= $5::uuid and id < $6::uuid and created_at >= $3
-                 and created_at < $4 and ($7::uuid is null or flow_id = $7::uuid)
-                 and finished_at is not null
-               group by 1, 2
-           ) parts
-          group by bucket, flow_id order by bucket, flow_id`,
-        [...range, request.flowId ?? null],
+        `select bucket, flow_id, jsonb_object_agg(status, n) as counts, sum(n) as total from (
+           select date_trunc($2, hour, 'UTC') as bucket, flow_id, status, sum(runs) as n from run_counts
+            where tenant_id = $1 and hour >= $3 and hour < $4 and ($5::uuid is null or flow_id = $5::uuid)
+            group by 1, 2, 3
+           union all
+           select date_trunc($2, created_at, 'UTC'), flow_id, status, count(*) from runs
+            where tenant_id = $1 and status in ${OPEN} and id >= $6::uuid and id < $7::uuid and created_at >= $3
+              and created_at < $4 and ($5::uuid is null or flow_id = $5::uuid)
+            group by 1, 2, 3
+         ) c group by bucket, flow_id order by bucket, flow_id`,
+        [...range, ...ids],
       ),
       this.db.query(
-        `select date_trunc($2, received_at, 'UTC') as bucket, topic, count(*) filter (where duplicate_of is null) as
-          count, count(*) filter (where duplicate_of is not null) as duplicates
-           from messages where tenant_id = $1 and id >= $5::uuid and id < $6::uuid and received_at >= $3
-             and received_at < $4 and ($7::uuid is null or flow_id = $7::uuid)
-          group by 1, 2 order by 1, 2`,
-        [...range, request.flowId ?? null],
+        // Each percentile is the first histogram bucket whose running total reaches its share of the runs.
+        `select bucket, flow_id, measure, min(b) filter (where below >= 0.5 * total) as p50,
+                min(b) filter (where below >= 0.95 * total) as p95, min(b) filter (where below >= 0.99 * total) as p99
+           from (
+             select bucket, flow_id, measure, b, sum(n) over (partition by bucket, flow_id, measure order by b) as below,
+                    sum(n) over (partition by bucket, flow_id, measure) as total
+               from (
+                 select date_trunc($2, period, 'UTC') as bucket, flow_id, measure, bucket as b, sum(runs) as n
+                   from run_timings where tenant_id = $1 and span = $6 and period >= $3 and period < $4
+                    and ($5::uuid is null or flow_id = $5::uuid)
+                  group by 1, 2, 3, 4) h) cumulative
+          group by bucket, flow_id, measure`,
+        [...range, request.interval === 'day' ? 'd' : 'h'],
+      ),
+      this.db.query(
+        `select date_trunc($2, hour, 'UTC') as bucket, topic, sum(messages) as count, sum(duplicates) as duplicates
+           from message_counts where tenant_id = $1 and hour >= $3 and hour < $4
+            and ($5::uuid is null or flow_id = $5::uuid)
+          group by 1, 2 order by 1, 2 nulls first`,
+        range,
       ),
     ]);
+    const percentiles = new Map<string, Row>();
+    for (const row of timings) percentiles.set(`${iso(row.bucket)} ${row.flow_id} ${row.measure}`, row);
+    const percentilesOf = (bucket: string, flowId: string, measure: 'd' | 'l') => {
+      const row = percentiles.get(`${bucket} ${flowId} ${measure}`);
+      return row ? { p50: bucketMs(row.p50), p95: bucketMs(row.p95), p99: bucketMs(row.p99) } : null;
+    };
     return {
-      from: new Date(from).toISOString(),
-      to: new Date(to).toISOString(),
-      interval: request.interval,
-      runs: runs.map((r) => ({
-        bucket: iso(r.bucket),
-        flowId: r.flow_id,
-        total: Number(r.total),
-        counts: Object.fromEntries(
-          Object.entries(r.counts as Record<string, unknown>).map(([status, n]) => [status, Number(n)]),
-        ),
-        durationMs: percentilesOf(r.duration),
-        latencyMs: percentilesOf(r.latency),
-      })),
+      ...answer,
+      runs: counts.map((r) => {
+        const bucket = iso(r.bucket);
+        return {
+          bucket,
+          flowId: r.flow_id,
+          total: Number(r.total),
+          counts: Object.fromEntries(
+            Object.entries(r.counts as Record<string, unknown>).map(([status, n]) => [status, Number(n)]),
+          ),
+          durationMs: percentilesOf(bucket, r.flow_id, 'd'),
+          latencyMs: percentilesOf(bucket, r.flow_id, 'l'),
+        };
+      }),
       messages: messages.map((r) => ({
         bucket: iso(r.bucket),
         topic: r.topic,

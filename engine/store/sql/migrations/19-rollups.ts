@@ -1,0 +1,113 @@
+import type { Migration } from './migration.ts';
+
+/** The finished statuses when this was written: a status added later comes with a migration of its own. */
+const TERMINAL = "('succeeded', 'failed', 'handled', 'filtered', 'skipped', 'cancelled')";
+
+/** A run's duration or latency in ms as its histogram bucket: 0 below 1 ms, then 8 a doubling (each ≤ 9 % wide). */
+const BUCKET = (ms: string) => `case when ${ms} < 1 then 0 else least(floor(ln(${ms}) / ln(2) * 8)::int + 1, 400) end`;
+
+export const migration: Migration = {
+  version: 19,
+  name: 'rollups, and repeated deliveries by tenant',
+  // Statistics and dashboards count from these, not from runs and messages: a read costs what its range of
+  // hours holds, whatever the store's size. Finished runs are counted by the hour they were created in, once,
+  // as they finish (a finished run never changes status again); unfinished ones are few and read from runs.
+  // Statement triggers keep them whichever path changed a run, one upsert per key and statement, in key order
+  // (so two statements never wait on each other's keys in opposite orders).
+  sql: `
+    create table run_counts (
+      tenant_id text not null references tenants (id) on delete cascade,
+      hour timestamptz not null,
+      flow_id uuid not null,
+      status text not null,
+      runs bigint not null,
+      primary key (tenant_id, hour, flow_id, status)
+    );
+    -- Histograms of finished runs' durations (measure 'd': first start to finish) and latencies ('l': creation to
+    -- finish), by the hour (span 'h') and by the day ('d'): a month's daily percentiles read 30 rows a bucket, not 720.
+    create table run_timings (
+      tenant_id text not null references tenants (id) on delete cascade,
+      span "char" not null,
+      period timestamptz not null,
+      flow_id uuid not null,
+      measure "char" not null,
+      bucket smallint not null,
+      runs bigint not null,
+      primary key (tenant_id, span, period, flow_id, measure, bucket)
+    );
+    create table message_counts (
+      tenant_id text not null references tenants (id) on delete cascade,
+      hour timestamptz not null,
+      flow_id uuid not null,
+      topic text,
+      messages bigint not null,
+      duplicates bigint not null,
+      unique nulls not distinct (tenant_id, hour, flow_id, topic)
+    );
+    -- The transition tables have no statistics: without nested loops off, the planner may pair them row by row.
+    create function count_finished_runs() returns trigger language plpgsql set enable_nestloop = off as $$
+    begin
+      with finished as (
+        select n.tenant_id, date_trunc('hour', n.created_at, 'UTC') as hour, n.flow_id, n.status,
+               extract(epoch from coalesce(n.finished_at, now()) - coalesce(n.started_at, n.created_at)) * 1000
+                 as duration,
+               extract(epoch from coalesce(n.finished_at, now()) - n.created_at) * 1000 as latency
+          from new_runs n join old_runs o on o.tenant_id = n.tenant_id and o.id = n.id
+         where n.status in ${TERMINAL} and o.status not in ${TERMINAL}
+      ), counted as (
+        insert into run_counts as c (tenant_id, hour, flow_id, status, runs)
+        select tenant_id, hour, flow_id, status, count(*) from finished group by 1, 2, 3, 4 order by 1, 2, 3, 4
+        on conflict (tenant_id, hour, flow_id, status) do update set runs = c.runs + excluded.runs
+      )
+      insert into run_timings as t (tenant_id, span, period, flow_id, measure, bucket, runs)
+      select tenant_id, span, date_trunc(case span when 'h' then 'hour' else 'day' end, hour, 'UTC'), flow_id, measure,
+             bucket, count(*)
+        from (
+          select tenant_id, hour, flow_id, 'd'::"char" as measure, ${BUCKET('duration')} as bucket from finished
+          union all
+          select tenant_id, hour, flow_id, 'l'::"char", ${BUCKET('latency')} from finished) f
+        cross join (values ('h'::"char"), ('d'::"char")) spans (span)
+       group by 1, 2, 3, 4, 5, 6 order by 1, 2, 3, 4, 5, 6
+      on conflict (tenant_id, span, period, flow_id, measure, bucket) do update set runs = t.runs + excluded.runs;
+      return null;
+    end $$;
+    create trigger count_finished_runs after update on runs referencing old table as old_runs new table as new_runs
+      for each statement execute function count_finished_runs();
+    create function count_messages() returns trigger language plpgsql as $$
+    begin
+      insert into message_counts as c (tenant_id, hour, flow_id, topic, messages, duplicates)
+      select tenant_id, date_trunc('hour', received_at, 'UTC'), flow_id, topic,
+             count(*) filter (where duplicate_of is null), count(*) filter (where duplicate_of is not null)
+        from new_messages group by 1, 2, 3, 4 order by 1, 2, 3, 4
+      on conflict (tenant_id, hour, flow_id, topic) do update
+        set messages = c.messages + excluded.messages, duplicates = c.duplicates + excluded.duplicates;
+      return null;
+    end $$;
+    create trigger count_messages after insert on messages referencing new table as new_messages
+      for each statement execute function count_messages();
+    -- Messages listed by status 'duplicate' are found among the repeated deliveries alone.
+    create index messages_duplicates on messages (tenant_id, id) where duplicate_of is not null;
+    -- What is already there: one pass over runs and messages, at the upgrade.
+    insert into run_counts (tenant_id, hour, flow_id, status, runs)
+    select tenant_id, date_trunc('hour', created_at, 'UTC'), flow_id, status, count(*)
+      from runs where status in ${TERMINAL} group by 1, 2, 3, 4;
+    insert into run_timings (tenant_id, span, period, flow_id, measure, bucket, runs)
+    select tenant_id, span, date_trunc(case span when 'h' then 'hour' else 'day' end, created_at, 'UTC'), flow_id,
+           measure, bucket, count(*)
+      from (
+        select tenant_id, created_at, flow_id, 'd'::"char" as measure,
+               ${BUCKET('extract(epoch from coalesce(finished_at, created_at) - coalesce(started_at, created_at)) * 1000')}
+                 as bucket
+          from runs where status in ${TERMINAL}
+        union all
+        select tenant_id, created_at, flow_id, 'l'::"char",
+               ${BUCKET('extract(epoch from coalesce(finished_at, created_at) - created_at) * 1000')}
+          from runs where status in ${TERMINAL}) f
+      cross join (values ('h'::"char"), ('d'::"char")) spans (span)
+     group by 1, 2, 3, 4, 5, 6;
+    insert into message_counts (tenant_id, hour, flow_id, topic, messages, duplicates)
+    select tenant_id, date_trunc('hour', received_at, 'UTC'), flow_id, topic,
+           count(*) filter (where duplicate_of is null), count(*) filter (where duplicate_of is not null)
+      from messages group by 1, 2, 3, 4;
+  `,
+};

@@ -1,0 +1,129 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Store } from '../engine/store/port.ts';
+import { PgDriver } from '../engine/store/sql/pg-driver.ts';
+import { SqlStore } from '../engine/store/sql/sql-store.ts';
+import { POSTGRES_URL } from './support/harness.ts';
+import { HISTORY_READS, historyTenant, seedHistory } from './support/history.ts';
+import { RecordingDriver, sequentialScans, type Statement } from './support/plans.ts';
+
+const DAY_MS = 86_400_000;
+/** Tables that grow with every message: no read may scan one whole. */
+const GROWING = ['messages', 'runs', 'steps'];
+/**
+ * Rollups grow by the hour and flow, not the message: a read of half of them (the large tenant's month here)
+ * may well scan them, but a small tenant's read must not pay for a large one's rows.
+ */
+const ROLLUPS = ['run_counts', 'run_timings', 'message_counts'];
+
+/**
+ * A store with a history: tenant `big` with 120,000 runs over 60 days (5 % failed), tenant `small` with 1,000.
+ * The reads users and operators make keep their plans free of sequential scans of a growing table, and counts
+ * from rollups equal the counts of the rows.
+ */
+describe('a store with months of history, on PostgreSQL', () => {
+  const schema = `scale_${randomBytes(5).toString('hex')}`;
+  let admin: pg.Client;
+  let driver: RecordingDriver;
+  let store: Store;
+  const flows: Record<string, string[]> = {};
+
+  beforeAll(async () => {
+    admin = new pg.Client({ connectionString: POSTGRES_URL });
+    await admin.connect();
+    await admin.query(`create schema ${schema}`);
+    driver = new RecordingDriver(new PgDriver({ connectionString: POSTGRES_URL, schema }));
+    store = await SqlStore.open(driver);
+    for (const [tenantId, runs] of [
+      ['big', 120_000],
+      ['small', 1_000],
+    ] as const) {
+      flows[tenantId] = await historyTenant(store, tenantId);
+      await seedHistory(driver, { tenantId, flowIds: flows[tenantId], runs, days: 60, chunk: 40_000 });
+    }
+    await admin.query(`analyze ${schema}.messages, ${schema}.runs, ${schema}.steps`);
+  }, 300_000);
+
+  afterAll(async () => {
+    await store?.close();
+    await admin?.query(`drop schema ${schema} cascade`);
+    await admin?.end();
+  });
+
+  const scansOf = async (statements: Statement[], tables: string[]) => {
+    const scanned = new Set<string>();
+    for (const statement of statements)
+      for (const table of await sequentialScans(POSTGRES_URL, schema, statement)) scanned.add(table);
+    return [...scanned].filter((table) => tables.includes(table));
+  };
+
+  for (const [name, read] of HISTORY_READS) {
+    it(`reads ${name} without scanning a growing table, for a large tenant and a small one`, async () => {
+      for (const tenantId of ['big', 'small']) {
+        const statements = await driver.during(() => read(store, tenantId, flows[tenantId]));
+        expect(statements.length).toBeGreaterThan(0);
+        const tables = tenantId === 'small' ? [...GROWING, ...ROLLUPS] : GROWING;
+        expect({ tenantId, scanned: await scansOf(statements, tables) }).toEqual({ tenantId, scanned: [] });
+      }
+    });
+  }
+
+  it('counts from rollups what the rows hold: runs per day, flow and status, and messages per topic', async () => {
+    const from = new Date(Date.now() - 61 * DAY_MS);
+    const to = new Date(Date.now() + DAY_MS);
+    for (const tenantId of ['big', 'small']) {
+      const stats = await store.statistics(tenantId, {
+        from: from.toISOString(),
+        to: to.toISOString(),
+        interval: 'day',
+      });
+      const { rows: truth } = await admin.query(
+        `select date_trunc('day', created_at, 'UTC') as bucket, flow_id, status, count(*)::int as n
+           from ${schema}.runs where tenant_id = $1 group by 1, 2, 3`,
+        [tenantId],
+      );
+      const counted = stats.runs.flatMap((row) =>
+        Object.entries(row.counts).map(([status, n]) => `${row.bucket} ${row.flowId} ${status} ${n}`),
+      );
+      expect(counted.sort()).toEqual(
+        truth.map((r) => `${r.bucket.toISOString()} ${r.flow_id} ${r.status} ${r.n}`).sort(),
+      );
+      expect(stats.runs.reduce((sum, row) => sum + row.total, 0)).toBe(truth.reduce((sum, r) => sum + r.n, 0));
+
+      const { rows: topics } = await admin.query(
+        `select topic, count(*)::int as n from ${schema}.messages where tenant_id = $1 group by 1`,
+        [tenantId],
+      );
+      const byTopic = new Map<string | null, number>();
+      for (const row of stats.messages) byTopic.set(row.topic, (byTopic.get(row.topic) ?? 0) + row.count);
+      expect(Object.fromEntries(byTopic)).toEqual(Object.fromEntries(topics.map((r) => [r.topic, r.n])));
+    }
+  });
+
+  it("gives each day's duration percentiles within 4.5 % of the runs' own", async () => {
+    const stats = await store.statistics('big', {
+      from: new Date(Date.now() - 10 * DAY_MS).toISOString(),
+      to: new Date().toISOString(),
+      interval: 'day',
+      flowId: flows.big[2],
+    });
+    const { rows: truth } = await admin.query(
+      `select date_trunc('day', created_at, 'UTC') as bucket,
+              percentile_disc(array[0.5, 0.95, 0.99]) within group (order by extract(epoch from finished_at -
+                started_at) * 1000) as p
+         from ${schema}.runs where tenant_id = 'big' and flow_id = $1 and finished_at is not null
+          and created_at >= $2 group by 1`,
+      [flows.big[2], stats.from],
+    );
+    expect(stats.runs.length).toBeGreaterThanOrEqual(10);
+    const exact = new Map(truth.map((r) => [r.bucket.toISOString(), r.p as number[]]));
+    for (const row of stats.runs) {
+      const percentiles = exact.get(row.bucket)!;
+      for (const [i, key] of (['p50', 'p95', 'p99'] as const).entries()) {
+        expect(row.durationMs![key]).toBeGreaterThan(percentiles[i] * 0.955);
+        expect(row.durationMs![key]).toBeLessThan(percentiles[i] * 1.045);
+      }
+    }
+  });
+});
