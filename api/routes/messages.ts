@@ -155,8 +155,8 @@ export function messageRoutes({ store, runs }: ApiContext) {
             type: 'string',
             format: 'date-time',
             description:
-              'Count finished runs and messages from here (default: 24 hours ago). Unfinished runs are always all ' +
-              'counted.',
+              'Count finished runs and messages from the start of this hour (default: 24 hours ago; finished runs ' +
+              'are counted from rollups kept by the hour). Unfinished runs are always all counted.',
           },
         },
       },

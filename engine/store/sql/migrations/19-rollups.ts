@@ -44,16 +44,17 @@ export const migration: Migration = {
       duplicates bigint not null,
       unique nulls not distinct (tenant_id, hour, flow_id, topic)
     );
-    -- The transition tables have no statistics: without nested loops off, the planner may pair them row by row.
-    create function count_finished_runs() returns trigger language plpgsql set enable_nestloop = off as $$
+    create function count_finished_runs() returns trigger language plpgsql as $$
     begin
       with finished as (
         select n.tenant_id, date_trunc('hour', n.created_at, 'UTC') as hour, n.flow_id, n.status,
                extract(epoch from coalesce(n.finished_at, now()) - coalesce(n.started_at, n.created_at)) * 1000
                  as duration,
                extract(epoch from coalesce(n.finished_at, now()) - n.created_at) * 1000 as latency
-          from new_runs n join old_runs o on o.tenant_id = n.tenant_id and o.id = n.id
-         where n.status in ${TERMINAL} and o.status not in ${TERMINAL}
+          from new_runs n
+         -- Not a join: transition tables have no statistics, and a nested loop would pair their rows one by one.
+         -- Ids are unique across tenants (UUIDv7), and a run finished before is never counted again.
+         where n.status in ${TERMINAL} and n.id not in (select o.id from old_runs o where o.status in ${TERMINAL})
       ), counted as (
         insert into run_counts as c (tenant_id, hour, flow_id, status, runs)
         select tenant_id, hour, flow_id, status, count(*) from finished group by 1, 2, 3, 4 order by 1, 2, 3, 4
