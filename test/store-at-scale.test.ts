@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newId } from '../engine/model/ids.ts';
 import type { Store } from '../engine/store/port.ts';
 import { PgDriver } from '../engine/store/sql/pg-driver.ts';
 import { SqlStore } from '../engine/store/sql/sql-store.ts';
@@ -98,6 +99,36 @@ describe('a store with months of history, on PostgreSQL', () => {
       const byTopic = new Map<string | null, number>();
       for (const row of stats.messages) byTopic.set(row.topic, (byTopic.get(row.topic) ?? 0) + row.count);
       expect(Object.fromEntries(byTopic)).toEqual(Object.fromEntries(topics.map((r) => [r.topic, r.n])));
+    }
+  });
+
+  it("counts the backlog's messages by their latest run's status, replays included, as the rows do", async () => {
+    // Three failed messages of the last week run again: one is still queued, one succeeds, one fails again.
+    const { rows: failed } = await admin.query(
+      `select m.id from ${schema}.messages m join ${schema}.runs r on r.tenant_id = m.tenant_id and r.message_id = m.id
+        where m.tenant_id = 'big' and r.status = 'failed' and m.received_at > now() - interval '7 days'
+        order by m.id limit 3`,
+    );
+    expect(failed).toHaveLength(3);
+    const replays = [];
+    for (const { id } of failed) replays.push(await store.replayMessage('big', id, newId()));
+    await store.beginRun('big', replays[1].id);
+    await store.saveProgress('big', replays[1].id, [], { status: 'succeeded', error: null });
+    await store.saveProgress('big', replays[2].id, [], { status: 'failed', error: { kind: 'permanent', message: 'x' } });
+    for (const days of [1, 7, 61]) {
+      const since = new Date(Date.now() - days * DAY_MS);
+      const backlog = await store.backlog('big', since.toISOString());
+      const { rows: truth } = await admin.query(
+        `select case when m.duplicate_of is not null then 'duplicate' when r.status = 'held' then 'blocked'
+                  when r.status = 'queued' then 'accepted' when r.status in ('running', 'waiting') then 'running'
+                  else r.status end as status, count(*)::int as n
+           from ${schema}.messages m left join lateral (select status from ${schema}.runs where tenant_id = m.tenant_id
+             and message_id = m.id order by id desc limit 1) r on true
+          where m.tenant_id = 'big' and m.received_at >= $1 group by 1`,
+        [backlog.since],
+      );
+      const counted = Object.fromEntries(Object.entries(backlog.messages).filter(([, n]) => n > 0));
+      expect({ days, counted }).toEqual({ days, counted: Object.fromEntries(truth.map((r) => [r.status, r.n])) });
     }
   });
 

@@ -22,7 +22,6 @@ import {
   page,
   toMessageInfo,
   toBlockedTopic,
-  MESSAGE_STATUS,
   LATEST_RUN,
   MESSAGE_INFO,
   toRun,
@@ -193,7 +192,7 @@ export class SqlMessages implements MessageStore {
   }
 
   async backlog(tenantId: string, since: string): Promise<Backlog> {
-    // Finished runs are counted by the hour they were created in (run_counts): `since` starts its hour.
+    // Finished runs and messages are counted by the hour (run_counts, message_outcomes): `since` starts its hour.
     const hour = Math.floor(Date.parse(since) / 3_600_000) * 3_600_000;
     const floor = idAt(hour);
     const [row] = await this.db.query(
@@ -203,8 +202,15 @@ export class SqlMessages implements MessageStore {
             union all
             select status, sum(runs) from run_counts where tenant_id = $1 and hour >= $3 group by status) c) as runs,
          (select coalesce(jsonb_object_agg(status, n), '{}') from (
-            select ${MESSAGE_STATUS} as status, count(*) as n from messages m ${LATEST_RUN} where m.tenant_id = $1
-              and m.id >= $2::uuid group by 1) c) as messages,
+            select status, sum(n) as n from (
+              select status, messages as n from message_outcomes where tenant_id = $1 and hour >= $3
+              union all
+              select 'duplicate', duplicates from message_counts where tenant_id = $1 and hour >= $3
+              union all
+              -- A message whose latest run is unfinished: its run is its latest (none is made beside an open one).
+              select case status when 'held' then 'blocked' when 'queued' then 'accepted' else 'running' end, 1
+                from runs where tenant_id = $1 and status in ${OPEN} and message_id >= $2::uuid) o
+             group by status) c) as messages,
          (select to_jsonb(o) from (
             select id as "runId", flow_id as "flowId", status, created_at as "createdAt" from (
               (select * from runs where tenant_id = $1 and status = 'queued' order by id limit 1)

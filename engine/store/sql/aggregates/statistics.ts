@@ -12,6 +12,17 @@ const DAY_MS = 24 * HOUR_MS;
  */
 const bucketMs = (bucket: number) => (bucket === 0 ? 0 : Math.round(2 ** ((bucket - 0.5) / 8) * 10) / 10);
 
+/** The `share` percentile of a histogram: the first bucket whose running total reaches that share of the runs. */
+function percentile(histogram: { buckets: number[]; counts: number[] }, share: number): number {
+  const total = histogram.counts.reduce((sum, n) => sum + n, 0);
+  let below = 0;
+  for (let i = 0; i < histogram.buckets.length; i++) {
+    below += histogram.counts[i];
+    if (below >= share * total) return bucketMs(histogram.buckets[i]);
+  }
+  return bucketMs(histogram.buckets[histogram.buckets.length - 1]);
+}
+
 /** Counts per time bucket and per flow. */
 export class SqlStatistics implements StatisticsStore {
   constructor(private readonly db: SqlDriver) {}
@@ -41,19 +52,13 @@ export class SqlStatistics implements StatisticsStore {
         [...range, ...ids],
       ),
       this.db.query(
-        // Each percentile is the first histogram bucket whose running total reaches its share of the runs.
-        `select bucket, flow_id, measure, min(b) filter (where below >= 0.5 * total) as p50,
-                min(b) filter (where below >= 0.95 * total) as p95, min(b) filter (where below >= 0.99 * total) as p99
-           from (
-             select bucket, flow_id, measure, b, sum(n) over (partition by bucket, flow_id, measure order by b) as below,
-                    sum(n) over (partition by bucket, flow_id, measure) as total
-               from (
-                 select date_trunc($2, period, 'UTC') as bucket, flow_id, measure, bucket as b, sum(runs) as n
-                   from run_timings where tenant_id = $1 and span = $6 and period >= $3 and period < $4
-                    and ($5::uuid is null or flow_id = $5::uuid)
-                  group by 1, 2, 3, 4) h) cumulative
-          group by bucket, flow_id, measure`,
-        [...range, request.interval === 'day' ? 'd' : 'h'],
+        // One histogram per bucket, flow and measure: the span's periods are the interval's buckets.
+        `select period as bucket, flow_id, measure, array_agg(bucket order by bucket) as buckets,
+                array_agg(runs::int order by bucket) as counts
+           from run_timings where tenant_id = $1 and span = $2 and period >= $3 and period < $4
+            and ($5::uuid is null or flow_id = $5::uuid)
+          group by period, flow_id, measure`,
+        [tenantId, request.interval === 'day' ? 'd' : 'h', answer.from, answer.to, request.flowId ?? null],
       ),
       this.db.query(
         `select date_trunc($2, hour, 'UTC') as bucket, topic, sum(messages) as count, sum(duplicates) as duplicates
@@ -63,11 +68,18 @@ export class SqlStatistics implements StatisticsStore {
         range,
       ),
     ]);
-    const percentiles = new Map<string, Row>();
-    for (const row of timings) percentiles.set(`${iso(row.bucket)} ${row.flow_id} ${row.measure}`, row);
+    const percentiles = new Map<string, { buckets: number[]; counts: number[] }>();
+    for (const row of timings)
+      percentiles.set(
+        `${iso(row.bucket)} ${row.flow_id} ${row.measure}`,
+        row as Row & {
+          buckets: number[];
+          counts: number[];
+        },
+      );
     const percentilesOf = (bucket: string, flowId: string, measure: 'd' | 'l') => {
       const row = percentiles.get(`${bucket} ${flowId} ${measure}`);
-      return row ? { p50: bucketMs(row.p50), p95: bucketMs(row.p95), p99: bucketMs(row.p99) } : null;
+      return row ? { p50: percentile(row, 0.5), p95: percentile(row, 0.95), p99: percentile(row, 0.99) } : null;
     };
     return {
       ...answer,

@@ -3,6 +3,11 @@ import type { Migration } from './migration.ts';
 /** The finished statuses when this was written: a status added later comes with a migration of its own. */
 const TERMINAL = "('succeeded', 'failed', 'handled', 'filtered', 'skipped', 'cancelled')";
 
+/** The UTC hour a time-ordered id (UUIDv7, ids.ts) was made in: a message's, the moment it arrived. */
+const ID_HOUR = (id: string) =>
+  `date_trunc('hour', to_timestamp(('x' || lpad(substr(replace(${id}::text, '-', ''), 1, 12), 16, '0'))::bit(64)::bigint
+    / 1000.0), 'UTC')`;
+
 /** A run's duration or latency in ms as its histogram bucket: 0 below 1 ms, then 8 a doubling (each ≤ 9 % wide). */
 const BUCKET = (ms: string) => `case when ${ms} < 1 then 0 else least(floor(ln(${ms}) / ln(2) * 8)::int + 1, 400) end`;
 
@@ -44,10 +49,21 @@ export const migration: Migration = {
       duplicates bigint not null,
       unique nulls not distinct (tenant_id, hour, flow_id, topic)
     );
+    -- Messages by the hour they arrived and the status their latest run ended with: a finished run adds its
+    -- message, a later run of the message (a replay, a retry) takes the earlier one's away. A message whose latest
+    -- run is unfinished is read from runs (few); a repeated delivery from message_counts.
+    create table message_outcomes (
+      tenant_id text not null references tenants (id) on delete cascade,
+      hour timestamptz not null,
+      status text not null,
+      messages bigint not null,
+      primary key (tenant_id, hour, status)
+    );
     create function count_finished_runs() returns trigger language plpgsql as $$
     begin
       with finished as (
-        select n.tenant_id, date_trunc('hour', n.created_at, 'UTC') as hour, n.flow_id, n.status,
+        select n.tenant_id, date_trunc('hour', n.created_at, 'UTC') as hour, ${ID_HOUR('n.message_id')} as message_hour,
+               n.flow_id, n.status,
                extract(epoch from coalesce(n.finished_at, now()) - coalesce(n.started_at, n.created_at)) * 1000
                  as duration,
                extract(epoch from coalesce(n.finished_at, now()) - n.created_at) * 1000 as latency
@@ -59,6 +75,10 @@ export const migration: Migration = {
         insert into run_counts as c (tenant_id, hour, flow_id, status, runs)
         select tenant_id, hour, flow_id, status, count(*) from finished group by 1, 2, 3, 4 order by 1, 2, 3, 4
         on conflict (tenant_id, hour, flow_id, status) do update set runs = c.runs + excluded.runs
+      ), outcomes as (
+        insert into message_outcomes as c (tenant_id, hour, status, messages)
+        select tenant_id, message_hour, status, count(*) from finished group by 1, 2, 3 order by 1, 2, 3
+        on conflict (tenant_id, hour, status) do update set messages = c.messages + excluded.messages
       )
       insert into run_timings as t (tenant_id, span, period, flow_id, measure, bucket, runs)
       select tenant_id, span, date_trunc(case span when 'h' then 'hour' else 'day' end, hour, 'UTC'), flow_id, measure,
@@ -74,10 +94,26 @@ export const migration: Migration = {
     end $$;
     create trigger count_finished_runs after update on runs referencing old table as old_runs new table as new_runs
       for each statement execute function count_finished_runs();
+    -- A run made for a message that has runs already (a replay, a retry) is its latest now: the earlier one's
+    -- outcome no longer counts. Looked up by runs_by_message; a new message's run finds none.
+    create function uncount_replaced_outcomes() returns trigger language plpgsql as $$
+    begin
+      insert into message_outcomes as c (tenant_id, hour, status, messages)
+      select n.tenant_id, ${ID_HOUR('n.message_id')}, earlier.status, -count(*)
+        from new_runs n cross join lateral (
+          select r.status from runs r where r.tenant_id = n.tenant_id and r.message_id = n.message_id and r.id < n.id
+           order by r.id desc limit 1) earlier
+       where earlier.status in ${TERMINAL}
+       group by 1, 2, 3 order by 1, 2, 3
+      on conflict (tenant_id, hour, status) do update set messages = c.messages + excluded.messages;
+      return null;
+    end $$;
+    create trigger uncount_replaced_outcomes after insert on runs referencing new table as new_runs
+      for each statement execute function uncount_replaced_outcomes();
     create function count_messages() returns trigger language plpgsql as $$
     begin
       insert into message_counts as c (tenant_id, hour, flow_id, topic, messages, duplicates)
-      select tenant_id, date_trunc('hour', received_at, 'UTC'), flow_id, topic,
+      select tenant_id, ${ID_HOUR('id')}, flow_id, topic,
              count(*) filter (where duplicate_of is null), count(*) filter (where duplicate_of is not null)
         from new_messages group by 1, 2, 3, 4 order by 1, 2, 3, 4
       on conflict (tenant_id, hour, flow_id, topic) do update
@@ -107,8 +143,14 @@ export const migration: Migration = {
       cross join (values ('h'::"char"), ('d'::"char")) spans (span)
      group by 1, 2, 3, 4, 5, 6;
     insert into message_counts (tenant_id, hour, flow_id, topic, messages, duplicates)
-    select tenant_id, date_trunc('hour', received_at, 'UTC'), flow_id, topic,
+    select tenant_id, ${ID_HOUR('id')}, flow_id, topic,
            count(*) filter (where duplicate_of is null), count(*) filter (where duplicate_of is not null)
       from messages group by 1, 2, 3, 4;
+    insert into message_outcomes (tenant_id, hour, status, messages)
+    select m.tenant_id, ${ID_HOUR('m.id')}, latest.status, count(*)
+      from messages m cross join lateral (
+        select status from runs r where r.tenant_id = m.tenant_id and r.message_id = m.id order by r.id desc limit 1
+      ) latest
+     where latest.status in ${TERMINAL} group by 1, 2, 3;
   `,
 };
