@@ -114,7 +114,10 @@ describe('a store with months of history, on PostgreSQL', () => {
     for (const { id } of failed) replays.push(await store.replayMessage('big', id, newId()));
     await store.beginRun('big', replays[1].id);
     await store.saveProgress('big', replays[1].id, [], { status: 'succeeded', error: null });
-    await store.saveProgress('big', replays[2].id, [], { status: 'failed', error: { kind: 'permanent', message: 'x' } });
+    await store.saveProgress('big', replays[2].id, [], {
+      status: 'failed',
+      error: { kind: 'permanent', message: 'x' },
+    });
     for (const days of [1, 7, 61]) {
       const since = new Date(Date.now() - days * DAY_MS);
       const backlog = await store.backlog('big', since.toISOString());
