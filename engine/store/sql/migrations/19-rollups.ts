@@ -64,9 +64,9 @@ export const migration: Migration = {
       with finished as (
         select n.tenant_id, date_trunc('hour', n.created_at, 'UTC') as hour, ${ID_HOUR('n.message_id')} as message_hour,
                n.flow_id, n.status,
-               extract(epoch from coalesce(n.finished_at, now()) - coalesce(n.started_at, n.created_at)) * 1000
+               date_part('epoch', coalesce(n.finished_at, now()) - coalesce(n.started_at, n.created_at)) * 1000
                  as duration,
-               extract(epoch from coalesce(n.finished_at, now()) - n.created_at) * 1000 as latency
+               date_part('epoch', coalesce(n.finished_at, now()) - n.created_at) * 1000 as latency
           from new_runs n
          -- Not a join: transition tables have no statistics, and a nested loop would pair their rows one by one.
          -- Ids are unique across tenants (UUIDv7), and a run finished before is never counted again.
@@ -137,12 +137,12 @@ export const migration: Migration = {
            measure, bucket, count(*)
       from (
         select tenant_id, created_at, flow_id, 'd'::"char" as measure,
-               ${BUCKET('extract(epoch from coalesce(finished_at, created_at) - coalesce(started_at, created_at)) * 1000')}
+               ${BUCKET("date_part('epoch', coalesce(finished_at, created_at) - coalesce(started_at, created_at)) * 1000")}
                  as bucket
           from runs where status in ${TERMINAL}
         union all
         select tenant_id, created_at, flow_id, 'l'::"char",
-               ${BUCKET('extract(epoch from coalesce(finished_at, created_at) - created_at) * 1000')}
+               ${BUCKET("date_part('epoch', coalesce(finished_at, created_at) - created_at) * 1000")}
           from runs where status in ${TERMINAL}) f
       cross join (values ('h'::"char"), ('d'::"char")) spans (span)
      group by 1, 2, 3, 4, 5, 6;
