@@ -2,13 +2,13 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConflictError, NotFoundError, ValidationError } from '../engine/model/errors.ts';
-import type { FlowDocument } from '../engine/model/flow-document.ts';
 import { newId } from '../engine/model/ids.ts';
 import type { Store } from '../engine/store/port.ts';
 import { PgDriver } from '../engine/store/sql/pg-driver.ts';
 import { PgliteDriver } from '../engine/store/sql/pglite-driver.ts';
 import { SqlStore } from '../engine/store/sql/sql-store.ts';
 import { POSTGRES_URL } from './support/harness.ts';
+import { oneTransform } from './support/flow-documents.ts';
 
 const adapters: Array<[string, () => Promise<{ store: Store; cleanup: () => Promise<void> }>]> = [
   [
@@ -38,13 +38,7 @@ const adapters: Array<[string, () => Promise<{ store: Store; cleanup: () => Prom
   ],
 ];
 
-const doc = (key: string): FlowDocument => ({
-  key,
-  name: key,
-  trigger: { type: 'webhook', config: {} },
-  nodes: [{ id: 'a', operation: 'transform', config: { expression: 1 } }],
-  edges: [{ from: 'trigger', to: 'a' }],
-});
+const doc = oneTransform;
 
 describe.each(adapters)('store contract on %s', (_name, open) => {
   let store: Store;

@@ -1,4 +1,15 @@
+import type { FlowDocument } from '../../engine/model/flow-document.ts';
+
 /** Flow documents several suites and the drills publish. */
+
+/** A webhook and one transform node: the smallest flow a store keeps. */
+export const oneTransform = (key: string): FlowDocument => ({
+  key,
+  name: key,
+  trigger: { type: 'webhook', config: {} },
+  nodes: [{ id: 'a', operation: 'transform', config: { expression: 1 } }],
+  edges: [{ from: 'trigger', to: 'a' }],
+});
 
 /** A webhook whose body is posted, as it came, to `url` (an ERP stand-in): one side effect per message. */
 export const forwardWebhook = (key: string, url: string) => ({

@@ -1,7 +1,7 @@
-import type { FlowDocument } from '../../engine/model/flow-document.ts';
 import { idAt, newId } from '../../engine/model/ids.ts';
 import type { Store } from '../../engine/store/port.ts';
 import type { SqlExecutor } from '../../engine/store/sql/driver.ts';
+import { oneTransform } from './flow-documents.ts';
 
 /**
  * A tenant's history, for the tests and the bench of a store that has run for months: grown by SQL from real
@@ -89,13 +89,7 @@ export async function seedHistory(db: SqlExecutor, plan: SeedPlan): Promise<void
   }
 }
 
-const doc = (key: string): FlowDocument => ({
-  key,
-  name: key,
-  trigger: { type: 'webhook', config: {} },
-  nodes: [{ id: 'a', operation: 'transform', config: { expression: 1 } }],
-  edges: [{ from: 'trigger', to: 'a' }],
-});
+const doc = oneTransform;
 
 /** A tenant with three published flows and one real, finished run: what seedHistory copies. Its flows' ids. */
 export async function historyTenant(store: Store, tenantId: string): Promise<string[]> {
