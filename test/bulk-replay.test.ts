@@ -67,6 +67,7 @@ describe.each(['pglite', 'postgres'] as const)('bulk replay on %s', (store) => {
       (await acme.call('POST', REPLAYS, { filter, dryRun: true })).body as { dryRun: true; count: number };
     expect(await count({ flowId: ordersFlow })).toEqual({ dryRun: true, count: 5, exact: true });
     expect((await count({})).count).toBe(7);
+    expect((await count({ receivedFrom: '1900-01-01T00:00:00Z' })).count).toBe(7);
     expect((await count({ flowId: ordersFlow, errorKind: 'retryable' })).count).toBe(0);
     expect((await count({ flowId: ordersFlow, receivedTo: before })).count).toBe(0);
     expect((await count({ flowId: ordersFlow, status: 'handled' })).count).toBe(0);

@@ -5,9 +5,12 @@ import type { SqlDriver } from '../driver.ts';
 import { type Row, UUID, decodeCursor, iso, isoOrNull, isUuid, page, toRun } from './rows.ts';
 import { retryTasks } from './batches.ts';
 
-/** The smallest time-ordered id of a time (SQL), as idAt: with ids, a time bounds an index range. */
-const idAt = (time: string) =>
-  `(lpad(to_hex((extract(epoch from ${time}) * 1000)::bigint), 12, '0') || '70008000000000000000')::uuid`;
+/** The smallest time-ordered id of a time (SQL), as idAt (a time before 1970 as 1970): ids bound an index range. */
+const idAt = (time: string) => {
+  const ms = `(extract(epoch from ${time}) * 1000)::bigint`;
+  // Null stays null (no bound): greatest() would make it 0.
+  return `(lpad(to_hex(case when ${ms} < 0 then 0 else ${ms} end), 12, '0') || '70008000000000000000')::uuid`;
+};
 
 /**
  * The messages a filter (a jsonb expression) without a batch matches for a tenant: not repeated deliveries,
