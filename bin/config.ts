@@ -346,6 +346,26 @@ export const settings = {
       'Run log lines (the Logs API) and alerts sent (`GET /api/v1/alerts`) older than this are pruned, hourly, by ' +
       'worker processes.',
   },
+  retentionDays: {
+    env: 'RETENTION_DAYS',
+    schema: { type: 'integer', minimum: 7, maximum: 3650, default: 30 },
+    description:
+      "Days a tenant's messages, runs and steps are kept (a tenant's `retentionDays` limit overrides it); they go " +
+      'within a day after, a whole day of them at once. Unfinished runs are kept until they finish. At least 7: a ' +
+      'repeated delivery is recognised for 7 days.',
+  },
+  retentionFailedDays: {
+    env: 'RETENTION_FAILED_DAYS',
+    schema: { type: 'integer', minimum: 7, maximum: 3650, default: 30 },
+    description:
+      'Days failed and handled runs, with their messages and steps, are kept (raised to the retention when ' +
+      "shorter; a tenant's `failedRetentionDays` limit overrides it).",
+  },
+  retentionMaxDays: {
+    env: 'RETENTION_MAX_DAYS',
+    schema: { type: 'integer', minimum: 7, maximum: 3650, default: 90 },
+    description: "The most days a tenant's limits may keep its history; also how long rollups (statistics) are kept.",
+  },
   alertCheckIntervalMs: {
     env: 'ALERT_CHECK_INTERVAL_MS',
     schema: { type: 'integer', minimum: 100, maximum: 300_000, default: 5000 },

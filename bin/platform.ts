@@ -35,12 +35,14 @@ import { Keyring } from '../engine/secrets/index.ts';
 import {
   type AlertStore,
   type LogStore,
+  type RetentionStore,
   type StateKind,
   type StateLimit,
   type Store,
   PgliteDriver,
   loadPgDriver,
   SqlStore,
+  PARTITIONS_AHEAD_MS,
 } from '../engine/store/index.ts';
 import { allOperations, destinationTypes, webhookSignatures, webhookSubscribers } from '../operations/index.ts';
 import { serveAdminSocket, storeAdmin } from './admin.ts';
@@ -198,6 +200,11 @@ export class Platform {
     const outbound = new HttpClient({ refusedAddress: outboundRefusal(config), tracer });
     const { store, workerStore, keyring, lock } = await openStore(config);
     await store.setStateLimits(stateLimits(config));
+    await store.setRetentionPolicy({
+      days: config.retentionDays,
+      failedDays: config.retentionFailedDays,
+      maxDays: config.retentionMaxDays,
+    });
     let url = baseUrl(config);
     const compile: CompileOptions = {
       registry: new OperationRegistry(options.operations ?? allOperations, webhookSignatures),
@@ -487,19 +494,26 @@ export class Platform {
 const roleName = (roles: Roles) => (roles.api && roles.worker ? 'serve' : roles.api ? 'api' : 'worker');
 
 /**
- * Deletes run log lines and alerts sent past their retention, every hour (every worker does: deleting twice
- * is harmless).
+ * Every hour (every worker does: a second sweep finds nothing left to do): makes the partitions of the week
+ * ahead, drops history past its retention, and deletes run log lines and alerts sent past theirs.
  */
-function pruneHourly(store: LogStore & AlertStore, retentionDays: number, logger: Logger): NodeJS.Timeout {
-  const prune = () => {
-    const before = new Date(Date.now() - retentionDays * 86_400_000).toISOString();
-    Promise.all([store.pruneRunLogs(before), store.pruneAlerts(before)]).then(
-      ([lines, alerts]) => lines + alerts > 0 && logger.info({ lines, alerts }, 'pruned old run log lines and alerts'),
-      (error) => logger.warn({ err: error }, 'could not prune run log lines or alerts'),
-    );
+function pruneHourly(
+  store: LogStore & AlertStore & RetentionStore,
+  retentionDays: number,
+  logger: Logger,
+): NodeJS.Timeout {
+  const prune = async () => {
+    const now = Date.now();
+    const before = new Date(now - retentionDays * 86_400_000).toISOString();
+    await store.preparePartitions(now, now + PARTITIONS_AHEAD_MS);
+    const history = await store.pruneExpired(now);
+    const [lines, alerts] = await Promise.all([store.pruneRunLogs(before), store.pruneAlerts(before)]);
+    if (history.partitionsDropped + history.rowsDeleted + lines + alerts > 0)
+      logger.info({ ...history, lines, alerts }, 'pruned history, run log lines and alerts past their retention');
   };
-  prune();
-  return setInterval(prune, 3_600_000).unref();
+  const sweep = () => void prune().catch((error) => logger.warn({ err: error }, 'could not prune history'));
+  sweep();
+  return setInterval(sweep, 3_600_000).unref();
 }
 
 /** `GET /metrics` alone, for operators (Basic with an operator client, or an operator token). */

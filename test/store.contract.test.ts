@@ -1,42 +1,11 @@
-import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConflictError, NotFoundError, ValidationError } from '../engine/model/errors.ts';
 import { newId } from '../engine/model/ids.ts';
 import type { Store } from '../engine/store/port.ts';
-import { PgDriver } from '../engine/store/sql/pg-driver.ts';
-import { PgliteDriver } from '../engine/store/sql/pglite-driver.ts';
-import { SqlStore } from '../engine/store/sql/sql-store.ts';
-import { POSTGRES_URL } from './support/harness.ts';
+import { storeAdapters } from './support/stores.ts';
 import { oneTransform } from './support/flow-documents.ts';
 
-const adapters: Array<[string, () => Promise<{ store: Store; cleanup: () => Promise<void> }>]> = [
-  [
-    'PGlite',
-    async () => {
-      const store = await SqlStore.open(await PgliteDriver.open());
-      return { store, cleanup: () => store.close() };
-    },
-  ],
-  [
-    'PostgreSQL',
-    async () => {
-      const schema = `contract_${randomBytes(5).toString('hex')}`;
-      const admin = new pg.Client({ connectionString: POSTGRES_URL });
-      await admin.connect();
-      await admin.query(`create schema ${schema}`);
-      const store = await SqlStore.open(new PgDriver({ connectionString: POSTGRES_URL, schema }));
-      return {
-        store,
-        cleanup: async () => {
-          await store.close();
-          await admin.query(`drop schema ${schema} cascade`);
-          await admin.end();
-        },
-      };
-    },
-  ],
-];
+const adapters = storeAdapters('contract');
 
 const doc = oneTransform;
 

@@ -5,6 +5,7 @@
 export * from './port.ts';
 export { GroupCommit, type GroupCommitOptions } from './group-commit.ts';
 export { SqlStore } from './sql/sql-store.ts';
+export { PARTITIONS_AHEAD_MS } from './sql/aggregates/retention.ts';
 export { PgliteDriver } from './sql/pglite-driver.ts';
 export type { QueryOptions, SqlDriver, SqlExecutor } from './sql/driver.ts';
 export { migrate, migrations } from './sql/migrations.ts';

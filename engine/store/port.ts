@@ -12,6 +12,7 @@ import type { LogStore } from './port/logs.ts';
 import type { ActionStore } from './port/actions.ts';
 import type { ReplayStore } from './port/replays.ts';
 import type { AlertStore } from './port/alerts.ts';
+import type { RetentionStore } from './port/retention.ts';
 
 export type {
   TenantAction,
@@ -62,6 +63,7 @@ export * from './port/logs.ts';
 export * from './port/actions.ts';
 export * from './port/replays.ts';
 export * from './port/alerts.ts';
+export * from './port/retention.ts';
 
 /**
  * The persistence port: one slice per aggregate, each caller depending on the slices it uses. The
@@ -84,7 +86,8 @@ export interface Store
     LogStore,
     ActionStore,
     ReplayStore,
-    AlertStore {
+    AlertStore,
+    RetentionStore {
   ping(): Promise<void>;
   close(): Promise<void>;
 }

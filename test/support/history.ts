@@ -59,16 +59,21 @@ export async function seedHistory(db: SqlExecutor, plan: SeedPlan): Promise<void
            from rows
        ), m as (
          insert into messages (tenant_id, id, flow_id, flow_version, delivery_id, topic, body, headers, query,
-           received_at)
+           received_at, keep_days)
          select $1, i.message_id, i.flow_id, 1, 'seed-' || i.message_id,
-                case when i.g % ($8::int * 10) = 0 then 'rare/topic' else t.topic end, t.body, t.headers, t.query, i.at
+                case when i.g % ($8::int * 10) = 0 then 'rare/topic' else t.topic end, t.body, t.headers, t.query, i.at,
+                keep_days($1)
            from ids i cross join template t
        ), r as (
-         insert into runs (tenant_id, id, flow_id, flow_version, message_id, status, attempts, created_at, started_at)
-         select $1, i.run_id, i.flow_id, 1, i.message_id, 'running', 1, i.at, i.at + interval '1 ms' from ids i
+         insert into runs (tenant_id, id, flow_id, flow_version, message_id, status, attempts, created_at, started_at,
+           keep_days)
+         select $1, i.run_id, i.flow_id, 1, i.message_id, 'running', 1, i.at, i.at + interval '1 ms', keep_days($1)
+           from ids i
        )
-       insert into steps (tenant_id, run_id, key, node_id, status, attempts, output, error, started_at, finished_at)
-       select $1, i.run_id, s.key, s.node_id, s.status, s.attempts, s.output, s.error, i.at, i.at + interval '2 ms'
+       insert into steps (tenant_id, run_id, key, node_id, status, attempts, output, error, started_at, finished_at,
+         keep_days)
+       select $1, i.run_id, s.key, s.node_id, s.status, s.attempts, s.output, s.error, i.at, i.at + interval '2 ms',
+              keep_days($1)
          from ids i cross join template t join steps s on s.tenant_id = $1 and s.run_id = t.run_id`,
       [plan.tenantId, first, plan.runs, until, spanMs, plan.flowIds, last, failEvery],
     );

@@ -25,8 +25,8 @@ export class RecordingDriver implements SqlDriver {
     return this.inner.exec(script);
   }
 
-  transaction<T>(fn: (tx: SqlExecutor) => Promise<T>) {
-    return this.inner.transaction(fn);
+  transaction<T>(fn: (tx: SqlExecutor) => Promise<T>, options?: { closeAfter?: boolean }) {
+    return this.inner.transaction(fn, options);
   }
 
   close() {

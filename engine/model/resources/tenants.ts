@@ -43,6 +43,18 @@ export const tenantLimitsSchema = {
       maximum: 10_000_000,
       description: 'API calls its clients may make at once (TENANT_API_CALL_BURST).',
     },
+    retentionDays: {
+      type: 'integer',
+      minimum: 7,
+      maximum: 3650,
+      description: 'Days its messages, runs and steps are kept, at most RETENTION_MAX_DAYS (RETENTION_DAYS).',
+    },
+    failedRetentionDays: {
+      type: 'integer',
+      minimum: 7,
+      maximum: 3650,
+      description: 'Days its failed and handled runs are kept, at most RETENTION_MAX_DAYS (RETENTION_FAILED_DAYS).',
+    },
     maxQueuedRuns: {
       type: 'integer',
       minimum: 0,

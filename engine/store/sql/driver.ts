@@ -18,8 +18,11 @@ export interface SqlExecutor {
 export interface SqlDriver extends SqlExecutor {
   /** The schema every statement works in, when not the default one; migrations create it. */
   readonly schema?: string;
-  /** Runs `fn` in one transaction: committed when it resolves, rolled back when it throws. */
-  transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T>;
+  /**
+   * Runs `fn` in one transaction: committed when it resolves, rolled back when it throws. `closeAfter` closes its
+   * connection, where there are several, instead of keeping it for later statements (see SqlRetention.ddl).
+   */
+  transaction<T>(fn: (tx: SqlExecutor) => Promise<T>, options?: { closeAfter?: boolean }): Promise<T>;
   close(): Promise<void>;
 }
 

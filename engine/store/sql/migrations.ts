@@ -19,6 +19,7 @@ import { migration as m16 } from './migrations/16-held-runs.ts';
 import { migration as m17 } from './migrations/17-alerts.ts';
 import { migration as m18 } from './migrations/18-batch-replays.ts';
 import { migration as m19 } from './migrations/19-rollups.ts';
+import { migration as m20 } from './migrations/20-retention.ts';
 
 /** Versioned, append-only (one file each in migrations/): a released migration never changes; a change is a new one. */
 export const migrations: Migration[] = [
@@ -41,13 +42,15 @@ export const migrations: Migration[] = [
   m17,
   m18,
   m19,
+  m20,
 ];
 
 /**
  * Apply pending migrations in one transaction: all or none. The advisory lock makes concurrent
- * starters (several API and worker processes) take turns; on PGlite there is only one.
+ * starters (several API and worker processes) take turns; on PGlite there is only one. `upToVersion` stops
+ * short of the latest (an upgrade done in steps, or rehearsed).
  */
-export async function migrate(driver: SqlDriver): Promise<number[]> {
+export async function migrate(driver: SqlDriver, upToVersion = Number.POSITIVE_INFINITY): Promise<number[]> {
   return driver.transaction(async (tx) => {
     await tx.query('select pg_advisory_xact_lock(7263541)');
     if (driver.schema) await tx.exec(`create schema if not exists ${driver.schema}`);
@@ -58,7 +61,7 @@ export async function migrate(driver: SqlDriver): Promise<number[]> {
     );
     const applied: number[] = [];
     for (const migration of migrations) {
-      if (done.has(migration.version)) continue;
+      if (done.has(migration.version) || migration.version > upToVersion) continue;
       await tx.exec(migration.sql);
       await tx.query('insert into schema_migrations (version, name) values ($1, $2)', [
         migration.version,

@@ -78,7 +78,7 @@ export class PgDriver implements SqlDriver {
     await this.pool.query(script);
   }
 
-  async transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
+  async transaction<T>(fn: (tx: SqlExecutor) => Promise<T>, options?: { closeAfter?: boolean }): Promise<T> {
     const client = await this.connection();
     try {
       await client.query('begin');
@@ -98,7 +98,7 @@ export class PgDriver implements SqlDriver {
       await client.query('rollback').catch(() => {});
       throw error;
     } finally {
-      client.release();
+      client.release(options?.closeAfter === true);
     }
   }
 

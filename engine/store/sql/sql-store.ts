@@ -9,12 +9,16 @@ import { SqlFlows } from './aggregates/flows.ts';
 import { SqlLogs } from './aggregates/logs.ts';
 import { SqlMessages } from './aggregates/messages.ts';
 import { SqlReplays } from './aggregates/replays.ts';
+import { PARTITIONS_AHEAD_MS, SqlRetention } from './aggregates/retention.ts';
 import { SqlRuns } from './aggregates/runs.ts';
 import { SqlStatistics } from './aggregates/statistics.ts';
 import { SqlTenants } from './aggregates/tenants.ts';
 import { SqlValues } from './aggregates/values.ts';
 import type { SqlDriver } from './driver.ts';
 import { migrate } from './migrations.ts';
+
+/** A day's partitions made behind too, for a clock that lags. */
+const PARTITIONS_BEHIND_MS = 86_400_000;
 
 /** The class is completed at construction by the aggregates' methods: this merged interface says so. */
 export interface SqlStore extends Store {}
@@ -41,13 +45,17 @@ export class SqlStore {
       new SqlActions(db),
       new SqlReplays(db),
       new SqlAlerts(db),
+      new SqlRetention(db),
     ];
     for (const aggregate of aggregates) adopt(this, aggregate);
   }
 
+  /** Migrated, with partitions for the rows of the days just past and of the week ahead. */
   static async open(db: SqlDriver): Promise<SqlStore> {
     await migrate(db);
-    return new SqlStore(db);
+    const store = new SqlStore(db);
+    await store.preparePartitions(Date.now() - PARTITIONS_BEHIND_MS, Date.now() + PARTITIONS_AHEAD_MS);
+    return store;
   }
 
   async ping() {

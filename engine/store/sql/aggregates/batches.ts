@@ -30,19 +30,22 @@ export const retryTasks = (tenant: string, batch: string, picked: string, replay
       join messages m on m.tenant_id = ${tenant} and m.id = r.message_id
       join batches b on b.tenant_id = ${tenant} and b.id = ${batch}),
   task_messages as (
-    insert into messages (tenant_id, id, flow_id, flow_version, delivery_id, body, headers, query)
+    insert into messages (tenant_id, id, flow_id, flow_version, delivery_id, body, headers, query, keep_days)
     select ${tenant}, message_id, flow_id, flow_version, 'batch:' || ${batch} || ':' || key || ':retry:' || retries,
-           body, '{}', '{}' from fresh),
+           body, '{}', '{}', keep_days(${tenant}) from fresh),
   task_steps as (
-    insert into steps (tenant_id, run_id, key, node_id, status, attempts, output, error, started_at, finished_at)
-    select ${tenant}, f.run_id, f.node_id, f.node_id, 'succeeded', 1, st.output, null, now(), now()
+    insert into steps (tenant_id, run_id, key, node_id, status, attempts, output, error, started_at, finished_at,
+      keep_days)
+    select ${tenant}, f.run_id, f.node_id, f.node_id, 'succeeded', 1, st.output, null, now(), now(), keep_days(${tenant})
       from fresh f join steps st on st.tenant_id = ${tenant} and st.run_id = f.old_run and st.key = f.node_id),
   reopened as (
     update batches set status = 'running', finished_at = null
      where tenant_id = ${tenant} and id = ${batch} and exists (select 1 from fresh)),
   retried as (
-    insert into runs (tenant_id, id, flow_id, flow_version, message_id, status, batch_id, replay_of, replay_id)
-    select ${tenant}, run_id, flow_id, flow_version, message_id, 'queued', ${batch}, old_run, ${replayId} from fresh
+    insert into runs (tenant_id, id, flow_id, flow_version, message_id, status, batch_id, replay_of, replay_id,
+      keep_days)
+    select ${tenant}, run_id, flow_id, flow_version, message_id, 'queued', ${batch}, old_run, ${replayId},
+           keep_days(${tenant}) from fresh
     returning *)`;
 
 /** Fan-out batches and their tasks, and incremental fields. */
@@ -112,15 +115,17 @@ export class SqlBatches implements BatchStore {
        ), fresh as (
          select i.*, b.flow_id, b.flow_version, b.node_id from input i join task t on t.key = i.key cross join b
        ), m as (
-         insert into messages (tenant_id, id, flow_id, flow_version, delivery_id, topic, body, headers, query)
+         insert into messages (tenant_id, id, flow_id, flow_version, delivery_id, topic, body, headers, query,
+           keep_days)
          select $1, message_id, flow_id, flow_version, 'batch:' || $2 || ':' || key, 'poll',
-           coalesce(item, 'null'::jsonb), '{}', '{}' from fresh
+           coalesce(item, 'null'::jsonb), '{}', '{}', keep_days($1) from fresh
        ), s as (
-         insert into steps (tenant_id, run_id, key, node_id, status, attempts, output, error, started_at, finished_at)
-         select $1, run_id, node_id, node_id, 'succeeded', 1, item, null, now(), now() from fresh
+         insert into steps (tenant_id, run_id, key, node_id, status, attempts, output, error, started_at, finished_at,
+           keep_days)
+         select $1, run_id, node_id, node_id, 'succeeded', 1, item, null, now(), now(), keep_days($1) from fresh
        ), r as (
-         insert into runs (tenant_id, id, flow_id, flow_version, message_id, status, batch_id)
-         select $1, run_id, flow_id, flow_version, message_id, 'queued', $2 from fresh
+         insert into runs (tenant_id, id, flow_id, flow_version, message_id, status, batch_id, keep_days)
+         select $1, run_id, flow_id, flow_version, message_id, 'queued', $2, keep_days($1) from fresh
          returning *
        )
        select * from r

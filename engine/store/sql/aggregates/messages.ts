@@ -26,7 +26,15 @@ import {
   MESSAGE_INFO,
   toRun,
   messagesThatMayBe,
+  supersedeEarlierRuns,
+  UTC_TODAY,
 } from './rows.ts';
+
+/** The input's deliveries not seen before (within DELIVERY_RECOGNITION_DAYS): recorded, each id once. */
+const FIRST_DELIVERIES = `insert into deliveries (tenant_id, flow_id, delivery_id, day, message_id)
+  select tenant_id, flow_id, delivery_id, ${UTC_TODAY}, id from input where delivery_id is not null
+   order by id -- the first of a batch's repeats is the one recorded
+  on conflict do nothing returning message_id`;
 
 /** Inbound messages, their views, replays and retries, blocked topics and held runs. */
 export class SqlMessages implements MessageStore {
@@ -67,17 +75,23 @@ export class SqlMessages implements MessageStore {
        ), blocked as (
          select tenant_id, topic from blocked_topics where (tenant_id, topic) in (select tenant_id, topic
            from input) for share
+       ), keeps as (
+         select tenant_id, keep_days(tenant_id) as days from (select distinct tenant_id from input) tenants
+       ), first_deliveries as (
+         ${FIRST_DELIVERIES}
        ), m as (
          insert into messages (tenant_id, id, flow_id, flow_version, delivery_id, topic, body, headers, query,
-           traceparent)
-         select tenant_id, id, flow_id, flow_version, delivery_id, topic, coalesce(body, 'null'::jsonb), headers, query,
-           traceparent
-           from input
-         on conflict (tenant_id, flow_id, delivery_id) do nothing returning tenant_id, id
+           traceparent, keep_days)
+         select i.tenant_id, i.id, i.flow_id, i.flow_version, i.delivery_id, i.topic, coalesce(i.body, 'null'::jsonb),
+           i.headers, i.query, i.traceparent, k.days
+           from input i join keeps k on k.tenant_id = i.tenant_id
+          where i.delivery_id is null or i.id in (select message_id from first_deliveries)
+         returning tenant_id, id, keep_days
        )
-       insert into runs (tenant_id, id, flow_id, flow_version, message_id, status, held_by, parent_run_id, call_depth)
+       insert into runs (tenant_id, id, flow_id, flow_version, message_id, status, held_by, parent_run_id, call_depth,
+         keep_days)
        select i.tenant_id, i.run_id, i.flow_id, i.flow_version, i.id, case when hold.reason is null then 'queued'
-         else 'held' end, hold.reason, i.parent_run_id, i.call_depth
+         else 'held' end, hold.reason, i.parent_run_id, i.call_depth, m.keep_days
          from input i join m on m.tenant_id = i.tenant_id and m.id = i.id
          cross join lateral (select case when exists (select 1 from suspended s where s.id = i.tenant_id)
            then 'suspended'
@@ -100,11 +114,13 @@ export class SqlMessages implements MessageStore {
   private async recordDuplicate(message: NewMessage): Promise<AcceptedMessage> {
     const [first] = await this.db.query(
       `with first as (
-         select r.* from messages m join runs r on r.tenant_id = m.tenant_id and r.message_id = m.id
-          where m.tenant_id = $1 and m.flow_id = $2 and m.delivery_id = $3 order by r.id limit 1
+         select r.* from deliveries d join runs r on r.tenant_id = d.tenant_id and r.message_id = d.message_id
+          where d.tenant_id = $1 and d.flow_id = $2 and d.delivery_id = $3
+          order by r.id limit 1
        ), recorded as (
-         insert into messages (tenant_id, id, flow_id, flow_version, topic, body, headers, query, duplicate_of)
-         select $1, $4, $2, flow_version, $5, 'null'::jsonb, $6::jsonb, $7::jsonb, message_id from first
+         insert into messages (tenant_id, id, flow_id, flow_version, topic, body, headers, query, duplicate_of,
+           keep_days)
+         select $1, $4, $2, flow_version, $5, 'null'::jsonb, $6::jsonb, $7::jsonb, message_id, keep_days($1) from first
        )
        select * from first`,
       [
@@ -165,13 +181,16 @@ export class SqlMessages implements MessageStore {
   async replayMessage(tenantId: string, messageId: string, runId: string) {
     if (!isUuid(messageId)) throw new NotFoundError(`no message ${messageId}`);
     const [row] = await this.db.query(
-      `insert into runs (tenant_id, id, flow_id, flow_version, message_id, status)
-       select $1, $3, f.id, f.active_version, m.id, 'queued' from messages m join flows f on f.tenant_id = m.tenant_id
-         and f.id = m.flow_id
-        where m.tenant_id = $1 and m.id = $2 and m.duplicate_of is null and f.active and f.active_version is not null
-          and not exists (select 1 from runs r where r.tenant_id = $1 and r.message_id = $2
-                            and (r.batch_id is not null or r.status in ${OPEN}))
-       returning *`,
+      `with inserted as (
+         insert into runs (tenant_id, id, flow_id, flow_version, message_id, status, keep_days)
+         select $1, $3, f.id, f.active_version, m.id, 'queued', keep_days($1) from messages m join flows f
+             on f.tenant_id = m.tenant_id and f.id = m.flow_id
+          where m.tenant_id = $1 and m.id = $2 and m.duplicate_of is null and f.active and f.active_version is not null
+            and not exists (select 1 from runs r where r.tenant_id = $1 and r.message_id = $2
+                              and (r.batch_id is not null or r.status in ${OPEN}))
+         returning *
+       ), ${supersedeEarlierRuns('inserted')}
+       select * from inserted`,
       [tenantId, messageId, runId],
     );
     if (row) return toRun(row);
@@ -252,13 +271,16 @@ export class SqlMessages implements MessageStore {
       input.length === 0
         ? []
         : await this.db.query(
-            `insert into runs (tenant_id, id, flow_id, flow_version, message_id, status)
-       select $1, i.run_id, f.id, f.active_version, i.message_id, 'queued'
-         from jsonb_to_recordset($3::jsonb) as i(message_id uuid, run_id uuid)
-         join flows f on f.tenant_id = $1 and f.id = $2 and f.active and f.active_version is not null
-        where (select status from runs r where r.tenant_id = $1 and r.message_id = i.message_id
-          order by r.id desc limit 1) = 'failed'
-       returning *`,
+            `with inserted as (
+         insert into runs (tenant_id, id, flow_id, flow_version, message_id, status, keep_days)
+         select $1, i.run_id, f.id, f.active_version, i.message_id, 'queued', keep_days($1)
+           from jsonb_to_recordset($3::jsonb) as i(message_id uuid, run_id uuid)
+           join flows f on f.tenant_id = $1 and f.id = $2 and f.active and f.active_version is not null
+          where (select status from runs r where r.tenant_id = $1 and r.message_id = i.message_id
+            order by r.id desc limit 1) = 'failed'
+         returning *
+       ), ${supersedeEarlierRuns('inserted')}
+       select * from inserted`,
             [tenantId, flowId, JSON.stringify(input)],
           );
     return { runs: inserted.map(toRun).sort((x, y) => (x.id < y.id ? -1 : 1)), more: failed.length > limit };
@@ -276,7 +298,7 @@ export class SqlMessages implements MessageStore {
   async listBlockedTopics(tenantId: string, request: PageRequest) {
     const rows = await this.db.query(
       `select b.*, (select count(*) from messages m join runs r on r.tenant_id = m.tenant_id and r.message_id = m.id
-                     where m.tenant_id = b.tenant_id and m.topic = b.topic and r.status = 'held') as held
+                       where m.tenant_id = b.tenant_id and m.topic = b.topic and r.status = 'held') as held
          from blocked_topics b where b.tenant_id = $1 and ($2::text is null or b.topic > $2) order by b.topic limit $3`,
       [tenantId, decodeCursor(request.after), request.first + 1],
     );

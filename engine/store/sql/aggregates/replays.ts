@@ -2,7 +2,7 @@ import { ConflictError, MAX_RUNNING_REPLAYS, REPLAY_COUNT_LIMIT, type Replay } f
 import type { ReplayStore, StoredReplayFilter } from '../../port/replays.ts';
 import type { PageRequest } from '../../port/common.ts';
 import type { SqlDriver } from '../driver.ts';
-import { type Row, UUID, decodeCursor, iso, isoOrNull, isUuid, page, toRun } from './rows.ts';
+import { type Row, UUID, decodeCursor, iso, isoOrNull, isUuid, page, supersedeEarlierRuns, toRun } from './rows.ts';
 import { retryTasks } from './batches.ts';
 
 /** The smallest time-ordered id of a time (SQL), as idAt (a time before 1970 as 1970): ids bound an index range. */
@@ -13,26 +13,26 @@ const idAt = (time: string) => {
 };
 
 /**
- * The messages a filter (a jsonb expression) without a batch matches for a tenant: not repeated deliveries,
- * not batch items (a filter with a batch takes those), whose latest run ended with the filter's status, and
- * its other conditions; with `madeAt`, only runs made before it (a replay's page never takes the runs it made).
- * Found from the runs of that status (runs_by_status), in the order of their ids, within the ids that the
- * time bounds give: the work is the matching runs', not the tenant's history.
+ * The messages a filter (a jsonb expression) without a batch matches for a tenant: not batch items (a filter with a
+ * batch takes those), whose latest run ended with the filter's status, and its other conditions; with `madeAt`,
+ * only runs made before it (a replay's page never takes the runs it made). Found from the runs of that status
+ * (runs_by_status), in the order of their ids, within the ids that the time bounds give: the work is the matching
+ * runs', not the tenant's history. Messages are not read: a run's message is never a repeated delivery, its flow
+ * is the run's, and its id tells when it arrived (UUIDv7, made as it was received).
  */
 const matches = (tenant: string, filter: string, madeAt = 'null') => `
-  select m.id as message_id, m.flow_id, r.id as run_id from runs r
-    join messages m on m.tenant_id = r.tenant_id and m.id = r.message_id
+  select r.message_id, r.flow_id, r.id as run_id from runs r
    where ${filter}->>'batchId' is null and r.tenant_id = ${tenant} and r.status = ${filter}->>'status'
-     and r.batch_id is null and m.duplicate_of is null
-     and not exists (select 1 from runs later where later.tenant_id = r.tenant_id
-                       and later.message_id = r.message_id and later.id > r.id)
+     and r.batch_id is null
+     and not r.superseded
      and r.id >= coalesce(${idAt(`((${filter}->>'receivedFrom')::timestamptz - interval '1 minute')`)},
                           '00000000-0000-0000-0000-000000000000')
      and r.id < coalesce(${idAt(`${madeAt}::timestamptz`)}, 'ffffffff-ffff-ffff-ffff-ffffffffffff')
      and (${filter}->>'flowId' is null or r.flow_id = (${filter}->>'flowId')::uuid)
      and (${filter}->>'errorKind' is null or r.error->>'kind' = ${filter}->>'errorKind')
-     and (${filter}->>'receivedFrom' is null or m.received_at >= (${filter}->>'receivedFrom')::timestamptz)
-     and (${filter}->>'receivedTo' is null or m.received_at < (${filter}->>'receivedTo')::timestamptz)`;
+     and (${filter}->>'receivedFrom' is null
+          or r.message_id >= ${idAt(`(${filter}->>'receivedFrom')::timestamptz`)})
+     and (${filter}->>'receivedTo' is null or r.message_id < ${idAt(`(${filter}->>'receivedTo')::timestamptz`)})`;
 
 /** The tasks of a filter's batch whose run failed (of its error kind), in the batch's order. */
 const failedTasks = (tenant: string, filter: string) => `
@@ -139,13 +139,14 @@ export class SqlReplays implements ReplayStore {
              and r.id > coalesce(job.cursor, '00000000-0000-0000-0000-000000000000'::uuid)
            order by r.id limit job.rate_per_second) found),
        inserted as (
-         insert into runs (tenant_id, id, flow_id, flow_version, message_id, status, replay_of, replay_id)
+         insert into runs (tenant_id, id, flow_id, flow_version, message_id, status, replay_of, replay_id, keep_days)
          select job.tenant_id, ($1::uuid[])[picked.n], f.id, f.active_version, picked.message_id, 'queued',
-                picked.run_id, job.id
+                picked.run_id, job.id, keep_days(job.tenant_id)
            from job cross join picked
            join flows f on f.tenant_id = job.tenant_id and f.id = picked.flow_id and f.active
             and f.active_version is not null
          returning *),
+       ${supersedeEarlierRuns('inserted')},
        picked_tasks as (
          select found.*, ($1::uuid[])[found.n] as run_id, ($2::uuid[])[found.n] as message_id
            from job cross join lateral (

@@ -1,3 +1,4 @@
+import { ID_HOUR } from '../migrations/19-rollups.ts';
 // Row mappers, paging and SQL fragments the aggregates share.
 import { JsonText, terminalRunStatuses, unfinishedRunStatuses, ValidationError } from '../../../model/index.ts';
 import type {
@@ -51,6 +52,29 @@ export const TERMINAL = sqlList(terminalRunStatuses);
 export const UNFINISHED = sqlList(unfinishedRunStatuses);
 /** Not finished: unfinished, or held. */
 export const OPEN = sqlList(['held', ...unfinishedRunStatuses]);
+/**
+ * CTEs to follow `inserted`, new runs of messages that had runs (a replay, a retry): each message's latest earlier
+ * run is superseded, and its outcome no longer counts (message_outcomes, decision 23). The look-up reads the
+ * message's runs by runs_by_message, nothing about ids in it ("offset 0" keeps it apart): with one, a partition not
+ * yet analyzed made the primary key look as cheap, and it walked the tenant's runs.
+ */
+export const supersedeEarlierRuns = (inserted: string) => `superseded as (
+    update runs r set superseded = true
+      from (select e.tenant_id, e.id from ${inserted} n cross join lateral (
+              select x.tenant_id, x.id from runs x where x.tenant_id = n.tenant_id and x.message_id = n.message_id
+                 and not x.superseded offset 0) e
+             where e.id < n.id) earlier
+     where r.tenant_id = earlier.tenant_id and r.id = earlier.id
+    returning r.tenant_id, r.message_id, r.status
+  ), uncounted as (
+    insert into message_outcomes as c (tenant_id, hour, status, messages)
+    select tenant_id, ${ID_HOUR('message_id')}, status, -count(*) from superseded where status in ${TERMINAL}
+     group by 1, 2, 3 order by 1, 2, 3
+    on conflict (tenant_id, hour, status) do update set messages = c.messages + excluded.messages
+  )`;
+/** Repeated deliveries are recognised for this many days (table deliveries, migration 20). */
+export const DELIVERY_RECOGNITION_DAYS = 7;
+export const UTC_TODAY = "(now() at time zone 'UTC')::date";
 
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** Ids are UUIDs: anything else names no record (and must not reach a uuid column as an error). */
@@ -344,6 +368,14 @@ export function readsRow(tenantId: string, reads: RunReads) {
  * The runs a group names ($1 tenants, $2 run ids, in pairs), as rows `k`: see beginRuns for why unnest of sub-
  * selects.
  */
+/**
+ * A row of a table partitioned by id (migration 20), looked up by its key for each row of a join. `limit 1` keeps
+ * it a lookup: the planner, which does not count the partitions that run-time pruning skips, would otherwise
+ * often hash a scan of every partition instead.
+ */
+export const LOOKUP = (table: 'runs' | 'messages', tenantId: string, id: string) =>
+  `select * from ${table} where tenant_id = ${tenantId} and id = ${id} limit 1`;
+
 export const RUN_KEYS = 'unnest((select $1::text[]), (select $2::uuid[])) as k(tenant_id, run_id)';
 export const READS_COLUMNS =
   'tenant_id text, vars text[], secrets text[], reads_platform boolean, all_platform boolean, platform text[]';

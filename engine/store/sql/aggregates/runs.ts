@@ -28,6 +28,7 @@ import {
   SEVERITY,
   toRun,
   readsRow,
+  LOOKUP,
   RUN_KEYS,
   READS_COLUMNS,
   RUN_CONTEXT,
@@ -78,7 +79,7 @@ export class SqlRuns implements RunStore {
        ), run as (
          select * from started
          union all
-         select r.* from ${RUN_KEYS} join runs r on r.tenant_id = k.tenant_id and r.id = k.run_id
+         select r.* from ${RUN_KEYS} cross join lateral (${LOOKUP('runs', 'k.tenant_id', 'k.run_id')}) r
           where not exists (select 1 from started s where s.tenant_id = r.tenant_id and s.id = r.id)
        )
        select w.i, to_jsonb(run.*) as run,
@@ -91,7 +92,7 @@ export class SqlRuns implements RunStore {
               ${RUN_CONTEXT}
          from run join jsonb_to_recordset($3::jsonb) as w(i integer, run_id uuid, ${READS_COLUMNS})
            on w.tenant_id = run.tenant_id and w.run_id = run.id
-         join messages m on m.tenant_id = run.tenant_id and m.id = run.message_id`,
+         cross join lateral (${LOOKUP('messages', 'run.tenant_id', 'run.message_id')}) m`,
       [
         items.map((item) => item.tenantId),
         items.map((item) => item.runId),
@@ -143,7 +144,7 @@ export class SqlRuns implements RunStore {
    * status changed.
    */
   private async saveProgresses(items: ProgressSave[]): Promise<boolean[]> {
-    // Rows keep their order (a run's steps are numbered in it), so each carries its run instead of joining to it.
+    // A run's steps are numbered (seq) in the order given: `n` keeps it through the join to their runs.
     const steps = items.flatMap((item) =>
       item.steps.map((step) => ({
         tenant_id: item.tenantId,
@@ -184,11 +185,16 @@ export class SqlRuns implements RunStore {
           where l.n + (select count(*) from run_logs x where x.tenant_id = l.tenant_id
             and x.run_id = l.run_id) <= l.log_limit
        ), saved as (
-         insert into steps (tenant_id, run_id, key, node_id, status, attempts, output, error, started_at, finished_at)
-         select tenant_id, run_id, key, node_id, status, attempts, output, error, started_at, finished_at
-           from jsonb_to_recordset($2::jsonb) as x(tenant_id text, run_id uuid, key text, node_id text, status text,
-             attempts integer, output jsonb, error jsonb, started_at timestamptz, finished_at timestamptz)
-         on conflict (tenant_id, run_id, key) do update set status = excluded.status, attempts = excluded.attempts,
+         -- A step is kept as long as its run (migration 20; the retention sweep never moves a running run).
+         insert into steps (tenant_id, run_id, key, node_id, status, attempts, output, error, started_at, finished_at,
+           keep_days)
+         select x.tenant_id, x.run_id, x.key, x.node_id, x.status, x.attempts, x.output, x.error, x.started_at,
+           x.finished_at, r.keep_days
+           from jsonb_to_recordset($2::jsonb) as x(n integer, tenant_id text, run_id uuid, key text, node_id text,
+             status text, attempts integer, output jsonb, error jsonb, started_at timestamptz, finished_at timestamptz)
+           cross join lateral (${LOOKUP('runs', 'x.tenant_id', 'x.run_id')}) r
+          order by x.n
+         on conflict (tenant_id, run_id, key, keep_days) do update set status = excluded.status, attempts = excluded.attempts,
            output = excluded.output, error = excluded.error, started_at = excluded.started_at,
            finished_at = excluded.finished_at
          returning 1
@@ -202,7 +208,7 @@ export class SqlRuns implements RunStore {
        returning o.i`,
       [
         items.map((item) => item.tenantId),
-        JSON.stringify(steps),
+        JSON.stringify(steps.map((step, n) => ({ n, ...step }))),
         JSON.stringify(lines),
         items.map((item) => item.runId),
         items.map((item) => item.outcome?.status ?? null),

@@ -1,6 +1,7 @@
 import { ConflictError } from '../../../model/index.ts';
 import type { PageRequest, StateLimit, Tenant, TenantLimits, UserSettings, TenantStore } from '../../port.ts';
 import type { SqlDriver } from '../driver.ts';
+import { PARTITIONS_AHEAD_MS, SqlRetention } from './retention.ts';
 import { json, decodeCursor, page, toTenant, toUserSettings, isUniqueViolation } from './rows.ts';
 
 /** Tenants, and the settings of their users. */
@@ -48,12 +49,20 @@ export class SqlTenants implements TenantStore {
       id,
       JSON.stringify(limits),
     ]);
+    // A retention no tenant had before needs partitions of its own from today on.
+    if (row && (limits.retentionDays || limits.failedRetentionDays))
+      await new SqlRetention(this.db).preparePartitions(Date.now(), Date.now() + PARTITIONS_AHEAD_MS);
     return row ? toTenant(row) : undefined;
   }
 
   async deleteTenant(id: string) {
-    // Every tenant-owned table references tenants (or a table that does) with on delete cascade.
-    return (await this.db.query('delete from tenants where id = $1 returning id', [id])).length > 0;
+    // Every tenant-owned table references tenants (or a table that does) with on delete cascade; deliveries, kept
+    // lean for intake (migration 20), are deleted here.
+    const deleted = await this.db.query(
+      'with ids as (delete from deliveries where tenant_id = $1) delete from tenants where id = $1 returning id',
+      [id],
+    );
+    return deleted.length > 0;
   }
 
   async setStateLimits(limits: StateLimit[]) {

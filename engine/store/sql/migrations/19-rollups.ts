@@ -4,7 +4,7 @@ import type { Migration } from './migration.ts';
 const TERMINAL = "('succeeded', 'failed', 'handled', 'filtered', 'skipped', 'cancelled')";
 
 /** The UTC hour a time-ordered id (UUIDv7, ids.ts) was made in: a message's, the moment it arrived. */
-const ID_HOUR = (id: string) =>
+export const ID_HOUR = (id: string) =>
   `date_trunc('hour', to_timestamp(('x' || lpad(substr(replace(${id}::text, '-', ''), 1, 12), 16, '0'))::bit(64)::bigint
     / 1000.0), 'UTC')`;
 
