@@ -2,8 +2,10 @@
  * (j) Months of history: every read of HISTORY_READS for a large tenant (a) and a small one (b), on a store
  * holding only their flows and one real run each, then on the same store after tenant a grew to
  * BENCH_HISTORY_RUNS runs (default 1,000,000) over 60 days by SQL from its real rows, 5 % failed, and b to
- * 1,000; 20 calls each, p50, with the growth factor; what the history takes on disk per message; and how long
- * the retention sweep takes to drop what is past 30 days (about half of it).
+ * 1,000; 20 calls each, p50, with the growth factor. The writes on both: an API process's intake at 50
+ * connections and the engine's drain of ENGINE_RUNS runs. What the history takes on disk per message, and how
+ * long the retention sweep takes to drop what is past 30 days (about half of it) while the API process takes
+ * webhooks, with their p99 beside that without the sweep.
  */
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
@@ -11,7 +13,10 @@ import type { Store } from '../engine/store/port.ts';
 import { PgDriver } from '../engine/store/sql/pg-driver.ts';
 import { SqlStore } from '../engine/store/sql/sql-store.ts';
 import { HISTORY_READS, historyTenant, seedHistory } from '../test/support/history.ts';
-import { isolation, POSTGRES_URL } from './processes.ts';
+import type { PruneReport } from '../engine/store/port/retention.ts';
+import { drainEngine, ENGINE_RUNS, startReceiver } from './engine.ts';
+import { accepted, loadIntake } from './intake.ts';
+import { isolation, POSTGRES_URL, start, stop } from './processes.ts';
 
 const RUNS = Number(process.env.BENCH_HISTORY_RUNS ?? 1_000_000);
 const CALLS = 20;
@@ -30,6 +35,20 @@ async function p50Ms(read: () => Promise<unknown>): Promise<number> {
   return Math.round(times[CALLS / 2] * 10) / 10;
 }
 
+/** A figure on the empty store and on the grown one, and their ratio. */
+const growth = (empty: number, seeded: number) => ({
+  empty: Math.round(empty),
+  seeded: Math.round(seeded),
+  ratio: Math.round((seeded / empty) * 100) / 100,
+});
+
+/** The retention sweep, timed. */
+async function timedSweep(store: Store) {
+  const start = performance.now();
+  const report = await store.pruneExpired(Date.now());
+  return { ms: Math.round(performance.now() - start), ...report };
+}
+
 async function measureReads(store: Store, flows: Record<string, string[]>): Promise<Timings> {
   const timings: Timings = {};
   for (const [name, read] of HISTORY_READS)
@@ -45,10 +64,26 @@ export async function measureHistory(results: Record<string, unknown>) {
   await admin.query(`create schema ${schema}`);
   const driver = new PgDriver({ connectionString: POSTGRES_URL, schema });
   const store = await SqlStore.open(driver);
+  const receiver = await startReceiver();
+  // The processes measured on the store: an API process taking webhooks, and the engine's drain (bench/engine.ts).
+  const onStore = { ...isolation(), DATABASE_URL: POSTGRES_URL, DATABASE_SCHEMA: schema };
+  const api = await start(['--import', 'tsx', 'bench/child.ts', 'tributary'], onStore);
+  const intake = async (during?: () => Promise<unknown>) =>
+    accepted(await loadIntake(api.detail, api.child.pid, during));
+  const drain = async () => {
+    // The intake's runs are not the drain's: its worker would take them up (the store has them queued).
+    await driver.query(
+      "update runs set status = 'cancelled', finished_at = now() where tenant_id = 'bench' and status = 'queued'",
+    );
+    const { seconds } = await drainEngine(receiver, {}, { DATABASE_SCHEMA: schema });
+    return ENGINE_RUNS / seconds;
+  };
   try {
     const flows: Record<string, string[]> = {};
     for (const tenantId of Object.keys(TENANTS)) flows[tenantId] = await historyTenant(store, tenantId);
     const empty = await measureReads(store, flows);
+    const emptyIntake = await intake();
+    const emptyDrain = await drain();
     const seedStart = performance.now();
     await store.preparePartitions(Date.now() - 61 * 86_400_000, Date.now());
     for (const [tenantId, runs] of Object.entries(TENANTS))
@@ -64,10 +99,13 @@ export async function measureHistory(results: Record<string, unknown>) {
         where n.nspname = $1 and c.relname = any($2::text[]) group by 1 order by 1`,
       [schema, ['messages', 'runs', 'steps', 'deliveries', 'run_counts', 'run_timings', 'message_counts']],
     );
-    // The weeks past 30 days' retention (about half the 60 seeded), dropped as the hourly sweep does.
-    const pruneStart = performance.now();
-    const pruned = await store.pruneExpired(Date.now());
-    const pruneMs = Math.round(performance.now() - pruneStart);
+    // The weeks past 30 days' retention (about half the 60 seeded), dropped as the hourly sweep does while the API
+    // process takes webhooks. The drain comes after: its worker's first sweep would drop them while it ran.
+    const seededIntake = await intake();
+    let sweep!: Promise<PruneReport & { ms: number }>;
+    const whilePruning = await intake(() => (sweep = timedSweep(store)));
+    const prune = await sweep;
+    const seededDrain = await drain();
     const messages = RUNS + TENANTS.b + 2;
     const history = {
       runs: RUNS,
@@ -85,7 +123,17 @@ export async function measureHistory(results: Record<string, unknown>) {
         ]),
       ),
       bytesPerMessage: Math.round(sizes.reduce((sum, row) => sum + Number(row.bytes), 0) / messages),
-      prune: { ms: pruneMs, ...pruned },
+      prune,
+      writes: {
+        intakeRequestsPerSecond: growth(emptyIntake.requestsPerSecond, seededIntake.requestsPerSecond),
+        intakeP99Ms: growth(emptyIntake.p99Ms, seededIntake.p99Ms),
+        drainRunsPerSecondAfterTheSweep: growth(emptyDrain, seededDrain),
+      },
+      intakeWhilePruning: {
+        requestsPerSecond: whilePruning.requestsPerSecond,
+        p99Ms: whilePruning.p99Ms,
+        p99Ratio: Math.round((whilePruning.p99Ms / seededIntake.p99Ms) * 100) / 100,
+      },
     };
     results.history = history;
     console.log(`\n| read, p50 of ${CALLS} | empty | ${RUNS.toLocaleString('en')} runs | growth |\n|---|---|---|---|`);
@@ -93,10 +141,17 @@ export async function measureHistory(results: Record<string, unknown>) {
       console.log(`| ${read} | ${figures.emptyMs} ms | ${figures.seededMs} ms | ${figures.growth}x |`);
     console.log(`\nseeded in ${seedSeconds} s; ${history.bytesPerMessage} bytes per message on disk, indexes included`);
     console.log(
-      `pruned past 30 days in ${pruneMs} ms: ${pruned.partitionsDropped} partitions dropped, ` +
-        `${pruned.rowsKept} rows kept, ${pruned.rowsDeleted} deleted`,
+      `pruned past 30 days in ${prune.ms} ms: ${prune.partitionsDropped} partitions dropped, ` +
+        `${prune.rowsKept} rows kept, ${prune.rowsDeleted} deleted`,
     );
+    console.log(`\n| write | empty | ${RUNS.toLocaleString('en')} runs | ratio |\n|---|---|---|---|`);
+    for (const [write, figures] of Object.entries(history.writes))
+      console.log(`| ${write} | ${figures.empty} | ${figures.seeded} | ${figures.ratio}x |`);
+    const { requestsPerSecond, p99Ms, p99Ratio } = history.intakeWhilePruning;
+    console.log(`intake while the sweep ran: ${requestsPerSecond} req/s, p99 ${p99Ms} ms (${p99Ratio}x without)`);
   } finally {
+    await stop(api.child);
+    await receiver.close();
     await store.close();
     await admin.query(`drop schema ${schema} cascade`);
     await admin.end();

@@ -33,6 +33,7 @@ export function isolation() {
     // The benchmarks measure capacity: no tenant quota in the way (the noisy-neighbour part sets its own).
     TENANT_DELIVERIES_PER_SECOND: '1000000',
     TENANT_DELIVERY_BURST: '1000000',
+    TENANT_MAX_QUEUED_RUNS: '0',
   };
 }
 

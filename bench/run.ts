@@ -20,7 +20,6 @@
  */
 import http from 'node:http';
 import os from 'node:os';
-import autocannon from 'autocannon';
 import { Queue } from 'bullmq';
 import { redisOptions } from '../bin/redis.ts';
 import { freePortRun, LocalRedisCluster } from '../test/support/redis-cluster.ts';
@@ -31,87 +30,12 @@ import { measureRefunds } from './refund.ts';
 import { measureExpressions } from './expressions.ts';
 import { measureBigBodiesPart, measureFairness } from './fairness.ts';
 import { cpuWindow } from './cpu.ts';
+import { drainEngine, ENGINE_RUNS, type Receiver, startReceiver } from './engine.ts';
+import { CONNECTIONS, type IntakeFigures, loadIntake } from './intake.ts';
 import { measureFootprint } from './footprint.ts';
 import { measureHistory } from './history.ts';
 import { measureLoop } from './loop.ts';
 import { cleanup, isolation, memoryMb, POSTGRES_URL, REDIS_URL, settledRssMb, start, stop } from './processes.ts';
-
-const INTAKE_SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
-const ENGINE_RUNS = Number(process.env.BENCH_RUNS ?? 5000);
-const CONNECTIONS = 50;
-
-/** A receiver standing in for an ERP: counts requests, resolves when it has seen `target`. */
-async function startReceiver() {
-  let count = 0;
-  let waiter: { target: number; resolve: () => void } | undefined;
-  const server = http.createServer((req, res) => {
-    req.resume();
-    req.on('end', () => {
-      count++;
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
-      if (waiter && count >= waiter.target) waiter.resolve();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
-    reset: () => void (count = 0),
-    waitFor: (target: number) =>
-      new Promise<void>((resolve) => (count >= target ? resolve() : (waiter = { target, resolve }))),
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
-}
-
-interface IntakeFigures {
-  requestsPerSecond: number;
-  p50Ms: number;
-  p99Ms: number;
-  errors: number;
-  non2xx: number;
-  /** CPU milliseconds per request: the server, PostgreSQL, Redis, the rest (mostly the load generator). */
-  cpuMsPerRequest: ReturnType<ReturnType<typeof cpuWindow>>;
-  /** The server's resident memory idle and at its peak under the load (MB). */
-  memory?: { idleRssMb?: number; peakRssMb?: number };
-}
-
-async function loadIntake(url: string, serverPid: number | undefined): Promise<IntakeFigures> {
-  const options = {
-    url: `${url}/hooks/bench/bench`,
-    method: 'POST' as const,
-    connections: CONNECTIONS,
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(sampleOrder(1)),
-  };
-  await autocannon({ ...options, duration: 2 }); // warm-up: JIT, caches, connection pools
-  const cpu = cpuWindow();
-  const result = await autocannon({ ...options, duration: INTAKE_SECONDS });
-  const cpuMsPerRequest = cpu(serverPid, result.requests.total);
-  return {
-    requestsPerSecond: Math.round(result.requests.average),
-    p50Ms: result.latency.p50,
-    p99Ms: result.latency.p99,
-    errors: result.errors,
-    non2xx: result.non2xx,
-    cpuMsPerRequest,
-  };
-}
-
-async function postMessages(url: string, count: number) {
-  let next = 0;
-  const send = async () => {
-    while (next < count) {
-      const id = next++;
-      const response = await fetch(`${url}/hooks/bench/bench`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify(sampleOrder(id)),
-      });
-      if (response.status !== 202) throw new Error(`intake answered ${response.status}`);
-      await response.arrayBuffer();
-    }
-  };
-  await Promise.all(Array.from({ length: CONNECTIONS }, send));
-}
 
 async function main() {
   const results: Record<string, unknown> = {
@@ -191,37 +115,8 @@ async function startTraceSink() {
   };
 }
 
-/**
- * Queue ENGINE_RUNS webhooks through an API process, then time a worker (with `workerEnv`) draining them; both
- * processes with `env` (a Redis Cluster, say).
- */
-async function drainEngine(
-  receiver: Awaited<ReturnType<typeof startReceiver>>,
-  workerEnv: Record<string, string>,
-  env: Record<string, string> = {},
-) {
-  const engineEnv = { ...isolation(), DATABASE_URL: POSTGRES_URL, ...env };
-  const intake = await start(['--import', 'tsx', 'bench/child.ts', 'tributary'], {
-    ...engineEnv,
-    BENCH_RECEIVER: receiver.url,
-  });
-  await postMessages(intake.detail, ENGINE_RUNS);
-  receiver.reset();
-  const engineStart = performance.now();
-  const worker = await start(['bin/tributary.js', 'worker'], { ...engineEnv, ...workerEnv });
-  const workerReady = performance.now();
-  const engineCpu = cpuWindow();
-  await receiver.waitFor(ENGINE_RUNS);
-  const seconds = (performance.now() - workerReady) / 1000;
-  const cpuMs = engineCpu(worker.child.pid, ENGINE_RUNS);
-  const memory = memoryMb(worker.child.pid);
-  await stop(worker.child);
-  await stop(intake.child);
-  return { seconds, cpuMs, peakRssMb: memory?.peakRssMb, startSeconds: (workerReady - engineStart) / 1000 };
-}
-
 /** (b) engine: fill the queue first, then time a worker draining it; without tracing, then exporting traces. */
-async function measureEngine(results: Record<string, unknown>, receiver: Awaited<ReturnType<typeof startReceiver>>) {
+async function measureEngine(results: Record<string, unknown>, receiver: Receiver) {
   const tsx = ['--import', 'tsx'];
   const untraced = await drainEngine(receiver, {});
   const traceSink = await startTraceSink();
@@ -283,7 +178,7 @@ async function measureEngine(results: Record<string, unknown>, receiver: Awaited
 }
 
 /** (i) the same drain on a Redis Cluster of 3 masters with a replica each, beside one Redis, in the same run. */
-async function measureCluster(results: Record<string, unknown>, receiver: Awaited<ReturnType<typeof startReceiver>>) {
+async function measureCluster(results: Record<string, unknown>, receiver: Receiver) {
   const single = await drainEngine(receiver, {});
   const cluster = await LocalRedisCluster.start({ basePort: await freePortRun(6) });
   try {

@@ -7,7 +7,7 @@ import { PgDriver } from '../engine/store/sql/pg-driver.ts';
 import { SqlStore } from '../engine/store/sql/sql-store.ts';
 import { POSTGRES_URL } from './support/harness.ts';
 import { HISTORY_READS, historyTenant, seedHistory } from './support/history.ts';
-import { RecordingDriver, sequentialScans, type Statement } from './support/plans.ts';
+import { RecordingDriver, rowsRead, sequentialScans, type Statement } from './support/plans.ts';
 
 const DAY_MS = 86_400_000;
 /** Tables that grow with every message: no read may scan one whole. */
@@ -22,7 +22,8 @@ const SMALL_PARTITION = 1_000;
 const ROLLUPS = ['run_counts', 'run_timings', 'message_counts'];
 
 /**
- * A store with a history: tenant `big` with 120,000 runs over 60 days (5 % failed), tenant `small` with 1,000.
+ * A store with a history: tenant `big` with 120,000 runs over 60 days (5 % failed), tenant `small` with 1,000,
+ * tenant `busy` with 30,000 cancelled.
  * The reads users and operators make keep their plans free of sequential scans of a growing table, and counts
  * from rollups equal the counts of the rows.
  */
@@ -48,6 +49,10 @@ describe('a store with months of history, on PostgreSQL', () => {
       flows[tenantId] = await historyTenant(store, tenantId);
       await seedHistory(driver, { tenantId, flowIds: flows[tenantId], runs, days: 60, chunk: 40_000 });
     }
+    // A third tenant whose runs were cancelled: a status rare for `big` is common over all tenants.
+    flows.busy = await historyTenant(store, 'busy');
+    await seedHistory(driver, { tenantId: 'busy', flowIds: flows.busy, runs: 30_000, days: 60, chunk: 40_000 });
+    await driver.query("update runs set status = 'cancelled' where tenant_id = 'busy'");
     await admin.query(`analyze ${schema}.messages, ${schema}.runs, ${schema}.steps`);
     const sizes = await admin.query(
       `select c.relname, c.reltuples from pg_class c join pg_namespace n on n.oid = c.relnamespace
@@ -86,6 +91,20 @@ describe('a store with months of history, on PostgreSQL', () => {
       }
     });
   }
+
+  it('lists a page of messages of a status rare for the tenant, common for another, or common, reading about a page of rows', async () => {
+    const page = 50;
+    // `cancelled`: none of big's runs, 30,000 of busy's; `succeeded`: 95 % of big's.
+    for (const status of ['cancelled', 'succeeded'] as const) {
+      const statements = await driver.during(() => store.listMessages('big', { status }, { first: page }, 4096));
+      let read = 0;
+      for (const statement of statements)
+        for (const [table, rows] of Object.entries(await rowsRead(POSTGRES_URL, schema, statement)))
+          if (GROWING.includes(table.replace(PARTITION_SUFFIX, ''))) read += rows;
+      // At most a page from each week's partition, and each listed message's own row.
+      expect({ status, withinBound: read <= page * 20 }).toEqual({ status, withinBound: true });
+    }
+  });
 
   it('counts from rollups what the rows hold: runs per day, flow and status, and messages per topic', async () => {
     const from = new Date(Date.now() - 61 * DAY_MS);

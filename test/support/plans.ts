@@ -44,34 +44,71 @@ export class RecordingDriver implements SqlDriver {
 interface PlanNode {
   'Node Type': string;
   'Relation Name'?: string;
+  'Actual Rows'?: number;
+  'Actual Loops'?: number;
+  'Rows Removed by Filter'?: number;
+  'Rows Removed by Index Recheck'?: number;
   Plans?: PlanNode[];
 }
+
+/** Calls `explain` with the EXPLAIN of `statement` (prepared in `schema`, as the store's driver prepares it). */
+async function explaining<T>(
+  url: string,
+  schema: string,
+  statement: Statement,
+  explain: (plan: (mode: string, options: string) => Promise<PlanNode>) => Promise<T>,
+): Promise<T> {
+  const client = new pg.Client({ connectionString: url, options: `-c search_path=${schema}` });
+  await client.connect();
+  try {
+    await client.query(`prepare checked as ${statement.text}`);
+    // EXECUTE takes its values as literals of unknown type, which PostgreSQL reads as the statement's types.
+    const values = statement.params.map((value) => literal(client, value)).join(', ');
+    return await explain(async (mode, options) => {
+      await client.query(`set plan_cache_mode = ${mode}`);
+      const [row] = (await client.query(`explain (${options}) execute checked${values ? `(${values})` : ''}`)).rows;
+      return row['QUERY PLAN'][0].Plan;
+    });
+  } finally {
+    await client.end();
+  }
+}
+
+const visit = (node: PlanNode, each: (node: PlanNode) => void) => {
+  each(node);
+  for (const child of node.Plans ?? []) visit(child, each);
+};
 
 /**
  * The tables a statement reads with a sequential scan, in the plan PostgreSQL makes for its values (custom) and
  * in the one it may keep for any values (generic): the store's driver prepares statements, so either may run.
  */
 export async function sequentialScans(url: string, schema: string, statement: Statement): Promise<string[]> {
-  const client = new pg.Client({ connectionString: url, options: `-c search_path=${schema}` });
-  await client.connect();
-  try {
-    await client.query(`prepare checked as ${statement.text}`);
+  return explaining(url, schema, statement, async (plan) => {
     const scanned = new Set<string>();
-    // EXECUTE takes its values as literals of unknown type, which PostgreSQL reads as the statement's types.
-    const values = statement.params.map((value) => literal(client, value)).join(', ');
-    for (const mode of ['force_custom_plan', 'force_generic_plan']) {
-      await client.query(`set plan_cache_mode = ${mode}`);
-      const [row] = (await client.query(`explain (format json) execute checked${values ? `(${values})` : ''}`)).rows;
-      const visit = (node: PlanNode) => {
+    for (const mode of ['force_custom_plan', 'force_generic_plan'])
+      visit(await plan(mode, 'format json'), (node) => {
         if (node['Node Type'] === 'Seq Scan' && node['Relation Name']) scanned.add(node['Relation Name']);
-        for (const child of node.Plans ?? []) visit(child);
-      };
-      visit(row['QUERY PLAN'][0].Plan);
-    }
+      });
     return [...scanned].sort();
-  } finally {
-    await client.end();
-  }
+  });
+}
+
+/** The rows a read-only statement reads from each table when run (its custom plan): returned or filtered out. */
+export async function rowsRead(url: string, schema: string, statement: Statement): Promise<Record<string, number>> {
+  return explaining(url, schema, statement, async (plan) => {
+    const read: Record<string, number> = {};
+    visit(await plan('force_custom_plan', 'analyze, format json'), (node) => {
+      const table = node['Relation Name'];
+      if (!table) return;
+      const perLoop =
+        (node['Actual Rows'] ?? 0) +
+        (node['Rows Removed by Filter'] ?? 0) +
+        (node['Rows Removed by Index Recheck'] ?? 0);
+      read[table] = (read[table] ?? 0) + perLoop * (node['Actual Loops'] ?? 1);
+    });
+    return read;
+  });
 }
 
 /** A value as the driver would send it, written as a literal. */

@@ -20,6 +20,7 @@ import { migration as m17 } from './migrations/17-alerts.ts';
 import { migration as m18 } from './migrations/18-batch-replays.ts';
 import { migration as m19 } from './migrations/19-rollups.ts';
 import { migration as m20 } from './migrations/20-retention.ts';
+import { migration as m21 } from './migrations/21-messages-by-status.ts';
 
 /** Versioned, append-only (one file each in migrations/): a released migration never changes; a change is a new one. */
 export const migrations: Migration[] = [
@@ -43,6 +44,7 @@ export const migrations: Migration[] = [
   m18,
   m19,
   m20,
+  m21,
 ];
 
 /**

@@ -22,10 +22,9 @@ import {
   page,
   toMessageInfo,
   toBlockedTopic,
-  LATEST_RUN,
   MESSAGE_INFO,
   toRun,
-  messagesThatMayBe,
+  messagesOfStatus,
   supersedeEarlierRuns,
   UTC_TODAY,
 } from './rows.ts';
@@ -142,9 +141,11 @@ export class SqlMessages implements MessageStore {
     // Ids are time-ordered: a range of arrival bounds the ids too (a minute wider: an id is made before its row).
     const idAfter = filter.receivedFrom ? idAt(Date.parse(filter.receivedFrom) - 60_000) : null;
     const idBefore = filter.receivedTo ? idAt(Date.parse(filter.receivedTo) + 60_000) : null;
+    const { status } = filter;
     const rows = await this.db.query(
-      `${MESSAGE_INFO} where ($3::uuid is null or flow_id = $3::uuid)
-         ${filter.status ? `and status = $4 and ${messagesThatMayBe(filter.status)}` : 'and $4::text is null'}
+      `${status === undefined || status === 'duplicate' ? MESSAGE_INFO : messagesOfStatus(status)}
+        where ($3::uuid is null or flow_id = $3::uuid) and ($4::text is null or status = $4)
+         ${status === 'duplicate' ? 'and duplicate_of is not null' : ''}
          and ($5::text is null or topic = $5)
          and ($6::timestamptz is null or received_at >= $6::timestamptz) and ($7::timestamptz is null
            or received_at < $7::timestamptz)
@@ -259,11 +260,12 @@ export class SqlMessages implements MessageStore {
 
   async retryFailedRuns(tenantId: string, flowId: string, newId: () => string, limit: number) {
     if (!isUuid(flowId)) return { runs: [], more: false };
-    // Messages of the flow whose latest run failed (not duplicates, not batch items: those have their own retry).
+    // Messages of the flow whose latest run failed (runs_latest_by_status; not batch items: those have their own
+    // retry).
     const failed = await this.db.query(
-      `select m.id from messages m ${LATEST_RUN}
-        where m.tenant_id = $1 and m.flow_id = $2 and m.duplicate_of is null and r.status = 'failed'
-          and r.batch_id is null order by m.id limit $3`,
+      `select r.message_id as id from runs r
+        where r.tenant_id = $1 and r.status = 'failed' and not r.superseded and r.flow_id = $2 and r.batch_id is null
+        order by r.message_id limit $3`,
       [tenantId, flowId, limit + 1],
     );
     const input = failed.slice(0, limit).map((row) => ({ message_id: row.id, run_id: newId() }));

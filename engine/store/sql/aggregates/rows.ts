@@ -241,10 +241,6 @@ export const toBlockedTopic = (r: Row): BlockedTopic => ({
  * statuses it comes from, or a repeated delivery. Written out per status (never a parameter), so that the
  * planner, knowing how rare a status is, finds a rare one from its runs and a common one by walking messages.
  */
-export const messagesThatMayBe = (status: MessageStatus) =>
-  status === 'duplicate'
-    ? 'duplicate_of is not null'
-    : `id in (select message_id from runs where tenant_id = $1 and status in ${sqlList(RUN_STATUSES_OF[status])})`;
 const RUN_STATUSES_OF: Record<Exclude<MessageStatus, 'duplicate'>, readonly RunStatus[]> = {
   accepted: ['queued'],
   blocked: ['held'],
@@ -260,17 +256,25 @@ const RUN_STATUSES_OF: Record<Exclude<MessageStatus, 'duplicate'>, readonly RunS
 export const MESSAGE_STATUS = `case when m.duplicate_of is not null then 'duplicate' when r.status = 'held'
   then 'blocked' when r.status = 'queued' then 'accepted'
     when r.status in ('running', 'waiting') then 'running' else r.status end`;
-export const LATEST_RUN = `left join lateral (
+const LATEST_RUN = `left join lateral (
     select id, status, batch_id from runs where tenant_id = m.tenant_id and message_id = m.id
       order by id desc limit 1) r on true`;
-/** Messages with their status: a view over messages, filtered by tenant ($1); bodies over $2 bytes are left out. */
-export const MESSAGE_INFO = `select * from (
-    select m.id, m.flow_id, m.flow_version, m.delivery_id, m.topic, m.duplicate_of, m.headers, m.query, m.received_at,
-      octet_length(m.body::text) as body_bytes, octet_length(m.body::text) > $2 as body_truncated,
-      case when octet_length(m.body::text) <= $2 then m.body::text end as body,
-      r.id as run_id, ${MESSAGE_STATUS} as status
-    from messages m ${LATEST_RUN}
-    where m.tenant_id = $1) info`;
+/** A message's columns as listed, its id `id`: bodies over $2 bytes left out. `m` is the message, `r` its latest run. */
+const messageColumns = (id: string) => `${id} as id, m.flow_id, m.flow_version, m.delivery_id, m.topic, m.duplicate_of,
+  m.headers, m.query, m.received_at, octet_length(m.body::text) as body_bytes, octet_length(m.body::text) > $2 as
+  body_truncated, case when octet_length(m.body::text) <= $2 then m.body::text end as body, r.id as run_id,
+  ${MESSAGE_STATUS} as status`;
+/** Messages with their status: a view over messages, filtered by tenant ($1). */
+export const MESSAGE_INFO = `select * from (select ${messageColumns('m.id')} from messages m ${LATEST_RUN}
+  where m.tenant_id = $1) info`;
+/**
+ * The same view of the tenant's ($1) messages of a status other than duplicate, from their latest runs
+ * (runs_latest_by_status, migration 21): in the order of their ids without reading any other message.
+ */
+export const messagesOfStatus = (status: Exclude<MessageStatus, 'duplicate'>) => `select * from (
+  select ${messageColumns('r.message_id')}
+    from runs r cross join lateral (${LOOKUP('messages', 'r.tenant_id', 'r.message_id')}) m
+   where r.tenant_id = $1 and r.status in ${sqlList(RUN_STATUSES_OF[status])} and not r.superseded) info`;
 export const toRun = (r: Row): Run => ({
   tenantId: r.tenant_id,
   id: r.id,
