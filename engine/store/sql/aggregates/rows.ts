@@ -236,11 +236,7 @@ export const toBlockedTopic = (r: Row): BlockedTopic => ({
   blockedAt: iso(r.blocked_at),
   held: Number(r.held ?? 0),
 });
-/**
- * The messages of tenant $1 that may have `status`, as a condition on their id: those with a run of the run
- * statuses it comes from, or a repeated delivery. Written out per status (never a parameter), so that the
- * planner, knowing how rare a status is, finds a rare one from its runs and a common one by walking messages.
- */
+/** The statuses of a message's latest run that give it each status (MESSAGE_STATUS), but a repeated delivery's. */
 const RUN_STATUSES_OF: Record<Exclude<MessageStatus, 'duplicate'>, readonly RunStatus[]> = {
   accepted: ['queued'],
   blocked: ['held'],
