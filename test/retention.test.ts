@@ -5,6 +5,7 @@ import { newId } from '../engine/model/ids.ts';
 import type { Store } from '../engine/store/port.ts';
 import { PgDriver } from '../engine/store/sql/pg-driver.ts';
 import { SqlStore } from '../engine/store/sql/sql-store.ts';
+import { MOVE_BATCH } from '../engine/store/sql/aggregates/retention.ts';
 import { migrate } from '../engine/store/sql/migrations.ts';
 import { oneTransform } from './support/flow-documents.ts';
 import { POSTGRES_URL } from './support/harness.ts';
@@ -83,6 +84,10 @@ describe.each(adapters)('retention on %s', (_name, open) => {
   it('drops whole days past each tenant’s retention, keeping unfinished runs, failed ones longer, and replayed messages', async () => {
     const old = await history('long', 40, 'succeeded');
     const oldFailed = await history('long', 40, 'failed');
+    // More runs to move out of the leaf than a batch ahead of the drop and one with it take.
+    const manyFailed: Awaited<ReturnType<typeof history>>[] = [];
+    while (manyFailed.length <= 2 * MOVE_BATCH)
+      manyFailed.push(...(await Promise.all(Array.from({ length: 50 }, () => history('long', 39, 'failed')))));
     const oldQueued = await history('long', 40, 'queued');
     const recent = await history('long', 20, 'succeeded');
     const recentOfShort = await history('short', 20, 'succeeded');
@@ -97,6 +102,8 @@ describe.each(adapters)('retention on %s', (_name, open) => {
     expect(report.rowsKept).toBeGreaterThan(0);
     expect(await kept('long', old)).toEqual({ message: false, run: false });
     expect(await kept('long', oldFailed)).toEqual({ message: true, run: true });
+    const manyKept = await Promise.all(manyFailed.map((row) => kept('long', row)));
+    expect(manyKept.filter((row) => !row.message || !row.run)).toEqual([]);
     expect(await kept('long', oldQueued)).toEqual({ message: true, run: true });
     expect(await kept('long', recent)).toEqual({ message: true, run: true });
     // The same day, another tenant: its 7 days apply to it alone.

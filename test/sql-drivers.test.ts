@@ -54,3 +54,36 @@ describe.each(drivers)('a statement %s refuses', (_name, open) => {
     }
   });
 });
+
+describe('a read of partitioned history on PostgreSQL', () => {
+  it('is planned once for any values when it asks for a generic plan, and for each call’s values otherwise', async () => {
+    // One connection: the prepared statements and the plan_cache_mode observed are the ones the reads used.
+    const driver = new PgDriver({ connectionString: POSTGRES_URL, maxConnections: 1 });
+    const table = `weeks_${randomBytes(4).toString('hex')}`;
+    const plans = async (text: string) =>
+      (
+        await driver.query<{ generic: string; custom: string }>(
+          `select generic_plans as generic, custom_plans as custom from pg_prepared_statements where statement = $1`,
+          [text],
+        )
+      )[0];
+    try {
+      await driver.exec(`create table ${table} (id int not null) partition by range (id);
+        create table ${table}_1 partition of ${table} for values from (0) to (10);
+        create table ${table}_2 partition of ${table} for values from (10) to (20)`);
+      const read = `select count(*) as n from ${table} where id >= $1`;
+      for (const from of [0, 5, 15]) await driver.query(read, [from], { plan: 'generic' });
+      expect(await plans(read)).toEqual({ generic: '3', custom: '0' });
+      // The same statement asked without: planned for each call's values again.
+      for (const from of [0, 5]) await driver.query(read, [from]);
+      expect(await plans(read)).toMatchObject({ custom: '2' });
+      // A transaction after a generic read: its statements planned for their values too.
+      await driver.query(read, [0], { plan: 'generic' });
+      await driver.transaction((tx) => tx.query(read, [5]));
+      expect(await plans(read)).toEqual({ generic: '4', custom: '3' });
+    } finally {
+      await driver.exec(`drop table if exists ${table}`);
+      await driver.close();
+    }
+  });
+});

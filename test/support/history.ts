@@ -185,4 +185,6 @@ export const HISTORY_READS: HistoryRead[] = [
       ),
   ],
   ['runs, first page', (store, tenantId) => store.listRuns(tenantId, {}, { first: 50 })],
+  // Every tenant's, as `/metrics` reads them at each scrape.
+  ['metrics, held runs per tenant', (store) => store.heldRuns()],
 ];

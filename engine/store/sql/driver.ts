@@ -6,6 +6,13 @@ export interface QueryOptions {
    * statement at a time schedules it apart, so that it holds up no small one (see PgliteDriver).
    */
   large?: boolean;
+  /**
+   * 'generic': planned once for any values (PostgreSQL's generic plan, which prunes partitions as it runs) rather
+   * than for each call's. For a read of the partitioned history whose best plan does not depend on its values:
+   * planning it over every week's partitions costs more than running it (decision 24). A statement with
+   * `$n is null or ...` conditions is not one: its generic plan cannot use them to bound an index.
+   */
+  plan?: 'generic';
 }
 
 export interface SqlExecutor {

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { assertIdentifier, refusedStatement, type SqlDriver, type SqlExecutor } from './driver.ts';
+import { assertIdentifier, type QueryOptions, refusedStatement, type SqlDriver, type SqlExecutor } from './driver.ts';
 
 export interface PgDriverOptions {
   connectionString: string;
@@ -62,10 +62,22 @@ export class PgDriver implements SqlDriver {
     return client;
   }
 
-  async query<Row>(text: string, params?: unknown[]): Promise<Row[]> {
+  /** The connections whose plan_cache_mode is force_generic_plan (QueryOptions.plan): switched only when it differs. */
+  private readonly genericPlans = new WeakSet<pg.PoolClient>();
+
+  private async planFor(client: pg.PoolClient, options?: QueryOptions) {
+    const generic = options?.plan === 'generic';
+    if (generic === this.genericPlans.has(client)) return;
+    await client.query(generic ? 'set plan_cache_mode = force_generic_plan' : 'reset plan_cache_mode');
+    if (generic) this.genericPlans.add(client);
+    else this.genericPlans.delete(client);
+  }
+
+  async query<Row>(text: string, params?: unknown[], options?: QueryOptions): Promise<Row[]> {
     const client = await this.connection();
     let result: pg.QueryResult;
     try {
+      await this.planFor(client, options);
       result = await client.query(this.prepared(text, params));
     } catch (error) {
       // A statement PostgreSQL refused leaves the connection usable; any other failure discards it.
@@ -83,8 +95,11 @@ export class PgDriver implements SqlDriver {
   async transaction<T>(fn: (tx: SqlExecutor) => Promise<T>, options?: { closeAfter?: boolean }): Promise<T> {
     const client = await this.connection();
     try {
+      // Planned for each call's values, as a transaction's writes want, whatever the connection's last read asked.
+      await this.planFor(client);
       await client.query('begin');
       const result = await fn({
+        // No generic plans here: a setting made in a transaction that rolls back is undone with it.
         query: async <Row>(text: string, params?: unknown[]) => {
           try {
             return (await client.query(this.prepared(text, params))).rows as Row[];

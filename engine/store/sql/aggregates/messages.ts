@@ -20,6 +20,8 @@ import {
   isUuid,
   decodeCursor,
   page,
+  andSet,
+  GENERIC,
   toMessageInfo,
   toBlockedTopic,
   MESSAGE_INFO,
@@ -142,28 +144,23 @@ export class SqlMessages implements MessageStore {
     const idAfter = filter.receivedFrom ? idAt(Date.parse(filter.receivedFrom) - 60_000) : null;
     const idBefore = filter.receivedTo ? idAt(Date.parse(filter.receivedTo) + 60_000) : null;
     const { status } = filter;
+    const params: unknown[] = [tenantId, bodyCapBytes, request.first + 1];
+    const conditions = andSet(params, [
+      [(p) => `flow_id = ${p}::uuid`, filter.flowId],
+      [(p) => `status = ${p}`, status],
+      [(p) => `topic = ${p}`, filter.topic],
+      [(p) => `received_at >= ${p}::timestamptz`, filter.receivedFrom],
+      [(p) => `received_at < ${p}::timestamptz`, filter.receivedTo],
+      [(p) => `id >= ${p}::uuid`, idAfter],
+      [(p) => `id < ${p}::uuid`, idBefore],
+      [(p) => `id < ${p}::uuid`, decodeCursor(request.after, UUID)],
+    ]);
     const rows = await this.db.query(
       `${status === undefined || status === 'duplicate' ? MESSAGE_INFO : messagesOfStatus(status)}
-        where ($3::uuid is null or flow_id = $3::uuid) and ($4::text is null or status = $4)
-         ${status === 'duplicate' ? 'and duplicate_of is not null' : ''}
-         and ($5::text is null or topic = $5)
-         and ($6::timestamptz is null or received_at >= $6::timestamptz) and ($7::timestamptz is null
-           or received_at < $7::timestamptz)
-         and ($10::uuid is null or id >= $10::uuid) and ($11::uuid is null or id < $11::uuid)
-         and ($8::uuid is null or id < $8::uuid) order by id desc limit $9`,
-      [
-        tenantId,
-        bodyCapBytes,
-        filter.flowId ?? null,
-        filter.status ?? null,
-        filter.topic ?? null,
-        filter.receivedFrom ?? null,
-        filter.receivedTo ?? null,
-        decodeCursor(request.after, UUID),
-        request.first + 1,
-        idAfter,
-        idBefore,
-      ],
+        where true ${status === 'duplicate' ? 'and duplicate_of is not null' : ''} ${conditions}
+        order by id desc limit $3`,
+      params,
+      GENERIC,
     );
     return page(rows, request, toMessageInfo, (r) => r.id);
   }
@@ -347,6 +344,8 @@ export class SqlMessages implements MessageStore {
     const rows = await this.db.query(
       `select tenant_id, count(*)::integer as runs, extract(epoch from now() - min(created_at))::float8 as oldest
          from runs where status = 'held' group by tenant_id`,
+      [],
+      GENERIC,
     );
     return Object.fromEntries(
       rows.map((row) => [row.tenant_id as string, { runs: row.runs as number, oldestSeconds: Number(row.oldest) }]),

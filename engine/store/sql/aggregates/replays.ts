@@ -2,7 +2,18 @@ import { ConflictError, MAX_RUNNING_REPLAYS, REPLAY_COUNT_LIMIT, type Replay } f
 import type { ReplayStore, StoredReplayFilter } from '../../port/replays.ts';
 import type { PageRequest } from '../../port/common.ts';
 import type { SqlDriver } from '../driver.ts';
-import { type Row, UUID, decodeCursor, iso, isoOrNull, isUuid, page, supersedeEarlierRuns, toRun } from './rows.ts';
+import {
+  GENERIC,
+  type Row,
+  UUID,
+  decodeCursor,
+  iso,
+  isoOrNull,
+  isUuid,
+  page,
+  supersedeEarlierRuns,
+  toRun,
+} from './rows.ts';
 import { retryTasks } from './batches.ts';
 
 /** The smallest time-ordered id of a time (SQL), as idAt (a time before 1970 as 1970): ids bound an index range. */
@@ -64,10 +75,12 @@ export class SqlReplays implements ReplayStore {
   constructor(private readonly db: SqlDriver) {}
 
   async countReplayable(tenantId: string, filter: StoredReplayFilter) {
-    const [row] = await this.db.query(`select ${countMatches('$1', '$2::jsonb')} as n`, [
-      tenantId,
-      JSON.stringify(filter),
-    ]);
+    // Its filter is a value: planned once, it prunes the weeks its bounds leave out as it runs.
+    const [row] = await this.db.query(
+      `select ${countMatches('$1', '$2::jsonb')} as n`,
+      [tenantId, JSON.stringify(filter)],
+      GENERIC,
+    );
     return Number(row.n);
   }
 
@@ -89,6 +102,7 @@ export class SqlReplays implements ReplayStore {
         replay.ratePerSecond,
         MAX_RUNNING_REPLAYS,
       ],
+      GENERIC,
     );
     if (row) return { replay: toReplay(row), created: true };
     const [earlier] = await this.db.query('select * from replays where tenant_id = $1 and request_key = $2', [

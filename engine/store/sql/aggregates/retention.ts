@@ -1,6 +1,7 @@
 import { idAt } from '../../../model/index.ts';
 import type { PruneReport, RetentionPolicy, RetentionStore } from '../../port/retention.ts';
-import type { SqlDriver } from '../driver.ts';
+import { setTimeout } from 'node:timers/promises';
+import type { SqlDriver, SqlExecutor } from '../driver.ts';
 import { PARTITION_SPAN_MS } from '../migrations/20-retention.ts';
 import { DELIVERY_RECOGNITION_DAYS } from './rows.ts';
 
@@ -14,11 +15,13 @@ const HISTORY = ['messages', 'runs', 'steps'] as const;
 /** keep_days of rows kept past their partition (and of rows written before partitioning): deleted row by row. */
 const PINNED = 0;
 const UNFINISHED = "('queued', 'running', 'waiting', 'held')";
-/** Unfinished and not running: moved out of a partition being dropped (a running one puts the drop off). */
-const WAITING = "('queued', 'waiting', 'held')";
 const KEPT_LONGER = "('failed', 'handled')";
 /** Row-by-row deletes go in statements of this many rows, for at most this long a sweep. */
 const ROW_BATCH = 2_000;
+/** Runs moved out of a leaf a statement at a time (with their steps and messages): about 100 ms of work. */
+export const MOVE_BATCH = 500;
+/** The pause after dropping a detached leaf, in multiples of the time the drop took. */
+const DROP_PACE = 3;
 const ROW_BUDGET_MS = 20_000;
 /**
  * DDL (making and dropping partitions) locks the partitioned table: it waits this long for its lock, then gives up
@@ -59,12 +62,8 @@ export class SqlRetention implements RetentionStore {
          union all select ${FAILED_KEEP} from tenants t, retention_policy p) keeps`,
     );
     const legacyEnd = await this.legacyEnd();
-    const existing = await this.leaves();
-    for (let week = weekOf(fromMs); week <= toMs; week += SPAN_MS) {
-      if (legacyEnd !== null && week < legacyEnd) continue;
-      const missing = classes.filter((keep) => !existing.some((leaf) => leaf.week === week && leaf.keep === keep));
-      if (missing.length > 0 || !existing.some((leaf) => leaf.week === week)) await this.createWeek(week, missing);
-    }
+    for (let week = weekOf(fromMs); week <= toMs; week += SPAN_MS)
+      if (legacyEnd === null || week >= legacyEnd) await this.createWeek(week, classes);
   }
 
   async pruneExpired(nowMs: number): Promise<PruneReport> {
@@ -84,13 +83,14 @@ export class SqlRetention implements RetentionStore {
         if (!(error instanceof LeafInUse) && !isLockTimeout(error) && codeOf(error) !== '42P01') throw error;
       }
     }
+    await this.dropDetached();
     report.rowsDeleted += await this.deletePinned(nowMs);
     for (const week of new Set(expired.map((leaf) => leaf.week))) await this.dropWeekIfEmpty(week);
     await this.pruneAround(nowMs, policy.max_days);
     return report;
   }
 
-  /** Moves out of the leaf what must outlive it, then drops it (messages, runs and steps of that week and keep). */
+  /** Moves out of the leaf what must outlive it, then detaches it (messages, runs and steps of that week and keep). */
   private async dropLeaf(leaf: Leaf, nowMs: number): Promise<number> {
     const name = leafName(leaf);
     const keeps =
@@ -101,58 +101,112 @@ export class SqlRetention implements RetentionStore {
             )
           ).map((r) => r.k)
         : [leaf.keep];
-    const [{ classes }] = await this.db.query<{ classes: number[] }>(
-      `select array_agg(distinct ${FAILED_KEEP}) as classes from tenants t, retention_policy p`,
+    const failedKeeps = await this.db.query<Mover>(
+      `select t.id as "tenantId", ${FAILED_KEEP} as failed from tenants t, retention_policy p`,
     );
     // Where the kept rows go must be a leaf of its own, not the default partition being dropped.
-    await this.createWeek(leaf.week, [PINNED, ...(classes ?? [])]);
+    await this.createWeek(leaf.week, [PINNED, ...new Set(failedKeeps.map((tenant) => tenant.failed))]);
+    // Tenants whose failed and handled runs of this leaf outlive it: kept longer, and not past that too.
+    const movers = failedKeeps.filter(
+      (tenant) =>
+        !(keeps.length === 1 && keeps[0] === tenant.failed) && leaf.week + SPAN_MS + tenant.failed * DAY_MS > nowMs,
+    );
+    // Moved ahead at half pace, so that intake does not wait on one long statement; what comes to need keeping
+    // meanwhile is moved as the leaf goes.
+    let kept = await this.moveAllOutliving(this.db, leaf.week, keeps, movers, true);
     return this.db.transaction(
       async (tx) => {
         // Every worker sweeps: one at a time drops, the others find the leaf gone or leave it to the next sweep.
         const [{ mine }] = await tx.query<{ mine: boolean }>('select pg_try_advisory_xact_lock(7263542) as mine');
         if (!mine) throw new LeafInUse();
         await tx.exec(DDL);
-        const [{ kept }] = await tx.query<{ kept: number }>(
-          `with moved as (
-           update runs r set keep_days = case when r.status in ${WAITING} then ${PINNED} else k.failed end
-             from ${TENANT_KEEP} k
-            where r.tenant_id = k.tenant_id and r.id >= $1 and r.id < $2 and r.keep_days = any($3::smallint[])
-              and (r.status in ${WAITING} or r.status in ${KEPT_LONGER} and k.failed <> r.keep_days
-                   and $4::timestamptz + make_interval(days => k.failed) > $5::timestamptz)
-           returning r.tenant_id, r.id, r.message_id, r.keep_days
-         ), moved_steps as (
-           update steps s set keep_days = m.keep_days from moved m
-            where s.tenant_id = m.tenant_id and s.run_id = m.id and s.run_id >= $1 and s.run_id < $2
-              and s.keep_days = any($3::smallint[])
-           returning 1
-         ), message_keeps as (
-           select tenant_id, message_id, keep_days from moved
-           union all
-           -- Messages run again in a later week (a replay, a retry) stay while those runs do.
-           select tenant_id, message_id, ${PINNED} from runs l
-            where id_ms(l.id) / ${SPAN_MS} <> id_ms(l.message_id) / ${SPAN_MS} and l.message_id >= $1 and l.message_id < $2
-         ), moved_messages as (
-           update messages x set keep_days = mk.keep_days
-             from (select tenant_id, message_id, min(keep_days) as keep_days from message_keeps group by 1, 2) mk
-            where x.tenant_id = mk.tenant_id and x.id = mk.message_id and x.id >= $1 and x.id < $2
-              and x.keep_days = any($3::smallint[])
-           returning 1
-         )
-         select (select count(*) from moved) + (select count(*) from moved_steps)
-           + (select count(*) from moved_messages) as kept`,
-          [idAt(leaf.week), idAt(leaf.week + SPAN_MS), keeps, iso(leaf.week + SPAN_MS), iso(nowMs)],
-        );
-        // A running run writes steps: its week waits for the next sweep (the moves above are undone).
+        kept += await this.moveAllOutliving(tx, leaf.week, keeps, movers, false);
+        // A running run writes steps: its week waits for the next sweep (the moves of this transaction are undone).
         const running = await tx.query(
           "select 1 from runs where id >= $1 and id < $2 and keep_days = any($3::smallint[]) and status = 'running' limit 1",
           [idAt(leaf.week), idAt(leaf.week + SPAN_MS), keeps],
         );
         if (running.length > 0) throw new LeafInUse();
-        await tx.exec(`drop table if exists ${HISTORY.map((table) => `${table}_${name}`).join(', ')}`);
-        return Number(kept);
+        // Detached here, dropped after (dropDetached): a drop's commit frees the leaf's files.
+        await tx.exec(
+          HISTORY.map((table) => `alter table ${table}_d${dayName(leaf.week)} detach partition ${table}_${name}`).join(
+            ';',
+          ),
+        );
+        return kept;
       },
       { closeAfter: true },
     );
+  }
+
+  /**
+   * Moves a batch of the runs of a week's leaves of `keeps` that must outlive them to the leaves they belong in now,
+   * with their steps and messages: unfinished runs to the pinned leaf, failed and handled runs of `movers` to
+   * their retention's leaf; and pins the messages run again in a later week. Each kind is found by its partial
+   * index, not by reading the leaf, and each run by its key (a batch's estimate stays small).
+   */
+  private async moveOutliving(db: SqlExecutor, week: number, keeps: number[], movers: Mover[]) {
+    const [moved] = await db.query<{ runs: number; kept: number }>(
+      `with outliving as (
+         select r.tenant_id, r.id, ${PINNED} as keep_days from runs r
+          where r.id >= $1 and r.id < $2 and r.keep_days = any($3::smallint[]) and r.status in ('queued', 'waiting')
+         union all
+         select r.tenant_id, r.id, ${PINNED} from runs r
+          where r.id >= $1 and r.id < $2 and r.keep_days = any($3::smallint[]) and r.status = 'held'
+         union all
+         select r.tenant_id, r.id, k.failed from unnest($4::text[], $5::smallint[]) k (tenant_id, failed)
+           cross join lateral (
+             select r.tenant_id, r.id from runs r
+              where r.tenant_id = k.tenant_id and r.status in ${KEPT_LONGER} and r.id >= $1 and r.id < $2
+                and r.keep_days = any($3::smallint[]) and r.keep_days <> k.failed) r
+         limit ${MOVE_BATCH}
+       ), moved as (
+         update runs r set keep_days = o.keep_days from outliving o
+          where r.tenant_id = o.tenant_id and r.id = o.id and r.id >= $1 and r.id < $2
+            and r.keep_days = any($3::smallint[])
+         returning r.tenant_id, r.id, r.message_id, r.keep_days
+       ), moved_steps as (
+         update steps s set keep_days = m.keep_days from moved m
+          where s.tenant_id = m.tenant_id and s.run_id = m.id and s.run_id >= $1 and s.run_id < $2
+            and s.keep_days = any($3::smallint[])
+         returning 1
+       ), message_keeps as (
+         select tenant_id, message_id, keep_days from moved
+         union all
+         -- Messages run again in a later week (a replay, a retry) stay while those runs do.
+         select tenant_id, message_id, ${PINNED} from runs l
+          where id_ms(l.id) / ${SPAN_MS} <> id_ms(l.message_id) / ${SPAN_MS} and l.message_id >= $1 and l.message_id < $2
+       ), moved_messages as (
+         update messages x set keep_days = mk.keep_days
+           from (select tenant_id, message_id, min(keep_days) as keep_days from message_keeps group by 1, 2) mk
+          where x.tenant_id = mk.tenant_id and x.id = mk.message_id and x.id >= $1 and x.id < $2
+            and x.keep_days = any($3::smallint[])
+         returning 1
+       )
+       select (select count(*) from moved) as runs,
+              (select count(*) from moved) + (select count(*) from moved_steps) + (select count(*) from moved_messages)
+                as kept`,
+      [
+        idAt(week),
+        idAt(week + SPAN_MS),
+        keeps,
+        movers.map((mover) => mover.tenantId),
+        movers.map((mover) => mover.failed),
+      ],
+    );
+    return { runs: Number(moved.runs), kept: Number(moved.kept) };
+  }
+
+  /** Moves batches until one comes short, each followed by as long a pause when `paced`; the rows moved. */
+  private async moveAllOutliving(db: SqlExecutor, week: number, keeps: number[], movers: Mover[], paced: boolean) {
+    let kept = 0;
+    for (;;) {
+      const started = performance.now();
+      const batch = await this.moveOutliving(db, week, keeps, movers);
+      kept += batch.kept;
+      if (batch.runs < MOVE_BATCH) return kept;
+      if (paced) await setTimeout(performance.now() - started);
+    }
   }
 
   /**
@@ -196,6 +250,25 @@ export class SqlRetention implements RetentionStore {
       deleted += Number(runs) + Number(steps) + Number(messages);
       const more = Number(runs) === ROW_BATCH || Number(messages) === ROW_BATCH;
       if (!more || Date.now() - started > ROW_BUDGET_MS) return deleted;
+    }
+  }
+
+  /**
+   * Drops the leaves detached from history (by dropLeaf, or by a sweep that stopped before it dropped them) one at
+   * a time, DROP_PACE times as long apart as each took: a drop's commit frees a leaf's files (gigabytes at 10
+   * million runs), and while the disk does that every other commit waits for its write-ahead log.
+   */
+  private async dropDetached() {
+    const detached = await this.db.query<{ name: string }>(
+      `select relname as name from pg_class where relnamespace = current_schema()::regnamespace and relkind = 'r'
+          and not relispartition and relname ~ '^(messages|runs|steps)_d[0-9]{8}_(k[0-9]+|default)$'`,
+    );
+    for (const { name } of detached) {
+      const started = performance.now();
+      await this.ddl(`drop table if exists ${name}`).catch((error) => {
+        if (!isLockTimeout(error)) throw error;
+      });
+      await setTimeout(DROP_PACE * (performance.now() - started));
     }
   }
 
@@ -258,25 +331,36 @@ export class SqlRetention implements RetentionStore {
     return leaves;
   }
 
-  /** The week's partition of each history table (if missing), its default, and a leaf for each of `keeps`. */
+  /** The week's partition of each history table, its default, and a leaf for each of `keeps`: those missing. */
   private async createWeek(week: number, keeps: number[]) {
     const name = `d${dayName(week)}`;
-    const statements: string[] = [];
+    const statements: [table: string, statement: string][] = [];
     for (const table of HISTORY) {
       const key = table === 'steps' ? '' : ' (primary key (tenant_id, id))';
       // Each leaf is analyzed while empty: the planner takes a table never analyzed for at least 10 pages, and
       // with a dozen such leaves a run's lookup by key seemed dearer than hashing a scan of them all.
-      const leaf = (suffix: string, bound: string) =>
+      const leaf = (suffix: string, bound: string): [string, string] => [
+        `${table}_${name}_${suffix}`,
         `create table if not exists ${table}_${name}_${suffix} partition of ${table}_${name}${key} ${bound};
-         analyze ${table}_${name}_${suffix}`;
+         analyze ${table}_${name}_${suffix}`,
+      ];
       statements.push(
-        `create table if not exists ${table}_${name} partition of ${table}
-           for values from ('${idAt(week)}') to ('${idAt(week + SPAN_MS)}') partition by list (keep_days)`,
+        [
+          `${table}_${name}`,
+          `create table if not exists ${table}_${name} partition of ${table}
+             for values from ('${idAt(week)}') to ('${idAt(week + SPAN_MS)}') partition by list (keep_days)`,
+        ],
         leaf('default', 'default'),
         ...keeps.map((keep) => leaf(`k${keep}`, `for values in (${keep})`)),
       );
     }
-    for (const statement of statements) await this.tolerantDdl(statement);
+    // Each statement is a connection of its own (ddl), and analyzing a full leaf reads it: only what is missing.
+    const rows = await this.db.query<{ table: string }>(
+      'select t as table from unnest($1::text[]) t where to_regclass(t) is null',
+      [statements.map(([table]) => table)],
+    );
+    const missing = new Set(rows.map((row) => row.table));
+    for (const [table, statement] of statements) if (missing.has(table)) await this.tolerantDdl(statement);
   }
 
   /**
@@ -297,6 +381,12 @@ export class SqlRetention implements RetentionStore {
   private async ddl(statement: string) {
     await this.db.transaction(async (tx) => tx.exec(`${DDL} ${statement}`), { closeAfter: true });
   }
+}
+
+/** A tenant and the days its failed and handled runs are kept. */
+interface Mover {
+  tenantId: string;
+  failed: number;
 }
 
 /** A leaf that cannot go yet: it holds a running run, or another sweep is dropping one. */

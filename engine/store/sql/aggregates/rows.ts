@@ -1,3 +1,4 @@
+import type { QueryOptions } from '../driver.ts';
 import { ID_HOUR } from '../migrations/19-rollups.ts';
 // Row mappers, paging and SQL fragments the aggregates share.
 import { JsonText, terminalRunStatuses, unfinishedRunStatuses, ValidationError } from '../../../model/index.ts';
@@ -88,6 +89,23 @@ export function decodeCursor(cursor: string | undefined, shape: RegExp = /^[\s\S
   if (!shape.test(key))
     throw new ValidationError('Invalid cursor', [{ path: '$.after', message: 'is not a cursor of this list' }]);
   return key;
+}
+
+/** A read planned once for any values (QueryOptions.plan). */
+export const GENERIC: QueryOptions = { plan: 'generic' };
+
+/** An optional condition of a filter: its SQL given the parameter that holds its value, and the value (unset: none). */
+export type Condition = [sql: (param: string) => string, value: unknown];
+
+/**
+ * ` and ` each set condition, its value appended to `params`: a statement holds only the conditions a request
+ * has (no `$n is null or ...`), so that its plan, generic or not, bounds an index by each.
+ */
+export function andSet(params: unknown[], conditions: Condition[]): string {
+  let sql = '';
+  for (const [condition, value] of conditions)
+    if (value !== undefined && value !== null) sql += ` and ${condition(`$${params.push(value)}`)}`;
+  return sql;
 }
 
 export function page<T>(

@@ -24,6 +24,8 @@ import {
   isUuid,
   decodeCursor,
   page,
+  andSet,
+  GENERIC,
   toMessage,
   SEVERITY,
   toRun,
@@ -250,18 +252,17 @@ export class SqlRuns implements RunStore {
       (filter.parentRunId !== undefined && !isUuid(filter.parentRunId))
     )
       return { nodes: [], pageInfo: { hasNextPage: false, endCursor: null } };
+    const params: unknown[] = [tenantId, request.first + 1];
+    const conditions = andSet(params, [
+      [(p) => `flow_id = ${p}::uuid`, filter.flowId],
+      [(p) => `status = ${p}`, filter.status],
+      [(p) => `parent_run_id = ${p}::uuid`, filter.parentRunId],
+      [(p) => `id < ${p}::uuid`, decodeCursor(request.after, UUID)],
+    ]);
     const rows = await this.db.query(
-      `select * from runs where tenant_id = $1 and ($2::uuid is null or flow_id = $2::uuid) and ($3::text is null
-        or status = $3) and ($6::uuid is null or parent_run_id = $6::uuid)
-         and ($4::uuid is null or id < $4::uuid) order by id desc limit $5`,
-      [
-        tenantId,
-        filter.flowId ?? null,
-        filter.status ?? null,
-        decodeCursor(request.after, UUID),
-        request.first + 1,
-        filter.parentRunId ?? null,
-      ],
+      `select * from runs where tenant_id = $1 ${conditions} order by id desc limit $2`,
+      params,
+      GENERIC,
     );
     return page(rows, request, toRun, (r) => r.id);
   }

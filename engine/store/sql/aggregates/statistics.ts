@@ -1,7 +1,7 @@
 import type { Statistics, StatisticsRequest, StatisticsStore } from '../../port.ts';
 import { idAt } from '../../../model/index.ts';
 import type { SqlDriver } from '../driver.ts';
-import { OPEN, type Row, iso, isoOrNull, isUuid } from './rows.ts';
+import { GENERIC, OPEN, type Row, andSet, iso, isoOrNull, isUuid } from './rows.ts';
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
@@ -34,38 +34,43 @@ export class SqlStatistics implements StatisticsStore {
     const to = Math.ceil(Date.parse(request.to) / unit) * unit;
     const answer = { from: new Date(from).toISOString(), to: new Date(to).toISOString(), interval: request.interval };
     if (request.flowId !== undefined && !isUuid(request.flowId)) return { ...answer, runs: [], messages: [] };
-    const range = [tenantId, request.interval, answer.from, answer.to, request.flowId ?? null];
+    const range = [tenantId, request.interval, answer.from, answer.to];
     // Ids are time-ordered: a bound a minute wider than the range lets an index find the unfinished runs.
-    const ids = [idAt(from - 60_000), idAt(to + 60_000)];
+    const countParams = [...range, idAt(from - 60_000), idAt(to + 60_000)];
+    const timingParams = [tenantId, request.interval === 'day' ? 'd' : 'h', answer.from, answer.to];
+    const messageParams = [...range];
+    // The flow's condition, its value appended to each statement's own parameters.
+    const ofFlow = (params: unknown[]) => andSet(params, [[(p) => `flow_id = ${p}::uuid`, request.flowId]]);
     const [counts, timings, messages] = await Promise.all([
       this.db.query(
         `select bucket, flow_id, jsonb_object_agg(status, n) as counts, sum(n) as total from (
            select date_trunc($2, hour, 'UTC') as bucket, flow_id, status, sum(runs) as n from run_counts
-            where tenant_id = $1 and hour >= $3 and hour < $4 and ($5::uuid is null or flow_id = $5::uuid)
+            where tenant_id = $1 and hour >= $3 and hour < $4 ${ofFlow(countParams)}
             group by 1, 2, 3
            union all
            select date_trunc($2, created_at, 'UTC'), flow_id, status, count(*) from runs
-            where tenant_id = $1 and status in ${OPEN} and id >= $6::uuid and id < $7::uuid and created_at >= $3
-              and created_at < $4 and ($5::uuid is null or flow_id = $5::uuid)
+            where tenant_id = $1 and status in ${OPEN} and id >= $5::uuid and id < $6::uuid and created_at >= $3
+              and created_at < $4 ${ofFlow(countParams)}
             group by 1, 2, 3
          ) c group by bucket, flow_id order by bucket, flow_id`,
-        [...range, ...ids],
+        countParams,
+        GENERIC,
       ),
       this.db.query(
         // One histogram per bucket, flow and measure: the span's periods are the interval's buckets.
         `select period as bucket, flow_id, measure, array_agg(bucket order by bucket) as buckets,
                 array_agg(runs::int order by bucket) as counts
-           from run_timings where tenant_id = $1 and span = $2 and period >= $3 and period < $4
-            and ($5::uuid is null or flow_id = $5::uuid)
+           from run_timings where tenant_id = $1 and span = $2 and period >= $3 and period < $4 ${ofFlow(timingParams)}
           group by period, flow_id, measure`,
-        [tenantId, request.interval === 'day' ? 'd' : 'h', answer.from, answer.to, request.flowId ?? null],
+        timingParams,
+        GENERIC,
       ),
       this.db.query(
         `select date_trunc($2, hour, 'UTC') as bucket, topic, sum(messages) as count, sum(duplicates) as duplicates
-           from message_counts where tenant_id = $1 and hour >= $3 and hour < $4
-            and ($5::uuid is null or flow_id = $5::uuid)
+           from message_counts where tenant_id = $1 and hour >= $3 and hour < $4 ${ofFlow(messageParams)}
           group by 1, 2 order by 1, 2 nulls first`,
-        range,
+        messageParams,
+        GENERIC,
       ),
     ]);
     const percentiles = new Map<string, { buckets: number[]; counts: number[] }>();
@@ -112,6 +117,7 @@ export class SqlStatistics implements StatisticsStore {
            and status = 'failed' order by id desc limit 1) r on true
         where f.tenant_id = $1 order by f.name`,
       [tenantId],
+      GENERIC,
     );
     return {
       activeFlows: rows.filter((r) => r.active).length,
