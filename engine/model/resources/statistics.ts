@@ -35,7 +35,10 @@ export const statisticsSchema = {
           flowId: uuid,
           total: { type: 'integer' },
           counts: { type: 'object', additionalProperties: { type: 'integer' }, description: 'Runs per status.' },
-          durationMs: { ...percentiles, description: 'Of finished runs: from first start to finish.' },
+          durationMs: {
+            ...percentiles,
+            description: 'Of finished runs: from first start (a run that never started: from its creation) to finish.',
+          },
           latencyMs: { ...percentiles, description: "Of finished runs: from the message's arrival to finish." },
         },
       },
