@@ -12,7 +12,14 @@ import pg from 'pg';
 import type { Store } from '../engine/store/port.ts';
 import { PgDriver } from '../engine/store/sql/pg-driver.ts';
 import { SqlStore } from '../engine/store/sql/sql-store.ts';
-import { HISTORY_READS, historyTenant, seedHistory } from '../test/support/history.ts';
+import {
+  HISTORY_READS,
+  type HistorySample,
+  historySample,
+  historyTenant,
+  seedHistory,
+} from '../test/support/history.ts';
+import { RecordingDriver, explainedPlan } from '../test/support/plans.ts';
 import type { PruneReport } from '../engine/store/port/retention.ts';
 import { drainEngine, ENGINE_RUNS, startReceiver } from './engine.ts';
 import { accepted, loadIntake } from './intake.ts';
@@ -49,11 +56,44 @@ async function timedSweep(store: Store) {
   return { ms: Math.round(performance.now() - start), ...report };
 }
 
+/**
+ * Each read's statements for a tenant, with the plans they run by and their times, as markdown
+ * (docs/plans.md): the statements that `store` sends through `recording`.
+ */
+export async function statementPlans(
+  store: Store,
+  recording: RecordingDriver,
+  schema: string,
+  tenantId: string,
+  sample: HistorySample,
+): Promise<string> {
+  const sections: string[] = [];
+  for (const [name, read] of HISTORY_READS) {
+    const statements = await recording.during(() => read(store, tenantId, sample));
+    sections.push(`### ${name}`);
+    for (const statement of statements) {
+      const { plan, ms } = await explainedPlan(POSTGRES_URL, schema, statement);
+      sections.push(
+        `${ms} ms, planned ${statement.generic ? 'once (generic)' : 'for its values'}:`,
+        '```sql',
+        statement.text.replace(/\n\s*\n/g, '\n').trim(),
+        '```',
+        '```',
+        ...plan,
+        '```',
+      );
+    }
+  }
+  return sections.join('\n');
+}
+
 async function measureReads(store: Store, flows: Record<string, string[]>): Promise<Timings> {
   const timings: Timings = {};
-  for (const [name, read] of HISTORY_READS)
-    for (const tenantId of Object.keys(TENANTS))
-      timings[`${name} (${tenantId})`] = await p50Ms(() => read(store, tenantId, flows[tenantId]));
+  for (const tenantId of Object.keys(TENANTS)) {
+    const sample = await historySample(store, tenantId, flows[tenantId]);
+    for (const [name, read] of HISTORY_READS)
+      timings[`${name} (${tenantId})`] = await p50Ms(() => read(store, tenantId, sample));
+  }
   return timings;
 }
 
@@ -63,7 +103,8 @@ export async function measureHistory(results: Record<string, unknown>) {
   await admin.connect();
   await admin.query(`create schema ${schema}`);
   const driver = new PgDriver({ connectionString: POSTGRES_URL, schema });
-  const store = await SqlStore.open(driver);
+  const recording = new RecordingDriver(driver);
+  const store = await SqlStore.open(recording);
   const receiver = await startReceiver();
   // The processes measured on the store: an API process taking webhooks, and the engine's drain (bench/engine.ts).
   const onStore = { ...isolation(), DATABASE_URL: POSTGRES_URL, DATABASE_SCHEMA: schema };
@@ -91,6 +132,7 @@ export async function measureHistory(results: Record<string, unknown>) {
     const seedSeconds = Math.round((performance.now() - seedStart) / 1000);
     await admin.query(`vacuum analyze ${schema}.messages, ${schema}.runs, ${schema}.steps`);
     const seeded = await measureReads(store, flows);
+    const plans = await statementPlans(store, recording, schema, 'a', await historySample(store, 'a', flows.a));
     // A partitioned table's size is its partitions'.
     const { rows: sizes } = await admin.query(
       `select c.relname as table, sum(pg_total_relation_size(t.relid)) as bytes, sum(pg_indexes_size(t.relid))
@@ -149,6 +191,7 @@ export async function measureHistory(results: Record<string, unknown>) {
       console.log(`| ${write} | ${figures.empty} | ${figures.seeded} | ${figures.ratio}x |`);
     const { requestsPerSecond, p99Ms, p99Ratio } = history.intakeWhilePruning;
     console.log(`intake while the sweep ran: ${requestsPerSecond} req/s, p99 ${p99Ms} ms (${p99Ratio}x without)`);
+    console.log(`\n## The statements of each read of tenant a at ${RUNS.toLocaleString('en')} runs\n\n${plans}`);
   } finally {
     await stop(api.child);
     await receiver.close();

@@ -2,11 +2,12 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../engine/model/ids.ts';
+import { REPLAY_COUNT_LIMIT } from '../engine/model/index.ts';
 import type { Store } from '../engine/store/port.ts';
 import { PgDriver } from '../engine/store/sql/pg-driver.ts';
 import { SqlStore } from '../engine/store/sql/sql-store.ts';
 import { POSTGRES_URL } from './support/harness.ts';
-import { HISTORY_READS, historyTenant, seedHistory } from './support/history.ts';
+import { HISTORY_READS, historySample, historyTenant, seedHistory } from './support/history.ts';
 import { RecordingDriver, rowsRead, sequentialScans, type Statement } from './support/plans.ts';
 
 const DAY_MS = 86_400_000;
@@ -84,7 +85,8 @@ describe('a store with months of history, on PostgreSQL', () => {
   for (const [name, read] of HISTORY_READS) {
     it(`reads ${name} without scanning a growing table, for a large tenant and a small one`, async () => {
       for (const tenantId of ['big', 'small']) {
-        const statements = await driver.during(() => read(store, tenantId, flows[tenantId]));
+        const sample = await historySample(store, tenantId, flows[tenantId]);
+        const statements = await driver.during(() => read(store, tenantId, sample));
         expect(statements.length).toBeGreaterThan(0);
         const tables = tenantId === 'small' ? [...GROWING, ...ROLLUPS] : GROWING;
         expect({ tenantId, scanned: await scansOf(statements, tables) }).toEqual({ tenantId, scanned: [] });
@@ -106,36 +108,55 @@ describe('a store with months of history, on PostgreSQL', () => {
     }
   });
 
-  it('counts from rollups what the rows hold: runs per day, flow and status, and messages per topic', async () => {
-    const from = new Date(Date.now() - 61 * DAY_MS);
-    const to = new Date(Date.now() + DAY_MS);
-    for (const tenantId of ['big', 'small']) {
-      const stats = await store.statistics(tenantId, {
-        from: from.toISOString(),
-        to: to.toISOString(),
-        interval: 'day',
-      });
-      const { rows: truth } = await admin.query(
-        `select date_trunc('day', created_at, 'UTC') as bucket, flow_id, status, count(*)::int as n
-           from ${schema}.runs where tenant_id = $1 group by 1, 2, 3`,
-        [tenantId],
-      );
-      const counted = stats.runs.flatMap((row) =>
-        Object.entries(row.counts).map(([status, n]) => `${row.bucket} ${row.flowId} ${status} ${n}`),
-      );
-      expect(counted.sort()).toEqual(
-        truth.map((r) => `${r.bucket.toISOString()} ${r.flow_id} ${r.status} ${r.n}`).sort(),
-      );
-      expect(stats.runs.reduce((sum, row) => sum + row.total, 0)).toBe(truth.reduce((sum, r) => sum + r.n, 0));
+  // By the day over the whole history (daily rollups), by the hour over the last three days (hourly ones).
+  it.each([
+    ['day', 61],
+    ['hour', 3],
+  ] as const)(
+    'counts from rollups what the rows hold: runs per %s, flow and status, and messages per topic',
+    async (interval, days) => {
+      const from = new Date(Date.now() - days * DAY_MS);
+      const to = new Date(Date.now() + DAY_MS);
+      for (const tenantId of ['big', 'small']) {
+        const stats = await store.statistics(tenantId, { from: from.toISOString(), to: to.toISOString(), interval });
+        const { rows: truth } = await admin.query(
+          `select date_trunc($2, created_at, 'UTC') as bucket, flow_id, status, count(*)::int as n
+           from ${schema}.runs where tenant_id = $1 and created_at >= $3 group by 1, 2, 3`,
+          [tenantId, interval, stats.from],
+        );
+        const counted = stats.runs.flatMap((row) =>
+          Object.entries(row.counts).map(([status, n]) => `${row.bucket} ${row.flowId} ${status} ${n}`),
+        );
+        expect(counted.sort()).toEqual(
+          truth.map((r) => `${r.bucket.toISOString()} ${r.flow_id} ${r.status} ${r.n}`).sort(),
+        );
+        expect(stats.runs.reduce((sum, row) => sum + row.total, 0)).toBe(truth.reduce((sum, r) => sum + r.n, 0));
 
-      const { rows: topics } = await admin.query(
-        `select topic, count(*)::int as n from ${schema}.messages where tenant_id = $1 group by 1`,
+        const { rows: topics } = await admin.query(
+          `select topic, count(*)::int as n from ${schema}.messages where tenant_id = $1 and received_at >= $2 group by 1`,
+          [tenantId, stats.from],
+        );
+        const byTopic = new Map<string | null, number>();
+        for (const row of stats.messages) byTopic.set(row.topic, (byTopic.get(row.topic) ?? 0) + row.count);
+        expect(Object.fromEntries(byTopic)).toEqual(Object.fromEntries(topics.map((r) => [r.topic, r.n])));
+      }
+    },
+  );
+
+  it('counts a replay\'s matches exactly up to REPLAY_COUNT_LIMIT, and past it as one more ("at least")', async () => {
+    for (const tenantId of ['big', 'small']) {
+      const counted = await store.countReplayable(tenantId, { status: 'failed' });
+      const {
+        rows: [truth],
+      } = await admin.query(
+        `select count(*)::int as n from ${schema}.runs where tenant_id = $1 and status = 'failed' and not superseded`,
         [tenantId],
       );
-      const byTopic = new Map<string | null, number>();
-      for (const row of stats.messages) byTopic.set(row.topic, (byTopic.get(row.topic) ?? 0) + row.count);
-      expect(Object.fromEntries(byTopic)).toEqual(Object.fromEntries(topics.map((r) => [r.topic, r.n])));
+      expect({ tenantId, counted }).toEqual({ tenantId, counted: Math.min(truth.n, REPLAY_COUNT_LIMIT + 1) });
     }
+    // Six thousand failed runs of big's, fifty of small's: one count stops at the limit, the other is exact.
+    expect(await store.countReplayable('big', { status: 'failed' })).toBe(REPLAY_COUNT_LIMIT + 1);
+    expect(await store.countReplayable('small', { status: 'failed' })).toBeLessThan(REPLAY_COUNT_LIMIT);
   });
 
   it("counts the backlog's messages by their latest run's status, replays included, as the rows do", async () => {

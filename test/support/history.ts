@@ -144,12 +144,40 @@ export async function historyTenant(store: Store, tenantId: string): Promise<str
   return flowIds;
 }
 
-/** A read a user or an operator makes, by name, for a tenant whose flows are given. */
-export type HistoryRead = [name: string, read: (store: Store, tenantId: string, flowIds: string[]) => Promise<unknown>];
+/** What a tenant's reads name: its flows, a message and its latest run of a month ago, the cursors of first pages. */
+export interface HistorySample {
+  flowIds: string[];
+  messageId: string;
+  runId: string;
+  runsCursor: string;
+  messagesCursor: string;
+}
 
 const ago = (ms: number) => new Date(Date.now() - ms).toISOString();
 
-/** The reads of issue 37's table, through the store (what the routes call). */
+/** A tenant's sample: the message of a month ago is its newest one where the history is shorter. */
+export async function historySample(store: Store, tenantId: string, flowIds: string[]): Promise<HistorySample> {
+  const monthAgo = await store.listMessages(tenantId, { receivedTo: ago(30 * DAY_MS) }, { first: 1 }, 0);
+  const messages = await store.listMessages(tenantId, {}, { first: 50 }, 0);
+  const messageId = (monthAgo.nodes[0] ?? messages.nodes[0]).id;
+  const found = await store.getMessage(tenantId, messageId, 0);
+  const runs = await store.listRuns(tenantId, {}, { first: 50 });
+  return {
+    flowIds,
+    messageId,
+    runId: found!.runs[found!.runs.length - 1].id,
+    runsCursor: runs.pageInfo.endCursor ?? '',
+    messagesCursor: messages.pageInfo.endCursor ?? '',
+  };
+}
+
+/** A read a user or an operator makes, by name, for a tenant and its sample. */
+export type HistoryRead = [
+  name: string,
+  read: (store: Store, tenantId: string, sample: HistorySample) => Promise<unknown>,
+];
+
+/** The reads of issue 37's table, and the API's other reads of the history, through the store (what routes call). */
 export const HISTORY_READS: HistoryRead[] = [
   [
     'statistics, 30 days daily',
@@ -157,7 +185,7 @@ export const HISTORY_READS: HistoryRead[] = [
   ],
   [
     'statistics, last 24 h hourly, one flow',
-    (store, tenantId, flowIds) =>
+    (store, tenantId, { flowIds }) =>
       store.statistics(tenantId, { from: ago(DAY_MS), to: ago(0), interval: 'hour', flowId: flowIds[1] }),
   ],
   ['backlog, last 24 h', (store, tenantId) => store.backlog(tenantId, ago(DAY_MS))],
@@ -184,7 +212,40 @@ export const HISTORY_READS: HistoryRead[] = [
         4096,
       ),
   ],
+  [
+    'messages, second page',
+    (store, tenantId, { messagesCursor }) =>
+      store.listMessages(tenantId, {}, { first: 50, after: messagesCursor }, 4096),
+  ],
+  [
+    'messages of a rare topic',
+    (store, tenantId) => store.listMessages(tenantId, { topic: 'rare/topic' }, { first: 50 }, 4096),
+  ],
+  [
+    'messages of a flow, failed',
+    (store, tenantId, { flowIds }) =>
+      store.listMessages(tenantId, { flowId: flowIds[2], status: 'failed' }, { first: 50 }, 4096),
+  ],
+  [
+    'a message of a month ago, with its runs',
+    (store, tenantId, { messageId }) => store.getMessage(tenantId, messageId, 4096),
+  ],
   ['runs, first page', (store, tenantId) => store.listRuns(tenantId, {}, { first: 50 })],
+  [
+    'runs, second page',
+    (store, tenantId, { runsCursor }) => store.listRuns(tenantId, {}, { first: 50, after: runsCursor }),
+  ],
+  [
+    'runs of a flow, failed',
+    (store, tenantId, { flowIds }) => store.listRuns(tenantId, { flowId: flowIds[0], status: 'failed' }, { first: 50 }),
+  ],
+  ['a run of a month ago, with its steps', (store, tenantId, { runId }) => store.getRun(tenantId, runId)],
+  ["a run's log lines", (store, tenantId, { runId }) => store.listRunLogs(tenantId, { runId }, { first: 50 })],
+  [
+    "a flow's log lines of the last hour, warnings and worse",
+    (store, tenantId, { flowIds }) =>
+      store.listRunLogs(tenantId, { flowId: flowIds[0], level: 'warn', from: ago(3_600_000) }, { first: 50 }),
+  ],
   // Every tenant's, as `/metrics` reads them at each scrape.
   ['metrics, held runs per tenant', (store) => store.heldRuns()],
 ];

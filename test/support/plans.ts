@@ -4,6 +4,8 @@ import type { QueryOptions, SqlDriver, SqlExecutor } from '../../engine/store/sq
 export interface Statement {
   text: string;
   params: unknown[];
+  /** Planned once for any values (QueryOptions.plan 'generic'), else for each call's. */
+  generic?: boolean;
 }
 
 /** A driver that passes every statement on to the real one and remembers those sent outside transactions. */
@@ -17,7 +19,7 @@ export class RecordingDriver implements SqlDriver {
   }
 
   query<Row = Record<string, any>>(text: string, params: unknown[] = [], options?: QueryOptions): Promise<Row[]> {
-    this.statements.push({ text, params });
+    this.statements.push({ text, params, generic: options?.plan === 'generic' });
     return this.inner.query<Row>(text, params, options);
   }
 
@@ -44,6 +46,8 @@ export class RecordingDriver implements SqlDriver {
 interface PlanNode {
   'Node Type': string;
   'Relation Name'?: string;
+  'Index Name'?: string;
+  'Actual Total Time'?: number;
   'Actual Rows'?: number;
   'Actual Loops'?: number;
   'Rows Removed by Filter'?: number;
@@ -58,7 +62,7 @@ async function explaining<T>(
   statement: Statement,
   explain: (plan: (mode: string, options: string) => Promise<PlanNode>) => Promise<T>,
 ): Promise<T> {
-  const client = new pg.Client({ connectionString: url, options: `-c search_path=${schema}` });
+  const client = new pg.Client({ connectionString: url, options: `-c search_path=${schema} -c jit=off` });
   await client.connect();
   try {
     await client.query(`prepare checked as ${statement.text}`);
@@ -121,4 +125,58 @@ function literal(client: pg.Client, value: unknown): string {
   if (value instanceof Date) return client.escapeLiteral(value.toISOString());
   if (typeof value === 'object') return client.escapeLiteral(JSON.stringify(value));
   return client.escapeLiteral(String(value));
+}
+
+/** A partition's name as its partitioned table's (runs_d20261022_k30 as runs). */
+const unpartitioned = (name: string) => name.replace(/_d\d{8}_(k\d+|default)/, '');
+
+/** One line of a plan: the node, what it reads, the rows it gave over its loops. */
+const nodeLine = (node: PlanNode) => {
+  const on = node['Relation Name'] ? ` on ${unpartitioned(node['Relation Name'])}` : '';
+  const using = node['Index Name'] ? ` using ${unpartitioned(node['Index Name'])}` : '';
+  const loops = node['Actual Loops'] ?? 1;
+  const removed = (node['Rows Removed by Filter'] ?? 0) * loops;
+  return `${node['Node Type']}${on}${using}: ${(node['Actual Rows'] ?? 0) * loops} rows${loops > 1 ? ` in ${loops} loops` : ''}${removed ? `, ${removed} filtered out` : ''}`;
+};
+
+/** A plan's line without its counts. */
+const shape = (line: string) => line.replace(/: \d+ rows.*$/, '');
+
+/** A plan as indented lines, the partitions an Append reads that are read alike as one line with their count. */
+function planLines(node: PlanNode, depth = 0): string[] {
+  const lines = [`${'  '.repeat(depth)}${nodeLine(node)}`];
+  const children = node.Plans ?? [];
+  if (node['Node Type'] === 'Append' || node['Node Type'] === 'Merge Append') {
+    const alike = new Map<string, { node: PlanNode; count: number; rows: number }>();
+    for (const child of children) {
+      const key = planLines(child)
+        .map((line) => line.replace(/: \d+ rows.*$/, ''))
+        .join('|');
+      const group = alike.get(key) ?? { node: child, count: 0, rows: 0 };
+      group.count += 1;
+      group.rows += (child['Actual Rows'] ?? 0) * (child['Actual Loops'] ?? 1);
+      alike.set(key, group);
+    }
+    // Partitions read alike: one line with their rows in all, what is under it without the first's counts.
+    for (const { node: child, count, rows } of alike.values()) {
+      const [first, ...rest] = planLines(child, depth + 1);
+      if (count === 1) lines.push(first, ...rest);
+      else lines.push(`${shape(first)}: ${rows} rows in ${count} partitions`, ...rest.map(shape));
+    }
+  } else for (const child of children) lines.push(...planLines(child, depth + 1));
+  return lines;
+}
+
+/** A statement's plan as it runs (generic or custom, as the store's driver plans it), and its time. */
+export async function explainedPlan(
+  url: string,
+  schema: string,
+  statement: Statement,
+): Promise<{ plan: string[]; ms: number }> {
+  return explaining(url, schema, statement, async (plan) => {
+    const mode = statement.generic ? 'force_generic_plan' : 'force_custom_plan';
+    await plan(mode, 'analyze, format json'); // warm: the time of a read whose pages are cached
+    const root = await plan(mode, 'analyze, format json');
+    return { plan: planLines(root), ms: Math.round((root['Actual Total Time'] ?? 0) * 100) / 100 };
+  });
 }

@@ -21,6 +21,7 @@ import { migration as m18 } from './migrations/18-batch-replays.ts';
 import { migration as m19 } from './migrations/19-rollups.ts';
 import { migration as m20 } from './migrations/20-retention.ts';
 import { migration as m21 } from './migrations/21-messages-by-status.ts';
+import { migration as m22 } from './migrations/22-daily-rollups.ts';
 
 /** Versioned, append-only (one file each in migrations/): a released migration never changes; a change is a new one. */
 export const migrations: Migration[] = [
@@ -45,6 +46,7 @@ export const migrations: Migration[] = [
   m19,
   m20,
   m21,
+  m22,
 ];
 
 /**

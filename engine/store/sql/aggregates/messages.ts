@@ -217,12 +217,13 @@ export class SqlMessages implements MessageStore {
          (select coalesce(jsonb_object_agg(status, n), '{}') from (
             select status, count(*) as n from runs where tenant_id = $1 and status in ${OPEN} group by status
             union all
-            select status, sum(runs) from run_counts where tenant_id = $1 and hour >= $3 group by status) c) as runs,
+            select status, sum(runs) from run_counts where tenant_id = $1 and span = 'h' and period >= $3
+             group by status) c) as runs,
          (select coalesce(jsonb_object_agg(status, n), '{}') from (
             select status, sum(n) as n from (
               select status, messages as n from message_outcomes where tenant_id = $1 and hour >= $3
               union all
-              select 'duplicate', duplicates from message_counts where tenant_id = $1 and hour >= $3
+              select 'duplicate', duplicates from message_counts where tenant_id = $1 and span = 'h' and period >= $3
               union all
               -- A message whose latest run is unfinished: its run is its latest (none is made beside an open one).
               select case status when 'held' then 'blocked' when 'queued' then 'accepted' else 'running' end, 1

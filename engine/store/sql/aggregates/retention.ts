@@ -300,7 +300,7 @@ export class SqlRetention implements RetentionStore {
     }
     const before = iso(nowMs - maxDays * DAY_MS);
     await this.db.query(
-      `with a as (delete from run_counts where hour < $1), b as (delete from message_counts where hour < $1),
+      `with a as (delete from run_counts where period < $1), b as (delete from message_counts where period < $1),
             c as (delete from message_outcomes where hour < $1), d as (delete from run_timings where period < $1),
             e as (delete from replays where status <> 'running' and created_at < $1)
        delete from batches b using ${TENANT_KEEP} k
