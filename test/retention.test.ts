@@ -1,15 +1,11 @@
-import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../engine/model/ids.ts';
 import type { Store } from '../engine/store/port.ts';
-import { PgDriver } from '../engine/store/sql/pg-driver.ts';
+import type { PgDriver } from '../engine/store/sql/pg-driver.ts';
 import { SqlStore } from '../engine/store/sql/sql-store.ts';
 import { MOVE_BATCH } from '../engine/store/sql/aggregates/retention.ts';
-import { migrate } from '../engine/store/sql/migrations.ts';
 import { oneTransform } from './support/flow-documents.ts';
-import { POSTGRES_URL } from './support/harness.ts';
-import { storeAdapters } from './support/stores.ts';
+import { schemaAtVersion, storeAdapters } from './support/stores.ts';
 
 const DAY = 86_400_000;
 
@@ -133,22 +129,17 @@ describe.each(adapters)('retention on %s', (_name, open) => {
 });
 
 describe('retention of a store written before partitioning, on PostgreSQL', () => {
-  const schema = `retention_upgrade_${randomBytes(5).toString('hex')}`;
   const now = Date.now();
-  let admin: pg.Client;
+  let drop: () => Promise<void>;
   let driver: PgDriver;
   let store: Store;
 
   beforeAll(async () => {
-    admin = new pg.Client({ connectionString: POSTGRES_URL });
-    await admin.connect();
-    driver = new PgDriver({ connectionString: POSTGRES_URL, schema });
-    await migrate(driver, 19);
+    ({ driver, drop } = await schemaAtVersion('retention_upgrade', 19));
   });
   afterAll(async () => {
     await store?.close();
-    await admin.query(`drop schema ${schema} cascade`);
-    await admin.end();
+    await drop();
   });
 
   it('keeps the old rows readable after the upgrade, and deletes those past retention row by row', async () => {

@@ -1,12 +1,9 @@
-import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Store } from '../engine/store/port.ts';
-import { PgDriver } from '../engine/store/sql/pg-driver.ts';
+import type { PgDriver } from '../engine/store/sql/pg-driver.ts';
 import { SqlStore } from '../engine/store/sql/sql-store.ts';
-import { migrate } from '../engine/store/sql/migrations.ts';
-import { POSTGRES_URL } from './support/harness.ts';
 import { historyTenant } from './support/history.ts';
+import { schemaAtVersion } from './support/stores.ts';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -16,19 +13,15 @@ const DAY = 24 * HOUR;
  * hour and by the day, and what finishes after it adds to both.
  */
 describe('rollups of a store written before daily rollups, on PostgreSQL', () => {
-  const schema = `rollups_upgrade_${randomBytes(5).toString('hex')}`;
   const day = Math.floor((Date.now() - 2 * DAY) / DAY) * DAY;
   const hours = [new Date(day + 3 * HOUR), new Date(day + 7 * HOUR)];
   const flowId = '01900000-0000-7000-8000-000000000001';
-  let admin: pg.Client;
+  let drop: () => Promise<void>;
   let driver: PgDriver;
   let store: Store;
 
   beforeAll(async () => {
-    admin = new pg.Client({ connectionString: POSTGRES_URL });
-    await admin.connect();
-    driver = new PgDriver({ connectionString: POSTGRES_URL, schema });
-    await migrate(driver, 21);
+    ({ driver, drop } = await schemaAtVersion('rollups_upgrade', 21));
     await driver.query("insert into tenants (id, name) values ('t', 't')");
     // Three runs in the first hour (duration bucket 40), one failed run in the second (bucket 60), as migration 19's
     // triggers wrote them; latencies alike. Five messages, one a repeated delivery.
@@ -59,8 +52,7 @@ describe('rollups of a store written before daily rollups, on PostgreSQL', () =>
   });
   afterAll(async () => {
     await store?.close();
-    await admin.query(`drop schema ${schema} cascade`);
-    await admin.end();
+    await drop();
   });
 
   const statistics = (interval: 'hour' | 'day', from: number, to: number) =>

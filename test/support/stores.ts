@@ -4,6 +4,7 @@ import type { Store } from '../../engine/store/port.ts';
 import { PgDriver } from '../../engine/store/sql/pg-driver.ts';
 import { PgliteDriver } from '../../engine/store/sql/pglite-driver.ts';
 import { SqlStore } from '../../engine/store/sql/sql-store.ts';
+import { migrate } from '../../engine/store/sql/migrations.ts';
 import { POSTGRES_URL } from './harness.ts';
 
 export type OpenStore = () => Promise<{ store: Store; cleanup: () => Promise<void> }>;
@@ -37,4 +38,23 @@ export function storeAdapters(schemaPrefix: string): Array<[string, OpenStore]> 
       },
     ],
   ];
+}
+
+/**
+ * A PostgreSQL schema of its own migrated up to `version` (an upgrade rehearsed: rows written as that version
+ * would, then the store opened), its driver, and its removal once the store on it is closed.
+ */
+export async function schemaAtVersion(prefix: string, version: number) {
+  const schema = `${prefix}_${randomBytes(5).toString('hex')}`;
+  const driver = new PgDriver({ connectionString: POSTGRES_URL, schema });
+  await migrate(driver, version);
+  return {
+    driver,
+    drop: async () => {
+      const admin = new pg.Client({ connectionString: POSTGRES_URL });
+      await admin.connect();
+      await admin.query(`drop schema ${schema} cascade`);
+      await admin.end();
+    },
+  };
 }

@@ -254,9 +254,10 @@ export class SqlRetention implements RetentionStore {
   }
 
   /**
-   * Drops the leaves detached from history (by dropLeaf, or by a sweep that stopped before it dropped them) one at
-   * a time, DROP_PACE times as long apart as each took: a drop's commit frees a leaf's files (gigabytes at 10
-   * million runs), and while the disk does that every other commit waits for its write-ahead log.
+   * Drops the leaves detached from history (by dropLeaf, or by a sweep that stopped before it dropped them), each
+   * index and then the table, one file at a time and DROP_PACE times as long apart as each took: a drop's commit
+   * frees its files (gigabytes a leaf at 10 million runs), and while the disk does that every other commit waits for
+   * its write-ahead log.
    */
   private async dropDetached() {
     const detached = await this.db.query<{ name: string }>(
@@ -264,11 +265,26 @@ export class SqlRetention implements RetentionStore {
           and not relispartition and relname ~ '^(messages|runs|steps)_d[0-9]{8}_(k[0-9]+|default)$'`,
     );
     for (const { name } of detached) {
-      const started = performance.now();
-      await this.ddl(`drop table if exists ${name}`).catch((error) => {
-        if (!isLockTimeout(error)) throw error;
-      });
-      await setTimeout(DROP_PACE * (performance.now() - started));
+      // A detached leaf's indexes are its own: dropped alone (its primary key's as the constraint).
+      const indexes = await this.db.query<{ index: string; constraint: string | null }>(
+        `select quote_ident(x.relname) as index, quote_ident(c.conname) as constraint
+           from pg_index i join pg_class x on x.oid = i.indexrelid
+           left join pg_constraint c on c.conrelid = i.indrelid and c.conindid = i.indexrelid
+          where i.indrelid = to_regclass($1)`,
+        [name],
+      );
+      const drops = indexes.map(({ index, constraint }) =>
+        constraint
+          ? `alter table if exists ${name} drop constraint if exists ${constraint}`
+          : `drop index if exists ${index}`,
+      );
+      for (const drop of [...drops, `drop table if exists ${name}`]) {
+        const started = performance.now();
+        await this.ddl(drop).catch((error) => {
+          if (!isLockTimeout(error)) throw error;
+        });
+        await setTimeout(DROP_PACE * (performance.now() - started));
+      }
     }
   }
 

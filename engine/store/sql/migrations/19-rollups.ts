@@ -8,8 +8,24 @@ export const ID_HOUR = (id: string) =>
   `date_trunc('hour', to_timestamp(('x' || lpad(substr(replace(${id}::text, '-', ''), 1, 12), 16, '0'))::bit(64)::bigint
     / 1000.0), 'UTC')`;
 
+/**
+ * The runs a statement finished (transition tables new_runs and old_runs), each with its hour, its message's hour,
+ * its duration and its latency in ms.
+ */
+export const FINISHED_RUNS = `
+        select n.tenant_id, date_trunc('hour', n.created_at, 'UTC') as hour, ${ID_HOUR('n.message_id')} as message_hour,
+               n.flow_id, n.status,
+               date_part('epoch', coalesce(n.finished_at, now()) - coalesce(n.started_at, n.created_at)) * 1000
+                 as duration,
+               date_part('epoch', coalesce(n.finished_at, now()) - n.created_at) * 1000 as latency
+          from new_runs n
+         -- Not a join: transition tables have no statistics, and a nested loop would pair their rows one by one.
+         -- Ids are unique across tenants (UUIDv7), and a run finished before is never counted again.
+         where n.status in ${TERMINAL} and n.id not in (select o.id from old_runs o where o.status in ${TERMINAL})`;
+
 /** A run's duration or latency in ms as its histogram bucket: 0 below 1 ms, then 8 a doubling (each ≤ 9 % wide). */
-const BUCKET = (ms: string) => `case when ${ms} < 1 then 0 else least(floor(ln(${ms}) / ln(2) * 8)::int + 1, 400) end`;
+export const BUCKET = (ms: string) =>
+  `case when ${ms} < 1 then 0 else least(floor(ln(${ms}) / ln(2) * 8)::int + 1, 400) end`;
 
 export const migration: Migration = {
   version: 19,
@@ -61,17 +77,7 @@ export const migration: Migration = {
     );
     create function count_finished_runs() returns trigger language plpgsql as $$
     begin
-      with finished as (
-        select n.tenant_id, date_trunc('hour', n.created_at, 'UTC') as hour, ${ID_HOUR('n.message_id')} as message_hour,
-               n.flow_id, n.status,
-               date_part('epoch', coalesce(n.finished_at, now()) - coalesce(n.started_at, n.created_at)) * 1000
-                 as duration,
-               date_part('epoch', coalesce(n.finished_at, now()) - n.created_at) * 1000 as latency
-          from new_runs n
-         -- Not a join: transition tables have no statistics, and a nested loop would pair their rows one by one.
-         -- Ids are unique across tenants (UUIDv7), and a run finished before is never counted again.
-         where n.status in ${TERMINAL} and n.id not in (select o.id from old_runs o where o.status in ${TERMINAL})
-      ), counted as (
+      with finished as (${FINISHED_RUNS}), counted as (
         insert into run_counts as c (tenant_id, hour, flow_id, status, runs)
         select tenant_id, hour, flow_id, status, count(*) from finished group by 1, 2, 3, 4 order by 1, 2, 3, 4
         on conflict (tenant_id, hour, flow_id, status) do update set runs = c.runs + excluded.runs

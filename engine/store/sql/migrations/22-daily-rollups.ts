@@ -1,11 +1,5 @@
 import type { Migration } from './migration.ts';
-import { ID_HOUR } from './19-rollups.ts';
-
-/** The finished statuses when this was written: a status added later comes with a migration of its own. */
-const TERMINAL = "('succeeded', 'failed', 'handled', 'filtered', 'skipped', 'cancelled')";
-
-/** A run's duration or latency in ms as its histogram bucket (migration 19): 0 below 1 ms, then 8 a doubling. */
-const BUCKET = (ms: string) => `case when ${ms} < 1 then 0 else least(floor(ln(${ms}) / ln(2) * 8)::int + 1, 400) end`;
+import { BUCKET, FINISHED_RUNS, ID_HOUR } from './19-rollups.ts';
 
 /** Each key a rollup counts by: its hour (span 'h') and its day ('d'), the `hour` of `rows` truncated to each. */
 const BY_HOUR_AND_DAY = (rows: string) => `select r.*, s.span,
@@ -47,34 +41,18 @@ export const migration: Migration = {
     select tenant_id, 'd', date_trunc('day', period, 'UTC'), flow_id, topic, sum(messages), sum(duplicates)
       from message_counts group by 1, 3, 4, 5;
 
-    alter table run_timings rename to run_timings_by_bucket;
-    alter index run_timings_pkey rename to run_timings_by_bucket_pkey;
-    create table run_timings (
-      tenant_id text not null references tenants (id) on delete cascade,
-      span "char" not null,
-      period timestamptz not null,
-      flow_id uuid not null,
-      measure "char" not null,
-      runs bigint[] not null,
-      primary key (tenant_id, span, period, flow_id, measure)
-    );
+    create temporary table histograms on commit drop as
+    select tenant_id, span, period, flow_id, measure, histogram(array_agg(bucket::int), array_agg(runs)) as runs
+      from run_timings group by 1, 2, 3, 4, 5;
+    delete from run_timings;
+    alter table run_timings drop constraint run_timings_pkey, drop column bucket,
+      alter column runs type bigint[] using array[runs], add primary key (tenant_id, span, period, flow_id, measure);
     insert into run_timings (tenant_id, span, period, flow_id, measure, runs)
-    select tenant_id, span, period, flow_id, measure, histogram(array_agg(bucket::int), array_agg(runs))
-      from run_timings_by_bucket group by 1, 2, 3, 4, 5;
-    drop table run_timings_by_bucket;
+    select tenant_id, span, period, flow_id, measure, runs from histograms;
 
     create or replace function count_finished_runs() returns trigger language plpgsql as $$
     begin
-      with finished as (
-        select n.tenant_id, date_trunc('hour', n.created_at, 'UTC') as hour, ${ID_HOUR('n.message_id')} as message_hour,
-               n.flow_id, n.status,
-               date_part('epoch', coalesce(n.finished_at, now()) - coalesce(n.started_at, n.created_at)) * 1000
-                 as duration,
-               date_part('epoch', coalesce(n.finished_at, now()) - n.created_at) * 1000 as latency
-          from new_runs n
-         -- Not a join: transition tables have no statistics, and a nested loop would pair their rows one by one.
-         -- Ids are unique across tenants (UUIDv7), and a run finished before is never counted again.
-         where n.status in ${TERMINAL} and n.id not in (select o.id from old_runs o where o.status in ${TERMINAL})
+      with finished as (${FINISHED_RUNS}
       ), spans as (
         ${BY_HOUR_AND_DAY('finished')}
       ), counted as (
