@@ -1,7 +1,7 @@
 import type { Statistics, StatisticsRequest, StatisticsStore } from '../../port.ts';
 import { idAt } from '../../../model/index.ts';
 import type { SqlDriver } from '../driver.ts';
-import { GENERIC, OPEN, andSet, iso, isoOrNull, isUuid } from './rows.ts';
+import { GENERIC, OPEN, type Row, andSet, isoOrNull, isUuid } from './rows.ts';
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
@@ -22,6 +22,13 @@ function percentile(counts: number[], share: number): number {
   }
   return bucketMs(counts.length - 1);
 }
+
+/**
+ * A bucket's start as ms since 1970, read as a number: the driver's parser of timestamps took a third of a month's
+ * statistics (0.6 ms for 180 rows).
+ */
+const EPOCH_MS = '(extract(epoch from period) * 1000)::float8 as period_ms';
+const bucketOf = (row: Row) => new Date(row.period_ms).toISOString();
 
 /** Counts per time bucket and per flow. */
 export class SqlStatistics implements StatisticsStore {
@@ -46,7 +53,7 @@ export class SqlStatistics implements StatisticsStore {
     const ofRange = (flow: string) => `tenant_id = $1 and span = $2 and period >= $3 and period < $4 ${flow}`;
     const [counts, timings, messages] = await Promise.all([
       this.db.query(
-        `select period, flow_id, jsonb_object_agg(status, n) as counts, sum(n) as total from (
+        `select ${EPOCH_MS}, flow_id, jsonb_object_agg(status, n) as counts, sum(n) as total from (
            select period, flow_id, status, runs as n from run_counts where ${ofRange(countsOfFlow)}
            union all
            -- The flow is filtered after "offset 0": the open runs are found by their status (few), not among the
@@ -63,24 +70,22 @@ export class SqlStatistics implements StatisticsStore {
       ),
       this.db.query(
         // As text: the driver's parser of arrays took 4 ms for a month's 15,000 counts, split() takes a tenth of it.
-        `select period, flow_id, measure, runs::text as counts from run_timings where ${ofRange(ofFlow(timingParams))}`,
+        `select ${EPOCH_MS}, flow_id, measure, runs::text as counts from run_timings
+          where ${ofRange(ofFlow(timingParams))}`,
         timingParams,
         GENERIC,
       ),
       this.db.query(
-        `select period, topic, sum(messages) as count, sum(duplicates) as duplicates from message_counts
+        `select ${EPOCH_MS}, topic, sum(messages) as count, sum(duplicates) as duplicates from message_counts
           where ${ofRange(ofFlow(messageParams))}
-          group by 1, 2 order by 1, 2 nulls first`,
+          group by period, topic order by period, topic nulls first`,
         messageParams,
         GENERIC,
       ),
     ]);
     const histograms = new Map<string, number[]>();
     for (const row of timings)
-      histograms.set(
-        `${iso(row.period)} ${row.flow_id} ${row.measure}`,
-        row.counts.slice(1, -1).split(',').map(Number),
-      );
+      histograms.set(`${bucketOf(row)} ${row.flow_id} ${row.measure}`, row.counts.slice(1, -1).split(',').map(Number));
     const percentilesOf = (bucket: string, flowId: string, measure: 'd' | 'l') => {
       const counts = histograms.get(`${bucket} ${flowId} ${measure}`);
       return counts
@@ -90,7 +95,7 @@ export class SqlStatistics implements StatisticsStore {
     return {
       ...answer,
       runs: counts.map((r) => {
-        const bucket = iso(r.period);
+        const bucket = bucketOf(r);
         return {
           bucket,
           flowId: r.flow_id,
@@ -103,7 +108,7 @@ export class SqlStatistics implements StatisticsStore {
         };
       }),
       messages: messages.map((r) => ({
-        bucket: iso(r.period),
+        bucket: bucketOf(r),
         topic: r.topic,
         count: Number(r.count),
         duplicates: Number(r.duplicates),
