@@ -22,6 +22,9 @@ const ROW_BATCH = 2_000;
 export const MOVE_BATCH = 500;
 /** The pause after dropping a detached leaf, in multiples of the time the drop took. */
 const DROP_PACE = 3;
+/** A drop that took this long stalled other commits: the next waits DROP_GAP_MS at least. */
+const LARGE_DROP_MS = 50;
+const DROP_GAP_MS = 2_000;
 const ROW_BUDGET_MS = 20_000;
 /**
  * DDL (making and dropping partitions) locks the partitioned table: it waits this long for its lock, then gives up
@@ -254,10 +257,10 @@ export class SqlRetention implements RetentionStore {
   }
 
   /**
-   * Drops the leaves detached from history (by dropLeaf, or by a sweep that stopped before it dropped them), each
-   * index and then the table, one file at a time and DROP_PACE times as long apart as each took: a drop's commit
-   * frees its files (gigabytes a leaf at 10 million runs), and while the disk does that every other commit waits for
-   * its write-ahead log.
+   * Drops the leaves detached from history (by dropLeaf, or by a sweep that stopped before it dropped them) one at
+   * a time: a drop's commit frees the leaf's files (gigabytes at 10 million runs), and while the disk does that
+   * every other commit waits for its write-ahead log. Each drop is followed by a pause of DROP_PACE times what it
+   * took, and one that took long by DROP_GAP_MS at least, so that the stalls of two large drops never add up.
    */
   private async dropDetached() {
     const detached = await this.db.query<{ name: string }>(
@@ -265,26 +268,12 @@ export class SqlRetention implements RetentionStore {
           and not relispartition and relname ~ '^(messages|runs|steps)_d[0-9]{8}_(k[0-9]+|default)$'`,
     );
     for (const { name } of detached) {
-      // A detached leaf's indexes are its own: dropped alone (its primary key's as the constraint).
-      const indexes = await this.db.query<{ index: string; constraint: string | null }>(
-        `select quote_ident(x.relname) as index, quote_ident(c.conname) as constraint
-           from pg_index i join pg_class x on x.oid = i.indexrelid
-           left join pg_constraint c on c.conrelid = i.indrelid and c.conindid = i.indexrelid
-          where i.indrelid = to_regclass($1)`,
-        [name],
-      );
-      const drops = indexes.map(({ index, constraint }) =>
-        constraint
-          ? `alter table if exists ${name} drop constraint if exists ${constraint}`
-          : `drop index if exists ${index}`,
-      );
-      for (const drop of [...drops, `drop table if exists ${name}`]) {
-        const started = performance.now();
-        await this.ddl(drop).catch((error) => {
-          if (!isLockTimeout(error)) throw error;
-        });
-        await setTimeout(DROP_PACE * (performance.now() - started));
-      }
+      const started = performance.now();
+      await this.ddl(`drop table if exists ${name}`).catch((error) => {
+        if (!isLockTimeout(error)) throw error;
+      });
+      const took = performance.now() - started;
+      await setTimeout(Math.max(DROP_PACE * took, took >= LARGE_DROP_MS ? DROP_GAP_MS : 0));
     }
   }
 
