@@ -49,3 +49,6 @@ export function idAt(epochMs: number): string {
   const hex = Math.max(0, Math.floor(epochMs)).toString(16).padStart(12, '0');
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-7000-8000-000000000000`;
 }
+
+/** When a time-ordered id was made, in ms since 1970 (its first 48 bits). */
+export const idTime = (id: string): number => Number.parseInt(id.slice(0, 8) + id.slice(9, 13), 16);

@@ -20,7 +20,7 @@ export {
   type ScheduleTriggerConfig,
   type WebhookTriggerConfig,
 } from './flow-document.ts';
-export { idAt, newId } from './ids.ts';
+export { idAt, idTime, newId } from './ids.ts';
 export { fieldErrors, jsonPath, SchemaValidator } from './json-schema.ts';
 export {
   checkJsonText,

@@ -224,17 +224,21 @@ export class SqlRuns implements RunStore {
 
   async getRun(tenantId: string, runId: string) {
     if (!isUuid(runId)) return undefined;
+    // Planned once: planned for each call, the join to messages was planned over every week's partition each time.
+    // The weeks are left out as the statements run (by the run's id, then its message's).
     const [run] = await this.db.query(
       `select r.*, m.traceparent as message_traceparent from runs r
          join messages m on m.tenant_id = r.tenant_id and m.id = r.message_id
         where r.tenant_id = $1 and r.id = $2`,
       [tenantId, runId],
+      GENERIC,
     );
     if (!run) return undefined;
-    const steps = await this.db.query('select * from steps where tenant_id = $1 and run_id = $2 order by seq', [
-      tenantId,
-      runId,
-    ]);
+    const steps = await this.db.query(
+      'select * from steps where tenant_id = $1 and run_id = $2 order by seq',
+      [tenantId, runId],
+      GENERIC,
+    );
     return { run: toRun(run), steps: steps.map(toStep), traceparent: run.message_traceparent ?? undefined };
   }
 
