@@ -137,6 +137,9 @@ export class LocalRedisCluster {
 
   /** Start a killed node again: it comes back without data and rejoins (as a replica, once failed over). */
   async restart(port: number) {
+    // A replica keeps the snapshot of its last full sync in its dump file and would load it: a stale copy of the
+    // data, whose keys (an epoch, a recovery report) would hide the loss.
+    rmSync(path.join(this.dir, `dump-${port}.rdb`), { force: true });
     this.launch(this.node(port));
     await this.untilAnswers(port);
   }
