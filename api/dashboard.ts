@@ -54,8 +54,9 @@ export function dashboardRoutes(queues: Queue[], flows: Pick<FlowStore, 'getFlow
       });
       adapter.setFormatter('name', (job: { data: RunJobData }) => {
         const { tenantId, flowId, flowVersion, runId } = job.data;
-        const flow = flowKeys.keyOf(tenantId, flowId) ?? `flow ${flowId.slice(0, 8)}`;
-        return `${tenantId} · ${flow} v${flowVersion} · run ${runId.slice(0, 8)}`;
+        // The ids' last characters: their first are the time they were made (UUIDv7), alike for a minute's runs.
+        const flow = flowKeys.keyOf(tenantId, flowId) ?? `flow …${flowId.slice(-8)}`;
+        return `${tenantId} · ${flow} v${flowVersion} · run …${runId.slice(-8)}`;
       });
       return adapter;
     }),

@@ -302,7 +302,11 @@ function find(query) {
     heading.classList.toggle('hidden', words.length > 0 && !any);
   }
   document.getElementById('found').textContent = words.length ? shown + ' of ' + sections.length : '';
-  scrollTo(0, 0);
+  // While searching, the index gives way to the results, and the first is brought into view.
+  document.getElementById('contents').classList.toggle('hidden', words.length > 0);
+  const first = words.length > 0 && document.querySelector('details.op:not(.hidden), details.schema:not(.hidden)');
+  if (first) first.scrollIntoView({ block: 'start' });
+  else scrollTo(0, 0);
 }
 function openAll(open) { for (const section of document.querySelectorAll('details')) section.open = open; }
 // A link to a folded route or schema opens it.
@@ -320,7 +324,7 @@ oninput="find(this.value)"><span id="found"></span><button type="button" onclick
 <small>${html(openapi.info.version)}</small></h1><p>${prose(openapi.info.description)}</p>
 <p>Machine-readable: <a href="/openapi.json">/openapi.json</a>. Fields marked <b>*</b> are required. Each route
 and schema opens on a click; the search box finds them by any word in them.</p>
-<ul>${contents}
+<ul id="contents">${contents}
 <li><a href="#nodes">Nodes of the language</a> — loops, waits, replies, calls</li>
 <li><a href="#operations">Operations</a> — what a flow's nodes can run</li>
 <li><a href="#webhook-signatures">Webhook signatures</a> — how vendors sign what they deliver</li>

@@ -142,7 +142,7 @@ async function receive(
       const ids = { messageId: result.messageId, runId: result.runId };
       const reply =
         result.replyNodes.length > 0 ? await awaitReply(tenantId, ids.runId, result.replyNodes, options) : undefined;
-      return reply ? sendReply(res, reply) : answer(res, 202, ids);
+      return reply ? sendReply(res, reply, ids) : answer(res, 202, ids);
     }
   }
 }
@@ -161,15 +161,25 @@ async function awaitReply(tenantId: string, runId: string, nodes: string[], opti
   return found && replyOf(found.steps);
 }
 
-/** A reply as the flow made it: JSON, or text as it is when the flow set a content-type. */
-function sendReply(res: ServerResponse, reply: Reply) {
+/**
+ * A reply as the flow made it (JSON, or text as it is when the flow set a content-type), with the ids of the message
+ * and its run, which the flow's own headers cannot replace: a sender finds the run that answered it.
+ */
+function sendReply(res: ServerResponse, reply: Reply, ids: { messageId: string; runId: string }) {
   const headers = Object.fromEntries(
     Object.entries(reply.headers ?? {}).map(([name, value]) => [name.toLowerCase(), value]),
   );
   const asText = typeof reply.body === 'string' && headers['content-type'] !== undefined;
   const body = reply.body === undefined ? '' : asText ? (reply.body as string) : JSON.stringify(reply.body);
   if (!asText && reply.body !== undefined) headers['content-type'] = 'application/json; charset=utf-8';
-  res.writeHead(reply.status ?? 200, { ...headers, 'content-length': Buffer.byteLength(body) }).end(body);
+  res
+    .writeHead(reply.status ?? 200, {
+      ...headers,
+      'x-tributary-message-id': ids.messageId,
+      'x-tributary-run-id': ids.runId,
+      'content-length': Buffer.byteLength(body),
+    })
+    .end(body);
 }
 
 /** The body as the sender meant it (decoded from gzip, deflate or br), at most `limit` bytes. */

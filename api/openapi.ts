@@ -329,7 +329,15 @@ function platformPaths() {
             content: json({ type: 'object', properties: { messageId: { type: 'string' }, runId: { type: 'string' } } }),
           },
           200: { description: 'A repeated delivery: the first message, nothing new runs.' },
-          default: { description: "The flow's reply (a reply node): the status, headers and body it made." },
+          default: {
+            description:
+              "The flow's reply (a reply node): the status, headers and body it made, and the ids of the message and " +
+              'its run in headers of their own.',
+            headers: {
+              'X-Tributary-Message-Id': { description: 'The message the delivery became.', schema: { type: 'string' } },
+              'X-Tributary-Run-Id': { description: 'The run that replied.', schema: { type: 'string' } },
+            },
+          },
           401: problem("The delivery fails the trigger's verification."),
           404: problem('No active flow at this URL.'),
           413: problem('The body is over the size limit.'),

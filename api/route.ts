@@ -10,6 +10,8 @@ import { checkedBody } from './json-body.ts';
 
 /** The seed's API tags, with the seed's label of each. */
 export const seedTags = {
+  // The one tag beyond the seed's (decision 25).
+  Alert: 'alerts to the tenant (channels, rules, what was sent)',
   Batch: 'batch processing',
   BatchTask: 'batch task management',
   BlockedTopic: 'blocked topics',

@@ -85,11 +85,27 @@ export function runPageRoutes(
   const { store, runs, links } = context;
   const router = Router();
 
-  const show = async (res: Response, tenantId: string, runId: string, replay: string | undefined, notice?: string) => {
+  /** Shows a run; `pageOf` makes the address of another run's page (a call's, the caller's) for the same viewer. */
+  const show = async (
+    res: Response,
+    tenantId: string,
+    runId: string,
+    pages: { replay: string | undefined; pageOf: (runId: string) => string },
+    notice?: string,
+  ) => {
     const view = await loadRun(store, tenantId, runId);
     if (!view) return void page(res, 404, 'No such run', '<p>There is no such run.</p>');
-    page(res, notice ? 409 : 200, `Run of ${view.flow?.name ?? 'a flow'}`, renderRun(view, replay, notice));
+    page(res, notice ? 409 : 200, `Run of ${view.flow?.name ?? 'a flow'}`, renderRun(view, pages, notice));
   };
+  const operatorPages = (tenantId: string, runId: string) => ({
+    replay: `${OPERATOR_RUNS_PATH}/${enc(tenantId)}/${enc(runId)}/replay`,
+    pageOf: (other: string) => `${OPERATOR_RUNS_PATH}/${enc(tenantId)}/${enc(other)}`,
+  });
+  // A signed page links others through links of the same grant: the same tenant, expiry and permission.
+  const grantedPages = (grant: RunPageGrant, token: string) => ({
+    replay: grant.canReplay ? `${RUN_PAGES_PATH}/${token}/replay` : undefined,
+    pageOf: (other: string) => `${RUN_PAGES_PATH}/${links.token({ ...grant, runId: other })}`,
+  });
   const replayed = async (tenantId: string, runId: string) => {
     const view = await store.getRun(tenantId, runId);
     if (!view) return undefined;
@@ -103,14 +119,14 @@ export function runPageRoutes(
 
   router.get(`${OPERATOR_RUNS_PATH}/:tenantId/:runId`, operatorGuard, async (req, res) => {
     const { tenantId, runId } = req.params as Record<string, string>;
-    await show(res, tenantId, runId, `${OPERATOR_RUNS_PATH}/${enc(tenantId)}/${enc(runId)}/replay`);
+    await show(res, tenantId, runId, operatorPages(tenantId, runId));
   });
   // The dashboard's cookie is SameSite=Strict: another site's form cannot post here as the operator.
   router.post(`${OPERATOR_RUNS_PATH}/:tenantId/:runId/replay`, operatorGuard, async (req, res) => {
     const { tenantId, runId } = req.params as Record<string, string>;
     const run = await replayed(tenantId, runId);
     if (typeof run === 'object') return void res.redirect(303, `${OPERATOR_RUNS_PATH}/${enc(tenantId)}/${run.id}`);
-    await show(res, tenantId, runId, `${OPERATOR_RUNS_PATH}/${enc(tenantId)}/${enc(runId)}/replay`, run);
+    await show(res, tenantId, runId, operatorPages(tenantId, runId), run);
   });
 
   const granted = (res: Response, token: string): RunPageGrant | undefined => {
@@ -123,8 +139,7 @@ export function runPageRoutes(
   router.get(`${RUN_PAGES_PATH}/:token`, async (req, res) => {
     const { token } = req.params as Record<string, string>;
     const grant = granted(res, token);
-    if (grant)
-      await show(res, grant.tenantId, grant.runId, grant.canReplay ? `${RUN_PAGES_PATH}/${token}/replay` : undefined);
+    if (grant) await show(res, grant.tenantId, grant.runId, grantedPages(grant, token));
   });
   // The token is the credential, in the path: a page that does not hold it cannot post here.
   router.post(`${RUN_PAGES_PATH}/:token/replay`, async (req, res) => {
@@ -135,7 +150,7 @@ export function runPageRoutes(
     const run = await replayed(grant.tenantId, grant.runId);
     if (typeof run === 'object')
       return void res.redirect(303, `${RUN_PAGES_PATH}/${links.token({ ...grant, runId: run.id })}`);
-    await show(res, grant.tenantId, grant.runId, `${RUN_PAGES_PATH}/${token}/replay`, run);
+    await show(res, grant.tenantId, grant.runId, grantedPages(grant, token), run);
   });
   return router;
 }
@@ -161,7 +176,8 @@ function page(res: Response, status: number, title: string, body: string) {
 
 const STATUS_COLORS: Record<string, string> = {
   succeeded: '#2e7d32',
-  handled: '#2e7d32',
+  // Not the green of success: the run went on past a failure.
+  handled: '#a15c00',
   failed: '#c62828',
   waiting: '#ef6c00',
   running: '#1565c0',
@@ -179,22 +195,33 @@ main{max-width:72rem;margin:0 auto;padding:1rem}h1{font-size:1.4rem;margin:.2rem
 dl{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem;margin:0}dt{color:#555}dd{margin:0;overflow-wrap:anywhere}
 code,pre{font:13px ui-monospace,monospace}pre{background:#fff;border:1px solid #ddd;padding:.5rem;overflow:auto;max-height:24rem;white-space:pre-wrap;overflow-wrap:anywhere}
 .graph{background:#fff;border:1px solid #ddd;overflow-x:auto}.graph svg{display:block;max-width:100%;height:auto}
-@media (max-width:600px){.graph svg{max-width:none}}
+.graph.down{display:none}@media (max-width:600px){.graph.across{display:none}.graph.down{display:block}}
 details{background:#fff;border:1px solid #ddd;margin:.4rem 0;padding:.3rem .6rem}summary{cursor:pointer}
 .error{color:#b71c1c}.notice{background:#fff3e0;border:1px solid #ef6c00;padding:.5rem}
 form{margin:1rem 0}button{font:inherit;padding:.3rem 1rem}table{border-collapse:collapse}td,th{padding:.1rem .6rem .1rem 0;text-align:left}
 @media (max-width:600px){dl{grid-template-columns:1fr}dt{margin-top:.3rem}}`;
 
-const badge = (status: string) =>
-  `<span class="badge" style="background:${STATUS_COLORS[status] ?? '#616161'}">${escapeHtml(status)}</span>`;
+const badge = (status: string, label = status) =>
+  `<span class="badge" style="background:${STATUS_COLORS[status] ?? '#616161'}">${escapeHtml(label)}</span>`;
+
+/** An error's kind as the page says it: a retryable error that ended a node or a run is one whose retries ran out. */
+const errorKind = (kind: string, ended: boolean) =>
+  kind === 'retryable' && ended ? 'transient, retries used up' : kind;
 
 const duration = (from: string | null, to: string | null) =>
   from && to ? `${Math.max(0, Date.parse(to) - Date.parse(from))} ms` : '—';
 
-function renderRun({ run, steps, flow, traceId }: RunView, replayAction: string | undefined, notice?: string): string {
+function renderRun(
+  { run, steps, flow, traceId }: RunView,
+  { replay: replayAction, pageOf }: { replay: string | undefined; pageOf: (runId: string) => string },
+  notice?: string,
+): string {
   const nodes = flow?.nodes ?? [];
   const stepOf = new Map(steps.map((step) => [step.key, step]));
-  const statusOf = (id: string) => stepOf.get(id)?.status ?? 'not run';
+  const shownOf = (node: NodeDoc): Shown => ({
+    status: stepOf.get(node.id)?.status ?? 'not run',
+    items: failedItems(node, stepOf.get(node.id)),
+  });
   const facts: Array<[string, string]> = [
     [
       'Flow',
@@ -202,7 +229,8 @@ function renderRun({ run, steps, flow, traceId }: RunView, replayAction: string 
     ],
     ['Run', `<code>${run.id}</code>`],
     ['Message', `<code>${run.messageId}</code>`],
-    ['Attempts', String(run.attempts)],
+    // A wait, a call or a retry ends a pass and a later one goes on: passes are not retries.
+    ['Passes', `${run.attempts} (a worker took the run up ${run.attempts === 1 ? 'once' : `${run.attempts} times`})`],
     ['Created', run.createdAt],
     ['Started', run.startedAt ?? '—'],
     ['Finished', run.finishedAt ?? '—'],
@@ -210,31 +238,52 @@ function renderRun({ run, steps, flow, traceId }: RunView, replayAction: string 
     ['Trace', traceId ? `<code>${traceId}</code>` : 'not traced'],
   ];
   if (run.replayOf) facts.push(['Replays', `<code>${run.replayOf}</code>`]);
-  if (run.parentRunId) facts.push(['Called by', `<code>${run.parentRunId}</code>`]);
+  if (run.parentRunId)
+    facts.push(['Called by', `<a href="${escapeHtml(pageOf(run.parentRunId))}"><code>${run.parentRunId}</code></a>`]);
   if (run.error)
     facts.push([
       'Error',
-      `<span class="error">${escapeHtml(run.error.kind)}${run.error.node ? ` in ${escapeHtml(run.error.node)}` : ''}: ${escapeHtml(run.error.message)}</span>`,
+      `<span class="error">${escapeHtml(errorKind(run.error.kind, isTerminal(run.status)))}${run.error.node ? ` in ${escapeHtml(run.error.node)}` : ''}: ${escapeHtml(run.error.message)}</span>`,
     ]);
   return `<h1>${escapeHtml(flow?.name ?? 'Run')} ${badge(run.status)}</h1>
 ${notice ? `<p class="notice" role="alert">Not replayed: ${escapeHtml(notice)}</p>` : ''}
 <dl>${facts.map(([term, value]) => `<dt>${term}</dt><dd>${value}</dd>`).join('')}</dl>
 ${replayAction && isTerminal(run.status) ? `<form method="post" action="${escapeHtml(replayAction)}"><button type="submit">Replay this message</button></form>` : ''}
-<h2>Graph</h2><div class="graph">${graphSvg(nodes, flow?.edges ?? [], statusOf)}</div>
-<h2>Nodes</h2>${nodes.map((node) => renderNode(node, steps, stepOf.get(node.id))).join('')}`;
+<h2>Graph</h2><div class="graph across">${graphSvg(nodes, flow?.edges ?? [], shownOf, 'across')}</div>
+<div class="graph down">${graphSvg(nodes, flow?.edges ?? [], shownOf, 'down')}</div>
+<h2>Nodes</h2>${nodes.map((node) => renderNode(node, steps, stepOf.get(node.id), pageOf)).join('')}`;
 }
 
 type NodeDoc = FlowDocument['nodes'][number];
 
-function renderNode(node: NodeDoc, steps: Step[], step: Step | undefined): string {
+/** What became of a node: its step's status, and for a loop, what its items say at a glance when some failed. */
+interface Shown {
+  status: string;
+  items?: string;
+}
+
+/** A loop's failed items, from its output: how many of how many, and how many an error path took. */
+function failedItems(node: NodeDoc, step: Step | undefined): string | undefined {
+  const output = step?.output as { results?: unknown; failed?: Array<{ handled?: boolean }> } | null | undefined;
+  if (node.operation !== 'loop' || !Array.isArray(output?.results) || !Array.isArray(output.failed)) return undefined;
+  const { failed, results } = output;
+  if (failed.length === 0) return undefined;
+  const handled = failed.filter((item) => item.handled).length;
+  return `${failed.length} of ${results.length} items failed${handled > 0 ? `, ${handled} taken by an error path` : ''}`;
+}
+
+function renderNode(node: NodeDoc, steps: Step[], step: Step | undefined, pageOf: (runId: string) => string): string {
   const status = step?.status ?? 'not run';
+  const items = failedItems(node, step);
+  // A call's first checkpoint names the run it started.
+  const called = (steps.find((other) => other.key === `${node.id}/call`)?.output as { runId?: unknown } | null)?.runId;
   // Checkpoints inside the node: its memoized sub-steps (`id/name`) and its loop items (`id[0].inner`).
   const inner = steps.filter((other) => other.key.startsWith(`${node.id}/`) || other.key.startsWith(`${node.id}[`));
   const shown = step && (step.status === 'succeeded' || step.output !== null) ? shownJson(step.output) : undefined;
-  return `<details id="node-${escapeHtml(node.id)}"${status === 'failed' || status === 'waiting' ? ' open' : ''}>
-<summary><strong>${escapeHtml(node.id)}</strong> · <code>${escapeHtml(node.operation)}</code> ${badge(status)}${step ? ` · ${step.attempts} attempt${step.attempts === 1 ? '' : 's'} · ${duration(step.startedAt, step.finishedAt)}` : ''}</summary>
-${step ? `<dl><dt>Started</dt><dd>${step.startedAt}</dd><dt>Finished</dt><dd>${step.finishedAt ?? '—'}</dd></dl>` : '<p>It did not run.</p>'}
-${step?.error ? `<p class="error">${escapeHtml(step.error.kind)}: ${escapeHtml(step.error.message)}</p>` : ''}
+  return `<details id="node-${escapeHtml(node.id)}"${status === 'failed' || status === 'waiting' || items ? ' open' : ''}>
+<summary><strong>${escapeHtml(node.id)}</strong> · <code>${escapeHtml(node.operation)}</code> ${badge(status)}${items ? ` ${badge('handled', items)}` : ''}${step ? ` · ${step.attempts} attempt${step.attempts === 1 ? '' : 's'} · ${duration(step.startedAt, step.finishedAt)}` : ''}</summary>
+${step ? `<dl><dt>Started</dt><dd>${step.startedAt}</dd><dt>Finished</dt><dd>${step.finishedAt ?? '—'}</dd>${typeof called === 'string' ? `<dt>Called</dt><dd><a href="${escapeHtml(pageOf(called))}">run <code>${escapeHtml(called)}</code></a></dd>` : ''}</dl>` : '<p>It did not run.</p>'}
+${step?.error ? `<p class="error">${escapeHtml(errorKind(step.error.kind, step.status === 'failed'))}: ${escapeHtml(step.error.message)}</p>` : ''}
 ${step?.error?.details ? `<h3>Error details</h3><pre>${escapeHtml(shownJson(step.error.details))}</pre>` : ''}
 ${shown !== undefined ? `<h3>Output</h3><pre>${escapeHtml(shown)}</pre>` : ''}
 ${inner.length > 0 ? `<h3>Inside</h3><table><tr><th>Step</th><th>Status</th><th>Attempts</th></tr>${inner.map((sub) => `<tr><td><code>${escapeHtml(sub.key)}</code></td><td>${badge(sub.status)}</td><td>${sub.attempts}</td></tr>`).join('')}</table>` : ''}
@@ -252,10 +301,16 @@ function shownJson(value: unknown): string {
 const BOX = { width: 170, height: 54, gapX: 60, gapY: 24, margin: 16 };
 
 /**
- * The flow as a left-to-right graph: the trigger, then each node in the column after its furthest
- * predecessor, coloured by what became of it; a node links to its details. Error paths are dashed.
+ * The flow as a graph, `across` (left to right) or `down` (top to bottom, for a narrow screen): the trigger, then
+ * each node a step after its furthest predecessor, coloured by what became of it; a node links to its details.
+ * Error paths are dashed.
  */
-function graphSvg(nodes: NodeDoc[], edges: FlowDocument['edges'], statusOf: (id: string) => string): string {
+function graphSvg(
+  nodes: NodeDoc[],
+  edges: FlowDocument['edges'],
+  shownOf: (node: NodeDoc) => Shown,
+  direction: 'across' | 'down',
+): string {
   const column = new Map<string, number>([['trigger', 0]]);
   // Longest path from the trigger: as many relaxations as there are nodes settle any acyclic graph.
   for (let round = 0; round <= nodes.length; round++)
@@ -264,41 +319,58 @@ function graphSvg(nodes: NodeDoc[], edges: FlowDocument['edges'], statusOf: (id:
       if (from !== undefined && (column.get(edge.to) ?? -1) < from + 1) column.set(edge.to, from + 1);
     }
   for (const node of nodes) if (!column.has(node.id)) column.set(node.id, 1);
-  const rows = new Map<number, number>();
+  // Each node's step (its column across, its row down) and its place among the nodes of that step.
+  const across = direction === 'across';
+  const pitch = across
+    ? { x: BOX.width + BOX.gapX, y: BOX.height + BOX.gapY }
+    : { x: BOX.width + BOX.gapY, y: BOX.height + BOX.gapY * 1.5 };
+  const places = new Map<number, number>();
   const position = new Map<string, { x: number; y: number }>();
   for (const id of ['trigger', ...nodes.map((node) => node.id)]) {
-    const x = column.get(id)!;
-    const y = rows.get(x) ?? 0;
-    rows.set(x, y + 1);
-    position.set(id, {
-      x: BOX.margin + x * (BOX.width + BOX.gapX),
-      y: BOX.margin + y * (BOX.height + BOX.gapY),
-    });
+    const step = column.get(id)!;
+    const place = places.get(step) ?? 0;
+    places.set(step, place + 1);
+    const [x, y] = across ? [step, place] : [place, step];
+    position.set(id, { x: BOX.margin + x * pitch.x, y: BOX.margin + y * pitch.y });
   }
-  const width = BOX.margin * 2 + (Math.max(...rows.keys()) + 1) * (BOX.width + BOX.gapX) - BOX.gapX;
-  const height = BOX.margin * 2 + Math.max(...rows.values()) * (BOX.height + BOX.gapY) - BOX.gapY;
+  const steps = Math.max(...places.keys()) + 1;
+  const most = Math.max(...places.values());
+  const [columns, rows] = across ? [steps, most] : [most, steps];
+  const width = BOX.margin * 2 + (columns - 1) * pitch.x + BOX.width;
+  const height = BOX.margin * 2 + (rows - 1) * pitch.y + BOX.height;
   const lines = edges
     .map((edge) => {
       const from = position.get(edge.from);
       const to = position.get(edge.to);
       if (!from || !to) return '';
       const onError = (edge as { on?: string }).on === 'error';
-      return `<path d="M${from.x + BOX.width} ${from.y + BOX.height / 2} C${from.x + BOX.width + BOX.gapX / 2} ${from.y + BOX.height / 2} ${to.x - BOX.gapX / 2} ${to.y + BOX.height / 2} ${to.x} ${to.y + BOX.height / 2}" fill="none" stroke="${onError ? '#c62828' : '#888'}" stroke-width="1.5"${onError ? ' stroke-dasharray="5 4"' : ''} marker-end="url(#arrow)"/>`;
+      // Across: from the right side to the left side; down: from the bottom to the top.
+      const [x1, y1, x2, y2] = across
+        ? [from.x + BOX.width, from.y + BOX.height / 2, to.x, to.y + BOX.height / 2]
+        : [from.x + BOX.width / 2, from.y + BOX.height, to.x + BOX.width / 2, to.y];
+      const bend = across ? [BOX.gapX / 2, 0] : [0, BOX.gapY * 0.75];
+      return `<path d="M${x1} ${y1} C${x1 + bend[0]} ${y1 + bend[1]} ${x2 - bend[0]} ${y2 - bend[1]} ${x2} ${y2}" fill="none" stroke="${onError ? '#c62828' : '#888'}" stroke-width="1.5"${onError ? ' stroke-dasharray="5 4"' : ''} marker-end="url(#arrow)"/>`;
     })
     .join('');
-  const box = (id: string, label: string, sub: string, status: string) => {
+  const box = (id: string, label: string, sub: string, { status, items }: Shown) => {
     const { x, y } = position.get(id)!;
-    const color = STATUS_COLORS[status] ?? '#616161';
+    const color = STATUS_COLORS[items ? 'handled' : status] ?? '#616161';
     const shape = `<rect x="${x}" y="${y}" width="${BOX.width}" height="${BOX.height}" rx="6" fill="#fff" stroke="${color}" stroke-width="${status === 'not run' ? 1 : 3}"${status === 'not run' ? ' stroke-dasharray="4 3"' : ''}/>
 <text x="${x + 10}" y="${y + 22}" font-weight="600">${escapeHtml(clip(label))}</text>
 <text x="${x + 10}" y="${y + 42}" fill="${color}" font-size="12">${escapeHtml(clip(sub))}</text>`;
     return id === 'trigger'
       ? shape
-      : `<a href="#node-${escapeHtml(id)}"><title>${escapeHtml(`${label}: ${status}`)}</title>${shape}</a>`;
+      : `<a href="#node-${escapeHtml(id)}"><title>${escapeHtml(`${label}: ${status}${items ? `, ${items}` : ''}`)}</title>${shape}</a>`;
   };
   return `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" font-family="system-ui,sans-serif" font-size="14" role="img" aria-label="The flow's nodes and what became of each">
 <defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto"><path d="M0 0L10 5L0 10z" fill="#888"/></marker></defs>
-${lines}${box('trigger', 'trigger', 'received', 'succeeded')}${nodes.map((node) => box(node.id, node.id, `${node.operation} · ${statusOf(node.id)}`, statusOf(node.id))).join('')}</svg>`;
+${lines}${box('trigger', 'trigger', 'received', { status: 'succeeded' })}${nodes
+  .map((node) => {
+    const shown = shownOf(node);
+    // The status first: a long operation's name is what a narrow box cuts.
+    return box(node.id, node.id, `${shown.items ? 'items failed' : shown.status} · ${node.operation}`, shown);
+  })
+  .join('')}</svg>`;
 }
 
 const clip = (text: string) => (text.length > 22 ? `${text.slice(0, 21)}…` : text);

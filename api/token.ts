@@ -62,6 +62,28 @@ function basicCredentials(header: string | undefined): { id: string; secret: str
 }
 
 /**
+ * A token request's fields, parsed by the body's Content-Type, or read as JSON or as a form when it had none; or why
+ * the body cannot be read.
+ */
+function tokenFields(req: Request): { fields: unknown } | { problem: string } {
+  const { body } = req;
+  if (typeof body === 'string') {
+    if (!body.trimStart().startsWith('{')) return { fields: Object.fromEntries(new URLSearchParams(body)) };
+    try {
+      return { fields: JSON.parse(body) };
+    } catch (error) {
+      return { problem: `the body is not valid JSON: ${(error as Error).message}` };
+    }
+  }
+  if (body !== undefined || req.get('content-type') === undefined) return { fields: body ?? {} };
+  return {
+    problem:
+      `a body of ${req.get('content-type')} cannot be read: send application/x-www-form-urlencoded (RFC 6749) ` +
+      'or application/json',
+  };
+}
+
+/**
  * The embedded OAuth 2.0 authorization server (client credentials): `POST /oauth/token`, its JWKS,
  * and its metadata (RFC 8414, and the OpenID discovery document clients look for first).
  */
@@ -71,11 +93,15 @@ export function tokenRoutes(clients: ClientAuthenticator, issuer: TokenIssuer, p
     '/oauth/token',
     express.json({ limit: TOKEN_REQUEST_LIMIT }),
     express.urlencoded({ extended: false, limit: TOKEN_REQUEST_LIMIT }),
+    // Some generated clients send no Content-Type: the body is read as it reads, JSON or a form.
+    express.text({ type: (req) => req.headers['content-type'] === undefined, limit: TOKEN_REQUEST_LIMIT }),
     async (req, res) => {
+      const body = tokenFields(req);
+      if ('problem' in body) return refuse(res, 400, 'invalid_request', body.problem);
       let request: TokenRequest;
       try {
         // Checked as it would be stored: a NUL or a lone surrogate never reaches the credential store.
-        request = tokenRequest.validate(req.body ?? {}, '$.body');
+        request = tokenRequest.validate(body.fields, '$.body');
       } catch (error) {
         if (!(error instanceof ValidationError)) throw error;
         return refuse(res, 400, 'invalid_request', error.errors.map((e) => `${e.path} ${e.message}`).join('; '));

@@ -252,6 +252,40 @@ describe.each(['pglite', 'postgres'] as const)('alerts to the tenant on %s', (st
     await acme.call('DELETE', `/api/v1/alert-rules/${rule.body.id}`);
   });
 
+  it('counts handled runs only for a rule that asks for them', async () => {
+    const refunds = refundFlow('credit-notes');
+    // Its error path takes the ERP's refusal: the runs end handled.
+    await acme.publish({
+      ...refunds,
+      nodes: [
+        ...refunds.nodes,
+        { id: 'note', operation: 'transform', config: { expression: '{{ $failure.message }}' } },
+      ],
+      edges: [...refunds.edges, { from: 'post', to: 'note', on: 'error' }],
+    });
+    const flowId = (await acme.call('GET', '/api/v1/flows?first=100')).body.nodes.find(
+      (flow: any) => flow.key === 'credit-notes',
+    ).id;
+    const rules = [];
+    for (const includeHandled of [false, true])
+      rules.push(
+        await acme.call('POST', '/api/v1/alert-rules', {
+          name: `credit notes, handled ${includeHandled}`,
+          channelIds: [channelIds[0]],
+          condition: { kind: 'run-failed', flowIds: [flowId], includeHandled },
+        }),
+      );
+    hook.requests.length = 0;
+    const delivered = await sendWebhook(env.url, 'acme', 'credit-notes', { order: 'cn-1' });
+    expect((await acme.settledRun(delivered.body.runId)).status).toBe('handled');
+    await eventually(async () => expect(hook.requests).toHaveLength(1));
+    await checkedSince(Date.now());
+    expect(hook.requests.map((request) => JSON.parse(request.body).text)).toEqual([
+      '[credit notes, handled true] 1 run of credit-notes failed or handled (latest: permanent in post)',
+    ]);
+    for (const rule of rules) await acme.call('DELETE', `/api/v1/alert-rules/${rule.body.id}`);
+  });
+
   it('alerts when a flow fails N times within its window, and when a message is held too long', async () => {
     await acme.publish(refundFlow('credits'));
     const flowId = (await acme.call('GET', '/api/v1/flows?first=100')).body.nodes.find(

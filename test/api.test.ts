@@ -168,6 +168,35 @@ describe('authentication and authorization on every route', () => {
     expect((await malformed.json()).error_description).toMatch(/^\$\.body\.client_id /);
   });
 
+  it('reads a token request sent without a Content-Type, as JSON or as a form, and names the types it reads', async () => {
+    const { client_id, client_secret } = a.credentials;
+    // Bytes: fetch adds no Content-Type of its own (a string would be text/plain).
+    const untyped = (body: string) =>
+      fetch(`${env.url}/oauth/token`, { method: 'POST', body: new TextEncoder().encode(body) });
+    for (const body of [
+      JSON.stringify({ grant_type: 'client_credentials', client_id, client_secret }),
+      new URLSearchParams({ grant_type: 'client_credentials', client_id, client_secret }).toString(),
+    ]) {
+      const answer = await untyped(body);
+      expect(answer.status, body).toBe(200);
+      expect(await answer.json()).toMatchObject({ token_type: 'Bearer', access_token: expect.any(String) });
+    }
+    const garbled = await untyped('{"grant_type": ');
+    expect(garbled.status).toBe(400);
+    expect((await garbled.json()).error_description).toMatch(/^the body is not valid JSON/);
+    const plain = await fetch(`${env.url}/oauth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain' },
+      body: 'grant_type=client_credentials',
+    });
+    expect(plain.status).toBe(400);
+    expect(await plain.json()).toEqual({
+      error: 'invalid_request',
+      error_description:
+        'a body of text/plain cannot be read: send application/x-www-form-urlencoded (RFC 6749) or application/json',
+    });
+  });
+
   it('echoes a plausible x-request-id and makes one otherwise', async () => {
     expect(
       (await a.call('GET', '/api/v1/runs', undefined, { 'x-request-id': 'trace-123' })).headers.get('x-request-id'),
@@ -629,7 +658,19 @@ describe('metadata, operations and the reference page', () => {
       configSchema: expect.objectContaining({ required: ['destination'] }),
     });
     expect(byName['shopify.orders-import-list']).toMatchObject({ deprecated: false, successor: null, fanOut: true });
-    expect(byName.transform).toMatchObject({ sideEffects: false });
+    expect(byName.transform).toMatchObject({ kind: 'operation', sideEffects: false });
+    // And every kind of node the engine runs itself, which a node names in `operation` the same way.
+    for (const [name, sideEffects] of [
+      ['loop', false],
+      ['wait', false],
+      ['call', true],
+      ['reply', true],
+    ] as const)
+      expect(byName[name], name).toMatchObject({
+        kind: 'node',
+        sideEffects,
+        configSchema: expect.objectContaining({ type: 'object' }),
+      });
   });
 
   it('serves the same schemas the server validates with, and the status enums', async () => {

@@ -71,12 +71,15 @@ describe('a loop over items', () => {
     sink.script({ status: 200 }, { status: 422, body: { error: 'bad sku' } });
     const going = await sendWebhook(env.url, 'acme', 'each-continue', { items: skus('a', 'b', 'c') });
     const run = await acme.settledRun(going.body.runId);
-    expect(run.status).toBe('succeeded');
+    // The run went on past a failed item: handled, not succeeded, and its message says the same.
+    expect(run.status).toBe('handled');
+    expect(run.error).toMatchObject({ kind: 'permanent', node: 'send', failures: 1 });
+    expect((await acme.call('GET', `/api/v1/messages/${run.messageId}`)).body.status).toBe('handled');
     const loop = run.steps.find((step: { key: string }) => step.key === 'each');
     // A scripted answer has no body: the results are told apart by status.
     expect(loop.output.results.map((result: any) => result?.status ?? null)).toEqual([200, null, 200]);
     expect(loop.output.failed).toEqual([
-      { index: 1, error: expect.objectContaining({ kind: 'permanent', node: 'send' }) },
+      { index: 1, error: expect.objectContaining({ kind: 'permanent', node: 'send' }), handled: false },
     ]);
 
     await acme.publish(eachItem('each-stop', { concurrency: 1, onItemFailure: 'stop' }));
@@ -318,6 +321,71 @@ describe('an error path', () => {
     expect(report.error).toMatchObject({ kind: 'retryable', attempts: 3, nodeId: 'send' });
     expect(report.error.message).toMatch(/^gave up after 3 attempts: /);
   });
+
+  it("is taken only when its condition holds: a failure no path takes fails the run; $error is JSONata's", async () => {
+    const document = example('on-error.json');
+    document.key = 'on-error-when';
+    document.nodes[0].retry = { maxAttempts: 1 };
+    document.edges[1].when = '{{ $input.body.handle = true and $failure.nodeId = "send" }}';
+    // On the error path, JSONata's $error still fails the expression that calls it, with the author's message.
+    document.nodes.push({
+      id: 'refuse',
+      operation: 'transform',
+      config: { expression: '{{ $failure.message ~> $contains("422") ? $error("Too Expensive") : "kept" }}' },
+    });
+    document.edges.push({ from: 'report', to: 'refuse' });
+    await acme.publish(document);
+
+    sink.script({ status: 422 }, { status: 200 });
+    const handled = await acme.settledRun(
+      (await sendWebhook(env.url, 'acme', 'on-error-when', { id: 'W-1', handle: true })).body.runId,
+    );
+    // The path was taken, and its last node failed on purpose: the run fails with the author's words.
+    expect(handled.status).toBe('failed');
+    expect(handled.error).toMatchObject({ node: 'refuse', message: expect.stringContaining('Too Expensive') });
+
+    sink.script({ status: 500 });
+    const reports = bodies('/errors').length;
+    const unhandled = await acme.settledRun(
+      (await sendWebhook(env.url, 'acme', 'on-error-when', { id: 'W-2', handle: false })).body.runId,
+    );
+    expect(unhandled.status).toBe('failed');
+    expect(unhandled.error).toMatchObject({ node: 'send', kind: 'retryable' });
+    expect((await acme.call('GET', `/api/v1/messages/${unhandled.messageId}`)).body.status).toBe('failed');
+    expect(bodies('/errors')).toHaveLength(reports);
+  });
+
+  it('inside a loop: an item whose error path ran is listed, and the run ends handled, counting the items', async () => {
+    const document: Record<string, any> = eachItem(
+      'each-handled',
+      { concurrency: 1, onItemFailure: 'stop' },
+      { retry: { maxAttempts: 1 } },
+    );
+    const loop = document.nodes[0];
+    loop.nodes.push({
+      id: 'note',
+      operation: 'transform',
+      config: { expression: '{{ {"skipped": $item.sku, "because": $failure.message} }}' },
+    });
+    loop.edges = [
+      { from: 'item', to: 'send' },
+      { from: 'send', to: 'note', on: 'error' },
+    ];
+    await acme.publish(document);
+    sink.script({ status: 200 }, { status: 500 }, { status: 200 }, { status: 404 });
+    const accepted = await sendWebhook(env.url, 'acme', 'each-handled', { items: skus('p', 'q', 'r', 's') });
+    const run = await acme.settledRun(accepted.body.runId);
+    expect(run.status).toBe('handled');
+    expect(run.error).toMatchObject({ node: 'send', failures: 2 });
+    const output = run.steps.find((step: { key: string }) => step.key === 'each').output;
+    // Handled items do not stop the loop: every item ran, and the error path's output is the item's result.
+    expect(output.failed).toEqual([
+      { index: 1, error: expect.objectContaining({ node: 'send' }), handled: true },
+      { index: 3, error: expect.objectContaining({ node: 'send' }), handled: true },
+    ]);
+    expect(output.results[1]).toEqual({ skipped: 'q', because: expect.stringContaining('500') });
+    expect(output.results[2]).toMatchObject({ status: 200 });
+  });
 });
 
 describe('an honest dry run', () => {
@@ -397,8 +465,10 @@ describe('a webhook reply', () => {
     expect(answered.status).toBe(201);
     expect(answered.headers.get('x-order')).toBe('R-1');
     expect(answered.body).toEqual({ order: 'R-1', total: 42 });
-    // The message was stored and its run goes on after the reply.
+    // The message was stored and its run goes on after the reply: the answer names both.
     const [message] = (await acme.call('GET', '/api/v1/messages?first=1')).body.nodes;
+    expect(answered.headers.get('x-tributary-message-id')).toBe(message.id);
+    expect(answered.headers.get('x-tributary-run-id')).toBe(message.runId);
     const run = await acme.settledRun(message.runId);
     expect(run.status).toBe('succeeded');
     expect(bodies('/after-reply')).toContainEqual({ order: 'R-1', total: 42 });
@@ -498,6 +568,8 @@ describe('a sub-flow', () => {
     const call = parent.steps.find((step: { key: string }) => step.key === 'call');
     expect(call.output).toEqual({ doubled: 42 });
     const started = parent.steps.find((step: { key: string }) => step.key === 'call/call').output;
+    // A time, as every other time the API gives.
+    expect(new Date(started.calledAt).toISOString()).toBe(started.calledAt);
     const children = (await acme.call('GET', `/api/v1/runs?parentRunId=${parent.id}`)).body.nodes;
     expect(children).toEqual([
       expect.objectContaining({ id: started.runId, status: 'succeeded', parentRunId: parent.id, callDepth: 1 }),

@@ -229,7 +229,7 @@ describe('flow validation', () => {
   });
 
   it('takes an error path only from a node: the trigger cannot fail', () => {
-    const send = { id: 'send', operation: 'transform', config: { expression: '{{ $error.message }}' } };
+    const send = { id: 'send', operation: 'transform', config: { expression: '{{ $failure.message }}' } };
     expect(
       validateFlow(flow([send], [{ from: 'trigger', to: 'send', on: 'error' }]), options).map(
         ({ path, message }) => `${path} ${message}`,
@@ -547,7 +547,7 @@ describe('where expressions run', () => {
       '$input.body.items[price > 1].sku',
       '$vars.URL & "/orders/" & $string($input.body.id)',
       '$input.body.a[0] ? $uppercase($input.body.b) : -1',
-      '$lookup("rates", $input.body.currency)',
+      '$document("rates", $input.body.currency)',
     ]) {
       expect(isolated(source), source).toBe(false);
     }

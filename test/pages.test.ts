@@ -96,7 +96,24 @@ describe('the API reference at /docs, in a headless browser', () => {
     expect(await suspend.getAttribute('open')).not.toBeNull();
     expect(await page.locator('[id="post-/api/v1/editable-flows"]').isVisible()).toBe(false);
     expect(await page.locator('#found').innerText()).toMatch(/^\d+ of \d+$/);
+    // The results are in view, not below the index.
+    expect(await page.locator('#contents').isVisible()).toBe(false);
+    const first = page.locator('details.op:not(.hidden), details.schema:not(.hidden)').first();
+    const box = await first.boundingBox();
+    expect(box!.y).toBeGreaterThanOrEqual(0);
+    expect(box!.y).toBeLessThan(900);
     await page.screenshot({ path: path.join(SHOTS, 'docs-search.png') });
+    // Alerts have their tag, not the logs'.
+    await page.getByRole('searchbox').fill('alert-rules');
+    expect(await page.locator('[id="post-/api/v1/alert-rules"]').isVisible()).toBe(true);
+    const tagOf = (id: string) =>
+      page.evaluate((of) => {
+        let at = document.getElementById(of)?.previousElementSibling;
+        while (at && at.tagName !== 'H2') at = at.previousElementSibling;
+        return at?.id;
+      }, id);
+    expect(await tagOf('post-/api/v1/alert-rules')).toBe('Alert');
+    expect(await tagOf('get-/api/v1/logs')).toBe('Logs');
     await page.close();
   });
 
@@ -231,19 +248,21 @@ describe("a run's page, in a headless browser", () => {
     expect(answer?.headers()['referrer-policy']).toBe('no-referrer');
     expect(await page.locator('h1').innerText()).toBe('Refunds to the ERP failed');
     // The graph: each node, coloured by what became of it, linking to its details.
-    const boxes = page.locator('.graph svg a');
+    const boxes = page.locator('.graph.across svg a');
     expect(await boxes.count()).toBe(3);
     for (const [node, status] of [
       ['shape', 'succeeded'],
       ['post', 'failed'],
       ['confirm', 'not run'],
     ])
-      expect(await page.locator(`.graph svg a[href="#node-${node}"] title`).textContent()).toBe(`${node}: ${status}`);
+      expect(await page.locator(`.graph.across svg a[href="#node-${node}"] title`).textContent()).toBe(
+        `${node}: ${status}`,
+      );
     // A failed node is open: its attempts and error; a node that succeeded shows its output, secrets redacted.
     const post = page.locator('#node-post');
     expect(await post.getAttribute('open')).not.toBeNull();
     expect(await post.innerText()).toMatch(/permanent: .*422/);
-    await page.locator('.graph svg a[href="#node-shape"]').click();
+    await page.locator('.graph.across svg a[href="#node-shape"]').click();
     await page.locator('#node-shape summary').click();
     const shape = await page.locator('#node-shape').innerText();
     expect(shape).toContain('"refund": "R-1001"');
@@ -253,9 +272,16 @@ describe("a run's page, in a headless browser", () => {
     await page.screenshot({ path: path.join(SHOTS, 'run-page.png'), fullPage: true });
     expect(outside).toEqual([]);
 
-    // At phone width nothing is wider than the screen.
+    // At phone width nothing is wider than the screen, and the graph runs down it, every node in view whole.
     await page.setViewportSize({ width: 400, height: 900 });
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(400);
+    expect(await page.locator('.graph.across').isVisible()).toBe(false);
+    for (const node of ['shape', 'post', 'confirm']) {
+      const box = await page.locator(`.graph.down svg a[href="#node-${node}"] rect`).boundingBox();
+      expect(box!.x + box!.width, node).toBeLessThanOrEqual(400);
+    }
+    // Each box says its status whole, before the operation's name.
+    expect(await page.locator('.graph.down svg a[href="#node-post"] text').nth(1).textContent()).toMatch(/^failed · /);
     await page.screenshot({ path: path.join(SHOTS, 'run-page-400.png'), fullPage: true });
 
     // Replayed from the page once the ERP takes it: the new run's page, reached without signing in.
@@ -266,7 +292,93 @@ describe("a run's page, in a headless browser", () => {
       await page.reload();
       expect(await page.locator('h1').innerText()).toBe('Refunds to the ERP succeeded');
     });
-    expect(await page.locator('.graph svg a[href="#node-confirm"] title').textContent()).toBe('confirm: succeeded');
+    expect(await page.locator('.graph.across svg a[href="#node-confirm"] title').textContent()).toBe(
+      'confirm: succeeded',
+    );
+    await page.close();
+  });
+
+  it('shows a loop whose items failed at a glance, and the run as handled, not succeeded', async () => {
+    await tenant.publish({
+      key: 'lines-to-erp',
+      name: 'Lines to the ERP',
+      trigger: { type: 'webhook', config: {} },
+      nodes: [
+        {
+          id: 'lines',
+          operation: 'loop',
+          config: { items: '{{ $input.body.lines }}', concurrency: 1, onItemFailure: 'continue' },
+          nodes: [
+            {
+              id: 'send',
+              operation: 'http.request',
+              config: { method: 'POST', url: '{{ $vars.ERP_URL }}/lines', body: '{{ $item }}' },
+              retry: { maxAttempts: 1 },
+            },
+          ],
+        },
+      ],
+      edges: [{ from: 'trigger', to: 'lines' }],
+    });
+    erpRefuses = false;
+    erp.script({ status: 200 }, { status: 500 }, { status: 200 });
+    const delivered = await sendWebhook(env.url, 'run-pages', 'lines-to-erp', { lines: ['a', 'b', 'c'] });
+    expect((await tenant.settledRun(delivered.body.runId)).status).toBe('handled');
+    const link = await tenant.call('POST', `/api/v1/runs/${delivered.body.runId}/page-link`, {});
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    await page.goto(link.body.url);
+    expect(await page.locator('h1').innerText()).toBe('Lines to the ERP handled');
+    expect(await page.locator('.graph.across svg a[href="#node-lines"] title').textContent()).toBe(
+      'lines: succeeded, 1 of 3 items failed',
+    );
+    const loop = page.locator('#node-lines');
+    expect(await loop.getAttribute('open')).not.toBeNull();
+    expect(await loop.locator('summary').innerText()).toContain('1 of 3 items failed');
+    await page.screenshot({ path: path.join(SHOTS, 'run-page-loop.png'), fullPage: true });
+    await page.close();
+    erpRefuses = true;
+  });
+
+  it('links a call to the run it started and back, and shows how long a wait and a call took', async () => {
+    await tenant.publish({
+      key: 'slow-child',
+      name: 'Slow child',
+      trigger: { type: 'webhook', config: {} },
+      nodes: [
+        { id: 'pause', operation: 'wait', config: { for: '1s' } },
+        { id: 'double', operation: 'transform', config: { expression: '{{ $input.body.n * 2 }}' } },
+      ],
+      edges: [
+        { from: 'trigger', to: 'pause' },
+        { from: 'pause', to: 'double' },
+      ],
+    });
+    await tenant.publish({
+      key: 'caller',
+      name: 'Caller',
+      trigger: { type: 'webhook', config: {} },
+      nodes: [{ id: 'call', operation: 'call', config: { flow: 'slow-child', input: { n: 2 } } }],
+      edges: [{ from: 'trigger', to: 'call' }],
+    });
+    const delivered = await sendWebhook(env.url, 'run-pages', 'caller', {});
+    expect((await tenant.settledRun(delivered.body.runId)).status).toBe('succeeded');
+    const link = await tenant.call('POST', `/api/v1/runs/${delivered.body.runId}/page-link`, {});
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    await page.goto(link.body.url);
+    const took = async (node: string) =>
+      Number(/· (\d+) ms$/.exec(await page.locator(`#node-${node} summary`).innerText())![1]);
+    // The call took as long as the run it started, wait included.
+    expect(await took('call')).toBeGreaterThanOrEqual(1000);
+    // Called and woken when the call ended (or looked again): passes, not retries.
+    expect(await page.locator('dl').first().innerText()).toMatch(
+      /Passes\s+(\d+) \(a worker took the run up \1 times\)/,
+    );
+    await page.locator('#node-call summary').click();
+    await page.locator('#node-call a', { hasText: 'run ' }).click();
+    expect(await page.locator('h1').innerText()).toBe('Slow child succeeded');
+    expect(await took('pause')).toBeGreaterThanOrEqual(1000);
+    await page.locator('dl').first().getByRole('link').click();
+    expect(await page.locator('h1').innerText()).toBe('Caller succeeded');
     await page.close();
   });
 
@@ -317,7 +429,7 @@ describe("a run's page, in a headless browser", () => {
     await page.fill('#client_secret', operator.credentials.client_secret);
     await page.click('button[type=submit]');
     // A failed run's job is failed; its card names the flow by key once the dashboard has looked it up.
-    const name = `run-pages · refunds-to-erp v1 · run ${failedRun.runId.slice(0, 8)}`;
+    const name = `run-pages · refunds-to-erp v1 · run …${failedRun.runId.slice(-8)}`;
     await eventually(async () => {
       await page.goto(`${env.url}/admin/queues/queue/runs?status=failed`);
       await page.getByText('Loading...').waitFor({ state: 'hidden' });

@@ -611,7 +611,7 @@ describe('PlatformGlobal and PlatformTenantGlobal', () => {
 });
 
 describe('DataSpace', () => {
-  it('keeps mapping tables that flows read with $lookup and write with dataspace.put', async () => {
+  it('keeps mapping tables that flows read with $document and write with dataspace.put', async () => {
     const shop = await env.tenant('shop-d');
     expect(
       (await shop.call('PUT', '/api/v1/data-spaces/skus', { description: 'Shopify SKU to ERP item' })).status,
@@ -650,7 +650,7 @@ describe('DataSpace', () => {
         {
           id: 'map',
           operation: 'transform',
-          config: { expression: '{{ {"sku": $input.body.sku, "item": $lookup("skus", $input.body.sku).item} }}' },
+          config: { expression: '{{ {"sku": $input.body.sku, "item": $document("skus", $input.body.sku).item} }}' },
         },
         {
           id: 'remember',
@@ -983,5 +983,18 @@ describe('LowCodeAction: tenant-defined actions', () => {
 
     expect((await shop.call('DELETE', path)).status).toBe(204);
     expect((await shop.call('GET', `${path}/versions/2`)).status).toBe(404);
+    const gone = await sendWebhook(env.url, 'shop-a', 'net', { total: 10, discount: 2.5 });
+    expect(await shop.settledRun(gone.body.runId)).toMatchObject({
+      status: 'failed',
+      error: { node: 'latest', message: 'there is no action net-amount' },
+    });
+    // Saved again, the name is a new action: no process runs what it compiled of the deleted one.
+    const again = await shop.call('PUT', path, { expression: '{"net": 0}', inputSchema, outputSchema });
+    expect(again.body.version).toBe(1);
+    const renewed = await sendWebhook(env.url, 'shop-a', 'net', { total: 10, discount: 2.5 });
+    expect((await shop.settledRun(renewed.body.runId)).steps.map((step: any) => step.output)).toEqual([
+      { net: 0 },
+      { net: 0 },
+    ]);
   });
 });

@@ -103,14 +103,14 @@ describe('tenant expressions', () => {
     expect(succeeded.steps).toMatchObject([{ nodeId: 'map', output: 'one run each' }]);
   });
 
-  it('$lookup reads data spaces from the sandbox too', async () => {
+  it('$document reads data spaces from the sandbox too', async () => {
     expect((await acme.call('PUT', '/api/v1/data-spaces/rates', {})).status).toBe(201);
     expect(
       (await acme.call('PUT', '/api/v1/data-spaces/rates/documents/EUR', { value: { rate: 2 } })).status,
     ).toBeLessThan(300);
     const answer = await testRun(
       acme,
-      transform('{{ $map([1, 2], function($n) { $n * $lookup("rates", "EUR").rate }) }}'),
+      transform('{{ $map([1, 2], function($n) { $n * $document("rates", "EUR").rate }) }}'),
     );
     expect(answer.body).toMatchObject({ status: 'succeeded', steps: [{ output: [2, 4] }] });
   });

@@ -48,7 +48,7 @@ export function alertRoutes({ store, keyring, http }: ApiContext) {
     defineRoute({
       method: 'post',
       path: channels,
-      tag: 'Logs',
+      tag: 'Alert',
       scope: 'alerts:write',
       summary: 'Add an alert channel: a signed webhook, or a Slack-style incoming webhook',
       description:
@@ -87,7 +87,7 @@ export function alertRoutes({ store, keyring, http }: ApiContext) {
     defineRoute({
       method: 'get',
       path: channels,
-      tag: 'Logs',
+      tag: 'Alert',
       scope: 'alerts:read',
       summary: 'List alert channels',
       query: pageQuery,
@@ -97,7 +97,7 @@ export function alertRoutes({ store, keyring, http }: ApiContext) {
     defineRoute({
       method: 'get',
       path: `${channels}/{id}`,
-      tag: 'Logs',
+      tag: 'Alert',
       scope: 'alerts:read',
       summary: 'Get an alert channel',
       params: idParams,
@@ -111,7 +111,7 @@ export function alertRoutes({ store, keyring, http }: ApiContext) {
     defineRoute({
       method: 'post',
       path: `${channels}/{id}/test`,
-      tag: 'Logs',
+      tag: 'Alert',
       scope: 'alerts:write',
       summary: 'Send a test alert to a channel now, and say how it was answered',
       description:
@@ -153,7 +153,7 @@ export function alertRoutes({ store, keyring, http }: ApiContext) {
     defineRoute({
       method: 'delete',
       path: `${channels}/{id}`,
-      tag: 'Logs',
+      tag: 'Alert',
       scope: 'alerts:write',
       summary: 'Delete an alert channel (its pending alerts are not sent)',
       params: idParams,
@@ -167,7 +167,7 @@ export function alertRoutes({ store, keyring, http }: ApiContext) {
     defineRoute({
       method: 'post',
       path: rules,
-      tag: 'Logs',
+      tag: 'Alert',
       scope: 'alerts:write',
       summary: 'Add an alert rule: when to alert (a run failed, failures in a window, a message held) and where',
       description:
@@ -184,7 +184,7 @@ export function alertRoutes({ store, keyring, http }: ApiContext) {
     defineRoute({
       method: 'get',
       path: rules,
-      tag: 'Logs',
+      tag: 'Alert',
       scope: 'alerts:read',
       summary: 'List alert rules',
       query: pageQuery,
@@ -194,7 +194,7 @@ export function alertRoutes({ store, keyring, http }: ApiContext) {
     defineRoute({
       method: 'get',
       path: `${rules}/{id}`,
-      tag: 'Logs',
+      tag: 'Alert',
       scope: 'alerts:read',
       summary: 'Get an alert rule',
       params: idParams,
@@ -208,7 +208,7 @@ export function alertRoutes({ store, keyring, http }: ApiContext) {
     defineRoute({
       method: 'put',
       path: `${rules}/{id}`,
-      tag: 'Logs',
+      tag: 'Alert',
       scope: 'alerts:write',
       summary: 'Replace an alert rule (its counting goes on where it was)',
       params: idParams,
@@ -224,7 +224,7 @@ export function alertRoutes({ store, keyring, http }: ApiContext) {
     defineRoute({
       method: 'delete',
       path: `${rules}/{id}`,
-      tag: 'Logs',
+      tag: 'Alert',
       scope: 'alerts:write',
       summary: 'Delete an alert rule',
       params: idParams,
@@ -237,7 +237,7 @@ export function alertRoutes({ store, keyring, http }: ApiContext) {
     defineRoute({
       method: 'get',
       path: '/api/v1/alerts',
-      tag: 'Logs',
+      tag: 'Alert',
       scope: 'alerts:read',
       summary: 'List the alerts sent, newest first, with their delivery to each channel',
       query: pageQuery,

@@ -5,6 +5,7 @@ import {
   statusEnums,
   type OperationInfo,
 } from '../../engine/model/index.ts';
+import { namedKinds } from '../../engine/nodes/index.ts';
 import type { OperationRegistry } from '../../engine/plugins/index.ts';
 import type { ApiContext } from '../context.ts';
 import { connectionSchema, defineRoute, wholeList } from '../route.ts';
@@ -13,6 +14,7 @@ import { connectionSchema, defineRoute, wholeList } from '../route.ts';
 export function operationInfos(registry: OperationRegistry): OperationInfo[] {
   return registry.list().map(({ definition }) => ({
     name: definition.name,
+    kind: 'operation',
     version: definition.version,
     title: definition.title,
     description: definition.description,
@@ -28,8 +30,25 @@ export function operationInfos(registry: OperationRegistry): OperationInfo[] {
  * What a builder UI renders from (seed tags LowCodeAction and Metadata): the registered operations,
  * and the very JSON Schemas and enums the server validates with.
  */
-export function metadataRoutes({ compile }: ApiContext) {
-  const operations = operationInfos(compile.registry);
+export function metadataRoutes({ compile, build }: ApiContext) {
+  // Everything a node may name in `operation`: the registered operations, then the kinds of node the engine runs.
+  const operations = [
+    ...operationInfos(compile.registry),
+    ...namedKinds().map(
+      (kind): OperationInfo => ({
+        name: kind.name,
+        kind: 'node',
+        version: build.version,
+        title: kind.title,
+        description: kind.description,
+        configSchema: kind.configSchema as Record<string, unknown>,
+        deprecated: false,
+        successor: null,
+        sideEffects: kind.sideEffects,
+        fanOut: false,
+      }),
+    ),
+  ];
   return [
     defineRoute({
       method: 'get',
@@ -38,7 +57,10 @@ export function metadataRoutes({ compile }: ApiContext) {
       scope: 'flows:read',
       summary: 'List the operations a node can run, with their config schemas',
       responses: {
-        200: { description: 'Every registered operation, in one page.', schema: connectionSchema(operationInfoSchema) },
+        200: {
+          description: 'Every registered operation and every kind of node the engine runs, in one page.',
+          schema: connectionSchema(operationInfoSchema),
+        },
       },
       handle: async () => ({ body: wholeList(operations) }),
     }),

@@ -23,11 +23,12 @@ export function alertText(rule: Pick<CheckedAlertRule, 'name' | 'condition'>, fi
   const flow = sample?.flowKey ? ` of ${sample.flowKey}` : '';
   const latest = sample?.errorKind ? ` (latest: ${sample.errorKind}${sample.node ? ` in ${sample.node}` : ''})` : '';
   const { condition } = rule;
+  const failed = condition.kind !== 'message-held' && condition.includeHandled ? 'failed or handled' : 'failed';
   const said =
     condition.kind === 'run-failed'
-      ? `${count} ${runs}${flow} failed${latest}`
+      ? `${count} ${runs}${flow} ${failed}${latest}`
       : condition.kind === 'failure-rate'
-        ? `${count} ${runs} failed within ${condition.windowSeconds} s${latest}`
+        ? `${count} ${runs} ${failed} within ${condition.windowSeconds} s${latest}`
         : `${count} ${count === 1 ? 'message has' : 'messages have'} been held for over ${condition.olderThanSeconds} s`;
   return `[${rule.name}] ${said}`;
 }

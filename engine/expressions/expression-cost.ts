@@ -43,6 +43,8 @@ const LINEAR_FUNCTIONS = new Set([
   'millis',
   'lookup',
   'append',
+  // The product's: one read of a data space's document.
+  'document',
 ]);
 
 const OPERATORS = new Set(['+', '-', '*', '/', '%', '=', '!=', '<', '<=', '>', '>=', '&', 'and', 'or', 'in']);

@@ -7,17 +7,36 @@ import type { ExpressionSandbox, Lookup } from './sandbox.ts';
 /** The tenant whose expression is evaluated: a symbol, so that JSONata does not bind it as a variable. */
 export const TENANT = Symbol('tenant');
 
-export type Bindings = Record<string, unknown> & { lookup?: Lookup; [TENANT]?: string };
+/** The product's own function: `$document(space, key)`, a document's value from one of the tenant's data spaces. */
+export const DOCUMENT = 'document';
+
+/**
+ * Every name an expression may find bound besides JSONata's own functions: `input` (the context, also `$input`), a
+ * run's `steps`, `vars`, `secrets` and `platform`, `item` and `index` in a loop's body, `failure` on an error path,
+ * and `document`, a data space's reader. None may be the name of a JSONata function (a test checks each against
+ * the library): the binding would hide the function.
+ */
+export const BOUND_NAMES = [
+  'input',
+  'steps',
+  'vars',
+  'secrets',
+  'platform',
+  'item',
+  'index',
+  'failure',
+  DOCUMENT,
+] as const;
+
+export type Bindings = { [name in Exclude<(typeof BOUND_NAMES)[number], typeof DOCUMENT>]?: unknown } & {
+  document?: Lookup;
+  [TENANT]?: string;
+};
 
 /** `$vars.ERP_URL`, `$steps.map.id`: a binding and plain field names, the commonest expressions. */
 const PLAIN_PATH = /^\$([A-Za-z_][A-Za-z0-9_]*)((?:\.[A-Za-z_][A-Za-z0-9_]*)*)$/;
 /** Signals that a plain path met an array, where JSONata's sequence rules apply. */
 const NEEDS_JSONATA = Symbol('needs JSONata');
-/**
- * The bindings of a run (with `$item` and `$index` in a loop's body, `$error` on an error path); an
- * expression in the sandbox is sent those it mentions (and always its input).
- */
-const BINDINGS = ['steps', 'vars', 'secrets', 'platform', 'item', 'index', 'error'] as const;
 /**
  * The most values (objects, arrays, strings, numbers...) an expression evaluated here may read: its
  * time is linear in them, about a microsecond each in JSONata, so this keeps an evaluation to a few
@@ -34,8 +53,11 @@ export const MAX_INLINE_VALUES = 4000;
 export class Expression {
   private readonly compiled?: jsonata.Expression;
   private readonly path?: { binding: string; fields: string[] };
-  /** The bindings it reads besides its input: sent to the sandbox, or measured before evaluating here. */
-  private readonly reads: readonly (typeof BINDINGS)[number][];
+  /**
+   * Every `$name` it mentions but `$input` and `$document`: of those, the bindings given are sent to the sandbox, or
+   * measured before evaluating here.
+   */
+  private readonly reads: readonly (typeof BOUND_NAMES)[number][];
   /** Evaluated in the sandbox whatever its input (not bounded by it). */
   private readonly unbounded: boolean;
   /** The nodes it reads and the functions it calls that nothing defines, for the checks at publish. */
@@ -55,7 +77,7 @@ export class Expression {
     const cost = expressionCost(ast);
     this.unbounded = !cost.inline;
     if (cost.inline) this.compiled = compiled;
-    this.reads = BINDINGS.filter((name) => cost.variables.has(name));
+    this.reads = BOUND_NAMES.filter((name) => cost.variables.has(name) && name !== 'input' && name !== DOCUMENT);
   }
 
   /** Evaluated in the sandbox (not bounded by its input). */
@@ -91,7 +113,7 @@ export class Expression {
 
   /** A plain path read directly, with JSONata's result wherever no array is involved. */
   private walk(bindings: Bindings): unknown {
-    let value: unknown = bindings[this.path!.binding];
+    let value: unknown = (bindings as Record<string, unknown>)[this.path!.binding];
     for (const field of this.path!.fields) {
       if (Array.isArray(value)) return NEEDS_JSONATA;
       if (value === null || typeof value !== 'object') return undefined;
@@ -103,14 +125,18 @@ export class Expression {
   /** Sends what it reads to the sandbox; a large body not parsed yet goes as its text, for the sandbox to parse. */
   private evaluateIsolated(bindings: Bindings, largeBody?: JsonText): Promise<unknown> {
     const sent: Record<string, unknown> = { input: largeBody ? withoutBody(bindings.input as object) : bindings.input };
-    for (const name of this.reads) sent[name] = bindings[name];
-    return this.sandbox.evaluate(this.source, sent, { lookup: bindings.lookup, tenant: bindings[TENANT], largeBody });
+    for (const name of this.reads) if (bindings[name] !== undefined) sent[name] = bindings[name];
+    return this.sandbox.evaluate(this.source, sent, {
+      document: bindings.document,
+      tenant: bindings[TENANT],
+      largeBody,
+    });
   }
 
   private async evaluateHere(bindings: Bindings): Promise<unknown> {
     const { timeoutMs } = this.sandbox.limits;
     let timer: NodeJS.Timeout | undefined;
-    // JSONata's own timeout is cooperative; the race also bounds time spent waiting on `$lookup`.
+    // JSONata's own timeout is cooperative; the race also bounds time spent waiting on `$document`.
     const deadline = new Promise<never>((_, reject) => {
       timer = setTimeout(
         () => reject(permanent(`expression timed out after ${timeoutMs} ms: ${this.source}`)),
@@ -118,7 +144,7 @@ export class Expression {
       );
     });
     try {
-      return await Promise.race([this.compiled!.evaluate(bindings.input ?? {}, bindings), deadline]);
+      return await Promise.race([this.compiled!.evaluate(bindings.input, bindings), deadline]);
     } catch (error) {
       throw expressionFailure(this.source, error);
     } finally {
@@ -127,12 +153,10 @@ export class Expression {
   }
 }
 
-/** An input's fields but its body, read without reading the body. */
+/** An input's fields, its body null (in its place: JSONata keeps the order of keys), read without reading the body. */
 const withoutBody = (input: object) =>
   Object.fromEntries(
-    Object.keys(input)
-      .filter((key) => key !== 'body')
-      .map((key) => [key, (input as Record<string, unknown>)[key]]),
+    Object.keys(input).map((key) => [key, key === 'body' ? null : (input as Record<string, unknown>)[key]]),
   );
 
 /** Values counted so far, per object (a run's input and outputs do not change once made). */
@@ -194,6 +218,8 @@ export function truthy(value: unknown): boolean {
     case 'string':
       return value.length > 0;
     case 'number':
+      // As JSONata, which refuses `1/0` as a condition or an argument (D1001).
+      if (!Number.isFinite(value)) throw permanent(`a condition gave a number out of range: ${value}`);
       return value !== 0;
     case 'object':
       return Object.keys(value).length > 0;

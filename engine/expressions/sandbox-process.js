@@ -36,20 +36,21 @@ function reply(message) {
 
 /** @param {Extract<SandboxRequest, { kind: 'evaluate' }>} request */
 async function evaluate(request) {
-  const { id, source, bindings, inputBody, limits } = request;
+  const { id, source, bindings, inputBody, documents, limits } = request;
   try {
     const expression = compile(source, limits.timeoutMs, limits.maxDepth);
-    const input = /** @type {Record<string, unknown>} */ (bindings.input ?? {});
-    if (inputBody !== undefined) input.body = JSON.parse(inputBody);
-    // `$lookup` reads the tenant's data spaces through the parent, which holds the store.
+    const { input } = bindings;
+    // In its place: the parent sent it null, and JSONata keeps the order of keys.
+    if (inputBody !== undefined) /** @type {Record<string, unknown>} */ (input).body = JSON.parse(inputBody);
+    // `$document` reads the tenant's data spaces through the parent, which holds the store.
     /** @param {unknown} space @param {unknown} key */
-    const lookup = (space, key) =>
+    const document = (space, key) =>
       new Promise((resolve) => {
         const lookupId = nextLookup++;
         lookups.set(lookupId, resolve);
-        reply({ kind: 'lookup', id, lookupId, space, key });
+        reply({ kind: 'document', id, lookupId, space, key });
       });
-    const value = await expression.evaluate(input, { ...bindings, lookup });
+    const value = await expression.evaluate(input, documents ? { ...bindings, document } : bindings);
     const json = JSON.stringify(value);
     if (json !== undefined && json.length > limits.maxResultBytes) {
       return reply({

@@ -16,6 +16,7 @@ export interface SandboxLimits {
 }
 
 type SandboxBindings = Record<string, unknown>;
+/** `$document(space, key)`: a document's value from one of the tenant's data spaces (undefined when absent). */
 export type Lookup = (space: unknown, key: unknown) => Promise<unknown> | unknown;
 
 export type SandboxRequest =
@@ -26,13 +27,15 @@ export type SandboxRequest =
       bindings: SandboxBindings;
       /** The JSON text of `bindings.input.body`, when it is sent as text. */
       inputBody?: string;
+      /** Whether `$document` is bound: in a run, not in an action. */
+      documents: boolean;
       limits: Pick<SandboxLimits, 'timeoutMs' | 'maxDepth' | 'maxResultBytes'>;
     }
-  | { kind: 'lookup'; id: number; lookupId: number; value: unknown };
+  | { kind: 'document'; id: number; lookupId: number; value: unknown };
 
 export type SandboxReply =
   | { kind: 'ready' }
-  | { kind: 'lookup'; id: number; lookupId: number; space: unknown; key: unknown }
+  | { kind: 'document'; id: number; lookupId: number; space: unknown; key: unknown }
   | { kind: 'result'; id: number; json?: string; error?: { limit?: 'time' | 'result'; message: string } };
 
 interface Evaluation {
@@ -41,7 +44,7 @@ interface Evaluation {
   bindings: SandboxBindings;
   /** The JSON text of `bindings.input.body`. */
   inputBody?: string;
-  lookup?: Lookup;
+  document?: Lookup;
   resolve(value: unknown): void;
   reject(error: Error): void;
 }
@@ -75,11 +78,11 @@ export class ExpressionSandbox {
   evaluate(
     source: string,
     bindings: SandboxBindings,
-    { lookup, tenant = '', largeBody }: { lookup?: Lookup; tenant?: string; largeBody?: JsonText } = {},
+    { document, tenant = '', largeBody }: { document?: Lookup; tenant?: string; largeBody?: JsonText } = {},
   ): Promise<unknown> {
     if (this.closed) return Promise.reject(retryable('the expression sandbox is closed'));
     return new Promise((resolve, reject) => {
-      const evaluation = { id: this.nextId++, source, bindings, inputBody: largeBody?.text, lookup, resolve, reject };
+      const evaluation = { id: this.nextId++, source, bindings, inputBody: largeBody?.text, document, resolve, reject };
       const queue = this.waiting.get(tenant);
       if (queue) queue.push(evaluation);
       else this.waiting.set(tenant, [evaluation]);
@@ -181,7 +184,7 @@ class SandboxProcess {
         done();
       };
       const onMessage = (reply: SandboxReply) => {
-        if (reply.kind === 'lookup') return void this.answerLookup(evaluation, reply);
+        if (reply.kind === 'document') return void this.answerLookup(evaluation, reply);
         if (reply.kind !== 'result' || reply.id !== evaluation.id) return;
         finish();
         if (!reply.error) evaluation.resolve(reply.json === undefined ? undefined : JSON.parse(reply.json));
@@ -201,6 +204,7 @@ class SandboxProcess {
         source: evaluation.source,
         bindings: evaluation.bindings,
         inputBody: evaluation.inputBody,
+        documents: evaluation.document !== undefined,
         limits: { timeoutMs, maxDepth, maxResultBytes },
       });
     });
@@ -218,10 +222,10 @@ class SandboxProcess {
     return this.child.exitCode === null && this.child.signalCode === null && this.child.kill('SIGKILL');
   }
 
-  private answerLookup(evaluation: Evaluation, request: Extract<SandboxReply, { kind: 'lookup' }>) {
-    Promise.resolve(evaluation.lookup?.(request.space, request.key)).then(
-      (value) => this.send({ kind: 'lookup', id: request.id, lookupId: request.lookupId, value }),
-      () => this.send({ kind: 'lookup', id: request.id, lookupId: request.lookupId, value: undefined }),
+  private answerLookup(evaluation: Evaluation, request: Extract<SandboxReply, { kind: 'document' }>) {
+    Promise.resolve(evaluation.document?.(request.space, request.key)).then(
+      (value) => this.send({ kind: 'document', id: request.id, lookupId: request.lookupId, value }),
+      () => this.send({ kind: 'document', id: request.id, lookupId: request.lookupId, value: undefined }),
     );
   }
 

@@ -1,6 +1,6 @@
-import { type FieldError, jsonPath, suggestion } from '../model/index.ts';
-import { describeSyntaxError, Expression, type Bindings } from './expression.ts';
-import { JSONATA_FUNCTIONS } from './expression-reads.ts';
+import { type FieldError, jsonPath } from '../model/index.ts';
+import { describeSyntaxError, DOCUMENT, Expression, type Bindings } from './expression.ts';
+import { unknownFunction } from './expression-reads.ts';
 import type { ExpressionSandbox } from './sandbox.ts';
 
 /**
@@ -109,10 +109,10 @@ export class TemplateCompiler {
       const expression = new Expression(source.trim(), this.sandbox);
       this.collectReferences(source, path);
       for (const name of expression.syntaxReads.steps) this.reads.push({ kind: 'steps', name, path });
-      for (const name of expression.syntaxReads.unknownFunctions)
-        this.errors.push(
-          this.error(path, `calls $${name}, which JSONata does not have${suggestion(name, JSONATA_FUNCTIONS, '$')}`),
-        );
+      // A run binds `$document` (data spaces); an action's expression has JSONata's functions alone.
+      for (const name of expression.syntaxReads.unknownFunctions.filter((name) => name !== DOCUMENT))
+        this.errors.push(this.error(path, unknownFunction(name)));
+      for (const message of expression.syntaxReads.renamed) this.errors.push(this.error(path, message));
       return expression;
     } catch (error) {
       this.errors.push(this.error(path, `expression does not compile: ${describeSyntaxError(error)}`));

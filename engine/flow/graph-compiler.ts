@@ -129,7 +129,9 @@ export class GraphCompiler {
     const order = graphOrder(documents, incoming, entry, at, errors);
     this.graphs.set(at, { owner, ancestors: ancestorsOf(order, incoming, entry) });
     if (errors.length > before) return undefined;
-    const errorPaths = new Set(edges.filter((edge) => edge.on === 'error').map((edge) => edge.from));
+    const errorPaths = new Map<string, CompiledEdge[]>();
+    for (const edge of [...incoming.values()].flat())
+      if (edge.on === 'error') errorPaths.set(edge.from, [...(errorPaths.get(edge.from) ?? []), edge]);
     return { entry, nodes: order.map((id) => compiled.get(id)!), errorPaths };
   }
 

@@ -126,8 +126,9 @@ export const flowEdgeSchema = {
       enum: ['success', 'error'],
       description:
         'success (the default): followed once `from` succeeds. error: an error path, followed when `from` fails ' +
-        'for good (a permanent error, or its last retry), with the error as $error ({kind, message, nodeId, ' +
-        'attempts}); the run then ends handled instead of failed.',
+        'for good (a permanent error, or its last retry) and its `when`, if any, holds, with the failure as ' +
+        '$failure ({kind, message, nodeId, attempts}); the run then ends handled instead of failed. A failure no ' +
+        'error path takes fails the run.',
     },
   },
 } as const;

@@ -57,6 +57,7 @@ export const callKind: NodeKind<CallSpec> = {
       `The called run is a run of its own, with parentRunId; GET /runs?parentRunId= lists a run's calls. Calls nest ` +
       `at most ${MAX_CALL_DEPTH} deep. A test run does not call: it shows what it would call.`,
     configSchema: callConfigSchema,
+    sideEffects: true,
   },
   claims: (node) => node.operation === CALL,
   compile: compileCall,
@@ -91,13 +92,14 @@ async function runCall(host: NodeHost, node: CompiledNode<CallSpec>, call: NodeC
       trace: call.trace,
     });
     if (!started) throw permanent(`flow ${flow} is not active: there is nothing to call`);
-    return { runId: started, calledAt: Date.now() };
+    return { runId: started, calledAt: new Date().toISOString() };
   });
   const found = await host.options.store.getRun(run.tenantId, runId);
   if (!found) throw permanent(`the called run ${runId} of flow ${flow} is gone`);
   const { run: called, steps } = found;
   if (!isTerminal(called.status)) {
-    const waited = Date.now() - calledAt;
+    // Checkpoints made before calledAt was ISO 8601 hold epoch milliseconds: Date reads both.
+    const waited = Date.now() - new Date(calledAt).getTime();
     throw later(`waits for run ${runId} of flow ${flow}`, {
       retryAfterMs: Math.min(CALL_RECHECK_MS, Math.max(FIRST_RECHECK_MS, waited)),
     });

@@ -21,9 +21,14 @@ export async function isActivated(
   failed: ReadonlySet<string>,
   bindings: Bindings,
 ): Promise<boolean> {
-  for (const edge of node.incoming) {
-    if (!(edge.on === 'error' ? failed : done).has(edge.from)) continue;
-    if (!edge.when || truthy(await edge.when.evaluate(bindings))) return true;
-  }
+  return anyHolds(
+    node.incoming.filter((edge) => (edge.on === 'error' ? failed : done).has(edge.from)),
+    bindings,
+  );
+}
+
+/** Whether one of `edges` may be followed: it has no condition, or its condition holds. */
+export async function anyHolds(edges: readonly CompiledEdge[], bindings: Bindings): Promise<boolean> {
+  for (const edge of edges) if (!edge.when || truthy(await edge.when.evaluate(bindings))) return true;
   return false;
 }

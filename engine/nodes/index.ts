@@ -2,7 +2,7 @@
  * The kinds of node: the NodeKind contract (compiled at publish, run in a pass), what a pass lends
  * a node (NodeHost, RunSink), the kinds themselves and edge conditions.
  */
-export { compileEdge, isActivated } from './edges.ts';
+export { anyHolds, compileEdge, isActivated } from './edges.ts';
 export { kindOf, namedKinds } from './kinds.ts';
 export { MAX_LOOP_ITEMS } from './loop.ts';
 export type { Reply } from './reply.ts';
@@ -13,6 +13,7 @@ export type {
   EdgeDocument,
   GraphOutcome,
   GraphScope,
+  HandledFailures,
   NodeCall,
   NodeDocument,
   NodeHost,

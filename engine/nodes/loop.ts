@@ -43,8 +43,9 @@ export const loopConfigSchema = {
       enum: ['stop', 'continue'],
       default: 'stop',
       description:
-        'stop: an item that fails fails the loop node (items already started finish first); continue: every item ' +
-        'runs, and those that failed are listed in the output.',
+        'stop: an item that fails (and no error path in its body takes the failure) fails the loop node (items ' +
+        'already started finish first); continue: every item runs, and those that failed are listed in the output. ' +
+        'Either way an item that failed makes the run end handled, not succeeded.',
     },
   },
 } as const;
@@ -59,10 +60,13 @@ export interface LoopSpec {
   body: CompiledGraph;
 }
 
-/** What a loop node outputs: each item's result in order (its body's last output), and the items that failed. */
+/**
+ * What a loop node outputs: each item's result in order (its body's last output), and the items in which a node
+ * failed for good: `handled` when an error path in the body took the failure (the result is that path's output).
+ */
 export interface LoopOutput {
   results: unknown[];
-  failed: Array<{ index: number; key?: string; error: ErrorRecord }>;
+  failed: Array<{ index: number; key?: string; error: ErrorRecord; handled: boolean }>;
 }
 
 const configValidator = new SchemaValidator<LoopConfig>(loopConfigSchema, 'loop config');
@@ -83,15 +87,21 @@ export const loopKind: NodeKind<LoopSpec> = {
       "item's index (or key): a retry or a crash repeats no completed step, and each side effect carries its own " +
       'idempotency key, <run>.<loop>[<index or key>].<node>. An item that waits for a retry does not hold up the ' +
       'others. Output: {"results": [...], "failed": [...]}: each item\'s result in order (its body\'s last output; ' +
-      'null where it failed or a filter stopped it) and the items that failed, with their error. At most ' +
+      'null where it failed or a filter stopped it) and the items in which a node failed, with the error and ' +
+      '"handled" (an error path in the body took it). A run with a failed item ends handled. At most ' +
       `${MAX_LOOP_ITEMS} items; a loop cannot be inside a loop, nor a fan-out operation.`,
     configSchema: loopConfigSchema,
+    sideEffects: false,
   },
   claims: (node) => node.operation === LOOP,
   compile: compileLoop,
   checkGraph: nestedLoops,
   // Its body's side effects are checkpointed as they happen; the loop's own output can wait.
   hasSideEffects: () => false,
+  handledIn: (output) => {
+    const { failed } = output as LoopOutput;
+    return failed.length > 0 ? { first: failed[0].error, count: failed.length } : undefined;
+  },
   runner: (host) => ({ run: (node, call) => runLoop(host, node, call) }),
 };
 
@@ -140,10 +150,13 @@ async function runLoop(host: NodeHost, node: CompiledNode<LoopSpec>, call: NodeC
 
   const output: LoopOutput = { results: new Array(items.length).fill(null), failed: [] };
   const waits: Array<Extract<GraphOutcome, { kind: 'wait' }>> = [];
+  const failedItem = (index: number, error: ErrorRecord, handled: boolean) =>
+    output.failed.push(keys ? { index, key: keys[index], error, handled } : { index, error, handled });
+  const stopped = () => spec.onItemFailure === 'stop' && output.failed.some((item) => !item.handled);
   let next = 0;
   const worker = async () => {
-    // In `stop`, an item that fails starts no more items; those running finish.
-    while (next < items.length && !(spec.onItemFailure === 'stop' && output.failed.length > 0)) {
+    // In `stop`, an item that fails (no error path taking it) starts no more items; those running finish.
+    while (next < items.length && !stopped()) {
       const index = next++;
       const itemOutputs = { ...outputs };
       const outcome = await host.runGraph(spec.body, {
@@ -152,9 +165,10 @@ async function runLoop(host: NodeHost, node: CompiledNode<LoopSpec>, call: NodeC
         bindings: { ...bindings, steps: itemOutputs, item: items[index], index },
         trace: call.trace,
       });
-      if (outcome.kind === 'done') output.results[index] = outcome.last ?? null;
-      else if (outcome.kind === 'failed')
-        output.failed.push(keys ? { index, key: keys[index], error: outcome.error } : { index, error: outcome.error });
+      if (outcome.kind === 'done') {
+        output.results[index] = outcome.last ?? null;
+        if (outcome.handled) failedItem(index, outcome.handled.first, true);
+      } else if (outcome.kind === 'failed') failedItem(index, outcome.error, false);
       else if (outcome.kind === 'wait') waits.push(outcome);
       // A filter that stops an item leaves its result null.
     }
@@ -162,7 +176,7 @@ async function runLoop(host: NodeHost, node: CompiledNode<LoopSpec>, call: NodeC
   await Promise.all(Array.from({ length: Math.min(spec.concurrency, items.length) }, worker));
 
   output.failed.sort((a, b) => a.index - b.index);
-  const first = output.failed[0];
+  const first = output.failed.find((item) => !item.handled);
   if (first && spec.onItemFailure === 'stop')
     throw permanent(`item ${first.key ?? first.index} failed at node ${first.error.node}: ${first.error.message}`, {
       details: { failed: output.failed },

@@ -28,8 +28,17 @@ export interface CompiledEdge {
 export interface CompiledGraph {
   entry: string;
   nodes: CompiledNode[];
-  /** The nodes with an error path: their failure is handled, not the graph's end. */
-  errorPaths: ReadonlySet<string>;
+  /**
+   * The error edges leaving each node that has some: a failure one of them takes (its `when`, if any, holds) is
+   * handled, not the graph's end.
+   */
+  errorPaths: ReadonlyMap<string, readonly CompiledEdge[]>;
+}
+
+/** The failures a graph's walk went on past: an error path took them, or a loop ran its other items. */
+export interface HandledFailures {
+  first: ErrorRecord;
+  count: number;
 }
 
 /** A node ready to run: what every node has, and `spec`, the part its kind compiled. */
@@ -86,6 +95,8 @@ export interface NodeKind<Spec = unknown> {
   checkGraph?(nodes: ReadonlyMap<string, CompiledNode>, documents: readonly NodeDocument[], at: string): FieldError[];
   /** Whether completing the node is a side effect, checkpointed at once (else with the pass's next write). */
   hasSideEffects(spec: Spec): boolean;
+  /** The failures its output says it went on past (a loop's failed items): they are the run's too. */
+  handledIn?(output: unknown): HandledFailures | undefined;
   /** What runs this kind's nodes in one pass; made once per pass, when the pass first meets the kind. */
   runner(host: NodeHost): NodeRunner<Spec>;
 }
@@ -95,6 +106,8 @@ export interface NodeKindReference {
   /** Plain text: what the node does, its output, its limits. */
   description: string;
   configSchema: object;
+  /** Whether running it changes something outside the run (calling a flow, answering the sender). */
+  sideEffects: boolean;
 }
 
 /** How a pass goes on after a node: to the nodes after it, or to the run's end (succeeded). */
@@ -134,10 +147,10 @@ export interface NodeCall {
 /** How a graph's walk ended. */
 export type GraphOutcome =
   /**
-   * Every activated node is done; `last` is the output of the last one that ran. `handled`: a node failed
-   * and its error path ran to the end.
+   * Every activated node is done; `last` is the output of the last one that ran. `handled`: nodes failed, and
+   * error paths (or a loop) went on past them.
    */
-  | { kind: 'done'; last: unknown; handled?: ErrorRecord }
+  | { kind: 'done'; last: unknown; handled?: HandledFailures }
   /** A node stopped the walk (a filter): the run (or the loop's item) ends with that status. */
   | { kind: 'stopped'; status: 'filtered' | 'skipped' | 'cancelled' }
   /** A node failed for good, after `attempts` tries. */

@@ -234,7 +234,11 @@ const NAMED_VALUE = /\$(vars|secrets|platform)\.([A-Za-z_][A-Za-z0-9_]*)/g;
 /** The `$vars.X`, `$secrets.X`, `$platform.X` a source reads that the run does not have. */
 function unsetValues(source: string, bindings: Bindings): string[] {
   return [...source.matchAll(NAMED_VALUE)]
-    .filter(([, kind, name]) => (bindings[kind] as Record<string, unknown> | undefined)?.[name] === undefined)
+    .filter(
+      ([, kind, name]) =>
+        (bindings[kind as 'vars' | 'secrets' | 'platform'] as Record<string, unknown> | undefined)?.[name] ===
+        undefined,
+    )
     .map(([reference]) => reference);
 }
 

@@ -52,6 +52,7 @@ export const replyKind: NodeKind<ReplySpec> = {
       'has had its 202 and the reply is only recorded. The run goes on after it. The message is stored before ' +
       'anything runs, as for every delivery. Output: the reply.',
     configSchema: replyConfigSchema,
+    sideEffects: true,
   },
   claims: (node) => node.operation === REPLY,
   compile: compileReply,

@@ -52,6 +52,7 @@ export const waitKind: NodeKind<WaitSpec> = {
       'the queue, and it goes on after a restart as after the wait. When the wait ends is fixed on its first ' +
       `pass. At most ${MAX_WAIT_DAYS} days. Output: {"until": <ISO time>}.`,
     configSchema: waitConfigSchema,
+    sideEffects: false,
   },
   claims: (node) => node.operation === WAIT,
   compile: compileWait,

@@ -1,6 +1,12 @@
 import { LRUCache } from 'lru-cache';
 import { permanent, ValidationError, type FieldError, SchemaValidator } from '../model/index.ts';
-import { describeSyntaxError, Expression, TENANT, type ExpressionSandbox } from '../expressions/index.ts';
+import {
+  describeSyntaxError,
+  Expression,
+  TENANT,
+  type ExpressionSandbox,
+  unknownFunction,
+} from '../expressions/index.ts';
 import type { ActionStore, TenantAction } from '../store/index.ts';
 
 /** A node runs a tenant's action with `"operation": "action:<name>"`. */
@@ -37,6 +43,9 @@ export function compileAction(
   let expression: Expression | undefined;
   try {
     expression = new Expression(action.expression, sandbox);
+    // Refused when saved, not failed at each run: an action has JSONata's functions alone.
+    for (const name of expression.syntaxReads.unknownFunctions)
+      errors.push({ path: `${prefix}.expression`, message: unknownFunction(name) });
   } catch (error) {
     errors.push({ path: `${prefix}.expression`, message: `does not compile: ${describeSyntaxError(error)}` });
   }
@@ -63,11 +72,12 @@ export function compileAction(
 }
 
 /**
- * Runs tenants' actions: each version compiled once (versions are immutable) and kept, least
- * recently used out. Without a version, the latest is read from the store on every run.
+ * Runs tenants' actions: each version compiled once and kept, least recently used out. The version run is read from
+ * the store each time (the latest, or the one pinned): an action deleted and saved again under its name is a new
+ * one, whatever this process compiled before.
  */
 export class ActionRunner {
-  private readonly compiled: LRUCache<string, Promise<CompiledAction>>;
+  private readonly compiled: LRUCache<string, CompiledAction>;
 
   constructor(
     private readonly store: ActionStore,
@@ -84,28 +94,28 @@ export class ActionRunner {
     input: unknown,
     path: string,
   ): Promise<unknown> {
-    const pinned = version ?? (await this.store.getAction(tenantId, name))?.version;
-    if (pinned === undefined) throw permanent(`there is no action ${name}`);
-    const action = await this.load(tenantId, name, pinned);
+    const saved = await this.store.getAction(tenantId, name, version);
+    if (!saved)
+      throw permanent(
+        version === undefined ? `there is no action ${name}` : `action ${name} has no version ${version}`,
+      );
+    const action = this.compiledOf(tenantId, saved);
     action.input.validate(input, `${path}.input`);
     const output = await action.expression.evaluate({ input, [TENANT]: tenantId });
     // An output JSON cannot carry (undefined) is null, as in a node's output.
     const result = output === undefined ? null : output;
-    action.output.validate(result, `action ${name} v${pinned} output`);
+    action.output.validate(result, `action ${name} v${saved.version} output`);
     return result;
   }
 
-  private load(tenantId: string, name: string, version: number): Promise<CompiledAction> {
-    const key = `${tenantId}\0${name}\0${version}`;
-    let entry = this.compiled.get(key);
-    if (!entry) {
-      entry = this.store.getAction(tenantId, name, version).then((action) => {
-        if (!action) throw permanent(`action ${name} has no version ${version}`);
-        return compileAction(action, this.sandbox);
-      });
-      this.compiled.set(key, entry);
-      entry.catch(() => this.compiled.delete(key));
+  /** A saved version is known by its name, number and time of saving: a name saved again is a new action. */
+  private compiledOf(tenantId: string, action: TenantAction): CompiledAction {
+    const key = `${tenantId}\0${action.name}\0${action.version}\0${action.createdAt}`;
+    let compiled = this.compiled.get(key);
+    if (!compiled) {
+      compiled = compileAction(action, this.sandbox);
+      this.compiled.set(key, compiled);
     }
-    return entry;
+    return compiled;
   }
 }

@@ -19,6 +19,8 @@ import {
   type CompiledNode,
   type GraphOutcome,
   type GraphScope,
+  type HandledFailures,
+  anyHolds,
   isActivated,
   type NodeCall,
   type NodeHost,
@@ -100,7 +102,7 @@ export class RunPass implements NodeHost {
       vars,
       secrets: this.secrets,
       platform,
-      lookup: this.lookup,
+      document: this.document,
       [TENANT]: this.state.run.tenantId,
     };
     const outcome = await this.runGraph(this.flow.graph, {
@@ -112,7 +114,7 @@ export class RunPass implements NodeHost {
     switch (outcome.kind) {
       case 'done':
         return outcome.handled
-          ? this.end({ status: 'handled', error: outcome.handled })
+          ? this.end({ status: 'handled', error: { ...outcome.handled.first, failures: outcome.handled.count } })
           : this.end({ status: 'succeeded', error: null });
       case 'stopped':
         return this.end({ status: outcome.status, error: null });
@@ -129,9 +131,9 @@ export class RunPass implements NodeHost {
 
   async runGraph(graph: CompiledGraph, scope: GraphScope): Promise<GraphOutcome> {
     const done = new Set<string>([graph.entry]);
-    /** Nodes that failed for good and have an error path: it runs, with the error as `$error`. */
+    /** Nodes that failed for good and whose error path took the failure: it runs, with the failure as `$failure`. */
     const failed = new Set<string>();
-    let handled: ErrorRecord | undefined;
+    let handled: HandledFailures | undefined;
     const last = graph.nodes[graph.nodes.length - 1];
     // After the flow's last node, the run's end records its checkpoint; a loop item's last node has its own.
     const endsRun = scope.prefix === '';
@@ -141,30 +143,36 @@ export class RunPass implements NodeHost {
       try {
         activated = await isActivated(node, done, failed, scope.bindings);
       } catch (thrown) {
-        // An edge condition that cannot be evaluated is a fault of the flow: retrying evaluates it the same way.
-        const error = this.redactError(toOperationError(thrown));
-        return { kind: 'failed', error: { ...toErrorRecord(error), kind: 'permanent', node: node.id } };
+        return this.conditionFailed(node, thrown);
       }
       if (!activated) continue;
       const key = scope.prefix + node.id;
       const checkpoint = this.checkpoints.get(key);
-      const hasErrorPath = graph.errorPaths.has(node.id);
-      // A failure handled in an earlier pass stays handled: the node is not run again.
+      // A node that failed for good in an earlier pass (a loop's item, or one an error path took) is not run again.
       const outcome =
         checkpoint?.status === 'succeeded'
           ? undefined
-          : checkpoint?.status === 'failed' && hasErrorPath
+          : checkpoint?.status === 'failed'
             ? ({ kind: 'failed', error: checkpoint.error!, attempts: checkpoint.attempts } as const)
             : await this.runNode(node, scope, key, checkpoint);
-      if (outcome?.kind === 'failed' && hasErrorPath) {
-        failed.add(node.id);
-        handled = outcome.error;
-        scope.bindings.error = {
+      if (outcome?.kind === 'failed') {
+        const failure = {
           kind: outcome.error.kind,
           message: outcome.error.message,
           nodeId: node.id,
           attempts: outcome.attempts ?? 1,
         };
+        let taken: boolean;
+        try {
+          taken = await anyHolds(graph.errorPaths.get(node.id) ?? [], { ...scope.bindings, failure });
+        } catch (thrown) {
+          return this.conditionFailed(node, thrown);
+        }
+        // A failure no error path takes ends the walk: the run (or the loop's item) failed.
+        if (!taken) return outcome;
+        failed.add(node.id);
+        handled = withHandled(handled, { first: outcome.error, count: 1 });
+        scope.bindings.failure = failure;
         // As after a success: a side-effecting node's failure is recorded before its error path acts, so a
         // crash in between does not try the node again.
         if (checkpoint?.status !== 'failed' && node.kind.hasSideEffects(node.spec)) await this.save();
@@ -174,12 +182,19 @@ export class RunPass implements NodeHost {
       if (checkpoint?.status === 'succeeded') scope.outputs[node.id] = checkpoint.output;
       done.add(node.id);
       output = scope.outputs[node.id];
+      handled = withHandled(handled, node.kind.handledIn?.(output));
       if (this.runner(node).after?.(node) === 'end') return { kind: 'done', last: output, handled };
       if (checkpoint?.status === 'succeeded') continue;
       // A side effect is recorded before anything else happens.
       if (node.kind.hasSideEffects(node.spec) && !(endsRun && node === last)) await this.save();
     }
     return { kind: 'done', last: output, handled };
+  }
+
+  /** An edge condition that cannot be evaluated is a fault of the flow: retrying evaluates it the same way. */
+  private conditionFailed(node: CompiledNode, thrown: unknown): GraphOutcome {
+    const error = this.redactError(toOperationError(thrown));
+    return { kind: 'failed', error: { ...toErrorRecord(error), kind: 'permanent', node: node.id } };
   }
 
   /** The flow's failure flow, with this run's context; a failure flow's own failures start nothing. */
@@ -200,18 +215,18 @@ export class RunPass implements NodeHost {
     if (!started) this.log().warn({ failureFlow }, 'the failure flow is not active: nothing started');
   }
 
-  /** `$lookup(space, key)`: a document's value from a data space (undefined when absent), read once per pass. */
-  private lookups?: Map<string, Promise<unknown>>;
-  private readonly lookup = (space: unknown, key: unknown): Promise<unknown> | undefined => {
+  /** `$document(space, key)`: a document's value from a data space (undefined when absent), read once per pass. */
+  private documents?: Map<string, Promise<unknown>>;
+  private readonly document = (space: unknown, key: unknown): Promise<unknown> | undefined => {
     if (typeof space !== 'string' || (typeof key !== 'string' && typeof key !== 'number')) return undefined;
     const id = `${space}\0${key}`;
-    this.lookups ??= new Map();
-    let found = this.lookups.get(id);
+    this.documents ??= new Map();
+    let found = this.documents.get(id);
     if (!found) {
       found = this.options.store
         .getDocument(this.state.run.tenantId, space, String(key))
         .then((document) => document?.value);
-      this.lookups.set(id, found);
+      this.documents.set(id, found);
     }
     return found;
   };
@@ -223,13 +238,13 @@ export class RunPass implements NodeHost {
     key: string,
     checkpoint: Step | undefined,
   ): Promise<GraphOutcome | undefined> {
-    const failuresSoFar = checkpoint?.status === 'waiting' ? checkpoint.attempts : 0;
+    const waiting = checkpoint?.status === 'waiting' ? checkpoint : undefined;
     const { tracer } = this.options;
-    if (!scope.trace || !tracer?.enabled) return this.attemptNode(node, scope, key, failuresSoFar);
-    const span = this.nodeSpan(tracer, scope.trace, node, key, failuresSoFar + 1);
+    if (!scope.trace || !tracer?.enabled) return this.attemptNode(node, scope, key, waiting);
+    const span = this.nodeSpan(tracer, scope.trace, node, key, (waiting?.attempts ?? 0) + 1);
     let outcome: GraphOutcome | undefined;
     try {
-      outcome = await this.attemptNode(node, scope, key, failuresSoFar, span.context);
+      outcome = await this.attemptNode(node, scope, key, waiting, span.context);
     } catch (error) {
       span.end('error');
       throw error;
@@ -254,15 +269,19 @@ export class RunPass implements NodeHost {
     });
   }
 
-  /** One attempt at a node (after `failuresSoFar` that will be retried). */
+  /**
+   * One attempt at a node; `waiting`, its checkpoint when an earlier pass left it waiting (a retry, a wait, a call):
+   * its failures so far count, and its step keeps that first start, so that it shows how long the node took.
+   */
   private async attemptNode(
     node: CompiledNode,
     scope: GraphScope,
     key: string,
-    failuresSoFar: number,
+    waiting: Step | undefined,
     trace?: SpanContext,
   ): Promise<GraphOutcome | undefined> {
-    const startedAt = new Date().toISOString();
+    const startedAt = waiting?.startedAt ?? new Date().toISOString();
+    const failuresSoFar = waiting?.attempts ?? 0;
     const attempt = failuresSoFar + 1;
     const step = (status: Step['status'], attempts: number, output: unknown, error: ErrorRecord | null): Step => ({
       runId: this.state.run.id,
@@ -297,7 +316,7 @@ export class RunPass implements NodeHost {
       }
       return fail(
         error.kind === 'retryable'
-          ? { ...record, message: `gave up after ${attempt} attempts: ${record.message}` }
+          ? { ...record, message: `gave up after ${attempt} attempt${attempt === 1 ? '' : 's'}: ${record.message}` }
           : record,
       );
     }
@@ -398,6 +417,10 @@ export class RunPass implements NodeHost {
     }));
   }
 }
+
+/** The failures of two parts of a walk, together: the earlier part's first. */
+const withHandled = (so: HandledFailures | undefined, more: HandledFailures | undefined) =>
+  so && more ? { first: so.first, count: so.count + more.count } : (so ?? more);
 
 /** Exponential backoff with "equal jitter": half fixed, half random, so retries of many runs spread out. */
 function backoff(baseMs: number, attempt: number) {

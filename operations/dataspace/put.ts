@@ -11,7 +11,7 @@ const configSchema = {
   },
 } as const;
 
-/** Writes one document of a data space; read it back in expressions with `$lookup(space, key)`. */
+/** Writes one document of a data space; read it back in expressions with `$document(space, key)`. */
 export const dataSpacePut = defineOperation({
   name: 'dataspace.put',
   title: 'Put a data space document',

@@ -25,6 +25,7 @@ export const operationInfoSchema = {
   additionalProperties: false,
   required: [
     'name',
+    'kind',
     'version',
     'title',
     'description',
@@ -36,6 +37,12 @@ export const operationInfoSchema = {
   ],
   properties: {
     name: { type: 'string', description: 'What a node names in `operation`.' },
+    kind: {
+      enum: ['operation', 'node'],
+      description:
+        'operation: a registered plugin; node: a kind of node the engine runs itself (loop, wait, call, reply), ' +
+        "its version the product's.",
+    },
     version: { type: 'string', description: 'Semantic version of its behaviour and config.' },
     title: { type: 'string' },
     description: { type: 'string' },

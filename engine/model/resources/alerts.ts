@@ -51,6 +51,11 @@ export const newAlertChannelSchema = {
 
 export const alertConditionKinds = ['run-failed', 'failure-rate', 'message-held'] as const;
 
+const includeHandled = {
+  type: 'boolean',
+  description: 'Count runs that ended handled too (an error path or a loop went on past a failure); false when absent.',
+} as const;
+
 const flowIds = {
   type: 'array',
   items: uuid,
@@ -67,8 +72,8 @@ export const alertConditionSchema = {
       type: 'object',
       additionalProperties: false,
       required: ['kind'],
-      description: 'A run of a flow failed.',
-      properties: { kind: { const: 'run-failed' }, flowIds },
+      description: 'A run of a flow failed (or, with includeHandled, ended handled).',
+      properties: { kind: { const: 'run-failed' }, flowIds, includeHandled },
     },
     {
       type: 'object',
@@ -78,6 +83,7 @@ export const alertConditionSchema = {
       properties: {
         kind: { const: 'failure-rate' },
         flowIds,
+        includeHandled,
         failures: { type: 'integer', minimum: 2, maximum: 100_000 },
         windowSeconds: { type: 'integer', minimum: 10, maximum: 86_400 },
       },

@@ -18,6 +18,13 @@ export const errorRecordSchema = {
     message: { type: 'string' },
     details: { type: 'object' },
     node: { type: 'string', description: 'The node that failed.' },
+    failures: {
+      type: 'integer',
+      minimum: 1,
+      description:
+        "On a handled run's error: how many failures the run went on past (nodes an error path took, loop items " +
+        'that failed), this one the first.',
+    },
   },
 } as const;
 

@@ -6,7 +6,7 @@ export const dataSpaceSchema = {
   additionalProperties: false,
   required: ['name', 'description', 'documents', 'createdAt'],
   description:
-    'A named collection of JSON documents (e.g. a SKU mapping): flows read it with $lookup(space, key) and write it ' +
+    'A named collection of JSON documents (e.g. a SKU mapping): flows read it with $document(space, key) and write it ' +
     'with dataspace.put.',
   properties: {
     name: { type: 'string' },

@@ -55,7 +55,11 @@ export const runSchema = {
       description: 'held: recorded but not queued (tenant suspended or topic blocked) until released or discarded.',
     },
     heldBy: { anyOf: [{ enum: holdReasons }, { type: 'null' }], description: 'Why a held run is held.' },
-    attempts: { type: 'integer', description: 'How many times a worker took the run up.' },
+    attempts: {
+      type: 'integer',
+      description:
+        'Passes: how many times a worker took the run up (a wait, a call or a retry ends a pass), not retries.',
+    },
     error: { anyOf: [errorRecordSchema, { type: 'null' }] },
     createdAt: timestamp,
     startedAt: nullableTimestamp,

@@ -22,6 +22,7 @@ import { migration as m19 } from './migrations/19-rollups.ts';
 import { migration as m20 } from './migrations/20-retention.ts';
 import { migration as m21 } from './migrations/21-messages-by-status.ts';
 import { migration as m22 } from './migrations/22-daily-rollups.ts';
+import { migration as m23 } from './migrations/23-expression-names.ts';
 
 /** Versioned, append-only (one file each in migrations/): a released migration never changes; a change is a new one. */
 export const migrations: Migration[] = [
@@ -47,6 +48,7 @@ export const migrations: Migration[] = [
   m20,
   m21,
   m22,
+  m23,
 ];
 
 /**

@@ -228,16 +228,25 @@ export class SqlAlerts implements AlertStore {
       );
       return { count: row.n, countedUntil: row.upto ?? rule.countedUntil, sample: row.sample };
     }
-    // Failed runs since counting stood (and, for a rate, within its window), of the rule's flows.
+    // Failed (and handled, when the rule counts them) runs since counting stood (and, for a rate, within its window),
+    // of the rule's flows.
     const [row] = await this.db.query(
       `with bounds as (select greatest($2::timestamptz, coalesce(now() - $4 * interval '1 second', $2::timestamptz))
            as after, now() - ${SETTLED} as upto),
        failed as (select r.tenant_id, r.id, r.flow_id, r.error, r.finished_at as at from runs r, bounds b
-          where r.tenant_id = $1 and r.status = 'failed' and r.finished_at > b.after and r.finished_at <= b.upto
+          where r.tenant_id = $1 and (r.status = 'failed' or ($5 and r.status = 'handled'))
+            and r.finished_at > b.after and r.finished_at <= b.upto
             and ($3::uuid[] is null or r.flow_id = any($3::uuid[])))
        select (select count(*)::integer from failed) as n, (select upto::text from bounds) as upto,
               ${SAMPLE('failed')} as sample`,
-      [rule.tenantId, rule.countedUntil, flows, condition.kind === 'failure-rate' ? condition.windowSeconds : null],
+      [
+        rule.tenantId,
+        rule.countedUntil,
+        flows,
+        condition.kind === 'failure-rate' ? condition.windowSeconds : null,
+        // Planned for each call's values: without handled runs, the plan is that of failed ones alone.
+        condition.includeHandled === true,
+      ],
     );
     return { count: row.n, countedUntil: row.upto, sample: row.sample };
   }
