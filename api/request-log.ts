@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { newId } from '../engine/model/index.ts';
+import { RUN_PAGES_PATH } from './run-page.ts';
 
 declare module 'http' {
   interface IncomingMessage {
@@ -48,10 +49,18 @@ export function trackRequest(
   }
 }
 
+/** A signed run-page link's token opens the run without sign-in: its path is logged without it. */
+const SIGNED_PAGE = new RegExp(`^${RUN_PAGES_PATH}/[^/]+`);
+
 /** `trackRequest` for the Express app; `quietPaths` (health probes) get an id but no log line. */
 export function requestLog(logger: Logger, quietPaths: ReadonlySet<string>): RequestHandler {
   return (req, res, next) => {
-    trackRequest(logger, req, res, quietPaths.has(req.path) ? undefined : req.path);
+    trackRequest(
+      logger,
+      req,
+      res,
+      quietPaths.has(req.path) ? undefined : req.path.replace(SIGNED_PAGE, `${RUN_PAGES_PATH}/[REDACTED]`),
+    );
     next();
   };
 }

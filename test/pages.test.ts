@@ -296,6 +296,10 @@ describe("a run's page, in a headless browser", () => {
       'confirm: succeeded',
     );
     await page.close();
+    // The link opens the run without sign-in: the request log has its path, never its token.
+    const token = new URL(link.body.url).pathname.split('/').pop()!;
+    expect(env.lines.filter((line) => line.includes('"path":"/run-pages/[REDACTED]')).length).toBeGreaterThan(0);
+    expect(env.lines.filter((line) => line.includes(token))).toEqual([]);
   });
 
   it('shows a loop whose items failed at a glance, and the run as handled, not succeeded', async () => {
