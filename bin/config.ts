@@ -317,8 +317,10 @@ export const settings = {
     env: 'INTAKE_CACHE_TTL_MS',
     schema: { type: 'integer', minimum: 0, default: 2000 },
     description:
-      "How long a process reuses a flow URL's resolution. Publish/activate/deactivate clear it at once in the " +
-      'process that made the change; other API processes see it within this time.',
+      "How long a process reuses a flow URL's resolution. A message is only recorded for a flow's active version, " +
+      'whatever a process cached: once a deactivate, delete or publish returns, no process accepts for the version ' +
+      'it replaced. A URL newly activated, or a rotated verification secret, reaches other API processes within ' +
+      'this time.',
   },
   readyMaxEventLoopLagMs: {
     env: 'READY_MAX_EVENT_LOOP_LAG_MS',

@@ -8,7 +8,14 @@ import { seedTags } from '../api/route.ts';
 import { flowDocumentSchema } from '../engine/model/flow-document.ts';
 import { runSchema, runStatuses } from '../engine/model/resources.ts';
 import example from '../flows/orders-to-erp.json' with { type: 'json' };
-import { getToken, sendWebhook, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
+import {
+  getToken,
+  sendWebhook,
+  startSiblingApi,
+  startTestPlatform,
+  type ApiClient,
+  type TestPlatform,
+} from './support/harness.ts';
 import { OpenApiContract } from './support/openapi-contract.ts';
 
 let env: TestPlatform;
@@ -247,6 +254,49 @@ describe('behind a proxy', () => {
       expect((await refused.json()).detail).toContain('AUTH_JWKS_URL (http://127.0.0.1:9/jwks.json)');
     } finally {
       await external.close();
+    }
+  });
+});
+
+describe('a flow URL served by several API processes', () => {
+  it('is refused everywhere once deactivated or deleted, and reaches the new version or flow at once', async () => {
+    // A second API process that would reuse a URL's resolution for a minute: the store has the last word.
+    const other = await startSiblingApi(env, { intakeCacheTtlMs: 60_000 });
+    try {
+      const document = (answer: string) => ({
+        key: 'moving',
+        name: 'moving',
+        trigger: { type: 'webhook', config: {} },
+        nodes: [{ id: 'answer', operation: 'transform', config: { expression: `'${answer}'` } }],
+        edges: [{ from: 'trigger', to: 'answer' }],
+      });
+      const runOf = async (accepted: { status: number; body: any }) => {
+        expect(accepted.status).toBe(202);
+        return (await a.call('GET', `/api/v1/runs/${accepted.body.runId}`)).body;
+      };
+      const first = await a.publish(document('v1'));
+      expect(await runOf(await sendWebhook(other.url, 'tenant-a', 'moving', {}))).toMatchObject({ flowVersion: 1 });
+      const draft = (await a.call('GET', `/api/v1/editable-flows/${first}`)).body;
+      await a.call('PUT', `/api/v1/editable-flows/${first}`, { revision: draft.revision, document: document('v2') });
+      expect((await a.call('POST', `/api/v1/editable-flows/${first}/publish`)).status).toBe(201);
+      expect(await runOf(await sendWebhook(other.url, 'tenant-a', 'moving', {}))).toMatchObject({ flowVersion: 2 });
+
+      expect((await a.call('DELETE', `/api/v1/editable-flows/${first}`)).status).toBe(204);
+      // The key saved again is a new flow: the old resolution routes nothing to the deleted one.
+      const second = await a.publish(document('again'));
+      expect(await runOf(await sendWebhook(other.url, 'tenant-a', 'moving', {}))).toMatchObject({
+        flowId: second,
+        flowVersion: 1,
+      });
+      expect((await a.call('DELETE', `/api/v1/editable-flows/${second}`)).status).toBe(204);
+      expect((await sendWebhook(other.url, 'tenant-a', 'moving', {})).status).toBe(404);
+
+      const paused = await a.publish({ ...document('paused'), key: 'paused' });
+      expect(await runOf(await sendWebhook(other.url, 'tenant-a', 'paused', {}))).toMatchObject({ flowId: paused });
+      expect((await a.call('POST', `/api/v1/flows/${paused}/deactivate`)).status).toBe(200);
+      expect((await sendWebhook(other.url, 'tenant-a', 'paused', {})).status).toBe(404);
+    } finally {
+      await other.close();
     }
   });
 });

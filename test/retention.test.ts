@@ -45,6 +45,7 @@ describe.each(adapters)('retention on %s', (_name, open) => {
         runId: idMadeAgo(now, daysAgo),
       },
     ]);
+    if (!accepted) throw new Error('the message was not recorded');
     const run = accepted.run;
     if (status === 'succeeded' || status === 'failed') {
       await store.beginRun(tenant, run.id);

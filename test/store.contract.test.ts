@@ -19,6 +19,19 @@ describe.each(adapters)('store contract on %s', (_name, open) => {
   });
   afterAll(() => cleanup());
 
+  /** A flow of the tenant's, published: messages are recorded for its active version only. */
+  const publishedFlow = async (tenantId: string, key: string) => {
+    const flow = await store.createFlow(tenantId, { id: newId(), key, name: key, draft: doc(key) });
+    await store.publishFlow(tenantId, flow.id, flow.revision, doc(key));
+    return flow;
+  };
+  /** Accept messages that must all be recorded. */
+  const acceptAll = async (batch: Parameters<Store['acceptMessages']>[0]) =>
+    (await store.acceptMessages(batch)).map((accepted) => {
+      if (!accepted) throw new Error('a message was not recorded: its flow version is not active');
+      return accepted;
+    });
+
   it('refuses a second tenant with the same id', async () => {
     await expect(store.createTenant({ id: 'a', name: 'again' })).rejects.toBeInstanceOf(ConflictError);
   });
@@ -97,12 +110,12 @@ describe.each(adapters)('store contract on %s', (_name, open) => {
   });
 
   it('accepts a delivery id once per flow, answering repeats with the first message, also in one batch', async () => {
-    const flow = await store.createFlow('a', { id: newId(), key: 'dedupe', name: 'd', draft: doc('dedupe') });
-    const message = (tenantId: string, deliveryId: string | null) => ({
+    const flows = { a: await publishedFlow('a', 'dedupe'), b: await publishedFlow('b', 'dedupe') };
+    const message = (tenantId: 'a' | 'b', deliveryId: string | null) => ({
       message: {
         tenantId,
         id: newId(),
-        flowId: flow.id,
+        flowId: flows[tenantId].id,
         flowVersion: 1,
         deliveryId,
         topic: null,
@@ -112,7 +125,7 @@ describe.each(adapters)('store contract on %s', (_name, open) => {
       },
       runId: newId(),
     });
-    const [first, sameBatch, other, anonymous] = await store.acceptMessages([
+    const [first, sameBatch, other, anonymous] = await acceptAll([
       message('a', 'd-1'),
       message('a', 'd-1'),
       message('b', 'd-1'),
@@ -122,7 +135,7 @@ describe.each(adapters)('store contract on %s', (_name, open) => {
     expect(sameBatch).toMatchObject({ duplicate: true, messageId: first.messageId, run: { id: first.run.id } });
     expect(other.duplicate).toBe(false);
     expect(anonymous.duplicate).toBe(false);
-    const [later] = await store.acceptMessages([message('a', 'd-1')]);
+    const [later] = await acceptAll([message('a', 'd-1')]);
     expect(later).toMatchObject({
       duplicate: true,
       messageId: first.messageId,
@@ -130,9 +143,47 @@ describe.each(adapters)('store contract on %s', (_name, open) => {
     });
   });
 
+  it("records new messages for a flow's active version only, whatever the caller resolved before", async () => {
+    const flow = await publishedFlow('a', 'live');
+    const message = (flowId: string, flowVersion: number, deliveryId: string | null = null) => ({
+      message: {
+        tenantId: 'a',
+        id: newId(),
+        flowId,
+        flowVersion,
+        deliveryId,
+        topic: null,
+        body: 1,
+        headers: {},
+        query: {},
+      },
+      runId: newId(),
+    });
+    const [delivered] = await acceptAll([message(flow.id, 1, 'once')]);
+    await store.publishFlow('a', flow.id, undefined, doc('live'));
+    const [replaced, current, repeated] = await store.acceptMessages([
+      message(flow.id, 1),
+      message(flow.id, 2),
+      message(flow.id, 1, 'once'),
+    ]);
+    expect(replaced).toBeUndefined();
+    expect(current?.run).toMatchObject({ flowVersion: 2, status: 'queued' });
+    // The same delivery, the same answer: the first message's run.
+    expect(repeated).toMatchObject({ duplicate: true, run: { id: delivered.run.id } });
+    await store.setFlowActive('a', flow.id, false);
+    expect(await store.acceptMessages([message(flow.id, 2), message(flow.id, 2, 'new')])).toEqual([
+      undefined,
+      undefined,
+    ]);
+    await store.setFlowActive('a', flow.id, true);
+    await store.deleteFlow('a', flow.id);
+    expect(await store.acceptMessages([message(flow.id, 2)])).toEqual([undefined]);
+    expect((await store.listMessages('a', { flowId: flow.id }, { first: 10 }, 0)).nodes).toHaveLength(3);
+  });
+
   it('never changes a finished run, and counts attempts', async () => {
-    const flow = await store.createFlow('a', { id: newId(), key: 'runs', name: 'r', draft: doc('runs') });
-    const [{ run }] = await store.acceptMessages([
+    const flow = await publishedFlow('a', 'runs');
+    const [{ run }] = await acceptAll([
       {
         message: {
           tenantId: 'a',
@@ -188,10 +239,10 @@ describe.each(adapters)('store contract on %s', (_name, open) => {
     await store.putVariable('a', 'GROUPED', 'of a');
     await store.putVariable('b', 'GROUPED', 'of b');
     const flows = {
-      a: await store.createFlow('a', { id: newId(), key: 'grouped', name: 'g', draft: doc('grouped') }),
-      b: await store.createFlow('b', { id: newId(), key: 'grouped', name: 'g', draft: doc('grouped') }),
+      a: await publishedFlow('a', 'grouped'),
+      b: await publishedFlow('b', 'grouped'),
     };
-    const accepted = await store.acceptMessages(
+    const accepted = await acceptAll(
       Array.from({ length: 12 }, (_, n) => {
         const tenantId = n % 2 === 0 ? 'a' : 'b';
         return {
@@ -266,13 +317,13 @@ describe.each(adapters)('store contract on %s', (_name, open) => {
   });
 
   it('begins a run with exactly the variables and sealed secrets it reads, from its own tenant', async () => {
-    const flow = await store.createFlow('b', { id: newId(), key: 'reads', name: 'r', draft: doc('reads') });
+    const flow = await publishedFlow('b', 'reads');
     await store.putVariable('b', 'WANTED', 1);
     await store.putVariable('b', 'OTHER', 2);
     await store.putSecret('b', 'KEY', { keyId: 'k', ciphertext: 'c', fingerprint: 'f' });
     const accept = async () =>
       (
-        await store.acceptMessages([
+        await acceptAll([
           {
             message: {
               tenantId: 'b',
@@ -323,9 +374,8 @@ describe.each(adapters)('store contract on %s', (_name, open) => {
   });
 
   it('keeps batches: tasks deduplicated by key, seeded checkpoints, counts from runs, failures retried', async () => {
-    const flow = await store.createFlow('a', { id: newId(), key: 'batched', name: 'batched', draft: doc('batched') });
-    await store.publishFlow('a', flow.id, flow.revision, doc('batched'));
-    const [poll] = await store.acceptMessages([
+    const flow = await publishedFlow('a', 'batched');
+    const [poll] = await acceptAll([
       {
         message: {
           tenantId: 'a',
@@ -430,11 +480,10 @@ describe.each(adapters)('store contract on %s', (_name, open) => {
 
   it('holds runs of a suspended tenant or blocked topic, releases them in arrival order or discards them', async () => {
     await store.createTenant({ id: 'held', name: 'Held' });
-    const flow = await store.createFlow('held', { id: newId(), key: 'topics', name: 't', draft: doc('topics') });
-    await store.publishFlow('held', flow.id, flow.revision, doc('topics'));
+    const flow = await publishedFlow('held', 'topics');
     const deliver = async (topic: string | null, deliveryId: string | null = null) =>
       (
-        await store.acceptMessages([
+        await acceptAll([
           {
             message: {
               tenantId: 'held',
@@ -541,9 +590,8 @@ describe.each(adapters)('store contract on %s', (_name, open) => {
   });
 
   it("replays a message on the flow's active version, only when its last run has finished", async () => {
-    const flow = await store.createFlow('a', { id: newId(), key: 'replay', name: 'r', draft: doc('replay') });
-    await store.publishFlow('a', flow.id, flow.revision, doc('replay'));
-    const [accepted] = await store.acceptMessages([
+    const flow = await publishedFlow('a', 'replay');
+    const [accepted] = await acceptAll([
       {
         message: {
           tenantId: 'a',
@@ -581,8 +629,8 @@ describe.each(adapters)('store contract on %s', (_name, open) => {
 
   it('sums runs per bucket, flow and status, with percentiles of finished ones', async () => {
     await store.createTenant({ id: 'stats', name: 'Stats' });
-    const flow = await store.createFlow('stats', { id: newId(), key: 'stats', name: 's', draft: doc('stats') });
-    const accepted = await store.acceptMessages(
+    const flow = await publishedFlow('stats', 'stats');
+    const accepted = await acceptAll(
       [1, 2, 3].map((n) => ({
         message: {
           tenantId: 'stats',
@@ -667,8 +715,8 @@ describe.each(adapters)('store contract on %s', (_name, open) => {
 
   it('deletes a tenant with everything it owns', async () => {
     await store.createTenant({ id: 'gone', name: 'Gone' });
-    const flow = await store.createFlow('gone', { id: newId(), key: 'gone', name: 'g', draft: doc('gone') });
-    await store.acceptMessages([
+    const flow = await publishedFlow('gone', 'gone');
+    await acceptAll([
       {
         message: {
           tenantId: 'gone',

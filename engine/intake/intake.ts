@@ -110,7 +110,7 @@ export class Intake {
    * names no flow for MISS_TTL_MS only (anyone may send random URLs).
    */
   private readonly triggers: LRUCache<string, Promise<ActiveTrigger | undefined>>;
-  private readonly commits: GroupCommit<{ message: NewMessage; runId: string }, AcceptedMessage>;
+  private readonly commits: GroupCommit<{ message: NewMessage; runId: string }, AcceptedMessage | undefined>;
 
   constructor(private readonly options: IntakeOptions) {
     // Two in flight keeps the store and Redis busy (one group being stored while another is enqueued);
@@ -125,7 +125,7 @@ export class Intake {
     this.triggers = new LRUCache({ max: options.cacheEntries, ttl: Math.max(1, options.cacheTtlMs) });
   }
 
-  private persist(batch: Array<{ message: NewMessage; runId: string }>): Promise<AcceptedMessage[]> {
+  private persist(batch: Array<{ message: NewMessage; runId: string }>): Promise<Array<AcceptedMessage | undefined>> {
     return acceptMessages(this.options.store, this.options.queue, batch);
   }
 
@@ -133,7 +133,13 @@ export class Intake {
   async accept(delivery: Delivery): Promise<IntakeResult> {
     const { metrics } = this.options;
     try {
-      const result = await this.decide(delivery);
+      // A resolution another process made stale (it deactivated, deleted or published the flow since):
+      // the store refused the message, so the URL is resolved again, once.
+      let result = await this.decide(delivery);
+      if (!result) {
+        this.invalidate(delivery.tenantId, delivery.flowKey);
+        result = (await this.decide(delivery)) ?? { outcome: 'no-flow' };
+      }
       metrics.delivery(delivery.tenantId, result.outcome === 'accepted' && result.held ? 'held' : result.outcome);
       return result;
     } catch (error) {
@@ -142,7 +148,8 @@ export class Intake {
     }
   }
 
-  private async decide(delivery: Delivery): Promise<IntakeResult> {
+  /** The delivery's outcome; undefined when the flow version it was resolved to is no longer active. */
+  private async decide(delivery: Delivery): Promise<IntakeResult | undefined> {
     const maintenance = this.options.maintenance.cached();
     if (maintenance) return { outcome: 'maintenance', retryAfterSeconds: maintenance.retryAfterSeconds };
     const trigger = await this.resolve(delivery.tenantId, delivery.flowKey);
@@ -188,12 +195,16 @@ export class Intake {
     const runId = newId();
     const span = this.options.tracer.enabled ? this.sendSpan(delivery, message, runId) : undefined;
     if (span) message.traceparent = traceparentOf(span.context);
-    let accepted: AcceptedMessage;
+    let accepted: AcceptedMessage | undefined;
     try {
       accepted = await this.commits.submit({ message, runId });
     } catch (error) {
       span?.end('not-stored');
       throw error;
+    }
+    if (!accepted) {
+      span?.end('stale');
+      return undefined;
     }
     const { duplicate, messageId, run } = accepted;
     span?.set({ 'tributary.delivery.outcome': duplicate ? 'duplicate' : run.status === 'held' ? 'held' : 'accepted' });

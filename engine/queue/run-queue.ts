@@ -388,11 +388,12 @@ export async function acceptMessages(
   store: MessageStore,
   queue: RunQueue,
   batch: Array<{ message: NewMessage; runId: string }>,
-): Promise<AcceptedMessage[]> {
+): Promise<Array<AcceptedMessage | undefined>> {
   const results = await store.acceptMessages(batch);
   // New runs are queued unless held (they get a job when released). A duplicate whose run is still
   // queued never reached the queue (its first answer was a 503): it is enqueued now.
-  const jobs = results.filter(({ run }) => run.status === 'queued').map(({ run }) => runJob(run));
+  const jobs: RunJobData[] = [];
+  for (const result of results) if (result?.run.status === 'queued') jobs.push(runJob(result.run));
   await queue.enqueue(jobs);
   return results;
 }

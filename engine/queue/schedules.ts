@@ -175,6 +175,8 @@ export class TickWorker {
         runId: newId(),
       },
     ]);
+    // Deactivated or replaced since it was read above.
+    if (!accepted) return { outcome: 'stale' };
     return { outcome: accepted.duplicate ? 'duplicate' : 'started', runId: accepted.run.id };
   }
 

@@ -98,6 +98,8 @@ export class StoreSink implements RunSink {
     };
     // The delivery id makes it once: a pass that starts it again gets the first run back.
     const [accepted] = await this.store.acceptMessages([{ message, runId: newId() }]);
+    // Deactivated or replaced since it was found.
+    if (!accepted) return undefined;
     if (accepted.run.status === 'queued') await this.enqueue([accepted.run]);
     return accepted.run.id;
   }

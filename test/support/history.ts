@@ -121,6 +121,7 @@ export async function historyTenant(store: Store, tenantId: string): Promise<str
       runId: newId(),
     },
   ]);
+  if (!accepted) throw new Error('the first message was not recorded');
   await store.beginRun(tenantId, accepted.run.id);
   const at = new Date().toISOString();
   await store.saveProgress(

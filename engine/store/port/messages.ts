@@ -21,9 +21,11 @@ export interface MessageStore {
    * in the same statement, against the rows that suspend or block, so it cannot race a resume or
    * an unblock. A message whose delivery id was already recorded for its flow is a duplicate: it
    * is recorded without a body, pointing at the first, and the first one's run is returned.
-   * Results come in the order of `messages`.
+   * Results come in the order of `messages`. A new message whose flow version is not the flow's active
+   * one (deactivated, deleted or replaced since the caller resolved it) is not recorded: its result is
+   * undefined.
    */
-  acceptMessages(messages: Array<{ message: NewMessage; runId: string }>): Promise<AcceptedMessage[]>;
+  acceptMessages(messages: Array<{ message: NewMessage; runId: string }>): Promise<Array<AcceptedMessage | undefined>>;
   /** Messages newest first; bodies over `bodyCapBytes` are left out (`bodyTruncated`). */
   listMessages(
     tenantId: string,

@@ -31,9 +31,9 @@ import {
   UTC_TODAY,
 } from './rows.ts';
 
-/** The input's deliveries not seen before (within DELIVERY_RECOGNITION_DAYS): recorded, each id once. */
+/** The live input's deliveries not seen before (within DELIVERY_RECOGNITION_DAYS): recorded, each id once. */
 const FIRST_DELIVERIES = `insert into deliveries (tenant_id, flow_id, delivery_id, day, message_id)
-  select tenant_id, flow_id, delivery_id, ${UTC_TODAY}, id from input where delivery_id is not null
+  select tenant_id, flow_id, delivery_id, ${UTC_TODAY}, id from live where delivery_id is not null
    order by id -- the first of a batch's repeats is the one recorded
   on conflict do nothing returning message_id`;
 
@@ -41,7 +41,9 @@ const FIRST_DELIVERIES = `insert into deliveries (tenant_id, flow_id, delivery_i
 export class SqlMessages implements MessageStore {
   constructor(private readonly db: SqlDriver) {}
 
-  async acceptMessages(batch: Array<{ message: NewMessage; runId: string }>): Promise<AcceptedMessage[]> {
+  async acceptMessages(
+    batch: Array<{ message: NewMessage; runId: string }>,
+  ): Promise<Array<AcceptedMessage | undefined>> {
     // A body that came as JSON text goes into the statement's JSON as it is: never parsed in this process.
     let large = false;
     const rows = batch.map(({ message, runId }) => {
@@ -65,19 +67,24 @@ export class SqlMessages implements MessageStore {
     });
     // One statement for the whole batch: messages and their runs are written together or not at all.
     // The rows that hold a run are read FOR SHARE: a resume or an unblock waits for this statement,
-    // so the runs it holds are there for the release that follows.
+    // so the runs it holds are there for the release that follows. Only messages of a flow's active
+    // version are recorded (live): once a deactivate, delete or publish has returned, no process
+    // accepts for the version it replaced, whatever that process had cached.
     const inserted = await this.db.query(
       `with input as (
          select * from jsonb_to_recordset($1::jsonb) as x(tenant_id text, id uuid, flow_id uuid, flow_version integer,
            delivery_id text, topic text, body jsonb, headers jsonb, query jsonb, run_id uuid, parent_run_id uuid,
            call_depth integer, traceparent text)
+       ), live as (
+         select i.* from input i join flows f on f.tenant_id = i.tenant_id and f.id = i.flow_id
+          where f.active and f.active_version = i.flow_version
        ), suspended as (
          select id from tenants where id in (select tenant_id from input) and status = 'suspended' for share
        ), blocked as (
          select tenant_id, topic from blocked_topics where (tenant_id, topic) in (select tenant_id, topic
            from input) for share
        ), keeps as (
-         select tenant_id, keep_days(tenant_id) as days from (select distinct tenant_id from input) tenants
+         select tenant_id, keep_days(tenant_id) as days from (select distinct tenant_id from live) tenants
        ), first_deliveries as (
          ${FIRST_DELIVERIES}
        ), m as (
@@ -85,7 +92,7 @@ export class SqlMessages implements MessageStore {
            traceparent, keep_days)
          select i.tenant_id, i.id, i.flow_id, i.flow_version, i.delivery_id, i.topic, coalesce(i.body, 'null'::jsonb),
            i.headers, i.query, i.traceparent, k.days
-           from input i join keeps k on k.tenant_id = i.tenant_id
+           from live i join keeps k on k.tenant_id = i.tenant_id
           where i.delivery_id is null or i.id in (select message_id from first_deliveries)
          returning tenant_id, id, keep_days
        )
@@ -93,7 +100,7 @@ export class SqlMessages implements MessageStore {
          keep_days)
        select i.tenant_id, i.run_id, i.flow_id, i.flow_version, i.id, case when hold.reason is null then 'queued'
          else 'held' end, hold.reason, i.parent_run_id, i.call_depth, m.keep_days
-         from input i join m on m.tenant_id = i.tenant_id and m.id = i.id
+         from live i join m on m.tenant_id = i.tenant_id and m.id = i.id
          cross join lateral (select case when exists (select 1 from suspended s where s.id = i.tenant_id)
            then 'suspended'
            when exists (select 1 from blocked b where b.tenant_id = i.tenant_id and b.topic = i.topic)
@@ -103,16 +110,20 @@ export class SqlMessages implements MessageStore {
       { large },
     );
     const byMessage = new Map(inserted.map((row) => [row.message_id as string, toRun(row)]));
-    const results: AcceptedMessage[] = [];
+    const results: Array<AcceptedMessage | undefined> = [];
     for (const { message } of batch) {
       const run = byMessage.get(message.id);
-      results.push(run ? { duplicate: false, messageId: message.id, run } : await this.recordDuplicate(message));
+      if (run) results.push({ duplicate: false, messageId: message.id, run });
+      else results.push(message.deliveryId === null ? undefined : await this.recordDuplicate(message));
     }
     return results;
   }
 
-  /** Record a repeated delivery (without its body) and return the first one's run. */
-  private async recordDuplicate(message: NewMessage): Promise<AcceptedMessage> {
+  /**
+   * Record a repeated delivery (without its body) and return the first one's run, whether or not its
+   * flow is still active (the same delivery, the same answer); nothing when there was no first.
+   */
+  private async recordDuplicate(message: NewMessage): Promise<AcceptedMessage | undefined> {
     const [first] = await this.db.query(
       `with first as (
          select r.* from deliveries d join runs r on r.tenant_id = d.tenant_id and r.message_id = d.message_id
@@ -134,7 +145,7 @@ export class SqlMessages implements MessageStore {
         json(message.query),
       ],
     );
-    return { duplicate: true, messageId: first.message_id, run: toRun(first) };
+    return first && { duplicate: true, messageId: first.message_id, run: toRun(first) };
   }
 
   async listMessages(tenantId: string, filter: MessageFilter, request: PageRequest, bodyCapBytes: number) {
