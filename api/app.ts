@@ -6,6 +6,7 @@ import type { JsonChecker } from '../engine/intake/index.ts';
 import type { Tracer } from '../engine/telemetry/index.ts';
 import { adapterKeyRoutes, adapterOpenApiPaths, adapterRoutes } from './adapter.ts';
 import type { TokenIssuer } from './auth/issuer.ts';
+import { DashboardSessions } from './auth/dashboard-session.ts';
 import { isOperatorAuthorization, operatorGuard } from './auth/operator-guard.ts';
 import type { ClientAuthenticator } from './auth/clients.ts';
 import type { ApiCallLimit } from './auth/rate-limits.ts';
@@ -166,8 +167,9 @@ function createApp(options: AppOptions): Express {
   app.use(tokenRoutes(options.clients, options.issuer, context.baseUrl));
   app.use(adapterRoutes(context, { bodyLimitBytes, waitMs: options.adapterWaitMs }));
   const operatorsOnly = operatorGuard(options.clients, options.verifier);
-  app.use(dashboardSignIn(options.clients, options.issuer, context.baseUrl));
-  const signedInOperators = operatorGuard(options.clients, options.verifier, SIGN_IN_PATH);
+  const sessions = new DashboardSessions(context.keyring, context.store, context.baseUrl);
+  app.use(dashboardSignIn(options.clients, sessions));
+  const signedInOperators = operatorGuard(options.clients, options.verifier, sessions, SIGN_IN_PATH);
   app.use(DASHBOARD_PATH, signedInOperators, dashboardRoutes(options.queues, context.store));
   app.use(
     runPageRoutes(

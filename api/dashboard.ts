@@ -10,15 +10,12 @@ import type { Client, FlowStore } from '../engine/store/index.ts';
 import { OPERATOR_RUNS_PATH } from './run-page.ts';
 import type { ClientAuthenticator } from './auth/clients.ts';
 import { HttpProblem } from './problem.ts';
-import { TOKEN_LIFETIME_SECONDS, type TokenIssuer } from './auth/issuer.ts';
-import { OPERATOR_COOKIE } from './auth/operator-guard.ts';
+import type { DashboardSessions } from './auth/dashboard-session.ts';
 
 export const DASHBOARD_PATH = '/admin/queues';
 export const SIGN_IN_PATH = '/admin/sign-in';
 const SIGN_OUT_PATH = '/admin/sign-out';
 const LOGO_PATH = '/admin/tributary.svg';
-/** The cookie goes only to the operator pages, never to cross-site requests (bull-board's buttons change queues). */
-const COOKIE_PATH = '/admin';
 
 /** Three streams joining: the mark of the dashboard and its tab. */
 const LOGO = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="6" fill="#1d4f91"/>
@@ -90,12 +87,11 @@ export function dashboardRoutes(queues: Queue[], flows: Pick<FlowStore, 'getFlow
 }
 
 /**
- * A sign-in page for the dashboard: an operator client's id and secret buy an operator token, kept in
- * an HttpOnly, SameSite=Strict cookie. Browsers refuse the page's own requests when credentials ride
- * in the URL, and a Basic prompt cannot be signed out of; the cookie can. It is `Secure` when PUBLIC_URL
- * is https (a proxy in front terminates TLS, so the request itself says nothing).
+ * A sign-in page for the dashboard: an operator client's id and secret open a dashboard session, kept in an
+ * HttpOnly, SameSite=Strict cookie (DashboardSessions). Browsers refuse the page's own requests when credentials
+ * ride in the URL, and a Basic prompt cannot be signed out of; the cookie can.
  */
-export function dashboardSignIn(clients: ClientAuthenticator, issuer: TokenIssuer, publicUrl: () => string): Router {
+export function dashboardSignIn(clients: ClientAuthenticator, sessions: DashboardSessions): Router {
   const router = Router();
   router.get(SIGN_IN_PATH, (_req, res) => void signInPage(res, 200));
   router.get(LOGO_PATH, (_req, res) => void res.type('svg').set('Cache-Control', 'public, max-age=86400').send(LOGO));
@@ -127,19 +123,13 @@ export function dashboardSignIn(clients: ClientAuthenticator, issuer: TokenIssue
           401,
           client ? 'This client is not an operator client.' : 'Unknown client or wrong secret.',
         );
-      const { access_token: token } = await issuer.issue(client);
-      res.cookie(OPERATOR_COOKIE, token, {
-        httpOnly: true,
-        sameSite: 'strict',
-        secure: publicUrl().startsWith('https:'),
-        path: COOKIE_PATH,
-        maxAge: TOKEN_LIFETIME_SECONDS * 1000,
-      });
+      sessions.start(res, client.clientId);
       res.redirect(303, DASHBOARD_PATH);
     },
   );
   router.get(SIGN_OUT_PATH, (_req, res) => {
-    res.clearCookie(OPERATOR_COOKIE, { path: COOKIE_PATH }).redirect(303, SIGN_IN_PATH);
+    sessions.end(res);
+    res.redirect(303, SIGN_IN_PATH);
   });
   return router;
 }

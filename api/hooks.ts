@@ -161,25 +161,41 @@ async function awaitReply(tenantId: string, runId: string, nodes: string[], opti
   return found && replyOf(found.steps);
 }
 
+/** Statuses HTTP sends without a body (RFC 9110 6.4.1). */
+const BODYLESS = new Set([204, 304]);
+
+/**
+ * What every reply carries whatever the flow set: a reply is the tenant's content served from the API's origin, so a
+ * browser must neither sniff it into HTML nor run anything in it.
+ */
+const REPLY_GUARDS = {
+  'x-content-type-options': 'nosniff',
+  'content-security-policy': "default-src 'none'; frame-ancestors 'none'; sandbox",
+};
+
 /**
  * A reply as the flow made it (JSON, or text as it is when the flow set a content-type), with the ids of the message
  * and its run, which the flow's own headers cannot replace: a sender finds the run that answered it.
  */
 function sendReply(res: ServerResponse, reply: Reply, ids: { messageId: string; runId: string }) {
+  const status = reply.status ?? 200;
   const headers = Object.fromEntries(
     Object.entries(reply.headers ?? {}).map(([name, value]) => [name.toLowerCase(), value]),
   );
   const asText = typeof reply.body === 'string' && headers['content-type'] !== undefined;
-  const body = reply.body === undefined ? '' : asText ? (reply.body as string) : JSON.stringify(reply.body);
-  if (!asText && reply.body !== undefined) headers['content-type'] = 'application/json; charset=utf-8';
-  res
-    .writeHead(reply.status ?? 200, {
-      ...headers,
-      'x-tributary-message-id': ids.messageId,
-      'x-tributary-run-id': ids.runId,
-      'content-length': Buffer.byteLength(body),
-    })
-    .end(body);
+  let body = reply.body === undefined ? '' : asText ? (reply.body as string) : JSON.stringify(reply.body);
+  if (BODYLESS.has(status)) {
+    body = '';
+    delete headers['content-type'];
+  } else if (!asText && reply.body !== undefined) headers['content-type'] = 'application/json; charset=utf-8';
+  res.writeHead(status, {
+    ...headers,
+    ...REPLY_GUARDS,
+    'x-tributary-message-id': ids.messageId,
+    'x-tributary-run-id': ids.runId,
+    ...(BODYLESS.has(status) ? {} : { 'content-length': Buffer.byteLength(body) }),
+  });
+  res.end(body);
 }
 
 /** The body as the sender meant it (decoded from gzip, deflate or br), at most `limit` bytes. */

@@ -121,8 +121,9 @@ export function runPageRoutes(
     const { tenantId, runId } = req.params as Record<string, string>;
     await show(res, tenantId, runId, operatorPages(tenantId, runId));
   });
-  // The dashboard's cookie is SameSite=Strict: another site's form cannot post here as the operator.
-  router.post(`${OPERATOR_RUNS_PATH}/:tenantId/:runId/replay`, operatorGuard, async (req, res) => {
+  // The dashboard's cookie is SameSite=Strict, but a browser sends remembered Basic credentials with any site's
+  // form: only this site's pages may post here.
+  router.post(`${OPERATOR_RUNS_PATH}/:tenantId/:runId/replay`, sameSiteOnly, operatorGuard, async (req, res) => {
     const { tenantId, runId } = req.params as Record<string, string>;
     const run = await replayed(tenantId, runId);
     if (typeof run === 'object') return void res.redirect(303, `${OPERATOR_RUNS_PATH}/${enc(tenantId)}/${run.id}`);
@@ -142,7 +143,7 @@ export function runPageRoutes(
     if (grant) await show(res, grant.tenantId, grant.runId, grantedPages(grant, token));
   });
   // The token is the credential, in the path: a page that does not hold it cannot post here.
-  router.post(`${RUN_PAGES_PATH}/:token/replay`, async (req, res) => {
+  router.post(`${RUN_PAGES_PATH}/:token/replay`, sameSiteOnly, async (req, res) => {
     const { token } = req.params as Record<string, string>;
     const grant = granted(res, token);
     if (!grant) return;
@@ -156,6 +157,25 @@ export function runPageRoutes(
 }
 
 const enc = encodeURIComponent;
+
+/**
+ * Refuses a browser's request made by another site's page (Fetch Metadata, else the Origin's host against the
+ * request's); programs send neither header and pass.
+ */
+const sameSiteOnly: RequestHandler = (req, res, next) => {
+  const site = req.get('sec-fetch-site');
+  const origin = req.get('origin');
+  let crossSite = site !== undefined ? site !== 'same-origin' && site !== 'none' : false;
+  if (site === undefined && origin !== undefined) {
+    try {
+      crossSite = new URL(origin).host !== req.get('host');
+    } catch {
+      crossSite = true;
+    }
+  }
+  if (!crossSite) return next();
+  page(res, 403, 'Not allowed', '<p>A replay is made from this page only, not from another site.</p>');
+};
 
 /** Self-contained: no script, nothing from another host; the link's token never leaves in a Referer. */
 function page(res: Response, status: number, title: string, body: string) {

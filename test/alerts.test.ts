@@ -149,12 +149,13 @@ describe.each(['pglite', 'postgres'] as const)('alerts to the tenant on %s', (st
     const stolen = await other.call('POST', '/api/v1/alert-rules', {
       name: 'x',
       channelIds,
-      condition: { kind: 'run-failed' },
+      condition: { kind: 'run-failed', flowIds: [await acme.publish(refundFlow('not-theirs'))] },
     });
     expect(stolen.status).toBe(400);
     expect(stolen.body.errors.map((error: any) => error.path)).toEqual([
       '$.body.channelIds[0]',
       '$.body.channelIds[1]',
+      '$.body.condition.flowIds[0]',
     ]);
     const bad = await acme.call('POST', '/api/v1/alert-rules', {
       name: 'x',

@@ -474,6 +474,59 @@ describe('a webhook reply', () => {
     expect(bodies('/after-reply')).toContainEqual({ order: 'R-1', total: 42 });
   });
 
+  it("serves a reply as the tenant's content: never sniffed or scripted, no body where HTTP has none", async () => {
+    const flowOf = (key: string, config: object) => ({
+      key,
+      name: key,
+      trigger: { type: 'webhook' },
+      nodes: [{ id: 'answer', operation: 'reply', config }],
+      edges: [{ from: 'trigger', to: 'answer' }],
+    });
+    // As it comes: a redirect is not followed, a body not parsed.
+    const deliver = (key: string, body: object) =>
+      fetch(`${env.url}/hooks/acme/${key}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+        redirect: 'manual',
+      });
+    await acme.publish(
+      flowOf('replies-html', {
+        headers: { 'Content-Type': 'text/html', 'X-Content-Type-Options': 'sniff' },
+        body: '<script>alert(document.cookie)</script>',
+      }),
+    );
+    const html = await deliver('replies-html', {});
+    expect(html.status).toBe(200);
+    expect(html.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(html.headers.get('content-security-policy')).toContain('sandbox');
+    expect(html.headers.get('content-security-policy')).toContain("default-src 'none'");
+
+    await acme.publish(flowOf('replies-empty', { status: 204, body: { ignored: true } }));
+    const empty = await deliver('replies-empty', {});
+    expect(empty.status).toBe(204);
+    expect(empty.headers.get('content-length')).toBeNull();
+    expect(empty.headers.get('content-type')).toBeNull();
+    expect(await empty.text()).toBe('');
+
+    // A redirect to a script is refused when written, and fails the node when computed.
+    const refused = await acme.call(
+      'POST',
+      '/api/v1/editable-flows',
+      flowOf('replies-script', { status: 302, headers: { Location: 'javascript:alert(1)' } }),
+    );
+    expect(refused.status).toBe(400);
+    expect(refused.body.errors.map((error: { path: string }) => error.path)).toContain(
+      '$.body.nodes[0].config.headers.Location',
+    );
+    await acme.publish(flowOf('replies-computed', { status: 302, headers: { location: '{{ $input.body.to }}' } }));
+    const computed = await deliver('replies-computed', { to: ' JavaScript:alert(1)' });
+    expect(computed.status).toBe(202);
+    expect((await acme.settledRun((await computed.json()).runId)).status).toBe('failed');
+    const relative = await deliver('replies-computed', { to: '/orders/1?x=a:b' });
+    expect([relative.status, relative.headers.get('location')]).toEqual([302, '/orders/1?x=a:b']);
+  });
+
   it('answers 202 when the reply comes after REPLY_WAIT_MS, or never (the run failed first)', async () => {
     await acme.publish(replying('replies-late', [{ id: 'pause', operation: 'wait', config: { for: '3s' } }]));
     const late = await sendWebhook(env.url, 'acme', 'replies-late', { id: 'R-2', total: 1 });

@@ -215,4 +215,29 @@ describe('hostile input on every route', () => {
     expect(hook.status).toBe(400);
     expect(hook.headers.get('content-type')).toMatch(/problem\+json/);
   });
+
+  it('keeps a trace context only when it is valid and within W3C bounds', async () => {
+    const headersOf = async (traceparent: string, tracestate: string) => {
+      const accepted = await fetch(`${env.url}/hooks/fuzz/fuzz`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', traceparent, tracestate },
+        body: '{}',
+      });
+      expect(accepted.status).toBe(202);
+      const { messageId } = await accepted.json();
+      return (await tenant.call('GET', `/api/v1/messages/${messageId}`)).body.headers;
+    };
+    const valid = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+    expect(await headersOf(valid, 'vendor=opaque, other@tenant=v1')).toMatchObject({
+      traceparent: valid,
+      tracestate: 'vendor=opaque,other@tenant=v1',
+    });
+    const hugeParent = await headersOf(`00-${'a'.repeat(8 * 1024)}`, 'k=v');
+    expect(hugeParent).not.toHaveProperty('traceparent');
+    expect(hugeParent).not.toHaveProperty('tracestate');
+    const hugeState = await headersOf(valid, `k=${'v'.repeat(7 * 1024)}`);
+    expect([hugeState.traceparent, hugeState.tracestate]).toEqual([valid, undefined]);
+    const tooLongState = await headersOf(valid, Array.from({ length: 33 }, (_, n) => `k${n}=v`).join(','));
+    expect([tooLongState.traceparent, tooLongState.tracestate]).toEqual([valid, undefined]);
+  });
 });

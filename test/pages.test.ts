@@ -158,8 +158,14 @@ describe('the queue dashboard, in a headless browser', () => {
     await page.getByText('ticks', { exact: true }).first().waitFor();
     await page.getByText('Loading...').waitFor({ state: 'hidden' });
     await page.screenshot({ path: path.join(SHOTS, 'dashboard.png') });
-    const cookie = (await page.context().cookies()).find((entry) => entry.name === 'tributary_operator');
+    const cookie = (await page.context().cookies()).find((entry) => entry.name === 'tributary_session');
     expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Strict', path: '/admin' });
+    // A dashboard session for an hour, not an API token: the API refuses it, as it refuses anything unsigned.
+    expect(cookie!.expires * 1000 - Date.now()).toBeLessThanOrEqual(3600_000);
+    const asBearer = await fetch(`${env.url}/api/v1/tenants`, {
+      headers: { authorization: `Bearer ${cookie!.value}` },
+    });
+    expect(asBearer.status).toBe(401);
     // Ours, and self-contained: every request the page made went to this server.
     expect(await page.title()).toBe('Tributary queues');
     expect(outside).toEqual([]);
@@ -445,6 +451,20 @@ describe("a run's page, in a headless browser", () => {
     await page.goto(`${env.url}${await runPageLink.first().getAttribute('href')}`);
     expect(await page.locator('h1').innerText()).toBe('Refunds to the ERP failed');
     expect(await page.getByRole('button', { name: 'Replay this message' }).count()).toBe(1);
+    // Another site's form cannot replay through the operator's remembered credentials.
+    const cookies = (await page.context().cookies()).map((entry) => `${entry.name}=${entry.value}`).join('; ');
+    const replay = (site: string) =>
+      fetch(`${env.url}/admin/runs/run-pages/${failedRun.runId}/replay`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: {
+          cookie: cookies,
+          'sec-fetch-site': site,
+          origin: site === 'cross-site' ? 'https://evil.example' : env.url,
+        },
+      });
+    expect((await replay('cross-site')).status).toBe(403);
+    expect((await replay('same-site')).status).toBe(403);
     await page.close();
     // Without the operator's session, the operator's page asks to sign in.
     expect((await fetch(`${env.url}/admin/runs/run-pages/${failedRun.runId}`)).status).toBe(401);

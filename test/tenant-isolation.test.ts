@@ -212,7 +212,7 @@ describe('outbound requests', () => {
     try {
       for (const [url, refused] of [
         [`http://127.0.0.1:${port}/admin`, '127.0.0.1 is a loopback address'],
-        [`http://localhost:${port}/admin`, 'localhost resolves to a loopback address'],
+        [`http://localhost:${port}/admin`, 'localhost is refused by the address policy'],
         [`http://[::ffff:127.0.0.1]:${port}/admin`, '::ffff:7f00:1 is a loopback address'],
         ['http://169.254.169.254/latest/meta-data/', '169.254.169.254 is a link-local address'],
         ['http://10.0.0.1/internal', '10.0.0.1 is a private address'],

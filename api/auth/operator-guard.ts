@@ -1,6 +1,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import { HttpProblem } from '../problem.ts';
 import type { ClientAuthenticator } from './clients.ts';
+import type { DashboardSessions } from './dashboard-session.ts';
 import type { TokenVerifier } from './verifier.ts';
 
 /**
@@ -30,28 +31,25 @@ export const operatorsOnly = () =>
     headers: { 'WWW-Authenticate': 'Basic realm="Tributary operators", charset="UTF-8"' },
   });
 
-/** The cookie the dashboard's sign-in page sets: an operator's bearer token. */
-export const OPERATOR_COOKIE = 'tributary_operator';
-
-/** The operator token in the request's cookies, if any. */
-function cookieToken(cookieHeader: string | undefined): string | undefined {
-  for (const pair of cookieHeader?.split(';') ?? []) {
-    const separator = pair.indexOf('=');
-    if (separator > 0 && pair.slice(0, separator).trim() === OPERATOR_COOKIE) return pair.slice(separator + 1).trim();
-  }
-  return undefined;
-}
-
 /**
- * Express middleware: operators pass (Authorization header, or the sign-in cookie). Anyone else gets
- * 401 with a Basic challenge, except a browser asking for a page, which is sent to `signInPath`.
+ * Express middleware: operators pass (an Authorization header, or the dashboard's session cookie when `sessions` is
+ * given). Anyone else gets 401 with a Basic challenge, except a browser asking for a page, which is sent to
+ * `signInPath`.
  */
-export function operatorGuard(clients: ClientAuthenticator, verifier: TokenVerifier, signInPath?: string) {
+export function operatorGuard(
+  clients: ClientAuthenticator,
+  verifier: TokenVerifier,
+  sessions?: DashboardSessions,
+  signInPath?: string,
+) {
   return (req: Request, res: Response, next: NextFunction) => {
-    const cookie = cookieToken(req.get('cookie'));
-    const authorization = req.get('authorization') ?? (cookie ? `Bearer ${cookie}` : undefined);
-    isOperatorAuthorization(clients, verifier, authorization, req.ip ?? '').then((allowed) => {
-      if (allowed) return next();
+    const authorization = req.get('authorization');
+    const allowed =
+      authorization === undefined && sessions
+        ? sessions.check(req.get('cookie'), res)
+        : isOperatorAuthorization(clients, verifier, authorization, req.ip ?? '');
+    allowed.then((operator) => {
+      if (operator) return next();
       // A browser navigating asks for text/html by name; programs (*/*) get the challenge.
       if (signInPath && req.method === 'GET' && (req.get('accept') ?? '').includes('text/html'))
         return res.redirect(303, signInPath);

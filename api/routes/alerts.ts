@@ -8,6 +8,7 @@ import {
   newId,
   NotFoundError,
   ValidationError,
+  type NewAlertRule,
 } from '../../engine/model/index.ts';
 import { alertChannelContext } from '../../engine/secrets/index.ts';
 import type { ApiContext } from '../context.ts';
@@ -36,12 +37,26 @@ export function alertRoutes({ store, keyring, http }: ApiContext) {
   const channels = '/api/v1/alert-channels';
   const rules = '/api/v1/alert-rules';
   const sender = new AlertSender(keyring, http, TEST_TIMEOUT_MS);
-  /** A rule names channels of its own tenant only. */
-  const checkChannels = async (tenantId: string, ids: string[]) => {
-    const found = await Promise.all(ids.map((id) => store.getAlertChannel(tenantId, id)));
-    const errors = ids.flatMap((_, index) =>
-      found[index] ? [] : [{ path: `$.body.channelIds[${index}]`, message: 'is not an alert channel of this tenant' }],
-    );
+  /**
+   * A rule names channels and flows of its own tenant only: another tenant's are refused as unknown, each with its
+   * path, exactly as ids that never were.
+   */
+  const checkReferences = async (tenantId: string, rule: NewAlertRule) => {
+    const flowIds = ('flowIds' in rule.condition && rule.condition.flowIds) || [];
+    const [channels, flows] = await Promise.all([
+      Promise.all(rule.channelIds.map((id) => store.getAlertChannel(tenantId, id))),
+      Promise.all(flowIds.map((id) => store.getFlow(tenantId, id))),
+    ]);
+    const errors = [
+      ...rule.channelIds.flatMap((_, index) =>
+        channels[index]
+          ? []
+          : [{ path: `$.body.channelIds[${index}]`, message: 'is not an alert channel of this tenant' }],
+      ),
+      ...flowIds.flatMap((_, index) =>
+        flows[index] ? [] : [{ path: `$.body.condition.flowIds[${index}]`, message: 'is not a flow of this tenant' }],
+      ),
+    ];
     if (errors.length > 0) throw new ValidationError('Invalid alert rule', errors);
   };
   return [
@@ -177,7 +192,7 @@ export function alertRoutes({ store, keyring, http }: ApiContext) {
       body: newAlertRuleSchema,
       responses: { 201: { description: 'The rule.', schema: alertRuleSchema } },
       async handle({ tenantId, body }) {
-        await checkChannels(tenantId, body.channelIds);
+        await checkReferences(tenantId, body);
         return { status: 201, body: await store.createAlertRule(tenantId, newId(), body as Required<typeof body>) };
       },
     }),
@@ -215,7 +230,7 @@ export function alertRoutes({ store, keyring, http }: ApiContext) {
       body: newAlertRuleSchema,
       responses: { 200: { description: 'The rule.', schema: alertRuleSchema } },
       async handle({ tenantId, params, body }) {
-        await checkChannels(tenantId, body.channelIds);
+        await checkReferences(tenantId, body);
         const rule = await store.replaceAlertRule(tenantId, params.id, body as Required<typeof body>);
         if (!rule) throw new NotFoundError(`no alert rule ${params.id}`);
         return { body: rule };

@@ -10,6 +10,7 @@ export const REPLY = 'reply';
 /** Headers a reply may set: what describes a body or a result, and the sender's own `x-` headers. */
 const REPLY_HEADERS = ['content-type', 'cache-control', 'location', 'etag', 'last-modified', 'retry-after', 'link'];
 const anyCase = (name: string) => name.replace(/[a-z]/g, (letter) => `[${letter}${letter.toUpperCase()}]`);
+const headerValue = { type: 'string', maxLength: 1000, pattern: '^[^\\r\\n]*$' } as const;
 
 export const replyConfigSchema = {
   type: 'object',
@@ -19,7 +20,15 @@ export const replyConfigSchema = {
     headers: {
       type: 'object',
       maxProperties: 20,
-      additionalProperties: { type: 'string', maxLength: 1000, pattern: '^[^\\r\\n]*$' },
+      // A redirect goes to an http(s) URL or a relative one, never to `javascript:` or `data:`.
+      patternProperties: {
+        '^[Ll][Oo][Cc][Aa][Tt][Ii][Oo][Nn]$': {
+          ...headerValue,
+          pattern: '^(?:[Hh][Tt][Tt][Pp][Ss]?://[^\\r\\n]*|[^:/?#\\r\\n]*(?:[/?#][^\\r\\n]*)?)$',
+          description: 'An http(s) URL or a relative one.',
+        },
+      },
+      additionalProperties: headerValue,
       propertyNames: { pattern: `^(${REPLY_HEADERS.map(anyCase).join('|')}|[Xx]-[A-Za-z0-9-]{1,60})$` },
       default: {},
       description: `${REPLY_HEADERS.join(', ')} and x- headers.`,
@@ -50,7 +59,9 @@ export const replyKind: NodeKind<ReplySpec> = {
       'The flow URL answers the delivery that started the run with this status, headers and body instead of 202, ' +
       'when the run reaches this node within REPLY_WAIT_MS (10 s unless the operator sets it); later, the sender ' +
       'has had its 202 and the reply is only recorded. The run goes on after it. The message is stored before ' +
-      'anything runs, as for every delivery. Output: the reply.',
+      'anything runs, as for every delivery. A reply is served with `X-Content-Type-Options: nosniff` and a ' +
+      "sandboxing `Content-Security-Policy` (it is the tenant's content, not the API's); a 204 or 304 has no " +
+      'body; `Location` is an http(s) URL or a relative one. Output: the reply.',
     configSchema: replyConfigSchema,
     sideEffects: true,
   },

@@ -230,7 +230,7 @@ export class HttpClient {
 
       outgoing.on('error', (error) =>
         error instanceof RefusedAddressError
-          ? fail(refusal(request, `${error.hostname} resolves to ${error.kind} (${error.address})`))
+          ? fail(refusal(request, error.message))
           : transportFailure(describe(error)),
       );
       outgoing.on('response', (incoming) => {
@@ -262,14 +262,13 @@ class PartitionedHttpsAgent extends https.Agent {
   }
 }
 
-/** Raised by the checked lookup; surfaces as the request's error. */
+/**
+ * Raised by the checked lookup; surfaces as the request's error, naming the host only: what a name resolves to
+ * inside the deployment is not the caller's to learn.
+ */
 class RefusedAddressError extends Error {
-  constructor(
-    readonly hostname: string,
-    readonly address: string,
-    readonly kind: string,
-  ) {
-    super(`${hostname} resolves to ${kind} (${address})`);
+  constructor(hostname: string) {
+    super(`${hostname} is refused by the address policy`);
   }
 }
 
@@ -280,8 +279,7 @@ function checkedLookup(refusedAddress: AddressRefusal): LookupFunction {
       if (error) return callback(error, address, family);
       const addresses = typeof address === 'string' ? [address] : address.map((entry) => entry.address);
       for (const candidate of addresses) {
-        const kind = refusedAddress(candidate);
-        if (kind) return callback(new RefusedAddressError(hostname, candidate, kind), address, family);
+        if (refusedAddress(candidate)) return callback(new RefusedAddressError(hostname), address, family);
       }
       callback(null, address, family);
     });

@@ -4,6 +4,7 @@ export {
   logFieldsOf,
   noTracer,
   parseTraceparent,
+  traceContextHeaders,
   traceparentOf,
   type SpanAttributes,
   type SpanContext,

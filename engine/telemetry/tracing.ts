@@ -63,6 +63,31 @@ export function parseTraceparent(header: string | undefined): SpanContext | unde
   return { traceId, spanId, sampled: (Number.parseInt(flags, 16) & 1) === 1 };
 }
 
+/** W3C Trace Context's bounds: the members of a `tracestate` every vendor is asked to pass on, and their length. */
+const TRACESTATE_MEMBERS = 32;
+const TRACE_HEADER_LENGTH = 512;
+const TRACESTATE_MEMBER =
+  /^[a-z0-9][_0-9a-z*/@-]{0,255}=[\x20-\x2b\x2d-\x3c\x3e-\x7e]{0,255}[\x21-\x2b\x2d-\x3c\x3e-\x7e]$/;
+
+/**
+ * A sender's trace context as it may be kept: `traceparent` when it is valid, `tracestate` only beside it and
+ * only when it is well formed and within W3C's bounds; anything else is dropped, never stored as it came.
+ */
+export function traceContextHeaders(traceparent: string | undefined, tracestate: string | undefined) {
+  const kept: { traceparent?: string; tracestate?: string } = {};
+  if (traceparent === undefined || traceparent.length > TRACE_HEADER_LENGTH || !parseTraceparent(traceparent))
+    return kept;
+  kept.traceparent = traceparent.trim();
+  if (tracestate === undefined || tracestate.length > TRACE_HEADER_LENGTH) return kept;
+  const members = tracestate
+    .split(',')
+    .map((member) => member.trim())
+    .filter((member) => member !== '');
+  if (members.length <= TRACESTATE_MEMBERS && members.every((member) => TRACESTATE_MEMBER.test(member)))
+    kept.tracestate = members.join(',');
+  return kept;
+}
+
 /** The `traceparent` header of a span's context. */
 export const traceparentOf = (context: SpanContext) =>
   `00-${context.traceId}-${context.spanId}-${context.sampled ? '01' : '00'}`;

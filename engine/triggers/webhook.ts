@@ -1,5 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { FieldError, WebhookTriggerConfig } from '../model/index.ts';
+import { traceContextHeaders } from '../telemetry/index.ts';
 
 export type Headers = Record<string, string | string[] | undefined>;
 
@@ -154,16 +155,11 @@ export function verifyDelivery(
 /** Headers whose names say they carry credentials: a flow cannot ask to keep them. */
 const NEVER_KEPT = /authorization|cookie|api-?key|token|secret|password|auth/i;
 
-/** Headers kept with every message: what says how it was sent, never who sent it with what key. */
-export const ORDINARY_HEADERS = [
-  'content-type',
-  'content-encoding',
-  'user-agent',
-  'idempotency-key',
-  'x-request-id',
-  'traceparent',
-  'tracestate',
-];
+/**
+ * Headers kept with every message: what says how it was sent, never who sent it with what key (and a valid trace
+ * context: keptHeaders).
+ */
+export const ORDINARY_HEADERS = ['content-type', 'content-encoding', 'user-agent', 'idempotency-key', 'x-request-id'];
 
 /**
  * The headers kept with a message, by an allow list: the ordinary ones, the topic headers the
@@ -182,5 +178,11 @@ export function keptHeaders(
       const value = headers[name];
       if (value !== undefined) kept[name] = Array.isArray(value) ? value.join(', ') : value;
     }
-  return kept;
+  // A trace context is kept only when valid and bounded, whatever a flow asks to keep.
+  delete kept.traceparent;
+  delete kept.tracestate;
+  return Object.assign(
+    kept,
+    traceContextHeaders(headerValue(headers, 'traceparent'), headerValue(headers, 'tracestate')),
+  );
 }
