@@ -395,8 +395,9 @@ export const settings = {
     env: 'SHUTDOWN_GRACE_MS',
     schema: { type: 'integer', minimum: 0, default: 10_000 },
     description:
-      'On SIGTERM: runs in flight may finish for this long before their operations are aborted (they then resume ' +
-      'elsewhere from their checkpoints).',
+      'On SIGTERM: runs in flight may finish for this long before their operations are aborted; they are handed ' +
+      "back at once and resume elsewhere from their checkpoints, the aborted attempt not counted against the node's " +
+      'retries (a deploy never fails a run).',
   },
 } as const satisfies Record<string, Setting>;
 

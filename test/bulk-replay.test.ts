@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, sendWebhook, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
 import { Receiver } from './support/receiver.ts';
+import { newId } from '../engine/model/ids.ts';
 
 // Bulk replays, API and worker in one process, on each store: the replay's page is one statement.
 let env: TestPlatform;
@@ -111,6 +112,83 @@ describe.each(['pglite', 'postgres'] as const)('bulk replay on %s', (store) => {
     expect((await other.call('GET', `${REPLAYS}/${made.body.id}`)).status).toBe(404);
   });
 
+  it('goes on from where the run failed, under the same idempotency keys: a receiver can drop every repeat', async () => {
+    // An ERP that refuses line B until it is fixed.
+    let refuseB = true;
+    const erp = new Receiver((request) =>
+      refuseB && request.url === '/lines' && JSON.parse(request.body).sku === 'B' ? { status: 422 } : undefined,
+    );
+    await erp.start();
+    try {
+      await acme.call('PUT', '/api/v1/global-variables/ERP_URL', { value: erp.url });
+      const flowId = await acme.publish({
+        key: 'lines',
+        name: 'lines',
+        trigger: { type: 'webhook', config: {} },
+        nodes: [
+          {
+            id: 'each',
+            operation: 'loop',
+            config: { items: '{{ $input.body.lines }}', concurrency: 1 },
+            nodes: [
+              {
+                id: 'send',
+                operation: 'http.request',
+                config: { method: 'POST', url: '{{ $vars.ERP_URL }}/lines', body: '{{ $item }}' },
+                retry: { maxAttempts: 1 },
+              },
+            ],
+          },
+          { id: 'confirm', operation: 'http.request', config: { method: 'POST', url: '{{ $vars.ERP_URL }}/confirm' } },
+        ],
+        edges: [
+          { from: 'trigger', to: 'each' },
+          { from: 'each', to: 'confirm' },
+        ],
+      });
+      const lines = ['A', 'B', 'C', 'D'].map((sku) => ({ sku }));
+      const { messageId, runId } = (await sendWebhook(env.url, 'acme', 'lines', { lines })).body;
+      expect((await acme.settledRun(runId)).status).toBe('failed');
+      const sent = () => erp.requests.map((request) => [request.url, request.body, request.headers['idempotency-key']]);
+      const keyOf = (sku: string) => sent().find(([, body]) => body === JSON.stringify({ sku }))?.[2];
+      expect(sent().map(([url, body]) => `${url} ${body}`)).toEqual(['/lines {"sku":"A"}', '/lines {"sku":"B"}']);
+      const [keyA, keyB] = [keyOf('A'), keyOf('B')];
+
+      refuseB = false;
+      const replay = await acme.call('POST', REPLAYS, { filter: { flowId } });
+      expect(replay.status).toBe(202);
+      const replayed = await eventually(async () => {
+        const { runs } = (await acme.call('GET', `/api/v1/messages/${messageId}`)).body;
+        if (runs.length < 2) throw new Error('not replayed yet');
+        return acme.settledRun(runs[1].id);
+      });
+      expect(replayed).toMatchObject({ status: 'succeeded', replayOf: runId });
+      // A is not sent again; B is sent again under the key it had; C, D and the confirmation follow.
+      expect(sent().map(([url, body]) => `${url} ${body}`)).toEqual([
+        '/lines {"sku":"A"}',
+        '/lines {"sku":"B"}',
+        '/lines {"sku":"B"}',
+        '/lines {"sku":"C"}',
+        '/lines {"sku":"D"}',
+        '/confirm ',
+      ]);
+      expect(sent()[2][2]).toBe(keyB);
+      expect(keyA).toMatch(new RegExp(`^${messageId}\\.each\\[0\\]\\.send`));
+
+      // Asked to redo every step: all of it is sent again, each under the key it had.
+      const redone = await acme.call('POST', `/api/v1/messages/${messageId}/replay`, { redoCompletedSteps: true });
+      expect(redone.status).toBe(202);
+      expect((await acme.settledRun(redone.body.id)).status).toBe('succeeded');
+      expect(sent()).toHaveLength(11);
+      const keys = new Map<string, Set<unknown>>();
+      for (const [url, body, key] of sent())
+        keys.set(`${url} ${body}`, (keys.get(`${url} ${body}`) ?? new Set()).add(key));
+      expect([...keys.values()].map((set) => set.size)).toEqual([1, 1, 1, 1, 1]);
+    } finally {
+      await erp.close();
+    }
+  });
+
   it('stops when cancelled: the runs started go on, no more start', async () => {
     const { body: replay } = await acme.call('POST', REPLAYS, { filter: { status: 'failed' }, ratePerSecond: 1 });
     expect(replay).toMatchObject({ status: 'running', total: 2 });
@@ -149,5 +227,79 @@ describe('bulk replays of one tenant', () => {
     } finally {
       await api.close();
     }
+  });
+});
+
+describe('replays at once, on PostgreSQL', () => {
+  let closed = true;
+  beforeAll(async () => {
+    env = await startTestPlatform('postgres');
+    acme = await env.tenant('acme');
+    sink = new Receiver(() => (closed ? { status: 422 } : undefined));
+    await sink.start();
+    await acme.call('PUT', '/api/v1/global-variables/SINK_URL', { value: sink.url });
+  });
+  afterAll(async () => {
+    await sink?.close();
+    await env?.close();
+  });
+
+  it('replay each message once, and each counts what it replayed and skipped up to its total', async () => {
+    await acme.publish(sendingFlow('orders'));
+    const failed = await deliver('orders', 40);
+    closed = false;
+    // Five replays of the same messages, their pages taken at once by the workers and by five more takers.
+    const made = await Promise.all(
+      Array.from({ length: 5 }, () => acme.call('POST', REPLAYS, { filter: {}, ratePerSecond: 7 })),
+    );
+    expect(made.map((answer) => [answer.status, answer.body.total])).toEqual(Array(5).fill([202, 40]));
+    const take = async (): Promise<void> => {
+      const page = await env.platform.store.replayNextPage(Array.from({ length: 100 }, newId));
+      if (page) return take();
+    };
+    await Promise.all(Array.from({ length: 5 }, take));
+    const done = await eventually(async () => {
+      const all = await Promise.all(made.map(({ body }) => acme.call('GET', `${REPLAYS}/${body.id}`)));
+      if (all.some(({ body }) => body.status !== 'finished')) throw new Error('a replay is running');
+      return all.map(({ body }) => body);
+    });
+    for (const replay of done) expect(replay.replayed + replay.skipped).toBe(replay.total);
+    expect(done.reduce((sum, replay) => sum + replay.replayed, 0)).toBe(40);
+    for (const { messageId } of failed)
+      expect((await acme.call('GET', `/api/v1/messages/${messageId}`)).body.runs).toHaveLength(2);
+  });
+
+  it('start one run for one message replayed five times at once', async () => {
+    closed = true;
+    const [{ messageId }] = await deliver('orders', 1);
+    const answers = await Promise.all(
+      Array.from({ length: 5 }, () => acme.call('POST', `/api/v1/messages/${messageId}/replay`)),
+    );
+    expect(answers.map((answer) => answer.status).sort()).toEqual([202, 409, 409, 409, 409]);
+    closed = false;
+  });
+
+  it("leave a flow's calls to their callers unless asked", async () => {
+    closed = true;
+    await acme.publish({
+      key: 'caller',
+      name: 'caller',
+      trigger: { type: 'webhook', config: {} },
+      nodes: [{ id: 'call', operation: 'call', config: { flow: 'orders', input: '{{ $input.body }}' } }],
+      edges: [{ from: 'trigger', to: 'call' }],
+    });
+    const callerFlow = (await acme.call('GET', '/api/v1/flows')).body.nodes.find(
+      (flow: { key: string }) => flow.key === 'caller',
+    ).id;
+    const [{ runId }] = await deliver('caller', 1);
+    const caller = await acme.settledRun(runId);
+    expect(caller.status).toBe('failed');
+    const count = async (filter: object) =>
+      (await acme.call('POST', REPLAYS, { filter, dryRun: true })).body.count as number;
+    // The called run failed too: a replay of everything takes the caller only, which calls again.
+    const everything = await count({});
+    expect(await count({ includeCalls: true })).toBe(everything + 1);
+    expect(await count({ flowId: callerFlow })).toBe(1);
+    closed = false;
   });
 });

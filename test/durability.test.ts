@@ -90,8 +90,8 @@ describe('durability', () => {
     expect(received('/first')).toHaveLength(1);
     expect(received('/second')).toHaveLength(2);
     expect(received('/second').map((request) => request.headers['idempotency-key'])).toEqual([
-      `${run.id}.second`,
-      `${run.id}.second`,
+      `${run.messageId}.second`,
+      `${run.messageId}.second`,
     ]);
   });
 
@@ -140,7 +140,7 @@ describe('durability', () => {
     ]);
     // The item in flight went again with the same idempotency key, so the receiver can drop the repeat.
     expect(sent.map((request) => request.headers['idempotency-key'])).toEqual(
-      [0, 1, 2, 2, 3, 4].map((index) => `${run.id}.each[${index}].send`),
+      [0, 1, 2, 2, 3, 4].map((index) => `${run.messageId}.each[${index}].send`),
     );
     expect(run.steps.find((step: { key: string }) => step.key === 'each').output.results).toHaveLength(5);
   });
@@ -322,6 +322,37 @@ describe('durability', () => {
     expect(run).toMatchObject({ status: 'succeeded', attempts: 1 });
     expect(received('/drain')).toHaveLength(1);
     await startWorker(); // for the tests that follow
+  });
+
+  it('hands a run back on SIGTERM past the grace without charging its node an attempt', async () => {
+    receiver.script('hang');
+    await acme.publish({
+      key: 'deploy',
+      name: 'deploy',
+      trigger: { type: 'webhook' },
+      // One attempt only: a deploy that charged it would fail the run.
+      nodes: [{ ...post('slow', '/deploy'), retry: { maxAttempts: 1 } }],
+      edges: [{ from: 'trigger', to: 'slow' }],
+    });
+    await stopWorkers();
+    const { child: worker, ready } = spawnWorker(env.config, {
+      WORKER_LOCK_MS: '2000',
+      WORKER_STALLED_INTERVAL_MS: '1000',
+      SHUTDOWN_GRACE_MS: '300',
+    });
+    workers.push(worker);
+    await ready;
+    const accepted = await sendWebhook(env.url, 'acme', 'deploy', { id: 9 });
+    await eventually(async () => expect(received('/deploy')).toHaveLength(1));
+    const exited = new Promise<number | null>((resolve) => worker.once('exit', resolve));
+    worker.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    receiver.release();
+    await startWorker();
+    const run = await acme.settledRun(accepted.body.runId);
+    expect(run.status).toBe('succeeded');
+    expect(run.steps).toMatchObject([{ nodeId: 'slow', status: 'succeeded', attempts: 1 }]);
+    expect(received('/deploy')).toHaveLength(2);
   });
 
   it('answers 503 when Redis is down, and loses nothing when the sender retries', async () => {

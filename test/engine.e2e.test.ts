@@ -70,7 +70,7 @@ describe('a webhook through a published flow', () => {
     });
     const [request] = received('/orders');
     expect(JSON.parse(request.body)).toEqual({ id: 42, shop: 'demo.myshopify.com' });
-    expect(request.headers['idempotency-key']).toBe(`${run.id}.send`);
+    expect(request.headers['idempotency-key']).toBe(`${run.messageId}.send`);
   });
 
   it("runs a large body (kept as text until read) through the flow's expressions and sends what they make", async () => {

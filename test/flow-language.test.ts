@@ -56,7 +56,7 @@ describe('a loop over items', () => {
       received('/items')
         .map((request) => request.headers['idempotency-key'])
         .sort(),
-    ).toEqual(items.map((_, index) => `${run.id}.each[${index}].send`).sort());
+    ).toEqual(items.map((_, index) => `${run.messageId}.each[${index}].send`).sort());
     const loop = run.steps.find((step: { key: string }) => step.key === 'each');
     expect(loop.output.failed).toEqual([]);
     expect(loop.output.results.map((result: any) => result.body.received)).toEqual(items);
@@ -108,10 +108,10 @@ describe('a loop over items', () => {
     const sent = received('/items').slice(before);
     expect(sent.map((request) => JSON.parse(request.body))).toEqual(skus('g', 'h', 'i', 'h'));
     expect(sent.map((request) => request.headers['idempotency-key'])).toEqual([
-      `${run.id}.each[0].send`,
-      `${run.id}.each[1].send`,
-      `${run.id}.each[2].send`,
-      `${run.id}.each[1].send`,
+      `${run.messageId}.each[0].send`,
+      `${run.messageId}.each[1].send`,
+      `${run.messageId}.each[2].send`,
+      `${run.messageId}.each[1].send`,
     ]);
     expect(run.steps.find((step: { key: string }) => step.key === 'each[1].send')).toMatchObject({
       status: 'succeeded',
@@ -129,7 +129,7 @@ describe('a loop over items', () => {
       received('/items')
         .slice(-2)
         .map((request) => request.headers['idempotency-key']),
-    ).toEqual([`${run.id}.each[A-1].send`, `${run.id}.each[B-2].send`]);
+    ).toEqual([`${run.messageId}.each[A-1].send`, `${run.messageId}.each[B-2].send`]);
 
     const repeated = await sendWebhook(env.url, 'acme', 'each-keyed', { items: [{ sku: 'A' }, { sku: 'A' }] });
     const refused = await acme.settledRun(repeated.body.runId);

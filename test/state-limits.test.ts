@@ -6,6 +6,7 @@ import {
   type StoreKind,
   type TestPlatform,
 } from './support/harness.ts';
+import { Receiver } from './support/receiver.ts';
 
 // Limits on what a tenant keeps, enforced by the store whichever way a write comes: the API or a run.
 describe.each<StoreKind>(['postgres', 'pglite'])('tenant state limits (%s)', (kind) => {
@@ -19,6 +20,7 @@ describe.each<StoreKind>(['postgres', 'pglite'])('tenant state limits (%s)', (ki
       tenantMaxVariableBytes: 4000,
       tenantMaxDocuments: 4,
       tenantMaxFlows: 2,
+      maxStepOutputBytes: 20_000,
     });
     acme = await env.tenant('acme');
     other = await env.tenant('other');
@@ -97,5 +99,45 @@ describe.each<StoreKind>(['postgres', 'pglite'])('tenant state limits (%s)', (ki
     const refused = await acme.call('POST', '/api/v1/editable-flows', flow('third'));
     expect(refused.status).toBe(409);
     expect(refused.body.detail).toContain('TENANT_MAX_FLOWS');
+  });
+
+  it("starts no more items once a loop's results are on course to outgrow its output, and fails saying so", async () => {
+    const erp = await new Receiver().start();
+    try {
+      const looper = await env.tenant('looper');
+      await looper.call('PUT', '/api/v1/global-variables/ERP_URL', { value: erp.url });
+      await looper.publish({
+        key: 'lines',
+        name: 'lines',
+        trigger: { type: 'webhook' },
+        nodes: [
+          {
+            id: 'each',
+            operation: 'loop',
+            config: { items: '{{ $input.body.lines }}', concurrency: 2 },
+            nodes: [
+              {
+                id: 'send',
+                operation: 'http.request',
+                config: { method: 'POST', url: '{{ $vars.ERP_URL }}/lines', body: '{{ $item }}' },
+              },
+            ],
+          },
+        ],
+        edges: [{ from: 'trigger', to: 'each' }],
+      });
+      const lines = (n: number) => ({ lines: Array.from({ length: n }, (_, line) => ({ line })) });
+      const few = await sendWebhook(env.url, 'looper', 'lines', lines(5));
+      expect((await looper.settledRun(few.body.runId)).status).toBe('succeeded');
+      expect(erp.requests).toHaveLength(5);
+      const many = await sendWebhook(env.url, 'looper', 'lines', lines(500));
+      const run = await looper.settledRun(many.body.runId);
+      expect(run).toMatchObject({ status: 'failed', attempts: 1, error: { kind: 'permanent', node: 'each' } });
+      expect(run.error.message).toContain('MAX_STEP_OUTPUT_BYTES');
+      // The items running when it was seen (two at a time) finished; no other started.
+      expect(erp.requests.length - 5).toBeLessThanOrEqual(2);
+    } finally {
+      await erp.close();
+    }
   });
 });

@@ -69,8 +69,9 @@ export function batchRoutes({ store, runs }: ApiContext) {
       summary: 'Retry the failed tasks of a batch',
       description:
         `At most ${TASK_RETRY_LIMIT} per call, in task order (\`more\` says whether to call again). ` +
-        'Each failed task gets a new run from the same item; the failed run stays in the history. The incremental ' +
-        'field does not move back.',
+        "Each failed task gets a new run of the task's message, going on from where the failed run stopped (the " +
+        'steps it completed are carried over; what it sends goes under the same idempotency keys); the failed run ' +
+        'stays in the history. The incremental field does not move back.',
       params: idParams,
       responses: {
         200: {

@@ -1,4 +1,5 @@
 import {
+  REDO_COMPLETED_STEPS,
   NotFoundError,
   blockedTopicSchema,
   messageInfoSchema,
@@ -124,9 +125,17 @@ export function messageRoutes({ store, runs }: ApiContext) {
       scope: 'messages:write',
       summary: "Run a message again, on its flow's active version",
       description:
-        "A new run, with new idempotency keys: its side effects happen again. Refused (409) while the message's last " +
-        'run is unfinished or held, for a repeated delivery, and for a batch item (retry its batch instead).',
+        'A new run that goes on from where the last one failed: on the same flow version, the steps it completed are ' +
+        'carried over, not run again (unless `redoCompletedSteps`), and what the run sends goes under the same ' +
+        'idempotency keys as before (they derive from the message and the step), so a receiver drops what it has. ' +
+        "Refused (409) while the message's last run is unfinished or held (two replays at once start one run), for " +
+        'a repeated delivery, and for a batch item (retry its batch instead).',
       params: idParams,
+      body: {
+        type: 'object',
+        additionalProperties: false,
+        properties: { redoCompletedSteps: { type: 'boolean', default: false, description: REDO_COMPLETED_STEPS } },
+      },
       responses: {
         202: { description: 'The new run, queued.', schema: runSchema },
         409: {
@@ -135,8 +144,8 @@ export function messageRoutes({ store, runs }: ApiContext) {
             'active version.',
         },
       },
-      async handle({ tenantId, params }) {
-        return { status: 202, body: await runs.replay(tenantId, params.id) };
+      async handle({ tenantId, params, body }) {
+        return { status: 202, body: await runs.replay(tenantId, params.id, body.redoCompletedSteps ?? false) };
       },
     }),
     defineRoute({

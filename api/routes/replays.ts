@@ -3,6 +3,7 @@ import {
   MAX_REPLAY_RATE,
   MAX_RUNNING_REPLAYS,
   REPLAY_COUNT_LIMIT,
+  REDO_COMPLETED_STEPS,
   NotFoundError,
   ValidationError,
   newId,
@@ -34,6 +35,7 @@ const replayRequestSchema = {
       default: false,
       description: 'Only count what the filter matches now; nothing is made.',
     },
+    redoCompletedSteps: { type: 'boolean', default: false, description: REDO_COMPLETED_STEPS },
   },
   examples: [{ filter: { flowId: '019a0000-0000-7000-8000-000000000001', errorKind: 'permanent' }, dryRun: true }],
 } as const;
@@ -51,9 +53,13 @@ export function replayRoutes({ store }: ApiContext) {
       description:
         'Counts first with `dryRun`. Otherwise makes one tracked replay of what the filter matches now: the workers ' +
         "start a new run for each message, on its flow's active version, at most `ratePerSecond` a second, each " +
-        'naming the run it replays (`replayOf`). A message is run again only while its latest run still ended so: ' +
-        'asking again replays nothing twice, and the same `Idempotency-Key` answers the replay it made. Batch items ' +
-        "are replayed by naming their batch (`batchId`): its failed tasks are tried again as the batch's retry does.",
+        'naming the run it replays (`replayOf`) and going on from where it failed: on the same version, the steps it ' +
+        'completed are carried over, not run again (unless `redoCompletedSteps`), and what is sent goes under the ' +
+        'same idempotency keys (they derive from the message and the step). A message is run again only while its ' +
+        'latest run still ended so: replays at once or asked again replay nothing twice, and the same ' +
+        "`Idempotency-Key` answers the replay it made. A flow's calls are left to their callers unless " +
+        '`includeCalls`. Batch items are replayed by naming their batch (`batchId`): its failed tasks are tried ' +
+        "again as the batch's retry does.",
       headers: { 'Idempotency-Key': 'Names this replay: asked again with it, the same replay is answered (200).' },
       body: replayRequestSchema,
       responses: {
@@ -106,6 +112,7 @@ export function replayRoutes({ store }: ApiContext) {
           requestKey,
           filter,
           ratePerSecond: body.ratePerSecond ?? DEFAULT_REPLAY_RATE,
+          redoCompletedSteps: body.redoCompletedSteps ?? false,
         });
         return { status: created ? 202 : 200, body: replay };
       },

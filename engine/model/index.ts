@@ -91,6 +91,7 @@ export {
   MAX_REPLAY_RATE,
   MAX_RUNNING_REPLAYS,
   REPLAY_COUNT_LIMIT,
+  REDO_COMPLETED_STEPS,
   replayFilterSchema,
   replaySchema,
   replayStatuses,

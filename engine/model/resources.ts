@@ -78,6 +78,7 @@ export {
   MAX_REPLAY_RATE,
   MAX_RUNNING_REPLAYS,
   REPLAY_COUNT_LIMIT,
+  REDO_COMPLETED_STEPS,
   replayFilterSchema,
   replaySchema,
   replayStatuses,

@@ -85,7 +85,7 @@ export const loopKind: NodeKind<LoopSpec> = {
       'items at once. In the body, $item is the item and $index its place; $steps holds the outputs of the nodes ' +
       "before the loop and of the item's own. Each item's steps are checkpointed under the loop's id and the " +
       "item's index (or key): a retry or a crash repeats no completed step, and each side effect carries its own " +
-      'idempotency key, <run>.<loop>[<index or key>].<node>. An item that waits for a retry does not hold up the ' +
+      'idempotency key, <message>.<loop>[<index or key>].<node>. An item that waits for a retry does not hold up the ' +
       'others. Output: {"results": [...], "failed": [...]}: each item\'s result in order (its body\'s last output; ' +
       'null where it failed or a filter stopped it) and the items in which a node failed, with the error and ' +
       '"handled" (an error path in the body took it). A run with a failed item ends handled. At most ' +
@@ -153,10 +153,13 @@ async function runLoop(host: NodeHost, node: CompiledNode<LoopSpec>, call: NodeC
   const failedItem = (index: number, error: ErrorRecord, handled: boolean) =>
     output.failed.push(keys ? { index, key: keys[index], error, handled } : { index, error, handled });
   const stopped = () => spec.onItemFailure === 'stop' && output.failed.some((item) => !item.handled);
+  // The results are the loop's output: once they are on course to outgrow what a node may store, no more items
+  // start (their side effects would be made for a loop that cannot succeed).
+  const results = new ResultsSize(host.options.maxOutputBytes, items.length);
   let next = 0;
   const worker = async () => {
     // In `stop`, an item that fails (no error path taking it) starts no more items; those running finish.
-    while (next < items.length && !stopped()) {
+    while (next < items.length && !stopped() && !results.outgrown) {
       const index = next++;
       const itemOutputs = { ...outputs };
       const outcome = await host.runGraph(spec.body, {
@@ -167,6 +170,7 @@ async function runLoop(host: NodeHost, node: CompiledNode<LoopSpec>, call: NodeC
       });
       if (outcome.kind === 'done') {
         output.results[index] = outcome.last ?? null;
+        results.add(output.results[index]);
         if (outcome.handled) failedItem(index, outcome.handled.first, true);
       } else if (outcome.kind === 'failed') failedItem(index, outcome.error, false);
       else if (outcome.kind === 'wait') waits.push(outcome);
@@ -176,6 +180,7 @@ async function runLoop(host: NodeHost, node: CompiledNode<LoopSpec>, call: NodeC
   await Promise.all(Array.from({ length: Math.min(spec.concurrency, items.length) }, worker));
 
   output.failed.sort((a, b) => a.index - b.index);
+  if (results.outgrown) throw permanent(results.outgrown);
   const first = output.failed.find((item) => !item.handled);
   if (first && spec.onItemFailure === 'stop')
     throw permanent(`item ${first.key ?? first.index} failed at node ${first.error.node}: ${first.error.message}`, {
@@ -189,6 +194,29 @@ async function runLoop(host: NodeHost, node: CompiledNode<LoopSpec>, call: NodeC
     });
   }
   return output;
+}
+
+/** The size of a loop's results as its items finish, and whether they are on course to outgrow its output. */
+class ResultsSize {
+  private bytes = 0;
+  private counted = 0;
+  outgrown?: string;
+
+  constructor(
+    private readonly limit: number,
+    private readonly items: number,
+  ) {}
+
+  add(result: unknown) {
+    this.bytes += Buffer.byteLength(JSON.stringify(result)) + 1;
+    this.counted++;
+    const projected = Math.round((this.bytes / this.counted) * this.items);
+    if (projected > this.limit)
+      this.outgrown ??=
+        `its results are on course to about ${projected} bytes for ${this.items} items, over the ${this.limit} ` +
+        `bytes a node may store (MAX_STEP_OUTPUT_BYTES): it stopped after ${this.counted} items. End the loop's ` +
+        'body with a node that returns only what later nodes need (a transform of the answer), or send fewer items';
+  }
 }
 
 /** Each item's key, checked: text or a number, unique in the list, short enough for a step key. */

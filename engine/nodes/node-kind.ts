@@ -179,6 +179,8 @@ export interface NodeHost {
     actions: ActionRunner;
     keyring: Keyring;
     logger: Logger;
+    /** Largest JSON a node may store as its output (MAX_STEP_OUTPUT_BYTES). */
+    maxOutputBytes: number;
   };
   /** A named step of the node called, run once per run: its result is checkpointed and handed back later. */
   subStep<T>(call: NodeCall, node: CompiledNode, name: string, fn: () => Promise<T>): Promise<T>;

@@ -141,7 +141,8 @@ class OperationStep implements NodeRunner<OperationSpec> {
       get signal() {
         return signal();
       },
-      idempotencyKey: `${run.id}.${call.key}`,
+      // The message's, not the run's: every run of the message (a retry, a takeover, a replay) sends the same key.
+      idempotencyKey: `${run.messageId}.${call.key}`,
       http: call.trace ? host.http.within(call.trace) : host.http,
       tenantId: run.tenantId,
       flowId: run.flowId,

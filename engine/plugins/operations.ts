@@ -34,7 +34,10 @@ export interface OperationContext<Config> {
   steps: Readonly<Record<string, unknown>>;
   /** Bound to tenant, flow, run and node. Never log secrets: resolved config values may hold them. */
   logger: Logger;
-  /** Stable per run and node (the same on every retry and after a crash): pass it to the systems you call. */
+  /**
+   * Stable per message and step (the same on every retry, after a crash, and in every replay of the message): pass
+   * it to the systems you call.
+   */
   idempotencyKey: string;
   /** Fires when the node times out or the worker shuts down. */
   signal: AbortSignal;

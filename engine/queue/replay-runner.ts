@@ -48,8 +48,7 @@ export class ReplayRunner {
   private async takePages(): Promise<number> {
     let queued = 0;
     for (let pages = 0; pages < PAGES_PER_LOOK; pages++) {
-      const ids = () => Array.from({ length: MAX_REPLAY_RATE }, newId);
-      const page = await this.store.replayNextPage(ids(), ids());
+      const page = await this.store.replayNextPage(Array.from({ length: MAX_REPLAY_RATE }, newId));
       if (!page) break;
       await this.queue.enqueue(page.runs.map(runJob));
       queued += page.runs.length;

@@ -19,8 +19,8 @@ export class RunService {
   ) {}
 
   /** A new run of the message on its flow's active version. */
-  async replay(tenantId: string, messageId: string): Promise<Run> {
-    const run = await this.store.replayMessage(tenantId, messageId, newId());
+  async replay(tenantId: string, messageId: string, redoCompletedSteps = false): Promise<Run> {
+    const run = await this.store.replayMessage(tenantId, messageId, newId(), redoCompletedSteps);
     await this.queue.enqueue([runJob(run)]);
     return run;
   }

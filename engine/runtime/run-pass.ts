@@ -37,8 +37,6 @@ export type RunPassOptions = NodeHost['options'] & {
   tracer?: Tracer;
   /** The operations' outbound HTTP, with this deployment's address policy (each pass takes its tenant's). */
   http: HttpClient;
-  /** Largest JSON a node may store as its output. */
-  maxOutputBytes: number;
   /** Cap of any retry delay. */
   maxRetryDelayMs: number;
 };
@@ -305,6 +303,11 @@ export class RunPass implements NodeHost {
     } catch (thrown) {
       const error = this.redactError(toOperationError(thrown));
       const record: ErrorRecord = { ...toErrorRecord(error), node: node.id };
+      // Stopped because the worker shuts down (a deploy): handed back at once, the attempt not charged to the node.
+      if (this.shutdown.aborted) {
+        this.unsaved.push(step('waiting', failuresSoFar, null, record));
+        return { kind: 'wait', delayMs: 0, error: record };
+      }
       if (error.kind === 'later') {
         this.unsaved.push(step('waiting', failuresSoFar, null, record));
         return { kind: 'wait', delayMs: this.delay(error.retryAfterMs ?? LATER_DEFAULT_MS), error: record };

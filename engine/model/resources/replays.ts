@@ -14,6 +14,10 @@ export const MAX_RUNNING_REPLAYS = 5;
  */
 export const REPLAY_COUNT_LIMIT = 1_000;
 
+export const REDO_COMPLETED_STEPS =
+  'Run again the steps the replayed run completed too. When false (the default), a replay on the same flow version ' +
+  'carries them over and goes on from where the run failed: nothing it sent is sent again.';
+
 /** Which messages a bulk replay runs again: those whose latest run ended so, and matches the rest. */
 export const replayFilterSchema = {
   type: 'object',
@@ -37,6 +41,11 @@ export const replayFilterSchema = {
         "The failed tasks of this batch (a fan-out's), tried again as the batch's retry does, in its order: with " +
         '`errorKind` only (status `failed`).',
     },
+    includeCalls: {
+      type: 'boolean',
+      description:
+        "Also the messages of flows' calls (a call node's run of another flow): left to their callers when absent.",
+    },
   },
   examples: [
     {
@@ -55,6 +64,7 @@ export const replaySchema = {
     'id',
     'filter',
     'ratePerSecond',
+    'redoCompletedSteps',
     'status',
     'total',
     'totalExact',
@@ -70,13 +80,16 @@ export const replaySchema = {
     id: uuid,
     filter: replayFilterSchema,
     ratePerSecond: { type: 'integer', minimum: 1, maximum: MAX_REPLAY_RATE },
+    redoCompletedSteps: { type: 'boolean', description: REDO_COMPLETED_STEPS },
     status: {
       enum: replayStatuses,
       description: 'running: runs are being started; finished: every match was seen; cancelled: stopped by a caller.',
     },
     total: {
       type: 'integer',
-      description: `Messages the filter matched when the replay was made, counted up to ${REPLAY_COUNT_LIMIT}.`,
+      description:
+        `Messages the filter matched when the replay was made, counted up to ${REPLAY_COUNT_LIMIT}; finished, ` +
+        'with what failed since among the runs it looked at: then `replayed` and `skipped` add up to it.',
     },
     totalExact: {
       type: 'boolean',
@@ -85,7 +98,9 @@ export const replaySchema = {
     replayed: { type: 'integer', description: 'New runs started so far.' },
     skipped: {
       type: 'integer',
-      description: "Matches not run again: the flow has no active version, or the message's latest run changed.",
+      description:
+        "Matches not run again: the flow has no active version, or the message's latest run changed (another " +
+        'replay or retry took it).',
     },
     createdAt: timestamp,
     finishedAt: nullableTimestamp,

@@ -72,7 +72,9 @@ export const runSchema = {
     callDepth: { type: 'integer', description: 'How many calls deep: 0 for a run a delivery or schedule started.' },
     replayOf: {
       anyOf: [uuid, { type: 'null' }],
-      description: "Set on a run a bulk replay or a batch task's retry started: the run it replays.",
+      description:
+        "Set on a run a replay or a retry started (of a message, a flow's failed runs, a batch's tasks): the run it " +
+        'replays, whose completed steps it carried over when both ran the same flow version.',
     },
   },
 } as const;

@@ -39,11 +39,12 @@ export interface MessageStore {
     bodyCapBytes: number,
   ): Promise<{ message: MessageInfo; runs: Run[] } | undefined>;
   /**
-   * A new queued run of the message on its flow's active version. Refused (ConflictError) for a
-   * duplicate, a batch item, a message whose latest run is unfinished, or a flow without an active
-   * version; NotFoundError when there is no such message.
+   * A new queued run of the message on its flow's active version, naming the run it replays, with the steps that
+   * run completed carried over when both run the same version (unless `redoCompletedSteps`). Refused
+   * (ConflictError) for a duplicate, a batch item, a message whose latest run is unfinished (or being replayed at
+   * the same time), or a flow without an active version; NotFoundError when there is no such message.
    */
-  replayMessage(tenantId: string, messageId: string, runId: string): Promise<Run>;
+  replayMessage(tenantId: string, messageId: string, runId: string, redoCompletedSteps?: boolean): Promise<Run>;
   /** The tenant's backlog: unfinished runs, finished runs and messages since `since`, the oldest waiting run. */
   backlog(tenantId: string, since: string): Promise<Backlog>;
   /**

@@ -16,7 +16,13 @@ export interface ReplayStore {
    */
   createReplay(
     tenantId: string,
-    replay: { id: string; requestKey: string | null; filter: StoredReplayFilter; ratePerSecond: number },
+    replay: {
+      id: string;
+      requestKey: string | null;
+      filter: StoredReplayFilter;
+      ratePerSecond: number;
+      redoCompletedSteps: boolean;
+    },
   ): Promise<{ replay: Replay; created: boolean }>;
   getReplay(tenantId: string, id: string): Promise<Replay | undefined>;
   listReplays(tenantId: string, page: PageRequest): Promise<Page<Replay>>;
@@ -24,10 +30,12 @@ export interface ReplayStore {
   cancelReplay(tenantId: string, id: string): Promise<Replay | undefined>;
   /**
    * One page of one due replay of any tenant (a worker's sweep): at most its rate of new queued runs, one
-   * for each next match whose flow has an active version, each naming the run it replays; the replay's
-   * progress moves on in the same statement, and it is not due again for a second. A replay of a batch's
-   * failed tasks tries them as the batch's retry does. `runIds` and `messageIds` give the new runs' ids and
-   * a retried task's new message's (as many as the largest rate). Undefined when no replay is due.
+   * for each next match whose flow has an active version, each naming the run it replays and carrying over the
+   * steps that run completed (unless the replay redoes them); the replay's progress moves on in the same
+   * statement, and it is not due again for a second. A run another replay or retry is taking is skipped: no
+   * message is replayed twice at once, and a finished replay's `replayed` and `skipped` add up to its `total`. A
+   * replay of a batch's failed tasks tries them as the batch's retry does. `runIds` give the new runs' ids (as
+   * many as the largest rate). Undefined when no replay is due.
    */
-  replayNextPage(runIds: string[], messageIds: string[]): Promise<{ replay: Replay; runs: Run[] } | undefined>;
+  replayNextPage(runIds: string[]): Promise<{ replay: Replay; runs: Run[] } | undefined>;
 }

@@ -23,6 +23,7 @@ import { migration as m20 } from './migrations/20-retention.ts';
 import { migration as m21 } from './migrations/21-messages-by-status.ts';
 import { migration as m22 } from './migrations/22-daily-rollups.ts';
 import { migration as m23 } from './migrations/23-expression-names.ts';
+import { migration as m24 } from './migrations/24-replay-redo.ts';
 
 /** Versioned, append-only (one file each in migrations/): a released migration never changes; a change is a new one. */
 export const migrations: Migration[] = [
@@ -49,6 +50,7 @@ export const migrations: Migration[] = [
   m21,
   m22,
   m23,
+  m24,
 ];
 
 /**

@@ -6,6 +6,7 @@ import {
   decodeCursor,
   page,
   toRun,
+  supersedeEarlierRuns,
   toBatch,
   toBatchTask,
   toIncrementalField,
@@ -13,31 +14,30 @@ import {
 } from './rows.ts';
 
 /**
- * The parts of a statement (CTEs, ending with `retried`: the new runs) that try failed tasks of a batch
- * again: for each row of `picked` (key, old_run, run_id, message_id), a new run in the task's place, from the
- * failed run's message body and fan-out checkpoint, naming the run it retries (and the bulk replay
- * `replayId`, an SQL expression, if any); the failed run stays in the history, and the batch runs again.
+ * The parts of a statement (CTEs, ending with `retried`: the new runs) that try failed tasks of a batch again: for
+ * each row of `picked` (key, old_run, run_id), a new run of the task's message in the task's place, naming the run it
+ * retries (and the bulk replay `replayId`, an SQL expression, if any). It carries over the fan-out checkpoint and,
+ * unless `redo` (an SQL boolean), every step the failed run completed: a retry sends nothing twice, and what it
+ * sends goes under the same idempotency keys (they derive from the message). The failed run stays in the history,
+ * superseded, and the batch runs again.
  */
-export const retryTasks = (tenant: string, batch: string, picked: string, replayId: string) => `
+export const retryTasks = (tenant: string, batch: string, picked: string, replayId: string, redo: string) => `
   task as (
     update batch_tasks t set run_id = i.run_id, retries = retries + 1 from ${picked} i
      where t.tenant_id = ${tenant} and t.batch_id = ${batch} and t.key = i.key and t.run_id = i.old_run
     returning t.key, t.retries),
   fresh as (
-    select i.key, i.old_run, i.run_id, i.message_id, t.retries, r.flow_id, r.flow_version, m.body, b.node_id
+    select i.key, i.old_run, i.run_id, r.flow_id, r.flow_version, r.message_id, b.node_id
       from ${picked} i join task t on t.key = i.key
       join runs r on r.tenant_id = ${tenant} and r.id = i.old_run
-      join messages m on m.tenant_id = ${tenant} and m.id = r.message_id
       join batches b on b.tenant_id = ${tenant} and b.id = ${batch}),
-  task_messages as (
-    insert into messages (tenant_id, id, flow_id, flow_version, delivery_id, body, headers, query, keep_days)
-    select ${tenant}, message_id, flow_id, flow_version, 'batch:' || ${batch} || ':' || key || ':retry:' || retries,
-           body, '{}', '{}', keep_days(${tenant}) from fresh),
   task_steps as (
     insert into steps (tenant_id, run_id, key, node_id, status, attempts, output, error, started_at, finished_at,
       keep_days)
-    select ${tenant}, f.run_id, f.node_id, f.node_id, 'succeeded', 1, st.output, null, now(), now(), keep_days(${tenant})
-      from fresh f join steps st on st.tenant_id = ${tenant} and st.run_id = f.old_run and st.key = f.node_id),
+    select ${tenant}, f.run_id, st.key, st.node_id, st.status, st.attempts, st.output, st.error, st.started_at,
+           st.finished_at, keep_days(${tenant})
+      from fresh f join steps st on st.tenant_id = ${tenant} and st.run_id = f.old_run and st.status = 'succeeded'
+       and (st.key = f.node_id or not ${redo})),
   reopened as (
     update batches set status = 'running', finished_at = null
      where tenant_id = ${tenant} and id = ${batch} and exists (select 1 from fresh)),
@@ -46,7 +46,8 @@ export const retryTasks = (tenant: string, batch: string, picked: string, replay
       keep_days)
     select ${tenant}, run_id, flow_id, flow_version, message_id, 'queued', ${batch}, old_run, ${replayId},
            keep_days(${tenant}) from fresh
-    returning *)`;
+    returning *),
+  ${supersedeEarlierRuns('retried', 'retried_superseded')}`;
 
 /** Fan-out batches and their tasks, and incremental fields. */
 export class SqlBatches implements BatchStore {
@@ -160,13 +161,11 @@ export class SqlBatches implements BatchStore {
       [tenantId, batchId, limit + 1],
     );
     if (failed.length === 0) return { runs: [], more: false };
-    const rows = failed
-      .slice(0, limit)
-      .map((row) => ({ key: row.key, old_run: row.run_id, run_id: newId(), message_id: newId() }));
+    const rows = failed.slice(0, limit).map((row) => ({ key: row.key, old_run: row.run_id, run_id: newId() }));
     const inserted = await this.db.query(
       `with input as (
-         select * from jsonb_to_recordset($3::jsonb) as x(key text, old_run uuid, run_id uuid, message_id uuid)
-       ), ${retryTasks('$1', '$2::uuid', 'input', 'null::uuid')}
+         select * from jsonb_to_recordset($3::jsonb) as x(key text, old_run uuid, run_id uuid)
+       ), ${retryTasks('$1', '$2::uuid', 'input', 'null::uuid', 'false')}
        select * from retried`,
       [tenantId, batchId, JSON.stringify(rows)],
     );

@@ -27,7 +27,8 @@ import {
   MESSAGE_INFO,
   toRun,
   messagesOfStatus,
-  supersedeEarlierRuns,
+  replayLatestRuns,
+  TERMINAL,
   UTC_TODAY,
 } from './rows.ts';
 
@@ -191,20 +192,19 @@ export class SqlMessages implements MessageStore {
     return { message: toMessageInfo(row), runs: runs.map(toRun) };
   }
 
-  async replayMessage(tenantId: string, messageId: string, runId: string) {
+  async replayMessage(tenantId: string, messageId: string, runId: string, redoCompletedSteps = false) {
     if (!isUuid(messageId)) throw new NotFoundError(`no message ${messageId}`);
+    // The latest run is locked, and taken only while it is still the latest and finished: of two replays at once,
+    // the second waits, then finds it superseded and starts nothing.
     const [row] = await this.db.query(
-      `with inserted as (
-         insert into runs (tenant_id, id, flow_id, flow_version, message_id, status, keep_days)
-         select $1, $3, f.id, f.active_version, m.id, 'queued', keep_days($1) from messages m join flows f
-             on f.tenant_id = m.tenant_id and f.id = m.flow_id
-          where m.tenant_id = $1 and m.id = $2 and m.duplicate_of is null and f.active and f.active_version is not null
-            and not exists (select 1 from runs r where r.tenant_id = $1 and r.message_id = $2
-                              and (r.batch_id is not null or r.status in ${OPEN}))
-         returning *
-       ), ${supersedeEarlierRuns('inserted')}
+      `with picked as (
+         select tenant_id, id as old_run, message_id, flow_id, parent_run_id, call_depth, $3::uuid as run_id
+           from runs where tenant_id = $1 and message_id = $2 and not superseded and batch_id is null
+            and status in ${TERMINAL}
+         for update
+       ), ${replayLatestRuns('picked', '$4::boolean')}
        select * from inserted`,
-      [tenantId, messageId, runId],
+      [tenantId, messageId, runId, redoCompletedSteps],
     );
     if (row) return toRun(row);
     const found = await this.getMessage(tenantId, messageId, 0);
@@ -282,20 +282,19 @@ export class SqlMessages implements MessageStore {
       [tenantId, flowId, limit + 1],
     );
     const input = failed.slice(0, limit).map((row) => ({ message_id: row.id, run_id: newId() }));
+    // Each latest run still failed, locked (another retry or replay taking it meanwhile is skipped).
     const inserted =
       input.length === 0
         ? []
         : await this.db.query(
-            `with inserted as (
-         insert into runs (tenant_id, id, flow_id, flow_version, message_id, status, keep_days)
-         select $1, i.run_id, f.id, f.active_version, i.message_id, 'queued', keep_days($1)
-           from jsonb_to_recordset($3::jsonb) as i(message_id uuid, run_id uuid)
-           join flows f on f.tenant_id = $1 and f.id = $2 and f.active and f.active_version is not null
-          where (select status from runs r where r.tenant_id = $1 and r.message_id = i.message_id
-            order by r.id desc limit 1) = 'failed'
-         returning *
-       ), ${supersedeEarlierRuns('inserted')}
-       select * from inserted`,
+            `with picked as (
+               select r.tenant_id, r.id as old_run, r.message_id, r.flow_id, r.parent_run_id, r.call_depth, i.run_id
+                 from jsonb_to_recordset($3::jsonb) as i(message_id uuid, run_id uuid)
+                 join runs r on r.tenant_id = $1 and r.message_id = i.message_id and not r.superseded
+                  and r.status = 'failed' and r.flow_id = $2 and r.batch_id is null
+               for update of r skip locked
+             ), ${replayLatestRuns('picked', 'false')}
+             select * from inserted`,
             [tenantId, flowId, JSON.stringify(input)],
           );
     return { runs: inserted.map(toRun).sort((x, y) => (x.id < y.id ? -1 : 1)), more: failed.length > limit };

@@ -11,7 +11,7 @@ import {
   isoOrNull,
   isUuid,
   page,
-  supersedeEarlierRuns,
+  replayLatestRuns,
   toRun,
 } from './rows.ts';
 import { retryTasks } from './batches.ts';
@@ -25,17 +25,19 @@ const idAt = (time: string) => {
 
 /**
  * The messages a filter (a jsonb expression) without a batch matches for a tenant: not batch items (a filter with a
- * batch takes those), whose latest run ended with the filter's status, and its other conditions; with `madeAt`,
+ * batch takes those), whose latest run ended with the filter's status, and its other conditions (a flow's call is
+ * a message of its own, left to its caller unless `includeCalls`); with `madeAt`,
  * only runs made before it (a replay's page never takes the runs it made). Found from the runs of that status
  * (runs_by_status), in the order of their ids, within the ids that the time bounds give: the work is the matching
  * runs', not the tenant's history. Messages are not read: a run's message is never a repeated delivery, its flow
  * is the run's, and its id tells when it arrived (UUIDv7, made as it was received).
  */
 const matches = (tenant: string, filter: string, madeAt = 'null') => `
-  select r.message_id, r.flow_id, r.id as run_id from runs r
+  select r.message_id, r.flow_id, r.id as run_id, r.parent_run_id, r.call_depth from runs r
    where ${filter}->>'batchId' is null and r.tenant_id = ${tenant} and r.status = ${filter}->>'status'
      and r.batch_id is null
      and not r.superseded
+     and (r.call_depth = 0 or coalesce((${filter}->>'includeCalls')::boolean, false))
      and r.id >= coalesce(${idAt(`((${filter}->>'receivedFrom')::timestamptz - interval '1 minute')`)},
                           '00000000-0000-0000-0000-000000000000')
      and r.id < coalesce(${idAt(`${madeAt}::timestamptz`)}, 'ffffffff-ffff-ffff-ffff-ffffffffffff')
@@ -61,6 +63,7 @@ const toReplay = (r: Row): Replay => ({
   id: r.id,
   filter: r.filter,
   ratePerSecond: r.rate_per_second,
+  redoCompletedSteps: r.redo_completed_steps,
   status: r.status,
   total: Math.min(r.total, REPLAY_COUNT_LIMIT),
   totalExact: r.total <= REPLAY_COUNT_LIMIT,
@@ -86,11 +89,17 @@ export class SqlReplays implements ReplayStore {
 
   async createReplay(
     tenantId: string,
-    replay: { id: string; requestKey: string | null; filter: StoredReplayFilter; ratePerSecond: number },
+    replay: {
+      id: string;
+      requestKey: string | null;
+      filter: StoredReplayFilter;
+      ratePerSecond: number;
+      redoCompletedSteps: boolean;
+    },
   ) {
     const [row] = await this.db.query(
-      `insert into replays (tenant_id, id, request_key, filter, rate_per_second, total)
-       select $1, $2, $3, $4::jsonb, $5, ${countMatches('$1', '$4::jsonb')}
+      `insert into replays (tenant_id, id, request_key, filter, rate_per_second, total, redo_completed_steps)
+       select $1, $2, $3, $4::jsonb, $5, ${countMatches('$1', '$4::jsonb')}, $7
         where (select count(*) from replays where tenant_id = $1 and status = 'running') < $6
        on conflict (tenant_id, request_key) where request_key is not null do nothing
        returning *`,
@@ -101,6 +110,7 @@ export class SqlReplays implements ReplayStore {
         JSON.stringify(replay.filter),
         replay.ratePerSecond,
         MAX_RUNNING_REPLAYS,
+        replay.redoCompletedSteps,
       ],
       GENERIC,
     );
@@ -140,53 +150,64 @@ export class SqlReplays implements ReplayStore {
     return row ? toReplay(row) : undefined;
   }
 
-  async replayNextPage(runIds: string[], messageIds: string[]) {
+  async replayNextPage(runIds: string[]) {
     // One statement: the replay's row stays locked from choosing the page to moving its cursor, so two
-    // workers never take the same page, and a crash leaves either the whole page done or none of it.
+    // workers never take the same page, and a crash leaves either the whole page done or none of it. The runs it
+    // replays are locked too: a run another replay (or a retry) is taking is skipped, and one it took meanwhile is
+    // superseded, so no message is replayed twice.
     const [row] = await this.db.query(
       `with job as (
          select * from replays where status = 'running' and next_at <= now() order by next_at limit 1
            for update skip locked),
-       picked as (
+       found as (
          select found.*, row_number() over (order by found.run_id) as n from job cross join lateral (
            ${matches('job.tenant_id', 'job.filter', 'job.created_at')}
              and r.id > coalesce(job.cursor, '00000000-0000-0000-0000-000000000000'::uuid)
-           order by r.id limit job.rate_per_second) found),
-       inserted as (
-         insert into runs (tenant_id, id, flow_id, flow_version, message_id, status, replay_of, replay_id, keep_days)
-         select job.tenant_id, ($1::uuid[])[picked.n], f.id, f.active_version, picked.message_id, 'queued',
-                picked.run_id, job.id, keep_days(job.tenant_id)
-           from job cross join picked
-           join flows f on f.tenant_id = job.tenant_id and f.id = picked.flow_id and f.active
-            and f.active_version is not null
-         returning *),
-       ${supersedeEarlierRuns('inserted')},
+           order by r.id limit job.rate_per_second for update of r skip locked) found),
+       picked as (
+         select job.tenant_id, f.run_id as old_run, f.message_id, f.flow_id, f.parent_run_id, f.call_depth,
+                ($1::uuid[])[f.n] as run_id
+           from job cross join found f),
+       ${replayLatestRuns('picked', '(select redo_completed_steps from job)', '(select id from job)')},
        picked_tasks as (
-         select found.*, ($1::uuid[])[found.n] as run_id, ($2::uuid[])[found.n] as message_id
+         select found.*, ($1::uuid[])[found.n] as run_id
            from job cross join lateral (
              select tasks.*, row_number() over (order by tasks.seq) as n from (
                ${failedTasks('job.tenant_id', 'job.filter')} and t.seq > coalesce(job.cursor_seq, 0)
                order by t.seq limit job.rate_per_second) tasks) found),
-       ${retryTasks('(select tenant_id from job)', "(select (filter->>'batchId')::uuid from job)", 'picked_tasks', '(select id from job)')},
+       ${retryTasks(
+         '(select tenant_id from job)',
+         "(select (filter->>'batchId')::uuid from job)",
+         'picked_tasks',
+         '(select id from job)',
+         '(select redo_completed_steps from job)',
+       )},
+       page as (
+         select (select count(*) from found) + (select count(*) from picked_tasks) as taken,
+                (select count(*) from inserted) + (select count(*) from retried) as made),
        progressed as (
          update replays set
-           -- The cursor is the last run replayed (run ids are the matches' order).
-           cursor = coalesce((select run_id from picked order by run_id desc limit 1), replays.cursor),
+           -- The cursor is the last run looked at (run ids are the matches' order).
+           cursor = coalesce((select run_id from found order by run_id desc limit 1), replays.cursor),
            cursor_seq = coalesce((select max(seq) from picked_tasks), replays.cursor_seq),
-           replayed = replays.replayed + (select count(*) from inserted) + (select count(*) from retried),
-           skipped = replays.skipped + (select count(*) from picked) + (select count(*) from picked_tasks)
-             - (select count(*) from inserted) - (select count(*) from retried),
-           status = case when (select count(*) from picked) + (select count(*) from picked_tasks) < job.rate_per_second
-             then 'finished' else 'running' end,
-           finished_at = case when (select count(*) from picked) + (select count(*) from picked_tasks)
-             < job.rate_per_second then now() end,
+           replayed = replays.replayed + page.made,
+           -- Finished, every message counted is replayed or skipped (taken by another replay or retry meanwhile,
+           -- its flow inactive): the counts add up to the total, which grows by what failed since it was counted.
+           skipped = case when page.taken < job.rate_per_second and replays.total <= ${REPLAY_COUNT_LIMIT}
+             then greatest(replays.total, replays.replayed + replays.skipped + page.taken) - replays.replayed
+               - page.made
+             else replays.skipped + page.taken - page.made end,
+           total = case when page.taken < job.rate_per_second and replays.total <= ${REPLAY_COUNT_LIMIT}
+             then greatest(replays.total, replays.replayed + replays.skipped + page.taken) else replays.total end,
+           status = case when page.taken < job.rate_per_second then 'finished' else 'running' end,
+           finished_at = case when page.taken < job.rate_per_second then now() end,
            next_at = now() + interval '1 second'
-         from job where replays.tenant_id = job.tenant_id and replays.id = job.id
+         from job, page where replays.tenant_id = job.tenant_id and replays.id = job.id
          returning replays.*)
        select (select to_jsonb(p) from progressed p) as replay,
               coalesce((select jsonb_agg(to_jsonb(i) order by i.id) from (select * from inserted union all
                 select * from retried) i), '[]'::jsonb) as runs`,
-      [runIds, messageIds],
+      [runIds],
     );
     if (!row?.replay) return undefined;
     return { replay: toReplay(row.replay), runs: (row.runs as Row[]).map(toRun) };

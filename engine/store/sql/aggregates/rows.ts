@@ -59,7 +59,7 @@ export const OPEN = sqlList(['held', ...unfinishedRunStatuses]);
  * message's runs by runs_by_message, nothing about ids in it ("offset 0" keeps it apart): with one, a partition not
  * yet analyzed made the primary key look as cheap, and it walked the tenant's runs.
  */
-export const supersedeEarlierRuns = (inserted: string) => `superseded as (
+export const supersedeEarlierRuns = (inserted: string, name = 'superseded') => `${name} as (
     update runs r set superseded = true
       from (select e.tenant_id, e.id from ${inserted} n cross join lateral (
               select x.tenant_id, x.id from runs x where x.tenant_id = n.tenant_id and x.message_id = n.message_id
@@ -67,12 +67,37 @@ export const supersedeEarlierRuns = (inserted: string) => `superseded as (
              where e.id < n.id) earlier
      where r.tenant_id = earlier.tenant_id and r.id = earlier.id
     returning r.tenant_id, r.message_id, r.status
-  ), uncounted as (
+  ), ${name}_uncounted as (
     insert into message_outcomes as c (tenant_id, hour, status, messages)
-    select tenant_id, ${ID_HOUR('message_id')}, status, -count(*) from superseded where status in ${TERMINAL}
+    select tenant_id, ${ID_HOUR('message_id')}, status, -count(*) from ${name} where status in ${TERMINAL}
      group by 1, 2, 3 order by 1, 2, 3
     on conflict (tenant_id, hour, status) do update set messages = c.messages + excluded.messages
   )`;
+/**
+ * CTEs that run messages again (a replay, a retry), ending with `inserted`, the new runs: for each row of `picked`
+ * (tenant_id, old_run: the message's latest run, read FOR UPDATE by the caller, and its message_id, flow_id,
+ * parent_run_id, call_depth; run_id: the new run's id), a queued run on the flow's active version naming the run it
+ * replays (and the bulk replay `replayId`, an SQL expression, if any). The earlier runs are superseded, and the steps the replayed run completed are carried over to the new
+ * run when it runs the same version, unless `redo` (an SQL boolean): its side effects are not made again.
+ */
+export const replayLatestRuns = (picked: string, redo: string, replayId = 'null::uuid') => `inserted as (
+    insert into runs (tenant_id, id, flow_id, flow_version, message_id, status, replay_of, replay_id, parent_run_id,
+      call_depth, keep_days)
+    select p.tenant_id, p.run_id, f.id, f.active_version, p.message_id, 'queued', p.old_run, ${replayId},
+           p.parent_run_id, p.call_depth, keep_days(p.tenant_id)
+      from ${picked} p join flows f on f.tenant_id = p.tenant_id and f.id = p.flow_id and f.active
+       and f.active_version is not null
+    returning *
+  ), ${supersedeEarlierRuns('inserted')},
+  carried as (
+    insert into steps (tenant_id, run_id, key, node_id, status, attempts, output, error, started_at, finished_at,
+      keep_days)
+    select n.tenant_id, n.id, s.key, s.node_id, s.status, s.attempts, s.output, s.error, s.started_at, s.finished_at,
+           n.keep_days
+      from inserted n join runs o on o.tenant_id = n.tenant_id and o.id = n.replay_of
+       and o.flow_version = n.flow_version
+      join steps s on s.tenant_id = n.tenant_id and s.run_id = o.id and s.status = 'succeeded'
+     where not ${redo})`;
 /** Repeated deliveries are recognised for this many days (table deliveries, migration 20). */
 export const DELIVERY_RECOGNITION_DAYS = 7;
 export const UTC_TODAY = "(now() at time zone 'UTC')::date";
