@@ -17,6 +17,7 @@ import {
   BENCH_FLOW,
   BASELINE,
   BIG_BODY_FLOW,
+  SLOW_FLOW,
   MAP_EXPRESSION,
   FILTER_EXPRESSION,
   FLOOD_FLOW,
@@ -84,6 +85,7 @@ if (mode === 'bare-express') {
   for (const [tenant, document] of [
     ['flood', FLOOD_FLOW],
     ['flood', BIG_BODY_FLOW],
+    ['flood', SLOW_FLOW],
     ['light', LIGHT_FLOW],
   ] as const) {
     await platform.store.createTenant({ id: tenant, name: tenant }).catch(() => {});

@@ -11,6 +11,9 @@ import { bigBody } from './flows.ts';
 import { isolation, POSTGRES_URL, start, stop } from './processes.ts';
 
 const FLOOD_SECONDS = Number(process.env.BENCH_FLOOD_SECONDS ?? 20);
+/** The slow neighbour: this many runs, each waiting this long on its outside system. */
+const SLOW_RUNS = 300;
+const SLOW_MS = 30_000;
 const QUIET_SECONDS = 10;
 /** How long the light tenant's last runs may take to arrive after the flood before they count as lost. */
 const SETTLE_MS = 60_000;
@@ -26,7 +29,10 @@ interface Latencies {
   webhookAnswerP99Ms: number;
 }
 
-/** Receives both tenants' calls; the light tenant's carry when their webhook was sent. */
+/**
+ * Receives both tenants' calls; the light tenant's carry when their webhook was sent. `/slow` answers after
+ * SLOW_MS: an outside system that takes its time, within every limit.
+ */
 async function startReceiver() {
   const latencies = new Map<number, number>();
   let floodCalls = 0;
@@ -38,7 +44,9 @@ async function startReceiver() {
         const { sentAt } = JSON.parse(Buffer.concat(chunks).toString()) as { sentAt: number };
         latencies.set(sentAt, Date.now() - sentAt);
       } else floodCalls++;
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+      const answer = () => res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+      if (req.url === '/slow') setTimeout(answer, SLOW_MS).unref();
+      else answer();
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -256,6 +264,50 @@ export async function measureBigBodiesPart(results: Record<string, unknown>) {
   const bigBodies: Record<string, unknown> = {};
   for (const deployment of deployments) bigBodies[deployment] = await measureBigBodies(deployment);
   results.bigBodies = bigBodies;
+}
+
+/**
+ * (f) slow I/O: tenant `flood` has SLOW_RUNS runs waiting SLOW_MS each on its outside system while the light tenant
+ * sends one webhook a second: the light tenant's end-to-end latency alone, during, and once the worker was killed
+ * and another started (the slow runs are taken over). An API process and a worker process on PostgreSQL, defaults.
+ */
+async function measureSlowNeighbour() {
+  const receiver = await startReceiver();
+  const env = { ...isolation(), DATABASE_URL: POSTGRES_URL, BENCH_RECEIVER: receiver.url };
+  const api = await start(['--import', 'tsx', 'bench/child.ts', 'neighbours'], env);
+  let worker = await start(['bin/tributary.js', 'worker'], env);
+  try {
+    const [url] = api.detail.split(' ');
+    const alone = await settle(await sendLight(url, QUIET_SECONDS), receiver.latencies);
+    const slow = autocannon({
+      url: `${url}/hooks/flood/slow`,
+      method: 'POST',
+      connections: 10,
+      amount: SLOW_RUNS,
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    });
+    const accepted = (await slow)['2xx'];
+    const during = await settle(await sendLight(url, FLOOD_SECONDS), receiver.latencies);
+    worker.child.kill('SIGKILL');
+    worker = await start(['bin/tributary.js', 'worker'], env);
+    const afterRestart = await settle(await sendLight(url, FLOOD_SECONDS), receiver.latencies);
+    return {
+      slowRuns: accepted,
+      slowMs: SLOW_MS,
+      lightAlone: alone,
+      lightDuring: during,
+      lightAfterRestart: afterRestart,
+    };
+  } finally {
+    await stop(worker.child);
+    await stop(api.child);
+    await receiver.close();
+  }
+}
+
+export async function measureSlowNeighbourPart(results: Record<string, unknown>) {
+  results.slowNeighbour = await measureSlowNeighbour();
 }
 
 export async function measureFairness(results: Record<string, unknown>) {

@@ -58,6 +58,22 @@ export const FLOOD_FLOW: FlowDocument = {
   ],
 };
 
+/** The slow neighbour's flow: one call to a system that answers after BENCH_SLOW_MS (30 s), within every limit. */
+export const SLOW_FLOW: FlowDocument = {
+  key: 'slow',
+  name: 'slow',
+  trigger: { type: 'webhook', config: {} },
+  nodes: [
+    {
+      id: 'send',
+      operation: 'http.request',
+      config: { method: 'POST', url: '{{ $vars.RECEIVER }}/slow' },
+      timeoutMs: 120_000,
+    },
+  ],
+  edges: [{ from: 'trigger', to: 'send' }],
+};
+
 /** The other tenant's flow: one call, carrying when its webhook was sent. */
 export const LIGHT_FLOW: FlowDocument = {
   key: 'light',

@@ -9,12 +9,14 @@
  * (e) expressions: the cost of the expression sandbox per evaluation, against evaluating in the process
  * (bench/expressions.ts).
  * (f) noisy neighbours: one tenant's end-to-end latency alone and while another floods (bench/fairness.ts).
+ * (f') slow I/O: the same while another tenant's 300 runs wait 30 s each on their outside system, and after the worker
+ * was killed and another took over (bench/fairness.ts).
  * (g) big bodies: the same, and the event loop, while another tenant sends 1 MB bodies (bench/fairness.ts).
  * (h) loops: items/s through a 1,000-item loop beside the same calls as 1,000 webhooks (bench/loop.ts).
  * (i) Redis Cluster: the engine's drain on one Redis and on a local cluster of 3 masters and 3 replicas.
  * (j) months of history: the reads users and operators make, on an empty store and at BENCH_HISTORY_RUNS runs
  * (default 1,000,000) over 60 days, with the growth factor (bench/history.ts).
- * BENCH_ONLY=footprint|intake|engine|refund|import|expressions|fairness|big-bodies|loop|cluster|history runs one
+ * BENCH_ONLY=footprint|intake|engine|refund|import|expressions|fairness|slow-io|big-bodies|loop|cluster|history runs one
  * part.
  * Needs Redis and PostgreSQL as for `npm test`. Prints a JSON line and a markdown table.
  */
@@ -28,7 +30,7 @@ import { BASELINE, sampleOrder } from './flows.ts';
 import { measureImport } from './import.ts';
 import { measureRefunds } from './refund.ts';
 import { measureExpressions } from './expressions.ts';
-import { measureBigBodiesPart, measureFairness } from './fairness.ts';
+import { measureBigBodiesPart, measureFairness, measureSlowNeighbourPart } from './fairness.ts';
 import { cpuWindow } from './cpu.ts';
 import { drainEngine, ENGINE_RUNS, type Receiver, startReceiver } from './engine.ts';
 import { CONNECTIONS, type IntakeFigures, loadIntake } from './intake.ts';
@@ -52,6 +54,7 @@ async function main() {
   if (!only || only === 'expressions') await measureExpressions(results);
   if (!only || only === 'import') await measureImport(results);
   if (!only || only === 'fairness') await measureFairness(results);
+  if (!only || only === 'slow-io') await measureSlowNeighbourPart(results);
   if (!only || only === 'big-bodies') await measureBigBodiesPart(results);
   if (!only || only === 'loop') await measureLoop(results);
   if (!only || only === 'cluster') await measureCluster(results, receiver);
@@ -353,6 +356,19 @@ function report(results: Record<string, unknown>) {
       );
     }
   }
+  const slow = results.slowNeighbour as any;
+  if (slow)
+    rows.push(
+      tableRow('slow I/O: light tenant end-to-end, alone', light(slow.lightAlone)),
+      tableRow(
+        `the same while another tenant's ${slow.slowRuns} runs wait ${slow.slowMs / 1000} s each on their system`,
+        light(slow.lightDuring),
+      ),
+      tableRow(
+        'the same once the worker was killed and another took the slow runs over',
+        light(slow.lightAfterRestart),
+      ),
+    );
   for (const [deployment, big] of Object.entries((results.bigBodies ?? {}) as Record<string, any>)) {
     const loop = (figures: any) =>
       `/healthz p50 ${figures.healthzP50Ms} ms, p99 ${figures.healthzP99Ms} ms; event-loop lag p99 up to ${figures.lagMs} ms`;

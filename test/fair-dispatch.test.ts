@@ -19,10 +19,20 @@ const runs = (tenantId: string, count: number, flowId = 'flow') =>
   Array.from({ length: count }, (_, n) => run(tenantId, n, flowId));
 const ids = (handed: LaneRun[]) => handed.map((item) => item.runId);
 
-/** Lanes over this test's keys; `takes` is what one live worker takes (its slots and prefetch). */
-async function lanes(takes: number, tenantConcurrency = 0, leaseMs = 30_000, reservedSlotsPercent = 0) {
+/**
+ * Lanes over this test's keys; `takes` is what one live worker takes (its slots and prefetch), `executes` its
+ * concurrency (its slots alone) when it says so.
+ */
+async function lanes(
+  takes: number,
+  tenantConcurrency = 0,
+  leaseMs = 30_000,
+  reservedSlotsPercent = 0,
+  executes?: number,
+) {
   await redis.zadd(`${prefix}:workers`, Date.now(), 'worker');
   await redis.hset(`${prefix}:slots`, 'worker', takes);
+  if (executes !== undefined) await redis.hset(`${prefix}:slots`, 'worker:c', executes);
   // The keys BullMQ gives the `runs` queue under this prefix, from BullMQ itself.
   const names = new QueueKeys(prefix);
   const queue = { keys: names.getKeys('runs'), toKey: (type: string) => names.toKey('runs', type) };
@@ -85,6 +95,36 @@ describe('fair dispatch', () => {
     // Below that again, it goes on.
     expect(ids(await end(subject, [quiet[0]]))).toEqual(['quiet-flow-2']);
     expect(await subject.backlog()).toEqual({ busy: 82 });
+  });
+
+  it("keeps the reserved slots free to execute: a newcomer never waits behind a busy tenant's runs taken ahead", async () => {
+    // One worker executing 20 runs at once and taking 4 more ahead, 10 % reserved: runs queued ahead of the
+    // workers count as holding a slot, so the busy tenant holds 18 and 2 slots stay free to execute.
+    const subject = await lanes(24, 0, 30_000, 10, 20);
+    const busy = await started(await subject.push(runs('busy', 100)));
+    expect(busy).toHaveLength(18);
+    expect(await subject.dispatch()).toEqual([]);
+    const quiet = await started(await subject.push([run('quiet', 0)]));
+    expect(ids(quiet)).toEqual(['quiet-flow-0']);
+    // Alone again, the busy tenant still leaves them free: the next newcomer may come while its runs hang.
+    await end(subject, quiet);
+    expect(await subject.dispatch()).toEqual([]);
+    // A busy run back without a dispatch (a takeover after a crash, a retry's wait) is deferred, not leased; a
+    // quiet tenant's is leased.
+    expect(await subject.acquire([run('busy', 99)])).toEqual(['busy-flow-99']);
+    expect(await subject.acquire([run('quiet', 9)])).toEqual([]);
+  });
+
+  it("starts a newcomer while the queue looks full of a dead worker's runs, waiting to be taken over", async () => {
+    const subject = await lanes(24, 0, 30_000, 10, 20);
+    await started(await subject.push(runs('busy', 100)));
+    // A worker died with 20 runs: BullMQ lists them active until its stalled check hands them back.
+    await redis.rpush(`${prefix}:runs:active`, ...Array.from({ length: 20 }, (_, n) => `dead-${n}`));
+    expect(await subject.dispatch()).toEqual([]);
+    expect(ids(await subject.push([run('quiet', 0), run('quiet', 1), run('quiet', 2)]))).toEqual([
+      'quiet-flow-0',
+      'quiet-flow-1',
+    ]);
   });
 
   it("hands out only what live workers take, then one run per run ended; a tenant's first run goes next", async () => {

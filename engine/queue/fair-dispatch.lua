@@ -13,21 +13,26 @@
 
   KEYS[1] BullMQ wait list     KEYS[2] paused list        KEYS[3] active list     KEYS[4] meta hash
   KEYS[5] live workers (zset: worker -> last heartbeat ms)
-  KEYS[6] worker slots (hash: worker -> the runs it takes: its concurrency and a few ahead)
+  KEYS[6] worker slots (hash: worker -> the runs it takes: its concurrency and a few ahead; and
+          <worker>:c -> its concurrency, the runs it executes at once)
 
   ARGV[1] key base   ARGV[2] now (ms)   ARGV[3] lease (ms)   ARGV[4] heartbeat TTL (ms)
   ARGV[5] default weight   ARGV[6] default tenant concurrency (0: no limit)
   ARGV[7] most runs to hand out   ARGV[8] transit timeout (ms)
   ARGV[9] how many run ids follow whose hand-off the caller confirms (the queue has their jobs)
-  ARGV[10] reserved slots, in percent of the live workers' slots: the last free ones go only to
-  tenants running fewer runs than that many, so a tenant with little to do starts at once while
-  another has taken every other slot (0: none reserved)
+  ARGV[10] reserved slots, in percent of the live workers' concurrency: the last free executing slots
+  go only to tenants running fewer runs than that many, so a tenant with little to do starts at once
+  while another's runs hold every other slot waiting on something slow (0: none reserved). They are
+  executing slots: runs queued ahead of them for the workers count as taking one, so a run given a
+  reserved slot never waits behind another tenant's.
   ARGV[11] operation: 'push' (then tenant, flow, run id, payload ...), 'release' (then tenant, flow,
   run id ...), 'acquire' and 'renew' (the same), or 'dispatch'
   ARGV[12 ...] the confirmed run ids, then the operation's items
 
   Returns the payloads of the runs to add to the queue ('push', 'release' and 'dispatch' hand out
-  what there is room for; 'acquire' and 'renew' return nothing).
+  what there is room for; 'renew' returns nothing). 'acquire' returns the ids of the runs it did not
+  lease: their tenant holds every slot but the reserved ones (they came back without a dispatch, from
+  a retry's wait or a dead worker, and would take a slot kept for others: the caller defers them).
 ]]
 local rcall = redis.call
 local B = ARGV[1]
@@ -99,6 +104,23 @@ local function lease(t, f, id)
   if flowLimit(t, f) > 0 then rcall('ZADD', flowRunningKey(t, f), now + leaseMs, id) end
 end
 
+-- What the live workers take (their slots and a few ahead each) and execute at once (their concurrency).
+local function liveWorkers()
+  local workers = rcall('ZRANGEBYSCORE', KEYS[5], now - tonumber(ARGV[4]), '+inf')
+  local capacity, concurrency = 0, 0
+  if #workers == 0 then return 0, 0 end
+  local concurrencyFields = {}
+  for i, worker in ipairs(workers) do concurrencyFields[i] = worker .. ':c' end
+  local taken = rcall('HMGET', KEYS[6], unpack(workers))
+  local executes = rcall('HMGET', KEYS[6], unpack(concurrencyFields))
+  for i = 1, #workers do
+    local slots = tonumber(taken[i]) or 0
+    capacity = capacity + slots
+    concurrency = concurrency + (tonumber(executes[i]) or slots)
+  end
+  return capacity, concurrency
+end
+
 for i = 12, first - 1 do
   rcall('ZREM', transitKey, ARGV[i])
   rcall('HDEL', jobsKey, ARGV[i])
@@ -119,8 +141,18 @@ elseif op == 'release' then
   -- Their jobs leave the active list just after this call: their slots count as free already.
   ending = (#ARGV - first + 1) / 3
 elseif op == 'acquire' then
-  for i = first, #ARGV, 3 do lease(ARGV[i], ARGV[i + 1], ARGV[i + 2]) end
-  return {}
+  local _, concurrency = liveWorkers()
+  local kept = concurrency - math.floor(concurrency * reservedPercent / 100)
+  local deferred = {}
+  for i = first, #ARGV, 3 do
+    local t = ARGV[i]
+    if reservedPercent > 0 and liveLeases(tenantRunningKey(t)) >= kept then
+      deferred[#deferred + 1] = ARGV[i + 2]
+    else
+      lease(t, ARGV[i + 1], ARGV[i + 2])
+    end
+  end
+  return deferred
 elseif op == 'renew' then
   -- Only leases still held: a run released meanwhile is not taken again.
   for i = first, #ARGV, 3 do
@@ -147,14 +179,18 @@ end
 
 -- Room: what live workers take (their slots and a few ahead), less what they hold or is waiting for them.
 if rcall('HGET', KEYS[4], 'paused') then return out end
-local workers = rcall('ZRANGEBYSCORE', KEYS[5], now - tonumber(ARGV[4]), '+inf')
-if #workers == 0 then return out end
-local capacity = 0
-for _, slots in ipairs(rcall('HMGET', KEYS[6], unpack(workers))) do capacity = capacity + (tonumber(slots) or 0) end
-local room = capacity + ending - rcall('LLEN', KEYS[1]) - rcall('LLEN', KEYS[2]) - rcall('LLEN', KEYS[3])
-room = math.min(room, tonumber(ARGV[7]))
-if room <= 0 then return out end
-local reserved = math.floor(capacity * reservedPercent / 100)
+local capacity, concurrency = liveWorkers()
+if capacity == 0 then return out end
+local waiting = rcall('LLEN', KEYS[1]) + rcall('LLEN', KEYS[2])
+local queued = waiting + rcall('LLEN', KEYS[3]) - ending
+local room = math.min(capacity - queued, tonumber(ARGV[7]))
+-- Executing slots free, counting runs queued for the workers as taking one (it may be negative).
+local free = concurrency - queued
+local reserved = math.floor(concurrency * reservedPercent / 100)
+-- When the queue looks full, tenants running fewer than the reserved slots may still have that many runs waiting
+-- for the workers: what looks full may be the runs of a worker that died, listed active until they are taken over.
+local reservedRoom = math.min(reserved - waiting, tonumber(ARGV[7]))
+if room <= 0 and reservedRoom <= 0 then return out end
 
 for _, t in ipairs(rcall('ZRANGEBYSCORE', blockedKey, '-inf', now, 'LIMIT', 0, 100)) do wakeTenant(t) end
 
@@ -178,21 +214,23 @@ local function nextFlow(t)
 end
 
 -- Each turn hands out a run, or takes a tenant out of the rotation (for good, or for this call when
--- only reserved slots are left), so the loop is bounded.
+-- only reserved slots are left), so the loop is bounded. A tenant alone keeps the reserved slots free
+-- too: a tenant arriving while its runs wait on something slow would otherwise find none.
 local turns = room + 1000
 local sidelined = {}
-while room > 0 and turns > 0 do
+while (room > 0 or reservedRoom > 0) and turns > 0 do
   turns = turns - 1
   local head = rcall('ZRANGE', tenantsKey, 0, 0, 'WITHSCORES')
   if #head == 0 then break end
   local t, pass = head[1], tonumber(head[2])
   local f, blockedUntil
   local limit = tenantLimit(t)
-  local counted = limit > 0 or room <= reserved
+  local onlyReserved = free <= reserved or room <= 0
+  local counted = limit > 0 or onlyReserved
   local running, earliest = 0, now
   if counted then running, earliest = liveLeases(tenantRunningKey(t)) end
   if limit > 0 and running >= limit then blockedUntil = earliest end
-  local busy = not blockedUntil and room <= reserved and running >= reserved
+  local busy = not blockedUntil and onlyReserved and running >= reserved
   if not blockedUntil and not busy then f, blockedUntil = nextFlow(t) end
   if busy then
     rcall('ZREM', tenantsKey, t)
@@ -221,6 +259,8 @@ while room > 0 and turns > 0 do
       lease(t, f, id)
       out[#out + 1] = payload
       room = room - 1
+      free = free - 1
+      reservedRoom = reservedRoom - 1
     end
   end
 end

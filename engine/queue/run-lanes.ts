@@ -80,9 +80,13 @@ export class RunLanes {
     return this.call('dispatch', []);
   }
 
-  /** Runs that come back to a worker without a dispatch (a retry, a takeover) count against the limits again. */
-  async acquire(runs: LaneRun[]): Promise<void> {
-    await this.call('acquire', runs.flatMap(laneArgs));
+  /**
+   * Runs that come back to a worker without a dispatch (a retry, a takeover) count against the limits again; the ids
+   * of those refused because their tenant holds every slot but the reserved ones (to be deferred) are returned.
+   */
+  async acquire(runs: LaneRun[]): Promise<string[]> {
+    const redis = await this.redis();
+    return (await SCRIPT.run(redis, this.keys, this.args('acquire', runs.flatMap(laneArgs)))) as string[];
   }
 
   /** Extend the leases of runs still executing (with the worker's heartbeat). */
@@ -145,11 +149,16 @@ export class RunLanes {
 
   private async call(operation: Operation, items: string[]): Promise<LaneRun[]> {
     const redis = await this.redis();
+    const payloads = (await SCRIPT.run(redis, this.keys, this.args(operation, items))) as string[];
+    return payloads.map((payload) => JSON.parse(payload) as LaneRun);
+  }
+
+  private args(operation: Operation, items: string[]) {
     const { options } = this;
     // If the call fails they are handed out again after TRANSIT_TIMEOUT_MS: adding them twice does nothing.
     const confirmed = this.confirmed;
     this.confirmed = [];
-    const args = [
+    return [
       this.base,
       Date.now(),
       options.leaseMs,
@@ -164,8 +173,6 @@ export class RunLanes {
       ...confirmed,
       ...items,
     ];
-    const payloads = (await SCRIPT.run(redis, this.keys, args)) as string[];
-    return payloads.map((payload) => JSON.parse(payload) as LaneRun);
   }
 }
 

@@ -81,6 +81,8 @@ export async function withinEnqueueTimeout<T>(call: Promise<T>, what: string): P
  * next loss fails it (and the queue reconciler ends its run): a job that keeps killing its workers.
  */
 export const MAX_STALLED_COUNT = 3;
+/** How long a run that came back while its tenant holds every unreserved slot waits before it tries again. */
+const DEFERRED_MS = 1000;
 
 /** A hand-off is confirmed within this long even when nothing else calls the lanes. */
 const CONFIRM_WITHIN_MS = 100;
@@ -281,8 +283,9 @@ export class RunWorker {
       const beat = client
         .multi()
         .zadd(heartbeats, now, this.id)
-        .hset(slots, { [this.id]: taken });
-      if (gone.length > 0) beat.zrem(heartbeats, ...gone).hdel(slots, ...gone);
+        .hset(slots, { [this.id]: taken, [`${this.id}:c`]: this.options.concurrency });
+      if (gone.length > 0)
+        beat.zrem(heartbeats, ...gone).hdel(slots, ...gone.flatMap((worker) => [worker, `${worker}:c`]));
       await beat.exec();
       await this.runs.lanes.renew([...this.executing.values()]);
     } catch (error) {
@@ -306,13 +309,19 @@ export class RunWorker {
 
   private async process(job: Job<RunJobData>, token: string | undefined) {
     const { tenantId, runId } = job.data;
-    this.executing.set(runId, job.data);
-    // A dispatched run holds its leases; one back from a retry's wait or a dead worker takes them again.
+    // A dispatched run holds its leases; one back from a retry's wait or a dead worker takes them again, unless its
+    // tenant already holds every slot but the reserved ones: it then waits a moment, leaving its slot to others.
     if (job.attemptsStarted > 1) {
-      await this.runs.lanes.acquire([job.data]).catch((error) => {
+      const deferred = await this.runs.lanes.acquire([job.data]).catch((error) => {
         this.options.logger.warn({ err: error, runId }, 'could not count the run against its limits');
+        return [];
       });
+      if (deferred.length > 0) {
+        await job.moveToDelayed(Date.now() + DEFERRED_MS, token);
+        throw new DelayedError();
+      }
     }
+    this.executing.set(runId, job.data);
     let outcome: PassOutcome;
     let status = 'error';
     const started = performance.now();
@@ -373,7 +382,7 @@ export class RunWorker {
       await client
         .multi()
         .zrem(this.keys.heartbeats, this.id)
-        .hdel(this.keys.slots, this.id)
+        .hdel(this.keys.slots, this.id, `${this.id}:c`)
         .exec()
         .catch(() => {});
       await this.worker.close();
