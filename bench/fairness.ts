@@ -121,10 +121,20 @@ async function watchReadiness<T>(url: string, during: Promise<T>) {
   return { result, checks, notReady };
 }
 
-/** Both measures on a deployment of its own, its settings the defaults but for `settings`. */
-async function measureDeployment(settings: Record<string, string>) {
+/**
+ * An API process and a worker process on PostgreSQL with both tenants' flows, their settings the defaults (the
+ * flooding tenant meets its intake quota as it would in production) but for `settings`; `measure` is given the API's
+ * address and a way to kill the worker and start another.
+ */
+async function withNeighbours<T>(
+  settings: Record<string, string>,
+  measure: (
+    url: string,
+    receiver: Awaited<ReturnType<typeof startReceiver>>,
+    restartWorker: () => Promise<void>,
+  ) => Promise<T>,
+): Promise<T> {
   const receiver = await startReceiver();
-  // The deployment's defaults: the flooding tenant meets its intake quota as it would in production.
   const env = {
     ...isolation(),
     DATABASE_URL: POSTGRES_URL,
@@ -134,9 +144,23 @@ async function measureDeployment(settings: Record<string, string>) {
     ...settings,
   };
   const api = await start(['--import', 'tsx', 'bench/child.ts', 'neighbours'], env);
-  const worker = await start(['bin/tributary.js', 'worker'], env);
+  let worker = await start(['bin/tributary.js', 'worker'], env);
+  const restartWorker = async () => {
+    worker.child.kill('SIGKILL');
+    worker = await start(['bin/tributary.js', 'worker'], env);
+  };
   try {
-    const [url] = api.detail.split(' ');
+    return await measure(api.detail.split(' ')[0], receiver, restartWorker);
+  } finally {
+    await stop(worker.child);
+    await stop(api.child);
+    await receiver.close();
+  }
+}
+
+/** Both measures on a deployment of its own, its settings the defaults but for `settings`. */
+function measureDeployment(settings: Record<string, string>) {
+  return withNeighbours(settings, async (url, receiver) => {
     const alone = await settle(await sendLight(url, QUIET_SECONDS), receiver.latencies);
     const flood = autocannon({
       url: `${url}/hooks/flood/heavy`,
@@ -159,11 +183,7 @@ async function measureDeployment(settings: Record<string, string>) {
       lightDuringFlood: during,
       readyzDuringFlood: { checks: watched.checks, notReady: watched.notReady },
     };
-  } finally {
-    await stop(worker.child);
-    await stop(api.child);
-    await receiver.close();
-  }
+  });
 }
 
 /**
@@ -271,15 +291,12 @@ export async function measureBigBodiesPart(results: Record<string, unknown>) {
  * sends one webhook a second: the light tenant's end-to-end latency alone, during, and once the worker was killed
  * and another started (the slow runs are taken over). An API process and a worker process on PostgreSQL, defaults.
  */
-async function measureSlowNeighbour() {
-  const receiver = await startReceiver();
-  const env = { ...isolation(), DATABASE_URL: POSTGRES_URL, BENCH_RECEIVER: receiver.url };
-  const api = await start(['--import', 'tsx', 'bench/child.ts', 'neighbours'], env);
-  let worker = await start(['bin/tributary.js', 'worker'], env);
-  try {
-    const [url] = api.detail.split(' ');
+function measureSlowNeighbour() {
+  // Every slow delivery accepted: the intake quota is not what is measured here.
+  const unthrottled = { TENANT_DELIVERIES_PER_SECOND: '1000000', TENANT_DELIVERY_BURST: '1000000' };
+  return withNeighbours(unthrottled, async (url, receiver, restartWorker) => {
     const alone = await settle(await sendLight(url, QUIET_SECONDS), receiver.latencies);
-    const slow = autocannon({
+    const slow = await autocannon({
       url: `${url}/hooks/flood/slow`,
       method: 'POST',
       connections: 10,
@@ -287,23 +304,17 @@ async function measureSlowNeighbour() {
       headers: { 'content-type': 'application/json' },
       body: '{}',
     });
-    const accepted = (await slow)['2xx'];
     const during = await settle(await sendLight(url, FLOOD_SECONDS), receiver.latencies);
-    worker.child.kill('SIGKILL');
-    worker = await start(['bin/tributary.js', 'worker'], env);
+    await restartWorker();
     const afterRestart = await settle(await sendLight(url, FLOOD_SECONDS), receiver.latencies);
     return {
-      slowRuns: accepted,
+      slowRuns: slow['2xx'],
       slowMs: SLOW_MS,
       lightAlone: alone,
       lightDuring: during,
       lightAfterRestart: afterRestart,
     };
-  } finally {
-    await stop(worker.child);
-    await stop(api.child);
-    await receiver.close();
-  }
+  });
 }
 
 export async function measureSlowNeighbourPart(results: Record<string, unknown>) {

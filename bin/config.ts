@@ -173,7 +173,7 @@ export const settings = {
       "Share of the live workers' slots (their concurrency, together) kept free to execute for tenants with few " +
       'runs executing: once only that many are free (runs queued ahead for the workers count as taking one), a ' +
       'tenant already running as many waits for its next turn, and its runs back from a retry or a dead worker ' +
-      "wait a second. A tenant with one run to do then starts it at once while another tenant's runs hold every " +
+      "wait a second (30 times at most). A tenant with one run to do then starts it at once while another tenant's runs hold every " +
       'other slot waiting on something slow, also after a worker died. The price: one tenant alone runs at most ' +
       'the unreserved slots with none queued ahead (about 12 % fewer runs/s on the engine benchmark at 10). `0` ' +
       'turns it off (a deployment with one tenant).',

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, sendWebhook, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
 import { Receiver } from './support/receiver.ts';
+import { eachLine } from './support/flow-documents.ts';
 import { newId } from '../engine/model/ids.ts';
 
 // Bulk replays, API and worker in one process, on each store: the replay's page is one statement.
@@ -38,19 +39,24 @@ async function deliver(key: string, n: number): Promise<Array<{ messageId: strin
   return accepted;
 }
 
+/** A platform on `store`, its tenant acme, and the sink, refusing while `failing` (set at first). */
+async function startWithSink(store: 'pglite' | 'postgres') {
+  failing = true;
+  env = await startTestPlatform(store);
+  acme = await env.tenant('acme');
+  sink = new Receiver(() => (failing ? { status: 422, body: { error: 'closed for the night' } } : undefined));
+  await sink.start();
+  await acme.call('PUT', '/api/v1/global-variables/SINK_URL', { value: sink.url });
+}
+
+async function stopWithSink() {
+  await sink?.close();
+  await env?.close();
+}
+
 describe.each(['pglite', 'postgres'] as const)('bulk replay on %s', (store) => {
-  beforeAll(async () => {
-    failing = true;
-    env = await startTestPlatform(store);
-    acme = await env.tenant('acme');
-    sink = new Receiver(() => (failing ? { status: 422, body: { error: 'closed for the night' } } : undefined));
-    await sink.start();
-    await acme.call('PUT', '/api/v1/global-variables/SINK_URL', { value: sink.url });
-  });
-  afterAll(async () => {
-    await sink?.close();
-    await env?.close();
-  });
+  beforeAll(() => startWithSink(store));
+  afterAll(stopWithSink);
 
   it('counts first, replays what failed once each at its rate, links each replay, and replays nothing twice', async () => {
     const ordersFlow = await acme.publish(sendingFlow('orders'));
@@ -121,31 +127,11 @@ describe.each(['pglite', 'postgres'] as const)('bulk replay on %s', (store) => {
     await erp.start();
     try {
       await acme.call('PUT', '/api/v1/global-variables/ERP_URL', { value: erp.url });
-      const flowId = await acme.publish({
-        key: 'lines',
-        name: 'lines',
-        trigger: { type: 'webhook', config: {} },
-        nodes: [
-          {
-            id: 'each',
-            operation: 'loop',
-            config: { items: '{{ $input.body.lines }}', concurrency: 1 },
-            nodes: [
-              {
-                id: 'send',
-                operation: 'http.request',
-                config: { method: 'POST', url: '{{ $vars.ERP_URL }}/lines', body: '{{ $item }}' },
-                retry: { maxAttempts: 1 },
-              },
-            ],
-          },
+      const flowId = await acme.publish(
+        eachLine('lines', 1, [
           { id: 'confirm', operation: 'http.request', config: { method: 'POST', url: '{{ $vars.ERP_URL }}/confirm' } },
-        ],
-        edges: [
-          { from: 'trigger', to: 'each' },
-          { from: 'each', to: 'confirm' },
-        ],
-      });
+        ]),
+      );
       const lines = ['A', 'B', 'C', 'D'].map((sku) => ({ sku }));
       const { messageId, runId } = (await sendWebhook(env.url, 'acme', 'lines', { lines })).body;
       expect((await acme.settledRun(runId)).status).toBe('failed');
@@ -231,23 +217,13 @@ describe('bulk replays of one tenant', () => {
 });
 
 describe('replays at once, on PostgreSQL', () => {
-  let closed = true;
-  beforeAll(async () => {
-    env = await startTestPlatform('postgres');
-    acme = await env.tenant('acme');
-    sink = new Receiver(() => (closed ? { status: 422 } : undefined));
-    await sink.start();
-    await acme.call('PUT', '/api/v1/global-variables/SINK_URL', { value: sink.url });
-  });
-  afterAll(async () => {
-    await sink?.close();
-    await env?.close();
-  });
+  beforeAll(() => startWithSink('postgres'));
+  afterAll(stopWithSink);
 
   it('replay each message once, and each counts what it replayed and skipped up to its total', async () => {
     await acme.publish(sendingFlow('orders'));
     const failed = await deliver('orders', 40);
-    closed = false;
+    failing = false;
     // Five replays of the same messages, their pages taken at once by the workers and by five more takers.
     const made = await Promise.all(
       Array.from({ length: 5 }, () => acme.call('POST', REPLAYS, { filter: {}, ratePerSecond: 7 })),
@@ -270,17 +246,17 @@ describe('replays at once, on PostgreSQL', () => {
   });
 
   it('start one run for one message replayed five times at once', async () => {
-    closed = true;
+    failing = true;
     const [{ messageId }] = await deliver('orders', 1);
     const answers = await Promise.all(
       Array.from({ length: 5 }, () => acme.call('POST', `/api/v1/messages/${messageId}/replay`)),
     );
     expect(answers.map((answer) => answer.status).sort()).toEqual([202, 409, 409, 409, 409]);
-    closed = false;
+    failing = false;
   });
 
   it("leave a flow's calls to their callers unless asked", async () => {
-    closed = true;
+    failing = true;
     await acme.publish({
       key: 'caller',
       name: 'caller',
@@ -300,6 +276,6 @@ describe('replays at once, on PostgreSQL', () => {
     const everything = await count({});
     expect(await count({ includeCalls: true })).toBe(everything + 1);
     expect(await count({ flowId: callerFlow })).toBe(1);
-    closed = false;
+    failing = false;
   });
 });

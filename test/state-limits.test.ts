@@ -7,6 +7,7 @@ import {
   type TestPlatform,
 } from './support/harness.ts';
 import { Receiver } from './support/receiver.ts';
+import { eachLine } from './support/flow-documents.ts';
 
 // Limits on what a tenant keeps, enforced by the store whichever way a write comes: the API or a run.
 describe.each<StoreKind>(['postgres', 'pglite'])('tenant state limits (%s)', (kind) => {
@@ -106,26 +107,7 @@ describe.each<StoreKind>(['postgres', 'pglite'])('tenant state limits (%s)', (ki
     try {
       const looper = await env.tenant('looper');
       await looper.call('PUT', '/api/v1/global-variables/ERP_URL', { value: erp.url });
-      await looper.publish({
-        key: 'lines',
-        name: 'lines',
-        trigger: { type: 'webhook' },
-        nodes: [
-          {
-            id: 'each',
-            operation: 'loop',
-            config: { items: '{{ $input.body.lines }}', concurrency: 2 },
-            nodes: [
-              {
-                id: 'send',
-                operation: 'http.request',
-                config: { method: 'POST', url: '{{ $vars.ERP_URL }}/lines', body: '{{ $item }}' },
-              },
-            ],
-          },
-        ],
-        edges: [{ from: 'trigger', to: 'each' }],
-      });
+      await looper.publish(eachLine('lines', 2));
       const lines = (n: number) => ({ lines: Array.from({ length: n }, (_, line) => ({ line })) });
       const few = await sendWebhook(env.url, 'looper', 'lines', lines(5));
       expect((await looper.settledRun(few.body.runId)).status).toBe('succeeded');

@@ -26,13 +26,14 @@
   executing slots: runs queued ahead of them for the workers count as taking one, so a run given a
   reserved slot never waits behind another tenant's.
   ARGV[11] operation: 'push' (then tenant, flow, run id, payload ...), 'release' (then tenant, flow,
-  run id ...), 'acquire' and 'renew' (the same), or 'dispatch'
+  run id ...), 'acquire', 'lease' and 'renew' (the same), or 'dispatch'
   ARGV[12 ...] the confirmed run ids, then the operation's items
 
   Returns the payloads of the runs to add to the queue ('push', 'release' and 'dispatch' hand out
-  what there is room for; 'renew' returns nothing). 'acquire' returns the ids of the runs it did not
-  lease: their tenant holds every slot but the reserved ones (they came back without a dispatch, from
-  a retry's wait or a dead worker, and would take a slot kept for others: the caller defers them).
+  what there is room for; 'lease' and 'renew' return nothing). 'acquire' leases runs that came back
+  without a dispatch (from a retry's wait or a dead worker) as 'lease' does, but returns the ids of
+  those it did not lease: their tenant holds every slot but the reserved ones, and they would take a
+  slot kept for others (the caller defers them).
 ]]
 local rcall = redis.call
 local B = ARGV[1]
@@ -140,6 +141,9 @@ elseif op == 'release' then
   for i = first, #ARGV, 3 do release(ARGV[i], ARGV[i + 1], ARGV[i + 2]) end
   -- Their jobs leave the active list just after this call: their slots count as free already.
   ending = (#ARGV - first + 1) / 3
+elseif op == 'lease' then
+  for i = first, #ARGV, 3 do lease(ARGV[i], ARGV[i + 1], ARGV[i + 2]) end
+  return {}
 elseif op == 'acquire' then
   local _, concurrency = liveWorkers()
   local kept = concurrency - math.floor(concurrency * reservedPercent / 100)

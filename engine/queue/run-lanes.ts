@@ -33,7 +33,7 @@ const TRANSIT_TIMEOUT_MS = 10_000;
 
 const SCRIPT = new LuaScript(readFileSync(new URL('./fair-dispatch.lua', import.meta.url), 'utf8'));
 
-type Operation = 'push' | 'release' | 'acquire' | 'renew' | 'dispatch';
+type Operation = 'push' | 'release' | 'acquire' | 'lease' | 'renew' | 'dispatch';
 
 /**
  * The lanes runs wait in before BullMQ's run queue, one per tenant and flow, and the fair dispatch
@@ -81,12 +81,14 @@ export class RunLanes {
   }
 
   /**
-   * Runs that come back to a worker without a dispatch (a retry, a takeover) count against the limits again; the ids
-   * of those refused because their tenant holds every slot but the reserved ones (to be deferred) are returned.
+   * Runs that come back to a worker without a dispatch (a retry, a takeover) count against the limits again. When
+   * they may wait (`deferrable`), the ids of those refused because their tenant holds every slot but the reserved
+   * ones are returned, to be deferred.
    */
-  async acquire(runs: LaneRun[]): Promise<string[]> {
+  async acquire(runs: LaneRun[], deferrable: boolean): Promise<string[]> {
     const redis = await this.redis();
-    return (await SCRIPT.run(redis, this.keys, this.args('acquire', runs.flatMap(laneArgs)))) as string[];
+    const operation = deferrable ? 'acquire' : 'lease';
+    return (await SCRIPT.run(redis, this.keys, this.args(operation, runs.flatMap(laneArgs)))) as string[];
   }
 
   /** Extend the leases of runs still executing (with the worker's heartbeat). */

@@ -21,6 +21,8 @@ export interface RunJobData {
   runId: string;
   flowId: string;
   flowVersion: number;
+  /** How often the run was deferred, back while its tenant held every unreserved slot (at most MAX_DEFERRALS). */
+  deferrals?: number;
 }
 
 export const runJob = (run: Pick<Run, 'tenantId' | 'id' | 'flowId' | 'flowVersion'>): RunJobData => ({
@@ -81,8 +83,12 @@ export async function withinEnqueueTimeout<T>(call: Promise<T>, what: string): P
  * next loss fails it (and the queue reconciler ends its run): a job that keeps killing its workers.
  */
 export const MAX_STALLED_COUNT = 3;
-/** How long a run that came back while its tenant holds every unreserved slot waits before it tries again. */
+/**
+ * How long a run that came back while its tenant holds every unreserved slot waits before it tries again, and how
+ * often: then it takes a slot whatever its tenant holds (a tenant's retries are never starved by its own backlog).
+ */
 const DEFERRED_MS = 1000;
+const MAX_DEFERRALS = 30;
 
 /** A hand-off is confirmed within this long even when nothing else calls the lanes. */
 const CONFIRM_WITHIN_MS = 100;
@@ -312,11 +318,13 @@ export class RunWorker {
     // A dispatched run holds its leases; one back from a retry's wait or a dead worker takes them again, unless its
     // tenant already holds every slot but the reserved ones: it then waits a moment, leaving its slot to others.
     if (job.attemptsStarted > 1) {
-      const deferred = await this.runs.lanes.acquire([job.data]).catch((error) => {
+      const deferrals = job.data.deferrals ?? 0;
+      const deferred = await this.runs.lanes.acquire([job.data], deferrals < MAX_DEFERRALS).catch((error) => {
         this.options.logger.warn({ err: error, runId }, 'could not count the run against its limits');
         return [];
       });
       if (deferred.length > 0) {
+        await job.updateData({ ...job.data, deferrals: deferrals + 1 });
         await job.moveToDelayed(Date.now() + DEFERRED_MS, token);
         throw new DelayedError();
       }

@@ -28,3 +28,32 @@ export const pollEverySecond = (key: string, url: string) => ({
   nodes: [{ id: 'tick', operation: 'http.request', config: { method: 'POST', url } }],
   edges: [{ from: 'trigger', to: 'tick' }],
 });
+
+/**
+ * A webhook whose body's `lines` are each posted to `$vars.ERP_URL/lines` by a loop, `concurrency` at a time, each
+ * tried once; then `after`, the nodes that follow the loop, one after another.
+ */
+export const eachLine = (key: string, concurrency: number, after: object[] = []) => ({
+  key,
+  name: key,
+  trigger: { type: 'webhook', config: {} },
+  nodes: [
+    {
+      id: 'each',
+      operation: 'loop',
+      config: { items: '{{ $input.body.lines }}', concurrency },
+      nodes: [
+        {
+          id: 'send',
+          operation: 'http.request',
+          config: { method: 'POST', url: '{{ $vars.ERP_URL }}/lines', body: '{{ $item }}' },
+          retry: { maxAttempts: 1 },
+        },
+      ],
+    },
+    ...after,
+  ],
+  edges: ['trigger', 'each', ...after.map((node) => (node as { id: string }).id)]
+    .slice(1)
+    .map((to, index, ids) => ({ from: index === 0 ? 'trigger' : ids[index - 1], to })),
+});

@@ -5,6 +5,15 @@ import type { Page, PageRequest } from './common.ts';
 /** A replay's filter as kept: the status it looks for is always set. */
 export type StoredReplayFilter = ReplayFilter & { status: 'failed' | 'handled' };
 
+/** What a bulk replay is made of: its filter, its rate, whether it redoes completed steps. */
+export interface NewReplay {
+  id: string;
+  requestKey: string | null;
+  filter: StoredReplayFilter;
+  ratePerSecond: number;
+  redoCompletedSteps: boolean;
+}
+
 /** Bulk replays: made over the API, worked off by the workers a page a second. */
 export interface ReplayStore {
   /** How many messages the filter matches now (a dry run), counted up to one past REPLAY_COUNT_LIMIT. */
@@ -14,16 +23,7 @@ export interface ReplayStore {
    * nothing is made: the replay made with it is returned (`created` false). A ConflictError when the tenant
    * has MAX_RUNNING_REPLAYS running.
    */
-  createReplay(
-    tenantId: string,
-    replay: {
-      id: string;
-      requestKey: string | null;
-      filter: StoredReplayFilter;
-      ratePerSecond: number;
-      redoCompletedSteps: boolean;
-    },
-  ): Promise<{ replay: Replay; created: boolean }>;
+  createReplay(tenantId: string, replay: NewReplay): Promise<{ replay: Replay; created: boolean }>;
   getReplay(tenantId: string, id: string): Promise<Replay | undefined>;
   listReplays(tenantId: string, page: PageRequest): Promise<Page<Replay>>;
   /** Stops a running replay; undefined if there is none (a finished one is returned as it is). */

@@ -1,5 +1,5 @@
 import { ConflictError, MAX_RUNNING_REPLAYS, REPLAY_COUNT_LIMIT, type Replay } from '../../../model/index.ts';
-import type { ReplayStore, StoredReplayFilter } from '../../port/replays.ts';
+import type { NewReplay, ReplayStore, StoredReplayFilter } from '../../port/replays.ts';
 import type { PageRequest } from '../../port/common.ts';
 import type { SqlDriver } from '../driver.ts';
 import {
@@ -87,16 +87,7 @@ export class SqlReplays implements ReplayStore {
     return Number(row.n);
   }
 
-  async createReplay(
-    tenantId: string,
-    replay: {
-      id: string;
-      requestKey: string | null;
-      filter: StoredReplayFilter;
-      ratePerSecond: number;
-      redoCompletedSteps: boolean;
-    },
-  ) {
+  async createReplay(tenantId: string, replay: NewReplay) {
     const [row] = await this.db.query(
       `insert into replays (tenant_id, id, request_key, filter, rate_per_second, total, redo_completed_steps)
        select $1, $2, $3, $4::jsonb, $5, ${countMatches('$1', '$4::jsonb')}, $7
