@@ -414,6 +414,11 @@ describe('webhook verification', () => {
     expect(again.body).toMatchObject({ messageId: good.body.messageId, duplicate: true });
     const run = await acme.settledRun(good.body.runId);
     expect(run.steps[0].output).toEqual({ id: 11 });
+    // Rotated: the new key verifies at once, the old one no longer does.
+    await acme.call('PUT', '/api/v1/secret-global-variables/HOOK_KEY', { value: 'hook-signing-key-2' });
+    const rotated = createHmac('sha256', 'hook-signing-key-2').update(body).digest('base64');
+    expect((await sendWebhook(env.url, 'acme', 'signed', body, { 'X-Signature': signature })).status).toBe(401);
+    expect((await sendWebhook(env.url, 'acme', 'signed', body, { 'X-Signature': rotated })).status).toBe(202);
   });
 });
 

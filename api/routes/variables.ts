@@ -70,7 +70,7 @@ export function variableRoutes({ store }: ApiContext) {
   });
 }
 
-export function secretRoutes({ store, keyring }: ApiContext) {
+export function secretRoutes({ store, keyring, intake }: ApiContext) {
   const base = '/api/v1/secret-global-variables';
   return [
     defineRoute({
@@ -105,6 +105,9 @@ export function secretRoutes({ store, keyring }: ApiContext) {
           params.name,
           keyring.seal(body.value, secretContext(tenantId, params.name)),
         );
+        // A flow URL may verify with it: this process resolves the tenant's URLs again (others within
+        // INTAKE_CACHE_TTL_MS).
+        intake.invalidateTenant(tenantId);
         return { status: created ? 201 : 200, body: secret };
       },
     }),
@@ -117,7 +120,11 @@ export function secretRoutes({ store, keyring }: ApiContext) {
       nameParams,
       scopes: { read: 'secrets:read', write: 'secrets:write' },
       list: (tenantId, page) => store.listSecrets(tenantId, page),
-      remove: (tenantId, name) => store.deleteSecret(tenantId, name),
+      remove: async (tenantId, name) => {
+        const removed = await store.deleteSecret(tenantId, name);
+        intake.invalidateTenant(tenantId);
+        return removed;
+      },
     }),
   ];
 }
