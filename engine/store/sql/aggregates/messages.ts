@@ -32,9 +32,16 @@ import {
   UTC_TODAY,
 } from './rows.ts';
 
-/** The live input's deliveries not seen before (within DELIVERY_RECOGNITION_DAYS): recorded, each id once. */
+/** Whether message `i` is of its flow's active version. */
+const LIVE = (i: string) => `exists (select 1 from flows f where f.tenant_id = ${i}.tenant_id and f.id = ${i}.flow_id
+  and f.active and f.active_version = ${i}.flow_version)`;
+
+/**
+ * The input's deliveries not seen before (within DELIVERY_RECOGNITION_DAYS), of flows' active versions (live):
+ * recorded, each id once.
+ */
 const FIRST_DELIVERIES = `insert into deliveries (tenant_id, flow_id, delivery_id, day, message_id)
-  select tenant_id, flow_id, delivery_id, ${UTC_TODAY}, id from live where delivery_id is not null
+  select tenant_id, flow_id, delivery_id, ${UTC_TODAY}, id from input i where delivery_id is not null and ${LIVE('i')}
    order by id -- the first of a batch's repeats is the one recorded
   on conflict do nothing returning message_id`;
 
@@ -69,23 +76,20 @@ export class SqlMessages implements MessageStore {
     // One statement for the whole batch: messages and their runs are written together or not at all.
     // The rows that hold a run are read FOR SHARE: a resume or an unblock waits for this statement,
     // so the runs it holds are there for the release that follows. Only messages of a flow's active
-    // version are recorded (live): once a deactivate, delete or publish has returned, no process
+    // version are recorded (LIVE): once a deactivate, delete or publish has returned, no process
     // accepts for the version it replaced, whatever that process had cached.
     const inserted = await this.db.query(
       `with input as (
          select * from jsonb_to_recordset($1::jsonb) as x(tenant_id text, id uuid, flow_id uuid, flow_version integer,
            delivery_id text, topic text, body jsonb, headers jsonb, query jsonb, run_id uuid, parent_run_id uuid,
            call_depth integer, traceparent text)
-       ), live as (
-         select i.* from input i join flows f on f.tenant_id = i.tenant_id and f.id = i.flow_id
-          where f.active and f.active_version = i.flow_version
        ), suspended as (
          select id from tenants where id in (select tenant_id from input) and status = 'suspended' for share
        ), blocked as (
          select tenant_id, topic from blocked_topics where (tenant_id, topic) in (select tenant_id, topic
            from input) for share
        ), keeps as (
-         select tenant_id, keep_days(tenant_id) as days from (select distinct tenant_id from live) tenants
+         select tenant_id, keep_days(tenant_id) as days from (select distinct tenant_id from input) tenants
        ), first_deliveries as (
          ${FIRST_DELIVERIES}
        ), m as (
@@ -93,15 +97,15 @@ export class SqlMessages implements MessageStore {
            traceparent, keep_days)
          select i.tenant_id, i.id, i.flow_id, i.flow_version, i.delivery_id, i.topic, coalesce(i.body, 'null'::jsonb),
            i.headers, i.query, i.traceparent, k.days
-           from live i join keeps k on k.tenant_id = i.tenant_id
-          where i.delivery_id is null or i.id in (select message_id from first_deliveries)
+           from input i join keeps k on k.tenant_id = i.tenant_id
+          where ${LIVE('i')} and (i.delivery_id is null or i.id in (select message_id from first_deliveries))
          returning tenant_id, id, keep_days
        )
        insert into runs (tenant_id, id, flow_id, flow_version, message_id, status, held_by, parent_run_id, call_depth,
          keep_days)
        select i.tenant_id, i.run_id, i.flow_id, i.flow_version, i.id, case when hold.reason is null then 'queued'
          else 'held' end, hold.reason, i.parent_run_id, i.call_depth, m.keep_days
-         from live i join m on m.tenant_id = i.tenant_id and m.id = i.id
+         from input i join m on m.tenant_id = i.tenant_id and m.id = i.id
          cross join lateral (select case when exists (select 1 from suspended s where s.id = i.tenant_id)
            then 'suspended'
            when exists (select 1 from blocked b where b.tenant_id = i.tenant_id and b.topic = i.topic)
