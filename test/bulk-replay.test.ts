@@ -128,7 +128,7 @@ describe.each(['pglite', 'postgres'] as const)('bulk replay on %s', (store) => {
     try {
       await acme.call('PUT', '/api/v1/global-variables/ERP_URL', { value: erp.url });
       const flowId = await acme.publish(
-        eachLine('lines', 1, [
+        eachLine('lines', { concurrency: 1 }, [
           { id: 'confirm', operation: 'http.request', config: { method: 'POST', url: '{{ $vars.ERP_URL }}/confirm' } },
         ]),
       );
@@ -170,6 +170,29 @@ describe.each(['pglite', 'postgres'] as const)('bulk replay on %s', (store) => {
       for (const [url, body, key] of sent())
         keys.set(`${url} ${body}`, (keys.get(`${url} ${body}`) ?? new Set()).add(key));
       expect([...keys.values()].map((set) => set.size)).toEqual([1, 1, 1, 1, 1]);
+    } finally {
+      await erp.close();
+    }
+  });
+
+  it('runs the failed items of a loop that went on past them again, and only those', async () => {
+    let refuseB = true;
+    const erp = new Receiver((request) =>
+      refuseB && JSON.parse(request.body).sku === 'B' ? { status: 422 } : undefined,
+    );
+    await erp.start();
+    try {
+      await acme.call('PUT', '/api/v1/global-variables/ERP_URL', { value: erp.url });
+      await acme.publish(eachLine('each-line', { concurrency: 1, onItemFailure: 'continue' }));
+      const lines = ['A', 'B', 'C'].map((sku) => ({ sku }));
+      const { messageId, runId } = (await sendWebhook(env.url, 'acme', 'each-line', { lines })).body;
+      expect((await acme.settledRun(runId)).status).toBe('handled');
+      refuseB = false;
+      const replay = await acme.call('POST', `/api/v1/messages/${messageId}/replay`);
+      expect((await acme.settledRun(replay.body.id)).status).toBe('succeeded');
+      const sent = erp.requests.map((request) => [request.body, request.headers['idempotency-key']]);
+      expect(sent.map(([body]) => body)).toEqual(['{"sku":"A"}', '{"sku":"B"}', '{"sku":"C"}', '{"sku":"B"}']);
+      expect(sent[3][1]).toBe(sent[1][1]);
     } finally {
       await erp.close();
     }

@@ -107,7 +107,7 @@ describe.each<StoreKind>(['postgres', 'pglite'])('tenant state limits (%s)', (ki
     try {
       const looper = await env.tenant('looper');
       await looper.call('PUT', '/api/v1/global-variables/ERP_URL', { value: erp.url });
-      await looper.publish(eachLine('lines', 2));
+      await looper.publish(eachLine('lines', { concurrency: 2 }));
       const lines = (n: number) => ({ lines: Array.from({ length: n }, (_, line) => ({ line })) });
       const few = await sendWebhook(env.url, 'looper', 'lines', lines(5));
       expect((await looper.settledRun(few.body.runId)).status).toBe('succeeded');

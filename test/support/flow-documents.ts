@@ -30,10 +30,11 @@ export const pollEverySecond = (key: string, url: string) => ({
 });
 
 /**
- * A webhook whose body's `lines` are each posted to `$vars.ERP_URL/lines` by a loop, `concurrency` at a time, each
- * tried once; then `after`, the nodes that follow the loop, one after another.
+ * A webhook whose body's `lines` are each posted to `$vars.ERP_URL/lines` by a loop (its `config` besides the
+ * items: `concurrency`, `onItemFailure`), each tried once; then `after`, the nodes that follow the loop, one after
+ * another.
  */
-export const eachLine = (key: string, concurrency: number, after: object[] = []) => ({
+export const eachLine = (key: string, config: object, after: object[] = []) => ({
   key,
   name: key,
   trigger: { type: 'webhook', config: {} },
@@ -41,7 +42,7 @@ export const eachLine = (key: string, concurrency: number, after: object[] = [])
     {
       id: 'each',
       operation: 'loop',
-      config: { items: '{{ $input.body.lines }}', concurrency },
+      config: { items: '{{ $input.body.lines }}', ...config },
       nodes: [
         {
           id: 'send',

@@ -7,6 +7,7 @@ import {
   page,
   toRun,
   supersedeEarlierRuns,
+  FAILED_INSIDE,
   toBatch,
   toBatchTask,
   toIncrementalField,
@@ -37,7 +38,7 @@ export const retryTasks = (tenant: string, batch: string, picked: string, replay
     select ${tenant}, f.run_id, st.key, st.node_id, st.status, st.attempts, st.output, st.error, st.started_at,
            st.finished_at, keep_days(${tenant})
       from fresh f join steps st on st.tenant_id = ${tenant} and st.run_id = f.old_run and st.status = 'succeeded'
-       and (st.key = f.node_id or not ${redo})),
+       and (st.key = f.node_id or (not ${redo} and not ${FAILED_INSIDE('st')}))),
   reopened as (
     update batches set status = 'running', finished_at = null
      where tenant_id = ${tenant} and id = ${batch} and exists (select 1 from fresh)),

@@ -77,8 +77,9 @@ export const supersedeEarlierRuns = (inserted: string, name = 'superseded') => `
  * CTEs that run messages again (a replay, a retry), ending with `inserted`, the new runs: for each row of `picked`
  * (tenant_id, old_run: the message's latest run, read FOR UPDATE by the caller, and its message_id, flow_id,
  * parent_run_id, call_depth; run_id: the new run's id), a queued run on the flow's active version naming the run it
- * replays (and the bulk replay `replayId`, an SQL expression, if any). The earlier runs are superseded, and the steps the replayed run completed are carried over to the new
- * run when it runs the same version, unless `redo` (an SQL boolean): its side effects are not made again.
+ * replays (and the bulk replay `replayId`, an SQL expression, if any). The earlier runs are superseded, and the
+ * steps the replayed run completed (but those holding a failed one: FAILED_INSIDE) are carried over to the new run
+ * when it runs the same version, unless `redo` (an SQL boolean): its side effects are not made again.
  */
 export const replayLatestRuns = (picked: string, redo: string, replayId = 'null::uuid') => `inserted as (
     insert into runs (tenant_id, id, flow_id, flow_version, message_id, status, replay_of, replay_id, parent_run_id,
@@ -97,7 +98,13 @@ export const replayLatestRuns = (picked: string, redo: string, replayId = 'null:
       from inserted n join runs o on o.tenant_id = n.tenant_id and o.id = n.replay_of
        and o.flow_version = n.flow_version
       join steps s on s.tenant_id = n.tenant_id and s.run_id = o.id and s.status = 'succeeded'
-     where not ${redo})`;
+     where not ${redo} and not ${FAILED_INSIDE('s')})`;
+/**
+ * Whether step `s` holds a step that failed (a loop whose item failed: it succeeded, listing the item): not carried
+ * over, so that a replay runs the failed items again.
+ */
+export const FAILED_INSIDE = (s: string) => `exists (select 1 from steps x where x.tenant_id = ${s}.tenant_id
+  and x.run_id = ${s}.run_id and x.status = 'failed' and starts_with(x.key, ${s}.key || '['))`;
 /** Repeated deliveries are recognised for this many days (table deliveries, migration 20). */
 export const DELIVERY_RECOGNITION_DAYS = 7;
 export const UTC_TODAY = "(now() at time zone 'UTC')::date";
