@@ -32,8 +32,13 @@ export class NamespaceNetwork {
     return `${this.subnet}.1`;
   }
 
-  static create(name = 'tdrill', subnet = '10.231.0'): NamespaceNetwork | undefined {
-    const network = new NamespaceNetwork(name, subnet);
+  /**
+   * The network of one drill, named and numbered after its process (`slot`): two drills on one machine (two copies of
+   * the suite) keep apart.
+   */
+  static create(slot = process.pid % 250): NamespaceNetwork | undefined {
+    const name = `td${slot}`;
+    const network = new NamespaceNetwork(name, `10.231.${slot}`);
     // A drill killed before it cleaned up leaves its namespaces and bridge: start from nothing.
     network.destroy();
     const trial = spawnSync('ip', ['netns', 'add', `${name}-trial`]);
