@@ -62,7 +62,8 @@ function toProblem(error: unknown): HttpProblem {
     return new HttpProblem(409, 'Limit reached', `${error.message}: delete some, or ask an operator`, {
       limit: error.kind,
     });
-  if (error instanceof NotFoundError) return new HttpProblem(404, 'Not found', error.message);
+  if (error instanceof NotFoundError)
+    return new HttpProblem(404, 'Not found', error.message, error.errors ? { errors: error.errors } : {});
   // An outside system called on the request's behalf failed: its reason is told, it is not our fault.
   if (error instanceof OperationError) {
     return error.kind === 'permanent'

@@ -151,7 +151,7 @@ describe.each(['pglite', 'postgres'] as const)('alerts to the tenant on %s', (st
       channelIds,
       condition: { kind: 'run-failed', flowIds: [await acme.publish(refundFlow('not-theirs'))] },
     });
-    expect(stolen.status).toBe(400);
+    expect(stolen.status).toBe(404);
     expect(stolen.body.errors.map((error: any) => error.path)).toEqual([
       '$.body.channelIds[0]',
       '$.body.channelIds[1]',

@@ -113,9 +113,12 @@ describe.each(['pglite', 'postgres'] as const)('bulk replay on %s', (store) => {
     expect(repeat.body).toMatchObject({ total: 0 });
     const listed = (await acme.call('GET', REPLAYS)).body.nodes.map((replay: { id: string }) => replay.id);
     expect(listed).toEqual([repeat.body.id, made.body.id]);
-    // Replays are the tenant's own.
+    // Replays are the tenant's own, and a filter names the tenant's own flows only.
     const other = await env.tenant('globex');
     expect((await other.call('GET', `${REPLAYS}/${made.body.id}`)).status).toBe(404);
+    const crossing = await other.call('POST', REPLAYS, { filter: { flowId: ordersFlow }, dryRun: true });
+    expect(crossing.status).toBe(404);
+    expect(crossing.body.errors).toEqual([{ path: '$.body.filter.flowId', message: 'is not a flow of this tenant' }]);
   });
 
   it('goes on from where the run failed, under the same idempotency keys: a receiver can drop every repeat', async () => {

@@ -18,6 +18,11 @@ import { idParams } from './editable-flows.ts';
 /** How long a test alert may take to be answered. */
 const TEST_TIMEOUT_MS = 10_000;
 
+const UNKNOWN_REFERENCE = {
+  description:
+    'A channel or flow the rule names is not of this tenant (`errors` gives the path of each), or no such rule.',
+};
+
 const pageQuery = { type: 'object', additionalProperties: false, properties: pageQuerySchema } as const;
 
 /**
@@ -38,8 +43,8 @@ export function alertRoutes({ store, keyring, http }: ApiContext) {
   const rules = '/api/v1/alert-rules';
   const sender = new AlertSender(keyring, http, TEST_TIMEOUT_MS);
   /**
-   * A rule names channels and flows of its own tenant only: another tenant's are refused as unknown, each with its
-   * path, exactly as ids that never were.
+   * A rule names channels and flows of its own tenant only: another tenant's are not found (404, as in a path), each
+   * with its path, exactly as ids that never were.
    */
   const checkReferences = async (tenantId: string, rule: NewAlertRule) => {
     const flowIds = ('flowIds' in rule.condition && rule.condition.flowIds) || [];
@@ -57,7 +62,7 @@ export function alertRoutes({ store, keyring, http }: ApiContext) {
         flows[index] ? [] : [{ path: `$.body.condition.flowIds[${index}]`, message: 'is not a flow of this tenant' }],
       ),
     ];
-    if (errors.length > 0) throw new ValidationError('Invalid alert rule', errors);
+    if (errors.length > 0) throw new NotFoundError('the alert rule names what this tenant does not have', errors);
   };
   return [
     defineRoute({
@@ -190,7 +195,7 @@ export function alertRoutes({ store, keyring, http }: ApiContext) {
         '`cooldownSeconds` of an alert, what happens is counted into the next one, so a flood sends one alert ' +
         'with a count.',
       body: newAlertRuleSchema,
-      responses: { 201: { description: 'The rule.', schema: alertRuleSchema } },
+      responses: { 201: { description: 'The rule.', schema: alertRuleSchema }, 404: UNKNOWN_REFERENCE },
       async handle({ tenantId, body }) {
         await checkReferences(tenantId, body);
         return { status: 201, body: await store.createAlertRule(tenantId, newId(), body as Required<typeof body>) };
@@ -228,7 +233,7 @@ export function alertRoutes({ store, keyring, http }: ApiContext) {
       summary: 'Replace an alert rule (its counting goes on where it was)',
       params: idParams,
       body: newAlertRuleSchema,
-      responses: { 200: { description: 'The rule.', schema: alertRuleSchema } },
+      responses: { 200: { description: 'The rule.', schema: alertRuleSchema }, 404: UNKNOWN_REFERENCE },
       async handle({ tenantId, params, body }) {
         await checkReferences(tenantId, body);
         const rule = await store.replaceAlertRule(tenantId, params.id, body as Required<typeof body>);

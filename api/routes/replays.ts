@@ -43,6 +43,18 @@ const replayRequestSchema = {
 /** Bulk replays (seed tag MessageQueue): made here, worked off by the workers at their rate. */
 export function replayRoutes({ store }: ApiContext) {
   const base = '/api/v1/message-queue/replays';
+  /** A filter names a flow or batch of its own tenant only: another tenant's is not found, as in a path. */
+  const checkReferences = async (tenantId: string, filter: StoredReplayFilter) => {
+    const [flow, batch] = await Promise.all([
+      filter.flowId === undefined ? true : store.getFlow(tenantId, filter.flowId),
+      filter.batchId === undefined ? true : store.getBatch(tenantId, filter.batchId),
+    ]);
+    const errors = [
+      ...(flow ? [] : [{ path: '$.body.filter.flowId', message: 'is not a flow of this tenant' }]),
+      ...(batch ? [] : [{ path: '$.body.filter.batchId', message: 'is not a batch of this tenant' }]),
+    ];
+    if (errors.length > 0) throw new NotFoundError('the filter names what this tenant does not have', errors);
+  };
   return [
     defineRoute({
       method: 'post',
@@ -82,6 +94,7 @@ export function replayRoutes({ store }: ApiContext) {
           },
         },
         202: { description: 'The replay, running.', schema: replaySchema },
+        404: { description: 'The filter names a flow or batch that is not of this tenant (`errors` gives its path).' },
         409: { description: `The tenant has ${MAX_RUNNING_REPLAYS} replays running already.` },
       },
       async handle({ tenantId, body, req }) {
@@ -96,6 +109,7 @@ export function replayRoutes({ store }: ApiContext) {
             errors.push({ path: '$.body.filter.status', message: 'must be failed with batchId' });
           if (errors.length > 0) throw new ValidationError('Invalid request', errors);
         }
+        await checkReferences(tenantId, filter);
         if (body.dryRun) {
           const count = await store.countReplayable(tenantId, filter);
           return {

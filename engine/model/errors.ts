@@ -101,6 +101,13 @@ export class LimitReachedError extends Error {
   }
 }
 
+/** Something named that does not exist for the tenant; for ids a body names, `errors` gives the path of each. */
 export class NotFoundError extends Error {
   override readonly name = 'NotFoundError';
+  constructor(
+    message: string,
+    readonly errors?: FieldError[],
+  ) {
+    super(message);
+  }
 }

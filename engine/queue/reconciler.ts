@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { ErrorRecord } from '../model/index.ts';
 import type { EngineMetrics } from '../telemetry/index.ts';
 import type { RunStore, UnfinishedRun, UnfinishedRunCursor } from '../store/index.ts';
-import { MAX_STALLED_COUNT, runJob, type RunJobData, type RunQueue } from './run-queue.ts';
+import { MAX_TAKEOVERS, runJob, type RunJobData, type RunQueue } from './run-queue.ts';
 import { SingleFlight } from './single-flight.ts';
 
 /** Job states in which the job will still run (or is running): its run is in hand. */
@@ -155,13 +155,13 @@ export class QueueReconciler {
   }
 }
 
-/** Why a run failed whose job BullMQ failed: stalled past the limit (its stall count says so), or its reason. */
+/** Why a run failed whose job BullMQ failed: its worker lost past the limit (its stall count says so), or its reason. */
 function jobFailedError(job: Pick<Job, 'failedReason' | 'stalledCounter'> | undefined): ErrorRecord {
-  if ((job?.stalledCounter ?? 0) > MAX_STALLED_COUNT) {
+  if ((job?.stalledCounter ?? 0) > MAX_TAKEOVERS) {
     return {
       kind: 'permanent',
       message:
-        `crashed the worker ${MAX_STALLED_COUNT + 1} times: each worker running it died or stopped answering ` +
+        `lost its worker ${MAX_TAKEOVERS + 1} times: each worker running it died or stopped answering ` +
         '(a crash, an out-of-memory kill, or its event loop blocked past WORKER_LOCK_MS); it is not tried again',
     };
   }

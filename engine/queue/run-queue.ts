@@ -9,6 +9,7 @@ import { ioredisOf } from './redis-client.ts';
 import { newId } from '../model/index.ts';
 import { runsSlot } from './key-slots.ts';
 import { RunLanes } from './run-lanes.ts';
+import { CrashLedger, type CrashEvidence } from './crash-ledger.ts';
 
 export const RUN_QUEUE = 'runs';
 
@@ -79,10 +80,17 @@ export async function withinEnqueueTimeout<T>(call: Promise<T>, what: string): P
 }
 
 /**
- * A job whose worker died is taken over (its completed nodes are not run again) this many times; the
- * next loss fails it (and the queue reconciler ends its run): a job that keeps killing its workers.
+ * A job whose worker died is taken over (its completed nodes are not run again); a run is charged with the crash
+ * only when that worker ran nothing else (CrashLedger), and fails when charged once more than this.
  */
-export const MAX_STALLED_COUNT = 3;
+export const MAX_CHARGED_CRASHES = 3;
+/** A run that shared this many crashes with other runs next runs alone, so that its next crash is its own. */
+const SHARED_CRASHES_BEFORE_ALONE = 2;
+/**
+ * Whatever the evidence, BullMQ fails a job whose worker was lost once more than this (the queue reconciler then
+ * ends its run): the bound for crashes the ledger could not see.
+ */
+export const MAX_TAKEOVERS = 10;
 /**
  * How long a run that came back while its tenant holds every unreserved slot waits before it tries again, and how
  * often: then it takes a slot whatever its tenant holds (a tenant's retries are never starved by its own backlog).
@@ -234,6 +242,11 @@ export class RunWorker {
   private dispatchTimer?: NodeJS.Timeout;
   /** Runs executing here: their leases are renewed with the heartbeat. */
   private readonly executing = new Map<string, RunJobData>();
+  private readonly ledger: CrashLedger;
+  /** While a suspect of a crash runs alone here, other runs wait for it to end. */
+  private isolating?: Promise<void>;
+  /** Called when the last run executing here ends (a suspect waits for it). */
+  private whenIdle?: () => void;
   private readonly keys: { heartbeats: string; slots: string };
   /** Runs ended since the last heartbeat, and the runs asked for beyond the slots. */
   private endedSinceBeat = 0;
@@ -252,10 +265,11 @@ export class RunWorker {
       concurrency: options.concurrency,
       lockDuration: options.lockDurationMs,
       stalledInterval: options.stalledIntervalMs,
-      maxStalledCount: MAX_STALLED_COUNT,
+      maxStalledCount: MAX_TAKEOVERS,
       autorun: false,
     });
     this.keys = { heartbeats: heartbeatKey(this.worker), slots: workerSlotsKey(this.worker) };
+    this.ledger = new CrashLedger(() => ioredisOf(this.worker.client), this.worker, this.id);
     this.prefetch = Math.ceil(options.concurrency / 4);
     // Every node in flight that asked for an abort signal listens to the shutdown: as many as the concurrency.
     setMaxListeners(options.concurrency + 10, this.shutdown.signal);
@@ -292,7 +306,7 @@ export class RunWorker {
         .hset(slots, { [this.id]: taken, [`${this.id}:c`]: this.options.concurrency });
       if (gone.length > 0)
         beat.zrem(heartbeats, ...gone).hdel(slots, ...gone.flatMap((worker) => [worker, `${worker}:c`]));
-      await beat.exec();
+      await this.ledger.keep(beat, now).exec();
       await this.runs.lanes.renew([...this.executing.values()]);
     } catch (error) {
       this.options.logger.warn({ err: error }, 'worker heartbeat failed');
@@ -314,7 +328,7 @@ export class RunWorker {
   }
 
   private async process(job: Job<RunJobData>, token: string | undefined) {
-    const { tenantId, runId } = job.data;
+    const { runId } = job.data;
     // A dispatched run holds its leases; one back from a retry's wait or a dead worker takes them again, unless its
     // tenant already holds every slot but the reserved ones: it then waits a moment, leaving its slot to others.
     if (job.attemptsStarted > 1) {
@@ -329,7 +343,65 @@ export class RunWorker {
         throw new DelayedError();
       }
     }
+    const evidence = job.stalledCounter > 0 ? await this.takeOver(runId) : undefined;
+    if (evidence && evidence.charged > MAX_CHARGED_CRASHES) return this.failCrashing(job.data, evidence);
+    if (evidence && (evidence.charged > 0 || evidence.shared >= SHARED_CRASHES_BEFORE_ALONE))
+      return this.alone(runId, () => this.pass(job, token));
+    while (this.isolating) await this.isolating;
+    return this.pass(job, token);
+  }
+
+  /** The crash evidence of a run taken over from a lost worker; none when Redis cannot say (BullMQ's limit holds). */
+  private takeOver(runId: string): Promise<CrashEvidence | undefined> {
+    return this.ledger.takeOver(runId).catch((error) => {
+      this.options.logger.warn({ err: error, runId }, "could not record the crash of the run's last worker");
+      return undefined;
+    });
+  }
+
+  /**
+   * A suspect of a crash runs with nothing else in this process: taken jobs wait, none is fetched, and those
+   * executing end first. Its next crash is then its own; a pass without one clears it.
+   */
+  private async alone<T>(runId: string, pass: () => Promise<T>): Promise<T> {
+    while (this.isolating) await this.isolating;
+    let isolated!: () => void;
+    this.isolating = new Promise<void>((resolve) => (isolated = resolve));
+    this.worker.concurrency = 1;
+    try {
+      while (this.executing.size > 0) await new Promise<void>((resolve) => (this.whenIdle = resolve));
+      return await pass();
+    } finally {
+      this.ledger.forgive(runId);
+      this.worker.concurrency = this.options.concurrency;
+      this.isolating = undefined;
+      isolated();
+    }
+  }
+
+  /** A run that crashed its worker once too often while running alone fails; it is not taken up again. */
+  private async failCrashing(job: RunJobData, evidence: CrashEvidence): Promise<never> {
+    const error = {
+      kind: 'permanent' as const,
+      message:
+        `crashed the worker ${evidence.charged} times while running alone (a crash, an out-of-memory kill, or its ` +
+        'event loop blocked past WORKER_LOCK_MS); it is not tried again',
+    };
+    try {
+      await this.store.saveProgress(job.tenantId, job.runId, [], { status: 'failed', error });
+      this.options.metrics.runAttempt(job.tenantId, 'failed', 0);
+    } finally {
+      this.ledger.release(job.runId);
+      this.runs.ended(job);
+    }
+    throw new UnrecoverableError(error.message);
+  }
+
+  /** One pass of the run through the executor, in BullMQ's terms. */
+  private async pass(job: Job<RunJobData>, token: string | undefined) {
+    const { tenantId, runId } = job.data;
     this.executing.set(runId, job.data);
+    this.ledger.hold(runId);
     let outcome: PassOutcome;
     let status = 'error';
     const started = performance.now();
@@ -343,6 +415,8 @@ export class RunWorker {
     } finally {
       this.options.metrics.runAttempt(tenantId, status, (performance.now() - started) / 1000);
       this.executing.delete(runId);
+      if (this.executing.size === 0) this.whenIdle?.();
+      this.ledger.release(runId);
       this.endedSinceBeat++;
       this.runs.ended(job.data);
     }
