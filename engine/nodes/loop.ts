@@ -214,7 +214,8 @@ class ResultsSize {
     if (projected > this.limit)
       this.outgrown ??=
         `its results are on course to about ${projected} bytes for ${this.items} items, over the ${this.limit} ` +
-        `bytes a node may store (MAX_STEP_OUTPUT_BYTES): it stopped after ${this.counted} items. End the loop's ` +
+        `bytes a node may store (MAX_STEP_OUTPUT_BYTES): it started no more items after ` +
+        `${this.counted === 1 ? 'the first result' : `${this.counted} results`}. End the loop's ` +
         'body with a node that returns only what later nodes need (a transform of the answer), or send fewer items';
   }
 }
