@@ -3,6 +3,7 @@ import type { OperationInfo } from '../engine/model/index.ts';
 import type { WebhookSignature } from '../engine/triggers/index.ts';
 import type { namedKinds } from '../engine/nodes/index.ts';
 import { escapeHtml as html } from './html.ts';
+import { problemCatalog } from './problem-types.ts';
 
 type NamedNodeKind = ReturnType<typeof namedKinds>[number];
 
@@ -215,6 +216,9 @@ function nodeKindReference(kind: NamedNodeKind): string {
 <h4>Config</h4>${schemaHtml(kind.configSchema as Schema)}</details>`;
 }
 
+const problemRow = ({ kind, uri, status, summary }: (typeof problemCatalog)[number]) =>
+  `<tr id="problem-${html(kind)}"><td><code>${html(uri)}</code></td><td>${status}</td><td>${prose(summary)}</td></tr>`;
+
 const signatureItem = ({ type, description }: WebhookSignature) =>
   `<li id="signature-${html(type)}"><code>${html(type)}</code>: ${prose(description)}</li>`;
 
@@ -328,6 +332,7 @@ and schema opens on a click; the search box finds them by any word in them.</p>
 <li><a href="#nodes">Nodes of the language</a> — loops, waits, replies, calls</li>
 <li><a href="#operations">Operations</a> — what a flow's nodes can run</li>
 <li><a href="#webhook-signatures">Webhook signatures</a> — how vendors sign what they deliver</li>
+<li><a href="#problem-types">Problem types</a> — the kinds of error, to branch on</li>
 <li><a href="#schemas">Schemas</a> — every resource and document</li></ul>
 ${sections.join('\n')}
 <h2 id="nodes">Nodes of the language <small>what a node's <code>operation</code> names besides operations</small></h2>
@@ -338,5 +343,9 @@ ${operations.map(operationReference).join('\n')}
 <h2 id="webhook-signatures">Webhook signatures <small>what a webhook trigger's <code>verify.type</code> may name,
 besides none, header and hmac-sha256</small></h2>
 <ul>${signatures.map(signatureItem).join('')}</ul>
+<h2 id="problem-types">Problem types <small>every error is a <code>application/problem+json</code> whose
+<code>type</code> is one of these</small></h2>
+<div class="wide"><table><tr><th>type</th><th>status</th><th>meaning</th></tr>${problemCatalog.map(problemRow).join('')}
+</table></div>
 <h2 id="schemas">Schemas</h2>${schemas.join('\n')}</body></html>`;
 }

@@ -245,6 +245,7 @@ function answer(res: ServerResponse, status: number, value: object) {
 export const maintenanceProblem = (retryAfterSeconds: number) =>
   new HttpProblem(503, 'Maintenance', 'the platform is in maintenance; retry later', {
     headers: { 'Retry-After': String(retryAfterSeconds) },
+    kind: 'maintenance',
   });
 
 /** Over the tenant's intake quota: nothing was recorded, and the sender is told when to retry. */

@@ -1,6 +1,7 @@
 import { resourceSchemas } from '../engine/model/index.ts';
 import { operatorScope, tenantScopes } from './auth/scopes.ts';
 import { exampleOf } from './openapi-examples.ts';
+import { problemCatalog } from './problem-types.ts';
 import { isOperatorRoute, seedTags, type RouteSpec } from './route.ts';
 
 const problemSchema = {
@@ -8,7 +9,13 @@ const problemSchema = {
   description: 'RFC 9457 problem details. Validation failures list each bad field with its JSON path.',
   required: ['type', 'title', 'status'],
   properties: {
-    type: { type: 'string' },
+    type: {
+      type: 'string',
+      enum: problemCatalog.map((problem) => problem.uri),
+      description:
+        'The kind of problem, stable: branch on it. A URI relative to the server, the entry of the kind in /docs: ' +
+        problemCatalog.map((problem) => `${problem.kind} (${problem.status})`).join(', '),
+    },
     title: { type: 'string' },
     status: { type: 'integer' },
     detail: { type: 'string' },

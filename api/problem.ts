@@ -9,23 +9,32 @@ import {
   ValidationError,
   type FieldError,
 } from '../engine/model/index.ts';
+import { kindOfStatus, problemTypeUri, type ProblemKind } from './problem-types.ts';
 
-/** An RFC 9457 problem: every error the API answers has this shape. */
+/**
+ * An RFC 9457 problem: every error the API answers has this shape. Its `type` names its kind (problem-types.ts): the
+ * status's usual one unless `extra.kind` says otherwise.
+ */
 export class HttpProblem extends Error {
   constructor(
     readonly status: number,
     readonly title: string,
     readonly detail?: string,
-    readonly extra: { errors?: FieldError[]; headers?: Record<string, string>; [member: string]: unknown } = {},
+    readonly extra: {
+      errors?: FieldError[];
+      headers?: Record<string, string>;
+      kind?: ProblemKind;
+      [member: string]: unknown;
+    } = {},
   ) {
     super(detail ?? title);
   }
 }
 
 export function sendProblem(res: ServerResponse, problem: HttpProblem) {
-  const { headers, ...members } = problem.extra;
+  const { headers, kind, ...members } = problem.extra;
   const body = JSON.stringify({
-    type: 'about:blank',
+    type: problemTypeUri(kind ?? kindOfStatus(problem.status)),
     title: problem.title,
     status: problem.status,
     ...(problem.detail === undefined ? {} : { detail: problem.detail }),
@@ -61,6 +70,7 @@ function toProblem(error: unknown): HttpProblem {
   if (error instanceof LimitReachedError)
     return new HttpProblem(409, 'Limit reached', `${error.message}: delete some, or ask an operator`, {
       limit: error.kind,
+      kind: 'limit-reached',
     });
   if (error instanceof NotFoundError)
     return new HttpProblem(404, 'Not found', error.message, error.errors ? { errors: error.errors } : {});

@@ -66,6 +66,16 @@ const bodyFor = (method: string, path: string) =>
           ? { value: 'x' }
           : {};
 
+/** Routes that change only the calling client's own settings: any token of the tenant may. */
+const OWN_SETTINGS = new Set(['PUT /api/v1/user-settings']);
+
+/** The problem type each refusal of a flow URL is: its kind in the catalog, by its URI in /docs. */
+const REFUSAL_TYPES: Record<number, string> = {
+  400: '/docs#problem-invalid-request',
+  413: '/docs#problem-too-large',
+  415: '/docs#problem-unsupported-media-type',
+};
+
 describe('authentication and authorization on every route', () => {
   it('answers 401 without a token, 401 with a bad one, 400 without tenant_id, 403 for another tenant', async () => {
     const operations = (await apiOperations()).filter((operation) => !operation.operator);
@@ -98,6 +108,10 @@ describe('authentication and authorization on every route', () => {
     });
     const reader = await getToken(env.url, credentials.client_id, credentials.client_secret);
     for (const { method, path, scope } of await apiOperations()) {
+      // Only a read, or a write of the caller's own settings, may go without a scope (every token of the tenant may
+      // make it): a route that changes the tenant's data and lost its scope fails here.
+      if (scope === undefined && !OWN_SETTINGS.has(`${method} ${path}`))
+        expect(method, `${method} ${path} changes something without a scope`).toBe('GET');
       if (scope === 'runs:read' || scope === undefined) continue;
       const response = await fetch(`${env.url}${path}`, {
         method,
@@ -546,7 +560,7 @@ describe('request validation', () => {
       const response = await fetch(hookUrl, { method: 'POST', ...init });
       expect(response.status, title).toBe(status);
       expect(response.headers.get('content-type')).toBe('application/problem+json; charset=utf-8');
-      expect(await response.json()).toMatchObject({ type: 'about:blank', status, title });
+      expect(await response.json()).toMatchObject({ type: REFUSAL_TYPES[status], status, title });
     }
     // Streamed without a length, over the limit: refused as soon as it is, not read to its end.
     const streamed = await new Promise<number>((resolve, reject) => {

@@ -53,6 +53,13 @@ describe('the API reference at /docs, in a headless browser', () => {
     for (const nested of ['operation', 'retry', 'maxAttempts', 'when']) expect(text).toContain(nested);
     expect(await flowDocument.locator('details pre').first().innerText()).toContain('"key": "orders-to-erp"');
 
+    // A problem's type is a link into this page: the entry of its kind.
+    const missing = await fetch(`${env.url}/no/such/route`);
+    await page.goto(new URL((await missing.json()).type, env.url).href);
+    const kind = page.locator('#problem-not-found');
+    expect(await kind.isVisible()).toBe(true);
+    expect(await kind.innerText()).toContain('404');
+
     const create = page.locator('[id="post-/api/v1/editable-flows"]');
     expect(await create.locator('h4').allTextContents()).toEqual(['Request body', 'Answers']);
     await create.getByRole('link', { name: 'FlowDocument' }).first().click();

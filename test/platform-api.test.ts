@@ -446,6 +446,7 @@ describe('Platform (operator)', () => {
 
     const refused = await sendWebhook(env.url, 'shop-x', 'orders', { order: 1 });
     expect(refused.status).toBe(503);
+    expect(refused.body.type).toBe('/docs#problem-maintenance');
     expect(refused.headers.get('retry-after')).toBe('120');
     expect((await shop.call('GET', '/api/v1/messages')).body.nodes).toEqual([]);
     await eventually(async () =>

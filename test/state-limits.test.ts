@@ -36,7 +36,11 @@ describe.each<StoreKind>(['postgres', 'pglite'])('tenant state limits (%s)', (ki
     const refused = await acme.call('PUT', '/api/v1/global-variables/D', { value: 'd' });
     expect(refused.status).toBe(409);
     expect(refused.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-    expect(refused.body).toMatchObject({ title: 'Limit reached', limit: 'variables' });
+    expect(refused.body).toMatchObject({
+      type: '/docs#problem-limit-reached',
+      title: 'Limit reached',
+      limit: 'variables',
+    });
     expect(refused.body.detail).toContain('TENANT_MAX_VARIABLES');
     expect((await acme.call('GET', '/api/v1/global-variables/D')).status).toBe(404);
     expect((await acme.call('PUT', '/api/v1/global-variables/A', { value: 'again' })).status).toBe(200);
