@@ -17,6 +17,7 @@ const LAYERS = [
   'queue',
   'alerts',
   'intake',
+  'services',
 ];
 
 const upward = LAYERS.slice(0, -1).map((layer, index) => ({

@@ -2,17 +2,15 @@ import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import express, { Router, type Request, type Response } from 'express';
-import { putDestination } from '../engine/plugins/index.ts';
-import { type FlowDocument, newId, SchemaValidator } from '../engine/model/index.ts';
+import { type FlowDocument, SchemaValidator } from '../engine/model/index.ts';
 import { secretContext } from '../engine/secrets/index.ts';
 import { isTerminal } from '../engine/store/index.ts';
 import { constantTimeEqual } from '../engine/triggers/index.ts';
-import { pinOperationVersions } from '../engine/flow/index.ts';
-import { activeVersionChanged, type ApiContext } from './context.ts';
+import type { ApiContext } from './context.ts';
 import { checkedBody, maintenanceProblem, throttledProblem } from './hooks.ts';
 import { json, problem } from './openapi.ts';
 import { HttpProblem, sendProblem } from './problem.ts';
-import { defineRoute } from './route.ts';
+import { defineRoute, fromBody } from './route.ts';
 import { watchRun } from './run-watch.ts';
 
 /**
@@ -119,7 +117,7 @@ export function adapterRoutes(context: ApiContext, options: { bodyLimitBytes: nu
         });
       }
       const destination = destinationName(settings);
-      await putDestination(context, tenantId, destination, shopify, settings, '$.headers');
+      await fromBody('$.headers', () => context.destinations.put(tenantId, destination, settings));
       const idempotencyKey = req.get('idempotency-key');
       const result = await intake
         .accept({
@@ -196,7 +194,7 @@ export function adapterRoutes(context: ApiContext, options: { bodyLimitBytes: nu
 
 /** `POST /api/v1/adapter-keys`: a new key for the adapter route (the old one stops working), and the adapter flow. */
 export function adapterKeyRoutes(context: ApiContext) {
-  const { store, keyring, baseUrl } = context;
+  const { baseUrl } = context;
   return [
     defineRoute({
       method: 'post',
@@ -223,27 +221,8 @@ export function adapterKeyRoutes(context: ApiContext) {
       },
       async handle({ tenantId }) {
         const apiKey = `${tenantId}.${randomBytes(24).toString('base64url')}`;
-        await store.putSecret(
-          tenantId,
-          ADAPTER_KEY_SECRET,
-          keyring.seal(apiKey, secretContext(tenantId, ADAPTER_KEY_SECRET)),
-        );
-        let flow = await store.findFlowByKey(tenantId, adapterFlow.key);
-        if (!flow) {
-          flow = await store.createFlow(tenantId, {
-            id: newId(),
-            key: adapterFlow.key,
-            name: adapterFlow.name,
-            draft: adapterFlow,
-          });
-          await store.publishFlow(
-            tenantId,
-            flow.id,
-            flow.revision,
-            pinOperationVersions(adapterFlow, context.compile.registry),
-          );
-        }
-        await activeVersionChanged(context, tenantId, flow);
+        await context.values.putSecret(tenantId, ADAPTER_KEY_SECRET, apiKey);
+        const flow = await context.flows.installed(tenantId, adapterFlow);
         return {
           status: 201,
           body: { apiKey, url: `${baseUrl()}${ADAPTER_PATH.replace(':store', 'shopify')}`, flowId: flow.id },

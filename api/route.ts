@@ -1,6 +1,6 @@
 import { Router, type Request, type Response } from 'express';
 import type { FromSchema, JSONSchema } from 'json-schema-to-ts';
-import { SchemaValidator, stringifyJson } from '../engine/model/index.ts';
+import { rerooted, SchemaValidator, stringifyJson } from '../engine/model/index.ts';
 import { authorize, type Principal, type TokenVerifier } from './auth/verifier.ts';
 import { operatorScope, type Scope } from './auth/scopes.ts';
 import type { Tenant, TenantStore } from '../engine/store/index.ts';
@@ -96,6 +96,18 @@ export function defineRoute<
   const P extends Schema | undefined = undefined,
 >(spec: RouteSpec<B, Q, P>): RouteSpec {
   return spec as unknown as RouteSpec;
+}
+
+/**
+ * A use case run on part of the request (`$.body`, `$.body.document`): the fields its errors name from their
+ * input's root are named from the request's.
+ */
+export async function fromBody<T>(prefix: string, useCase: () => Promise<T>): Promise<T> {
+  try {
+    return await useCase();
+  } catch (error) {
+    throw rerooted(error, prefix);
+  }
 }
 
 export const isOperatorRoute = (route: Pick<RouteSpec, 'scope'>) => route.scope === operatorScope;

@@ -3,7 +3,7 @@ import { ConflictError, type FlowDocument, type Run, type Step } from '../engine
 import type { Keyring } from '../engine/secrets/index.ts';
 import { isTerminal, type FlowStore, type RunStore } from '../engine/store/index.ts';
 import { parseTraceparent } from '../engine/telemetry/index.ts';
-import type { RunService } from '../engine/queue/index.ts';
+import type { RunService } from '../engine/services/index.ts';
 import { escapeHtml } from './html.ts';
 
 export const OPERATOR_RUNS_PATH = '/admin/runs';

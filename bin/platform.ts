@@ -23,7 +23,6 @@ import {
   QueueReconciler,
   ReplayRunner,
   QueueAdmin,
-  RunService,
   FlowSchedules,
   TickWorker,
   RateLimiter,
@@ -32,6 +31,7 @@ import {
 import { ExpressionSandbox } from '../engine/expressions/index.ts';
 import { Executor, TestRunner, CompiledFlowCache } from '../engine/runtime/index.ts';
 import { Keyring } from '../engine/secrets/index.ts';
+import { engineServices } from '../engine/services/index.ts';
 import {
   type AlertStore,
   type LogStore,
@@ -357,16 +357,23 @@ export class Platform {
         context: {
           store,
           intake,
-          runs: new RunService(store, queue),
+          ...engineServices({
+            store,
+            queue,
+            compile,
+            keyring,
+            http: outbound,
+            intake,
+            schedules,
+            tenantLimits,
+            destinationKinds: { types: destinationTypes, subscribers: webhookSubscribers, baseUrl: () => url },
+          }),
           queues: new QueueAdmin(queue, [schedules.queue]),
           keyring,
           compile,
-          schedules,
-          tenantLimits,
           maintenance,
           webhookSubscribers,
           destinationTypes,
-          http: outbound,
           testRunner: new TestRunner({
             store,
             actions: new ActionRunner(store, compile.sandbox),

@@ -1,7 +1,7 @@
-import { ACTION_NAME, compileAction } from '../../engine/plugins/index.ts';
-import { NotFoundError, tenantActionSchema } from '../../engine/model/index.ts';
+import { ACTION_NAME } from '../../engine/plugins/index.ts';
+import { tenantActionSchema } from '../../engine/model/index.ts';
 import type { ApiContext } from '../context.ts';
-import { connectionSchema, defineRoute, pageQuerySchema } from '../route.ts';
+import { connectionSchema, defineRoute, fromBody, pageQuerySchema } from '../route.ts';
 import { byNameRoutes } from './by-name.ts';
 
 const nameParams = {
@@ -19,7 +19,7 @@ const versionParams = {
  * Tenant-defined actions (seed tag LowCodeAction): named, versioned JSONata transforms with input
  * and output schemas, run by nodes as `"operation": "action:<name>"`.
  */
-export function actionRoutes({ store, compile }: ApiContext) {
+export function actionRoutes({ actions }: ApiContext) {
   const base = '/api/v1/low-code-actions/actions';
   return [
     defineRoute({
@@ -56,8 +56,7 @@ export function actionRoutes({ store, compile }: ApiContext) {
           inputSchema: body.inputSchema,
           outputSchema: body.outputSchema,
         };
-        compileAction(action, compile.sandbox, '$.body');
-        return { status: 201, body: await store.putAction(tenantId, action) };
+        return { status: 201, body: await fromBody('$.body', () => actions.save(tenantId, action)) };
       },
     }),
     ...byNameRoutes({
@@ -67,9 +66,7 @@ export function actionRoutes({ store, compile }: ApiContext) {
       item: tenantActionSchema,
       nameParams,
       scopes: { read: 'flows:read', write: 'flows:write' },
-      list: (tenantId, page) => store.listActions(tenantId, page),
-      get: (tenantId, name) => store.getAction(tenantId, name),
-      remove: (tenantId, name) => store.deleteAction(tenantId, name),
+      records: actions,
     }),
     defineRoute({
       method: 'get',
@@ -81,7 +78,7 @@ export function actionRoutes({ store, compile }: ApiContext) {
       query: { type: 'object', additionalProperties: false, properties: pageQuerySchema },
       responses: { 200: { description: 'A page of versions.', schema: connectionSchema(tenantActionSchema) } },
       handle: async ({ tenantId, params, query }) => ({
-        body: await store.listActionVersions(tenantId, params.name, query),
+        body: await actions.listVersions(tenantId, params.name, query),
       }),
     }),
     defineRoute({
@@ -92,11 +89,9 @@ export function actionRoutes({ store, compile }: ApiContext) {
       summary: 'Get a version of an action',
       params: versionParams,
       responses: { 200: { description: 'The version.', schema: tenantActionSchema } },
-      async handle({ tenantId, params }) {
-        const action = await store.getAction(tenantId, params.name, params.version);
-        if (!action) throw new NotFoundError(`no version ${params.version} of action ${params.name}`);
-        return { body: action };
-      },
+      handle: async ({ tenantId, params }) => ({
+        body: await actions.getVersion(tenantId, params.name, params.version),
+      }),
     }),
   ];
 }

@@ -1,22 +1,15 @@
-import { AlertSender, newWebhookSecret } from '../../engine/alerts/index.ts';
 import {
   alertChannelSchema,
   alertRuleSchema,
   alertSchema,
   newAlertChannelSchema,
   newAlertRuleSchema,
-  newId,
-  NotFoundError,
-  ValidationError,
   type NewAlertRule,
 } from '../../engine/model/index.ts';
-import { alertChannelContext } from '../../engine/secrets/index.ts';
+import { ALERT_TEST_TIMEOUT_MS } from '../../engine/services/index.ts';
 import type { ApiContext } from '../context.ts';
-import { connectionSchema, defineRoute, pageQuerySchema } from '../route.ts';
+import { connectionSchema, defineRoute, fromBody, pageQuerySchema } from '../route.ts';
 import { idParams } from './editable-flows.ts';
-
-/** How long a test alert may take to be answered. */
-const TEST_TIMEOUT_MS = 10_000;
 
 const UNKNOWN_REFERENCE = {
   description:
@@ -26,44 +19,14 @@ const UNKNOWN_REFERENCE = {
 const pageQuery = { type: 'object', additionalProperties: false, properties: pageQuerySchema } as const;
 
 /**
- * What the API shows of a channel's URL: a Slack webhook's origin only (its path is the credential), a
- * webhook's without its query (which may carry a token).
- */
-function shownUrl(type: string, text: string): string {
-  const url = new URL(text);
-  return type === 'slack' ? `${url.origin}/…` : `${url.origin}${url.pathname}${url.search ? '?…' : ''}`;
-}
-
-/**
  * Alerts to the tenant (seed tag Logs): channels (a signed webhook, a Slack-style webhook), rules (a run
  * failed, failures in a window, a message held), and the alerts sent. The workers check and send them.
  */
-export function alertRoutes({ store, keyring, http }: ApiContext) {
+export function alertRoutes({ alerts }: ApiContext) {
   const channels = '/api/v1/alert-channels';
   const rules = '/api/v1/alert-rules';
-  const sender = new AlertSender(keyring, http, TEST_TIMEOUT_MS);
-  /**
-   * A rule names channels and flows of its own tenant only: another tenant's are not found (404, as in a path), each
-   * with its path, exactly as ids that never were.
-   */
-  const checkReferences = async (tenantId: string, rule: NewAlertRule) => {
-    const flowIds = ('flowIds' in rule.condition && rule.condition.flowIds) || [];
-    const [channels, flows] = await Promise.all([
-      Promise.all(rule.channelIds.map((id) => store.getAlertChannel(tenantId, id))),
-      Promise.all(flowIds.map((id) => store.getFlow(tenantId, id))),
-    ]);
-    const errors = [
-      ...rule.channelIds.flatMap((_, index) =>
-        channels[index]
-          ? []
-          : [{ path: `$.body.channelIds[${index}]`, message: 'is not an alert channel of this tenant' }],
-      ),
-      ...flowIds.flatMap((_, index) =>
-        flows[index] ? [] : [{ path: `$.body.condition.flowIds[${index}]`, message: 'is not a flow of this tenant' }],
-      ),
-    ];
-    if (errors.length > 0) throw new NotFoundError('the alert rule names what this tenant does not have', errors);
-  };
+  // Defaults are filled in by the body's schema.
+  const complete = (rule: NewAlertRule) => rule as Required<NewAlertRule>;
   return [
     defineRoute({
       method: 'post',
@@ -89,20 +52,10 @@ export function alertRoutes({ store, keyring, http }: ApiContext) {
           },
         },
       },
-      async handle({ tenantId, body }) {
-        const refusal = http.urlRefusal(body.url);
-        if (refusal) throw new ValidationError('Invalid alert channel', [{ path: '$.body.url', message: refusal }]);
-        const id = newId();
-        const secret = body.type === 'webhook' ? newWebhookSecret() : undefined;
-        const channel = await store.createAlertChannel(tenantId, {
-          id,
-          name: body.name,
-          type: body.type,
-          shownUrl: shownUrl(body.type, body.url),
-          sealed: keyring.seal(JSON.stringify({ url: body.url, secret }), alertChannelContext(tenantId, id)),
-        });
-        return { status: 201, body: secret ? { ...channel, secret } : channel };
-      },
+      handle: async ({ tenantId, body }) => ({
+        status: 201,
+        body: await fromBody('$.body', () => alerts.addChannel(tenantId, body)),
+      }),
     }),
     defineRoute({
       method: 'get',
@@ -112,7 +65,7 @@ export function alertRoutes({ store, keyring, http }: ApiContext) {
       summary: 'List alert channels',
       query: pageQuery,
       responses: { 200: { description: 'A page of channels.', schema: connectionSchema(alertChannelSchema) } },
-      handle: async ({ tenantId, query }) => ({ body: await store.listAlertChannels(tenantId, query) }),
+      handle: async ({ tenantId, query }) => ({ body: await alerts.listChannels(tenantId, query) }),
     }),
     defineRoute({
       method: 'get',
@@ -122,11 +75,7 @@ export function alertRoutes({ store, keyring, http }: ApiContext) {
       summary: 'Get an alert channel',
       params: idParams,
       responses: { 200: { description: 'The channel.', schema: alertChannelSchema } },
-      async handle({ tenantId, params }) {
-        const channel = await store.getAlertChannel(tenantId, params.id);
-        if (!channel) throw new NotFoundError(`no alert channel ${params.id}`);
-        return { body: channel };
-      },
+      handle: async ({ tenantId, params }) => ({ body: await alerts.getChannel(tenantId, params.id) }),
     }),
     defineRoute({
       method: 'post',
@@ -136,7 +85,7 @@ export function alertRoutes({ store, keyring, http }: ApiContext) {
       summary: 'Send a test alert to a channel now, and say how it was answered',
       description:
         'An alert of type `alert.test` (signed as any, `rule` null), sent at once, not kept or retried: to check the ' +
-        `URL, the secret and the receiver. At most ${TEST_TIMEOUT_MS / 1000} s.`,
+        `URL, the secret and the receiver. At most ${ALERT_TEST_TIMEOUT_MS / 1000} s.`,
       params: idParams,
       responses: {
         200: {
@@ -153,22 +102,7 @@ export function alertRoutes({ store, keyring, http }: ApiContext) {
           },
         },
       },
-      async handle({ tenantId, params }) {
-        const channel = await store.getSealedAlertChannel(tenantId, params.id);
-        if (!channel) throw new NotFoundError(`no alert channel ${params.id}`);
-        const outcome = await sender.send(tenantId, channel, {
-          id: newId(),
-          type: 'alert.test',
-          tenantId,
-          rule: null,
-          count: 0,
-          text: '[test] a test alert from Tributary: this channel works',
-          sample: null,
-          runUrl: null,
-          createdAt: new Date().toISOString(),
-        });
-        return { body: outcome.sent ? outcome : { sent: false, error: outcome.error } };
-      },
+      handle: async ({ tenantId, params }) => ({ body: await alerts.testChannel(tenantId, params.id) }),
     }),
     defineRoute({
       method: 'delete',
@@ -179,8 +113,7 @@ export function alertRoutes({ store, keyring, http }: ApiContext) {
       params: idParams,
       responses: { 204: { description: 'Deleted.' } },
       async handle({ tenantId, params }) {
-        if (!(await store.deleteAlertChannel(tenantId, params.id)))
-          throw new NotFoundError(`no alert channel ${params.id}`);
+        await alerts.deleteChannel(tenantId, params.id);
         return {};
       },
     }),
@@ -196,10 +129,10 @@ export function alertRoutes({ store, keyring, http }: ApiContext) {
         'with a count.',
       body: newAlertRuleSchema,
       responses: { 201: { description: 'The rule.', schema: alertRuleSchema }, 404: UNKNOWN_REFERENCE },
-      async handle({ tenantId, body }) {
-        await checkReferences(tenantId, body);
-        return { status: 201, body: await store.createAlertRule(tenantId, newId(), body as Required<typeof body>) };
-      },
+      handle: async ({ tenantId, body }) => ({
+        status: 201,
+        body: await fromBody('$.body', () => alerts.addRule(tenantId, complete(body))),
+      }),
     }),
     defineRoute({
       method: 'get',
@@ -209,7 +142,7 @@ export function alertRoutes({ store, keyring, http }: ApiContext) {
       summary: 'List alert rules',
       query: pageQuery,
       responses: { 200: { description: 'A page of rules.', schema: connectionSchema(alertRuleSchema) } },
-      handle: async ({ tenantId, query }) => ({ body: await store.listAlertRules(tenantId, query) }),
+      handle: async ({ tenantId, query }) => ({ body: await alerts.listRules(tenantId, query) }),
     }),
     defineRoute({
       method: 'get',
@@ -219,11 +152,7 @@ export function alertRoutes({ store, keyring, http }: ApiContext) {
       summary: 'Get an alert rule',
       params: idParams,
       responses: { 200: { description: 'The rule.', schema: alertRuleSchema } },
-      async handle({ tenantId, params }) {
-        const rule = await store.getAlertRule(tenantId, params.id);
-        if (!rule) throw new NotFoundError(`no alert rule ${params.id}`);
-        return { body: rule };
-      },
+      handle: async ({ tenantId, params }) => ({ body: await alerts.getRule(tenantId, params.id) }),
     }),
     defineRoute({
       method: 'put',
@@ -234,12 +163,9 @@ export function alertRoutes({ store, keyring, http }: ApiContext) {
       params: idParams,
       body: newAlertRuleSchema,
       responses: { 200: { description: 'The rule.', schema: alertRuleSchema }, 404: UNKNOWN_REFERENCE },
-      async handle({ tenantId, params, body }) {
-        await checkReferences(tenantId, body);
-        const rule = await store.replaceAlertRule(tenantId, params.id, body as Required<typeof body>);
-        if (!rule) throw new NotFoundError(`no alert rule ${params.id}`);
-        return { body: rule };
-      },
+      handle: async ({ tenantId, params, body }) => ({
+        body: await fromBody('$.body', () => alerts.replaceRule(tenantId, params.id, complete(body))),
+      }),
     }),
     defineRoute({
       method: 'delete',
@@ -250,7 +176,7 @@ export function alertRoutes({ store, keyring, http }: ApiContext) {
       params: idParams,
       responses: { 204: { description: 'Deleted.' } },
       async handle({ tenantId, params }) {
-        if (!(await store.deleteAlertRule(tenantId, params.id))) throw new NotFoundError(`no alert rule ${params.id}`);
+        await alerts.deleteRule(tenantId, params.id);
         return {};
       },
     }),
@@ -262,7 +188,7 @@ export function alertRoutes({ store, keyring, http }: ApiContext) {
       summary: 'List the alerts sent, newest first, with their delivery to each channel',
       query: pageQuery,
       responses: { 200: { description: 'A page of alerts.', schema: connectionSchema(alertSchema) } },
-      handle: async ({ tenantId, query }) => ({ body: await store.listAlerts(tenantId, query) }),
+      handle: async ({ tenantId, query }) => ({ body: await alerts.listAlerts(tenantId, query) }),
     }),
   ];
 }

@@ -1,6 +1,7 @@
 import type { JSONSchema } from 'json-schema-to-ts';
 import { NotFoundError } from '../../engine/model/index.ts';
-import type { Page, PageRequest } from '../../engine/store/index.ts';
+import type { NamedRecords } from '../../engine/services/index.ts';
+import type { PageRequest } from '../../engine/store/index.ts';
 import type { Scope } from '../auth/scopes.ts';
 import { connectionSchema, pageQuerySchema, type RouteSpec, type SeedTag } from '../route.ts';
 
@@ -16,10 +17,8 @@ export interface ByNameCollection<Item> {
   scopes: { read: Scope; write: Scope };
   /** Whose items the route reaches: the tenant_id header's tenant unless this says otherwise (e.g. from the path). */
   owner?(request: { tenantId: string; params: unknown }): Promise<string>;
-  list(tenantId: string, page: PageRequest): Promise<Page<Item>>;
-  /** Absent for write-only collections. */
-  get?(tenantId: string, name: string): Promise<Item | undefined>;
-  remove(tenantId: string, name: string): Promise<boolean>;
+  /** The engine's records the routes list, read and delete. */
+  records: NamedRecords<Item>;
 }
 
 /** List, get and delete routes of a tenant's resources addressed by name (variables, secrets, destinations). */
@@ -50,11 +49,11 @@ export function byNameRoutes<Item>(collection: ByNameCollection<Item>): RouteSpe
       query: { type: 'object', additionalProperties: false, properties: pageQuerySchema },
       responses: { 200: { description: `A page of ${many}.`, schema: connectionSchema(collection.item) } },
       handle: async (request) => ({
-        body: await collection.list(await ownerOf(request), request.query as PageRequest),
+        body: await collection.records.list(await ownerOf(request), request.query as PageRequest),
       }),
     },
   ];
-  const get = collection.get;
+  const get = collection.records.get?.bind(collection.records);
   if (get) {
     routes.push({
       method: 'get',
@@ -82,7 +81,7 @@ export function byNameRoutes<Item>(collection: ByNameCollection<Item>): RouteSpe
     responses: { 204: { description: 'Deleted.' } },
     async handle(request) {
       const { params } = request;
-      if (!(await collection.remove(await ownerOf(request), nameOf(params))))
+      if (!(await collection.records.remove(await ownerOf(request), nameOf(params))))
         throw new NotFoundError(`no ${one} ${nameOf(params)}`);
       return { status: 204 };
     },

@@ -1,4 +1,4 @@
-import { NotFoundError, dataDocumentSchema, dataSpaceSchema } from '../../engine/model/index.ts';
+import { dataDocumentSchema, dataSpaceSchema } from '../../engine/model/index.ts';
 import type { ApiContext } from '../context.ts';
 import { connectionSchema, defineRoute, pageQuerySchema } from '../route.ts';
 import { byNameRoutes } from './by-name.ts';
@@ -27,13 +27,8 @@ const writtenSchema = {
 } as const;
 
 /** Data spaces (seed tag DataSpace): named collections of JSON documents per tenant. */
-export function dataSpaceRoutes({ store }: ApiContext) {
+export function dataSpaceRoutes({ dataSpaces }: ApiContext) {
   const base = '/api/v1/data-spaces';
-  const write = async (tenantId: string, space: string, documents: Array<{ key: string; value: unknown }>) => {
-    const written = await store.putDocuments(tenantId, space, documents);
-    if (!written) throw new NotFoundError(`no data space ${space}`);
-    return written;
-  };
   return [
     defineRoute({
       method: 'put',
@@ -53,7 +48,7 @@ export function dataSpaceRoutes({ store }: ApiContext) {
         201: { description: 'Created.', schema: dataSpaceSchema },
       },
       async handle({ tenantId, params, body }) {
-        const { space, created } = await store.putDataSpace(tenantId, params.name, body.description ?? null);
+        const { space, created } = await dataSpaces.put(tenantId, params.name, body.description ?? null);
         return { status: created ? 201 : 200, body: space };
       },
     }),
@@ -64,9 +59,7 @@ export function dataSpaceRoutes({ store }: ApiContext) {
       item: dataSpaceSchema,
       nameParams: spaceParams,
       scopes: { read: 'dataspaces:read', write: 'dataspaces:write' },
-      list: (tenantId, page) => store.listDataSpaces(tenantId, page),
-      get: (tenantId, name) => store.getDataSpace(tenantId, name),
-      remove: (tenantId, name) => store.deleteDataSpace(tenantId, name),
+      records: dataSpaces,
     }),
     defineRoute({
       method: 'get',
@@ -84,10 +77,9 @@ export function dataSpaceRoutes({ store }: ApiContext) {
         },
       },
       responses: { 200: { description: 'A page of documents.', schema: connectionSchema(dataDocumentSchema) } },
-      async handle({ tenantId, params, query }) {
-        if (!(await store.getDataSpace(tenantId, params.name))) throw new NotFoundError(`no data space ${params.name}`);
-        return { body: await store.listDocuments(tenantId, params.name, { prefix: query.prefix }, query) };
-      },
+      handle: async ({ tenantId, params, query }) => ({
+        body: await dataSpaces.listDocuments(tenantId, params.name, { prefix: query.prefix }, query),
+      }),
     }),
     defineRoute({
       method: 'post',
@@ -115,7 +107,9 @@ export function dataSpaceRoutes({ store }: ApiContext) {
         },
       },
       responses: { 200: { description: 'How many documents were created and replaced.', schema: writtenSchema } },
-      handle: async ({ tenantId, params, body }) => ({ body: await write(tenantId, params.name, body.documents) }),
+      handle: async ({ tenantId, params, body }) => ({
+        body: await dataSpaces.putDocuments(tenantId, params.name, body.documents),
+      }),
     }),
     defineRoute({
       method: 'put',
@@ -130,8 +124,11 @@ export function dataSpaceRoutes({ store }: ApiContext) {
         201: { description: 'Created.', schema: dataDocumentSchema },
       },
       async handle({ tenantId, params, body }) {
-        const { created } = await write(tenantId, params.name, [{ key: params.key, value: body.value }]);
-        return { status: created === 1 ? 201 : 200, body: await store.getDocument(tenantId, params.name, params.key) };
+        const { document, created } = await dataSpaces.putDocument(tenantId, params.name, {
+          key: params.key,
+          value: body.value,
+        });
+        return { status: created ? 201 : 200, body: document };
       },
     }),
     defineRoute({
@@ -142,11 +139,9 @@ export function dataSpaceRoutes({ store }: ApiContext) {
       summary: 'Get a document',
       params: documentParams,
       responses: { 200: { description: 'The document.', schema: dataDocumentSchema } },
-      async handle({ tenantId, params }) {
-        const document = await store.getDocument(tenantId, params.name, params.key);
-        if (!document) throw new NotFoundError(`no document ${params.key} in ${params.name}`);
-        return { body: document };
-      },
+      handle: async ({ tenantId, params }) => ({
+        body: await dataSpaces.getDocument(tenantId, params.name, params.key),
+      }),
     }),
     defineRoute({
       method: 'delete',
@@ -157,8 +152,7 @@ export function dataSpaceRoutes({ store }: ApiContext) {
       params: documentParams,
       responses: { 204: { description: 'Deleted.' } },
       async handle({ tenantId, params }) {
-        if (!(await store.deleteDocument(tenantId, params.name, params.key)))
-          throw new NotFoundError(`no document ${params.key} in ${params.name}`);
+        await dataSpaces.deleteDocument(tenantId, params.name, params.key);
         return { status: 204 };
       },
     }),

@@ -1,8 +1,7 @@
-import { openDestination, putDestination, type DestinationType } from '../../engine/plugins/index.ts';
-import { NotFoundError, ValidationError, destinationSchema } from '../../engine/model/index.ts';
-import { unreachableFromOutside } from '../../engine/outbound/index.ts';
+import type { DestinationType } from '../../engine/plugins/index.ts';
+import { destinationSchema } from '../../engine/model/index.ts';
 import type { ApiContext } from '../context.ts';
-import { defineRoute } from '../route.ts';
+import { defineRoute, fromBody } from '../route.ts';
 import { byNameRoutes } from './by-name.ts';
 
 const nameParams = {
@@ -38,8 +37,7 @@ function destinationBodySchema(types: DestinationType[]): Record<string, unknown
   return types.length === 1 ? types[0].schema : { oneOf: types.map((type) => type.schema) };
 }
 
-export function destinationRoutes(context: ApiContext) {
-  const { store, keyring, webhookSubscribers, destinationTypes, baseUrl, http } = context;
+export function destinationRoutes({ destinations, destinationTypes }: ApiContext) {
   const base = '/api/v1/destinations';
   return [
     defineRoute({
@@ -59,8 +57,7 @@ export function destinationRoutes(context: ApiContext) {
       },
       async handle({ tenantId, params, body }) {
         const given = body as Record<string, unknown> & { type: string };
-        const type = destinationTypes[given.type];
-        const { destination, created } = await putDestination(context, tenantId, params.name, type, given, '$.body');
+        const { destination, created } = await fromBody('$.body', () => destinations.put(tenantId, params.name, given));
         return { status: created ? 201 : 200, body: destination };
       },
     }),
@@ -89,28 +86,9 @@ export function destinationRoutes(context: ApiContext) {
         503: { description: 'The shop could not be reached: retry later.' },
       },
       async handle({ tenantId, params, body }) {
-        const flow = await store.getFlow(tenantId, body.flowId);
-        if (!flow)
-          throw new ValidationError('Unknown flow', [{ path: '$.body.flowId', message: `no flow ${body.flowId}` }]);
-        const destination = await openDestination(store, keyring, tenantId, params.name);
-        if (!destination) throw new NotFoundError(`no destination ${params.name}`);
-        const subscriber = webhookSubscribers[destination.type];
-        const topic = body.topic ?? 'refunds/create';
-        if (!subscriber?.topics.includes(topic)) {
-          throw new ValidationError('Unsupported topic', [
-            { path: '$.body.topic', message: `a ${destination.type} destination cannot subscribe to ${topic}` },
-          ]);
-        }
-        const uri = `${baseUrl()}/hooks/${encodeURIComponent(tenantId)}/${encodeURIComponent(flow.key)}`;
-        const subscription = await subscriber.subscribe(destination, { uri, topic }, http.forTenant(tenantId));
-        const unreachable = unreachableFromOutside(new URL(uri));
-        const warnings = unreachable
-          ? [
-              `${new URL(uri).hostname} is ${unreachable}: ${destination.type} cannot deliver to it; set PUBLIC_URL ` +
-                'to an address it can reach',
-            ]
-          : [];
-        return { status: 201, body: warnings.length > 0 ? { ...subscription, warnings } : subscription };
+        const request = { flowId: body.flowId, topic: body.topic ?? 'refunds/create' };
+        const target = await fromBody('$.body', () => destinations.webhookTarget(tenantId, params.name, request));
+        return { status: 201, body: await destinations.subscribe(tenantId, target) };
       },
     }),
     ...byNameRoutes({
@@ -120,9 +98,7 @@ export function destinationRoutes(context: ApiContext) {
       item: destinationSchema,
       nameParams,
       scopes: { read: 'destinations:read', write: 'destinations:write' },
-      list: (tenantId, page) => store.listDestinations(tenantId, page),
-      get: (tenantId, name) => store.getDestination(tenantId, name),
-      remove: (tenantId, name) => store.deleteDestination(tenantId, name),
+      records: destinations,
     }),
   ];
 }

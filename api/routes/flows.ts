@@ -1,5 +1,5 @@
-import { NotFoundError, flowSchema, flowVersionSchema } from '../../engine/model/index.ts';
-import { activeVersionChanged, type ApiContext } from '../context.ts';
+import { flowSchema, flowVersionSchema } from '../../engine/model/index.ts';
+import type { ApiContext } from '../context.ts';
 import { connectionSchema, defineRoute, pageQuerySchema } from '../route.ts';
 import { idParams } from './editable-flows.ts';
 
@@ -10,8 +10,7 @@ const versionSummary = {
   properties: { version: { type: 'integer' }, publishedAt: { type: 'string', format: 'date-time' } },
 } as const;
 
-export function flowRoutes(context: ApiContext) {
-  const { store } = context;
+export function flowRoutes({ flows }: ApiContext) {
   const setActive = (active: boolean) =>
     defineRoute({
       method: 'post',
@@ -26,11 +25,7 @@ export function flowRoutes(context: ApiContext) {
         200: { description: 'The flow.', schema: flowSchema },
         409: { description: 'The flow has no published version yet.' },
       },
-      async handle({ tenantId, params }) {
-        const flow = await store.setFlowActive(tenantId, params.id, active);
-        await activeVersionChanged(context, tenantId, flow);
-        return { body: flow };
-      },
+      handle: async ({ tenantId, params }) => ({ body: await flows.setActive(tenantId, params.id, active) }),
     });
 
   return [
@@ -44,7 +39,7 @@ export function flowRoutes(context: ApiContext) {
       responses: {
         200: { description: 'A page of flows that have at least one version.', schema: connectionSchema(flowSchema) },
       },
-      handle: async ({ tenantId, query }) => ({ body: await store.listFlows(tenantId, { published: true }, query) }),
+      handle: async ({ tenantId, query }) => ({ body: await flows.list(tenantId, { published: true }, query) }),
     }),
     defineRoute({
       method: 'get',
@@ -63,9 +58,7 @@ export function flowRoutes(context: ApiContext) {
         },
       },
       async handle({ tenantId, params }) {
-        const flow = await store.getFlow(tenantId, params.id);
-        if (!flow || flow.latestVersion === null) throw new NotFoundError(`no published flow ${params.id}`);
-        const versions = await store.listFlowVersions(tenantId, flow.id, { first: 50 });
+        const { versions, ...flow } = await flows.getPublished(tenantId, params.id);
         return {
           body: {
             ...flow,
@@ -87,7 +80,7 @@ export function flowRoutes(context: ApiContext) {
       query: { type: 'object', additionalProperties: false, properties: pageQuerySchema },
       responses: { 200: { description: 'A page of versions.', schema: connectionSchema(flowVersionSchema) } },
       handle: async ({ tenantId, params, query }) => ({
-        body: await store.listFlowVersions(tenantId, params.id, query),
+        body: await flows.listVersions(tenantId, params.id, query),
       }),
     }),
     defineRoute({
@@ -102,11 +95,7 @@ export function flowRoutes(context: ApiContext) {
         properties: { id: { type: 'string' }, version: { type: 'integer', minimum: 1 } },
       },
       responses: { 200: { description: 'The version.', schema: flowVersionSchema } },
-      async handle({ tenantId, params }) {
-        const version = await store.getFlowVersion(tenantId, params.id, params.version);
-        if (!version) throw new NotFoundError(`flow ${params.id} has no version ${params.version}`);
-        return { body: version };
-      },
+      handle: async ({ tenantId, params }) => ({ body: await flows.getVersion(tenantId, params.id, params.version) }),
     }),
     setActive(true),
     setActive(false),

@@ -1,4 +1,5 @@
-import { NotFoundError, incrementalFieldSchema } from '../../engine/model/index.ts';
+import { incrementalFieldSchema } from '../../engine/model/index.ts';
+import { DEFAULT_POLL_OVERLAP_MS } from '../../engine/services/index.ts';
 import type { ApiContext } from '../context.ts';
 import { connectionSchema, defineRoute, pageQuerySchema } from '../route.ts';
 
@@ -10,7 +11,7 @@ const flowParams = {
 } as const;
 
 /** Where each polling flow's next poll starts (seed tag IngressIncrementalField). */
-export function incrementalFieldRoutes({ store }: ApiContext) {
+export function incrementalFieldRoutes({ incrementalFields }: ApiContext) {
   return [
     defineRoute({
       method: 'get',
@@ -22,7 +23,7 @@ export function incrementalFieldRoutes({ store }: ApiContext) {
       responses: {
         200: { description: 'A page of incremental fields.', schema: connectionSchema(incrementalFieldSchema) },
       },
-      handle: async ({ tenantId, query }) => ({ body: await store.listIncrementalFields(tenantId, query) }),
+      handle: async ({ tenantId, query }) => ({ body: await incrementalFields.list(tenantId, query) }),
     }),
     defineRoute({
       method: 'get',
@@ -32,11 +33,7 @@ export function incrementalFieldRoutes({ store }: ApiContext) {
       summary: "Get a flow's incremental field",
       params: flowParams,
       responses: { 200: { description: 'The field.', schema: incrementalFieldSchema } },
-      async handle({ tenantId, params }) {
-        const field = await store.getIncrementalField(tenantId, params.flowId);
-        if (!field) throw new NotFoundError(`flow ${params.flowId} has no incremental field (it has not polled yet)`);
-        return { body: field };
-      },
+      handle: async ({ tenantId, params }) => ({ body: await incrementalFields.get(tenantId, params.flowId) }),
     }),
     defineRoute({
       method: 'put',
@@ -57,21 +54,15 @@ export function incrementalFieldRoutes({ store }: ApiContext) {
             type: 'integer',
             minimum: 0,
             maximum: 86_400_000,
-            default: 300_000,
+            default: DEFAULT_POLL_OVERLAP_MS,
             description: 'How far before the value the poll re-reads (ties, late writes).',
           },
         },
       },
       responses: { 200: { description: 'The field.', schema: incrementalFieldSchema } },
-      async handle({ tenantId, params, body }) {
-        if (!(await store.getFlow(tenantId, params.flowId))) throw new NotFoundError(`no flow ${params.flowId}`);
-        const field = await store.putIncrementalField(tenantId, params.flowId, {
-          field: 'updated_at',
-          value: new Date(body.value).toISOString(),
-          overlapMs: body.overlapMs ?? 300_000,
-        });
-        return { body: field };
-      },
+      handle: async ({ tenantId, params, body }) => ({
+        body: await incrementalFields.set(tenantId, params.flowId, new Date(body.value), body.overlapMs),
+      }),
     }),
     defineRoute({
       method: 'delete',
@@ -82,8 +73,7 @@ export function incrementalFieldRoutes({ store }: ApiContext) {
       params: flowParams,
       responses: { 204: { description: 'Reset.' } },
       async handle({ tenantId, params }) {
-        if (!(await store.deleteIncrementalField(tenantId, params.flowId)))
-          throw new NotFoundError(`flow ${params.flowId} has no incremental field`);
+        await incrementalFields.reset(tenantId, params.flowId);
         return { status: 204 };
       },
     }),

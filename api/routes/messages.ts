@@ -238,7 +238,7 @@ export function messageRoutes({ store, runs }: ApiContext) {
 }
 
 /** Blocked topics (seed tag BlockedTopic): deliveries are verified, recorded and answered, but held. */
-export function blockedTopicRoutes({ store, runs }: ApiContext) {
+export function blockedTopicRoutes({ blockedTopics }: ApiContext) {
   const base = '/api/v1/blocked-topics';
   return [
     defineRoute({
@@ -249,7 +249,7 @@ export function blockedTopicRoutes({ store, runs }: ApiContext) {
       summary: 'List blocked topics with the number of messages each holds',
       query: { type: 'object', additionalProperties: false, properties: pageQuerySchema },
       responses: { 200: { description: 'A page of blocked topics.', schema: connectionSchema(blockedTopicSchema) } },
-      handle: async ({ tenantId, query }) => ({ body: await store.listBlockedTopics(tenantId, query) }),
+      handle: async ({ tenantId, query }) => ({ body: await blockedTopics.list(tenantId, query) }),
     }),
     defineRoute({
       method: 'put',
@@ -273,7 +273,7 @@ export function blockedTopicRoutes({ store, runs }: ApiContext) {
         201: { description: 'Blocked.', schema: blockedTopicSchema },
       },
       async handle({ tenantId, params, body }) {
-        const { blockedTopic, created } = await store.blockTopic(tenantId, params.topic, body.reason ?? null);
+        const { blockedTopic, created } = await blockedTopics.block(tenantId, params.topic, body.reason ?? null);
         return { status: created ? 201 : 200, body: blockedTopic };
       },
     }),
@@ -286,18 +286,9 @@ export function blockedTopicRoutes({ store, runs }: ApiContext) {
       params: topicParams,
       query: { type: 'object', additionalProperties: false, properties: { heldMessages: heldChoice } },
       responses: { 200: { description: 'What became of the held messages.', schema: heldOutcomeSchema } },
-      async handle({ tenantId, params, query }) {
-        if (!(await store.unblockTopic(tenantId, params.topic)))
-          throw new NotFoundError(`the topic ${params.topic} is not blocked`);
-        return {
-          body: await runs.settleHeld(
-            tenantId,
-            query.heldMessages,
-            { heldBy: 'topic', topic: params.topic },
-            `discarded when ${params.topic} was unblocked`,
-          ),
-        };
-      },
+      handle: async ({ tenantId, params, query }) => ({
+        body: await blockedTopics.unblock(tenantId, params.topic, query.heldMessages),
+      }),
     }),
   ];
 }

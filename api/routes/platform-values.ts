@@ -1,23 +1,16 @@
-import { NotFoundError } from '../../engine/model/index.ts';
+import { PLATFORM } from '../../engine/services/index.ts';
 import type { ApiContext } from '../context.ts';
 import { nameParams, namedValueRoutes } from './variables.ts';
-
-/** The platform-wide scope of a platform value (the store's `tenantId: null`). */
-const PLATFORM = '';
-const scopeOf = (owner: string) => ({ tenantId: owner === PLATFORM ? null : owner });
 
 /**
  * Platform values, for operators: platform-wide (seed tag PlatformGlobal) and per-tenant overrides
  * (PlatformTenantGlobal). Flows read them as `$platform.NAME`, the tenant's override first.
  */
-export function platformValueRoutes({ store }: ApiContext) {
+export function platformValueRoutes({ values: { platform }, tenants }: ApiContext) {
   const values = {
+    records: platform,
     noun: ['platform value', 'platform values'] as [string, string],
     scopes: { read: 'platform:admin', write: 'platform:admin' } as const,
-    put: (owner: string, name: string, value: unknown) => store.putPlatformValue(scopeOf(owner), name, value),
-    list: (owner: string, page: { first: number; after?: string }) => store.listPlatformValues(scopeOf(owner), page),
-    get: (owner: string, name: string) => store.getPlatformValue(scopeOf(owner), name),
-    remove: (owner: string, name: string) => store.deletePlatformValue(scopeOf(owner), name),
   };
   return [
     ...namedValueRoutes({
@@ -38,9 +31,7 @@ export function platformValueRoutes({ store }: ApiContext) {
         properties: { tenantId: { type: 'string' }, ...nameParams.properties },
       },
       async owner({ params }) {
-        const { tenantId } = params as { tenantId: string };
-        if (!(await store.getTenant(tenantId))) throw new NotFoundError(`no tenant ${tenantId}`);
-        return tenantId;
+        return (await tenants.get((params as { tenantId: string }).tenantId)).id;
       },
     }),
   ];

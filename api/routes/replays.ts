@@ -4,15 +4,12 @@ import {
   MAX_RUNNING_REPLAYS,
   REPLAY_COUNT_LIMIT,
   REDO_COMPLETED_STEPS,
-  NotFoundError,
   ValidationError,
-  newId,
   replayFilterSchema,
   replaySchema,
 } from '../../engine/model/index.ts';
-import type { StoredReplayFilter } from '../../engine/store/index.ts';
 import type { ApiContext } from '../context.ts';
-import { connectionSchema, defineRoute, pageQuerySchema } from '../route.ts';
+import { connectionSchema, defineRoute, fromBody, pageQuerySchema } from '../route.ts';
 import { idParams } from './editable-flows.ts';
 
 /** Longest Idempotency-Key a replay is asked with (as at flow URLs). */
@@ -41,20 +38,8 @@ const replayRequestSchema = {
 } as const;
 
 /** Bulk replays (seed tag MessageQueue): made here, worked off by the workers at their rate. */
-export function replayRoutes({ store }: ApiContext) {
+export function replayRoutes({ replays }: ApiContext) {
   const base = '/api/v1/message-queue/replays';
-  /** A filter names a flow or batch of its own tenant only: another tenant's is not found, as in a path. */
-  const checkReferences = async (tenantId: string, filter: StoredReplayFilter) => {
-    const [flow, batch] = await Promise.all([
-      filter.flowId === undefined ? true : store.getFlow(tenantId, filter.flowId),
-      filter.batchId === undefined ? true : store.getBatch(tenantId, filter.batchId),
-    ]);
-    const errors = [
-      ...(flow ? [] : [{ path: '$.body.filter.flowId', message: 'is not a flow of this tenant' }]),
-      ...(batch ? [] : [{ path: '$.body.filter.batchId', message: 'is not a batch of this tenant' }]),
-    ];
-    if (errors.length > 0) throw new NotFoundError('the filter names what this tenant does not have', errors);
-  };
   return [
     defineRoute({
       method: 'post',
@@ -98,36 +83,14 @@ export function replayRoutes({ store }: ApiContext) {
         409: { description: `The tenant has ${MAX_RUNNING_REPLAYS} replays running already.` },
       },
       async handle({ tenantId, body, req }) {
-        const filter: StoredReplayFilter = { ...body.filter, status: body.filter?.status ?? 'failed' };
-        if (filter.batchId !== undefined) {
-          const mixed = (['flowId', 'receivedFrom', 'receivedTo'] as const).filter((field) => field in filter);
-          const errors = mixed.map((field) => ({
-            path: `$.body.filter.${field}`,
-            message: 'does not go with batchId',
-          }));
-          if (filter.status !== 'failed')
-            errors.push({ path: '$.body.filter.status', message: 'must be failed with batchId' });
-          if (errors.length > 0) throw new ValidationError('Invalid request', errors);
-        }
-        await checkReferences(tenantId, filter);
-        if (body.dryRun) {
-          const count = await store.countReplayable(tenantId, filter);
-          return {
-            body: { dryRun: true, count: Math.min(count, REPLAY_COUNT_LIMIT), exact: count <= REPLAY_COUNT_LIMIT },
-          };
-        }
+        if (body.dryRun)
+          return { body: { dryRun: true, ...(await fromBody('$.body', () => replays.count(tenantId, body))) } };
         const requestKey = req.get('idempotency-key') ?? null;
         if (requestKey !== null && (requestKey.length === 0 || requestKey.length > MAX_REQUEST_KEY))
           throw new ValidationError('Invalid request', [
             { path: '$.headers.idempotency-key', message: `must be 1-${MAX_REQUEST_KEY} characters` },
           ]);
-        const { replay, created } = await store.createReplay(tenantId, {
-          id: newId(),
-          requestKey,
-          filter,
-          ratePerSecond: body.ratePerSecond ?? DEFAULT_REPLAY_RATE,
-          redoCompletedSteps: body.redoCompletedSteps ?? false,
-        });
+        const { replay, created } = await fromBody('$.body', () => replays.start(tenantId, { ...body, requestKey }));
         return { status: created ? 202 : 200, body: replay };
       },
     }),
@@ -139,7 +102,7 @@ export function replayRoutes({ store }: ApiContext) {
       summary: 'List bulk replays, newest first',
       query: { type: 'object', additionalProperties: false, properties: pageQuerySchema },
       responses: { 200: { description: 'A page of replays.', schema: connectionSchema(replaySchema) } },
-      handle: async ({ tenantId, query }) => ({ body: await store.listReplays(tenantId, query) }),
+      handle: async ({ tenantId, query }) => ({ body: await replays.list(tenantId, query) }),
     }),
     defineRoute({
       method: 'get',
@@ -149,11 +112,7 @@ export function replayRoutes({ store }: ApiContext) {
       summary: 'A bulk replay and its progress',
       params: idParams,
       responses: { 200: { description: 'The replay.', schema: replaySchema } },
-      async handle({ tenantId, params }) {
-        const replay = await store.getReplay(tenantId, params.id);
-        if (!replay) throw new NotFoundError(`no replay ${params.id}`);
-        return { body: replay };
-      },
+      handle: async ({ tenantId, params }) => ({ body: await replays.get(tenantId, params.id) }),
     }),
     defineRoute({
       method: 'post',
@@ -163,11 +122,7 @@ export function replayRoutes({ store }: ApiContext) {
       summary: 'Stop a bulk replay: the runs it started go on, no more are started',
       params: idParams,
       responses: { 200: { description: 'The replay, cancelled (or as it ended).', schema: replaySchema } },
-      async handle({ tenantId, params }) {
-        const replay = await store.cancelReplay(tenantId, params.id);
-        if (!replay) throw new NotFoundError(`no replay ${params.id}`);
-        return { body: replay };
-      },
+      handle: async ({ tenantId, params }) => ({ body: await replays.cancel(tenantId, params.id) }),
     }),
   ];
 }

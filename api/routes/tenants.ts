@@ -1,10 +1,4 @@
-import {
-  NotFoundError,
-  ValidationError,
-  tenantLimitsSchema,
-  tenantSchema,
-  type Tenant,
-} from '../../engine/model/index.ts';
+import { ValidationError, tenantLimitsSchema, tenantSchema } from '../../engine/model/index.ts';
 import type { ApiContext } from '../context.ts';
 import { connectionSchema, defineRoute, pageQuerySchema } from '../route.ts';
 import { heldChoice, heldOutcomeSchema } from './messages.ts';
@@ -13,12 +7,7 @@ const base = '/api/v1/tenants';
 const tenantParams = { type: 'object', required: ['tenantId'], properties: { tenantId: { type: 'string' } } } as const;
 
 /** Tenant management (seed tag Tenant): operator routes, across tenants; the tenant is in the path. */
-export function tenantRoutes({ store, runs, schedules, intake, tenantLimits }: ApiContext) {
-  const load = async (id: string): Promise<Tenant> => {
-    const tenant = await store.getTenant(id);
-    if (!tenant) throw new NotFoundError(`no tenant ${id}`);
-    return tenant;
-  };
+export function tenantRoutes({ tenants }: ApiContext) {
   return [
     defineRoute({
       method: 'post',
@@ -39,7 +28,7 @@ export function tenantRoutes({ store, runs, schedules, intake, tenantLimits }: A
       },
       handle: async ({ body }) => ({
         status: 201,
-        body: await store.createTenant({ id: body.id, name: body.name ?? body.id }),
+        body: await tenants.create({ id: body.id, name: body.name ?? body.id }),
       }),
     }),
     defineRoute({
@@ -54,7 +43,7 @@ export function tenantRoutes({ store, runs, schedules, intake, tenantLimits }: A
         properties: { ...pageQuerySchema, status: tenantSchema.properties.status },
       },
       responses: { 200: { description: 'A page of tenants.', schema: connectionSchema(tenantSchema) } },
-      handle: async ({ query }) => ({ body: await store.listTenants({ status: query.status }, query) }),
+      handle: async ({ query }) => ({ body: await tenants.list({ status: query.status }, query) }),
     }),
     defineRoute({
       method: 'get',
@@ -64,7 +53,7 @@ export function tenantRoutes({ store, runs, schedules, intake, tenantLimits }: A
       summary: 'Get a tenant',
       params: tenantParams,
       responses: { 200: { description: 'The tenant.', schema: tenantSchema } },
-      handle: async ({ params }) => ({ body: await load(params.tenantId) }),
+      handle: async ({ params }) => ({ body: await tenants.get(params.tenantId) }),
     }),
     defineRoute({
       method: 'post',
@@ -83,11 +72,7 @@ export function tenantRoutes({ store, runs, schedules, intake, tenantLimits }: A
         properties: { reason: { type: 'string', minLength: 1, maxLength: 500 } },
       },
       responses: { 200: { description: 'The suspended tenant.', schema: tenantSchema } },
-      async handle({ params, body }) {
-        const tenant = await store.setTenantStatus(params.tenantId, 'suspended', body.reason);
-        if (!tenant) throw new NotFoundError(`no tenant ${params.tenantId}`);
-        return { body: tenant };
-      },
+      handle: async ({ params, body }) => ({ body: await tenants.suspend(params.tenantId, body.reason) }),
     }),
     defineRoute({
       method: 'post',
@@ -107,17 +92,7 @@ export function tenantRoutes({ store, runs, schedules, intake, tenantLimits }: A
           },
         },
       },
-      async handle({ params, body }) {
-        const tenant = await store.setTenantStatus(params.tenantId, 'active', null);
-        if (!tenant) throw new NotFoundError(`no tenant ${params.tenantId}`);
-        const outcome = await runs.settleHeld(
-          tenant.id,
-          body.heldMessages,
-          { heldBy: 'suspended' },
-          'discarded when the tenant was resumed',
-        );
-        return { body: { tenant, ...outcome } };
-      },
+      handle: async ({ params, body }) => ({ body: await tenants.resume(params.tenantId, body.heldMessages) }),
     }),
     defineRoute({
       method: 'put',
@@ -131,12 +106,7 @@ export function tenantRoutes({ store, runs, schedules, intake, tenantLimits }: A
       params: tenantParams,
       body: tenantLimitsSchema,
       responses: { 200: { description: 'The tenant with its limits.', schema: tenantSchema } },
-      async handle({ params, body }) {
-        const tenant = await store.setTenantLimits(params.tenantId, body);
-        if (!tenant) throw new NotFoundError(`no tenant ${params.tenantId}`);
-        await tenantLimits.apply(tenant);
-        return { body: tenant };
-      },
+      handle: async ({ params, body }) => ({ body: await tenants.setLimits(params.tenantId, body) }),
     }),
     defineRoute({
       method: 'delete',
@@ -163,11 +133,7 @@ export function tenantRoutes({ store, runs, schedules, intake, tenantLimits }: A
             },
           ]);
         }
-        await load(params.tenantId);
-        await schedules.removeTenant(params.tenantId);
-        await tenantLimits.apply({ id: params.tenantId, limits: {} });
-        await store.deleteTenant(params.tenantId);
-        intake.invalidateTenant(params.tenantId);
+        await tenants.delete(params.tenantId);
         return { status: 204 };
       },
     }),

@@ -1,8 +1,8 @@
-import { NotFoundError, ValidationError, stepSchema } from '../../engine/model/index.ts';
+import { NotFoundError, rerooted, stepSchema } from '../../engine/model/index.ts';
 import { compileFlow } from '../../engine/flow/index.ts';
 import type { ApiContext } from '../context.ts';
 import { defineRoute } from '../route.ts';
-import { idParams, underPath } from './editable-flows.ts';
+import { idParams } from './editable-flows.ts';
 
 const testResultSchema = {
   type: 'object',
@@ -41,14 +41,13 @@ const testResultSchema = {
 } as const;
 
 /** Test runs (seed tag Test): a draft run once, synchronously, recording nothing. */
-export function testRunRoutes({ store, compile, testRunner }: ApiContext) {
+export function testRunRoutes({ flows, compile, testRunner }: ApiContext) {
   /** The document compiled, or a 400 whose paths start where the document is (the body, or the draft). */
   const compiledFrom = (document: unknown, prefix: string) => {
     try {
       return compileFlow(document, compile);
     } catch (error) {
-      if (!(error instanceof ValidationError)) throw error;
-      throw new ValidationError(error.message, underPath(error.errors, prefix));
+      throw rerooted(error, prefix);
     }
   };
   return [
@@ -93,8 +92,7 @@ export function testRunRoutes({ store, compile, testRunner }: ApiContext) {
       },
       responses: { 200: { description: 'What every node did.', schema: testResultSchema } },
       async handle({ tenantId, params, body }) {
-        const flow = await store.getFlow(tenantId, params.id);
-        if (!flow) throw new NotFoundError(`no flow ${params.id}`);
+        const flow = await flows.get(tenantId, params.id);
         const compiled = compiledFrom(body.document ?? flow.draft, body.document ? '$.body.document' : '$.draft');
         if (body.node !== undefined && !compiled.graph.nodes.some((node) => node.id === body.node)) {
           throw new NotFoundError(`the flow has no node ${body.node}`);

@@ -1,14 +1,11 @@
-import { ValidationError, userSettingsSchema } from '../../engine/model/index.ts';
+import { userSettingsSchema } from '../../engine/model/index.ts';
 import type { ApiContext } from '../context.ts';
-import { defineRoute } from '../route.ts';
+import { defineRoute, fromBody } from '../route.ts';
 
 const settingsSchema = userSettingsSchema.properties.settings;
-const DEFAULTS = Object.fromEntries(
-  Object.entries(settingsSchema.properties).map(([name, property]) => [name, property.default]),
-) as { timezone: string; locale: string; pageSize: number };
 
 /** Settings per user (seed tag UserSettings): the token's subject, within its tenant. */
-export function userSettingsRoutes({ store }: ApiContext) {
+export function userSettingsRoutes({ userSettings }: ApiContext) {
   const path = '/api/v1/user-settings';
   return [
     defineRoute({
@@ -17,13 +14,7 @@ export function userSettingsRoutes({ store }: ApiContext) {
       tag: 'UserSettings',
       summary: "The calling user's settings (the defaults until they are saved)",
       responses: { 200: { description: 'The settings.', schema: userSettingsSchema } },
-      handle: async ({ tenantId, principal }) => ({
-        body: (await store.getUserSettings(tenantId, principal.subject)) ?? {
-          subject: principal.subject,
-          settings: DEFAULTS,
-          updatedAt: null,
-        },
-      }),
+      handle: async ({ tenantId, principal }) => ({ body: await userSettings.get(tenantId, principal.subject) }),
     }),
     defineRoute({
       method: 'put',
@@ -32,23 +23,9 @@ export function userSettingsRoutes({ store }: ApiContext) {
       summary: "Replace the calling user's settings (fields left out take their defaults)",
       body: { ...settingsSchema, required: [] },
       responses: { 200: { description: 'The settings.', schema: userSettingsSchema } },
-      async handle({ tenantId, principal, body }) {
-        try {
-          new Intl.DateTimeFormat('en-US', { timeZone: body.timezone });
-        } catch {
-          throw new ValidationError('Invalid settings', [
-            { path: '$.body.timezone', message: 'is not an IANA time zone' },
-          ]);
-        }
-        try {
-          new Intl.Locale(body.locale!);
-        } catch {
-          throw new ValidationError('Invalid settings', [
-            { path: '$.body.locale', message: 'is not a BCP 47 language tag' },
-          ]);
-        }
-        return { body: await store.putUserSettings(tenantId, principal.subject, { ...DEFAULTS, ...body }) };
-      },
+      handle: async ({ tenantId, principal, body }) => ({
+        body: await fromBody('$.body', () => userSettings.replace(tenantId, principal.subject, body)),
+      }),
     }),
   ];
 }

@@ -1,6 +1,6 @@
 import { MIN_SECRET_LENGTH } from '../../engine/secrets/index.ts';
-import { secretContext } from '../../engine/secrets/index.ts';
 import { secretInfoSchema, variableSchema } from '../../engine/model/index.ts';
+import type { NamedValues } from '../../engine/services/index.ts';
 import type { ApiContext } from '../context.ts';
 import type { Variable } from '../../engine/store/index.ts';
 import { defineRoute, type RouteSpec } from '../route.ts';
@@ -20,11 +20,10 @@ export const nameParams = {
 
 /** Named JSON values (variables, platform values): create-or-replace, list, get, delete. */
 export function namedValueRoutes(
-  collection: Omit<ByNameCollection<Variable>, 'item' | 'nameParams' | 'get'> & {
+  collection: Omit<ByNameCollection<Variable>, 'item' | 'nameParams' | 'records'> & {
     /** The path parameters, when the base has more than `{name}`. */
     params?: ByNameCollection<Variable>['nameParams'];
-    get: NonNullable<ByNameCollection<Variable>['get']>;
-    put(owner: string, name: string, value: unknown): Promise<{ variable: Variable; created: boolean }>;
+    records: NamedValues;
     summary: string;
   },
 ): RouteSpec[] {
@@ -49,28 +48,25 @@ export function namedValueRoutes(
     },
     async handle(request) {
       const { params, body } = request as { params: { name: string }; body: { value: unknown } };
-      const { variable, created } = await collection.put(await ownerOf(request), params.name, body.value);
+      const { variable, created } = await collection.records.put(await ownerOf(request), params.name, body.value);
       return { status: created ? 201 : 200, body: variable };
     },
   };
   return [put, ...byNameRoutes({ ...collection, item: variableSchema, nameParams: collection.params ?? nameParams })];
 }
 
-export function variableRoutes({ store }: ApiContext) {
+export function variableRoutes({ values }: ApiContext) {
   return namedValueRoutes({
+    records: values.variables,
     base: '/api/v1/global-variables',
     tag: 'GlobalVariable',
     noun: ['variable', 'variables'],
     summary: 'Create or replace a variable',
     scopes: { read: 'variables:read', write: 'variables:write' },
-    put: (tenantId, name, value) => store.putVariable(tenantId, name, value),
-    list: (tenantId, page) => store.listVariables(tenantId, page),
-    get: (tenantId, name) => store.getVariable(tenantId, name),
-    remove: (tenantId, name) => store.deleteVariable(tenantId, name),
   });
 }
 
-export function secretRoutes({ store, keyring, intake }: ApiContext) {
+export function secretRoutes({ values }: ApiContext) {
   const base = '/api/v1/secret-global-variables';
   return [
     defineRoute({
@@ -100,31 +96,19 @@ export function secretRoutes({ store, keyring, intake }: ApiContext) {
         201: { description: 'Created.', schema: secretInfoSchema },
       },
       async handle({ tenantId, params, body }) {
-        const { secret, created } = await store.putSecret(
-          tenantId,
-          params.name,
-          keyring.seal(body.value, secretContext(tenantId, params.name)),
-        );
-        // A flow URL may verify with it: this process resolves the tenant's URLs again (others within
-        // INTAKE_CACHE_TTL_MS).
-        intake.invalidateTenant(tenantId);
+        const { secret, created } = await values.putSecret(tenantId, params.name, body.value);
         return { status: created ? 201 : 200, body: secret };
       },
     }),
     // Write-only: there is no route that reads one secret.
     ...byNameRoutes({
+      records: values.secrets,
       base,
       tag: 'SecretGlobalVariable',
       noun: ['secret', 'secrets'],
       item: secretInfoSchema,
       nameParams,
       scopes: { read: 'secrets:read', write: 'secrets:write' },
-      list: (tenantId, page) => store.listSecrets(tenantId, page),
-      remove: async (tenantId, name) => {
-        const removed = await store.deleteSecret(tenantId, name);
-        intake.invalidateTenant(tenantId);
-        return removed;
-      },
     }),
   ];
 }

@@ -111,3 +111,18 @@ export class NotFoundError extends Error {
     super(message);
   }
 }
+
+/** Field errors of an input (`$.nodes[0]...`) as paths of where the input sits (`$.draft.nodes[0]...`). */
+export const underPath = (errors: FieldError[], prefix: string): FieldError[] =>
+  errors.map((error) => ({ ...error, path: prefix + error.path.slice(1) }));
+
+/**
+ * The same error with its field paths under `prefix`: use cases name the fields of their input from `$`, and
+ * their caller knows where that input came from (a request's body, a flow's draft).
+ */
+export function rerooted(error: unknown, prefix: string): unknown {
+  if (error instanceof ValidationError) return new ValidationError(error.message, underPath(error.errors, prefix));
+  if (error instanceof NotFoundError && error.errors)
+    return new NotFoundError(error.message, underPath(error.errors, prefix));
+  return error;
+}

@@ -8,8 +8,10 @@ export {
   NotFoundError,
   OperationError,
   permanent,
+  rerooted,
   retryable,
   toErrorRecord,
+  underPath,
   toOperationError,
   ValidationError,
 } from './errors.ts';

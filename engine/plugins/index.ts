@@ -6,6 +6,7 @@ export {
   type OpenedDestination,
   putDestination,
   type WebhookSubscriber,
+  type WebhookSubscription,
 } from './destinations.ts';
 export {
   type BatchHandle,

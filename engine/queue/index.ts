@@ -1,4 +1,4 @@
-/** BullMQ: run jobs, tenant lanes and fair dispatch, ticks, admission, maintenance, reconciler, recovery, the run service. */
+/** BullMQ: run jobs, tenant lanes and fair dispatch, ticks, admission, maintenance, reconciler, recovery. */
 export { type QuotaStatus, TenantQuotas } from './admission.ts';
 export { inspectQueue } from './health.ts';
 export { HEARTBEAT_TTL_MS } from './heartbeats.ts';
@@ -19,7 +19,6 @@ export {
   RunWorker,
 } from './run-queue.ts';
 export { ReplayRunner } from './replay-runner.ts';
-export { RunService } from './run-service.ts';
 export { FlowSchedules, TickWorker } from './schedules.ts';
 export { TenantLimitsInRedis } from './tenant-limits.ts';
 export { SingleFlight } from './single-flight.ts';

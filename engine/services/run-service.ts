@@ -1,5 +1,5 @@
 import { newId } from '../model/index.ts';
-import { runJob, type RunQueue } from './run-queue.ts';
+import { runJob, type RunQueue } from '../queue/index.ts';
 import type { BatchStore, HeldFilter, MessageStore, Run } from '../store/index.ts';
 
 /** Held runs settled per statement. */
