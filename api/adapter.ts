@@ -7,11 +7,11 @@ import { secretContext } from '../engine/secrets/index.ts';
 import { isTerminal } from '../engine/store/index.ts';
 import { constantTimeEqual } from '../engine/triggers/index.ts';
 import type { ApiContext } from './context.ts';
-import { checkedBody, maintenanceProblem, throttledProblem } from './hooks.ts';
-import { json, problem } from './openapi.ts';
-import { HttpProblem, sendProblem } from './problem.ts';
-import { defineRoute, fromBody } from './route.ts';
-import { watchRun } from './run-watch.ts';
+import { checkedBody, maintenanceProblem, throttledProblem } from './flow-url/index.ts';
+import { json, problem } from './openapi/index.ts';
+import { HttpProblem, sendProblem } from './http/index.ts';
+import { defineRoute, fromBody } from './route-kit/index.ts';
+import { watchRun } from './flow-url/index.ts';
 
 /**
  * The seed's deprecated HTTP adapter: `POST /api/adp/<store>/egress/sync-refund-to-erp-api`, the

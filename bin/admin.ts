@@ -1,7 +1,7 @@
 import { chmodSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
-import { createClientCredentials, type ClientCredentials } from '../api/auth/clients.ts';
+import { createClientCredentials, type ClientCredentials } from '../api/auth/index.ts';
 import { ConflictError, NotFoundError } from '../engine/model/index.ts';
 import type { Store, Tenant } from '../engine/store/index.ts';
 

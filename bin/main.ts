@@ -3,8 +3,8 @@ import { socketAdmin, storeAdmin, type AdminCommands } from './admin.ts';
 import { loadConfig, type Config } from './config.ts';
 import { DataDirLock, embeddedStoreExists } from './data-dir.ts';
 import { openStore, Platform, VERSION, type Roles } from './platform.ts';
-import { DASHBOARD_PATH } from '../api/dashboard.ts';
-import { allTenantScopes, operatorScope } from '../api/auth/scopes.ts';
+import { DASHBOARD_PATH } from '../api/pages/index.ts';
+import { allTenantScopes, operatorScope } from '../api/auth/index.ts';
 
 const STORE_VARIABLES = `The store is PostgreSQL at DATABASE_URL when it is set, else the embedded one under DATA_DIR
 (default ./data). Other settings come from the environment: see docs/configuration.md.`;

@@ -4,7 +4,7 @@ import { importJWK, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Keyring } from '../engine/secrets/keyring.ts';
 import { createClientCredentials } from '../api/auth/clients.ts';
-import { seedTags } from '../api/route.ts';
+import { seedTags } from '../api/route-kit/route.ts';
 import { flowDocumentSchema } from '../engine/model/flow-document.ts';
 import { runSchema, runStatuses } from '../engine/model/resources.ts';
 import example from '../flows/orders-to-erp.json' with { type: 'json' };

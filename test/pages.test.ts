@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RunPageLinks } from '../api/run-page.ts';
+import { RunPageLinks } from '../api/auth/run-links.ts';
 import { Keyring } from '../engine/secrets/index.ts';
 import { eventually, sendWebhook, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
 import { Receiver } from './support/receiver.ts';

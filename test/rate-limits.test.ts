@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SignInThrottle } from '../api/auth/rate-limits.ts';
-import { HttpProblem } from '../api/problem.ts';
+import { HttpProblem } from '../api/http/problem.ts';
 import { RateLimiter } from '../engine/queue/rate-limiter.ts';
 import { REDIS_URL } from './support/harness.ts';
 

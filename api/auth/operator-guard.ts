@@ -1,5 +1,5 @@
 import type { NextFunction, Request, Response } from 'express';
-import { HttpProblem } from '../problem.ts';
+import { HttpProblem } from '../http/index.ts';
 import type { ClientAuthenticator } from './clients.ts';
 import type { DashboardSessions } from './dashboard-session.ts';
 import type { TokenVerifier } from './verifier.ts';

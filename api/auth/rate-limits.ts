@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Rate, RateDecision, RateLimiter } from '../../engine/queue/index.ts';
 import type { Tenant } from '../../engine/store/index.ts';
-import { HttpProblem } from '../problem.ts';
+import { HttpProblem } from '../http/index.ts';
 
 const tooMany = (title: string, detail: string, retryAfterSeconds: number) =>
   new HttpProblem(429, title, detail, { headers: { 'Retry-After': String(retryAfterSeconds) } });

@@ -7,7 +7,7 @@ import {
   type JWTPayload,
   type JWTVerifyGetKey,
 } from 'jose';
-import { HttpProblem } from '../problem.ts';
+import { HttpProblem } from '../http/index.ts';
 import { operatorScope, type Scope } from './scopes.ts';
 
 /** Who is calling, as the bearer token says. */

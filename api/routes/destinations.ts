@@ -1,8 +1,8 @@
 import type { DestinationType } from '../../engine/plugins/index.ts';
 import { destinationSchema } from '../../engine/model/index.ts';
 import type { ApiContext } from '../context.ts';
-import { defineRoute, fromBody } from '../route.ts';
-import { byNameRoutes } from './by-name.ts';
+import { defineRoute, fromBody } from '../route-kit/index.ts';
+import { byNameRoutes } from '../route-kit/index.ts';
 
 const nameParams = {
   type: 'object',

@@ -1,10 +1,10 @@
 import { flowDocumentSchema, flowSchema, flowVersionSchema, underPath } from '../../engine/model/index.ts';
 import type { FlowReview } from '../../engine/services/index.ts';
 import type { ApiContext } from '../context.ts';
-import { connectionSchema, defineRoute, fromBody, pageQuerySchema } from '../route.ts';
+import { idParams } from '../route-kit/index.ts';
+import { connectionSchema, defineRoute, fromBody, pageQuerySchema } from '../route-kit/index.ts';
 
 const base = '/api/v1/editable-flows';
-export const idParams = { type: 'object', required: ['id'], properties: { id: { type: 'string' } } } as const;
 const fieldErrorSchema = {
   type: 'object',
   required: ['path', 'message'],

@@ -1,7 +1,7 @@
 import { incrementalFieldSchema } from '../../engine/model/index.ts';
 import { DEFAULT_POLL_OVERLAP_MS } from '../../engine/services/index.ts';
 import type { ApiContext } from '../context.ts';
-import { connectionSchema, defineRoute, pageQuerySchema } from '../route.ts';
+import { connectionSchema, defineRoute, pageQuerySchema } from '../route-kit/index.ts';
 
 const base = '/api/v1/ingress-incremental-fields';
 const flowParams = {

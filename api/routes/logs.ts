@@ -1,6 +1,6 @@
 import { logLevels, runLogSchema } from '../../engine/model/index.ts';
 import type { ApiContext } from '../context.ts';
-import { connectionSchema, defineRoute, pageQuerySchema } from '../route.ts';
+import { connectionSchema, defineRoute, pageQuerySchema } from '../route-kit/index.ts';
 
 /** What operations logged during runs (seed tag Logs). */
 export function logRoutes({ store }: ApiContext) {

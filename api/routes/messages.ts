@@ -8,8 +8,8 @@ import {
   runStatuses,
 } from '../../engine/model/index.ts';
 import type { ApiContext } from '../context.ts';
-import { connectionSchema, defineRoute, pageQuerySchema } from '../route.ts';
-import { idParams } from './editable-flows.ts';
+import { connectionSchema, defineRoute, pageQuerySchema } from '../route-kit/index.ts';
+import { heldChoice, heldOutcomeSchema, idParams } from '../route-kit/index.ts';
 
 /** Bodies larger than this are listed without their content (`bodyTruncated`); the run still has all of it. */
 export const MESSAGE_BODY_CAP_BYTES = 64 * 1024;
@@ -50,22 +50,6 @@ const topicParams = {
   required: ['topic'],
   properties: { topic: { ...topic, description: 'URL-encoded: refunds%2Fcreate.' } },
 } as const;
-export const heldOutcomeSchema = {
-  type: 'object',
-  required: ['released', 'discarded'],
-  properties: {
-    released: { type: 'integer', description: 'Held messages now queued, in arrival order.' },
-    discarded: { type: 'integer' },
-  },
-} as const;
-export const heldChoice = {
-  enum: ['release', 'discard', 'keep'],
-  default: 'release',
-  description:
-    'What becomes of the held messages: run them in arrival order, discard them, or keep them held (to release or ' +
-    'discard later).',
-} as const;
-
 /** Every inbound message with what became of it (seed tag MessageInfo), and replays. */
 export function messageRoutes({ store, runs }: ApiContext) {
   const base = '/api/v1/messages';

@@ -8,7 +8,7 @@ import {
 import { namedKinds } from '../../engine/nodes/index.ts';
 import type { OperationRegistry } from '../../engine/plugins/index.ts';
 import type { ApiContext } from '../context.ts';
-import { connectionSchema, defineRoute, wholeList } from '../route.ts';
+import { connectionSchema, defineRoute, wholeList } from '../route-kit/index.ts';
 
 /** What each registered operation is, for the operations route and the API reference. */
 export function operationInfos(registry: OperationRegistry): OperationInfo[] {

@@ -1,6 +1,6 @@
 import { PLATFORM } from '../../engine/services/index.ts';
 import type { ApiContext } from '../context.ts';
-import { nameParams, namedValueRoutes } from './variables.ts';
+import { nameParams, namedValueRoutes } from '../route-kit/index.ts';
 
 /**
  * Platform values, for operators: platform-wide (seed tag PlatformGlobal) and per-tenant overrides

@@ -1,6 +1,6 @@
 import { RUN_QUEUE } from '../../engine/queue/index.ts';
 import type { ApiContext } from '../context.ts';
-import { defineRoute } from '../route.ts';
+import { defineRoute } from '../route-kit/index.ts';
 
 const maintenanceSchema = {
   type: 'object',

@@ -1,6 +1,6 @@
 import { jobStates } from '../../engine/queue/index.ts';
 import type { ApiContext } from '../context.ts';
-import { connectionSchema, defineRoute, wholeList } from '../route.ts';
+import { connectionSchema, defineRoute, wholeList } from '../route-kit/index.ts';
 
 const queueSchema = {
   type: 'object',

@@ -1,10 +1,10 @@
 import { NotFoundError, runSchema, runStatuses, stepSchema } from '../../engine/model/index.ts';
 import { isTerminal, runResult } from '../../engine/store/index.ts';
-import { watchRun } from '../run-watch.ts';
+import { watchRun } from '../flow-url/index.ts';
 import type { ApiContext } from '../context.ts';
-import { connectionSchema, defineRoute, pageQuerySchema } from '../route.ts';
-import { idParams } from './editable-flows.ts';
-import { DEFAULT_LINK_SECONDS, MAX_LINK_SECONDS, RUN_PAGES_PATH, RunPageLinks } from '../run-page.ts';
+import { connectionSchema, defineRoute, pageQuerySchema } from '../route-kit/index.ts';
+import { idParams } from '../route-kit/index.ts';
+import { DEFAULT_LINK_SECONDS, MAX_LINK_SECONDS, RUN_PAGES_PATH, RunPageLinks } from '../auth/index.ts';
 
 /** The longest a run read waits for the run to end. */
 const MAX_WAIT_SECONDS = 30;

@@ -1,6 +1,6 @@
 import { ValidationError, statisticsSchema } from '../../engine/model/index.ts';
 import type { ApiContext } from '../context.ts';
-import { defineRoute } from '../route.ts';
+import { defineRoute } from '../route-kit/index.ts';
 
 const HOUR_MS = 3600_000;
 const DAY_MS = 24 * HOUR_MS;

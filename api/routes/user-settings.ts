@@ -1,6 +1,6 @@
 import { userSettingsSchema } from '../../engine/model/index.ts';
 import type { ApiContext } from '../context.ts';
-import { defineRoute, fromBody } from '../route.ts';
+import { defineRoute, fromBody } from '../route-kit/index.ts';
 
 const settingsSchema = userSettingsSchema.properties.settings;
 

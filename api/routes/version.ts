@@ -1,5 +1,5 @@
 import type { ApiContext } from '../context.ts';
-import { defineRoute } from '../route.ts';
+import { defineRoute } from '../route-kit/index.ts';
 
 export const API_VERSION = 'v1';
 

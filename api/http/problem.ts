@@ -8,7 +8,7 @@ import {
   OperationError,
   ValidationError,
   type FieldError,
-} from '../engine/model/index.ts';
+} from '../../engine/model/index.ts';
 import { kindOfStatus, problemTypeUri, type ProblemKind } from './problem-types.ts';
 
 /**

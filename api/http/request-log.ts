@@ -1,8 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RequestHandler } from 'express';
 import type { Logger } from 'pino';
-import { newId } from '../engine/model/index.ts';
-import { RUN_PAGES_PATH } from './run-page.ts';
+import { newId } from '../../engine/model/index.ts';
 
 declare module 'http' {
   interface IncomingMessage {
@@ -49,18 +48,21 @@ export function trackRequest(
   }
 }
 
-/** A signed run-page link's token opens the run without sign-in: its path is logged without it. */
-const SIGNED_PAGE = new RegExp(`^${RUN_PAGES_PATH}/[^/]+`);
-
-/** `trackRequest` for the Express app; `quietPaths` (health probes) get an id but no log line. */
-export function requestLog(logger: Logger, quietPaths: ReadonlySet<string>): RequestHandler {
+/**
+ * `trackRequest` for the Express app; `quietPaths` (health probes) get an id but no log line. Under each of
+ * `signedPaths` the next segment is a token that opens a page without sign-in (a signed run-page link): it is
+ * logged as [REDACTED].
+ */
+export function requestLog(
+  logger: Logger,
+  quietPaths: ReadonlySet<string>,
+  signedPaths: readonly string[],
+): RequestHandler {
+  const signed = signedPaths.map((prefix) => ({ prefix, pattern: new RegExp(`^${prefix}/[^/]+`) }));
+  const logged = (path: string) =>
+    signed.reduce((shown, { prefix, pattern }) => shown.replace(pattern, `${prefix}/[REDACTED]`), path);
   return (req, res, next) => {
-    trackRequest(
-      logger,
-      req,
-      res,
-      quietPaths.has(req.path) ? undefined : req.path.replace(SIGNED_PAGE, `${RUN_PAGES_PATH}/[REDACTED]`),
-    );
+    trackRequest(logger, req, res, quietPaths.has(req.path) ? undefined : logged(req.path));
     next();
   };
 }

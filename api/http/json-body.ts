@@ -1,12 +1,12 @@
 import express, { type Request, type RequestHandler } from 'express';
-import type { JsonChecker } from '../engine/intake/index.ts';
+import type { JsonChecker } from '../../engine/intake/index.ts';
 import {
   type JsonTextFault,
   LARGE_JSON_LENGTH,
   parseJson,
   parseJsonText,
   unsafeIntegerFault,
-} from '../engine/model/index.ts';
+} from '../../engine/model/index.ts';
 import { HttpProblem } from './problem.ts';
 
 const JSON_TYPES = ['application/json', 'application/*+json'];

@@ -1,4 +1,4 @@
-import type { RunStore, Run, Step } from '../engine/store/index.ts';
+import type { RunStore, Run, Step } from '../../engine/store/index.ts';
 
 export type RunRead = { run: Run; steps: Step[] };
 

@@ -2,8 +2,8 @@ import type { JSONSchema } from 'json-schema-to-ts';
 import { NotFoundError } from '../../engine/model/index.ts';
 import type { NamedRecords } from '../../engine/services/index.ts';
 import type { PageRequest } from '../../engine/store/index.ts';
-import type { Scope } from '../auth/scopes.ts';
-import { connectionSchema, pageQuerySchema, type RouteSpec, type SeedTag } from '../route.ts';
+import type { Scope } from '../auth/index.ts';
+import { connectionSchema, pageQuerySchema, type RouteSpec, type SeedTag } from './route.ts';
 
 export interface ByNameCollection<Item> {
   /** `/api/v1/<collection>`; items live at `<base>/{name}`. */

@@ -1,8 +1,8 @@
-import { resourceSchemas } from '../engine/model/index.ts';
-import { operatorScope, tenantScopes } from './auth/scopes.ts';
-import { exampleOf } from './openapi-examples.ts';
-import { problemCatalog } from './problem-types.ts';
-import { isOperatorRoute, seedTags, type RouteSpec } from './route.ts';
+import { resourceSchemas } from '../../engine/model/index.ts';
+import { operatorScope, tenantScopes } from '../auth/index.ts';
+import { exampleOf } from './examples.ts';
+import { problemCatalog } from '../http/index.ts';
+import { isOperatorRoute, seedTags, type RouteSpec } from '../route-kit/index.ts';
 
 const problemSchema = {
   type: 'object',

@@ -1,22 +1,22 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import querystring from 'node:querystring';
 import type { Logger } from 'pino';
-import { BodyTooLargeError, decodeBody, isDecodable, readBody } from '../engine/outbound/index.ts';
-import type { Intake, IntakeResult } from '../engine/intake/index.ts';
-import { JsonText, unstorableJson } from '../engine/model/index.ts';
-import { bodyFault } from './json-body.ts';
-import { answerError, HttpProblem, sendProblem } from './problem.ts';
-import { trackRequest } from './request-log.ts';
+import { BodyTooLargeError, decodeBody, isDecodable, readBody } from '../../engine/outbound/index.ts';
+import type { Intake, IntakeResult } from '../../engine/intake/index.ts';
+import { JsonText, unstorableJson } from '../../engine/model/index.ts';
+import { bodyFault } from '../http/index.ts';
+import { answerError, HttpProblem, sendProblem } from '../http/index.ts';
+import { trackRequest } from '../http/index.ts';
 import { watchRun } from './run-watch.ts';
-import { isTerminal, type RunStore, type Step } from '../engine/store/index.ts';
-import type { Reply } from '../engine/nodes/index.ts';
+import { isTerminal, type RunStore, type Step } from '../../engine/store/index.ts';
+import type { Reply } from '../../engine/nodes/index.ts';
 import {
   logFieldsOf,
   parseTraceparent,
   type SpanContext,
   type Tracer,
   type TraceSpan,
-} from '../engine/telemetry/index.ts';
+} from '../../engine/telemetry/index.ts';
 
 const SEGMENT = /^[A-Za-z0-9][A-Za-z0-9-]{0,62}$/;
 const HOOK_URL = /^\/hooks\/([^/?#]+)\/([^/?#]+)\/?(?:\?(.*))?$/;

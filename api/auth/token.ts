@@ -1,8 +1,8 @@
 import express, { type NextFunction, type Request, type Response, Router } from 'express';
-import { SchemaValidator, ValidationError } from '../engine/model/index.ts';
-import type { ClientAuthenticator } from './auth/clients.ts';
-import type { TokenIssuer } from './auth/issuer.ts';
-import { allTenantScopes, isScope, operatorScope } from './auth/scopes.ts';
+import { SchemaValidator, ValidationError } from '../../engine/model/index.ts';
+import type { ClientAuthenticator } from './clients.ts';
+import type { TokenIssuer } from './issuer.ts';
+import { allTenantScopes, isScope, operatorScope } from './scopes.ts';
 
 interface TokenRequest {
   grant_type: string;

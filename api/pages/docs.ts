@@ -1,9 +1,9 @@
-import { majorOf } from '../engine/plugins/index.ts';
-import type { OperationInfo } from '../engine/model/index.ts';
-import type { WebhookSignature } from '../engine/triggers/index.ts';
-import type { namedKinds } from '../engine/nodes/index.ts';
+import { majorOf } from '../../engine/plugins/index.ts';
+import type { OperationInfo } from '../../engine/model/index.ts';
+import type { WebhookSignature } from '../../engine/triggers/index.ts';
+import type { namedKinds } from '../../engine/nodes/index.ts';
 import { escapeHtml as html } from './html.ts';
-import { problemCatalog } from './problem-types.ts';
+import { problemCatalog } from '../http/index.ts';
 
 type NamedNodeKind = ReturnType<typeof namedKinds>[number];
 

@@ -1,12 +1,12 @@
 import { Router, type Request, type Response } from 'express';
 import type { FromSchema, JSONSchema } from 'json-schema-to-ts';
-import { rerooted, SchemaValidator, stringifyJson } from '../engine/model/index.ts';
-import { authorize, type Principal, type TokenVerifier } from './auth/verifier.ts';
-import { operatorScope, type Scope } from './auth/scopes.ts';
-import type { Tenant, TenantStore } from '../engine/store/index.ts';
-import type { ApiCallLimit } from './auth/rate-limits.ts';
-import { HttpProblem } from './problem.ts';
-import { checkedBody } from './json-body.ts';
+import { rerooted, SchemaValidator, stringifyJson } from '../../engine/model/index.ts';
+import { authorize, type Principal, type TokenVerifier } from '../auth/index.ts';
+import { operatorScope, type Scope } from '../auth/index.ts';
+import type { Tenant, TenantStore } from '../../engine/store/index.ts';
+import type { ApiCallLimit } from '../auth/index.ts';
+import { HttpProblem } from '../http/index.ts';
+import { checkedBody } from '../http/index.ts';
 
 /** The seed's API tags, with the seed's label of each. */
 export const seedTags = {

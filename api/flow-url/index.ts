@@ -1,0 +1,5 @@
+/**
+ * A flow's URL: deliveries handed to intake on node:http, and waiting for a run to answer.
+ */
+export { checkedBody, hookHandler, maintenanceProblem, throttledProblem } from './hooks.ts';
+export { watchRun } from './run-watch.ts';

@@ -1,0 +1,17 @@
+/**
+ * How a route is declared and mounted (schemas, scope, answer), collections by name, shapes several routes share.
+ */
+export { byNameRoutes } from './by-name.ts';
+export { namedValueRoutes, nameParams } from './named-values.ts';
+export { heldChoice, heldOutcomeSchema, idParams } from './params.ts';
+export {
+  connectionSchema,
+  defineRoute,
+  fromBody,
+  isOperatorRoute,
+  mountRoutes,
+  pageQuerySchema,
+  type RouteSpec,
+  seedTags,
+  wholeList,
+} from './route.ts';
