@@ -7,7 +7,7 @@ import express from 'express';
 import jsonata from 'jsonata';
 import { Worker } from 'bullmq';
 import { createClientCredentials } from '../api/auth/clients.ts';
-import { loadConfig } from '../bin/config.ts';
+import { loadConfig } from '../bin/config/config.ts';
 import { Platform } from '../bin/platform.ts';
 import { redisOptions } from '../bin/redis.ts';
 import { truthy } from '../engine/expressions/expression.ts';

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { socketAdmin, storeAdmin, type AdminCommands } from './admin.ts';
-import { loadConfig, type Config } from './config.ts';
+import { loadConfig, type Config } from './config/config.ts';
 import { DataDirLock, embeddedStoreExists } from './data-dir.ts';
 import { openStore, Platform, VERSION, type Roles } from './platform.ts';
 import { DASHBOARD_PATH } from '../api/pages/index.ts';

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadConfig, outboundRefusal, settings, withSettingsTable } from '../bin/config.ts';
+import { loadConfig, outboundRefusal, settings, withSettingsTable } from '../bin/config/config.ts';
 import { RedisTarget } from '../bin/redis.ts';
 
 describe('configuration', () => {

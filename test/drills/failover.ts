@@ -15,7 +15,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { storeAdmin } from '../../bin/admin.ts';
-import { loadConfig } from '../../bin/config.ts';
+import { loadConfig } from '../../bin/config/config.ts';
 import { openStore } from '../../bin/platform.ts';
 import { runsSlot } from '../../engine/queue/key-slots.ts';
 import { Keyring } from '../../engine/secrets/keyring.ts';

@@ -3,7 +3,7 @@
  * its own process, as a native crash or an out-of-memory kill would. Configured by the environment.
  */
 import { pino } from 'pino';
-import { loadConfig } from '../../bin/config.ts';
+import { loadConfig } from '../../bin/config/config.ts';
 import { Platform } from '../../bin/platform.ts';
 import { allOperations } from '../../operations/index.ts';
 import { crash } from './crash-operation.ts';

@@ -8,7 +8,7 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import { pino, type Logger } from 'pino';
 import { storeAdmin } from '../../bin/admin.ts';
-import { loadConfig, type Config } from '../../bin/config.ts';
+import { loadConfig, type Config } from '../../bin/config/config.ts';
 import { Platform, type Roles } from '../../bin/platform.ts';
 import type { TracingEnv } from '../../bin/tracing.ts';
 import { Keyring } from '../../engine/secrets/keyring.ts';

@@ -1,0 +1,136 @@
+import type { Logger } from 'pino';
+import { ClientAuthenticator, publicSigningKeys, SignInThrottle, TokenVerifier } from '../../api/auth/index.ts';
+import { ExpressionSandbox } from '../../engine/expressions/index.ts';
+import type { CompileOptions } from '../../engine/flow/index.ts';
+import { HttpClient } from '../../engine/outbound/index.ts';
+import { type OperationDefinition, OperationRegistry } from '../../engine/plugins/index.ts';
+import {
+  FlowSchedules,
+  HEARTBEAT_TTL_MS,
+  ioredisOf,
+  MaintenanceMode,
+  RateLimiter,
+  RunQueue,
+  TenantLimitsInRedis,
+  TenantQuotas,
+} from '../../engine/queue/index.ts';
+import type { Keyring } from '../../engine/secrets/index.ts';
+import type { Store } from '../../engine/store/index.ts';
+import type { Tracer } from '../../engine/telemetry/index.ts';
+import { allOperations, webhookSignatures } from '../../operations/index.ts';
+import { baseUrl, type Config, outboundRefusal } from '../config/config.ts';
+import type { DataDirLock } from '../data-dir.ts';
+import { PrometheusMetrics } from '../metrics.ts';
+import { openConfiguredStore } from '../open-store.ts';
+import type { RedisTarget } from '../redis.ts';
+
+/** What every role of a process shares: the store, Redis's queues and limits, compilation, metrics, auth. */
+export interface SharedParts {
+  config: Config;
+  logger: Logger;
+  tracer: Tracer;
+  store: Store;
+  /** The store for background work (on PGlite, the same database in the background lane). */
+  workerStore: Store;
+  keyring: Keyring;
+  lock?: DataDirLock;
+  outbound: HttpClient;
+  compile: CompileOptions;
+  queue: RunQueue;
+  schedules: FlowSchedules;
+  quotas: TenantQuotas;
+  tenantLimits: TenantLimitsInRedis;
+  rateLimiter: RateLimiter;
+  clients: ClientAuthenticator;
+  metrics: PrometheusMetrics;
+  maintenance: MaintenanceMode;
+  verifier: TokenVerifier;
+  /** Where clients reach this process; known once the API listens. */
+  url(): string;
+  setUrl(url: string): void;
+}
+
+/** The parts every role shares, over one store and one Redis. */
+export async function assembleShared(
+  config: Config,
+  redis: RedisTarget,
+  options: { operations?: OperationDefinition<unknown>[]; logger: Logger; tracer: Tracer },
+): Promise<SharedParts> {
+  const { logger, tracer } = options;
+  let url = baseUrl(config);
+  const outbound = new HttpClient({ refusedAddress: outboundRefusal(config), tracer });
+  const { store, workerStore, keyring, lock } = await openConfiguredStore(config);
+  const compile: CompileOptions = {
+    registry: new OperationRegistry(options.operations ?? allOperations, webhookSignatures),
+    sandbox: new ExpressionSandbox({
+      timeoutMs: config.expressionTimeoutMs,
+      memoryMb: config.expressionMemoryMb,
+      processes: config.expressionProcesses,
+      maxDepth: config.expressionMaxDepth,
+      maxResultBytes: config.maxStepOutputBytes,
+    }),
+    defaultTimeoutMs: config.nodeTimeoutMs,
+  };
+  const queue = new RunQueue({
+    connection: redis.connection('producer'),
+    prefix: config.redisPrefix,
+    tenantConcurrency: config.tenantConcurrency,
+    reservedSlotsPercent: config.reservedSlotsPercent,
+    // A lease outlives a job's lock: a dead worker's runs are taken over before they stop counting.
+    leaseMs: Math.max(config.workerLockMs, HEARTBEAT_TTL_MS),
+  });
+  const schedules = new FlowSchedules(store, queue.lanes, {
+    connection: redis.connection('producer'),
+    prefix: config.redisPrefix,
+  });
+  const queues = [queue.queue, schedules.queue];
+  const quotas = new TenantQuotas(() => ioredisOf(queue.queue.client), {
+    prefix: config.redisPrefix,
+    backlogKey: queue.lanes.backlogKey,
+    deliveries: {
+      perSecond: config.tenantDeliveriesPerSecond,
+      burst: config.tenantDeliveryBurst,
+      maxQueuedRuns: config.tenantMaxQueuedRuns,
+    },
+  });
+  const rateLimiter = new RateLimiter(() => ioredisOf(queue.queue.client), config.redisPrefix);
+  const maintenance = new MaintenanceMode(queues, config.intakeCacheTtlMs);
+  await maintenance.refresh();
+  return {
+    config,
+    logger,
+    tracer,
+    store,
+    workerStore,
+    keyring,
+    lock,
+    outbound,
+    compile,
+    queue,
+    schedules,
+    quotas,
+    tenantLimits: new TenantLimitsInRedis(queue.lanes, quotas),
+    rateLimiter,
+    clients: new ClientAuthenticator(store, new SignInThrottle(rateLimiter)),
+    metrics: new PrometheusMetrics(queues, {
+      backlog: () => queue.lanes.backlog(),
+      deliveryQuotaLeft: () => quotas.available(),
+      held: () => store.heldRuns(),
+    }),
+    maintenance,
+    verifier: new TokenVerifier({
+      issuer: () => config.authIssuer ?? url,
+      audience: config.authAudience,
+      keys: config.authJwksUrl
+        ? { jwksUrl: new URL(config.authJwksUrl) }
+        : {
+            stored: () => publicSigningKeys(store),
+            clientExists: async (clientId) => (await store.getClient(clientId)) !== undefined,
+          },
+    }),
+    url: () => url,
+    setUrl: (listening) => {
+      url = listening;
+    },
+  };
+}

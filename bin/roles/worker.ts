@@ -1,0 +1,109 @@
+import { RUN_PAGES_PATH, RunPageLinks } from '../../api/auth/index.ts';
+import { AlertWatcher } from '../../engine/alerts/index.ts';
+import { ActionRunner } from '../../engine/plugins/index.ts';
+import {
+  ENQUEUE_TIMEOUT_MS,
+  QueueReconciler,
+  QueueRecovery,
+  ReplayRunner,
+  RunWorker,
+  runJob,
+  TickWorker,
+  ioredisOf,
+} from '../../engine/queue/index.ts';
+import { CompiledFlowCache, Executor } from '../../engine/runtime/index.ts';
+import { schedulePruning } from '../pruning.ts';
+import type { RedisTarget } from '../redis.ts';
+import type { SharedParts } from './shared.ts';
+
+/** A worker role: runs, schedule ticks, the reconciler and recovery, bulk replays, alerts, pruning. */
+export class WorkerRole {
+  private constructor(
+    private readonly worker: RunWorker,
+    private readonly ticks: TickWorker,
+    private readonly reconciler: QueueReconciler,
+    private readonly recovery: QueueRecovery,
+    private readonly replays: ReplayRunner,
+    private readonly alerts: AlertWatcher,
+    private readonly pruning: NodeJS.Timeout,
+  ) {}
+
+  static async start(shared: SharedParts, redis: RedisTarget): Promise<WorkerRole> {
+    const { config, logger, workerStore: store, queue, compile, keyring, metrics } = shared;
+    const executor = new Executor({
+      store,
+      actions: new ActionRunner(store, compile.sandbox),
+      flows: new CompiledFlowCache(store, compile),
+      keyring,
+      logger,
+      http: shared.outbound,
+      maxOutputBytes: config.maxStepOutputBytes,
+      maxRetryDelayMs: config.maxRetryDelayMs,
+      enqueue: (runs) => queue.enqueue(runs.map(runJob)),
+      wake: (runId) => queue.wake(runId),
+      tracer: shared.tracer,
+    });
+    const worker = new RunWorker(executor, store, queue, {
+      connection: redis.connection('worker'),
+      prefix: config.redisPrefix,
+      concurrency: config.workerConcurrency,
+      lockDurationMs: config.workerLockMs,
+      stalledIntervalMs: config.workerStalledIntervalMs,
+      logger,
+      metrics,
+    });
+    await worker.start();
+    const ticks = new TickWorker(store, queue, shared.schedules, {
+      connection: redis.connection('worker'),
+      prefix: config.redisPrefix,
+      logger,
+    });
+    await ticks.start();
+    const pruning = schedulePruning(store, config, logger);
+    const reconciler = new QueueReconciler(queue, store, {
+      graceMs: Math.max(config.workerLockMs, 2 * ENQUEUE_TIMEOUT_MS),
+      intervalMs: 2 * config.workerStalledIntervalMs,
+      logger,
+      metrics,
+    });
+    reconciler.start();
+    const replays = new ReplayRunner(store, queue, logger);
+    replays.start();
+    const links = new RunPageLinks(keyring);
+    const alerts = new AlertWatcher({
+      store,
+      keyring,
+      http: shared.outbound,
+      logger,
+      checkEveryMs: config.alertCheckIntervalMs,
+      timeoutMs: config.alertTimeoutMs,
+      // An alert's link opens the run read-only: it goes to a chat or a pager, not to a client.
+      runUrl: (tenantId, runId) => {
+        const expiresAt = Math.floor(Date.now() / 1000) + config.alertLinkSeconds;
+        return `${shared.url()}${RUN_PAGES_PATH}/${links.token({ tenantId, runId, expiresAt, canReplay: false })}`;
+      },
+    });
+    alerts.start();
+    const recovery = new QueueRecovery(() => ioredisOf(queue.queue.client), {
+      prefix: config.redisPrefix,
+      intervalMs: config.recoveryIntervalMs,
+      reconciler,
+      syncSchedules: () => shared.schedules.syncAll(),
+      syncTenantLimits: () => shared.tenantLimits.syncAll(store),
+      logger,
+    });
+    await recovery.start();
+    return new WorkerRole(worker, ticks, reconciler, recovery, replays, alerts, pruning);
+  }
+
+  /** The background loops first, then the runs in flight (finished, or handed back after `graceMs`). */
+  async close(graceMs: number) {
+    clearInterval(this.pruning);
+    await this.ticks.close();
+    await this.recovery.close();
+    await this.replays.close();
+    await this.alerts.close();
+    await this.reconciler.close();
+    await this.worker.close(graceMs);
+  }
+}
