@@ -14,7 +14,7 @@ import { defineRoute, fromBody } from './route-kit/index.ts';
 import { watchRun } from './flow-url/index.ts';
 
 /**
- * The seed's deprecated HTTP adapter: `POST /api/adp/<store>/egress/sync-refund-to-erp-api`, the
+ * The deprecated HTTP adapter (docs/glossary.md): `POST /api/adp/<store>/egress/sync-refund-to-erp-api`, the
  * settings in headers, the refund webhook JSON as the body. It runs the same operation on the same
  * queue as a flow would: the headers become a sealed destination, the call becomes a message of
  * the tenant's adapter flow (flows/adapter-refund-sync-to-erp.json), and the answer waits for the run.

@@ -4,7 +4,7 @@ import { importJWK, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Keyring } from '../engine/secrets/keyring.ts';
 import { createClientCredentials } from '../api/auth/clients.ts';
-import { seedTags } from '../api/route-kit/route.ts';
+import { apiTags } from '../api/route-kit/route.ts';
 import { flowDocumentSchema } from '../engine/model/flow-document.ts';
 import { runSchema, runStatuses } from '../engine/model/resources.ts';
 import example from '../flows/orders-to-erp.json' with { type: 'json' };
@@ -643,7 +643,7 @@ describe('request validation', () => {
 });
 
 describe('OpenAPI document', () => {
-  it('tags every route with a seed tag and describes each tag with the seed label', async () => {
+  it('tags every route with a tag and describes each tag with its label', async () => {
     const document = await (await fetch(`${env.url}/openapi.json`)).json();
     expect(document.openapi).toBe('3.1.0');
     const tags = new Set(document.tags.map((tag: { name: string }) => tag.name));
@@ -769,11 +769,11 @@ describe('metadata, operations and the reference page', () => {
     expect(root.headers.get('location')).toBe('/docs');
   });
 
-  it('renders an API reference at /docs from the OpenAPI document, every seed tag with its label', async () => {
+  it('renders an API reference at /docs from the OpenAPI document, every tag with its label', async () => {
     const page = await fetch(`${env.url}/docs`);
     expect(page.headers.get('content-type')).toContain('text/html');
     const html = await page.text();
-    for (const label of Object.values(seedTags)) expect(html).toContain(label);
+    for (const label of Object.values(apiTags)) expect(html).toContain(label);
     expect(html).toContain('/api/v1/batches/{id}/retry');
     // Self-contained: its one script is inline, nothing is loaded from elsewhere.
     expect(html).not.toMatch(/<(script|link|img)[^>]+(src|href)=/);

@@ -3,7 +3,7 @@ import { operatorScope, tenantScopes } from '../auth/index.ts';
 import { json, problem, problemSchema, tooManyRequests } from './answers.ts';
 import { exampleOf } from './examples.ts';
 import { platformPaths } from './platform-paths.ts';
-import { isOperatorRoute, seedTags, type RouteSpec } from '../route-kit/index.ts';
+import { isOperatorRoute, apiTags, type RouteSpec } from '../route-kit/index.ts';
 
 /** Replace every occurrence of a published resource schema by a $ref to it. */
 function withRefs(schema: unknown, names: Map<object, string>, root = true): unknown {
@@ -117,7 +117,7 @@ export function openApiDocument(routes: RouteSpec[], version: string, extraPaths
       },
       jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
       servers: [{ url: '/', description: 'This server (PUBLIC_URL).' }],
-      tags: Object.entries(seedTags).map(([name, label]) => ({ name, description: label })),
+      tags: Object.entries(apiTags).map(([name, label]) => ({ name, description: label })),
       paths,
     },
     names,

@@ -3,12 +3,12 @@ import { NotFoundError } from '../../engine/model/index.ts';
 import type { NamedRecords } from '../../engine/services/index.ts';
 import type { PageRequest } from '../../engine/store/index.ts';
 import type { Scope } from '../auth/index.ts';
-import { connectionSchema, pageQuerySchema, type RouteSpec, type SeedTag } from './route.ts';
+import { connectionSchema, pageQuerySchema, type RouteSpec, type ApiTag } from './route.ts';
 
 export interface ByNameCollection<Item> {
   /** `/api/v1/<collection>`; items live at `<base>/{name}`. */
   base: string;
-  tag: SeedTag;
+  tag: ApiTag;
   /** Singular and plural, for summaries and messages ("variable", "variables"). */
   noun: [string, string];
   item: JSONSchema & object;

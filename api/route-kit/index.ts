@@ -12,6 +12,6 @@ export {
   mountRoutes,
   pageQuerySchema,
   type RouteSpec,
-  seedTags,
+  apiTags,
   wholeList,
 } from './route.ts';

@@ -8,9 +8,9 @@ import type { ApiCallLimit } from '../auth/index.ts';
 import { HttpProblem } from '../http/index.ts';
 import { checkedBody } from '../http/index.ts';
 
-/** The seed's API tags, with the seed's label of each. */
-export const seedTags = {
-  // The one tag beyond the seed's (decision 25).
+/** The API's tags, each with its label ([glossary](../../docs/glossary.md)). */
+export const apiTags = {
+  // The one tag Tributary adds (decision 25).
   Alert: 'alerts to the tenant (channels, rules, what was sent)',
   Batch: 'batch processing',
   BatchTask: 'batch task management',
@@ -38,7 +38,7 @@ export const seedTags = {
   UserSettings: 'user settings',
   Version: 'version information',
 } as const;
-export type SeedTag = keyof typeof seedTags;
+export type ApiTag = keyof typeof apiTags;
 
 type Schema = JSONSchema & object;
 type Infer<S> = S extends Schema ? FromSchema<S> : undefined;
@@ -67,7 +67,7 @@ export interface RouteSpec<
   method: 'get' | 'post' | 'put' | 'delete';
   /** OpenAPI style: `/api/v1/flows/{id}`. */
   path: string;
-  tag: SeedTag;
+  tag: ApiTag;
   summary: string;
   description?: string;
   /**
@@ -212,7 +212,7 @@ export const pageQuerySchema = {
 /** A short list that always comes whole (the operations, the queues), in the same connection shape. */
 export const wholeList = <T>(nodes: T[]) => ({ nodes, pageInfo: { hasNextPage: false, endCursor: null } });
 
-/** The connection shape of the seed, for a list of `item`. */
+/** A connection (docs/glossary.md) of `item`. */
 export function connectionSchema<const Item extends Schema>(item: Item) {
   return {
     type: 'object',

@@ -16,7 +16,7 @@ const versionParams = {
 } as const;
 
 /**
- * Tenant-defined actions (seed tag LowCodeAction): named, versioned JSONata transforms with input
+ * Tenant-defined actions (tag LowCodeAction): named, versioned JSONata transforms with input
  * and output schemas, run by nodes as `"operation": "action:<name>"`.
  */
 export function actionRoutes({ actions }: ApiContext) {

@@ -19,7 +19,7 @@ const UNKNOWN_REFERENCE = {
 const pageQuery = { type: 'object', additionalProperties: false, properties: pageQuerySchema } as const;
 
 /**
- * Alerts to the tenant (seed tag Logs): channels (a signed webhook, a Slack-style webhook), rules (a run
+ * Alerts to the tenant (tag Logs): channels (a signed webhook, a Slack-style webhook), rules (a run
  * failed, failures in a window, a message held), and the alerts sent. The workers check and send them.
  */
 export function alertRoutes({ alerts }: ApiContext) {

@@ -7,7 +7,7 @@ const base = '/api/v1/batches';
 /** Failed tasks retried per call: a batch of a million is retried in calls the client repeats while `more`. */
 const TASK_RETRY_LIMIT = 1000;
 
-/** Batches (seed tag Batch) and their tasks (BatchTask): each poll of a fan-out node, each item it imported. */
+/** Batches (tag Batch) and their tasks (BatchTask): each poll of a fan-out node, each item it imported. */
 export function batchRoutes({ store, runs }: ApiContext) {
   const load = async (tenantId: string, id: string) => {
     const batch = await store.getBatch(tenantId, id);

@@ -26,7 +26,7 @@ const writtenSchema = {
   properties: { created: { type: 'integer' }, updated: { type: 'integer' } },
 } as const;
 
-/** Data spaces (seed tag DataSpace): named collections of JSON documents per tenant. */
+/** Data spaces (tag DataSpace): named collections of JSON documents per tenant. */
 export function dataSpaceRoutes({ dataSpaces }: ApiContext) {
   const base = '/api/v1/data-spaces';
   return [

@@ -68,7 +68,7 @@ export function destinationRoutes({ destinations, destinationTypes }: ApiContext
       scope: 'destinations:write',
       summary: "Register a flow URL as a webhook subscription in the destination's shop",
       description:
-        "Replaces the seed's manual webhook setup: the shop delivers the topic (JSON, the destination's API version) " +
+        "Replaces setting the webhook up by hand in the shop's admin: the shop delivers the topic (JSON, the destination's API version) " +
         "to the flow's URL.",
       params: nameParams,
       body: {

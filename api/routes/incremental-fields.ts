@@ -10,7 +10,7 @@ const flowParams = {
   properties: { flowId: { type: 'string', format: 'uuid' } },
 } as const;
 
-/** Where each polling flow's next poll starts (seed tag IngressIncrementalField). */
+/** Where each polling flow's next poll starts (tag IngressIncrementalField). */
 export function incrementalFieldRoutes({ incrementalFields }: ApiContext) {
   return [
     defineRoute({

@@ -2,7 +2,7 @@ import { logLevels, runLogSchema } from '../../engine/model/index.ts';
 import type { ApiContext } from '../context.ts';
 import { connectionSchema, defineRoute, pageQuerySchema } from '../route-kit/index.ts';
 
-/** What operations logged during runs (seed tag Logs). */
+/** What operations logged during runs (tag Logs). */
 export function logRoutes({ store }: ApiContext) {
   return [
     defineRoute({

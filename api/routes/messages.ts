@@ -50,7 +50,7 @@ const topicParams = {
   required: ['topic'],
   properties: { topic: { ...topic, description: 'URL-encoded: refunds%2Fcreate.' } },
 } as const;
-/** Every inbound message with what became of it (seed tag MessageInfo), and replays. */
+/** Every inbound message with what became of it (tag MessageInfo), and replays. */
 export function messageRoutes({ store, runs }: ApiContext) {
   const base = '/api/v1/messages';
   return [
@@ -221,7 +221,7 @@ export function messageRoutes({ store, runs }: ApiContext) {
   ];
 }
 
-/** Blocked topics (seed tag BlockedTopic): deliveries are verified, recorded and answered, but held. */
+/** Blocked topics (tag BlockedTopic): deliveries are verified, recorded and answered, but held. */
 export function blockedTopicRoutes({ blockedTopics }: ApiContext) {
   const base = '/api/v1/blocked-topics';
   return [

@@ -27,7 +27,7 @@ export function operationInfos(registry: OperationRegistry): OperationInfo[] {
 }
 
 /**
- * What a builder UI renders from (seed tags LowCodeAction and Metadata): the registered operations,
+ * What a builder UI renders from (tag LowCodeAction and Metadata): the registered operations,
  * and the very JSON Schemas and enums the server validates with.
  */
 export function metadataRoutes({ compile, build }: ApiContext) {

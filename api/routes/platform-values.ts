@@ -3,7 +3,7 @@ import type { ApiContext } from '../context.ts';
 import { nameParams, namedValueRoutes } from '../route-kit/index.ts';
 
 /**
- * Platform values, for operators: platform-wide (seed tag PlatformGlobal) and per-tenant overrides
+ * Platform values, for operators: platform-wide (tag PlatformGlobal) and per-tenant overrides
  * (PlatformTenantGlobal). Flows read them as `$platform.NAME`, the tenant's override first.
  */
 export function platformValueRoutes({ values: { platform }, tenants }: ApiContext) {

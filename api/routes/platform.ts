@@ -19,7 +19,7 @@ const maintenanceSchema = {
   },
 } as const;
 
-/** Platform operations (seed tag Platform), for operators: maintenance mode and the drain it brings. */
+/** Platform operations (tag Platform), for operators: maintenance mode and the drain it brings. */
 export function platformRoutes({ maintenance, queues }: ApiContext) {
   const state = async () => {
     const current = await maintenance.current();

@@ -43,7 +43,7 @@ const countSchema = (description: string) =>
   ({ type: 'object', required: ['count'], properties: { count: { type: 'integer', description } } }) as const;
 
 /**
- * The BullMQ queues (seed tag Queue), for operators: every tenant's jobs. Runs live in the store;
+ * The BullMQ queues (tag Queue), for operators: every tenant's jobs. Runs live in the store;
  * these act on jobs (a failed job's run is retried with MessageQueue, per tenant).
  */
 export function queueRoutes({ queues }: ApiContext) {

@@ -37,7 +37,7 @@ const replayRequestSchema = {
   examples: [{ filter: { flowId: '019a0000-0000-7000-8000-000000000001', errorKind: 'permanent' }, dryRun: true }],
 } as const;
 
-/** Bulk replays (seed tag MessageQueue): made here, worked off by the workers at their rate. */
+/** Bulk replays (tag MessageQueue): made here, worked off by the workers at their rate. */
 export function replayRoutes({ replays }: ApiContext) {
   const base = '/api/v1/message-queue/replays';
   return [

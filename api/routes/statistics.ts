@@ -81,7 +81,7 @@ const dashboardSchema = {
   },
 } as const;
 
-/** Statistics (seed tag Statistic) and the tenant's summary (Dashboard), from the recorded runs and messages. */
+/** Statistics (tag Statistic) and the tenant's summary (Dashboard), from the recorded runs and messages. */
 export function statisticsRoutes({ store, intake }: ApiContext) {
   return [
     defineRoute({

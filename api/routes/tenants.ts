@@ -6,7 +6,7 @@ import { heldChoice, heldOutcomeSchema } from '../route-kit/index.ts';
 const base = '/api/v1/tenants';
 const tenantParams = { type: 'object', required: ['tenantId'], properties: { tenantId: { type: 'string' } } } as const;
 
-/** Tenant management (seed tag Tenant): operator routes, across tenants; the tenant is in the path. */
+/** Tenant management (tag Tenant): operator routes, across tenants; the tenant is in the path. */
 export function tenantRoutes({ tenants }: ApiContext) {
   return [
     defineRoute({

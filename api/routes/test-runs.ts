@@ -40,7 +40,7 @@ const testResultSchema = {
   },
 } as const;
 
-/** Test runs (seed tag Test): a draft run once, synchronously, recording nothing. */
+/** Test runs (tag Test): a draft run once, synchronously, recording nothing. */
 export function testRunRoutes({ flows, compile, testRunner }: ApiContext) {
   /** The document compiled, or a 400 whose paths start where the document is (the body, or the draft). */
   const compiledFrom = (document: unknown, prefix: string) => {

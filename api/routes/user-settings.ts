@@ -4,7 +4,7 @@ import { defineRoute, fromBody } from '../route-kit/index.ts';
 
 const settingsSchema = userSettingsSchema.properties.settings;
 
-/** Settings per user (seed tag UserSettings): the token's subject, within its tenant. */
+/** Settings per user (tag UserSettings): the token's subject, within its tenant. */
 export function userSettingsRoutes({ userSettings }: ApiContext) {
   const path = '/api/v1/user-settings';
   return [

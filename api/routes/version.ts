@@ -33,7 +33,7 @@ const versionSchema = {
   },
 } as const;
 
-/** Version information (seed tag Version): what is running, for bug reports and compatibility checks. */
+/** Version information (tag Version): what is running, for bug reports and compatibility checks. */
 export function versionRoutes({ build, compile, webhookSubscribers }: ApiContext) {
   const body = {
     product: build.version,

@@ -6,7 +6,7 @@ import { MIN_SECRET_LENGTH } from '../../engine/secrets/index.ts';
 /** Sealed, and masked wherever a run would echo it: too short a value cannot be masked safely. */
 const credential = { type: 'string', minLength: MIN_SECRET_LENGTH, maxLength: 4096, writeOnly: true } as const;
 
-/** The seed's "Destination configuration for the refund operation": a shop, and the ERP it sends to. */
+/** The refund operation's destination (docs/glossary.md): a shop, and the ERP it sends to. */
 const shopifyDestinationSchema = {
   type: 'object',
   additionalProperties: false,
@@ -72,7 +72,7 @@ const shopifyDestinationSchema = {
 
 export type ShopifyDestinationBody = FromSchema<typeof shopifyDestinationSchema>;
 
-/** Which of the seed's two ways to reach the shop was given: exactly one must be. */
+/** Which of the two ways to reach the shop was given: exactly one must be. */
 function shopAccessErrors(
   body: { adminApiAccessToken?: string; clientId?: string; clientSecret?: string },
   at: string,

@@ -2,7 +2,7 @@ import type { ShopifyAdminApi } from './admin-api.ts';
 import { PROCESSED_KEY, PROCESSED_NAMESPACE, type Connection, type GraphqlNode } from './refund-query.ts';
 
 /**
- * The standard order record of Orders > Import List, in the seed's conventions (PascalCase, money
+ * The standard order record of Orders > Import List, in the Refund record's conventions (PascalCase, money
  * as numbers): what the refund export and most ERPs need to recognise an order and its refunds.
  */
 const STANDARD_FIELDS = `

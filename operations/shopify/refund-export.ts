@@ -60,7 +60,7 @@ type RefundExportConfig = FromSchema<typeof configSchema>;
 
 /**
  * The non-deprecated refund step: for one order, every refund the ERP has not received yet (not in
- * the order's listOfRefundProcessed) is sent as the seed's Refund record and the order marked, with
+ * the order's listOfRefundProcessed) is sent as the Refund record and the order marked, with
  * the guarantees of the refund operation (the same code), without relying on a webhook per refund.
  */
 export const refundExport = defineOperation({

@@ -1,7 +1,7 @@
 /**
- * The seed's Refund record as a JSON Schema, table by table ("Resources and their fields"). Objects
- * the seed spells out are closed (exactly its fields, all present, null where empty); entries whose
- * shape the seed does not show are open objects. Every assembled record is validated against it
+ * The Refund record as a JSON Schema, table by table ("Resources and their fields"). Objects
+ * the glossary spells out are closed (exactly its fields, all present, null where empty); entries whose
+ * shape is not known are open objects. Every assembled record is validated against it
  * before it is sent.
  */
 type Schema = Record<string, unknown>;

@@ -3,8 +3,8 @@ import type { Connection, GraphqlNode, RefundData } from './refund-query.ts';
 import { refundRecordSchema } from './refund-record-schema.ts';
 
 /**
- * Assembles the seed's Refund record from what GraphQL returned: PascalCase names, connections as
- * {Nodes, PageInfo}, money as numbers. The mapping, seed field -> GraphQL path, is in README.md.
+ * Assembles the Refund record from what GraphQL returned: PascalCase names, connections as
+ * {Nodes, PageInfo}, money as numbers. The mapping, field -> GraphQL path, is in README.md.
  */
 export type RefundRecord = Record<string, unknown>;
 
@@ -128,7 +128,7 @@ function transaction(item: Node, order: ReturnType<typeof orderSummary>) {
     PaymentId: item.paymentId,
     SettlementCurrency: item.settlementCurrency,
     SettlementCurrencyRate: numberOrNull(item.settlementCurrencyRate),
-    // The seed's StorePaymentsSet is Shopify's shopifyPaymentsSet (Shopify Payments' own refund facts).
+    // The record's StorePaymentsSet is Shopify's shopifyPaymentsSet (Shopify Payments' own refund facts).
     StorePaymentsSet: item.shopifyPaymentsSet
       ? {
           RefundSet: item.shopifyPaymentsSet.refundSet
@@ -294,7 +294,7 @@ function topReturn(found: Node, order: Node) {
   };
 }
 
-/** The record, validated against the seed's schema (a ValidationError names every bad field). */
+/** The record, validated against its schema (docs/glossary.md) (a ValidationError names every bad field). */
 export function assembleRefundRecord(shopUrl: string, data: RefundData): RefundRecord {
   const { refund } = data;
   const order = orderSummary(refund.order);

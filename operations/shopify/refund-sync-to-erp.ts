@@ -14,8 +14,8 @@ const configSchema = shopifyConfigSchema({
 type RefundSyncConfig = FromSchema<typeof configSchema>;
 
 /**
- * The seed's deprecated refund operation. One refund, from a `refunds/create` webhook: read it from
- * Shopify, send the seed's Refund record to the ERP once, then mark the order. The send and the
+ * The deprecated refund operation (docs/glossary.md). One refund, from a `refunds/create` webhook: read it from
+ * Shopify, send the Refund record to the ERP once, then mark the order. The send and the
  * marking are memoized steps, so a retry or a crash after the ERP accepted the record never sends
  * it again; the order's processed-refunds list keeps redeliveries and later runs out.
  */

@@ -22,7 +22,7 @@ interface SubscribePayload {
 }
 
 /**
- * The seed's manual webhook setup in one call: `webhookSubscriptionCreate` with format JSON. Shopify
+ * The webhook set up by hand in the shop's admin, in one call: `webhookSubscriptionCreate` with format JSON. Shopify
  * gives the subscription the API version of the call, i.e. the destination's `apiVersion`.
  */
 export const shopifyWebhooks: WebhookSubscriber = {

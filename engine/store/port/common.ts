@@ -38,7 +38,7 @@ export interface PageRequest {
   after?: string;
 }
 
-/** The connection shape of the seed: `{nodes, pageInfo: {hasNextPage, endCursor}}`. */
+/** A connection (docs/glossary.md): `{nodes, pageInfo: {hasNextPage, endCursor}}`. */
 export interface Page<T> {
   nodes: T[];
   pageInfo: { hasNextPage: boolean; endCursor: string | null };
