@@ -7,11 +7,10 @@ import { secretContext } from '../engine/secrets/index.ts';
 import { isTerminal } from '../engine/store/index.ts';
 import { constantTimeEqual } from '../engine/triggers/index.ts';
 import type { ApiContext } from './context.ts';
-import { checkedBody, maintenanceProblem, throttledProblem } from './flow-url/index.ts';
+import { checkedBody, maintenanceProblem, throttledProblem, watchRun } from './flow-url/index.ts';
 import { json, problem } from './openapi/index.ts';
 import { HttpProblem, sendProblem } from './http/index.ts';
 import { defineRoute, fromBody } from './route-kit/index.ts';
-import { watchRun } from './flow-url/index.ts';
 
 /**
  * The deprecated HTTP adapter (docs/glossary.md): `POST /api/adp/<store>/egress/sync-refund-to-erp-api`, the

@@ -5,47 +5,59 @@ import type { Logger } from 'pino';
 import type { JsonChecker } from '../engine/intake/index.ts';
 import type { Tracer } from '../engine/telemetry/index.ts';
 import { adapterKeyRoutes, adapterOpenApiPaths, adapterRoutes } from './adapter.ts';
-import type { TokenIssuer } from './auth/index.ts';
-import { DashboardSessions } from './auth/index.ts';
-import { isOperatorAuthorization, operatorGuard } from './auth/index.ts';
-import type { ClientAuthenticator } from './auth/index.ts';
-import type { ApiCallLimit } from './auth/index.ts';
-import type { TokenVerifier } from './auth/index.ts';
+import {
+  type TokenIssuer,
+  DashboardSessions,
+  isOperatorAuthorization,
+  operatorGuard,
+  type ClientAuthenticator,
+  type ApiCallLimit,
+  type TokenVerifier,
+  RUN_PAGES_PATH,
+  RunPageLinks,
+  tokenRoutes,
+} from './auth/index.ts';
 import type { ApiContext } from './context.ts';
-import { dashboardRoutes, dashboardSignIn, DASHBOARD_PATH, SIGN_IN_PATH } from './pages/index.ts';
-import { renderDocs } from './pages/index.ts';
-import { runPageRoutes } from './pages/index.ts';
-import { RUN_PAGES_PATH, RunPageLinks } from './auth/index.ts';
+import {
+  dashboardRoutes,
+  dashboardSignIn,
+  DASHBOARD_PATH,
+  SIGN_IN_PATH,
+  renderDocs,
+  runPageRoutes,
+} from './pages/index.ts';
 import { namedKinds } from '../engine/nodes/index.ts';
-import { operationInfos, metadataRoutes } from './routes/index.ts';
+import {
+  operationInfos,
+  metadataRoutes,
+  batchRoutes,
+  destinationRoutes,
+  incrementalFieldRoutes,
+  editableFlowRoutes,
+  flowRoutes,
+  runRoutes,
+  secretRoutes,
+  variableRoutes,
+  blockedTopicRoutes,
+  messageRoutes,
+  replayRoutes,
+  alertRoutes,
+  dataSpaceRoutes,
+  logRoutes,
+  actionRoutes,
+  testRunRoutes,
+  platformRoutes,
+  platformValueRoutes,
+  statisticsRoutes,
+  userSettingsRoutes,
+  queueRoutes,
+  tenantRoutes,
+  versionRoutes,
+} from './routes/index.ts';
 import { hookHandler } from './flow-url/index.ts';
-import { jsonBodies } from './http/index.ts';
-import { requestLog } from './http/index.ts';
+import { jsonBodies, requestLog, HttpProblem, problemHandler } from './http/index.ts';
 import { openApiDocument } from './openapi/index.ts';
-import { HttpProblem, problemHandler } from './http/index.ts';
 import { mountRoutes, type RouteSpec } from './route-kit/index.ts';
-import { batchRoutes } from './routes/index.ts';
-import { destinationRoutes } from './routes/index.ts';
-import { incrementalFieldRoutes } from './routes/index.ts';
-import { editableFlowRoutes } from './routes/index.ts';
-import { flowRoutes } from './routes/index.ts';
-import { runRoutes } from './routes/index.ts';
-import { secretRoutes, variableRoutes } from './routes/index.ts';
-import { blockedTopicRoutes, messageRoutes } from './routes/index.ts';
-import { replayRoutes } from './routes/index.ts';
-import { alertRoutes } from './routes/index.ts';
-import { dataSpaceRoutes } from './routes/index.ts';
-import { logRoutes } from './routes/index.ts';
-import { actionRoutes } from './routes/index.ts';
-import { testRunRoutes } from './routes/index.ts';
-import { platformRoutes } from './routes/index.ts';
-import { platformValueRoutes } from './routes/index.ts';
-import { statisticsRoutes } from './routes/index.ts';
-import { userSettingsRoutes } from './routes/index.ts';
-import { queueRoutes } from './routes/index.ts';
-import { tenantRoutes } from './routes/index.ts';
-import { versionRoutes } from './routes/index.ts';
-import { tokenRoutes } from './auth/index.ts';
 
 export interface Readiness {
   ready: boolean;

@@ -1,7 +1,8 @@
 import type { DestinationType, WebhookSubscriber } from '../engine/plugins/index.ts';
 import type { CompileOptions } from '../engine/flow/index.ts';
 import type { Intake } from '../engine/intake/index.ts';
-import type { QueueAdmin, MaintenanceMode } from '../engine/queue/index.ts';
+import type { QueueAdmin } from '../engine/queue/index.ts';
+import type { MaintenanceMode } from '../engine/limits/index.ts';
 import type { TestRunner } from '../engine/runtime/index.ts';
 import type { Keyring } from '../engine/secrets/index.ts';
 import type { EngineServices } from '../engine/services/index.ts';

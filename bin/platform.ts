@@ -1,7 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import type http from 'node:http';
 import type { Logger } from 'pino';
-import type { OperationDefinition } from '../engine/plugins/index.ts';
+import type { OperationFamily } from '../engine/plugins/index.ts';
 import type { FlowSchedules, RunQueue } from '../engine/queue/index.ts';
 import type { Store } from '../engine/store/index.ts';
 import { noTracer } from '../engine/telemetry/index.ts';
@@ -52,7 +52,8 @@ export class Platform {
     roles: Roles,
     options: {
       logger?: Logger;
-      operations?: OperationDefinition<unknown>[];
+      /** The operation families (operations/index.ts's unless given: a test adds one). */
+      families?: OperationFamily[];
       /** Where the OTEL_* variables are read from (the process's environment by default). */
       tracingEnv?: TracingEnv;
     } = {},
@@ -73,7 +74,7 @@ export class Platform {
     const eventLoop = new EventLoopLag();
     try {
       const shared = await assembleShared(config, redis, {
-        operations: options.operations,
+        families: options.families,
         logger,
         tracer: tracing?.tracer ?? noTracer,
       });

@@ -1,7 +1,9 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { Readiness } from '../api/app.ts';
-import { inspectQueue, type MaintenanceMode, type RunQueue } from '../engine/queue/index.ts';
+import { inspectQueue } from '../engine/background/index.ts';
+import type { MaintenanceMode } from '../engine/limits/index.ts';
+import type { RunQueue } from '../engine/queue/index.ts';
 import type { Store } from '../engine/store/index.ts';
 import type { Config } from './config/config.ts';
 

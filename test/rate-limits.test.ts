@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SignInThrottle } from '../api/auth/rate-limits.ts';
 import { HttpProblem } from '../api/http/problem.ts';
-import { RateLimiter } from '../engine/queue/rate-limiter.ts';
+import { RateLimiter } from '../engine/limits/rate-limiter.ts';
 import { REDIS_URL } from './support/harness.ts';
 
 const redis = new Redis(REDIS_URL);

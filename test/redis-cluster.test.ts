@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runsSlot, ticksSlot } from '../engine/queue/key-slots.ts';
+import { runsSlot, ticksSlot } from '../engine/redis/key-slots.ts';
 import {
   type ApiClient,
   eventually,

@@ -193,7 +193,7 @@ describe('GraphQL documents', () => {
 });
 
 describe('refund sync to ERP', () => {
-  it("sends a full refund once, as the Refund record, and marks the order", async () => {
+  it('sends a full refund once, as the Refund record, and marks the order', async () => {
     const placed = order(2);
     const { refund, webhookBody } = shop().createRefund(placed.id, {
       lines: [

@@ -3,7 +3,7 @@ import { newId } from '../engine/model/ids.ts';
 import type { Store } from '../engine/store/port.ts';
 import type { PgDriver } from '../engine/store/sql/pg-driver.ts';
 import { SqlStore } from '../engine/store/sql/sql-store.ts';
-import { MOVE_BATCH } from '../engine/store/sql/aggregates/retention.ts';
+import { MOVE_BATCH } from '../engine/store/sql/aggregates/outliving.ts';
 import { oneTransform } from './support/flow-documents.ts';
 import { schemaAtVersion, storeAdapters } from './support/stores.ts';
 

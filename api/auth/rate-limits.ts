@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { Rate, RateDecision, RateLimiter } from '../../engine/queue/index.ts';
+import type { Rate, RateDecision, RateLimiter } from '../../engine/limits/index.ts';
 import type { Tenant } from '../../engine/store/index.ts';
 import { HttpProblem } from '../http/index.ts';
 

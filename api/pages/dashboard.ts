@@ -8,9 +8,8 @@ import { LRUCache } from 'lru-cache';
 import { RUN_QUEUE, type RunJobData } from '../../engine/queue/index.ts';
 import type { Client, FlowStore } from '../../engine/store/index.ts';
 import { OPERATOR_RUNS_PATH } from './run-page.ts';
-import type { ClientAuthenticator } from '../auth/index.ts';
+import type { ClientAuthenticator, DashboardSessions } from '../auth/index.ts';
 import { HttpProblem } from '../http/index.ts';
-import type { DashboardSessions } from '../auth/index.ts';
 
 export const DASHBOARD_PATH = '/admin/queues';
 export const SIGN_IN_PATH = '/admin/sign-in';

@@ -1,12 +1,16 @@
 import { Router, type Request, type Response } from 'express';
 import type { FromSchema, JSONSchema } from 'json-schema-to-ts';
 import { rerooted, SchemaValidator, stringifyJson } from '../../engine/model/index.ts';
-import { authorize, type Principal, type TokenVerifier } from '../auth/index.ts';
-import { operatorScope, type Scope } from '../auth/index.ts';
+import {
+  authorize,
+  type Principal,
+  type TokenVerifier,
+  operatorScope,
+  type Scope,
+  type ApiCallLimit,
+} from '../auth/index.ts';
 import type { Tenant, TenantStore } from '../../engine/store/index.ts';
-import type { ApiCallLimit } from '../auth/index.ts';
-import { HttpProblem } from '../http/index.ts';
-import { checkedBody } from '../http/index.ts';
+import { HttpProblem, checkedBody } from '../http/index.ts';
 
 /** The API's tags, each with its label ([glossary](../../docs/glossary.md)). */
 export const apiTags = {

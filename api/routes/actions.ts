@@ -1,8 +1,7 @@
 import { ACTION_NAME } from '../../engine/plugins/index.ts';
 import { tenantActionSchema } from '../../engine/model/index.ts';
 import type { ApiContext } from '../context.ts';
-import { connectionSchema, defineRoute, fromBody, pageQuerySchema } from '../route-kit/index.ts';
-import { byNameRoutes } from '../route-kit/index.ts';
+import { connectionSchema, defineRoute, fromBody, pageQuerySchema, byNameRoutes } from '../route-kit/index.ts';
 
 const nameParams = {
   type: 'object',

@@ -8,8 +8,7 @@ import {
 } from '../../engine/model/index.ts';
 import { ALERT_TEST_TIMEOUT_MS } from '../../engine/services/index.ts';
 import type { ApiContext } from '../context.ts';
-import { connectionSchema, defineRoute, fromBody, pageQuerySchema } from '../route-kit/index.ts';
-import { idParams } from '../route-kit/index.ts';
+import { connectionSchema, defineRoute, fromBody, pageQuerySchema, idParams } from '../route-kit/index.ts';
 
 const UNKNOWN_REFERENCE = {
   description:

@@ -1,7 +1,6 @@
 import { dataDocumentSchema, dataSpaceSchema } from '../../engine/model/index.ts';
 import type { ApiContext } from '../context.ts';
-import { connectionSchema, defineRoute, pageQuerySchema } from '../route-kit/index.ts';
-import { byNameRoutes } from '../route-kit/index.ts';
+import { connectionSchema, defineRoute, pageQuerySchema, byNameRoutes } from '../route-kit/index.ts';
 
 /** Most documents one bulk import takes (the body size limit applies too). */
 export const MAX_BULK_DOCUMENTS = 1000;

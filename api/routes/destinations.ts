@@ -1,8 +1,7 @@
 import type { DestinationType } from '../../engine/plugins/index.ts';
 import { destinationSchema } from '../../engine/model/index.ts';
 import type { ApiContext } from '../context.ts';
-import { defineRoute, fromBody } from '../route-kit/index.ts';
-import { byNameRoutes } from '../route-kit/index.ts';
+import { defineRoute, fromBody, byNameRoutes } from '../route-kit/index.ts';
 
 const nameParams = {
   type: 'object',
@@ -37,7 +36,9 @@ function destinationBodySchema(types: DestinationType[]): Record<string, unknown
   return types.length === 1 ? types[0].schema : { oneOf: types.map((type) => type.schema) };
 }
 
-export function destinationRoutes({ destinations, destinationTypes }: ApiContext) {
+export function destinationRoutes({ destinations, destinationTypes, webhookSubscribers }: ApiContext) {
+  // The topics some family can subscribe a flow URL to; the first is the default.
+  const topics = [...new Set(Object.values(webhookSubscribers).flatMap((subscriber) => subscriber.topics))];
   const base = '/api/v1/destinations';
   return [
     defineRoute({
@@ -77,7 +78,7 @@ export function destinationRoutes({ destinations, destinationTypes }: ApiContext
         required: ['flowId'],
         properties: {
           flowId: { type: 'string', minLength: 1, description: 'The flow whose URL receives the deliveries.' },
-          topic: { enum: ['refunds/create'], default: 'refunds/create' },
+          topic: topics.length > 0 ? { enum: topics, default: topics[0] } : { type: 'string' },
         },
       },
       responses: {
@@ -86,7 +87,7 @@ export function destinationRoutes({ destinations, destinationTypes }: ApiContext
         503: { description: 'The shop could not be reached: retry later.' },
       },
       async handle({ tenantId, params, body }) {
-        const request = { flowId: body.flowId, topic: body.topic ?? 'refunds/create' };
+        const request = { flowId: body.flowId, topic: body.topic ?? topics[0] };
         const target = await fromBody('$.body', () => destinations.webhookTarget(tenantId, params.name, request));
         return { status: 201, body: await destinations.subscribe(tenantId, target) };
       },

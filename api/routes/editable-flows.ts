@@ -1,8 +1,7 @@
 import { flowDocumentSchema, flowSchema, flowVersionSchema, underPath } from '../../engine/model/index.ts';
 import type { FlowReview } from '../../engine/services/index.ts';
 import type { ApiContext } from '../context.ts';
-import { idParams } from '../route-kit/index.ts';
-import { connectionSchema, defineRoute, fromBody, pageQuerySchema } from '../route-kit/index.ts';
+import { idParams, connectionSchema, defineRoute, fromBody, pageQuerySchema } from '../route-kit/index.ts';
 
 const base = '/api/v1/editable-flows';
 const fieldErrorSchema = {

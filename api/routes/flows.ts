@@ -1,7 +1,6 @@
 import { flowSchema, flowVersionSchema } from '../../engine/model/index.ts';
 import type { ApiContext } from '../context.ts';
-import { connectionSchema, defineRoute, pageQuerySchema } from '../route-kit/index.ts';
-import { idParams } from '../route-kit/index.ts';
+import { connectionSchema, defineRoute, pageQuerySchema, idParams } from '../route-kit/index.ts';
 
 const base = '/api/v1/flows';
 const versionSummary = {

@@ -8,8 +8,14 @@ import {
   runStatuses,
 } from '../../engine/model/index.ts';
 import type { ApiContext } from '../context.ts';
-import { connectionSchema, defineRoute, pageQuerySchema } from '../route-kit/index.ts';
-import { heldChoice, heldOutcomeSchema, idParams } from '../route-kit/index.ts';
+import {
+  connectionSchema,
+  defineRoute,
+  pageQuerySchema,
+  heldChoice,
+  heldOutcomeSchema,
+  idParams,
+} from '../route-kit/index.ts';
 
 /** Bodies larger than this are listed without their content (`bodyTruncated`); the run still has all of it. */
 export const MESSAGE_BODY_CAP_BYTES = 64 * 1024;

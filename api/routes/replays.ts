@@ -9,8 +9,7 @@ import {
   replaySchema,
 } from '../../engine/model/index.ts';
 import type { ApiContext } from '../context.ts';
-import { connectionSchema, defineRoute, fromBody, pageQuerySchema } from '../route-kit/index.ts';
-import { idParams } from '../route-kit/index.ts';
+import { connectionSchema, defineRoute, fromBody, pageQuerySchema, idParams } from '../route-kit/index.ts';
 
 /** Longest Idempotency-Key a replay is asked with (as at flow URLs). */
 const MAX_REQUEST_KEY = 256;

@@ -2,8 +2,7 @@ import { NotFoundError, runSchema, runStatuses, stepSchema } from '../../engine/
 import { isTerminal, runResult } from '../../engine/store/index.ts';
 import { watchRun } from '../flow-url/index.ts';
 import type { ApiContext } from '../context.ts';
-import { connectionSchema, defineRoute, pageQuerySchema } from '../route-kit/index.ts';
-import { idParams } from '../route-kit/index.ts';
+import { connectionSchema, defineRoute, pageQuerySchema, idParams } from '../route-kit/index.ts';
 import { DEFAULT_LINK_SECONDS, MAX_LINK_SECONDS, RUN_PAGES_PATH, RunPageLinks } from '../auth/index.ts';
 
 /** The longest a run read waits for the run to end. */

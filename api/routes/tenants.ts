@@ -1,7 +1,6 @@
 import { ValidationError, tenantLimitsSchema, tenantSchema } from '../../engine/model/index.ts';
 import type { ApiContext } from '../context.ts';
-import { connectionSchema, defineRoute, pageQuerySchema } from '../route-kit/index.ts';
-import { heldChoice, heldOutcomeSchema } from '../route-kit/index.ts';
+import { connectionSchema, defineRoute, pageQuerySchema, heldChoice, heldOutcomeSchema } from '../route-kit/index.ts';
 
 const base = '/api/v1/tenants';
 const tenantParams = { type: 'object', required: ['tenantId'], properties: { tenantId: { type: 'string' } } } as const;

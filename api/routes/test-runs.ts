@@ -1,8 +1,7 @@
 import { NotFoundError, rerooted, stepSchema } from '../../engine/model/index.ts';
 import { compileFlow } from '../../engine/flow/index.ts';
 import type { ApiContext } from '../context.ts';
-import { defineRoute } from '../route-kit/index.ts';
-import { idParams } from '../route-kit/index.ts';
+import { defineRoute, idParams } from '../route-kit/index.ts';
 
 const testResultSchema = {
   type: 'object',

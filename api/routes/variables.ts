@@ -1,9 +1,7 @@
 import { MIN_SECRET_LENGTH } from '../../engine/secrets/index.ts';
 import { secretInfoSchema } from '../../engine/model/index.ts';
 import type { ApiContext } from '../context.ts';
-import { defineRoute } from '../route-kit/index.ts';
-import { byNameRoutes } from '../route-kit/index.ts';
-import { nameParams, namedValueRoutes } from '../route-kit/index.ts';
+import { defineRoute, byNameRoutes, nameParams, namedValueRoutes } from '../route-kit/index.ts';
 
 export function variableRoutes({ values }: ApiContext) {
   return namedValueRoutes({

@@ -6,7 +6,6 @@ import { ActionRunner } from '../../engine/plugins/index.ts';
 import { QueueAdmin } from '../../engine/queue/index.ts';
 import { CompiledFlowCache, TestRunner } from '../../engine/runtime/index.ts';
 import { engineServices } from '../../engine/services/index.ts';
-import { destinationTypes, webhookSubscribers } from '../../operations/index.ts';
 import { buildCommit } from '../build.ts';
 import { baseUrl } from '../config/config.ts';
 import { type EventLoopLag, readiness } from '../readiness.ts';
@@ -23,6 +22,7 @@ export class ApiRole {
 
   static async start(shared: SharedParts, eventLoop: EventLoopLag): Promise<ApiRole> {
     const { config, logger, store, queue, compile, keyring, schedules, maintenance, tracer } = shared;
+    const { destinationTypes, webhookSubscribers } = shared.families;
     const bodies = new JsonChecker();
     const intake = new Intake({
       store,

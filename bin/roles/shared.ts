@@ -3,21 +3,14 @@ import { ClientAuthenticator, publicSigningKeys, SignInThrottle, TokenVerifier }
 import { ExpressionSandbox } from '../../engine/expressions/index.ts';
 import type { CompileOptions } from '../../engine/flow/index.ts';
 import { HttpClient } from '../../engine/outbound/index.ts';
-import { type OperationDefinition, OperationRegistry } from '../../engine/plugins/index.ts';
-import {
-  FlowSchedules,
-  HEARTBEAT_TTL_MS,
-  ioredisOf,
-  MaintenanceMode,
-  RateLimiter,
-  RunQueue,
-  TenantLimitsInRedis,
-  TenantQuotas,
-} from '../../engine/queue/index.ts';
+import { type FamilyParts, familyParts, type OperationFamily, OperationRegistry } from '../../engine/plugins/index.ts';
+import { FlowSchedules, HEARTBEAT_TTL_MS, RunQueue, TenantLimitsInRedis } from '../../engine/queue/index.ts';
+import { ioredisOf } from '../../engine/redis/index.ts';
+import { MaintenanceMode, RateLimiter, TenantQuotas } from '../../engine/limits/index.ts';
 import type { Keyring } from '../../engine/secrets/index.ts';
 import type { Store } from '../../engine/store/index.ts';
 import type { Tracer } from '../../engine/telemetry/index.ts';
-import { allOperations, webhookSignatures } from '../../operations/index.ts';
+import { families } from '../../operations/index.ts';
 import { baseUrl, type Config, outboundRefusal } from '../config/config.ts';
 import type { DataDirLock } from '../data-dir.ts';
 import { PrometheusMetrics } from '../metrics.ts';
@@ -35,6 +28,8 @@ export interface SharedParts {
   keyring: Keyring;
   lock?: DataDirLock;
   outbound: HttpClient;
+  /** What the operation families bring: operations, webhook signatures, destination types, subscribers. */
+  families: FamilyParts;
   compile: CompileOptions;
   queue: RunQueue;
   schedules: FlowSchedules;
@@ -54,14 +49,15 @@ export interface SharedParts {
 export async function assembleShared(
   config: Config,
   redis: RedisTarget,
-  options: { operations?: OperationDefinition<unknown>[]; logger: Logger; tracer: Tracer },
+  options: { families?: OperationFamily[]; logger: Logger; tracer: Tracer },
 ): Promise<SharedParts> {
   const { logger, tracer } = options;
   let url = baseUrl(config);
   const outbound = new HttpClient({ refusedAddress: outboundRefusal(config), tracer });
   const { store, workerStore, keyring, lock } = await openConfiguredStore(config);
+  const parts = familyParts(options.families ?? families);
   const compile: CompileOptions = {
-    registry: new OperationRegistry(options.operations ?? allOperations, webhookSignatures),
+    registry: new OperationRegistry(parts.operations, parts.webhookSignatures),
     sandbox: new ExpressionSandbox({
       timeoutMs: config.expressionTimeoutMs,
       memoryMb: config.expressionMemoryMb,
@@ -105,6 +101,7 @@ export async function assembleShared(
     keyring,
     lock,
     outbound,
+    families: parts,
     compile,
     queue,
     schedules,

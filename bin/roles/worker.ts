@@ -1,16 +1,9 @@
 import { RUN_PAGES_PATH, RunPageLinks } from '../../api/auth/index.ts';
 import { AlertWatcher } from '../../engine/alerts/index.ts';
 import { ActionRunner } from '../../engine/plugins/index.ts';
-import {
-  ENQUEUE_TIMEOUT_MS,
-  QueueReconciler,
-  QueueRecovery,
-  ReplayRunner,
-  RunWorker,
-  runJob,
-  TickWorker,
-  ioredisOf,
-} from '../../engine/queue/index.ts';
+import { ENQUEUE_TIMEOUT_MS, ioredisOf } from '../../engine/redis/index.ts';
+import { QueueReconciler, QueueRecovery, ReplayRunner } from '../../engine/background/index.ts';
+import { RunWorker, runJob, TickWorker } from '../../engine/queue/index.ts';
 import { CompiledFlowCache, Executor } from '../../engine/runtime/index.ts';
 import { schedulePruning } from '../pruning.ts';
 import type { RedisTarget } from '../redis.ts';

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { newId } from '../model/index.ts';
 import type { HttpClient } from '../outbound/index.ts';
-import { SingleFlight } from '../queue/index.ts';
+import { SingleFlight } from '../redis/index.ts';
 import type { Keyring } from '../secrets/index.ts';
 import type { AlertStore, CheckedAlertRule, LeasedAlertDelivery } from '../store/index.ts';
 import { alertPayload, alertText } from './alert-message.ts';

@@ -1,13 +1,8 @@
 import { LRUCache } from 'lru-cache';
 import { newId, isLargeJson, type JsonText, type JsonTextFault } from '../model/index.ts';
 import type { JsonChecker } from './json-checker.ts';
-import {
-  acceptMessages,
-  type RunQueue,
-  type MaintenanceMode,
-  type QuotaStatus,
-  type TenantQuotas,
-} from '../queue/index.ts';
+import { acceptMessages, type RunQueue } from '../queue/index.ts';
+import type { MaintenanceMode, QuotaStatus, TenantQuotas } from '../limits/index.ts';
 import type { CompiledFlowCache } from '../runtime/index.ts';
 import { secretContext, type Keyring } from '../secrets/index.ts';
 import {

@@ -8,6 +8,7 @@ export {
   type WebhookSubscriber,
   type WebhookSubscription,
 } from './destinations.ts';
+export { defineFamily, type FamilyParts, familyParts, type OperationFamily } from './families.ts';
 export {
   type BatchHandle,
   defineOperation,

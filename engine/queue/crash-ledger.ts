@@ -1,7 +1,6 @@
 import type { Queue } from 'bullmq';
 import type { ChainableCommander } from 'ioredis';
-import type { RedisClient } from './redis-client.ts';
-import { LuaScript } from './lua-script.ts';
+import { type RedisClient, LuaScript } from '../redis/index.ts';
 
 /**
  * What the ledger knows of a run's crashes: those it is charged with (its worker was executing nothing else), and
@@ -23,7 +22,9 @@ const CRASHES_TTL_S = 24 * 3600;
  * A worker whose record still holds the run never let it go: it died (or stopped answering) while executing it.
  * Each such crash counts once: charged to the run when that worker executed nothing else, shared otherwise.
  */
-const TAKE_OVER = new LuaScript(`
+const TAKE_OVER = new LuaScript(
+  'take-over',
+  `
 for _, worker in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], ARGV[4], '+inf')) do
   local executed = ARGV[3] .. 'ran:' .. worker
   if worker ~= ARGV[2] and redis.call('SISMEMBER', executed, ARGV[1]) == 1
@@ -34,7 +35,8 @@ for _, worker in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], ARGV[4], '+inf')) d
 end
 local counts = redis.call('HMGET', KEYS[1], 'charged', 'shared')
 return { tonumber(counts[1]) or 0, tonumber(counts[2]) or 0 }
-`);
+`,
+);
 
 /**
  * Which runs each worker is executing, so that a run taken over from a worker that died is charged with the crash

@@ -1,7 +1,7 @@
 import type { Queue } from 'bullmq';
 import { NotFoundError } from '../model/index.ts';
 import { HEARTBEAT_TTL_MS, heartbeatKey } from './heartbeats.ts';
-import { ioredisOf } from './redis-client.ts';
+import { ioredisOf } from '../redis/index.ts';
 import type { RunQueue } from './run-queue.ts';
 
 /** The job states an operator sees counted. */

@@ -1,8 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { Queue } from 'bullmq';
-import type { RedisClient } from './redis-client.ts';
+import { type RedisClient, LuaScript } from '../redis/index.ts';
 import { HEARTBEAT_TTL_MS } from './heartbeats.ts';
-import { LuaScript } from './lua-script.ts';
 
 /** What a run's job carries: its run and the flow version it is pinned to. */
 export interface LaneRun {
@@ -31,7 +30,7 @@ const MOST_PER_CALL = 500;
 /** A hand-off not confirmed within this long (its dispatcher died) is handed out again. */
 const TRANSIT_TIMEOUT_MS = 10_000;
 
-const SCRIPT = new LuaScript(readFileSync(new URL('./fair-dispatch.lua', import.meta.url), 'utf8'));
+const SCRIPT = new LuaScript('fair-dispatch', readFileSync(new URL('./fair-dispatch.lua', import.meta.url), 'utf8'));
 
 type Operation = 'push' | 'release' | 'acquire' | 'lease' | 'renew' | 'dispatch';
 

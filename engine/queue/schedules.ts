@@ -3,8 +3,8 @@ import type { Logger } from 'pino';
 import { retryable, newId } from '../model/index.ts';
 import { pages, type FlowStore, type MessageStore, type RunStore, type TenantStore } from '../store/index.ts';
 import { repeatOptions } from '../triggers/index.ts';
-import { acceptMessages, withinEnqueueTimeout, type QueueOptions, type RunQueue } from './run-queue.ts';
-import { ticksSlot } from './key-slots.ts';
+import { acceptMessages, type QueueOptions, type RunQueue } from './run-queue.ts';
+import { withinEnqueueTimeout, ticksSlot } from '../redis/index.ts';
 import type { RunLanes } from './run-lanes.ts';
 
 export const TICK_QUEUE = 'ticks';

@@ -1,5 +1,5 @@
 import { pages, type Tenant, type TenantStore } from '../store/index.ts';
-import type { TenantQuotas } from './admission.ts';
+import type { TenantQuotas } from '../limits/index.ts';
 import type { RunLanes } from './run-lanes.ts';
 
 /**

@@ -1,4 +1,5 @@
 import type { ErrorRecord } from '../model/index.ts';
+import type { HandledFailures } from '../nodes/index.ts';
 import type { TerminalRunStatus } from '../store/index.ts';
 
 /** What the queue should do with the job after one pass of the executor. */
@@ -8,3 +9,13 @@ export type PassOutcome =
   | { kind: 'wait'; delayMs: number; reason: string }
   /** The run does not exist (its tenant was deleted): nothing to do. */
   | { kind: 'gone' };
+
+/** The failures of two parts of a walk, together: the earlier part's first. */
+export const withHandled = (so: HandledFailures | undefined, more: HandledFailures | undefined) =>
+  so && more ? { first: so.first, count: so.count + more.count } : (so ?? more);
+
+/** Exponential backoff with "equal jitter": half fixed, half random, so retries of many runs spread out. */
+export function backoff(baseMs: number, attempt: number) {
+  const exponential = baseMs * 2 ** (attempt - 1);
+  return exponential / 2 + Math.random() * (exponential / 2);
+}

@@ -29,8 +29,10 @@ import {
   RunLogRecorder,
   type RunSink,
 } from '../nodes/index.ts';
-import { logFieldsOf, type SpanContext, type Tracer, type TraceSpan } from '../telemetry/index.ts';
-import type { PassOutcome } from './pass-outcome.ts';
+import { logFieldsOf, type SpanContext, type Tracer } from '../telemetry/index.ts';
+import { documentReader, type DocumentReader } from './document-reader.ts';
+import { nodeSpan } from './node-span.ts';
+import { backoff, type PassOutcome, withHandled } from './pass-outcome.ts';
 
 export type RunPassOptions = NodeHost['options'] & {
   /** Spans of node attempts, in the run's trace (`trace`); none when the pass is not traced. */
@@ -213,21 +215,10 @@ export class RunPass implements NodeHost {
     if (!started) this.log().warn({ failureFlow }, 'the failure flow is not active: nothing started');
   }
 
-  /** `$document(space, key)`: a document's value from a data space (undefined when absent), read once per pass. */
-  private documents?: Map<string, Promise<unknown>>;
-  private readonly document = (space: unknown, key: unknown): Promise<unknown> | undefined => {
-    if (typeof space !== 'string' || (typeof key !== 'string' && typeof key !== 'number')) return undefined;
-    const id = `${space}\0${key}`;
-    this.documents ??= new Map();
-    let found = this.documents.get(id);
-    if (!found) {
-      found = this.options.store
-        .getDocument(this.state.run.tenantId, space, String(key))
-        .then((document) => document?.value);
-      this.documents.set(id, found);
-    }
-    return found;
-  };
+  /** `$document(space, key)`, read once per pass. */
+  private documentReads?: DocumentReader;
+  private readonly document: DocumentReader = (space, key) =>
+    (this.documentReads ??= documentReader(this.options.store, this.state.run.tenantId))(space, key);
 
   /** Runs one node, as a span of the run's trace when it is traced; an outcome when the graph's walk ends here. */
   private async runNode(
@@ -239,7 +230,7 @@ export class RunPass implements NodeHost {
     const waiting = checkpoint?.status === 'waiting' ? checkpoint : undefined;
     const { tracer } = this.options;
     if (!scope.trace || !tracer?.enabled) return this.attemptNode(node, scope, key, waiting);
-    const span = this.nodeSpan(tracer, scope.trace, node, key, (waiting?.attempts ?? 0) + 1);
+    const span = nodeSpan(tracer, scope.trace, this.state.run, node, key, (waiting?.attempts ?? 0) + 1);
     let outcome: GraphOutcome | undefined;
     try {
       outcome = await this.attemptNode(node, scope, key, waiting, span.context);
@@ -251,20 +242,6 @@ export class RunPass implements NodeHost {
     span.set({ 'tributary.node.outcome': ended === 'wait' ? 'waiting' : ended });
     span.end(outcome?.kind === 'failed' || outcome?.kind === 'wait' ? outcome.error.kind : undefined);
     return outcome;
-  }
-
-  private nodeSpan(tracer: Tracer, parent: SpanContext, node: CompiledNode, key: string, attempt: number): TraceSpan {
-    return tracer.start(node.operation, {
-      kind: 'internal',
-      parent,
-      attributes: {
-        'tributary.node.id': node.id,
-        'tributary.node.operation': node.operation,
-        'tributary.node.attempt': attempt,
-        'tributary.step.key': key === node.id ? undefined : key,
-        'tributary.run.id': this.state.run.id,
-      },
-    });
   }
 
   /**
@@ -419,14 +396,4 @@ export class RunPass implements NodeHost {
       ...(this.trace && logFieldsOf(this.trace)),
     }));
   }
-}
-
-/** The failures of two parts of a walk, together: the earlier part's first. */
-const withHandled = (so: HandledFailures | undefined, more: HandledFailures | undefined) =>
-  so && more ? { first: so.first, count: so.count + more.count } : (so ?? more);
-
-/** Exponential backoff with "equal jitter": half fixed, half random, so retries of many runs spread out. */
-function backoff(baseMs: number, attempt: number) {
-  const exponential = baseMs * 2 ** (attempt - 1);
-  return exponential / 2 + Math.random() * (exponential / 2);
 }

@@ -1,3 +1,5 @@
+import { defineFamily } from '../../engine/plugins/index.ts';
 import { dataSpacePut } from './put.ts';
 
-export const dataSpaceOperations = [dataSpacePut];
+/** Data spaces written from a flow (`$document` reads them). */
+export const dataSpaceFamily = defineFamily({ name: 'dataspace', operations: [dataSpacePut] });

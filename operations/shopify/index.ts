@@ -1,8 +1,14 @@
+import { defineFamily } from '../../engine/plugins/index.ts';
+import { shopifyDestinationType } from './destination-type.ts';
 import { ordersImportList } from './orders-import-list.ts';
 import { refundExport } from './refund-export.ts';
 import { refundSyncToErp } from './refund-sync-to-erp.ts';
 import { shopifyWebhookSignature, shopifyWebhooks } from './webhooks.ts';
 
-export const shopifyOperations = [refundSyncToErp, ordersImportList, refundExport];
-export { shopifyDestinationType } from './destination-type.ts';
-export { shopifyWebhookSignature, shopifyWebhooks };
+/** Shopify: orders imported, refunds sent to an ERP, its webhooks verified and subscribed, its destinations. */
+export const shopifyFamily = defineFamily({
+  name: 'shopify',
+  operations: [refundSyncToErp, ordersImportList, refundExport],
+  webhookSignature: shopifyWebhookSignature,
+  destination: { type: shopifyDestinationType, subscriber: shopifyWebhooks },
+});

@@ -17,7 +17,7 @@ import path from 'node:path';
 import { storeAdmin } from '../../bin/admin.ts';
 import { loadConfig } from '../../bin/config/config.ts';
 import { openStore } from '../../bin/platform.ts';
-import { runsSlot } from '../../engine/queue/key-slots.ts';
+import { runsSlot } from '../../engine/redis/key-slots.ts';
 import { Keyring } from '../../engine/secrets/keyring.ts';
 import type { Store } from '../../engine/store/index.ts';
 import { ApiClient, dropIsolation, getToken, POSTGRES_URL } from '../support/harness.ts';

@@ -5,13 +5,13 @@
 import { pino } from 'pino';
 import { loadConfig } from '../../bin/config/config.ts';
 import { Platform } from '../../bin/platform.ts';
-import { allOperations } from '../../operations/index.ts';
+import { withExtra } from './harness.ts';
 import { crash } from './crash-operation.ts';
 
 const config = loadConfig();
 await Platform.start(
   config,
   { api: false, worker: true },
-  { logger: pino({ level: 'warn' }), operations: [...allOperations, crash] },
+  { logger: pino({ level: 'warn' }), families: withExtra([crash]) },
 );
 console.error(`worker consuming ${config.redisUrl}`);

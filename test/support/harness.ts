@@ -12,8 +12,9 @@ import { loadConfig, type Config } from '../../bin/config/config.ts';
 import { Platform, type Roles } from '../../bin/platform.ts';
 import type { TracingEnv } from '../../bin/tracing.ts';
 import { Keyring } from '../../engine/secrets/keyring.ts';
+import { defineFamily, type OperationFamily } from '../../engine/plugins/families.ts';
 import type { OperationDefinition } from '../../engine/plugins/operations.ts';
-import { allOperations } from '../../operations/index.ts';
+import { families } from '../../operations/index.ts';
 import { OpenApiContract } from './openapi-contract.ts';
 
 export const POSTGRES_URL = process.env.TEST_DATABASE_URL ?? 'postgres://root@127.0.0.1:5432/test';
@@ -77,11 +78,20 @@ export interface TestPlatform {
   close(): Promise<void>;
 }
 
+/** The build's families, with `extra` operations as a family of their own and `extra` families. */
+export function withExtra(extra: Array<OperationDefinition<unknown> | OperationFamily>): OperationFamily[] {
+  const isFamily = (item: OperationDefinition<unknown> | OperationFamily): item is OperationFamily =>
+    'operations' in item && Array.isArray(item.operations);
+  const operations = extra.filter((item) => !isFamily(item)) as OperationDefinition<unknown>[];
+  return [...families, ...extra.filter(isFamily), defineFamily({ name: 'test', operations })];
+}
+
 export async function startTestPlatform(
   kind: StoreKind,
   roles: Roles = { api: true, worker: true },
   overrides: Partial<Config> = {},
-  extraOperations: OperationDefinition<unknown>[] = [],
+  /** Operations (in a family of their own) and families beside those operations/index.ts lists. */
+  extra: Array<OperationDefinition<unknown> | OperationFamily> = [],
   /** The OTEL_* variables the platform reads (none: no tracing). */
   tracingEnv: TracingEnv = {},
 ): Promise<TestPlatform> {
@@ -89,7 +99,7 @@ export async function startTestPlatform(
   const { logger, lines } = capturingLogger();
   const platform = await Platform.start(config, roles, {
     logger,
-    operations: [...allOperations, ...extraOperations],
+    families: withExtra(extra),
     tracingEnv,
   });
   const admin = storeAdmin(platform.store);

@@ -1,6 +1,7 @@
 import type { PageRequest, TenantAction, ActionStore } from '../../port.ts';
 import type { SqlDriver } from '../driver.ts';
-import { json, decodeCursor, page, toTenantAction, isUniqueViolation } from './rows.ts';
+import { json, decodeCursor, page, isUniqueViolation } from './rows.ts';
+import { toTenantAction } from './row-mappers.ts';
 
 /** Tenants' low-code actions, versioned. */
 export class SqlActions implements ActionStore {

@@ -1,18 +1,7 @@
 import type { BatchStatus, NewBatch, NewBatchTask, PageRequest, RunStatus, BatchStore } from '../../port.ts';
 import type { SqlDriver } from '../driver.ts';
-import {
-  UUID,
-  isUuid,
-  decodeCursor,
-  page,
-  toRun,
-  supersedeEarlierRuns,
-  FAILED_INSIDE,
-  toBatch,
-  toBatchTask,
-  toIncrementalField,
-  BATCH_WITH_COUNTS,
-} from './rows.ts';
+import { UUID, isUuid, decodeCursor, page, supersedeEarlierRuns, FAILED_INSIDE, BATCH_WITH_COUNTS } from './rows.ts';
+import { toRun, toBatch, toBatchTask, toIncrementalField } from './row-mappers.ts';
 
 /**
  * The parts of a statement (CTEs, ending with `retried`: the new runs) that try failed tasks of a batch again: for

@@ -1,6 +1,7 @@
 import type { Client, SigningKey, CredentialStore } from '../../port.ts';
 import type { SqlDriver } from '../driver.ts';
-import { type Row, iso, json, toClient } from './rows.ts';
+import { type Row, iso, json } from './rows.ts';
+import { toClient } from './row-mappers.ts';
 
 /** API clients and the embedded issuer's signing keys. */
 export class SqlCredentials implements CredentialStore {

@@ -1,6 +1,7 @@
 import type { PageRequest, DataSpaceStore } from '../../port.ts';
 import type { SqlDriver } from '../driver.ts';
-import { decodeCursor, page, toDataSpace, toDataDocument, DATA_SPACES } from './rows.ts';
+import { decodeCursor, page, DATA_SPACES } from './rows.ts';
+import { toDataSpace, toDataDocument } from './row-mappers.ts';
 
 /** Data spaces and their documents. */
 export class SqlDataSpaces implements DataSpaceStore {

@@ -1,7 +1,8 @@
 import type { SealedValue } from '../../../secrets/index.ts';
 import type { PageRequest, NewDestination, DestinationStore } from '../../port.ts';
 import type { SqlDriver } from '../driver.ts';
-import { json, decodeCursor, page, toDestination } from './rows.ts';
+import { json, decodeCursor, page } from './rows.ts';
+import { toDestination } from './row-mappers.ts';
 
 /** Destinations: settings in the clear, credentials sealed. */
 export class SqlDestinations implements DestinationStore {

@@ -1,7 +1,8 @@
 import { ConflictError, NotFoundError, type FlowDocument } from '../../../model/index.ts';
 import type { PageRequest, FlowStore } from '../../port.ts';
 import type { SqlDriver } from '../driver.ts';
-import { json, UUID, isUuid, decodeCursor, page, toFlow, toVersion, isUniqueViolation } from './rows.ts';
+import { json, UUID, isUuid, decodeCursor, page, isUniqueViolation } from './rows.ts';
+import { toFlow, toVersion } from './row-mappers.ts';
 
 /** Editable flows and their published versions. */
 export class SqlFlows implements FlowStore {

@@ -1,6 +1,7 @@
 import type { PageRequest, RunLogFilter, LogStore } from '../../port.ts';
 import type { SqlDriver } from '../driver.ts';
-import { isUuid, decodeCursor, page, toRunLog, SEVERITY } from './rows.ts';
+import { isUuid, decodeCursor, page, SEVERITY } from './rows.ts';
+import { toRunLog } from './row-mappers.ts';
 
 /** What operations logged during runs. */
 export class SqlLogs implements LogStore {

@@ -22,15 +22,13 @@ import {
   page,
   andSet,
   GENERIC,
-  toMessageInfo,
-  toBlockedTopic,
   MESSAGE_INFO,
-  toRun,
   messagesOfStatus,
   replayLatestRuns,
   TERMINAL,
   UTC_TODAY,
 } from './rows.ts';
+import { toMessageInfo, toBlockedTopic, toRun } from './row-mappers.ts';
 
 /** Whether message `i` is of its flow's active version. */
 const LIVE = (i: string) => `exists (select 1 from flows f where f.tenant_id = ${i}.tenant_id and f.id = ${i}.flow_id

@@ -2,18 +2,8 @@ import { ConflictError, MAX_RUNNING_REPLAYS, REPLAY_COUNT_LIMIT, type Replay } f
 import type { NewReplay, ReplayStore, StoredReplayFilter } from '../../port/replays.ts';
 import type { PageRequest } from '../../port/common.ts';
 import type { SqlDriver } from '../driver.ts';
-import {
-  GENERIC,
-  type Row,
-  UUID,
-  decodeCursor,
-  iso,
-  isoOrNull,
-  isUuid,
-  page,
-  replayLatestRuns,
-  toRun,
-} from './rows.ts';
+import { GENERIC, type Row, UUID, decodeCursor, iso, isoOrNull, isUuid, page, replayLatestRuns } from './rows.ts';
+import { toRun } from './row-mappers.ts';
 import { retryTasks } from './batches.ts';
 
 /** The smallest time-ordered id of a time (SQL), as idAt (a time before 1970 as 1970): ids bound an index range. */

@@ -1,9 +1,10 @@
 import { idAt } from '../../../model/index.ts';
 import type { PruneReport, RetentionPolicy, RetentionStore } from '../../port/retention.ts';
 import { setTimeout } from 'node:timers/promises';
-import type { SqlDriver, SqlExecutor } from '../driver.ts';
+import type { SqlDriver } from '../driver.ts';
 import { PARTITION_SPAN_MS } from '../migrations/20-retention.ts';
 import { DELIVERY_RECOGNITION_DAYS } from './rows.ts';
+import { KEPT_LONGER, moveAllOutliving, type Mover, PINNED } from './outliving.ts';
 
 const DAY_MS = 86_400_000;
 /** History is partitioned by weeks of ids (PARTITION_SPAN_MS, migration 20), each starting at a multiple of it. */
@@ -12,14 +13,9 @@ const SPAN_MS = PARTITION_SPAN_MS;
 export const PARTITIONS_AHEAD_MS = 7 * DAY_MS;
 /** Partitioned by the week of their id, then by keep_days (migration 20). */
 const HISTORY = ['messages', 'runs', 'steps'] as const;
-/** keep_days of rows kept past their partition (and of rows written before partitioning): deleted row by row. */
-const PINNED = 0;
 const UNFINISHED = "('queued', 'running', 'waiting', 'held')";
-const KEPT_LONGER = "('failed', 'handled')";
 /** Row-by-row deletes go in statements of this many rows, for at most this long a sweep. */
 const ROW_BATCH = 2_000;
-/** Runs moved out of a leaf a statement at a time (with their steps and messages): about 100 ms of work. */
-export const MOVE_BATCH = 500;
 /** The pause after dropping a detached leaf, in multiples of the time the drop took. */
 const DROP_PACE = 3;
 /** A drop that took this long stalled other commits: the next waits DROP_GAP_MS at least. */
@@ -116,14 +112,14 @@ export class SqlRetention implements RetentionStore {
     );
     // Moved ahead at half pace, so that intake does not wait on one long statement; what comes to need keeping
     // meanwhile is moved as the leaf goes.
-    let kept = await this.moveAllOutliving(this.db, leaf.week, keeps, movers, true);
+    let kept = await moveAllOutliving(this.db, leaf.week, keeps, movers, true);
     return this.db.transaction(
       async (tx) => {
         // Every worker sweeps: one at a time drops, the others find the leaf gone or leave it to the next sweep.
         const [{ mine }] = await tx.query<{ mine: boolean }>('select pg_try_advisory_xact_lock(7263542) as mine');
         if (!mine) throw new LeafInUse();
         await tx.exec(DDL);
-        kept += await this.moveAllOutliving(tx, leaf.week, keeps, movers, false);
+        kept += await moveAllOutliving(tx, leaf.week, keeps, movers, false);
         // A running run writes steps: its week waits for the next sweep (the moves of this transaction are undone).
         const running = await tx.query(
           "select 1 from runs where id >= $1 and id < $2 and keep_days = any($3::smallint[]) and status = 'running' limit 1",
@@ -140,76 +136,6 @@ export class SqlRetention implements RetentionStore {
       },
       { closeAfter: true },
     );
-  }
-
-  /**
-   * Moves a batch of the runs of a week's leaves of `keeps` that must outlive them to the leaves they belong in now,
-   * with their steps and messages: unfinished runs to the pinned leaf, failed and handled runs of `movers` to
-   * their retention's leaf; and pins the messages run again in a later week. Each kind is found by its partial
-   * index, not by reading the leaf, and each run by its key (a batch's estimate stays small).
-   */
-  private async moveOutliving(db: SqlExecutor, week: number, keeps: number[], movers: Mover[]) {
-    const [moved] = await db.query<{ runs: number; kept: number }>(
-      `with outliving as (
-         select r.tenant_id, r.id, ${PINNED} as keep_days from runs r
-          where r.id >= $1 and r.id < $2 and r.keep_days = any($3::smallint[]) and r.status in ('queued', 'waiting')
-         union all
-         select r.tenant_id, r.id, ${PINNED} from runs r
-          where r.id >= $1 and r.id < $2 and r.keep_days = any($3::smallint[]) and r.status = 'held'
-         union all
-         select r.tenant_id, r.id, k.failed from unnest($4::text[], $5::smallint[]) k (tenant_id, failed)
-           cross join lateral (
-             select r.tenant_id, r.id from runs r
-              where r.tenant_id = k.tenant_id and r.status in ${KEPT_LONGER} and r.id >= $1 and r.id < $2
-                and r.keep_days = any($3::smallint[]) and r.keep_days <> k.failed) r
-         limit ${MOVE_BATCH}
-       ), moved as (
-         update runs r set keep_days = o.keep_days from outliving o
-          where r.tenant_id = o.tenant_id and r.id = o.id and r.id >= $1 and r.id < $2
-            and r.keep_days = any($3::smallint[])
-         returning r.tenant_id, r.id, r.message_id, r.keep_days
-       ), moved_steps as (
-         update steps s set keep_days = m.keep_days from moved m
-          where s.tenant_id = m.tenant_id and s.run_id = m.id and s.run_id >= $1 and s.run_id < $2
-            and s.keep_days = any($3::smallint[])
-         returning 1
-       ), message_keeps as (
-         select tenant_id, message_id, keep_days from moved
-         union all
-         -- Messages run again in a later week (a replay, a retry) stay while those runs do.
-         select tenant_id, message_id, ${PINNED} from runs l
-          where id_ms(l.id) / ${SPAN_MS} <> id_ms(l.message_id) / ${SPAN_MS} and l.message_id >= $1 and l.message_id < $2
-       ), moved_messages as (
-         update messages x set keep_days = mk.keep_days
-           from (select tenant_id, message_id, min(keep_days) as keep_days from message_keeps group by 1, 2) mk
-          where x.tenant_id = mk.tenant_id and x.id = mk.message_id and x.id >= $1 and x.id < $2
-            and x.keep_days = any($3::smallint[])
-         returning 1
-       )
-       select (select count(*) from moved) as runs,
-              (select count(*) from moved) + (select count(*) from moved_steps) + (select count(*) from moved_messages)
-                as kept`,
-      [
-        idAt(week),
-        idAt(week + SPAN_MS),
-        keeps,
-        movers.map((mover) => mover.tenantId),
-        movers.map((mover) => mover.failed),
-      ],
-    );
-    return { runs: Number(moved.runs), kept: Number(moved.kept) };
-  }
-
-  /** Moves batches until one comes short, each followed by as long a pause when `paced`; the rows moved. */
-  private async moveAllOutliving(db: SqlExecutor, week: number, keeps: number[], movers: Mover[], paced: boolean) {
-    let kept = 0;
-    for (;;) {
-      const started = performance.now();
-      const batch = await this.moveOutliving(db, week, keeps, movers);
-      kept += batch.kept;
-      if (batch.runs < MOVE_BATCH) return kept;
-      if (paced) await setTimeout(performance.now() - started);
-    }
   }
 
   /**
@@ -386,12 +312,6 @@ export class SqlRetention implements RetentionStore {
   private async ddl(statement: string) {
     await this.db.transaction(async (tx) => tx.exec(`${DDL} ${statement}`), { closeAfter: true });
   }
-}
-
-/** A tenant and the days its failed and handled runs are kept. */
-interface Mover {
-  tenantId: string;
-  failed: number;
 }
 
 /** A leaf that cannot go yet: it holds a running run, or another sweep is dropping one. */

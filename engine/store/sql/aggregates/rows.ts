@@ -1,35 +1,16 @@
 import type { QueryOptions } from '../driver.ts';
 import { ID_HOUR } from '../migrations/19-rollups.ts';
-// Row mappers, paging and SQL fragments the aggregates share.
-import { JsonText, terminalRunStatuses, unfinishedRunStatuses, ValidationError } from '../../../model/index.ts';
+// Paging, cursors and SQL fragments the aggregates share; the row mappers are in row-mappers.ts.
+import { terminalRunStatuses, unfinishedRunStatuses, ValidationError } from '../../../model/index.ts';
 import type {
-  BlockedTopic,
-  MessageInfo,
   MessageStatus,
   RunStatus,
-  Batch,
-  BatchTask,
-  Client,
-  Destination,
-  IncrementalField,
-  Flow,
-  FlowVersion,
-  Message,
   Page,
   PageRequest,
-  Run,
   RunOutcome,
   RunReads,
-  SecretInfo,
   Step,
-  Tenant,
-  Variable,
-  TenantAction,
   RunLogAppend,
-  RunLog,
-  DataDocument,
-  DataSpace,
-  UserSettings,
 } from '../../port.ts';
 
 export interface ProgressSave {
@@ -152,140 +133,11 @@ export function page<T>(
   return { nodes: visible.map(map), pageInfo: { hasNextPage, endCursor: last ? encodeCursor(cursorOf(last)) : null } };
 }
 
-export const toTenant = (r: Row): Tenant => ({
-  id: r.id,
-  name: r.name,
-  status: r.status,
-  suspendedReason: r.suspended_reason ?? null,
-  suspendedAt: isoOrNull(r.suspended_at),
-  limits: r.limits ?? {},
-  createdAt: iso(r.created_at),
-});
-export const toClient = (r: Row): Client => ({
-  clientId: r.client_id,
-  tenantId: r.tenant_id,
-  secretHash: r.secret_hash,
-  scopes: r.scopes,
-  operator: r.operator,
-  createdAt: iso(r.created_at),
-});
-export const toFlow = (r: Row): Flow => ({
-  tenantId: r.tenant_id,
-  id: r.id,
-  key: r.key,
-  name: r.name,
-  draft: r.draft,
-  revision: r.revision,
-  activeVersion: r.active_version,
-  latestVersion: r.latest_version,
-  active: r.active,
-  createdAt: iso(r.created_at),
-  updatedAt: iso(r.updated_at),
-});
-export const toVersion = (r: Row): FlowVersion => ({
-  tenantId: r.tenant_id,
-  flowId: r.flow_id,
-  version: r.version,
-  document: r.document,
-  publishedAt: iso(r.published_at),
-});
-export const toVariable = (r: Row): Variable => ({
-  name: r.name,
-  value: r.value,
-  createdAt: iso(r.created_at),
-  updatedAt: iso(r.updated_at),
-});
-export const toSecretInfo = (r: Row): SecretInfo => ({
-  name: r.name,
-  keyId: r.key_id,
-  fingerprint: r.fingerprint,
-  createdAt: iso(r.created_at),
-  updatedAt: iso(r.updated_at),
-});
-export const toDestination = (r: Row): Destination => ({
-  name: r.name,
-  type: r.type,
-  settings: r.settings,
-  credentialsSet: r.credentials_set,
-  createdAt: iso(r.created_at),
-  updatedAt: iso(r.updated_at),
-});
-export const toMessage = (r: Row): Message => ({
-  tenantId: r.tenant_id,
-  id: r.id,
-  flowId: r.flow_id,
-  flowVersion: r.flow_version,
-  deliveryId: r.delivery_id,
-  topic: r.topic ?? null,
-  body: r.body,
-  headers: r.headers,
-  query: r.query,
-  receivedAt: iso(r.received_at),
-});
-export const toMessageInfo = (r: Row): MessageInfo => ({
-  id: r.id,
-  flowId: r.flow_id,
-  flowVersion: r.flow_version,
-  deliveryId: r.delivery_id,
-  topic: r.topic,
-  status: r.status,
-  duplicateOf: r.duplicate_of,
-  headers: r.headers,
-  query: r.query,
-  // As text, so that the API shows its numbers as they came (stringifyJson).
-  body: r.body === null || r.body === 'null' ? null : new JsonText(r.body),
-  bodyBytes: Number(r.body_bytes),
-  bodyTruncated: r.body_truncated,
-  receivedAt: iso(r.received_at),
-  runId: r.run_id ?? null,
-});
-export const toDataSpace = (r: Row): DataSpace => ({
-  name: r.name,
-  description: r.description ?? null,
-  documents: Number(r.documents ?? 0),
-  createdAt: iso(r.created_at),
-});
-export const toDataDocument = (r: Row): DataDocument => ({
-  key: r.key,
-  value: r.value,
-  createdAt: iso(r.created_at),
-  updatedAt: iso(r.updated_at),
-});
 export const DATA_SPACES = `select s.*, (select count(*) from data_documents d where d.tenant_id = s.tenant_id
   and d.space = s.name) as documents from data_spaces s`;
-export const toRunLog = (r: Row): RunLog => ({
-  id: String(r.seq),
-  flowId: r.flow_id,
-  runId: r.run_id,
-  nodeId: r.node_id,
-  level: r.level,
-  message: r.message,
-  data: r.data ?? null,
-  loggedAt: iso(r.logged_at),
-});
 /** pino's numbers for the levels kept, so "warn and above" is a comparison. */
 export const SEVERITY = (level: string) =>
   `(case ${level} when 'info' then 30 when 'warn' then 40 when 'error' then 50 when 'fatal' then 60 end)`;
-export const toTenantAction = (r: Row): TenantAction => ({
-  name: r.name,
-  version: r.version,
-  description: r.description ?? null,
-  expression: r.expression,
-  inputSchema: r.input_schema,
-  outputSchema: r.output_schema,
-  createdAt: iso(r.created_at),
-});
-export const toUserSettings = (r: Row): UserSettings => ({
-  subject: r.subject,
-  settings: r.settings,
-  updatedAt: iso(r.updated_at),
-});
-export const toBlockedTopic = (r: Row): BlockedTopic => ({
-  topic: r.topic,
-  reason: r.reason,
-  blockedAt: iso(r.blocked_at),
-  held: Number(r.held ?? 0),
-});
 /** The statuses of a message's latest run that give it each status (MESSAGE_STATUS), but a repeated delivery's. */
 const RUN_STATUSES_OF: Record<Exclude<MessageStatus, 'duplicate'>, readonly RunStatus[]> = {
   accepted: ['queued'],
@@ -321,65 +173,6 @@ export const messagesOfStatus = (status: Exclude<MessageStatus, 'duplicate'>) =>
   select ${messageColumns('r.message_id')}
     from runs r cross join lateral (${LOOKUP('messages', 'r.tenant_id', 'r.message_id')}) m
    where r.tenant_id = $1 and r.status in ${sqlList(RUN_STATUSES_OF[status])} and not r.superseded) info`;
-export const toRun = (r: Row): Run => ({
-  tenantId: r.tenant_id,
-  id: r.id,
-  flowId: r.flow_id,
-  flowVersion: r.flow_version,
-  messageId: r.message_id,
-  status: r.status,
-  heldBy: r.held_by ?? null,
-  attempts: r.attempts,
-  error: r.error,
-  createdAt: iso(r.created_at),
-  startedAt: isoOrNull(r.started_at),
-  finishedAt: isoOrNull(r.finished_at),
-  batchId: r.batch_id ?? null,
-  parentRunId: r.parent_run_id ?? null,
-  callDepth: r.call_depth ?? 0,
-  replayOf: r.replay_of ?? null,
-});
-export const toBatch = (r: Row): Batch => {
-  const total = Number(r.total ?? 0);
-  const unfinished = Number(r.unfinished ?? 0);
-  return {
-    tenantId: r.tenant_id,
-    id: r.id,
-    flowId: r.flow_id,
-    flowVersion: r.flow_version,
-    runId: r.run_id,
-    nodeId: r.node_id,
-    status: r.settled_status ?? r.status,
-    windowFrom: isoOrNull(r.window_from),
-    windowTo: isoOrNull(r.window_to),
-    counts: {
-      total,
-      unfinished,
-      succeeded: Number(r.succeeded ?? 0),
-      failed: Number(r.failed ?? 0),
-      skipped: Number(r.skipped ?? 0),
-      progress: total === 0 ? 100 : Math.round(((total - unfinished) / total) * 1000) / 10,
-    },
-    startedAt: iso(r.created_at),
-    finishedAt: isoOrNull(r.settled_status ? r.last_finished_at : r.finished_at),
-  };
-};
-export const toBatchTask = (r: Row): BatchTask => ({
-  batchId: r.batch_id,
-  key: r.key,
-  runId: r.run_id,
-  status: r.status,
-  error: r.error,
-  retries: r.retries,
-});
-export const toIncrementalField = (r: Row): IncrementalField => ({
-  flowId: r.flow_id,
-  field: r.field,
-  value: isoOrNull(r.value),
-  movedAt: isoOrNull(r.moved_at),
-  overlapMs: r.overlap_ms,
-  updatedAt: iso(r.updated_at),
-});
 /** A batch with the counts of its tasks' latest runs. */
 /**
  * A batch with its task counts. A batch running again after its tasks were retried (the run that made it
@@ -446,17 +239,5 @@ export const RUN_CONTEXT = `(select coalesce(jsonb_object_agg(v.name, v.value), 
            full join (select name, value from platform_tenant_globals where tenant_id = w.tenant_id and (w.all_platform
              or name = any(w.platform))) t
              on t.name = p.name) resolved) else '{}'::jsonb end as platform`;
-
-export const toStep = (r: Row): Step => ({
-  runId: r.run_id,
-  key: r.key,
-  nodeId: r.node_id,
-  status: r.status,
-  attempts: r.attempts,
-  output: r.output,
-  error: r.error,
-  startedAt: iso(r.started_at),
-  finishedAt: isoOrNull(r.finished_at),
-});
 
 export const isUniqueViolation = (error: unknown) => (error as { code?: string })?.code === '23505';

@@ -26,16 +26,14 @@ import {
   page,
   andSet,
   GENERIC,
-  toMessage,
   SEVERITY,
-  toRun,
   readsRow,
   LOOKUP,
   RUN_KEYS,
   READS_COLUMNS,
   RUN_CONTEXT,
-  toStep,
 } from './rows.ts';
+import { toMessage, toRun, toStep } from './row-mappers.ts';
 
 /** Runs as workers begin, checkpoint and finish them. */
 export class SqlRuns implements RunStore {

@@ -2,7 +2,8 @@ import { ConflictError } from '../../../model/index.ts';
 import type { PageRequest, StateLimit, Tenant, TenantLimits, UserSettings, TenantStore } from '../../port.ts';
 import type { SqlDriver } from '../driver.ts';
 import { PARTITIONS_AHEAD_MS, SqlRetention } from './retention.ts';
-import { json, decodeCursor, page, toTenant, toUserSettings, isUniqueViolation } from './rows.ts';
+import { json, decodeCursor, page, isUniqueViolation } from './rows.ts';
+import { toTenant, toUserSettings } from './row-mappers.ts';
 
 /** Tenants, and the settings of their users. */
 export class SqlTenants implements TenantStore {

@@ -1,7 +1,8 @@
 import type { SealedValue } from '../../../secrets/index.ts';
 import type { PageRequest, PlatformScope, ValueStore } from '../../port.ts';
 import type { SqlDriver } from '../driver.ts';
-import { type Row, json, decodeCursor, page, toVariable, toSecretInfo } from './rows.ts';
+import { type Row, json, decodeCursor, page } from './rows.ts';
+import { toVariable, toSecretInfo } from './row-mappers.ts';
 
 /** Variables, sealed secrets, and the platform's values with their tenant overrides. */
 export class SqlValues implements ValueStore {

@@ -1,8 +1,8 @@
 import type { Logger } from 'pino';
 import { MAX_REPLAY_RATE, newId } from '../model/index.ts';
 import type { ReplayStore } from '../store/index.ts';
-import { runJob, type RunQueue } from './run-queue.ts';
-import { SingleFlight } from './single-flight.ts';
+import { runJob, type RunQueue } from '../queue/index.ts';
+import { SingleFlight } from '../redis/index.ts';
 
 /** How often a worker looks for due replays; each is due once a second at most (its rate is per second). */
 const LOOK_EVERY_MS = 1000;

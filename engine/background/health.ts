@@ -1,9 +1,8 @@
 import type { Queue } from 'bullmq';
 import type { Cluster } from 'ioredis';
 import { lastRecovery, type RecoveryReport } from './recovery.ts';
-import type { RunJobData } from './run-queue.ts';
-import { heartbeatKey, HEARTBEAT_TTL_MS } from './heartbeats.ts';
-import { ioredisOf } from './redis-client.ts';
+import { type RunJobData, heartbeatKey, HEARTBEAT_TTL_MS } from '../queue/index.ts';
+import { ioredisOf } from '../redis/index.ts';
 
 export interface QueueReport {
   redis: 'ok' | string;

@@ -1,7 +1,6 @@
-import type { RedisClient } from './redis-client.ts';
+import { type RedisClient, runsSlot, ticksSlot } from '../redis/index.ts';
 import type { Logger } from 'pino';
 import { newId } from '../model/index.ts';
-import { runsSlot, ticksSlot } from './key-slots.ts';
 import type { QueueReconciler } from './reconciler.ts';
 
 /** What readiness shows of the last recovery: while it runs, and for a day after. */

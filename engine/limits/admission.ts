@@ -1,8 +1,5 @@
-import type { RedisClient } from './redis-client.ts';
-import { runsSlot } from './key-slots.ts';
-import { LuaScript } from './lua-script.ts';
+import { type RedisClient, runsSlot, LuaScript, withinEnqueueTimeout } from '../redis/index.ts';
 import { REFILL_LUA } from './rate-limiter.ts';
-import { withinEnqueueTimeout } from './run-queue.ts';
 
 /** A tenant's intake quota: deliveries per second with a burst, and a cap on runs waiting to start. */
 export interface DeliveryQuota {
@@ -30,7 +27,9 @@ const QUEUED_RETRY_SECONDS = 10;
  * Returns {1 or 0, tokens left (admitted or looking) or ms to wait (0: over the queued cap), queued
  * runs, per second, burst, queued cap}.
  */
-const ADMIT = new LuaScript(`${REFILL_LUA}
+const ADMIT = new LuaScript(
+  'admit',
+  `${REFILL_LUA}
 local now, rate, burst, cap = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local override = redis.call('HGET', KEYS[3], ARGV[1])
 if override then
@@ -53,7 +52,8 @@ if tokens < 1 then
 end
 redis.call('HSET', KEYS[1], ARGV[1], (tokens - 1) .. ':' .. now)
 return {1, tostring(tokens - 1), queued, unpack(quota)}
-`);
+`,
+);
 
 /**
  * Admission control at the flow URLs: over its quota, a tenant's delivery is refused before

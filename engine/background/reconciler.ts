@@ -3,8 +3,8 @@ import type { Logger } from 'pino';
 import type { ErrorRecord } from '../model/index.ts';
 import type { EngineMetrics } from '../telemetry/index.ts';
 import type { RunStore, UnfinishedRun, UnfinishedRunCursor } from '../store/index.ts';
-import { MAX_TAKEOVERS, runJob, type RunJobData, type RunQueue } from './run-queue.ts';
-import { SingleFlight } from './single-flight.ts';
+import { runJob, type RunJobData, type RunQueue, MAX_TAKEOVERS } from '../queue/index.ts';
+import { SingleFlight } from '../redis/index.ts';
 
 /** Job states in which the job will still run (or is running): its run is in hand. */
 const IN_HAND = new Set(['waiting', 'active', 'delayed', 'prioritized', 'waiting-children', 'paused']);

@@ -1,6 +1,5 @@
 import type { Queue } from 'bullmq';
-import { ioredisOf } from './redis-client.ts';
-import { withinEnqueueTimeout } from './run-queue.ts';
+import { ioredisOf, withinEnqueueTimeout } from '../redis/index.ts';
 
 export interface Maintenance {
   reason: string;

@@ -1,6 +1,4 @@
-import type { RedisClient } from './redis-client.ts';
-import { LuaScript } from './lua-script.ts';
-import { withinEnqueueTimeout } from './run-queue.ts';
+import { type RedisClient, LuaScript, withinEnqueueTimeout } from '../redis/index.ts';
 
 /** A sustained rate and how much of it may be spent at once. */
 export interface Rate {
@@ -28,14 +26,17 @@ end
  * id, an address) cost Redis nothing after a quiet while. ARGV: now (ms), per second, burst, cost (a
  * negative cost gives tokens back). Returns {1, tokens left} or {0, ms until the cost is there}.
  */
-const TAKE = new LuaScript(`${REFILL_LUA}
+const TAKE = new LuaScript(
+  'rate-limit',
+  `${REFILL_LUA}
 local now, rate, burst, cost = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local tokens = refilled(redis.call('GET', KEYS[1]), now, rate, burst)
 if tokens < cost then return {0, tostring(math.ceil((cost - tokens) * 1000 / rate))} end
 tokens = math.min(burst, tokens - cost)
 redis.call('SET', KEYS[1], tokens .. ':' .. now, 'PX', math.ceil((burst - tokens) * 1000 / rate) + 1000)
 return {1, tostring(tokens)}
-`);
+`,
+);
 
 /** Token buckets in Redis, shared by every process of the deployment. */
 export class RateLimiter {

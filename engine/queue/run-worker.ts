@@ -1,0 +1,294 @@
+import { setMaxListeners } from 'node:events';
+import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
+import type { Logger } from 'pino';
+import { newId } from '../model/index.ts';
+import type { Executor, PassOutcome } from '../runtime/index.ts';
+import type { RunStore } from '../store/index.ts';
+import type { EngineMetrics } from '../telemetry/index.ts';
+import { CrashLedger, type CrashEvidence } from './crash-ledger.ts';
+import { HEARTBEAT_INTERVAL_MS, HEARTBEAT_TTL_MS, heartbeatKey, workerSlotsKey } from './heartbeats.ts';
+import { runsSlot, ioredisOf } from '../redis/index.ts';
+import { type QueueOptions, RUN_QUEUE, type RunJobData, type RunQueue } from './run-queue.ts';
+
+/**
+ * A job whose worker died is taken over (its completed nodes are not run again); a run is charged with the crash
+ * only when that worker ran nothing else (CrashLedger), and fails when charged once more than this.
+ */
+export const MAX_CHARGED_CRASHES = 3;
+/** A run that shared this many crashes with other runs next runs alone, so that its next crash is its own. */
+const SHARED_CRASHES_BEFORE_ALONE = 2;
+/**
+ * Whatever the evidence, BullMQ fails a job whose worker was lost once more than this (the queue reconciler then
+ * ends its run): the bound for crashes the ledger could not see.
+ */
+export const MAX_TAKEOVERS = 10;
+/**
+ * How long a run that came back while its tenant holds every unreserved slot waits before it tries again, and how
+ * often: then it takes a slot whatever its tenant holds (a tenant's retries are never starved by its own backlog).
+ */
+const DEFERRED_MS = 1000;
+const MAX_DEFERRALS = 30;
+
+export interface WorkerOptions extends QueueOptions {
+  concurrency: number;
+  /** How long a job's lock lasts without renewal; a killed worker's job is taken over after it. */
+  lockDurationMs: number;
+  /** How often workers look for jobs whose lock expired. */
+  stalledIntervalMs: number;
+  logger: Logger;
+  metrics: EngineMetrics;
+}
+
+/**
+ * A worker asks for this long's worth of runs beyond its slots (at the rate it ends them), so that
+ * one finishing a run finds the next waiting; only so much, so that a tenant arriving later waits
+ * behind few others' runs: at 1,500 runs/s about 60, at 5 runs/s none.
+ */
+const PREFETCH_MS = 40;
+
+/**
+ * How often a worker dispatches without being asked: for runs queued while no worker had room,
+ * leases that expired, a queue resumed.
+ */
+const DISPATCH_INTERVAL_MS = 250;
+
+/** Takes run jobs and hands them to the executor; translates its outcome into BullMQ terms. */
+export class RunWorker {
+  readonly worker: Worker<RunJobData>;
+  private readonly shutdown = new AbortController();
+  private readonly id = newId();
+  private heartbeat?: NodeJS.Timeout;
+  private dispatchTimer?: NodeJS.Timeout;
+  /** Runs executing here: their leases are renewed with the heartbeat. */
+  private readonly executing = new Map<string, RunJobData>();
+  private readonly ledger: CrashLedger;
+  /** While a suspect of a crash runs alone here, other runs wait for it to end. */
+  private isolating?: Promise<void>;
+  /** Called when the last run executing here ends (a suspect waits for it). */
+  private whenIdle?: () => void;
+  private readonly keys: { heartbeats: string; slots: string };
+  /** Runs ended since the last heartbeat, and the runs asked for beyond the slots. */
+  private endedSinceBeat = 0;
+  private lastBeat = performance.now();
+  private prefetch: number;
+
+  constructor(
+    private readonly executor: Executor,
+    private readonly store: RunStore,
+    private readonly runs: RunQueue,
+    private readonly options: WorkerOptions,
+  ) {
+    this.worker = new Worker<RunJobData>(RUN_QUEUE, (job, token) => this.process(job, token), {
+      connection: options.connection,
+      prefix: runsSlot(options.prefix),
+      concurrency: options.concurrency,
+      lockDuration: options.lockDurationMs,
+      stalledInterval: options.stalledIntervalMs,
+      maxStalledCount: MAX_TAKEOVERS,
+      autorun: false,
+    });
+    this.keys = { heartbeats: heartbeatKey(this.worker), slots: workerSlotsKey(this.worker) };
+    this.ledger = new CrashLedger(() => ioredisOf(this.worker.client), this.worker, this.id);
+    this.prefetch = Math.ceil(options.concurrency / 4);
+    // Every node in flight that asked for an abort signal listens to the shutdown: as many as the concurrency.
+    setMaxListeners(options.concurrency + 10, this.shutdown.signal);
+    this.worker.on('failed', (job, error) => void this.onFailed(job, error));
+    this.worker.on('error', (error) => options.logger.error({ err: error }, 'worker error'));
+    this.worker.on('stalled', () => options.metrics.jobStalled(RUN_QUEUE));
+  }
+
+  async start() {
+    void this.worker.run();
+    await this.worker.waitUntilReady();
+    await this.beat();
+    this.heartbeat = setInterval(() => void this.beat(), HEARTBEAT_INTERVAL_MS).unref();
+    this.dispatchTimer = setInterval(() => void this.runs.dispatch(), DISPATCH_INTERVAL_MS).unref();
+    void this.runs.dispatch();
+  }
+
+  /**
+   * Readiness counts workers whose heartbeat is fresh, and dispatch fills their slots; a closed or
+   * stopped worker stops beating. A worker that beats but no longer receives jobs (a half-open
+   * blocking connection) shows up in readiness as the age of the oldest waiting run instead.
+   */
+  private async beat() {
+    if (!this.worker.isRunning() || this.worker.closing) return;
+    try {
+      const client = await ioredisOf(this.worker.client);
+      const { heartbeats, slots } = this.keys;
+      const now = Date.now();
+      const gone = await client.zrangebyscore(heartbeats, '-inf', now - HEARTBEAT_TTL_MS * 4);
+      const taken = this.options.concurrency + this.nextPrefetch();
+      const beat = client
+        .multi()
+        .zadd(heartbeats, now, this.id)
+        .hset(slots, { [this.id]: taken, [`${this.id}:c`]: this.options.concurrency });
+      if (gone.length > 0)
+        beat.zrem(heartbeats, ...gone).hdel(slots, ...gone.flatMap((worker) => [worker, `${worker}:c`]));
+      await this.ledger.keep(beat, now).exec();
+      await this.runs.lanes.renew([...this.executing.values()]);
+    } catch (error) {
+      this.options.logger.warn({ err: error }, 'worker heartbeat failed');
+    }
+  }
+
+  /**
+   * PREFETCH_MS worth of runs at the rate they ended since the last beat (smoothed), at most the
+   * concurrency; none when runs end slower than one per PREFETCH_MS (a run arriving then waits for
+   * the next slot to free, not behind a prefetched one).
+   */
+  private nextPrefetch(): number {
+    const elapsed = performance.now() - this.lastBeat;
+    const wanted = (this.endedSinceBeat / elapsed) * PREFETCH_MS;
+    this.lastBeat += elapsed;
+    this.endedSinceBeat = 0;
+    this.prefetch = Math.min(this.options.concurrency, Math.round((this.prefetch + wanted) / 2));
+    return this.prefetch;
+  }
+
+  private async process(job: Job<RunJobData>, token: string | undefined) {
+    const { runId } = job.data;
+    // A dispatched run holds its leases; one back from a retry's wait or a dead worker takes them again, unless its
+    // tenant already holds every slot but the reserved ones: it then waits a moment, leaving its slot to others.
+    if (job.attemptsStarted > 1) {
+      const deferrals = job.data.deferrals ?? 0;
+      const deferred = await this.runs.lanes.acquire([job.data], deferrals < MAX_DEFERRALS).catch((error) => {
+        this.options.logger.warn({ err: error, runId }, 'could not count the run against its limits');
+        return [];
+      });
+      if (deferred.length > 0) {
+        await job.updateData({ ...job.data, deferrals: deferrals + 1 });
+        await job.moveToDelayed(Date.now() + DEFERRED_MS, token);
+        throw new DelayedError();
+      }
+    }
+    const evidence = job.stalledCounter > 0 ? await this.takeOver(runId) : undefined;
+    if (evidence && evidence.charged > MAX_CHARGED_CRASHES) return this.failCrashing(job.data, evidence);
+    if (evidence && (evidence.charged > 0 || evidence.shared >= SHARED_CRASHES_BEFORE_ALONE))
+      return this.alone(runId, () => this.pass(job, token));
+    while (this.isolating) await this.isolating;
+    return this.pass(job, token);
+  }
+
+  /** The crash evidence of a run taken over from a lost worker; none when Redis cannot say (BullMQ's limit holds). */
+  private takeOver(runId: string): Promise<CrashEvidence | undefined> {
+    return this.ledger.takeOver(runId).catch((error) => {
+      this.options.logger.warn({ err: error, runId }, "could not record the crash of the run's last worker");
+      return undefined;
+    });
+  }
+
+  /**
+   * A suspect of a crash runs with nothing else in this process: taken jobs wait, none is fetched, and those
+   * executing end first. Its next crash is then its own; a pass without one clears it.
+   */
+  private async alone<T>(runId: string, pass: () => Promise<T>): Promise<T> {
+    while (this.isolating) await this.isolating;
+    let isolated!: () => void;
+    this.isolating = new Promise<void>((resolve) => (isolated = resolve));
+    this.worker.concurrency = 1;
+    try {
+      while (this.executing.size > 0) await new Promise<void>((resolve) => (this.whenIdle = resolve));
+      return await pass();
+    } finally {
+      this.ledger.forgive(runId);
+      this.worker.concurrency = this.options.concurrency;
+      this.isolating = undefined;
+      isolated();
+    }
+  }
+
+  /** A run that crashed its worker once too often while running alone fails; it is not taken up again. */
+  private async failCrashing(job: RunJobData, evidence: CrashEvidence): Promise<never> {
+    const error = {
+      kind: 'permanent' as const,
+      message:
+        `crashed the worker ${evidence.charged} times while running alone (a crash, an out-of-memory kill, or its ` +
+        'event loop blocked past WORKER_LOCK_MS); it is not tried again',
+    };
+    try {
+      await this.store.saveProgress(job.tenantId, job.runId, [], { status: 'failed', error });
+      this.options.metrics.runAttempt(job.tenantId, 'failed', 0);
+    } finally {
+      this.ledger.release(job.runId);
+      this.runs.ended(job);
+    }
+    throw new UnrecoverableError(error.message);
+  }
+
+  /** One pass of the run through the executor, in BullMQ's terms. */
+  private async pass(job: Job<RunJobData>, token: string | undefined) {
+    const { tenantId, runId } = job.data;
+    this.executing.set(runId, job.data);
+    this.ledger.hold(runId);
+    let outcome: PassOutcome;
+    let status = 'error';
+    const started = performance.now();
+    try {
+      outcome = await this.executor.execute(
+        job.data,
+        this.shutdown.signal,
+        (percent) => void job.updateProgress(percent).catch(() => {}),
+      );
+      status = outcome.kind === 'finished' ? outcome.status : outcome.kind;
+    } finally {
+      this.options.metrics.runAttempt(tenantId, status, (performance.now() - started) / 1000);
+      this.executing.delete(runId);
+      if (this.executing.size === 0) this.whenIdle?.();
+      this.ledger.release(runId);
+      this.endedSinceBeat++;
+      this.runs.ended(job.data);
+    }
+    if (outcome.kind === 'wait') {
+      // Not a failure: the job sleeps without spending a BullMQ attempt.
+      await job.moveToDelayed(Date.now() + outcome.delayMs, token);
+      throw new DelayedError();
+    }
+    if (outcome.kind === 'finished' && outcome.status === 'failed') {
+      // The run is already recorded as failed; fail the job too so the dashboard shows it, without retries.
+      throw new UnrecoverableError(outcome.error?.message ?? 'run failed');
+    }
+    return outcome.kind === 'finished' ? { status: outcome.status } : { status: 'gone' };
+  }
+
+  /**
+   * When BullMQ gives up on a job (attempts spent, or stalled too often), the run records why; a finished run stays
+   * as it is.
+   */
+  private async onFailed(job: Job<RunJobData> | undefined, error: Error) {
+    if (!job || error instanceof UnrecoverableError) return;
+    try {
+      // A failed attempt that will be retried leaves the job waiting or delayed; only a final failure leaves it failed.
+      if ((await job.getState()) !== 'failed') return;
+      const reason = {
+        kind: 'retryable' as const,
+        message: `gave up after ${job.attemptsMade} attempts: ${error.message}`,
+      };
+      await this.store.saveProgress(job.data.tenantId, job.data.runId, [], { status: 'failed', error: reason });
+    } catch (failure) {
+      this.options.logger.error({ err: failure, runId: job.data.runId }, 'could not record the failed run');
+    }
+  }
+
+  /**
+   * Stop taking jobs and let those in flight finish; after `graceMs` their operations are aborted
+   * (they record a retry). Checkpoints make a later takeover safe either way.
+   */
+  async close(graceMs = 10_000) {
+    clearInterval(this.heartbeat);
+    clearInterval(this.dispatchTimer);
+    const timer = setTimeout(() => this.shutdown.abort(new Error('worker shutting down')), graceMs);
+    try {
+      const client = await ioredisOf(this.worker.client);
+      await client
+        .multi()
+        .zrem(this.keys.heartbeats, this.id)
+        .hdel(this.keys.slots, this.id, `${this.id}:c`)
+        .exec()
+        .catch(() => {});
+      await this.worker.close();
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
