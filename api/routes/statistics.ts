@@ -1,11 +1,9 @@
-import { ValidationError, statisticsSchema } from '../../engine/model/index.ts';
+import { statisticsSchema } from '../../engine/model/index.ts';
+import { MAX_STATISTICS_RANGE_MS } from '../../engine/services/index.ts';
 import type { ApiContext } from '../context.ts';
-import { defineRoute } from '../route-kit/index.ts';
+import { defineRoute, fromBody } from '../route-kit/index.ts';
 
-const HOUR_MS = 3600_000;
-const DAY_MS = 24 * HOUR_MS;
-/** Longest range per interval: at most 744 hourly or 400 daily buckets per flow. */
-const MAX_RANGE_MS = { hour: 31 * DAY_MS, day: 400 * DAY_MS } as const;
+const DAY_MS = 86_400_000;
 
 const countsOf = { type: 'object', additionalProperties: { type: 'integer' } } as const;
 const dashboardSchema = {
@@ -82,7 +80,7 @@ const dashboardSchema = {
 } as const;
 
 /** Statistics (tag Statistic) and the tenant's summary (Dashboard), from the recorded runs and messages. */
-export function statisticsRoutes({ store, intake }: ApiContext) {
+export function statisticsRoutes({ statistics }: ApiContext) {
   return [
     defineRoute({
       method: 'get',
@@ -92,8 +90,8 @@ export function statisticsRoutes({ store, intake }: ApiContext) {
       summary: 'Runs per flow and status, with duration percentiles, and messages per topic, per hour or day',
       description:
         'Buckets are UTC. Default range: the last 24 hours. The range widens to whole buckets (the answer says ' +
-        `which): counts come from rollups kept by the hour and the day. At most ${MAX_RANGE_MS.hour / DAY_MS} ` +
-        `days by the hour, ${MAX_RANGE_MS.day / DAY_MS} by the day. Percentiles come from histograms whose buckets ` +
+        `which): counts come from rollups kept by the hour and the day. At most ${MAX_STATISTICS_RANGE_MS.hour / DAY_MS} ` +
+        `days by the hour, ${MAX_STATISTICS_RANGE_MS.day / DAY_MS} by the day. Percentiles come from histograms whose buckets ` +
         'are within 4.5 % of the values they count.',
       query: {
         type: 'object',
@@ -106,30 +104,9 @@ export function statisticsRoutes({ store, intake }: ApiContext) {
         },
       },
       responses: { 200: { description: 'The statistics.', schema: statisticsSchema } },
-      async handle({ tenantId, query }) {
-        const to = query.to ? Date.parse(query.to) : Date.now();
-        const from = query.from ? Date.parse(query.from) : to - DAY_MS;
-        if (from >= to)
-          throw new ValidationError('Invalid range', [{ path: '$.query.from', message: 'must be before to' }]);
-        if (to - from > MAX_RANGE_MS[query.interval]) {
-          throw new ValidationError('Range too long', [
-            {
-              path: '$.query.from',
-              message:
-                `is more than ${MAX_RANGE_MS[query.interval] / DAY_MS} days before to ` +
-                `(interval ${query.interval})`,
-            },
-          ]);
-        }
-        return {
-          body: await store.statistics(tenantId, {
-            from: new Date(from).toISOString(),
-            to: new Date(to).toISOString(),
-            interval: query.interval,
-            flowId: query.flowId,
-          }),
-        };
-      },
+      handle: async ({ tenantId, query }) => ({
+        body: await fromBody('$.query', async () => statistics.over(tenantId, query)),
+      }),
     }),
     defineRoute({
       method: 'get',
@@ -140,27 +117,7 @@ export function statisticsRoutes({ store, intake }: ApiContext) {
         'The tenant at a glance: active flows, the last 24 h of runs and their failure rate, the backlog, each ' +
         "flow's last error, its intake quota and what is left of it, what it keeps against its limits",
       responses: { 200: { description: 'The summary.', schema: dashboardSchema } },
-      async handle({ tenantId }) {
-        const [backlog, health, quota, state] = await Promise.all([
-          store.backlog(tenantId, new Date(Date.now() - DAY_MS).toISOString()),
-          store.flowHealth(tenantId),
-          intake.quota(tenantId),
-          store.tenantUsage(tenantId),
-        ]);
-        const { held, queued, running, waiting, failed, ...others } = backlog.runs;
-        const finished = failed + Object.values(others).reduce((sum, n) => sum + n, 0);
-        return {
-          body: {
-            activeFlows: health.activeFlows,
-            last24h: { runs: backlog.runs, failureRate: finished === 0 ? null : failed / finished },
-            backlog: { held, queued, running, waiting },
-            oldestWaiting: backlog.oldestWaiting,
-            lastErrors: health.lastErrors,
-            quota,
-            state,
-          },
-        };
-      },
+      handle: async ({ tenantId }) => ({ body: await statistics.summary(tenantId) }),
     }),
   ];
 }

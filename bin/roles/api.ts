@@ -60,14 +60,7 @@ export class ApiRole {
         maintenance,
         webhookSubscribers,
         destinationTypes,
-        testRunner: new TestRunner({
-          store,
-          actions: new ActionRunner(store, compile.sandbox),
-          keyring,
-          logger,
-          http: shared.outbound,
-          maxOutputBytes: config.maxStepOutputBytes,
-        }),
+        testRunner: testRunner(shared),
         baseUrl: shared.url,
         build: { version: VERSION, commit: buildCommit(config.buildCommit) },
       },
@@ -106,6 +99,18 @@ export class ApiRole {
     await closeServer(this.server);
     await this.bodies.close();
   }
+}
+
+/** Runs drafts for the Test API, on the API's store, recording nothing. */
+function testRunner({ store, compile, keyring, logger, outbound, config }: SharedParts): TestRunner {
+  return new TestRunner({
+    store,
+    actions: new ActionRunner(store, compile.sandbox),
+    keyring,
+    logger,
+    http: outbound,
+    maxOutputBytes: config.maxStepOutputBytes,
+  });
 }
 
 /** No new connections; idle ones closed now, busy ones once their answer is sent. */

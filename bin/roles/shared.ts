@@ -56,17 +56,7 @@ export async function assembleShared(
   const outbound = new HttpClient({ refusedAddress: outboundRefusal(config), tracer });
   const { store, workerStore, keyring, lock } = await openConfiguredStore(config);
   const parts = familyParts(options.families ?? families);
-  const compile: CompileOptions = {
-    registry: new OperationRegistry(parts.operations, parts.webhookSignatures),
-    sandbox: new ExpressionSandbox({
-      timeoutMs: config.expressionTimeoutMs,
-      memoryMb: config.expressionMemoryMb,
-      processes: config.expressionProcesses,
-      maxDepth: config.expressionMaxDepth,
-      maxResultBytes: config.maxStepOutputBytes,
-    }),
-    defaultTimeoutMs: config.nodeTimeoutMs,
-  };
+  const compile = compileOptions(config, parts);
   const queue = new RunQueue({
     connection: redis.connection('producer'),
     prefix: config.redisPrefix,
@@ -115,19 +105,39 @@ export async function assembleShared(
       held: () => store.heldRuns(),
     }),
     maintenance,
-    verifier: new TokenVerifier({
-      issuer: () => config.authIssuer ?? url,
-      audience: config.authAudience,
-      keys: config.authJwksUrl
-        ? { jwksUrl: new URL(config.authJwksUrl) }
-        : {
-            stored: () => publicSigningKeys(store),
-            clientExists: async (clientId) => (await store.getClient(clientId)) !== undefined,
-          },
-    }),
+    verifier: tokenVerifier(config, store, () => url),
     url: () => url,
     setUrl: (listening) => {
       url = listening;
     },
   };
+}
+
+/** How flows compile here: the families' operations and signatures, expressions in sandboxes, node timeouts. */
+function compileOptions(config: Config, parts: FamilyParts): CompileOptions {
+  return {
+    registry: new OperationRegistry(parts.operations, parts.webhookSignatures),
+    sandbox: new ExpressionSandbox({
+      timeoutMs: config.expressionTimeoutMs,
+      memoryMb: config.expressionMemoryMb,
+      processes: config.expressionProcesses,
+      maxDepth: config.expressionMaxDepth,
+      maxResultBytes: config.maxStepOutputBytes,
+    }),
+    defaultTimeoutMs: config.nodeTimeoutMs,
+  };
+}
+
+/** Tokens checked against AUTH_JWKS_URL's keys, or the embedded issuer's (the issuer is this process's URL). */
+function tokenVerifier(config: Config, store: Store, url: () => string): TokenVerifier {
+  return new TokenVerifier({
+    issuer: () => config.authIssuer ?? url(),
+    audience: config.authAudience,
+    keys: config.authJwksUrl
+      ? { jwksUrl: new URL(config.authJwksUrl) }
+      : {
+          stored: () => publicSigningKeys(store),
+          clientExists: async (clientId) => (await store.getClient(clientId)) !== undefined,
+        },
+  });
 }

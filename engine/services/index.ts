@@ -13,6 +13,7 @@ export type { NamedRecords } from './named-records.ts';
 export { ReplayService, type ReplayRequest } from './replay-service.ts';
 export { type HeldChoice, RunService } from './run-service.ts';
 export { type EngineServices, engineServices, type ServiceParts } from './services.ts';
+export { MAX_STATISTICS_RANGE_MS, type StatisticsRange, StatisticsService } from './statistics-service.ts';
 export { TenantService } from './tenant-service.ts';
 export { UserSettingsService } from './user-settings-service.ts';
 export { type NamedValues, PLATFORM, ValueService } from './value-service.ts';

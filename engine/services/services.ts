@@ -13,6 +13,7 @@ import { FlowService } from './flow-service.ts';
 import { IncrementalFieldService } from './incremental-field-service.ts';
 import { ReplayService } from './replay-service.ts';
 import { RunService } from './run-service.ts';
+import { StatisticsService } from './statistics-service.ts';
 import { TenantService } from './tenant-service.ts';
 import { UserSettingsService } from './user-settings-service.ts';
 import { ValueService } from './value-service.ts';
@@ -32,6 +33,7 @@ export interface EngineServices {
   blockedTopics: BlockedTopicService;
   incrementalFields: IncrementalFieldService;
   userSettings: UserSettingsService;
+  statistics: StatisticsService;
 }
 
 /** The parts of a process the services work with. */
@@ -42,7 +44,7 @@ export interface ServiceParts {
   keyring: Keyring;
   /** Outbound HTTP on a tenant's behalf (alert tests, webhook registration), as the workers' is. */
   http: HttpClient;
-  intake: Pick<Intake, 'invalidate' | 'invalidateTenant'>;
+  intake: Pick<Intake, 'invalidate' | 'invalidateTenant' | 'quota'>;
   schedules: Pick<FlowSchedules, 'sync' | 'removeTenant'>;
   tenantLimits: Pick<TenantLimitsInRedis, 'apply'>;
   destinationKinds: DestinationKinds;
@@ -68,5 +70,6 @@ export function engineServices(parts: ServiceParts): EngineServices {
     blockedTopics: new BlockedTopicService(store, runs),
     incrementalFields: new IncrementalFieldService(store),
     userSettings: new UserSettingsService(store),
+    statistics: new StatisticsService(store, intake),
   };
 }
