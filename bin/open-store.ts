@@ -1,11 +1,5 @@
-import {
-  loadPgDriver,
-  PgliteDriver,
-  SqlStore,
-  type StateKind,
-  type StateLimit,
-  type Store,
-} from '../engine/store/index.ts';
+import type { StateKind, StateLimit, Store } from '../engine/store/index.ts';
+import { loadPgDriver, PgliteDriver, SqlStore } from '../engine/store/sql/index.ts';
 import { Keyring } from '../engine/secrets/index.ts';
 import type { Config } from './config/config.ts';
 import { DataDirLock, embeddedKeyring, embeddedStorePath } from './data-dir.ts';

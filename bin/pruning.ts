@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
-import { type AlertStore, type LogStore, PARTITIONS_AHEAD_MS, type RetentionStore } from '../engine/store/index.ts';
+import type { AlertStore, LogStore, RetentionStore } from '../engine/store/index.ts';
+import { PARTITIONS_AHEAD_MS } from '../engine/store/sql/index.ts';
 import type { Config } from './config/config.ts';
 
 /**
