@@ -10,7 +10,7 @@ import type { ApiContext } from './context.ts';
 import { checkedBody, maintenanceProblem, throttledProblem, watchRun } from './flow-url/index.ts';
 import { json, problem } from './openapi/index.ts';
 import { HttpProblem, sendProblem } from './http/index.ts';
-import { defineRoute, fromBody } from './route-kit/index.ts';
+import { defineRoute, fromRequest } from './route-kit/index.ts';
 
 /**
  * The deprecated HTTP adapter (docs/glossary.md): `POST /api/adp/<store>/egress/sync-refund-to-erp-api`, the
@@ -116,7 +116,7 @@ export function adapterRoutes(context: ApiContext, options: { bodyLimitBytes: nu
         });
       }
       const destination = destinationName(settings);
-      await fromBody('$.headers', () => context.destinations.put(tenantId, destination, settings));
+      await fromRequest('$.headers', () => context.destinations.put(tenantId, destination, settings));
       const idempotencyKey = req.get('idempotency-key');
       const result = await intake
         .accept({

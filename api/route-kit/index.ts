@@ -7,7 +7,7 @@ export { heldChoice, heldOutcomeSchema, idParams } from './params.ts';
 export {
   connectionSchema,
   defineRoute,
-  fromBody,
+  fromRequest,
   isOperatorRoute,
   mountRoutes,
   pageQuerySchema,

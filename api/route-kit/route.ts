@@ -103,10 +103,10 @@ export function defineRoute<
 }
 
 /**
- * A use case run on part of the request (`$.body`, `$.body.document`): the fields its errors name from their
- * input's root are named from the request's.
+ * A use case run on part of the request (`$.body`, `$.body.document`, `$.query`, `$.headers`): the fields its errors
+ * name from their input's root are named from the request's.
  */
-export async function fromBody<T>(prefix: string, useCase: () => Promise<T>): Promise<T> {
+export async function fromRequest<T>(prefix: string, useCase: () => Promise<T>): Promise<T> {
   try {
     return await useCase();
   } catch (error) {

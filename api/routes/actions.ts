@@ -1,7 +1,7 @@
 import { ACTION_NAME } from '../../engine/plugins/index.ts';
 import { tenantActionSchema } from '../../engine/model/index.ts';
 import type { ApiContext } from '../context.ts';
-import { connectionSchema, defineRoute, fromBody, pageQuerySchema, byNameRoutes } from '../route-kit/index.ts';
+import { connectionSchema, defineRoute, fromRequest, pageQuerySchema, byNameRoutes } from '../route-kit/index.ts';
 
 const nameParams = {
   type: 'object',
@@ -55,7 +55,7 @@ export function actionRoutes({ actions }: ApiContext) {
           inputSchema: body.inputSchema,
           outputSchema: body.outputSchema,
         };
-        return { status: 201, body: await fromBody('$.body', () => actions.save(tenantId, action)) };
+        return { status: 201, body: await fromRequest('$.body', () => actions.save(tenantId, action)) };
       },
     }),
     ...byNameRoutes({

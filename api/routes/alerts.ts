@@ -8,7 +8,7 @@ import {
 } from '../../engine/model/index.ts';
 import { ALERT_TEST_TIMEOUT_MS } from '../../engine/services/index.ts';
 import type { ApiContext } from '../context.ts';
-import { connectionSchema, defineRoute, fromBody, pageQuerySchema, idParams } from '../route-kit/index.ts';
+import { connectionSchema, defineRoute, fromRequest, pageQuerySchema, idParams } from '../route-kit/index.ts';
 
 const UNKNOWN_REFERENCE = {
   description:
@@ -53,7 +53,7 @@ export function alertRoutes({ alerts }: ApiContext) {
       },
       handle: async ({ tenantId, body }) => ({
         status: 201,
-        body: await fromBody('$.body', () => alerts.addChannel(tenantId, body)),
+        body: await fromRequest('$.body', () => alerts.addChannel(tenantId, body)),
       }),
     }),
     defineRoute({
@@ -130,7 +130,7 @@ export function alertRoutes({ alerts }: ApiContext) {
       responses: { 201: { description: 'The rule.', schema: alertRuleSchema }, 404: UNKNOWN_REFERENCE },
       handle: async ({ tenantId, body }) => ({
         status: 201,
-        body: await fromBody('$.body', () => alerts.addRule(tenantId, complete(body))),
+        body: await fromRequest('$.body', () => alerts.addRule(tenantId, complete(body))),
       }),
     }),
     defineRoute({
@@ -163,7 +163,7 @@ export function alertRoutes({ alerts }: ApiContext) {
       body: newAlertRuleSchema,
       responses: { 200: { description: 'The rule.', schema: alertRuleSchema }, 404: UNKNOWN_REFERENCE },
       handle: async ({ tenantId, params, body }) => ({
-        body: await fromBody('$.body', () => alerts.replaceRule(tenantId, params.id, complete(body))),
+        body: await fromRequest('$.body', () => alerts.replaceRule(tenantId, params.id, complete(body))),
       }),
     }),
     defineRoute({

@@ -1,7 +1,7 @@
 import type { DestinationType } from '../../engine/plugins/index.ts';
 import { destinationSchema } from '../../engine/model/index.ts';
 import type { ApiContext } from '../context.ts';
-import { defineRoute, fromBody, byNameRoutes } from '../route-kit/index.ts';
+import { defineRoute, fromRequest, byNameRoutes } from '../route-kit/index.ts';
 
 const nameParams = {
   type: 'object',
@@ -58,7 +58,9 @@ export function destinationRoutes({ destinations, destinationTypes, webhookSubsc
       },
       async handle({ tenantId, params, body }) {
         const given = body as Record<string, unknown> & { type: string };
-        const { destination, created } = await fromBody('$.body', () => destinations.put(tenantId, params.name, given));
+        const { destination, created } = await fromRequest('$.body', () =>
+          destinations.put(tenantId, params.name, given),
+        );
         return { status: created ? 201 : 200, body: destination };
       },
     }),
@@ -88,7 +90,7 @@ export function destinationRoutes({ destinations, destinationTypes, webhookSubsc
       },
       async handle({ tenantId, params, body }) {
         const request = { flowId: body.flowId, topic: body.topic ?? topics[0] };
-        const target = await fromBody('$.body', () => destinations.webhookTarget(tenantId, params.name, request));
+        const target = await fromRequest('$.body', () => destinations.webhookTarget(tenantId, params.name, request));
         return { status: 201, body: await destinations.subscribe(tenantId, target) };
       },
     }),

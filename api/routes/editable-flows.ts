@@ -1,7 +1,7 @@
 import { flowDocumentSchema, flowSchema, flowVersionSchema, underPath } from '../../engine/model/index.ts';
 import type { FlowReview } from '../../engine/services/index.ts';
 import type { ApiContext } from '../context.ts';
-import { idParams, connectionSchema, defineRoute, fromBody, pageQuerySchema } from '../route-kit/index.ts';
+import { idParams, connectionSchema, defineRoute, fromRequest, pageQuerySchema } from '../route-kit/index.ts';
 
 const base = '/api/v1/editable-flows';
 const fieldErrorSchema = {
@@ -37,7 +37,7 @@ export function editableFlowRoutes({ flows }: ApiContext) {
         409: { description: 'A flow with this key exists already.' },
       },
       async handle({ tenantId, body }) {
-        const flow = await fromBody('$.body', () => flows.create(tenantId, body));
+        const flow = await fromRequest('$.body', () => flows.create(tenantId, body));
         return { status: 201, body: flow, headers: { Location: `${base}/${flow.id}` } };
       },
     }),
@@ -82,7 +82,7 @@ export function editableFlowRoutes({ flows }: ApiContext) {
         409: { description: 'The draft changed since that revision, or the key would change.' },
       },
       handle: async ({ tenantId, params, body }) => ({
-        body: await fromBody('$.body.document', () =>
+        body: await fromRequest('$.body.document', () =>
           flows.replaceDraft(tenantId, params.id, body.revision, body.document),
         ),
       }),

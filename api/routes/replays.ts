@@ -9,7 +9,7 @@ import {
   replaySchema,
 } from '../../engine/model/index.ts';
 import type { ApiContext } from '../context.ts';
-import { connectionSchema, defineRoute, fromBody, pageQuerySchema, idParams } from '../route-kit/index.ts';
+import { connectionSchema, defineRoute, fromRequest, pageQuerySchema, idParams } from '../route-kit/index.ts';
 
 /** Longest Idempotency-Key a replay is asked with (as at flow URLs). */
 const MAX_REQUEST_KEY = 256;
@@ -83,13 +83,13 @@ export function replayRoutes({ replays }: ApiContext) {
       },
       async handle({ tenantId, body, req }) {
         if (body.dryRun)
-          return { body: { dryRun: true, ...(await fromBody('$.body', () => replays.count(tenantId, body))) } };
+          return { body: { dryRun: true, ...(await fromRequest('$.body', () => replays.count(tenantId, body))) } };
         const requestKey = req.get('idempotency-key') ?? null;
         if (requestKey !== null && (requestKey.length === 0 || requestKey.length > MAX_REQUEST_KEY))
           throw new ValidationError('Invalid request', [
             { path: '$.headers.idempotency-key', message: `must be 1-${MAX_REQUEST_KEY} characters` },
           ]);
-        const { replay, created } = await fromBody('$.body', () => replays.start(tenantId, { ...body, requestKey }));
+        const { replay, created } = await fromRequest('$.body', () => replays.start(tenantId, { ...body, requestKey }));
         return { status: created ? 202 : 200, body: replay };
       },
     }),

@@ -1,7 +1,7 @@
 import { statisticsSchema } from '../../engine/model/index.ts';
 import { MAX_STATISTICS_RANGE_MS } from '../../engine/services/index.ts';
 import type { ApiContext } from '../context.ts';
-import { defineRoute, fromBody } from '../route-kit/index.ts';
+import { defineRoute, fromRequest } from '../route-kit/index.ts';
 
 const DAY_MS = 86_400_000;
 
@@ -105,7 +105,7 @@ export function statisticsRoutes({ statistics }: ApiContext) {
       },
       responses: { 200: { description: 'The statistics.', schema: statisticsSchema } },
       handle: async ({ tenantId, query }) => ({
-        body: await fromBody('$.query', async () => statistics.over(tenantId, query)),
+        body: await fromRequest('$.query', async () => statistics.over(tenantId, query)),
       }),
     }),
     defineRoute({

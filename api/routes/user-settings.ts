@@ -1,6 +1,6 @@
 import { userSettingsSchema } from '../../engine/model/index.ts';
 import type { ApiContext } from '../context.ts';
-import { defineRoute, fromBody } from '../route-kit/index.ts';
+import { defineRoute, fromRequest } from '../route-kit/index.ts';
 
 const settingsSchema = userSettingsSchema.properties.settings;
 
@@ -24,7 +24,7 @@ export function userSettingsRoutes({ userSettings }: ApiContext) {
       body: { ...settingsSchema, required: [] },
       responses: { 200: { description: 'The settings.', schema: userSettingsSchema } },
       handle: async ({ tenantId, principal, body }) => ({
-        body: await fromBody('$.body', () => userSettings.replace(tenantId, principal.subject, body)),
+        body: await fromRequest('$.body', () => userSettings.replace(tenantId, principal.subject, body)),
       }),
     }),
   ];

@@ -1,4 +1,4 @@
-import type { DataDocument, DataSpace } from '../model/index.ts';
+import { type DataDocument, type DataSpace, NotFoundError } from '../model/index.ts';
 import type { Page, PageRequest, Store } from '../store/index.ts';
 import type { NamedRecords } from './named-records.ts';
 import { found } from './references.ts';
@@ -61,6 +61,7 @@ export class DataSpaceService implements NamedRecords<DataSpace> {
   }
 
   async deleteDocument(tenantId: string, space: string, key: string): Promise<void> {
-    if (!(await this.store.deleteDocument(tenantId, space, key))) found(`document ${key} in ${space}`, undefined);
+    if (!(await this.store.deleteDocument(tenantId, space, key)))
+      throw new NotFoundError(`no document ${key} in ${space}`);
   }
 }
