@@ -23,8 +23,8 @@ const LAYERS = [
   'services',
 ];
 
-/** api/'s folders, bottom to top; at its root only the app, its context and the adapter route. */
-const API_LAYERS = ['http', 'auth', 'route-kit', 'openapi', 'flow-url', 'routes', 'pages'];
+/** api/'s folders, bottom to top; at its root only the app and its context. */
+const API_LAYERS = ['http', 'auth', 'route-kit', 'openapi', 'flow-url', 'family-routes', 'routes', 'pages'];
 
 /** A forbidden dependency: from modules matching `from` to modules matching `to`. */
 const rule = (name, comment, from, to) => ({ name, comment, severity: 'error', from, to });
@@ -78,9 +78,9 @@ module.exports = {
       { path: '^api/[^/]+/', pathNot: ['^api/$1/', '^api/[^/]+/index\\.ts$'] },
     ),
     rule(
-      'api-root-only-app-context-adapter',
-      "api/'s root holds only the app, its context and the adapter route; the rest lives in a folder per concept",
-      { path: '^api/[^/]+$', pathNot: '^api/(app|context|adapter)\\.ts$' },
+      'api-root-only-app-and-context',
+      "api/'s root holds only the app and its context; the rest lives in a folder per concept",
+      { path: '^api/[^/]+$', pathNot: '^api/(app|context)\\.ts$' },
       {},
     ),
     rule(

@@ -4,7 +4,6 @@ import express, { type Express } from 'express';
 import type { Logger } from 'pino';
 import type { JsonChecker } from '../engine/intake/index.ts';
 import type { Tracer } from '../engine/telemetry/index.ts';
-import { adapterKeyRoutes, adapterOpenApiPaths, adapterRoutes } from './adapter.ts';
 import {
   type TokenIssuer,
   DashboardSessions,
@@ -18,6 +17,13 @@ import {
   tokenRoutes,
 } from './auth/index.ts';
 import type { ApiContext } from './context.ts';
+import type { FamilyRoutePlatform } from '../engine/plugins/index.ts';
+import {
+  familyRoutePlatform,
+  familyTenantRoutes,
+  publicFamilyRoutes,
+  publicRoutePaths,
+} from './family-routes/index.ts';
 import {
   dashboardRoutes,
   dashboardSignIn,
@@ -79,7 +85,7 @@ export interface AppOptions {
   readiness: () => Promise<Readiness>;
   /** Queues the operator dashboard shows. */
   queues: Queue[];
-  /** How long the adapter route waits for its run before it answers 202. */
+  /** How long a family's route waits for a run it started (ADAPTER_WAIT_MS). */
   adapterWaitMs: number;
   /** How long a flow URL waits for its run's reply (REPLY_WAIT_MS). */
   replyWaitMs: number;
@@ -99,7 +105,7 @@ export interface MetricsExposition {
   render(): Promise<string>;
 }
 
-export function apiRoutes(context: ApiContext): RouteSpec[] {
+export function apiRoutes(context: ApiContext, families: FamilyRoutePlatform): RouteSpec[] {
   return [
     ...editableFlowRoutes(context),
     ...flowRoutes(context),
@@ -107,7 +113,7 @@ export function apiRoutes(context: ApiContext): RouteSpec[] {
     ...secretRoutes(context),
     ...runRoutes(context),
     ...destinationRoutes(context),
-    ...adapterKeyRoutes(context),
+    ...familyTenantRoutes(context.familyRoutes, families),
     ...batchRoutes(context),
     ...incrementalFieldRoutes(context),
     ...metadataRoutes(context),
@@ -147,8 +153,9 @@ export function createRequestListener(options: AppOptions): RequestListener {
 /** Everything but the flow URLs: thin routes over the engine. */
 function createApp(options: AppOptions): Express {
   const { context, logger, bodyLimitBytes } = options;
-  const routes = apiRoutes(context);
-  const openapi = openApiDocument(routes, context.build.version, adapterOpenApiPaths);
+  const families = familyRoutePlatform(context, options.adapterWaitMs);
+  const routes = apiRoutes(context, families);
+  const openapi = openApiDocument(routes, context.build.version, publicRoutePaths(context.familyRoutes));
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', options.trustProxy);
@@ -178,7 +185,7 @@ function createApp(options: AppOptions): Express {
   // The address the start banner prints: people who open it want the reference.
   app.get('/', (_req, res) => void res.redirect(302, '/docs'));
   app.use(tokenRoutes(options.clients, options.issuer, context.baseUrl));
-  app.use(adapterRoutes(context, { bodyLimitBytes, waitMs: options.adapterWaitMs }));
+  app.use(publicFamilyRoutes(context.familyRoutes, families, bodyLimitBytes));
   const operatorsOnly = operatorGuard(options.clients, options.verifier);
   const sessions = new DashboardSessions(context.keyring, context.store, context.baseUrl);
   app.use(dashboardSignIn(options.clients, sessions));

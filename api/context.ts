@@ -1,4 +1,4 @@
-import type { DestinationType, WebhookSubscriber } from '../engine/plugins/index.ts';
+import type { DestinationType, FamilyRoute, WebhookSubscriber } from '../engine/plugins/index.ts';
 import type { CompileOptions } from '../engine/flow/index.ts';
 import type { Intake } from '../engine/intake/index.ts';
 import type { QueueAdmin } from '../engine/queue/index.ts';
@@ -23,6 +23,8 @@ export interface ApiContext extends EngineServices {
   destinationTypes: Record<string, DestinationType>;
   /** Per destination type: who registers flow URLs as webhooks there. */
   webhookSubscribers: Record<string, WebhookSubscriber>;
+  /** The routes the operation families serve beside the API (a vendor's own contract). */
+  familyRoutes: FamilyRoute[];
   /** The public base URL flow URLs start with (known once the server listens). */
   baseUrl(): string;
   /** What is running: the product version and the build's commit. */

@@ -2,9 +2,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import querystring from 'node:querystring';
 import type { Logger } from 'pino';
 import { BodyTooLargeError, decodeBody, isDecodable, readBody } from '../../engine/outbound/index.ts';
-import type { Intake, IntakeResult } from '../../engine/intake/index.ts';
+import type { Delivery, Intake, IntakeResult } from '../../engine/intake/index.ts';
 import { JsonText, unstorableJson } from '../../engine/model/index.ts';
-import { bodyFault, answerError, HttpProblem, sendProblem, trackRequest } from '../http/index.ts';
+import { bodyFault, answerError, HttpProblem, trackRequest } from '../http/index.ts';
 import { watchRun } from './run-watch.ts';
 import { isTerminal, type RunStore, type Step } from '../../engine/store/index.ts';
 import type { Reply } from '../../engine/nodes/index.ts';
@@ -104,36 +104,14 @@ async function receive(
       errors: [{ path: '$.query', message: badQuery }],
     });
 
-  let result: IntakeResult;
-  try {
-    result = await intake.accept({ tenantId, flowKey, rawBody, body, headers: req.headers, query, trace });
-  } catch (error) {
-    // Not persisted, or not enqueued: say so, so the sender retries. Nothing was accepted.
-    logger.error({ reqId: req.id, err: error }, 'intake failed');
-    return sendProblem(
-      res,
-      new HttpProblem(503, 'Not accepted', 'the message could not be stored; retry later', {
-        headers: { 'Retry-After': '5' },
-      }),
-    );
-  }
+  const result = await accepted(
+    intake,
+    { tenantId, flowKey, rawBody, body, headers: req.headers, query, trace },
+    (error) => logger.error({ reqId: req.id, err: error }, 'intake failed'),
+  );
   switch (result.outcome) {
-    case 'maintenance':
-      throw maintenanceProblem(result.retryAfterSeconds);
-    case 'throttled':
-      throw throttledProblem(result);
     case 'no-flow':
       throw noFlow();
-    case 'invalid':
-      throw new HttpProblem(400, 'Invalid delivery', `${result.field} ${result.reason}`, {
-        errors: [{ path: result.field, message: result.reason }],
-      });
-    case 'unverified':
-      throw new HttpProblem(
-        401,
-        'Unverified delivery',
-        'the delivery does not carry the verification the flow requires',
-      );
     case 'duplicate':
       return answer(res, 200, { messageId: result.messageId, runId: result.runId, duplicate: true });
     case 'accepted': {
@@ -239,18 +217,49 @@ function answer(res: ServerResponse, status: number, value: object) {
     .end(body);
 }
 
-/** Nothing was recorded: the sender retries after the maintenance. */
-export const maintenanceProblem = (retryAfterSeconds: number) =>
-  new HttpProblem(503, 'Maintenance', 'the platform is in maintenance; retry later', {
-    headers: { 'Retry-After': String(retryAfterSeconds) },
-    kind: 'maintenance',
-  });
-
-/** Over the tenant's intake quota: nothing was recorded, and the sender is told when to retry. */
-export const throttledProblem = ({ reason, retryAfterSeconds }: { reason: string; retryAfterSeconds: number }) =>
-  new HttpProblem(429, 'Too many deliveries', `nothing was recorded: ${reason}; retry later`, {
-    headers: { 'Retry-After': String(retryAfterSeconds) },
-  });
+/**
+ * A delivery stored and queued (or found a duplicate), or its flow missing; any other outcome is refused with nothing
+ * recorded, as a problem the sender acts on (retry later, fix the delivery).
+ */
+export async function accepted(
+  intake: Intake,
+  delivery: Delivery,
+  onFault: (error: unknown) => void,
+): Promise<Extract<IntakeResult, { outcome: 'accepted' | 'duplicate' | 'no-flow' }>> {
+  let result: IntakeResult;
+  try {
+    result = await intake.accept(delivery);
+  } catch (error) {
+    // Not persisted, or not enqueued: say so, so the sender retries. Nothing was accepted.
+    onFault(error);
+    throw new HttpProblem(503, 'Not accepted', 'the message could not be stored; retry later', {
+      headers: { 'Retry-After': '5' },
+    });
+  }
+  switch (result.outcome) {
+    case 'maintenance':
+      throw new HttpProblem(503, 'Maintenance', 'the platform is in maintenance; retry later', {
+        headers: { 'Retry-After': String(result.retryAfterSeconds) },
+        kind: 'maintenance',
+      });
+    case 'throttled':
+      throw new HttpProblem(429, 'Too many deliveries', `nothing was recorded: ${result.reason}; retry later`, {
+        headers: { 'Retry-After': String(result.retryAfterSeconds) },
+      });
+    case 'invalid':
+      throw new HttpProblem(400, 'Invalid delivery', `${result.field} ${result.reason}`, {
+        errors: [{ path: result.field, message: result.reason }],
+      });
+    case 'unverified':
+      throw new HttpProblem(
+        401,
+        'Unverified delivery',
+        'the delivery does not carry the verification the flow requires',
+      );
+    default:
+      return result;
+  }
+}
 
 const noFlow = () => new HttpProblem(404, 'No active flow', 'no active flow answers at this URL');
 

@@ -1,5 +1,5 @@
 /**
  * A flow's URL: deliveries handed to intake on node:http, and waiting for a run to answer.
  */
-export { checkedBody, hookHandler, maintenanceProblem, throttledProblem } from './hooks.ts';
+export { accepted, checkedBody, hookHandler } from './hooks.ts';
 export { watchRun } from './run-watch.ts';

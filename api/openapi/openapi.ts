@@ -38,23 +38,28 @@ function parameters(route: RouteSpec) {
   return [...from('path', route.params as never), ...from('query', route.query as never), ...headers];
 }
 
+/** A route's answers by status: a JSON body of its schema, or, for a refusal (409, 502, ...), a problem. */
+export function responsesOf(declared: Record<number, { description: string; schema?: object }>) {
+  const responses: Record<string, unknown> = {};
+  for (const [status, response] of Object.entries(declared)) {
+    responses[status] = response.schema
+      ? { description: response.description, content: json(response.schema) }
+      : Number(status) >= 400
+        ? problem(response.description)
+        : { description: response.description };
+  }
+  return responses;
+}
+
 /**
  * OpenAPI 3.1, generated from the same JSON Schemas the server validates with, with the paths served
- * outside the route table (`extraPaths`: the deprecated adapter's).
+ * outside the route table (`extraPaths`: the families' public routes).
  */
 export function openApiDocument(routes: RouteSpec[], version: string, extraPaths: Record<string, unknown> = {}) {
   const names = new Map<object, string>(Object.entries(resourceSchemas).map(([name, schema]) => [schema, name]));
   const paths: Record<string, Record<string, unknown>> = {};
   for (const route of routes) {
-    const responses: Record<string, unknown> = {};
-    for (const [status, response] of Object.entries(route.responses)) {
-      // A route's own error answers (409, 502, ...) are problems like every other.
-      responses[status] = response.schema
-        ? { description: response.description, content: json(response.schema) }
-        : Number(status) >= 400
-          ? problem(response.description)
-          : { description: response.description };
-    }
+    const responses = responsesOf(route.responses);
     if (route.params) responses[404] ??= problem('The path names nothing (of this tenant).');
     if (!isOperatorRoute(route) && (route.method === 'put' || route.method === 'post'))
       responses[409] ??= problem(

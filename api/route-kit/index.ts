@@ -12,6 +12,7 @@ export {
   mountRoutes,
   pageQuerySchema,
   type RouteSpec,
+  type ApiTag,
   apiTags,
   wholeList,
 } from './route.ts';

@@ -22,7 +22,7 @@ export class ApiRole {
 
   static async start(shared: SharedParts, eventLoop: EventLoopLag): Promise<ApiRole> {
     const { config, logger, store, queue, compile, keyring, schedules, maintenance, tracer } = shared;
-    const { destinationTypes, webhookSubscribers } = shared.families;
+    const { destinationTypes, webhookSubscribers, routes: familyRoutes } = shared.families;
     const bodies = new JsonChecker();
     const intake = new Intake({
       store,
@@ -60,6 +60,7 @@ export class ApiRole {
         maintenance,
         webhookSubscribers,
         destinationTypes,
+        familyRoutes,
         testRunner: testRunner(shared),
         baseUrl: shared.url,
         build: { version: VERSION, commit: buildCommit(config.buildCommit) },

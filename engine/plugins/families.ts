@@ -1,10 +1,11 @@
 import type { WebhookSignature } from '../triggers/index.ts';
 import type { DestinationType, WebhookSubscriber } from './destinations.ts';
+import type { FamilyRoute } from './family-routes.ts';
 import type { OperationDefinition } from './operations.ts';
 
 /**
  * What an operation family brings, all in one place: its operations and, for a vendor, how it signs the webhooks
- * it delivers, its destination type and who registers flow URLs as webhooks there. A new vendor is a folder under
+ * it delivers, its destination type, who registers flow URLs as webhooks there, and routes of its own. A new vendor is a folder under
  * operations/ with one `defineFamily`, and an entry in the list of families; nothing in engine/, api/ or bin/.
  */
 export interface OperationFamily {
@@ -15,6 +16,8 @@ export interface OperationFamily {
   webhookSignature?: WebhookSignature;
   /** Its destination type (keyed by `type.type`), and who subscribes flow URLs in that system. */
   destination?: { type: DestinationType; subscriber?: WebhookSubscriber };
+  /** HTTP routes of its own, beside the API (a vendor's contract, and the tenant routes that go with it). */
+  routes?: FamilyRoute[];
 }
 
 export const defineFamily = (family: OperationFamily): OperationFamily => family;
@@ -27,13 +30,25 @@ export interface FamilyParts {
   destinationTypes: Record<string, DestinationType>;
   /** By destination type. */
   webhookSubscribers: Record<string, WebhookSubscriber>;
+  routes: FamilyRoute[];
 }
 
 /** The families' contributions gathered; two families declaring one destination type or signature is an error. */
 export function familyParts(families: OperationFamily[]): FamilyParts {
-  const parts: FamilyParts = { operations: [], webhookSignatures: [], destinationTypes: {}, webhookSubscribers: {} };
+  const parts: FamilyParts = {
+    operations: [],
+    webhookSignatures: [],
+    destinationTypes: {},
+    webhookSubscribers: {},
+    routes: [],
+  };
   for (const family of families) {
     parts.operations.push(...family.operations);
+    for (const route of family.routes ?? []) {
+      if (parts.routes.some((known) => known.method === route.method && known.path === route.path))
+        throw new Error(`two families declare the route ${route.method} ${route.path} (the second: ${family.name})`);
+      parts.routes.push(route);
+    }
     const { webhookSignature: signature, destination } = family;
     if (signature) {
       if (parts.webhookSignatures.some((known) => known.type === signature.type))

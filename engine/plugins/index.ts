@@ -8,6 +8,16 @@ export {
   type WebhookSubscriber,
   type WebhookSubscription,
 } from './destinations.ts';
+export {
+  type FamilyAnswer,
+  type FamilyDelivery,
+  type FamilyRequest,
+  type FamilyRoute,
+  type FamilyRoutePlatform,
+  type PublicRoute,
+  RouteRefusal,
+  type TenantRoute,
+} from './family-routes.ts';
 export { defineFamily, type FamilyParts, familyParts, type OperationFamily } from './families.ts';
 export {
   type BatchHandle,

@@ -1,6 +1,7 @@
 import type { Intake } from '../intake/index.ts';
 import type { SecretInfo, Variable } from '../model/index.ts';
 import { type Keyring, secretContext } from '../secrets/index.ts';
+import { constantTimeEqual } from '../triggers/index.ts';
 import type { Page, PageRequest, PlatformScope, Store } from '../store/index.ts';
 import type { NamedRecords } from './named-records.ts';
 
@@ -58,5 +59,13 @@ export class ValueService {
     // INTAKE_CACHE_TTL_MS).
     this.intake.invalidateTenant(tenantId);
     return stored;
+  }
+
+  /** Whether `candidate` is the tenant's secret `name`, compared in constant time (a key a caller presents). */
+  async secretMatches(tenantId: string, name: string, candidate: string): Promise<boolean> {
+    const [sealed] = await this.store.sealedSecrets(tenantId, [name]);
+    return (
+      sealed !== undefined && constantTimeEqual(this.keyring.open(sealed, secretContext(tenantId, name)), candidate)
+    );
   }
 }

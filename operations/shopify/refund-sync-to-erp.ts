@@ -4,7 +4,7 @@ import { defineOperation, type OperationContext } from '../../engine/plugins/ind
 import { openShop, shopifyConfigSchema } from './destination.ts';
 import { exportRefund, orderSyncGateSchema, previewRefundExport } from './refund-pipeline.ts';
 
-const REFUND_GID = /^gid:\/\/shopify\/Refund\/\d+$/;
+export const REFUND_GID = /^gid:\/\/shopify\/Refund\/\d+$/;
 
 const configSchema = shopifyConfigSchema({
   refundId: { type: 'string', description: "The refund's GID; by default the webhook's admin_graphql_api_id." },
