@@ -3,7 +3,6 @@ import type { CompileOptions } from '../engine/flow/index.ts';
 import type { Intake } from '../engine/intake/index.ts';
 import type { QueueAdmin } from '../engine/queue/index.ts';
 import type { MaintenanceMode } from '../engine/limits/index.ts';
-import type { TestRunner } from '../engine/runtime/index.ts';
 import type { Keyring } from '../engine/secrets/index.ts';
 import type { EngineServices } from '../engine/services/index.ts';
 import type { Store } from '../engine/store/index.ts';
@@ -17,8 +16,6 @@ export interface ApiContext extends EngineServices {
   keyring: Keyring;
   compile: CompileOptions;
   maintenance: MaintenanceMode;
-  /** Runs drafts for the Test API. */
-  testRunner: TestRunner;
   /** The destination types the operation families declare, by type. */
   destinationTypes: Record<string, DestinationType>;
   /** Per destination type: who registers flow URLs as webhooks there. */

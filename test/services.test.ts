@@ -2,8 +2,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ExpressionSandbox } from '../engine/expressions/index.ts';
 import type { CompileOptions } from '../engine/flow/index.ts';
 import { ConflictError, type FlowDocument, NotFoundError, ValidationError } from '../engine/model/index.ts';
-import { OperationRegistry } from '../engine/plugins/index.ts';
-import { FlowService, ReplayService } from '../engine/services/index.ts';
+import { randomBytes } from 'node:crypto';
+import pino from 'pino';
+import { HttpClient } from '../engine/outbound/index.ts';
+import { ActionRunner, OperationRegistry } from '../engine/plugins/index.ts';
+import { TestRunner } from '../engine/runtime/index.ts';
+import { Keyring } from '../engine/secrets/index.ts';
+import { FlowService, ReplayService, TestRunService } from '../engine/services/index.ts';
 import type { Store } from '../engine/store/index.ts';
 import { allOperations, webhookSignatures } from '../operations/index.ts';
 import { oneTransform } from './support/flow-documents.ts';
@@ -102,6 +107,38 @@ describe.each(storeAdapters('services'))('engine services on %s', (_name, open) 
     const second = await flows.installed('a', oneTransform('installed'));
     expect(second.id).toBe(first.id);
     expect((await flows.listVersions('a', first.id, { first: 10 })).nodes).toHaveLength(1);
+  });
+
+  it('tries a draft or a document given without recording anything, naming bad fields where they are', async () => {
+    const testRuns = new TestRunService(
+      flows,
+      compile,
+      new TestRunner({
+        store,
+        actions: new ActionRunner(store, sandbox),
+        keyring: new Keyring([{ id: 'k1', key: randomBytes(32) }]),
+        logger: pino({ level: 'silent' }),
+        http: new HttpClient(),
+        maxOutputBytes: 1 << 20,
+      }),
+    );
+    const flow = await flows.create('a', {
+      ...oneTransform('tried'),
+      nodes: [{ id: 'a', operation: 'transform', config: { expression: '{{ $input.body.n * 2 }}' } }],
+    });
+    const tried = await testRuns.run('a', flow.id, { input: { body: { n: 21 } }, dryRun: true });
+    expect(tried.status).toBe('succeeded');
+    expect(tried.steps.map((step) => [step.key, step.output])).toEqual([['a', 42]]);
+    expect((await store.listRuns('a', { flowId: flow.id }, { first: 1 })).nodes).toEqual([]);
+    const given = await testRuns
+      .run('a', flow.id, { document: { ...oneTransform('tried'), edges: [] }, input: {}, dryRun: true })
+      .catch((error: unknown) => error);
+    expect((given as ValidationError).errors.map((error) => error.path)).toEqual(
+      expect.arrayContaining([expect.stringMatching(/^\$\.document\./)]),
+    );
+    const missing = testRuns.run('a', flow.id, { input: {}, dryRun: true, node: 'nowhere' });
+    await expect(missing).rejects.toBeInstanceOf(NotFoundError);
+    await expect(testRuns.run('b', flow.id, { input: {}, dryRun: true })).rejects.toBeInstanceOf(NotFoundError);
   });
 
   it("refuses a replay filter naming another tenant's flow or batch as not found, each with its path", async () => {

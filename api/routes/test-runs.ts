@@ -1,7 +1,6 @@
-import { NotFoundError, rerooted, stepSchema } from '../../engine/model/index.ts';
-import { compileFlow } from '../../engine/flow/index.ts';
+import { stepSchema } from '../../engine/model/index.ts';
 import type { ApiContext } from '../context.ts';
-import { defineRoute, idParams } from '../route-kit/index.ts';
+import { defineRoute, fromRequest, idParams } from '../route-kit/index.ts';
 
 const testResultSchema = {
   type: 'object',
@@ -40,15 +39,7 @@ const testResultSchema = {
 } as const;
 
 /** Test runs (tag Test): a draft run once, synchronously, recording nothing. */
-export function testRunRoutes({ flows, compile, testRunner }: ApiContext) {
-  /** The document compiled, or a 400 whose paths start where the document is (the body, or the draft). */
-  const compiledFrom = (document: unknown, prefix: string) => {
-    try {
-      return compileFlow(document, compile);
-    } catch (error) {
-      throw rerooted(error, prefix);
-    }
-  };
+export function testRunRoutes({ testRuns }: ApiContext) {
   return [
     defineRoute({
       method: 'post',
@@ -91,18 +82,10 @@ export function testRunRoutes({ flows, compile, testRunner }: ApiContext) {
       },
       responses: { 200: { description: 'What every node did.', schema: testResultSchema } },
       async handle({ tenantId, params, body }) {
-        const flow = await flows.get(tenantId, params.id);
-        const compiled = compiledFrom(body.document ?? flow.draft, body.document ? '$.body.document' : '$.draft');
-        if (body.node !== undefined && !compiled.graph.nodes.some((node) => node.id === body.node)) {
-          throw new NotFoundError(`the flow has no node ${body.node}`);
-        }
+        // A document given is the body's; the stored draft's errors are named from `$.draft`.
+        const test = { ...body, input: body.input ?? {} };
         return {
-          body: await testRunner.run(tenantId, flow.id, compiled, {
-            input: body.input ?? {},
-            dryRun: body.dryRun,
-            node: body.node,
-            steps: body.steps,
-          }),
+          body: await fromRequest(body.document ? '$.body' : '$', () => testRuns.run(tenantId, params.id, test)),
         };
       },
     }),

@@ -2,4 +2,4 @@
 export { Executor } from './executor.ts';
 export { CompiledFlowCache } from './flow-cache.ts';
 export type { PassOutcome } from './pass-outcome.ts';
-export { TestRunner } from './test-run.ts';
+export { type TestRequest, type TestResult, TestRunner } from './test-run.ts';

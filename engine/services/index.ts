@@ -11,4 +11,5 @@ export { ReplayService } from './replay-service.ts';
 export type { RunService } from './run-service.ts';
 export { type EngineServices, engineServices } from './services.ts';
 export { MAX_STATISTICS_RANGE_MS } from './statistics-service.ts';
+export { TestRunService } from './test-run-service.ts';
 export { type NamedValues, PLATFORM } from './value-service.ts';

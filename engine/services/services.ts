@@ -2,6 +2,7 @@ import type { CompileOptions } from '../flow/index.ts';
 import type { Intake } from '../intake/index.ts';
 import type { HttpClient } from '../outbound/index.ts';
 import type { FlowSchedules, RunQueue, TenantLimitsInRedis } from '../queue/index.ts';
+import type { TestRunner } from '../runtime/index.ts';
 import type { Keyring } from '../secrets/index.ts';
 import type { Store } from '../store/index.ts';
 import { ActionService } from './action-service.ts';
@@ -15,6 +16,7 @@ import { ReplayService } from './replay-service.ts';
 import { RunService } from './run-service.ts';
 import { StatisticsService } from './statistics-service.ts';
 import { TenantService } from './tenant-service.ts';
+import { TestRunService } from './test-run-service.ts';
 import { UserSettingsService } from './user-settings-service.ts';
 import { ValueService } from './value-service.ts';
 
@@ -34,6 +36,8 @@ export interface EngineServices {
   incrementalFields: IncrementalFieldService;
   userSettings: UserSettingsService;
   statistics: StatisticsService;
+  /** Drafts tried with sample input, recording nothing. */
+  testRuns: TestRunService;
 }
 
 /** The parts of a process the services work with. */
@@ -48,17 +52,19 @@ export interface ServiceParts {
   schedules: Pick<FlowSchedules, 'sync' | 'removeTenant'>;
   tenantLimits: Pick<TenantLimitsInRedis, 'apply'>;
   destinationKinds: DestinationKinds;
+  testRunner: TestRunner;
 }
 
 /** The services over one process's parts; a flow's new active version reaches its URL's cache and its schedule. */
 export function engineServices(parts: ServiceParts): EngineServices {
   const { store, keyring, http, intake, schedules } = parts;
   const runs = new RunService(store, parts.queue);
+  const flows = new FlowService(store, parts.compile, async (tenantId, flow) => {
+    intake.invalidate(tenantId, flow.key);
+    await schedules.sync(tenantId, flow.id);
+  });
   return {
-    flows: new FlowService(store, parts.compile, async (tenantId, flow) => {
-      intake.invalidate(tenantId, flow.key);
-      await schedules.sync(tenantId, flow.id);
-    }),
+    flows,
     tenants: new TenantService(store, runs, schedules, parts.tenantLimits, intake),
     alerts: new AlertService(store, keyring, http),
     replays: new ReplayService(store),
@@ -71,5 +77,6 @@ export function engineServices(parts: ServiceParts): EngineServices {
     incrementalFields: new IncrementalFieldService(store),
     userSettings: new UserSettingsService(store),
     statistics: new StatisticsService(store, intake),
+    testRuns: new TestRunService(flows, parts.compile, parts.testRunner),
   };
 }
