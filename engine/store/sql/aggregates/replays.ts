@@ -14,6 +14,13 @@ const idAt = (time: string) => {
 };
 
 /**
+ * A value of the filter compared with each run, worked out once: a sub-select of values alone is an InitPlan, run
+ * before the scan. Inlined, each run re-parsed the filter's times into ids (5 µs a run: most of a dry run's time at
+ * 1,000 matches); in an index condition a value is worked out once anyway.
+ */
+const once = (value: string) => `(select ${value})`;
+
+/**
  * The messages a filter (a jsonb expression) without a batch matches for a tenant: not batch items (a filter with a
  * batch takes those), whose latest run ended with the filter's status, and its other conditions (a flow's call is
  * a message of its own, left to its caller unless `includeCalls`); with `madeAt`,
@@ -31,11 +38,12 @@ const matches = (tenant: string, filter: string, madeAt = 'null') => `
      and r.id >= coalesce(${idAt(`((${filter}->>'receivedFrom')::timestamptz - interval '1 minute')`)},
                           '00000000-0000-0000-0000-000000000000')
      and r.id < coalesce(${idAt(`${madeAt}::timestamptz`)}, 'ffffffff-ffff-ffff-ffff-ffffffffffff')
-     and (${filter}->>'flowId' is null or r.flow_id = (${filter}->>'flowId')::uuid)
-     and (${filter}->>'errorKind' is null or r.error->>'kind' = ${filter}->>'errorKind')
+     and (${filter}->>'flowId' is null or r.flow_id = ${once(`(${filter}->>'flowId')::uuid`)})
+     and (${filter}->>'errorKind' is null or r.error->>'kind' = ${once(`${filter}->>'errorKind'`)})
      and (${filter}->>'receivedFrom' is null
-          or r.message_id >= ${idAt(`(${filter}->>'receivedFrom')::timestamptz`)})
-     and (${filter}->>'receivedTo' is null or r.message_id < ${idAt(`(${filter}->>'receivedTo')::timestamptz`)})`;
+          or r.message_id >= ${once(idAt(`(${filter}->>'receivedFrom')::timestamptz`))})
+     and (${filter}->>'receivedTo' is null
+          or r.message_id < ${once(idAt(`(${filter}->>'receivedTo')::timestamptz`))})`;
 
 /** The tasks of a filter's batch whose run failed (of its error kind), in the batch's order. */
 const failedTasks = (tenant: string, filter: string) => `
