@@ -223,11 +223,12 @@ export class SqlRuns implements RunStore {
   async getRun(tenantId: string, runId: string) {
     if (!isUuid(runId)) return undefined;
     // Planned once: planned for each call, the join to messages was planned over every week's partition each time.
-    // The weeks are left out as the statements run (by the run's id, then its message's).
+    // The weeks are left out as the statements run (by the run's id, then its message's). The message is looked up
+    // by its key: joined, a store of some thousands of runs was planned to hash every message of the tenant (5 ms).
     const [run] = await this.db.query(
-      `select r.*, m.traceparent as message_traceparent from runs r
-         join messages m on m.tenant_id = r.tenant_id and m.id = r.message_id
-        where r.tenant_id = $1 and r.id = $2`,
+      `select r.*, (select m.traceparent from messages m where m.tenant_id = r.tenant_id and m.id = r.message_id)
+              as message_traceparent
+         from runs r where r.tenant_id = $1 and r.id = $2`,
       [tenantId, runId],
       GENERIC,
     );
