@@ -153,7 +153,7 @@ export function createRequestListener(options: AppOptions): RequestListener {
 /** Everything but the flow URLs: thin routes over the engine. */
 function createApp(options: AppOptions): Express {
   const { context, logger, bodyLimitBytes } = options;
-  const families = familyRoutePlatform(context, options.adapterWaitMs);
+  const families = familyRoutePlatform(context, options.adapterWaitMs, logger);
   const routes = apiRoutes(context, families);
   const openapi = openApiDocument(routes, context.build.version, publicRoutePaths(context.familyRoutes));
   const app = express();

@@ -1,4 +1,5 @@
 import express, { Router, type Request, type Response } from 'express';
+import type { Logger } from 'pino';
 import type { FamilyRoute, FamilyRoutePlatform, PublicRoute, TenantRoute } from '../../engine/plugins/index.ts';
 import { RouteRefusal } from '../../engine/plugins/index.ts';
 import { isTerminal } from '../../engine/store/index.ts';
@@ -14,8 +15,8 @@ import { type ApiTag, apiTags, type RouteSpec } from '../route-kit/index.ts';
  * route table, their public routes on a router of their own, their refusals as problems.
  */
 
-/** What the platform does for them, from the engine's services. */
-export function familyRoutePlatform(context: ApiContext, waitMs: number): FamilyRoutePlatform {
+/** What the platform does for them, from the engine's services; a delivery not stored is logged with its cause. */
+export function familyRoutePlatform(context: ApiContext, waitMs: number, logger: Logger): FamilyRoutePlatform {
   return {
     url: (path) => `${context.baseUrl()}${path}`,
     secretMatches: (tenantId, name, candidate) => context.values.secretMatches(tenantId, name, candidate),
@@ -24,7 +25,9 @@ export function familyRoutePlatform(context: ApiContext, waitMs: number): Family
     putDestination: async (tenantId, name, body) => void (await context.destinations.put(tenantId, name, body)),
     checkedJson: (body, contentType) => checkedBody(context.intake, body, contentType),
     async deliver({ headers, ...delivery }) {
-      const result = await accepted(context.intake, { ...delivery, headers, query: {} }, () => {});
+      const result = await accepted(context.intake, { ...delivery, headers, query: {} }, (error) =>
+        logger.error({ err: error, flowKey: delivery.flowKey }, 'intake failed'),
+      );
       return result.outcome === 'no-flow' ? undefined : { messageId: result.messageId, runId: result.runId };
     },
     finishedRun: (tenantId, runId) =>

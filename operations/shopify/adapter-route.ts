@@ -84,8 +84,8 @@ async function keyTenant(request: FamilyRequest, platform: FamilyRoutePlatform):
   return tenantId;
 }
 
-/** The refund's GID, from a body checked as a flow URL checks it (a refund webhook is a few kilobytes). */
-function refundGid(text: string): string {
+/** Refuses a body that is not a refund webhook (checked as a flow URL checks it: a few kilobytes, parsed here). */
+function assertRefundWebhook(text: string) {
   const refund = JSON.parse(text) as { admin_graphql_api_id?: unknown } | null;
   const gid = refund?.admin_graphql_api_id;
   if (typeof gid !== 'string' || !REFUND_GID.test(gid))
@@ -94,7 +94,6 @@ function refundGid(text: string): string {
         { path: '$.body.admin_graphql_api_id', message: "must be the refund's GID, like gid://shopify/Refund/123" },
       ],
     });
-  return gid;
 }
 
 async function syncRefund(request: FamilyRequest, platform: FamilyRoutePlatform) {
@@ -108,7 +107,7 @@ async function syncRefund(request: FamilyRequest, platform: FamilyRoutePlatform)
   const tenantId = await keyTenant(request, platform);
   const settings = settingsFrom(request);
   const body = await platform.checkedJson(request.body, request.header('content-type'));
-  refundGid(body.text);
+  assertRefundWebhook(body.text);
   const destination = destinationName(settings);
   await platform.putDestination(tenantId, destination, settings).catch((error: unknown) => {
     throw rerooted(error, '$.headers');
