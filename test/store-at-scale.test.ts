@@ -82,6 +82,15 @@ describe('a store with months of history, on PostgreSQL', () => {
     return [...scanned].filter((table) => tables.includes(table));
   };
 
+  /** The rows statements read from growing tables, as they run. */
+  const growingRowsRead = async (statements: Statement[]) => {
+    let read = 0;
+    for (const statement of statements)
+      for (const [table, rows] of Object.entries(await rowsRead(POSTGRES_URL, schema, statement)))
+        if (GROWING.includes(table.replace(PARTITION_SUFFIX, ''))) read += rows;
+    return read;
+  };
+
   for (const [name, read] of HISTORY_READS) {
     it(`reads ${name} without scanning a growing table, for a large tenant and a small one`, async () => {
       for (const tenantId of ['big', 'small']) {
@@ -98,11 +107,9 @@ describe('a store with months of history, on PostgreSQL', () => {
     const page = 50;
     // `cancelled`: none of big's runs, 30,000 of busy's; `succeeded`: 95 % of big's.
     for (const status of ['cancelled', 'succeeded'] as const) {
-      const statements = await driver.during(() => store.listMessages('big', { status }, { first: page }, 4096));
-      let read = 0;
-      for (const statement of statements)
-        for (const [table, rows] of Object.entries(await rowsRead(POSTGRES_URL, schema, statement)))
-          if (GROWING.includes(table.replace(PARTITION_SUFFIX, ''))) read += rows;
+      const read = await growingRowsRead(
+        await driver.during(() => store.listMessages('big', { status }, { first: page }, 4096)),
+      );
       // At most a page from each week's partition, and each listed message's own row.
       expect({ status, withinBound: read <= page * 20 }).toEqual({ status, withinBound: true });
     }
@@ -157,6 +164,28 @@ describe('a store with months of history, on PostgreSQL', () => {
     // Six thousand failed runs of big's, fifty of small's: one count stops at the limit, the other is exact.
     expect(await store.countReplayable('big', { status: 'failed' })).toBe(REPLAY_COUNT_LIMIT + 1);
     expect(await store.countReplayable('small', { status: 'failed' })).toBeLessThan(REPLAY_COUNT_LIMIT);
+  });
+
+  it("counts a replay's matches of an error kind reading those runs alone, however rare the kind", async () => {
+    // big's failed runs are a third retryable, the rest permanent: none `later`.
+    for (const errorKind of ['retryable', 'later'] as const) {
+      const read = await growingRowsRead(
+        await driver.during(() => store.countReplayable('big', { status: 'failed', errorKind })),
+      );
+      const {
+        rows: [truth],
+      } = await admin.query(
+        `select count(*)::int as n from ${schema}.runs
+          where tenant_id = 'big' and status = 'failed' and not superseded and error->>'kind' = $1`,
+        [errorKind],
+      );
+      const matches = Math.min(truth.n, REPLAY_COUNT_LIMIT + 1);
+      expect({ errorKind, counted: await store.countReplayable('big', { status: 'failed', errorKind }) }).toEqual({
+        errorKind,
+        counted: matches,
+      });
+      expect({ errorKind, read }).toEqual({ errorKind, read: matches });
+    }
   });
 
   it("counts the backlog's messages by their latest run's status, replays included, as the rows do", async () => {

@@ -21,15 +21,25 @@ const idAt = (time: string) => {
 const once = (value: string) => `(select ${value})`;
 
 /**
+ * The condition on a run's error kind: for a filter known to name one (`ofKind`), an equality that finds its runs
+ * by runs_by_error_kind (migration 25); else one that holds for any kind when the filter names none.
+ */
+const errorKindCondition = (filter: string, ofKind: boolean) => {
+  const kind = `r.error->>'kind' = ${once(`${filter}->>'errorKind'`)}`;
+  return ofKind ? `r.error is not null and ${kind}` : `(${filter}->>'errorKind' is null or ${kind})`;
+};
+
+/**
  * The messages a filter (a jsonb expression) without a batch matches for a tenant: not batch items (a filter with a
  * batch takes those), whose latest run ended with the filter's status, and its other conditions (a flow's call is
  * a message of its own, left to its caller unless `includeCalls`); with `madeAt`,
  * only runs made before it (a replay's page never takes the runs it made). Found from the runs of that status
  * (runs_by_status), in the order of their ids, within the ids that the time bounds give: the work is the matching
  * runs', not the tenant's history. Messages are not read: a run's message is never a repeated delivery, its flow
- * is the run's, and its id tells when it arrived (UUIDv7, made as it was received).
+ * is the run's, and its id tells when it arrived (UUIDv7, made as it was received). `ofKind`: the filter names an
+ * error kind.
  */
-const matches = (tenant: string, filter: string, madeAt = 'null') => `
+const matches = (tenant: string, filter: string, madeAt = 'null', ofKind = false) => `
   select r.message_id, r.flow_id, r.id as run_id, r.parent_run_id, r.call_depth from runs r
    where ${filter}->>'batchId' is null and r.tenant_id = ${tenant} and r.status = ${filter}->>'status'
      and r.batch_id is null
@@ -39,7 +49,7 @@ const matches = (tenant: string, filter: string, madeAt = 'null') => `
                           '00000000-0000-0000-0000-000000000000')
      and r.id < coalesce(${idAt(`${madeAt}::timestamptz`)}, 'ffffffff-ffff-ffff-ffff-ffffffffffff')
      and (${filter}->>'flowId' is null or r.flow_id = ${once(`(${filter}->>'flowId')::uuid`)})
-     and (${filter}->>'errorKind' is null or r.error->>'kind' = ${once(`${filter}->>'errorKind'`)})
+     and ${errorKindCondition(filter, ofKind)}
      and (${filter}->>'receivedFrom' is null
           or r.message_id >= ${once(idAt(`(${filter}->>'receivedFrom')::timestamptz`))})
      and (${filter}->>'receivedTo' is null
@@ -53,8 +63,8 @@ const failedTasks = (tenant: string, filter: string) => `
      and (${filter}->>'errorKind' is null or r.error->>'kind' = ${filter}->>'errorKind')`;
 
 /** How many messages, or failed tasks of its batch, a filter matches: up to one past REPLAY_COUNT_LIMIT. */
-const countMatches = (tenant: string, filter: string) =>
-  `(select count(*) from (${matches(tenant, filter)} limit ${REPLAY_COUNT_LIMIT + 1}) found)
+const countMatches = (tenant: string, filter: string, ofKind: boolean) =>
+  `(select count(*) from (${matches(tenant, filter, 'null', ofKind)} limit ${REPLAY_COUNT_LIMIT + 1}) found)
    + (select count(*) from (${failedTasks(tenant, filter)} limit ${REPLAY_COUNT_LIMIT + 1}) tasks)`;
 
 const toReplay = (r: Row): Replay => ({
@@ -78,7 +88,7 @@ export class SqlReplays implements ReplayStore {
   async countReplayable(tenantId: string, filter: StoredReplayFilter) {
     // Its filter is a value: planned once, it prunes the weeks its bounds leave out as it runs.
     const [row] = await this.db.query(
-      `select ${countMatches('$1', '$2::jsonb')} as n`,
+      `select ${countMatches('$1', '$2::jsonb', filter.errorKind !== undefined)} as n`,
       [tenantId, JSON.stringify(filter)],
       GENERIC,
     );
@@ -88,7 +98,7 @@ export class SqlReplays implements ReplayStore {
   async createReplay(tenantId: string, replay: NewReplay) {
     const [row] = await this.db.query(
       `insert into replays (tenant_id, id, request_key, filter, rate_per_second, total, redo_completed_steps)
-       select $1, $2, $3, $4::jsonb, $5, ${countMatches('$1', '$4::jsonb')}, $7
+       select $1, $2, $3, $4::jsonb, $5, ${countMatches('$1', '$4::jsonb', replay.filter.errorKind !== undefined)}, $7
         where (select count(*) from replays where tenant_id = $1 and status = 'running') < $6
        on conflict (tenant_id, request_key) where request_key is not null do nothing
        returning *`,

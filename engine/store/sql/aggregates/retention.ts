@@ -18,9 +18,14 @@ const UNFINISHED = "('queued', 'running', 'waiting', 'held')";
 const ROW_BATCH = 2_000;
 /** The pause after dropping a detached leaf, in multiples of the time the drop took. */
 const DROP_PACE = 3;
-/** A drop that took this long stalled other commits: the next waits DROP_GAP_MS at least. */
-const LARGE_DROP_MS = 50;
-const DROP_GAP_MS = 2_000;
+/**
+ * A leaf this large (its table, indexes and TOAST) stalls every other commit while its drop frees its files: the
+ * pause after it is LARGE_DROP_PACE times the drop's time, so that the stalls are 1 % of the sweep's time at most
+ * and stay out of intake's 99th percentile (DROP_PAUSE_MAX_MS at most: a few weeks' leaves go within the hour).
+ */
+const LARGE_LEAF_BYTES = 64 * 2 ** 20;
+const LARGE_DROP_PACE = 99;
+const DROP_PAUSE_MAX_MS = 20_000;
 const ROW_BUDGET_MS = 20_000;
 /**
  * DDL (making and dropping partitions) locks the partitioned table: it waits this long for its lock, then gives up
@@ -185,21 +190,23 @@ export class SqlRetention implements RetentionStore {
   /**
    * Drops the leaves detached from history (by dropLeaf, or by a sweep that stopped before it dropped them) one at
    * a time: a drop's commit frees the leaf's files (gigabytes at 10 million runs), and while the disk does that
-   * every other commit waits for its write-ahead log. Each drop is followed by a pause of DROP_PACE times what it
-   * took, and one that took long by DROP_GAP_MS at least, so that the stalls of two large drops never add up.
+   * every other commit waits for its write-ahead log. Each drop is followed by a pause in proportion to what it
+   * took: the stalls of two large drops never add up, and few of intake's requests meet one.
    */
   private async dropDetached() {
-    const detached = await this.db.query<{ name: string }>(
-      `select relname as name from pg_class where relnamespace = current_schema()::regnamespace and relkind = 'r'
-          and not relispartition and relname ~ '^(messages|runs|steps)_d[0-9]{8}_(k[0-9]+|default)$'`,
+    const detached = await this.db.query<{ name: string; bytes: string }>(
+      `select relname as name, pg_total_relation_size(oid) as bytes from pg_class
+        where relnamespace = current_schema()::regnamespace and relkind = 'r' and not relispartition
+          and relname ~ '^(messages|runs|steps)_d[0-9]{8}_(k[0-9]+|default)$'`,
     );
-    for (const { name } of detached) {
+    for (const { name, bytes } of detached) {
       const started = performance.now();
       await this.ddl(`drop table if exists ${name}`).catch((error) => {
         if (!isLockTimeout(error)) throw error;
       });
       const took = performance.now() - started;
-      await setTimeout(Math.max(DROP_PACE * took, took >= LARGE_DROP_MS ? DROP_GAP_MS : 0));
+      const pace = Number(bytes) >= LARGE_LEAF_BYTES ? LARGE_DROP_PACE : DROP_PACE;
+      await setTimeout(Math.min(pace * took, DROP_PAUSE_MAX_MS));
     }
   }
 
