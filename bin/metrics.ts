@@ -1,6 +1,7 @@
 import type { Queue } from 'bullmq';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { DeliveryOutcome, EngineMetrics } from '../engine/telemetry/index.ts';
+import type { BudgetStatus } from '../engine/limits/index.ts';
 import { terminalRunStatuses } from '../engine/model/index.ts';
 
 const JOB_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'failed', 'completed', 'paused'] as const;
@@ -47,6 +48,8 @@ export class PrometheusMetrics implements EngineMetrics {
       deliveryQuotaLeft: () => Promise<Record<string, number>>;
       /** Held runs per tenant, from the store. */
       held: () => Promise<Record<string, { runs: number; oldestSeconds: number }>>;
+      /** The outbound budgets used lately, from Redis. */
+      budgets: () => Promise<BudgetStatus[]>;
     },
   ) {
     collectDefaultMetrics({ register: this.registry, prefix: 'tributary_' });
@@ -65,13 +68,7 @@ export class PrometheusMetrics implements EngineMetrics {
       perTenant.deliveryQuotaLeft,
     );
     // Both gauges of held runs come from one query per scrape: a scrape collects every metric at once.
-    let heldRead: Promise<Record<string, { runs: number; oldestSeconds: number }>> | undefined;
-    const held = () => {
-      heldRead ??= perTenant.held().finally(() => {
-        heldRead = undefined;
-      });
-      return heldRead;
-    };
+    const held = once(perTenant.held);
     this.perTenantGauge(
       'tributary_tenant_held_runs',
       'Runs held, not queued (the tenant suspended or the topic blocked), per tenant (tenants with none left out).',
@@ -82,6 +79,34 @@ export class PrometheusMetrics implements EngineMetrics {
       "How long a tenant's oldest held run has waited, in seconds.",
       async () =>
         Object.fromEntries(Object.entries(await held()).map(([tenant, { oldestSeconds }]) => [tenant, oldestSeconds])),
+    );
+    const budgets = once(perTenant.budgets);
+    const budgetGauge = (name: string, help: string, value: (status: BudgetStatus) => number) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ['tenant', 'budget'],
+        registers: [this.registry],
+        async collect() {
+          this.reset();
+          for (const status of await budgets())
+            this.set({ tenant: status.tenantId, budget: status.budget }, value(status));
+        },
+      });
+    budgetGauge(
+      'tributary_outbound_budget_limit',
+      "Requests a tenant's runs may have in flight to an outside account now (its budget's window, as learned).",
+      (status) => status.limit,
+    );
+    budgetGauge(
+      'tributary_outbound_budget_in_flight',
+      "Requests of a tenant's runs in flight to an outside account.",
+      (status) => status.inFlight,
+    );
+    budgetGauge(
+      'tributary_outbound_budget_waiting_runs',
+      "Runs waiting for their turn on an outside account's budget.",
+      (status) => status.waiting,
     );
     new Gauge({
       name: 'tributary_queue_jobs',
@@ -128,4 +153,15 @@ export class PrometheusMetrics implements EngineMetrics {
   render(): Promise<string> {
     return this.registry.metrics();
   }
+}
+
+/** `read`, shared by the calls made while one is under way: the gauges of one scrape read it once. */
+function once<T>(read: () => Promise<T>): () => Promise<T> {
+  let reading: Promise<T> | undefined;
+  return () => {
+    reading ??= read().finally(() => {
+      reading = undefined;
+    });
+    return reading;
+  };
 }

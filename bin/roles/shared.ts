@@ -6,7 +6,7 @@ import { HttpClient } from '../../engine/outbound/index.ts';
 import { type FamilyParts, familyParts, type OperationFamily, OperationRegistry } from '../../engine/plugins/index.ts';
 import { FlowSchedules, HEARTBEAT_TTL_MS, RunQueue, TenantLimitsInRedis } from '../../engine/queue/index.ts';
 import { ioredisOf } from '../../engine/redis/index.ts';
-import { MaintenanceMode, RateLimiter, TenantQuotas } from '../../engine/limits/index.ts';
+import { MaintenanceMode, OutboundBudgets, RateLimiter, TenantQuotas } from '../../engine/limits/index.ts';
 import type { Keyring } from '../../engine/secrets/index.ts';
 import type { Store } from '../../engine/store/index.ts';
 import type { Tracer } from '../../engine/telemetry/index.ts';
@@ -53,7 +53,6 @@ export async function assembleShared(
 ): Promise<SharedParts> {
   const { logger, tracer } = options;
   let url = baseUrl(config);
-  const outbound = new HttpClient({ refusedAddress: outboundRefusal(config), tracer });
   const { store, workerStore, keyring, lock } = await openConfiguredStore(config);
   const parts = familyParts(options.families ?? families);
   const compile = compileOptions(config, parts);
@@ -80,6 +79,15 @@ export async function assembleShared(
     },
   });
   const rateLimiter = new RateLimiter(() => ioredisOf(queue.queue.client), config.redisPrefix);
+  const budgets = new OutboundBudgets(() => ioredisOf(queue.queue.client), {
+    prefix: config.redisPrefix,
+    initialConcurrency: config.outboundStartConcurrency,
+    maxConcurrency: config.outboundMaxConcurrency,
+    wake: (runIds) => {
+      for (const runId of runIds) queue.wake(runId, { whenDelayed: true }).catch(() => {});
+    },
+  });
+  const outbound = new HttpClient({ refusedAddress: outboundRefusal(config), tracer, gate: budgets });
   const maintenance = new MaintenanceMode(queues, config.intakeCacheTtlMs);
   await maintenance.refresh();
   return {
@@ -103,6 +111,7 @@ export async function assembleShared(
       backlog: () => queue.lanes.backlog(),
       deliveryQuotaLeft: () => quotas.available(),
       held: () => store.heldRuns(),
+      budgets: () => budgets.statuses(),
     }),
     maintenance,
     verifier: tokenVerifier(config, store, () => url),

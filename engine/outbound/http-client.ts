@@ -4,6 +4,7 @@ import https from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
 import { OperationError, parseJson, permanent, retryable } from '../model/index.ts';
 import { type SpanContext, type Tracer, traceparentOf } from '../telemetry/index.ts';
+import type { BudgetChoice, BudgetOutcome, OutboundGate } from './budget-gate.ts';
 import { BodyTooLargeError, decodeBody, readBody } from './http-body.ts';
 
 export interface OutboundRequest {
@@ -19,6 +20,10 @@ export interface OutboundRequest {
   signal?: AbortSignal;
   /** Says what failed in a transport error's message, e.g. "POST https://erp.example/orders failed". */
   failure: string;
+  /** The outbound budget a run's request draws on: its origin's unless named. */
+  budget?: BudgetChoice;
+  /** Whether an answer says the outside account is overloaded (beyond 429 and 503, e.g. an ERP's own code). */
+  overloaded?: (response: InboundResponse) => boolean;
 }
 
 export interface InboundResponse {
@@ -30,6 +35,10 @@ export interface InboundResponse {
   body: Buffer;
 }
 
+/** Answers that say the outside account is overloaded: its budget narrows. */
+const OVERLOAD_STATUSES = new Set([429, 503]);
+/** A request's hold on its budget outlives its timeout by this much (then a dead worker's hold ends). */
+const BUDGET_LEASE_MARGIN_MS = 5000;
 /** The most any response may be (http.request's maxResponseBytes is at most this). */
 export const MAX_RESPONSE_BYTES = 10 * 1024 * 1024;
 /** Idle sockets are closed before a typical server's keep-alive timeout (5 s for Node) closes them under a request. */
@@ -66,11 +75,13 @@ export class HttpClient {
    * or read what is left on, a connection another opened.
    */
   constructor(
-    private readonly options: { refusedAddress?: AddressRefusal; tracer?: Tracer } = {},
+    private readonly options: { refusedAddress?: AddressRefusal; tracer?: Tracer; gate?: OutboundGate } = {},
     private readonly partition = '',
     agents?: Record<string, http.Agent>,
     /** The span (a node's attempt) whose child each request is, carrying the request's `traceparent`. */
     private readonly parent?: SpanContext,
+    /** The run whose requests these are: they draw on outbound budgets (`options.gate`). */
+    private readonly caller?: { tenantId: string; runId: string },
   ) {
     const lookup = options.refusedAddress && checkedLookup(options.refusedAddress);
     const agentOptions = { keepAlive: true, scheduling: 'lifo', timeout: IDLE_SOCKET_MS, lookup } as const;
@@ -87,15 +98,39 @@ export class HttpClient {
 
   /** The same client, whose requests are spans in `parent`'s trace (when tracing is on). */
   within(parent: SpanContext): HttpClient {
-    return new HttpClient(this.options, this.partition, this.agents, parent);
+    return new HttpClient(this.options, this.partition, this.agents, parent, this.caller);
+  }
+
+  /** The same client for one run of the tenant: its requests wait for their turn on their outbound budgets. */
+  forRun(tenantId: string, runId: string): HttpClient {
+    return new HttpClient(this.options, tenantId, this.agents, this.parent, { tenantId, runId });
   }
 
   /**
    * Sends one request and reads its answer. Transport failures (refused, reset, timed out, aborted)
    * are retryable; a response over the size limit, a bad header, a redirect loop or a refused
-   * address is permanent.
+   * address is permanent. A run's request first takes its turn on its budget (or throws `later`).
    */
   async send(request: OutboundRequest): Promise<InboundResponse> {
+    const { gate } = this.options;
+    if (!gate || !this.caller) return this.sendFollowing(request);
+    const budget = request.budget?.name ?? request.url.origin;
+    const leaseMs = request.timeoutMs + BUDGET_LEASE_MARGIN_MS;
+    const grant = await gate.enter(this.caller, budget, request.budget, leaseMs, request.signal);
+    let outcome: BudgetOutcome = 'neutral';
+    let retryAfterMs: number | undefined;
+    try {
+      const response = await this.sendFollowing(request);
+      const overloaded = OVERLOAD_STATUSES.has(response.status) || request.overloaded?.(response) === true;
+      outcome = overloaded ? 'overloaded' : 'ok';
+      if (overloaded) retryAfterMs = retryAfter(response.headers['retry-after']);
+      return response;
+    } finally {
+      gate.leave(grant, outcome, retryAfterMs);
+    }
+  }
+
+  private async sendFollowing(request: OutboundRequest): Promise<InboundResponse> {
     let current = request;
     for (let redirects = 0; ; redirects++) {
       const response = await (this.parent && this.options.tracer?.enabled

@@ -1,4 +1,5 @@
-/** Outbound HTTP: the client operations share, body limits, the address policy. */
+/** Outbound HTTP: the client operations share, body limits, the address policy, the gate of outbound budgets. */
+export type { BudgetChoice, BudgetGrant, BudgetOutcome, OutboundGate } from './budget-gate.ts';
 export { BodyTooLargeError, decodeBody, isDecodable, readBody } from './http-body.ts';
 export { type AddressRefusal, bodyValue, HttpClient, MAX_RESPONSE_BYTES, retryAfter, where } from './http-client.ts';
 export { addressRanges, nonPublicRefusal, unreachableFromOutside } from './network.ts';

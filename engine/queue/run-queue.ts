@@ -47,6 +47,10 @@ export interface RunQueueOptions extends QueueOptions {
  */
 const JOB_ATTEMPTS = 10;
 
+/** A run to wake that is still ending its pass is looked at again this often, this many times. */
+const WAKE_RETRY_MS = 20;
+const WAKE_TRIES = 50;
+
 /** A hand-off is confirmed within this long even when nothing else calls the lanes. */
 const CONFIRM_WITHIN_MS = 100;
 
@@ -89,12 +93,18 @@ export class RunQueue {
   }
 
   /**
-   * Takes a waiting run up now instead of at the end of its delay (a caller whose called run ended).
-   * A run not delayed (running, or already taken up) is left as it is.
+   * Takes a waiting run up now instead of at the end of its delay (a caller whose called run ended, a run whose
+   * turn on a budget came). A run not delayed (running, or already taken up) is left as it is; `whenDelayed` waits
+   * a moment for a running one that is about to wait (it asked for its turn in the pass ending now).
    */
-  async wake(runId: string): Promise<void> {
-    const job = await this.queue.getJob(runId);
-    if (job && (await job.isDelayed())) await job.promote().catch(() => {});
+  async wake(runId: string, options: { whenDelayed?: boolean } = {}): Promise<void> {
+    for (let tries = 1; ; tries++) {
+      const job = await this.queue.getJob(runId);
+      const state = await job?.getState();
+      if (state === 'delayed') return job!.promote().catch(() => {});
+      if (!options.whenDelayed || state !== 'active' || tries === WAKE_TRIES) return;
+      await new Promise((resolve) => setTimeout(resolve, WAKE_RETRY_MS));
+    }
   }
 
   /**

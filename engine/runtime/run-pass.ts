@@ -87,7 +87,9 @@ export class RunPass implements NodeHost {
     };
     if (message.body instanceof JsonText) parseOnRead(this.input, 'body', message.body);
     this.redactor = new SecretRedactor(Object.values(secrets));
-    this.http = options.http.forTenant(state.run.tenantId);
+    // A test run's requests go at once: it holds no place in a budget's line (nothing would wake it).
+    const { tenantId, id } = state.run;
+    this.http = sink.mode === 'run' ? options.http.forRun(tenantId, id) : options.http.forTenant(tenantId);
   }
 
   get run(): Run {

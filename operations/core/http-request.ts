@@ -43,6 +43,14 @@ const configSchema = {
     body: { description: 'Sent as JSON unless it is a string.' },
     timeoutMs: { type: 'integer', minimum: 1, maximum: 300_000, default: 30_000 },
     maxResponseBytes: { type: 'integer', minimum: 1, maximum: MAX_RESPONSE_BYTES, default: 5 * 1024 * 1024 },
+    budget: {
+      type: 'string',
+      pattern: '^[A-Za-z0-9._:-]{1,100}$',
+      description:
+        "The outbound budget the request draws on, shared with every node of the tenant's flows that names it " +
+        "(two hosts of one account); by default the URL's origin (scheme, host and port) has one. A budget lets " +
+        'as many requests in flight as the account has shown it takes: see docs/concepts.md.',
+    },
     idempotencyKeyHeader: {
       type: ['string', 'null'],
       default: 'Idempotency-Key',
@@ -126,6 +134,7 @@ export const httpRequest = defineOperation({
       maxResponseBytes: config.maxResponseBytes ?? 5 * 1024 * 1024,
       signal: ctx.signal,
       failure: `${method} ${where(url)} failed`,
+      budget: config.budget === undefined ? undefined : { name: config.budget },
     });
     const body = bodyValue(response);
     const message = `${method} ${where(url)} answered ${response.status}`;

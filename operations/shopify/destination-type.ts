@@ -65,6 +65,22 @@ const shopifyDestinationSchema = {
           pattern: '^[A-Za-z0-9_-]{1,64}$',
           description: 'Account id (realm), e.g. 1234567 or 1234567_SB1.',
         },
+        limits: {
+          type: 'object',
+          additionalProperties: false,
+          description:
+            "What the account allows, shared by every flow that sends to it: the runs' requests to the account " +
+            'draw on one outbound budget, which never lets more than this many in flight (and fewer while the ' +
+            'account refuses with its concurrency error).',
+          properties: {
+            concurrency: {
+              type: 'integer',
+              minimum: 1,
+              maximum: 1000,
+              description: 'Concurrent requests the account allows: 15, plus 10 per SuiteCloud Plus licence.',
+            },
+          },
+        },
       },
     },
   },

@@ -30,7 +30,12 @@ export function shopifyDestination(destination: OpenedDestination): ShopifyDesti
       clientId: credentials.clientId,
       clientSecret: credentials.clientSecret,
     },
-    erp: { apiUrl: settings.erp.apiUrl, accountId: settings.erp.accountId, ...credentials.erp },
+    erp: {
+      apiUrl: settings.erp.apiUrl,
+      accountId: settings.erp.accountId,
+      concurrency: settings.erp.limits?.concurrency,
+      ...credentials.erp,
+    },
   };
 }
 

@@ -10,6 +10,8 @@ export interface ErpAccess {
   tokenId: string;
   tokenSecret: string;
   accountId: string;
+  /** Concurrent requests the account allows (15, plus 10 per SuiteCloud Plus licence), when known. */
+  concurrency?: number;
 }
 
 export interface ErpReceipt {
@@ -45,6 +47,11 @@ export async function sendToErp(
     maxResponseBytes: MAX_RESPONSE_BYTES,
     signal: options.signal,
     failure: `ERP ${where(url)} did not answer`,
+    // NetSuite limits concurrent requests per account, across every integration that uses it.
+    budget: { name: `erp:${erp.accountId.toUpperCase()}`, concurrency: erp.concurrency },
+    overloaded: (answer) =>
+      answer.body.includes(CONCURRENCY_LIMIT) &&
+      erpErrorOf(parseBody(answer.body.toString('utf8')))?.code === CONCURRENCY_LIMIT,
   });
   const text = response.body.toString('utf8');
   const body = parseBody(text);

@@ -50,9 +50,31 @@ export const erpReplies = {
 export class ErpSimulator extends Receiver {
   private readonly nonces = new Set<string>();
   readonly path = '/app/site/hosting/restlet.nl?script=1234&deploy=1';
+  /** The account's concurrency limit and how long it takes over a request, once `limitConcurrency` set them. */
+  private limit?: { concurrency: number; serviceMs: number };
 
   constructor(readonly credentials: ErpCredentials) {
-    super((request) => this.verify(request));
+    super((request) => this.verify(request) ?? this.overLimit(request));
+  }
+
+  /**
+   * As a NetSuite account: `concurrency` requests in flight at most, each taking `serviceMs`; one more is refused
+   * with 429 SSS_REQUEST_LIMIT_EXCEEDED.
+   */
+  limitConcurrency(concurrency: number, serviceMs: number): this {
+    this.limit = { concurrency, serviceMs };
+    return this;
+  }
+
+  /** Requests refused for the account's concurrency limit. */
+  refusedForLimit(): number {
+    return this.requests.filter((request) => request.reply?.status === 429).length;
+  }
+
+  private overLimit(request: ReceivedRequest): Reply | undefined {
+    if (!this.limit) return undefined;
+    const open = this.requests.filter((other) => other !== request && !other.refused && other.answeredAt === undefined);
+    return open.length >= this.limit.concurrency ? { ...erpReplies.tooManyRequests, headers: {} } : undefined;
   }
 
   get apiUrl() {
@@ -73,7 +95,11 @@ export class ErpSimulator extends Receiver {
   }
 
   protected override defaultReply(): Reply {
-    return { status: 200, body: { success: true, creditMemoId: String(1000 + this.receipts().length) } };
+    return {
+      status: 200,
+      body: { success: true, creditMemoId: String(1000 + this.receipts().length) },
+      delayMs: this.limit?.serviceMs,
+    };
   }
 
   private verify(request: ReceivedRequest): Reply | undefined {

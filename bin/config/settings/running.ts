@@ -37,6 +37,22 @@ export const runningSettings = {
       'Where non-public addresses are refused: the ranges requests may reach all the same, e.g. ' +
       '`10.8.0.0/16, fd12::/16` (the network of an on-premises ERP).',
   },
+  outboundStartConcurrency: {
+    env: 'OUTBOUND_START_CONCURRENCY',
+    schema: { type: 'integer', minimum: 1, default: 4 },
+    description:
+      "Requests a tenant's runs may have in flight to an outside account never seen (an origin, or a named " +
+      'budget such as an ERP account) before any has been answered. The budget then grows while the account ' +
+      'answers and shrinks when it refuses (429, 503, an ERP concurrency error); a run whose request finds its ' +
+      'budget full waits for its turn, holding no worker slot. See docs/concepts.md.',
+  },
+  outboundMaxConcurrency: {
+    env: 'OUTBOUND_MAX_CONCURRENCY',
+    schema: { type: 'integer', minimum: 1, default: 256 },
+    description:
+      "The most requests a tenant's runs may have in flight to one outside account, across every worker, unless " +
+      'the destination says what the account allows (`erp.limits.concurrency`).',
+  },
   expressionTimeoutMs: {
     env: 'EXPRESSION_TIMEOUT_MS',
     schema: { type: 'integer', minimum: 1, default: 1000 },

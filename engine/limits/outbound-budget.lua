@@ -1,0 +1,183 @@
+--[[
+  One outbound budget: the requests a tenant's runs may have in flight to one outside account at once, shared by
+  every process. One call gives back the requests that ended and asks for those about to be sent (a process batches
+  what its runs did since its last call).
+
+  The window adapts as TCP's congestion window does. It starts small and grows while it is full: by one per success
+  (doubling per round of requests, slow start) until the first overload; then by one per round (additive increase)
+  back up to just below the window that was overloaded, and by one per `patience` rounds above it. An overload
+  answer (429, 503, an ERP's concurrency error) cuts it to 0.8 of itself, or to half when fewer than a window of
+  requests succeeded since the last cut (that cut was not enough); a Retry-After closes the budget until then. Only
+  an overload of a request sent once every request in flight at the last cut had ended cuts again (TCP's recovery
+  point): until then the account is still busy with what was sent before. An account with a hard limit (an ERP's
+  concurrency) is overloaded at the same window again and again: each cut there doubles the patience (up to 8), so
+  probing above it costs ever fewer refusals; a cut at a higher window resets it. The window never exceeds the
+  configured maximum.
+
+  Runs refused wait in a line in the order they first asked. A request that ends gives its slot to the first run in
+  line without one (a turn, kept for it a while; it keeps its place meanwhile), and calls the runs after it that may
+  wait for their turn in place (a window's worth, at most ARGV[6]), once each, so that they are back and waiting
+  close by when their turn comes (a woken run takes a while to be back). A run that stopped asking (it was
+  cancelled) is dropped from the line.
+
+  KEYS[1] state hash   KEYS[2] in flight (zset: grant -> lease expiry)   KEYS[3] line (zset: run -> first ask)
+  KEYS[4] turns (zset: run -> expiry)   KEYS[5] seen (zset: run -> last ask)   KEYS[6] called (zset: run -> lapse)
+
+  ARGV[1] 'exchange' or 'status'   ARGV[2] now (ms)   ARGV[3] initial window   ARGV[4] maximum
+  ARGV[5] how long the keys outlive their last write (ms)   ARGV[6] most runs called per call
+  ARGV[7] how long a turn is kept (ms)   ARGV[8] a run not asking this long is dropped from the line (ms)
+  exchange: ARGV[9] R, then R requests that ended: grant, 'ok' | 'overloaded' | 'neutral', when it started (ms),
+    Retry-After (ms, 0 none); then A requests about to be sent: run, grant, lease (ms)
+    returns {the runs to wake (those given a turn, then those called), the A answers, six numbers each: 1 admitted
+    or 0, ms the budget is closed for, runs ahead without a slot, in flight, window, 1 while the window is in its
+    first slow start (never refused) else 0}
+  status: returns {window, in flight, in line}
+]]
+local rcall = redis.call
+local stateKey, flightKey, lineKey, turnsKey, seenKey, calledKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local op, now = ARGV[1], tonumber(ARGV[2])
+local initial, maximum, ttl, mostCalled = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local turnMs, staleMs = tonumber(ARGV[7]), tonumber(ARGV[8])
+-- A grant lost without a release (its worker died) holds the recovery point back this long at most.
+local RECOVERY_MAX_MS = 30000
+
+rcall('ZREMRANGEBYSCORE', flightKey, '-inf', now)
+rcall('ZREMRANGEBYSCORE', turnsKey, '-inf', now)
+rcall('ZREMRANGEBYSCORE', calledKey, '-inf', now)
+
+local FIELDS = {'limit', 'ssthresh', 'ceiling', 'patience', 'calm', 'cut', 'pending', 'settled', 'until'}
+local saved = rcall('HMGET', stateKey, unpack(FIELDS))
+local s = {}
+for i, field in ipairs(FIELDS) do s[field] = tonumber(saved[i]) end
+s.limit = math.min(s.limit or initial, maximum)
+s.ssthresh, s.ceiling, s.patience = s.ssthresh or maximum, s.ceiling or 0, s.patience or 1
+s.calm, s.cut, s.pending, s.settled, s['until'] = s.calm or 0, s.cut or 0, s.pending or 0, s.settled or 0, s['until'] or 0
+local function window() return math.max(1, math.floor(s.limit)) end
+
+-- A key written outlives its last write by `ttl`.
+local function keep(key) rcall('PEXPIRE', key, ttl) end
+
+if op == 'status' then
+  return {window(), rcall('ZCARD', flightKey), rcall('ZCARD', lineKey)}
+end
+
+local function grow()
+  if s.limit < s.ssthresh then
+    s.limit = s.limit + 1
+  elseif s.limit < s.ceiling - 1 then
+    s.limit = s.limit + 1 / s.limit
+  else
+    s.limit = s.limit + 1 / (s.limit * s.patience)
+  end
+  s.limit = math.min(s.limit, maximum)
+end
+
+local function cut()
+  if s.limit <= s.ceiling + 1 then s.patience = math.min(8, s.patience * 2) else s.patience = 1 end
+  s.ceiling = s.limit
+  if s.calm < s.limit then s.limit = s.limit / 2 else s.limit = s.limit * 0.8 end
+  s.limit = math.max(1, s.limit)
+  s.ssthresh, s.cut, s.calm = s.limit, now, 0
+  s.pending = rcall('ZCARD', flightKey)
+  if s.pending == 0 then s.settled = now end
+end
+
+local function release(grant, outcome, startedAt, retryAfter)
+  -- Grow only a window in use: an account that saw little traffic has not shown it can take more.
+  local full = rcall('ZCARD', flightKey) >= window() or rcall('ZCARD', lineKey) > 0
+  if rcall('ZREM', flightKey, grant) == 0 then return end
+  if startedAt <= s.cut and s.pending > 0 then
+    s.pending = s.pending - 1
+    if s.pending == 0 then s.settled = now end
+  end
+  if outcome == 'ok' then
+    s.calm = s.calm + 1
+    if full then grow() end
+  elseif outcome == 'overloaded' then
+    local recovered = (s.pending == 0 and startedAt >= s.settled) or now - s.cut > RECOVERY_MAX_MS
+    if startedAt > s.cut and recovered then cut() end
+    if retryAfter > 0 then s['until'] = math.max(s['until'], now + retryAfter) end
+  end
+end
+
+local function acquire(run, grant, leaseMs, answers)
+  local inFlight, turns = rcall('ZCARD', flightKey), rcall('ZCARD', turnsKey)
+  -- Runs ahead of this one without a slot (those holding a turn are at the front).
+  local place = rcall('ZRANK', lineKey, run)
+  local ahead = math.max(0, (place or rcall('ZCARD', lineKey)) - turns)
+  local admitted = rcall('ZREM', turnsKey, run) == 1
+  if not admitted and s['until'] <= now then admitted = ahead < window() - inFlight - turns end
+  if admitted then
+    rcall('ZADD', flightKey, now + leaseMs, grant)
+    keep(flightKey)
+    if place then
+      rcall('ZREM', lineKey, run)
+      rcall('ZREM', seenKey, run)
+      rcall('ZREM', calledKey, run)
+    end
+    for _, n in ipairs({1, 0, 0, 0, 0, 0}) do answers[#answers + 1] = n end
+    return
+  end
+  rcall('ZADD', lineKey, 'NX', now, run)
+  rcall('ZADD', seenKey, now, run)
+  keep(lineKey)
+  keep(seenKey)
+  local doubling = s.ceiling == 0 and 1 or 0
+  for _, n in ipairs({0, math.max(0, s['until'] - now), ahead, inFlight, window(), doubling}) do
+    answers[#answers + 1] = n
+  end
+end
+
+-- Slots free go to the first runs in line as turns; the runs after them are called.
+local function handOut()
+  local woken, called = {}, {}
+  if s['until'] > now then return woken end
+  local free = window() - rcall('ZCARD', flightKey) - rcall('ZCARD', turnsKey)
+  local calls = math.min(window(), mostCalled)
+  if rcall('EXISTS', lineKey) == 0 then return woken end
+  local waiting = rcall('ZRANGE', lineKey, 0, rcall('ZCARD', turnsKey) + math.max(free, 0) + calls + 20)
+  for _, run in ipairs(waiting) do
+    if free <= 0 and calls <= 0 then break end
+    if not rcall('ZSCORE', turnsKey, run) then
+      if tonumber(rcall('ZSCORE', seenKey, run) or '0') < now - staleMs then
+        rcall('ZREM', lineKey, run)
+        rcall('ZREM', seenKey, run)
+        rcall('ZREM', calledKey, run)
+      elseif free > 0 then
+        rcall('ZADD', turnsKey, now + turnMs, run)
+        keep(turnsKey)
+        rcall('ZREM', calledKey, run)
+        woken[#woken + 1] = run
+        free = free - 1
+      else
+        calls = calls - 1
+        if rcall('ZADD', calledKey, 'NX', now + turnMs, run) == 1 then
+          called[#called + 1] = run
+          keep(calledKey)
+        end
+      end
+    end
+  end
+  for _, run in ipairs(called) do woken[#woken + 1] = run end
+  return woken
+end
+
+local releases = tonumber(ARGV[9])
+for i = 10, 9 + releases * 4, 4 do
+  release(ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]))
+end
+local woken = {}
+if releases > 0 then
+  local values = {}
+  for _, field in ipairs(FIELDS) do
+    values[#values + 1] = field
+    values[#values + 1] = tostring(s[field])
+  end
+  rcall('HSET', stateKey, unpack(values))
+  keep(stateKey)
+  woken = handOut()
+end
+-- After the turns: a run given one in this call takes it, and newcomers go behind the line.
+local answers = {}
+for i = 10 + releases * 4, #ARGV, 3 do acquire(ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), answers) end
+return {woken, answers}

@@ -1,0 +1,241 @@
+import { readFileSync } from 'node:fs';
+import { later, newId } from '../model/index.ts';
+import type { BudgetChoice, BudgetGrant, BudgetOutcome, OutboundGate } from '../outbound/index.ts';
+import { LuaScript, type RedisClient } from '../redis/index.ts';
+
+const SCRIPT = new LuaScript(
+  'outbound-budget',
+  readFileSync(new URL('./outbound-budget.lua', import.meta.url), 'utf8'),
+);
+
+export interface BudgetOptions {
+  /** Redis key prefix of the deployment. */
+  prefix: string;
+  /** The window of a budget never seen: slow start grows it from there. */
+  initialConcurrency: number;
+  /** The most a budget without a concurrency of its own lets in flight. */
+  maxConcurrency: number;
+  /** Wakes runs whose turn came (they wait for it as a delayed job). */
+  wake: (runIds: string[]) => void;
+}
+
+/** A run in the line asks again this often without being woken (a lost wake-up costs this long). */
+const LINE_RECHECK_MS = 5000;
+/** A run this close to the head of the line waits for its turn in place (holding its worker slot)... */
+const MOST_IN_PLACE = 16;
+/** ... for this long at most, asking again this often (its turn may come from another process). */
+const IN_PLACE_MS = 2000;
+const POLL_MS = 25;
+/** A turn handed to a run is kept this long for it to come back and take it. */
+const TURN_MS = 3000;
+/** What a budget learned is forgotten a day after its last request. */
+const KEPT_MS = 24 * 3600_000;
+/** A budget is listed for metrics at most this often per process. */
+const LISTED_EVERY_MS = 10_000;
+/** Budgets listed for metrics after this long without a request are left out, and past this many (the oldest). */
+const LISTED_FOR_MS = 3600_000;
+const MOST_LISTED = 1000;
+
+/** One budget's state, for metrics. */
+export interface BudgetStatus {
+  tenantId: string;
+  budget: string;
+  limit: number;
+  inFlight: number;
+  waiting: number;
+}
+
+type Answer = [admitted: number, closedMs: number, ahead: number, inFlight: number, window: number, doubling: number];
+
+/** What one process has for one budget since its last call: requests that ended, and requests to admit. */
+interface Exchange {
+  key: string;
+  concurrency: number | undefined;
+  ended: Array<string | number>;
+  asking: Array<{ args: Array<string | number>; answer: (answer: Answer) => void; fail: (error: unknown) => void }>;
+}
+
+/**
+ * Outbound budgets in Redis (outbound-budget.lua), shared by every process of the deployment: each tenant's runs
+ * draw on one budget per outside account, whose window adapts to what the account answers, and wait in turn when
+ * it is full. What a process's runs ask of one budget and give back within one turn of the event loop goes in one
+ * call. Each budget's keys share a hash tag of their own, so budgets spread over a cluster's masters.
+ */
+export class OutboundBudgets implements OutboundGate {
+  private readonly listedAt = new Map<string, number>();
+  /** Runs waiting in this process for their turn, close to it. */
+  private readonly waitingHere = new Map<string, Set<() => void>>();
+  private readonly indexKey: string;
+  /** The calls to make at the end of this turn of the event loop, by budget. */
+  private exchanges = new Map<string, Exchange>();
+
+  constructor(
+    private readonly redis: () => Promise<RedisClient>,
+    private readonly options: BudgetOptions,
+  ) {
+    this.indexKey = `${options.prefix}:tributary:budgets`;
+  }
+
+  async enter(
+    caller: { tenantId: string; runId: string },
+    budget: string,
+    choice: BudgetChoice | undefined,
+    leaseMs: number,
+    signal?: AbortSignal,
+  ): Promise<BudgetGrant> {
+    const key = `${caller.tenantId}:${budget}`;
+    const concurrency = choice?.concurrency;
+    const id = newId();
+    const deadline = Date.now() + IN_PLACE_MS;
+    this.list(key);
+    for (;;) {
+      const [admitted, closedMs, ahead, inFlight, window, doubling] = await new Promise<Answer>((answer, fail) =>
+        this.exchange(key, concurrency).asking.push({ args: [caller.runId, id, leaseMs], answer, fail }),
+      );
+      if (admitted === 1) {
+        const grant = { budget: key, id, startedAt: Date.now(), concurrency };
+        // Its node gave up meanwhile (a timeout, a shutdown): nothing is sent.
+        if (signal?.aborted) this.leave(grant, 'neutral', undefined);
+        signal?.throwIfAborted();
+        return grant;
+      }
+      // Close to its turn, a run waits for it here; further back, it waits as a delayed job, holding no slot. While
+      // the window is in its first slow start (doubling each round of requests), every run is close.
+      const close = closedMs === 0 && (doubling === 1 || ahead < Math.min(window, MOST_IN_PLACE));
+      if (!close || Date.now() >= deadline || signal?.aborted) {
+        const why = closedMs > 0 ? `closed for ${closedMs} ms (Retry-After)` : `${inFlight} in flight of ${window}`;
+        throw later(`waits for its turn on outbound budget ${budget}: ${why}, number ${ahead + 1} in line`, {
+          retryAfterMs: closedMs > 0 ? closedMs : LINE_RECHECK_MS,
+          details: { budget, inFlight, limit: window, place: ahead + 1 },
+        });
+      }
+      await this.nearTurn(caller.runId);
+    }
+  }
+
+  leave(grant: BudgetGrant, outcome: BudgetOutcome, retryAfterMs: number | undefined): void {
+    const retryAfter = Math.max(0, Math.round(retryAfterMs ?? 0));
+    this.exchange(grant.budget, grant.concurrency).ended.push(grant.id, outcome, grant.startedAt, retryAfter);
+  }
+
+  /** The budgets used within the last hour (the latest MOST_LISTED): their window, in flight and runs waiting. */
+  async statuses(): Promise<BudgetStatus[]> {
+    const redis = await this.redis();
+    const listed = await redis.zrevrangebyscore(
+      this.indexKey,
+      '+inf',
+      Date.now() - LISTED_FOR_MS,
+      'LIMIT',
+      0,
+      MOST_LISTED,
+    );
+    return Promise.all(
+      listed.map(async (key) => {
+        const [limit, inFlight, waiting] = (await SCRIPT.run(
+          redis,
+          this.keys(key),
+          this.head('status', undefined),
+        )) as number[];
+        const split = key.indexOf(':');
+        return { tenantId: key.slice(0, split), budget: key.slice(split + 1), limit, inFlight, waiting };
+      }),
+    );
+  }
+
+  /** This turn's exchange with the budget, made at its end. */
+  private exchange(key: string, concurrency: number | undefined): Exchange {
+    const batch = `${concurrency ?? ''}:${key}`;
+    let exchange = this.exchanges.get(batch);
+    if (!exchange) {
+      if (this.exchanges.size === 0) setImmediate(() => this.flush());
+      exchange = { key, concurrency, ended: [], asking: [] };
+      this.exchanges.set(batch, exchange);
+    }
+    return exchange;
+  }
+
+  private flush() {
+    const exchanges = this.exchanges;
+    this.exchanges = new Map();
+    for (const exchange of exchanges.values()) void this.send(exchange);
+  }
+
+  private async send({ key, concurrency, ended, asking }: Exchange) {
+    try {
+      const redis = await this.redis();
+      const [woken, answers] = (await SCRIPT.run(redis, this.keys(key), [
+        ...this.head('exchange', concurrency),
+        ended.length / 4,
+        ...ended,
+        ...asking.flatMap((ask) => ask.args),
+      ])) as [string[], number[]];
+      for (const [i, ask] of asking.entries()) ask.answer(answers.slice(i * 6, i * 6 + 6) as Answer);
+      const elsewhere = woken.filter((runId) => !this.turnCame(runId));
+      if (elsewhere.length > 0) this.options.wake(elsewhere);
+    } catch (error) {
+      // Requests that ended are given back by their leases' end when Redis does not answer.
+      for (const ask of asking) ask.fail(error);
+    }
+  }
+
+  private keys(key: string): string[] {
+    const base = `{${this.options.prefix}:budget:${key}}`;
+    return [base, `${base}:flight`, `${base}:line`, `${base}:turns`, `${base}:seen`, `${base}:called`];
+  }
+
+  /** Resolves when a request of this process gives the run its turn, or after POLL_MS (another process may have). */
+  private nearTurn(runId: string): Promise<void> {
+    return new Promise((resolve) => {
+      const waiters = this.waitingHere.get(runId) ?? new Set<() => void>();
+      const done = () => {
+        clearTimeout(timer);
+        waiters.delete(done);
+        if (waiters.size === 0) this.waitingHere.delete(runId);
+        resolve();
+      };
+      const timer = setTimeout(done, POLL_MS);
+      waiters.add(done);
+      this.waitingHere.set(runId, waiters);
+    });
+  }
+
+  /** Tells a run waiting here that its turn came; false when it does not wait here. */
+  private turnCame(runId: string): boolean {
+    const waiters = this.waitingHere.get(runId);
+    if (!waiters) return false;
+    for (const done of waiters) done();
+    return true;
+  }
+
+  private head(operation: 'exchange' | 'status', concurrency: number | undefined) {
+    const { initialConcurrency, maxConcurrency } = this.options;
+    const maximum = concurrency ?? maxConcurrency;
+    return [
+      operation,
+      Date.now(),
+      Math.min(initialConcurrency, maximum),
+      maximum,
+      KEPT_MS,
+      MOST_IN_PLACE,
+      TURN_MS,
+      LINE_RECHECK_MS * 3,
+    ];
+  }
+
+  /** Keeps the budget in the list metrics read, at most once per LISTED_EVERY_MS per process. */
+  private list(key: string) {
+    const now = Date.now();
+    if ((this.listedAt.get(key) ?? 0) > now - LISTED_EVERY_MS) return;
+    this.listedAt.set(key, now);
+    if (this.listedAt.size > 10_000) this.listedAt.clear();
+    void this.redis()
+      .then((redis) =>
+        redis
+          .multi()
+          .zadd(this.indexKey, now, key)
+          .zremrangebyscore(this.indexKey, '-inf', now - LISTED_FOR_MS)
+          .exec(),
+      )
+      .catch(() => {});
+  }
+}
