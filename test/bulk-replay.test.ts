@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, sendWebhook, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
 import { Receiver } from './support/receiver.ts';
-import { eachLine } from './support/flow-documents.ts';
+import { eachLine, forwardWebhook } from './support/flow-documents.ts';
 import { newId } from '../engine/model/ids.ts';
 
 // Bulk replays, API and worker in one process, on each store: the replay's page is one statement.
@@ -11,20 +11,7 @@ let failing = true;
 /** The outside system: it refuses (422, a permanent failure) while `failing`. */
 let sink: Receiver;
 
-const sendingFlow = (key: string) => ({
-  key,
-  name: key,
-  trigger: { type: 'webhook', config: {} },
-  nodes: [
-    {
-      id: 'send',
-      operation: 'http.request',
-      config: { method: 'POST', url: `{{ $vars.SINK_URL }}/${key}`, body: '{{ $input.body }}' },
-      retry: { maxAttempts: 1 },
-    },
-  ],
-  edges: [{ from: 'trigger', to: 'send' }],
-});
+const sendingFlow = (key: string) => forwardWebhook(key, `{{ $vars.SINK_URL }}/${key}`, { retry: { maxAttempts: 1 } });
 
 const REPLAYS = '/api/v1/message-queue/replays';
 

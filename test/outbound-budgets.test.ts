@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ErpSimulator, erpReplies } from './support/erp-simulator.ts';
 import { ERP_CREDENTIALS } from './support/refund-fixture.ts';
 import { Receiver } from './support/receiver.ts';
+import { forwardWebhook } from './support/flow-documents.ts';
 import { eventually, sendWebhook, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
 
 // Outbound budgets: the runs of every flow of a tenant that send to one outside account share what it allows.
@@ -13,33 +14,21 @@ let acme: ApiClient;
 let erp: ErpSimulator;
 
 /** A flow that POSTs its message to the ERP, signed for its account, drawing on the budget `erp-acme`. */
-const erpFlow = (key: string) => ({
-  key,
-  name: key,
-  trigger: { type: 'webhook', config: {} },
-  nodes: [
-    {
-      id: 'send',
-      operation: 'http.request',
-      config: {
-        method: 'POST',
-        url: erp.apiUrl,
-        body: '{{ $input.body }}',
-        budget: 'erp-acme',
-        auth: {
-          type: 'oauth1',
-          consumerKey: ERP_CREDENTIALS.consumerKey,
-          consumerSecret: ERP_CREDENTIALS.consumerSecret,
-          token: ERP_CREDENTIALS.tokenId,
-          tokenSecret: ERP_CREDENTIALS.tokenSecret,
-          realm: ERP_CREDENTIALS.accountId.toUpperCase(),
-        },
+const erpFlow = (key: string) =>
+  forwardWebhook(key, erp.apiUrl, {
+    config: {
+      budget: 'erp-acme',
+      auth: {
+        type: 'oauth1',
+        consumerKey: ERP_CREDENTIALS.consumerKey,
+        consumerSecret: ERP_CREDENTIALS.consumerSecret,
+        token: ERP_CREDENTIALS.tokenId,
+        tokenSecret: ERP_CREDENTIALS.tokenSecret,
+        realm: ERP_CREDENTIALS.accountId.toUpperCase(),
       },
-      retry: { maxAttempts: 10, backoffMs: 200 },
     },
-  ],
-  edges: [{ from: 'trigger', to: 'send' }],
-});
+    retry: { maxAttempts: 10, backoffMs: 200 },
+  });
 
 async function deliver(key: string, orders: string[]) {
   return Promise.all(
@@ -139,20 +128,8 @@ describe('outbound budgets, on PostgreSQL', () => {
 
 describe('outbound budgets of origins, on PostgreSQL', () => {
   let sink: Receiver;
-  const sendingFlow = (key: string) => ({
-    key,
-    name: key,
-    trigger: { type: 'webhook', config: {} },
-    nodes: [
-      {
-        id: 'send',
-        operation: 'http.request',
-        config: { method: 'POST', url: `${sink.url}/${key}`, body: '{{ $input.body }}' },
-        retry: { maxAttempts: 5, backoffMs: 100 },
-      },
-    ],
-    edges: [{ from: 'trigger', to: 'send' }],
-  });
+  const sendingFlow = (key: string) =>
+    forwardWebhook(key, `${sink.url}/${key}`, { retry: { maxAttempts: 5, backoffMs: 100 } });
 
   beforeAll(async () => {
     sink = await new Receiver().start();

@@ -14,27 +14,38 @@
   probing above it costs ever fewer refusals; a cut at a higher window resets it. The window never exceeds the
   configured maximum.
 
+  Where the account prices requests (Shopify's cost points), the budget also keeps the account's bucket as its
+  last answer said (points available, maximum, restore rate): a request is admitted only when its expected cost is
+  there, and each answer resets the bucket to the account's figure, less the cost of requests sent after the
+  answered one (they may not have reached the account when it answered). What a kind of request costs (a query
+  document) is remembered from its answers, for every process.
+
   Runs refused wait in a line in the order they first asked. A request that ends gives its slot to the first run in
   line without one (a turn, kept for it a while; it keeps its place meanwhile), and calls the runs after it that may
   wait for their turn in place (a window's worth, at most ARGV[6]), once each, so that they are back and waiting
   close by when their turn comes (a woken run takes a while to be back). A run that stopped asking (it was
   cancelled) is dropped from the line.
 
-  KEYS[1] state hash   KEYS[2] in flight (zset: grant -> lease expiry)   KEYS[3] line (zset: run -> first ask)
+  KEYS[1] state hash   KEYS[2] in flight (zset: grant|cost|sent (ms) -> lease expiry)   KEYS[3] line (zset: run -> first ask)
   KEYS[4] turns (zset: run -> expiry)   KEYS[5] seen (zset: run -> last ask)   KEYS[6] called (zset: run -> lapse)
+  KEYS[7] costs (hash: kind of request -> what it cost last time)
 
   ARGV[1] 'exchange' or 'status'   ARGV[2] now (ms)   ARGV[3] initial window   ARGV[4] maximum
   ARGV[5] how long the keys outlive their last write (ms)   ARGV[6] most runs called per call
   ARGV[7] how long a turn is kept (ms)   ARGV[8] a run not asking this long is dropped from the line (ms)
-  exchange: ARGV[9] R, then R requests that ended: grant, 'ok' | 'overloaded' | 'neutral', when it started (ms),
-    Retry-After (ms, 0 none); then A requests about to be sent: run, grant, lease (ms)
-    returns {the runs to wake (those given a turn, then those called), the A answers, six numbers each: 1 admitted
-    or 0, ms the budget is closed for, runs ahead without a slot, in flight, window, 1 while the window is in its
-    first slow start (never refused) else 0}
+  exchange: ARGV[9] R, then R requests that ended: grant, cost, when it was sent (ms), 'ok' | 'overloaded' |
+    'neutral', Retry-After (ms, 0 none), the account's points available, maximum and restore rate per second, and
+    the request's cost as the account priced it (-1 each when it did not say), its kind ('' none); then A requests
+    about to be sent: run, grant, lease (ms), expected cost, kind ('' none: the expected cost holds)
+    returns {the runs to wake (those given a turn, then those called), the A answers, eight numbers each: 1 admitted
+    or 0, ms until the request may go (0: when a slot frees), what it waits for (0 a slot, 1 the Retry-After, 2 its
+    cost in points), runs ahead without a slot, in flight, window, 1 while the window is in its first slow start
+    (never refused) else 0, the cost it draws}
   status: returns {window, in flight, in line}
 ]]
 local rcall = redis.call
 local stateKey, flightKey, lineKey, turnsKey, seenKey, calledKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local costsKey = KEYS[7]
 local op, now = ARGV[1], tonumber(ARGV[2])
 local initial, maximum, ttl, mostCalled = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local turnMs, staleMs = tonumber(ARGV[7]), tonumber(ARGV[8])
@@ -45,7 +56,8 @@ rcall('ZREMRANGEBYSCORE', flightKey, '-inf', now)
 rcall('ZREMRANGEBYSCORE', turnsKey, '-inf', now)
 rcall('ZREMRANGEBYSCORE', calledKey, '-inf', now)
 
-local FIELDS = {'limit', 'ssthresh', 'ceiling', 'patience', 'calm', 'cut', 'pending', 'settled', 'until'}
+local FIELDS = {'limit', 'ssthresh', 'ceiling', 'patience', 'calm', 'cut', 'pending', 'settled', 'until', 'points',
+  'pointsAt', 'rate', 'capacity'}
 local saved = rcall('HMGET', stateKey, unpack(FIELDS))
 local s = {}
 for i, field in ipairs(FIELDS) do s[field] = tonumber(saved[i]) end
@@ -53,6 +65,9 @@ s.limit = math.min(s.limit or initial, maximum)
 s.ssthresh, s.ceiling, s.patience = s.ssthresh or maximum, s.ceiling or 0, s.patience or 1
 s.calm, s.cut, s.pending, s.settled, s['until'] = s.calm or 0, s.cut or 0, s.pending or 0, s.settled or 0, s['until'] or 0
 local function window() return math.max(1, math.floor(s.limit)) end
+-- The account's bucket, refilled to now (nothing known until an answer priced a request).
+if s.rate then s.points, s.pointsAt = math.min(s.capacity, s.points + (now - s.pointsAt) * s.rate / 1000), now end
+local changed = false
 
 -- A key written outlives its last write by `ttl`.
 local function keep(key) rcall('PEXPIRE', key, ttl) end
@@ -82,10 +97,22 @@ local function cut()
   if s.pending == 0 then s.settled = now end
 end
 
-local function release(grant, outcome, startedAt, retryAfter)
+-- The account's bucket as it answered a request sent at `sentAt`, less what was sent since (it may not have
+-- reached the account when it answered: counting it is the side that never overspends).
+local function priced(sentAt, available, maximum, restoreRate)
+  local later = 0
+  for _, member in ipairs(rcall('ZRANGE', flightKey, 0, -1)) do
+    local _, _, cost, at = string.find(member, '|([%d.]+)|(%d+)$')
+    if tonumber(at) >= sentAt then later = later + tonumber(cost) end
+  end
+  s.points, s.pointsAt = math.max(0, available - later), now
+  s.capacity, s.rate = maximum, restoreRate
+end
+
+local function release(grant, startedAt, outcome, retryAfter)
   -- Grow only a window in use: an account that saw little traffic has not shown it can take more.
   local full = rcall('ZCARD', flightKey) >= window() or rcall('ZCARD', lineKey) > 0
-  if rcall('ZREM', flightKey, grant) == 0 then return end
+  if rcall('ZREM', flightKey, grant) == 0 then return false end
   if startedAt <= s.cut and s.pending > 0 then
     s.pending = s.pending - 1
     if s.pending == 0 then s.settled = now end
@@ -98,34 +125,47 @@ local function release(grant, outcome, startedAt, retryAfter)
     if startedAt > s.cut and recovered then cut() end
     if retryAfter > 0 then s['until'] = math.max(s['until'], now + retryAfter) end
   end
+  return true
 end
 
-local function acquire(run, grant, leaseMs, answers)
+local SLOT, CLOSED, POINTS = 0, 1, 2
+
+local function acquire(run, grant, leaseMs, cost, kind, answers)
+  if kind ~= '' then cost = tonumber(rcall('HGET', costsKey, kind) or cost) end
+  -- A request that costs more than the bucket holds is the account's to refuse (Shopify: MAX_COST_EXCEEDED).
+  if s.capacity then cost = math.min(cost, s.capacity) end
   local inFlight, turns = rcall('ZCARD', flightKey), rcall('ZCARD', turnsKey)
   -- Runs ahead of this one without a slot (those holding a turn are at the front).
   local place = rcall('ZRANK', lineKey, run)
   local ahead = math.max(0, (place or rcall('ZCARD', lineKey)) - turns)
-  local admitted = rcall('ZREM', turnsKey, run) == 1
-  if not admitted and s['until'] <= now then admitted = ahead < window() - inFlight - turns end
-  if admitted then
-    rcall('ZADD', flightKey, now + leaseMs, grant)
-    keep(flightKey)
-    if place then
-      rcall('ZREM', lineKey, run)
-      rcall('ZREM', seenKey, run)
-      rcall('ZREM', calledKey, run)
+  local turn = rcall('ZSCORE', turnsKey, run)
+  local waitMs, reason = 0, SLOT
+  if s['until'] > now then
+    waitMs, reason = s['until'] - now, CLOSED
+  elseif turn or ahead < window() - inFlight - turns then
+    -- A slot is there; the points too, unless the account prices requests and has not restored enough yet.
+    if s.rate and s.points < cost then
+      waitMs, reason = math.ceil((cost - s.points) * 1000 / s.rate), POINTS
+    else
+      if turn then rcall('ZREM', turnsKey, run) end
+      if s.rate then s.points, changed = s.points - cost, true end
+      rcall('ZADD', flightKey, now + leaseMs, grant .. '|' .. cost .. '|' .. now)
+      keep(flightKey)
+      if place then
+        rcall('ZREM', lineKey, run)
+        rcall('ZREM', seenKey, run)
+        rcall('ZREM', calledKey, run)
+      end
+      for _, n in ipairs({1, 0, 0, 0, 0, 0, 0, cost}) do answers[#answers + 1] = n end
+      return
     end
-    for _, n in ipairs({1, 0, 0, 0, 0, 0}) do answers[#answers + 1] = n end
-    return
   end
   rcall('ZADD', lineKey, 'NX', now, run)
   rcall('ZADD', seenKey, now, run)
   keep(lineKey)
   keep(seenKey)
   local doubling = s.ceiling == 0 and 1 or 0
-  for _, n in ipairs({0, math.max(0, s['until'] - now), ahead, inFlight, window(), doubling}) do
-    answers[#answers + 1] = n
-  end
+  for _, n in ipairs({0, waitMs, reason, ahead, inFlight, window(), doubling, cost}) do answers[#answers + 1] = n end
 end
 
 -- Slots free go to the first runs in line as turns; the runs after them are called.
@@ -163,21 +203,34 @@ local function handOut()
 end
 
 local releases = tonumber(ARGV[9])
-for i = 10, 9 + releases * 4, 4 do
-  release(ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]))
+for i = 10, 9 + releases * 10, 10 do
+  local member, sentAt = ARGV[i] .. '|' .. ARGV[i + 1] .. '|' .. ARGV[i + 2], tonumber(ARGV[i + 2])
+  if release(member, sentAt, ARGV[i + 3], tonumber(ARGV[i + 4])) then
+    changed = true
+    local available = tonumber(ARGV[i + 5])
+    if available >= 0 then priced(sentAt, available, tonumber(ARGV[i + 6]), tonumber(ARGV[i + 7])) end
+    local cost, kind = tonumber(ARGV[i + 8]), ARGV[i + 9]
+    if cost >= 0 and kind ~= '' then
+      rcall('HSET', costsKey, kind, cost)
+      keep(costsKey)
+    end
+  end
 end
-local woken = {}
-if releases > 0 then
+local woken = releases > 0 and handOut() or {}
+-- After the turns: a run given one in this call takes it, and newcomers go behind the line.
+local answers = {}
+for i = 10 + releases * 10, #ARGV, 5 do
+  acquire(ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), ARGV[i + 4], answers)
+end
+if changed then
   local values = {}
   for _, field in ipairs(FIELDS) do
-    values[#values + 1] = field
-    values[#values + 1] = tostring(s[field])
+    if s[field] then
+      values[#values + 1] = field
+      values[#values + 1] = tostring(s[field])
+    end
   end
   rcall('HSET', stateKey, unpack(values))
   keep(stateKey)
-  woken = handOut()
 end
--- After the turns: a run given one in this call takes it, and newcomers go behind the line.
-local answers = {}
-for i = 10 + releases * 4, #ARGV, 3 do acquire(ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), answers) end
 return {woken, answers}

@@ -1,6 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { later, newId } from '../model/index.ts';
-import type { BudgetChoice, BudgetGrant, BudgetOutcome, OutboundGate } from '../outbound/index.ts';
+import type {
+  BudgetChoice,
+  BudgetGrant,
+  BudgetOutcome,
+  BudgetPrice,
+  EnterOptions,
+  OutboundGate,
+} from '../outbound/index.ts';
 import { LuaScript, type RedisClient } from '../redis/index.ts';
 
 const SCRIPT = new LuaScript(
@@ -45,14 +52,30 @@ export interface BudgetStatus {
   waiting: number;
 }
 
-type Answer = [admitted: number, closedMs: number, ahead: number, inFlight: number, window: number, doubling: number];
+type Answer = [
+  admitted: number,
+  waitMs: number,
+  reason: number,
+  ahead: number,
+  inFlight: number,
+  window: number,
+  doubling: number,
+  cost: number,
+];
+/** What a refused request waits for (outbound-budget.lua). */
+const SLOT = 0;
+const CLOSED = 1;
 
 /** What one process has for one budget since its last call: requests that ended, and requests to admit. */
 interface Exchange {
   key: string;
   concurrency: number | undefined;
   ended: Array<string | number>;
-  asking: Array<{ args: Array<string | number>; answer: (answer: Answer) => void; fail: (error: unknown) => void }>;
+  asking: Array<{
+    args: Array<string | number>;
+    answer: (answer: Answer, at: number) => void;
+    fail: (error: unknown) => void;
+  }>;
 }
 
 /**
@@ -80,42 +103,71 @@ export class OutboundBudgets implements OutboundGate {
     caller: { tenantId: string; runId: string },
     budget: string,
     choice: BudgetChoice | undefined,
-    leaseMs: number,
-    signal?: AbortSignal,
+    { leaseMs, mayWaitAway, signal }: EnterOptions,
   ): Promise<BudgetGrant> {
     const key = `${caller.tenantId}:${budget}`;
     const concurrency = choice?.concurrency;
+    const costKind = choice?.costKind ?? '';
     const id = newId();
     const deadline = Date.now() + IN_PLACE_MS;
     this.list(key);
     for (;;) {
-      const [admitted, closedMs, ahead, inFlight, window, doubling] = await new Promise<Answer>((answer, fail) =>
-        this.exchange(key, concurrency).asking.push({ args: [caller.runId, id, leaseMs], answer, fail }),
+      const [[admitted, waitMs, reason, ahead, inFlight, window, doubling, cost], at] = await new Promise<
+        [Answer, number]
+      >((resolve, fail) =>
+        this.exchange(key, concurrency).asking.push({
+          args: [caller.runId, id, leaseMs, choice?.cost ?? 0, costKind],
+          answer: (answer, at) => resolve([answer, at]),
+          fail,
+        }),
       );
       if (admitted === 1) {
-        const grant = { budget: key, id, startedAt: Date.now(), concurrency };
+        const grant = { budget: key, id, startedAt: at, concurrency, cost, costKind };
         // Its node gave up meanwhile (a timeout, a shutdown): nothing is sent.
-        if (signal?.aborted) this.leave(grant, 'neutral', undefined);
+        if (signal?.aborted) this.leave(grant, 'neutral');
         signal?.throwIfAborted();
         return grant;
       }
       // Close to its turn, a run waits for it here; further back, it waits as a delayed job, holding no slot. While
-      // the window is in its first slow start (doubling each round of requests), every run is close.
-      const close = closedMs === 0 && (doubling === 1 || ahead < Math.min(window, MOST_IN_PLACE));
-      if (!close || Date.now() >= deadline || signal?.aborted) {
-        const why = closedMs > 0 ? `closed for ${closedMs} ms (Retry-After)` : `${inFlight} in flight of ${window}`;
+      // the window is in its first slow start (doubling each round of requests), every run is close; a run waiting
+      // for points waits here when they are there before the end of its wait in place. A node that sent requests
+      // in this attempt always waits here: starting it again would send them again.
+      const left = deadline - Date.now();
+      const close =
+        reason === SLOT
+          ? doubling === 1 || ahead < Math.min(window, MOST_IN_PLACE)
+          : reason !== CLOSED && waitMs < left;
+      signal?.throwIfAborted();
+      if (mayWaitAway && (!close || left <= 0)) {
+        const why =
+          reason === SLOT
+            ? `${inFlight} in flight of ${window}`
+            : reason === CLOSED
+              ? `closed for ${waitMs} ms (Retry-After)`
+              : `${cost} points are there in ${waitMs} ms`;
         throw later(`waits for its turn on outbound budget ${budget}: ${why}, number ${ahead + 1} in line`, {
-          retryAfterMs: closedMs > 0 ? closedMs : LINE_RECHECK_MS,
+          retryAfterMs: reason === SLOT ? LINE_RECHECK_MS : waitMs,
           details: { budget, inFlight, limit: window, place: ahead + 1 },
         });
       }
-      await this.nearTurn(caller.runId);
+      await this.nearTurn(caller.runId, reason === SLOT ? POLL_MS : waitMs);
     }
   }
 
-  leave(grant: BudgetGrant, outcome: BudgetOutcome, retryAfterMs: number | undefined): void {
+  leave(grant: BudgetGrant, outcome: BudgetOutcome, retryAfterMs?: number, price?: BudgetPrice): void {
     const retryAfter = Math.max(0, Math.round(retryAfterMs ?? 0));
-    this.exchange(grant.budget, grant.concurrency).ended.push(grant.id, outcome, grant.startedAt, retryAfter);
+    this.exchange(grant.budget, grant.concurrency).ended.push(
+      grant.id,
+      grant.cost,
+      grant.startedAt,
+      outcome,
+      retryAfter,
+      price?.available ?? -1,
+      price?.maximum ?? -1,
+      price?.restoreRate ?? -1,
+      price?.cost ?? -1,
+      grant.costKind ?? '',
+    );
   }
 
   /** The budgets used within the last hour (the latest MOST_LISTED): their window, in flight and runs waiting. */
@@ -134,7 +186,7 @@ export class OutboundBudgets implements OutboundGate {
         const [limit, inFlight, waiting] = (await SCRIPT.run(
           redis,
           this.keys(key),
-          this.head('status', undefined),
+          this.head('status', Date.now(), undefined),
         )) as number[];
         const split = key.indexOf(':');
         return { tenantId: key.slice(0, split), budget: key.slice(split + 1), limit, inFlight, waiting };
@@ -163,13 +215,14 @@ export class OutboundBudgets implements OutboundGate {
   private async send({ key, concurrency, ended, asking }: Exchange) {
     try {
       const redis = await this.redis();
+      const now = Date.now();
       const [woken, answers] = (await SCRIPT.run(redis, this.keys(key), [
-        ...this.head('exchange', concurrency),
-        ended.length / 4,
+        ...this.head('exchange', now, concurrency),
+        ended.length / 10,
         ...ended,
         ...asking.flatMap((ask) => ask.args),
       ])) as [string[], number[]];
-      for (const [i, ask] of asking.entries()) ask.answer(answers.slice(i * 6, i * 6 + 6) as Answer);
+      for (const [i, ask] of asking.entries()) ask.answer(answers.slice(i * 8, i * 8 + 8) as Answer, now);
       const elsewhere = woken.filter((runId) => !this.turnCame(runId));
       if (elsewhere.length > 0) this.options.wake(elsewhere);
     } catch (error) {
@@ -180,11 +233,11 @@ export class OutboundBudgets implements OutboundGate {
 
   private keys(key: string): string[] {
     const base = `{${this.options.prefix}:budget:${key}}`;
-    return [base, `${base}:flight`, `${base}:line`, `${base}:turns`, `${base}:seen`, `${base}:called`];
+    return [base, ...['flight', 'line', 'turns', 'seen', 'called', 'costs'].map((part) => `${base}:${part}`)];
   }
 
-  /** Resolves when a request of this process gives the run its turn, or after POLL_MS (another process may have). */
-  private nearTurn(runId: string): Promise<void> {
+  /** Resolves when a request of this process gives the run its turn, or after `ms` (another process may have). */
+  private nearTurn(runId: string, ms: number): Promise<void> {
     return new Promise((resolve) => {
       const waiters = this.waitingHere.get(runId) ?? new Set<() => void>();
       const done = () => {
@@ -193,7 +246,7 @@ export class OutboundBudgets implements OutboundGate {
         if (waiters.size === 0) this.waitingHere.delete(runId);
         resolve();
       };
-      const timer = setTimeout(done, POLL_MS);
+      const timer = setTimeout(done, ms);
       waiters.add(done);
       this.waitingHere.set(runId, waiters);
     });
@@ -207,12 +260,12 @@ export class OutboundBudgets implements OutboundGate {
     return true;
   }
 
-  private head(operation: 'exchange' | 'status', concurrency: number | undefined) {
+  private head(operation: 'exchange' | 'status', now: number, concurrency: number | undefined) {
     const { initialConcurrency, maxConcurrency } = this.options;
     const maximum = concurrency ?? maxConcurrency;
     return [
       operation,
-      Date.now(),
+      now,
       Math.min(initialConcurrency, maximum),
       maximum,
       KEPT_MS,

@@ -143,7 +143,7 @@ class OperationStep implements NodeRunner<OperationSpec> {
       },
       // The message's, not the run's: every run of the message (a retry, a takeover, a replay) sends the same key.
       idempotencyKey: `${run.messageId}.${call.key}`,
-      http: call.trace ? host.http.within(call.trace) : host.http,
+      http: (call.trace ? host.http.within(call.trace) : host.http).forAttempt(),
       tenantId: run.tenantId,
       flowId: run.flowId,
       runId: run.id,

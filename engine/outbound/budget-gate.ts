@@ -6,6 +6,18 @@
 export interface BudgetChoice {
   name?: string;
   concurrency?: number;
+  /** Where the account prices requests (Shopify's cost points): what this one is expected to cost... */
+  cost?: number;
+  /** ... unless a request of this kind (a query document) was priced before, by any process: then that. */
+  costKind?: string;
+}
+
+/** An account's bucket as an answer reports it (Shopify's `throttleStatus`), and what the request cost. */
+export interface BudgetPrice {
+  available: number;
+  maximum: number;
+  restoreRate: number;
+  cost?: number;
 }
 
 /** How an exchange went, for its budget: `overloaded` narrows the window, `ok` widens it, `neutral` neither. */
@@ -17,6 +29,20 @@ export interface BudgetGrant {
   readonly id: string;
   readonly startedAt: number;
   readonly concurrency?: number;
+  readonly cost: number;
+  readonly costKind?: string;
+}
+
+export interface EnterOptions {
+  /** How long the request may hold its slot without giving it back (then its worker is taken for dead). */
+  leaseMs: number;
+  /**
+   * Whether the run may wait for a turn far off as a delayed job (`later`); otherwise it waits in place: its node
+   * sent requests already in this attempt, which starting the node again would send again.
+   */
+  mayWaitAway: boolean;
+  /** Ends a wait in place (the node timed out, the worker shuts down). */
+  signal?: AbortSignal;
 }
 
 /**
@@ -29,8 +55,7 @@ export interface OutboundGate {
     caller: { tenantId: string; runId: string },
     budget: string,
     choice: BudgetChoice | undefined,
-    leaseMs: number,
-    signal?: AbortSignal,
+    options: EnterOptions,
   ): Promise<BudgetGrant>;
-  leave(grant: BudgetGrant, outcome: BudgetOutcome, retryAfterMs: number | undefined): void;
+  leave(grant: BudgetGrant, outcome: BudgetOutcome, retryAfterMs?: number, price?: BudgetPrice): void;
 }

@@ -4,7 +4,7 @@ import https from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
 import { OperationError, parseJson, permanent, retryable } from '../model/index.ts';
 import { type SpanContext, type Tracer, traceparentOf } from '../telemetry/index.ts';
-import type { BudgetChoice, BudgetOutcome, OutboundGate } from './budget-gate.ts';
+import type { BudgetChoice, BudgetPrice, OutboundGate } from './budget-gate.ts';
 import { BodyTooLargeError, decodeBody, readBody } from './http-body.ts';
 
 export interface OutboundRequest {
@@ -24,6 +24,8 @@ export interface OutboundRequest {
   budget?: BudgetChoice;
   /** Whether an answer says the outside account is overloaded (beyond 429 and 503, e.g. an ERP's own code). */
   overloaded?: (response: InboundResponse) => boolean;
+  /** Where the account prices requests: its bucket as the answer reports it. */
+  priced?: (response: InboundResponse) => BudgetPrice | undefined;
 }
 
 export interface InboundResponse {
@@ -82,6 +84,8 @@ export class HttpClient {
     private readonly parent?: SpanContext,
     /** The run whose requests these are: they draw on outbound budgets (`options.gate`). */
     private readonly caller?: { tenantId: string; runId: string },
+    /** One attempt at a node (`forAttempt`): whether it has sent a request yet. */
+    private readonly attempt?: { sent: boolean },
   ) {
     const lookup = options.refusedAddress && checkedLookup(options.refusedAddress);
     const agentOptions = { keepAlive: true, scheduling: 'lifo', timeout: IDLE_SOCKET_MS, lookup } as const;
@@ -98,12 +102,20 @@ export class HttpClient {
 
   /** The same client, whose requests are spans in `parent`'s trace (when tracing is on). */
   within(parent: SpanContext): HttpClient {
-    return new HttpClient(this.options, this.partition, this.agents, parent, this.caller);
+    return new HttpClient(this.options, this.partition, this.agents, parent, this.caller, this.attempt);
   }
 
   /** The same client for one run of the tenant: its requests wait for their turn on their outbound budgets. */
   forRun(tenantId: string, runId: string): HttpClient {
     return new HttpClient(this.options, tenantId, this.agents, this.parent, { tenantId, runId });
+  }
+
+  /**
+   * The same client for one attempt at a node. Its first request may wait for its turn as a delayed run (the node
+   * starts again when it comes); a later one waits in place, since starting again would send the ones before again.
+   */
+  forAttempt(): HttpClient {
+    return new HttpClient(this.options, this.partition, this.agents, this.parent, this.caller, { sent: false });
   }
 
   /**
@@ -116,17 +128,22 @@ export class HttpClient {
     if (!gate || !this.caller) return this.sendFollowing(request);
     const budget = request.budget?.name ?? request.url.origin;
     const leaseMs = request.timeoutMs + BUDGET_LEASE_MARGIN_MS;
-    const grant = await gate.enter(this.caller, budget, request.budget, leaseMs, request.signal);
-    let outcome: BudgetOutcome = 'neutral';
-    let retryAfterMs: number | undefined;
+    const mayWaitAway = !this.attempt?.sent;
+    const grant = await gate.enter(this.caller, budget, request.budget, {
+      leaseMs,
+      mayWaitAway,
+      signal: request.signal,
+    });
+    if (this.attempt) this.attempt.sent = true;
+    let response: InboundResponse | undefined;
     try {
-      const response = await this.sendFollowing(request);
-      const overloaded = OVERLOAD_STATUSES.has(response.status) || request.overloaded?.(response) === true;
-      outcome = overloaded ? 'overloaded' : 'ok';
-      if (overloaded) retryAfterMs = retryAfter(response.headers['retry-after']);
+      response = await this.sendFollowing(request);
       return response;
     } finally {
-      gate.leave(grant, outcome, retryAfterMs);
+      if (!response) gate.leave(grant, 'neutral');
+      else if (OVERLOAD_STATUSES.has(response.status) || request.overloaded?.(response) === true)
+        gate.leave(grant, 'overloaded', retryAfter(response.headers['retry-after']), request.priced?.(response));
+      else gate.leave(grant, 'ok', undefined, request.priced?.(response));
     }
   }
 

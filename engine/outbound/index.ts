@@ -1,5 +1,21 @@
 /** Outbound HTTP: the client operations share, body limits, the address policy, the gate of outbound budgets. */
-export type { BudgetChoice, BudgetGrant, BudgetOutcome, OutboundGate } from './budget-gate.ts';
+export type {
+  BudgetChoice,
+  BudgetGrant,
+  BudgetOutcome,
+  BudgetPrice,
+  EnterOptions,
+  OutboundGate,
+} from './budget-gate.ts';
 export { BodyTooLargeError, decodeBody, isDecodable, readBody } from './http-body.ts';
-export { type AddressRefusal, bodyValue, HttpClient, MAX_RESPONSE_BYTES, retryAfter, where } from './http-client.ts';
+export {
+  type AddressRefusal,
+  bodyValue,
+  HttpClient,
+  type InboundResponse,
+  MAX_RESPONSE_BYTES,
+  type OutboundRequest,
+  retryAfter,
+  where,
+} from './http-client.ts';
 export { addressRanges, nonPublicRefusal, unreachableFromOutside } from './network.ts';

@@ -1,7 +1,13 @@
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { OperationError, permanent, retryable } from '../../engine/model/index.ts';
-import { type HttpClient, MAX_RESPONSE_BYTES } from '../../engine/outbound/index.ts';
+import {
+  type BudgetPrice,
+  type HttpClient,
+  type InboundResponse,
+  MAX_RESPONSE_BYTES,
+  type OutboundRequest,
+} from '../../engine/outbound/index.ts';
 
 /** How to reach one shop's Admin GraphQL API: a static token, or an app's client credentials. */
 export interface ShopAccess {
@@ -37,47 +43,18 @@ const REQUEST_TIMEOUT_MS = 30_000;
 /** Renew a client-credentials token this long before it expires. */
 const TOKEN_MARGIN_MS = 5 * 60_000;
 
-/**
- * The cost budget of one shop as this process knows it (Shopify's leaky bucket). Concurrent runs
- * for one shop reserve from it before sending, so they queue for points instead of throttling
- * each other into failures; every answer corrects it with Shopify's own figures.
- */
-class CostBudget {
-  private available = Number.POSITIVE_INFINITY;
-  private maximum = Number.POSITIVE_INFINITY;
-  private restoreRate = 50;
-  private at = Date.now();
-
-  /** Milliseconds to wait before `cost` points are there; reserves them when they are (returns 0). */
-  reserve(cost: number): number {
-    const now = Date.now();
-    this.available = Math.min(this.maximum, this.available + ((now - this.at) / 1000) * this.restoreRate);
-    this.at = now;
-    if (this.available >= cost) {
-      this.available -= cost;
-      return 0;
-    }
-    return Math.ceil(((cost - this.available) / this.restoreRate) * 1000);
-  }
-
-  /** Gives back what was reserved but not spent. */
-  refund(points: number) {
-    this.available = Math.min(this.maximum, this.available + points);
-  }
-
-  observe(status: ThrottleStatus) {
-    this.available = status.currentlyAvailable;
-    this.maximum = status.maximumAvailable;
-    this.restoreRate = status.restoreRate;
-    this.at = Date.now();
-  }
-}
-
-/** Per process: one budget per shop, one token per shop and app credentials; the most recently used kept. */
-const budgets = new LRUCache<string, CostBudget>({ max: 10_000 });
+/** Per process: one token per shop and app credentials; the most recently used kept. */
 const tokens = new LRUCache<string, Promise<{ token: string; expiresAt: number }>>({ max: 10_000 });
-/** What each document cost last time: the estimate reserved before sending it again. */
-const knownCosts = new Map<string, number>();
+/** Each query document's kind on the shop's budget, which remembers what it cost last time (for every process). */
+const documentKinds = new LRUCache<string, string>({ max: 1000 });
+const kindOf = (document: string) => {
+  let kind = documentKinds.get(document);
+  if (kind === undefined) {
+    kind = `graphql:${createHash('sha256').update(document).digest('base64url').slice(0, 22)}`;
+    documentKinds.set(document, kind);
+  }
+  return kind;
+};
 
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve, reject) => {
@@ -96,12 +73,14 @@ const sleep = (ms: number, signal?: AbortSignal) =>
 /**
  * A client of one shop's Admin GraphQL API. Throttling is waited out, never reported as a failure;
  * faults come back as OperationErrors with their kind (a rejected query is permanent, an outage retryable).
+ * A run's queries draw on the shop's outbound budget, which keeps its cost bucket as Shopify last reported it:
+ * each waits until the points it requested last time are there, so the runs of every flow sending to the shop
+ * queue for points instead of throttling each other.
  */
 export class ShopifyAdminApi {
   /** The cost of every query this client sent, in order (for measurement). */
   readonly costs: QueryCost[] = [];
   private readonly endpoint: string;
-  private readonly budget: CostBudget;
 
   constructor(
     private readonly access: ShopAccess,
@@ -109,36 +88,22 @@ export class ShopifyAdminApi {
     private readonly signal?: AbortSignal,
   ) {
     this.endpoint = new URL(`admin/api/${access.apiVersion}/graphql.json`, access.shopUrl).toString();
-    const shop = new URL(access.shopUrl).host;
-    let budget = budgets.get(shop);
-    if (!budget) budgets.set(shop, (budget = new CostBudget()));
-    this.budget = budget;
   }
 
   async query<T>(document: string, variables: Record<string, unknown> = {}): Promise<T> {
     let renewedToken = false;
     for (;;) {
-      const estimate = knownCosts.get(document) ?? 0;
-      for (let wait = this.budget.reserve(estimate); wait > 0; wait = this.budget.reserve(estimate))
-        await sleep(wait, this.signal);
       const token = await this.token();
       const response = await this.post(token, document, variables);
       if (response.status === 401 && this.access.clientId && !renewedToken) {
         // A token may be revoked or expire early: fetch a new one once.
         tokens.delete(this.tokenKey());
         renewedToken = true;
-        this.budget.refund(estimate);
         continue;
       }
       const body = response.body as GraphqlResponse<T> | undefined;
       const cost = body?.extensions?.cost;
-      if (cost) {
-        this.costs.push(cost);
-        knownCosts.set(document, cost.requestedQueryCost);
-        this.budget.observe(cost.throttleStatus);
-      } else {
-        this.budget.refund(estimate);
-      }
+      if (cost) this.costs.push(cost);
       if (Array.isArray(body?.errors) && body.errors.some((error) => error.extensions?.code === 'THROTTLED')) {
         const status = cost?.throttleStatus;
         const needed =
@@ -173,9 +138,13 @@ export class ShopifyAdminApi {
     return body.data;
   }
 
+  /** A query, drawing on the shop's budget what the document requested last time. */
   private async post(token: string, document: string, variables: Record<string, unknown>) {
-    return this.postJson(new URL(this.endpoint), 'application/json', JSON.stringify({ query: document, variables }), {
-      'x-shopify-access-token': token,
+    const body = JSON.stringify({ query: document, variables });
+    return this.postJson(new URL(this.endpoint), 'application/json', body, {
+      headers: { 'x-shopify-access-token': token },
+      budget: { costKind: kindOf(document) },
+      priced: priceOf,
     });
   }
 
@@ -183,8 +152,9 @@ export class ShopifyAdminApi {
     url: URL,
     contentType: string,
     body: string,
-    headers: Record<string, string> = {},
+    extra: Pick<OutboundRequest, 'budget' | 'priced'> & { headers?: Record<string, string> } = {},
   ): Promise<{ status: number; body: unknown }> {
+    const { headers, ...budget } = extra;
     const response = await this.http.send({
       method: 'POST',
       url,
@@ -194,6 +164,7 @@ export class ShopifyAdminApi {
       maxResponseBytes: MAX_RESPONSE_BYTES,
       signal: this.signal,
       failure: 'Shopify did not answer',
+      ...budget,
     });
     let parsed: unknown;
     try {
@@ -250,4 +221,24 @@ export class ShopifyAdminApi {
       );
     return { token: granted.access_token, expiresAt: Date.now() + (granted.expires_in ?? 86_399) * 1000 };
   }
+}
+
+/**
+ * The shop's bucket and the query's requested cost as an answer reports them (`extensions.cost`, at the end of the
+ * body): found without parsing the whole body, which the caller parses once.
+ */
+function priceOf(response: InboundResponse): BudgetPrice | undefined {
+  const { body } = response;
+  // Either may come first in the cost object.
+  const at = Math.min(body.lastIndexOf('"requestedQueryCost"'), body.lastIndexOf('"throttleStatus"'));
+  if (at < 0) return undefined;
+  const tail = body.toString('utf8', at, Math.min(body.length, at + 400));
+  const figure = (pattern: RegExp) => Number(pattern.exec(tail)?.[1] ?? Number.NaN);
+  const price = {
+    available: figure(/"currentlyAvailable":\s*(-?[\d.]+)/),
+    maximum: figure(/"maximumAvailable":\s*(-?[\d.]+)/),
+    restoreRate: figure(/"restoreRate":\s*(-?[\d.]+)/),
+    cost: figure(/"requestedQueryCost":\s*(-?[\d.]+)/),
+  };
+  return Object.values(price).every(Number.isFinite) ? price : undefined;
 }

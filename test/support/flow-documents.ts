@@ -11,12 +11,22 @@ export const oneTransform = (key: string): FlowDocument => ({
   edges: [{ from: 'trigger', to: 'a' }],
 });
 
-/** A webhook whose body is posted, as it came, to `url` (an ERP stand-in): one side effect per message. */
-export const forwardWebhook = (key: string, url: string) => ({
+/**
+ * A webhook whose body is posted, as it came, to `url` (an ERP stand-in): one side effect per message. `node` adds
+ * to the node: more `config` (auth, a budget), `retry`.
+ */
+export const forwardWebhook = (key: string, url: string, node: { config?: object; retry?: object } = {}) => ({
   key,
   name: key,
   trigger: { type: 'webhook' },
-  nodes: [{ id: 'send', operation: 'http.request', config: { method: 'POST', url, body: '{{ $input.body }}' } }],
+  nodes: [
+    {
+      id: 'send',
+      operation: 'http.request',
+      config: { method: 'POST', url, body: '{{ $input.body }}', ...node.config },
+      ...(node.retry ? { retry: node.retry } : {}),
+    },
+  ],
   edges: [{ from: 'trigger', to: 'send' }],
 });
 

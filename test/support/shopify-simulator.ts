@@ -56,6 +56,8 @@ export interface QueryRecord {
   actualQueryCost: number | null;
   throttled: boolean;
   errors?: unknown[];
+  /** When the shop answered it (ms). */
+  answeredAt: number;
 }
 
 type Obj = Record<string, any>;
@@ -132,6 +134,11 @@ export class ShopifySimulator {
   /** Empties the cost bucket, as if other apps' calls had just used it up. */
   drainBucket() {
     this.bucket = { available: 0, at: Date.now() };
+  }
+
+  /** The points in the shop's bucket now. */
+  available(): number {
+    return this.refill();
   }
 
   /** Every issued token stops working (as after 24 h): the client must fetch a new one. */
@@ -225,6 +232,7 @@ export class ShopifySimulator {
         extensions: { code: 'GRAPHQL_VALIDATION_FAILED' },
       }));
       this.queries.push({
+        answeredAt: Date.now(),
         version,
         operationName: request.operationName,
         requestedQueryCost: 0,
@@ -261,6 +269,7 @@ export class ShopifySimulator {
     const available = this.refill();
     if (requested > available) {
       this.queries.push({
+        answeredAt: Date.now(),
         version,
         operationName: operation.name?.value,
         requestedQueryCost: requested,
@@ -313,6 +322,7 @@ export class ShopifySimulator {
       extensions: { code: error.extensions?.code ?? 'INTERNAL_SERVER_ERROR' },
     }));
     this.queries.push({
+      answeredAt: Date.now(),
       version,
       operationName: operation.name?.value,
       requestedQueryCost: requested,

@@ -1,0 +1,114 @@
+import type { ChildProcess } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ApiClient, sendWebhook, spawnWorker, startTestPlatform, type TestPlatform } from './support/harness.ts';
+import { refundFlow, refundWorld } from './support/refund-fixture.ts';
+
+// A shop's cost points are one budget for every flow and worker process that queries it: the refund sync's webhooks
+// and the import's poll, run by two workers, queue for points instead of throttling each other.
+const RESTORE_RATE = 100;
+const BUCKET = 1000;
+
+let env: TestPlatform;
+let acme: ApiClient;
+let world: Awaited<ReturnType<typeof refundWorld>>;
+const workers: ChildProcess[] = [];
+
+beforeAll(async () => {
+  env = await startTestPlatform('postgres', { api: true, worker: false });
+  acme = await env.tenant('acme');
+  world = await refundWorld(acme, { shop: { restoreRate: RESTORE_RATE, maximumAvailable: BUCKET } });
+  for (const _ of [1, 2]) {
+    const { child, ready } = spawnWorker(env.config);
+    workers.push(child);
+    await ready;
+  }
+});
+afterAll(async () => {
+  for (const worker of workers) {
+    const exited = new Promise((resolve) => worker.once('exit', resolve));
+    worker.kill('SIGKILL');
+    await exited;
+  }
+  await world?.close();
+  await env?.close();
+});
+
+const shop = () => world.shopify.shop;
+
+/** Orders synced to the ERP, with a refund each. */
+function refundedOrders(n: number) {
+  return Array.from({ length: n }, (_, i) => {
+    const order = shop().createOrder({ lines: [{ title: `Item ${i}`, price: 10, quantity: 2 }], synced: true });
+    return { orderId: order.id as string, ...shop().createRefund(order.id, { lines: [{ line: 0, quantity: 1 }] }) };
+  });
+}
+
+const EXPORT_FLOW = {
+  key: 'order-refunds',
+  name: 'order refunds (the import task)',
+  trigger: { type: 'webhook' },
+  nodes: [
+    {
+      id: 'export',
+      operation: 'shopify.refund-export',
+      config: { destination: 'shop' },
+      retry: { maxAttempts: 4, backoffMs: 100 },
+    },
+  ],
+  edges: [{ from: 'trigger', to: 'export' }],
+};
+
+/** The import's task for each order: every refund of it not exported yet goes to the ERP. */
+async function exportAll(orderIds: string[]) {
+  const runs = await Promise.all(orderIds.map((id) => sendWebhook(env.url, 'acme', EXPORT_FLOW.key, { Id: id })));
+  for (const { status, body } of runs) {
+    expect(status).toBe(202);
+    expect(['succeeded', 'skipped']).toContain((await acme.settledRun(body.runId)).status);
+  }
+}
+
+async function syncAll(refunds: Array<{ webhookBody: string }>) {
+  const runs = await Promise.all(refunds.map(({ webhookBody }) => world.deliver(env.url, 'refunds', webhookBody)));
+  for (const { status, body } of runs) {
+    expect(status).toBe(202);
+    // Skipped: the other flow sent the refund first.
+    expect(['succeeded', 'skipped']).toContain((await acme.settledRun(body.runId)).status);
+  }
+}
+
+describe("a shop's cost points, shared by two workers' runs of the refund sync and the import", () => {
+  it('throttle nothing once the budget knows the rate and the costs, and keep the shop busy', async () => {
+    await acme.publish(refundFlow('refunds'));
+    await acme.publish(EXPORT_FLOW);
+    // Learning: each query once, at a pace the bucket holds.
+    const [learnt] = refundedOrders(1);
+    await syncAll([learnt]);
+    await exportAll([learnt.orderId]);
+
+    // Well beyond the bucket: 16 refunds, 8 of them by webhook and all 16 orders exported, at once.
+    const queriesBefore = world.shopify.queries.length;
+    const requestsBefore = world.erp.requests.length;
+    const refunds = refundedOrders(16);
+    const atStart = world.shopify.available();
+    await Promise.all([syncAll(refunds.slice(0, 8)), exportAll(refunds.map(({ orderId }) => orderId))]);
+
+    // Each refund reached the ERP, under one idempotency key (both flows may send it at the same moment, the ERP
+    // upserting by that key: decision 10).
+    const accepted = world.erp.requests
+      .slice(requestsBefore)
+      .filter((request) => request.reply?.status === 200)
+      .map((request) => ({ id: JSON.parse(request.body).Refund.Id, key: request.headers['idempotency-key'] }));
+    expect([...new Set(accepted.map(({ id }) => id))].sort()).toEqual(refunds.map(({ refund }) => refund.id).sort());
+    for (const { id, key } of accepted) expect(key).toBe(id);
+    const queries = world.shopify.queries.slice(queriesBefore);
+    expect(queries.filter((query) => query.throttled)).toEqual([]);
+    // What the shop's restore rate allows: the points spent beyond those in the bucket at the start, at its rate.
+    const seconds = (queries.at(-1)!.answeredAt - queries[0].answeredAt) / 1000;
+    const spent = queries.reduce((sum, query) => sum + (query.actualQueryCost ?? 0), 0);
+    const bound = Math.max(0, spent - atStart) / RESTORE_RATE;
+    console.log(
+      `shop budget: ${queries.length} queries, ${spent} points (${Math.round(atStart)} in the bucket at the start) ` +
+        `in ${seconds.toFixed(1)} s, ${(seconds / bound).toFixed(2)}x the ${bound.toFixed(1)} s its restore rate allows`,
+    );
+  });
+});
