@@ -16,8 +16,8 @@
 
   Where the account prices requests (Shopify's cost points), the budget also keeps the account's bucket as its
   last answer said (points available, maximum, restore rate): a request is admitted only when its expected cost is
-  there, and each answer resets the bucket to the account's figure, less the cost of requests sent after the
-  answered one (they may not have reached the account when it answered). What a kind of request costs (a query
+  there, and each answer resets the bucket to the account's figure, less the cost of the requests still in flight
+  (any may have reached the account after it answered). What a kind of request costs (a query
   document) is remembered from its answers, for every process.
 
   Runs refused wait in a line in the order they first asked. A request that ends gives its slot to the first run in
@@ -97,15 +97,15 @@ local function cut()
   if s.pending == 0 then s.settled = now end
 end
 
--- The account's bucket as it answered a request sent at `sentAt`, less what was sent since (it may not have
--- reached the account when it answered: counting it is the side that never overspends).
-local function priced(sentAt, available, maximum, restoreRate)
-  local later = 0
+-- The account's bucket as it answered, less what the requests still in flight cost: any of them may have reached
+-- the account after it answered (one sent earlier too, held up on its way), and counting them never overspends.
+local function priced(available, maximum, restoreRate)
+  local inFlight = 0
   for _, member in ipairs(rcall('ZRANGE', flightKey, 0, -1)) do
-    local _, _, cost, at = string.find(member, '|([%d.]+)|(%d+)$')
-    if tonumber(at) >= sentAt then later = later + tonumber(cost) end
+    local _, _, cost = string.find(member, '|(%d+)|%d+$')
+    inFlight = inFlight + tonumber(cost)
   end
-  s.points, s.pointsAt = math.max(0, available - later), now
+  s.points, s.pointsAt = math.max(0, available - inFlight), now
   s.capacity, s.rate = maximum, restoreRate
 end
 
@@ -132,6 +132,8 @@ local SLOT, CLOSED, POINTS = 0, 1, 2
 
 local function acquire(run, grant, leaseMs, cost, kind, answers)
   if kind ~= '' then cost = tonumber(rcall('HGET', costsKey, kind) or cost) end
+  -- Whole points: the caller gets the cost back as an integer and names the grant with it.
+  cost = math.ceil(cost)
   -- A request that costs more than the bucket holds is the account's to refuse (Shopify: MAX_COST_EXCEEDED).
   if s.capacity then cost = math.min(cost, s.capacity) end
   local inFlight, turns = rcall('ZCARD', flightKey), rcall('ZCARD', turnsKey)
@@ -208,7 +210,7 @@ for i = 10, 9 + releases * 10, 10 do
   if release(member, sentAt, ARGV[i + 3], tonumber(ARGV[i + 4])) then
     changed = true
     local available = tonumber(ARGV[i + 5])
-    if available >= 0 then priced(sentAt, available, tonumber(ARGV[i + 6]), tonumber(ARGV[i + 7])) end
+    if available >= 0 then priced(available, tonumber(ARGV[i + 6]), tonumber(ARGV[i + 7])) end
     local cost, kind = tonumber(ARGV[i + 8]), ARGV[i + 9]
     if cost >= 0 and kind ~= '' then
       rcall('HSET', costsKey, kind, cost)
