@@ -224,3 +224,48 @@ describe('fair dispatch', () => {
     expect(await subject.holds(['t-flow-0'])).toEqual([false]);
   });
 });
+
+describe('concurrency keys in the lanes', () => {
+  beforeEach(() => {
+    prefix = `test-keys-${randomBytes(4).toString('hex')}`;
+  });
+  afterEach(async () => {
+    const keys = await redis.keys(`${prefix}:*`);
+    if (keys.length > 0) await redis.del(...keys);
+  });
+
+  const keyed = (item: LaneRun, key: string, limit = 1): LaneRun => ({ ...item, concurrency: { key, limit } });
+
+  it('lets in the runs of a key up to its limit, the others in the order of their ids, across flows', async () => {
+    const subject = await lanes(10);
+    const first = keyed(run('t', 0, 'create'), 't:order-1');
+    const handed = await subject.push([
+      first,
+      keyed(run('t', 2, 'update'), 't:order-1'),
+      keyed(run('t', 1, 'update'), 't:order-1'),
+      keyed(run('t', 0, 'other'), 't:order-2'),
+      run('t', 0, 'free'),
+    ]);
+    expect(ids(handed).sort()).toEqual(['t-create-0', 't-free-0', 't-other-0']);
+    // A run that waits (a retry, a wait node) keeps its key until it is back.
+    expect(await subject.release([{ ...first, heldUntil: Date.now() + 60_000 }])).toEqual([]);
+    expect(ids(await subject.release([first]))).toEqual(['t-update-1']);
+    expect(ids(await subject.release([keyed(run('t', 1, 'update'), 't:order-1')]))).toEqual(['t-update-2']);
+
+    const wider = await subject.push(['a', 'b', 'c'].map((n, i) => keyed(run('t', i, n), 't:order-3', 2)));
+    expect(ids(wider)).toEqual(['t-a-0', 't-b-1']);
+  });
+
+  it("lets the next run of a key in when the holder's lease expires (its worker died)", async () => {
+    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    const subject = await lanes(10, 0, 1000);
+    const handed = await subject.push([keyed(run('t', 0), 'f:flow:1'), keyed(run('t', 1), 'f:flow:1')]);
+    expect(ids(handed)).toEqual(['t-flow-0']);
+    await sleep(600);
+    await subject.renew(handed);
+    await sleep(600);
+    expect(await subject.dispatch()).toEqual([]);
+    await sleep(1100);
+    expect(ids(await subject.dispatch())).toEqual(['t-flow-1']);
+  });
+});

@@ -54,6 +54,10 @@ beforeAll(async () => {
   acme = await env.tenant('acme');
   await acme.publish(forwardWebhook('orders', `${receiver.url}/erp`));
   await acme.publish(pollEverySecond('poll', `${receiver.url}/tick`));
+  await acme.publish({
+    ...forwardWebhook('keyed', `${receiver.url}/keyed`),
+    flowControl: { concurrency: { key: '{{ $input.body.order }}' } },
+  });
 });
 afterAll(async () => {
   await env?.close();
@@ -72,6 +76,12 @@ describe('Redis comes back empty', () => {
       expect(answer.status).toBe(202);
       accepted.push(answer.body.runId);
     }
+    // Updates of two orders, each order's in turn (a concurrency key): the lines they wait in are rebuilt too.
+    for (let n = 0; n < 10; n++) {
+      const answer = await sendWebhook(env.url, 'acme', 'keyed', { order: n % 2, n }, { 'Idempotency-Key': `k-${n}` });
+      expect(answer.status).toBe(202);
+      accepted.push(answer.body.runId);
+    }
     // Most of them are still waiting (two at a time, 50 ms each) when Redis loses everything.
     await killRedis();
     await startRedis();
@@ -82,6 +92,13 @@ describe('Redis comes back empty', () => {
       .map((request) => request.headers['idempotency-key']);
     // Every message reached the receiver; a run that was in flight may have sent again, with its same key.
     expect(new Set(keys).size).toBe(40);
+    const keyed = receiver.requests.filter((request) => request.url === '/keyed').map((r) => JSON.parse(r.body));
+    expect(new Set(keyed.map(({ n }) => n)).size).toBe(10);
+    // Each order's updates first reached the receiver in the order they were accepted.
+    for (const order of [0, 1]) {
+      const firsts = [...new Set(keyed.filter((update) => update.order === order).map(({ n }) => n))];
+      expect(firsts).toEqual([...firsts].sort((a, b) => a - b));
+    }
 
     const ticksBefore = receiver.requests.filter((request) => request.url === '/tick').length;
     await eventually(async () =>
@@ -91,7 +108,7 @@ describe('Redis comes back empty', () => {
       await fetch(`${env.url}/readyz`, { headers: { authorization: `Bearer ${operator.token}` } })
     ).json();
     expect(ready.ready).toBe(true);
-    expect(ready.checks.recovery).toMatchObject({ finishedAt: expect.any(String), flowsScheduled: 2 });
+    expect(ready.checks.recovery).toMatchObject({ finishedAt: expect.any(String), flowsScheduled: 3 });
     expect(ready.checks.recovery.runsRequeued).toBeGreaterThan(0);
     // The operator's limits were written to Redis again from the store.
     expect((await acme.call('GET', '/api/v1/dashboard')).body.quota.burst).toBe(12_345);

@@ -60,6 +60,8 @@ export class Expression {
   private readonly reads: readonly (typeof BOUND_NAMES)[number][];
   /** Evaluated in the sandbox whatever its input (not bounded by it). */
   private readonly unbounded: boolean;
+  /** Whether it reads nothing bound but `$input` (a key over the message). */
+  readonly readsInputOnly: boolean;
   /** The nodes it reads and the functions it calls that nothing defines, for the checks at publish. */
   readonly syntaxReads: ExpressionReads;
 
@@ -78,6 +80,7 @@ export class Expression {
     this.unbounded = !cost.inline;
     if (cost.inline) this.compiled = compiled;
     this.reads = BOUND_NAMES.filter((name) => cost.variables.has(name) && name !== 'input' && name !== DOCUMENT);
+    this.readsInputOnly = this.reads.length === 0 && !cost.variables.has(DOCUMENT);
   }
 
   /** Evaluated in the sandbox (not bounded by its input). */

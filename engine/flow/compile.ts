@@ -12,6 +12,7 @@ import type { References } from '../expressions/index.ts';
 import { scheduleErrors, compileWebhook, type CompiledWebhook } from '../triggers/index.ts';
 import type { CompiledGraph } from '../nodes/index.ts';
 import { type CompileOptions, GraphCompiler, type VariableRead } from './graph-compiler.ts';
+import { type CompiledFlowControl, compileFlowControl } from './flow-control.ts';
 
 export type CompiledTrigger =
   | { type: 'webhook'; config: WebhookTriggerConfig; webhook: CompiledWebhook }
@@ -27,6 +28,8 @@ export interface CompiledFlow {
   replyNodes: string[];
   /** The flow started when a run fails. */
   failureFlow?: string;
+  /** How its runs wait for one another (flowControl). */
+  control: CompiledFlowControl;
 }
 
 export type { CompileOptions };
@@ -82,6 +85,7 @@ function analyse(
   const compiler = new GraphCompiler(options, errors);
   const graph = compiler.compile(doc.nodes, doc.edges, '$', TRIGGER);
   if (errors.length === 0) errors.push(...compiler.stepReadErrors());
+  const control = compileFlowControl(doc.flowControl, options.sandbox, errors);
   const reads = [...triggerSecrets(doc), ...compiler.variableReads];
   if (errors.length > 0 || !trigger || !graph) return { errors, reads };
   return {
@@ -94,6 +98,7 @@ function analyse(
       references: compiler.references,
       replyNodes: graph.nodes.filter((node) => node.kind.answersDelivery).map((node) => node.id),
       failureFlow: doc.failureFlow,
+      control,
     },
   };
 }

@@ -1,5 +1,7 @@
 import { LRUCache } from 'lru-cache';
-import { newId, isLargeJson, type JsonText, type JsonTextFault } from '../model/index.ts';
+import { newId, isLargeJson, JsonText, type JsonTextFault, parseOnRead, type RunConcurrency } from '../model/index.ts';
+import { type CompiledConcurrency, concurrencyOf } from '../flow/index.ts';
+import type { MessageInput } from '../plugins/index.ts';
 import type { JsonChecker } from './json-checker.ts';
 import { acceptMessages, type RunQueue } from '../queue/index.ts';
 import type { MaintenanceMode, QuotaStatus, TenantQuotas } from '../limits/index.ts';
@@ -36,6 +38,8 @@ interface ActiveTrigger {
   webhook: CompiledWebhook;
   verificationSecrets: string[];
   replyNodes: string[];
+  /** The flow's concurrency key, evaluated over each message as it is accepted. */
+  concurrency?: CompiledConcurrency;
 }
 
 /** How long a URL that names no active flow is remembered as such. */
@@ -187,6 +191,7 @@ export class Intake {
       headers: { ...keptHeaders(delivery.headers, webhook, this.options.topicHeaders), ...delivery.ownHeaders },
       query: delivery.query,
     };
+    if (trigger.concurrency) message.concurrency = await keyOf(trigger.concurrency, message);
     const runId = newId();
     const span = this.options.tracer.enabled ? this.sendSpan(delivery, message, runId) : undefined;
     if (span) message.traceparent = traceparentOf(span.context);
@@ -276,7 +281,7 @@ export class Intake {
     const { store, flows, keyring } = this.options;
     const record = await store.findFlowByKey(tenantId, flowKey);
     if (!record?.active || record.activeVersion === null) return undefined;
-    const { trigger, replyNodes } = await flows.get(tenantId, record.id, record.activeVersion);
+    const { trigger, replyNodes, control } = await flows.get(tenantId, record.id, record.activeVersion);
     // A scheduled flow has no URL.
     if (trigger.type !== 'webhook') return undefined;
     const { webhook } = trigger;
@@ -287,6 +292,30 @@ export class Intake {
         : (await store.sealedSecrets(tenantId, names)).map((sealed) =>
             keyring.open(sealed, secretContext(tenantId, sealed.name)),
           );
-    return { flowId: record.id, version: record.activeVersion, webhook, verificationSecrets, replyNodes };
+    return {
+      flowId: record.id,
+      version: record.activeVersion,
+      webhook,
+      verificationSecrets,
+      replyNodes,
+      concurrency: control.concurrency,
+    };
   }
+}
+
+/**
+ * A message's concurrency key, evaluated as it arrives so that its run waits behind those of earlier messages; none
+ * when the message gives none (its run's first pass fails, saying why) or the key could not be evaluated now.
+ */
+async function keyOf(control: CompiledConcurrency, message: NewMessage): Promise<RunConcurrency | undefined> {
+  const input: MessageInput = {
+    messageId: message.id,
+    receivedAt: new Date().toISOString(),
+    body: message.body,
+    headers: message.headers,
+    query: message.query,
+  };
+  if (message.body instanceof JsonText) parseOnRead(input, 'body', message.body);
+  const outcome = await concurrencyOf(control, input).catch(() => undefined);
+  return outcome && 'concurrency' in outcome ? outcome.concurrency : undefined;
 }

@@ -207,6 +207,44 @@ export const flowNodeSchema = {
   },
 } as const;
 
+/** A key over the message: one `{{ expression }}` reading `$input` alone, checked at publish. */
+const flowControlKeySchema = {
+  type: 'string',
+  minLength: 5,
+  maxLength: 1000,
+  description:
+    'One {{ expression }} over the message ($input: body, headers, query), e.g. "{{ $input.body.id }}". It must give ' +
+    'a string or a number (at most 256 characters); a message for which it gives nothing fails its run for good.',
+} as const;
+
+export const flowControlSchema = {
+  type: 'object',
+  additionalProperties: false,
+  description: 'How runs of this flow wait for one another, by the business object their message is about.',
+  properties: {
+    concurrency: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['key'],
+      description:
+        'Runs whose key is equal never exceed `limit` at once, and start in the order their messages arrived: with ' +
+        'limit 1 the runs about one order run one after another, from the start of the first to its end (waits ' +
+        'and retries included). The flow-wide `concurrency` keeps its meaning beside it.',
+      properties: {
+        key: flowControlKeySchema,
+        limit: { type: 'integer', minimum: 1, maximum: 1000, default: 1 },
+        scope: {
+          enum: ['flow', 'tenant'],
+          default: 'flow',
+          description:
+            "flow: this flow's runs share the count per key. tenant: every flow of the tenant whose key is tenant-" +
+            'scoped shares it (a create flow and an update flow serialise per order).',
+        },
+      },
+    },
+  },
+} as const;
+
 export const flowDocumentSchema = {
   title: 'FlowDocument',
   description: 'A flow: a trigger, then nodes that each run a registered operation, joined by edges.',
@@ -253,6 +291,7 @@ export const flowDocumentSchema = {
         'Most runs of this flow executing at once, across all workers (an ERP that takes 5 concurrent requests: ' +
         "5). Its other runs wait their turn without delaying the tenant's other flows. Unset: no limit of its own.",
     },
+    flowControl: flowControlSchema,
     failureFlow: {
       type: 'string',
       pattern: '^[a-z0-9][a-z0-9-]{0,62}$',
@@ -299,4 +338,5 @@ export const flowDocumentSchema = {
 
 export type FlowDocument = FromSchema<typeof flowDocumentSchema>;
 export type WebhookTriggerConfig = FromSchema<typeof webhookTriggerConfigSchema>;
+export type FlowControl = FromSchema<typeof flowControlSchema>;
 export type ScheduleTriggerConfig = FromSchema<typeof scheduleTriggerConfigSchema>;

@@ -16,6 +16,7 @@ export {
   ValidationError,
 } from './errors.ts';
 export {
+  type FlowControl,
   type FlowDocument,
   flowDocumentSchema,
   flowNodeSchema,
@@ -102,6 +103,7 @@ export {
   type ReplayStatus,
   resourceSchemas,
   type Run,
+  type RunConcurrency,
   type RunLog,
   runLogSchema,
   runSchema,

@@ -39,6 +39,7 @@ export {
   runSchema,
   stepSchema,
   type Run,
+  type RunConcurrency,
   type Step,
   type RunStatus,
   type TerminalRunStatus,

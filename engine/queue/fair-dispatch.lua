@@ -7,7 +7,13 @@
   a loop. Runs handed to BullMQ stay listed "in transit" until the caller confirms it added them;
   an unconfirmed hand-off is handed out again.
 
-  Invariants: a run id is in `jobs` while it is in a lane or in transit. A flow whose lane is not
+  Concurrency keys (flowControl.concurrency): a run with a key enters its flow's lane only while fewer than the
+  key's limit hold it; the others wait in the key's line, in the order of their run ids (time-ordered: the order
+  their messages arrived), and enter when a holder's run ends for good. A hold lasts from the lane to the run's end,
+  its waits included: it expires (a run lost with its worker) at its lease while executing, at its wake time plus
+  a lease while waiting, never while in a lane.
+
+  Invariants: a run id is in `jobs` while it is in a lane, a key's line or in transit. A flow whose lane is not
   empty is in exactly one of `flows:<t>` and `blocked-flows:<t>`; a tenant with such a flow is in
   `tenants` or `blocked` (or is found again when a push or release wakes it).
 
@@ -25,8 +31,9 @@
   while another's runs hold every other slot waiting on something slow (0: none reserved). They are
   executing slots: runs queued ahead of them for the workers count as taking one, so a run given a
   reserved slot never waits behind another tenant's.
-  ARGV[11] operation: 'push' (then tenant, flow, run id, payload ...), 'release' (then tenant, flow,
-  run id ...), 'acquire', 'lease' and 'renew' (the same), or 'dispatch'
+  ARGV[11] operation: 'push' (then tenant, flow, run id, payload, concurrency key or '', its limit ...),
+  'release' (then tenant, flow, run id, concurrency key or '', and 0 when the run ended for good or the time
+  until which it waits ...), 'acquire', 'lease' and 'renew' (the same, the time unused), or 'dispatch'
   ARGV[12 ...] the confirmed run ids, then the operation's items
 
   Returns the payloads of the runs to add to the queue ('push', 'release' and 'dispatch' hand out
@@ -56,12 +63,18 @@ local transitKey = B .. ':transit'
 local weightKey = B .. ':weight'
 local tenantLimitKey = B .. ':tenant-limit'
 local flowLimitKey = B .. ':flow-limit'
+local keyLimitKey = B .. ':key-limit'
+local keyLinesKey = B .. ':key-lines'
+-- A hold's expiry while its run waits in a lane: it is not executing, so nothing renews it, and it must not expire.
+local HELD_IN_LANE = 1e15
 
 local function laneKey(t, f) return B .. ':lane:' .. t .. ':' .. f end
 local function flowsKey(t) return B .. ':flows:' .. t end
 local function blockedFlowsKey(t) return B .. ':blocked-flows:' .. t end
 local function tenantRunningKey(t) return B .. ':running:' .. t end
 local function flowRunningKey(t, f) return B .. ':running:' .. t .. ':' .. f end
+local function keyHoldsKey(k) return B .. ':key-holds:' .. k end
+local function keyLineKey(k) return B .. ':key-line:' .. k end
 
 local function tenantLimit(t) return tonumber(rcall('HGET', tenantLimitKey, t) or defaultTenantLimit) end
 local function flowLimit(t, f) return tonumber(rcall('HGET', flowLimitKey, t .. ':' .. f) or '0') end
@@ -92,17 +105,75 @@ local function liveLeases(key)
   return rcall('ZCARD', key), tonumber(first[2] or now)
 end
 
-local function release(t, f, id)
+-- Behind its flow's earlier runs.
+local function enterLane(t, f, id)
+  rcall('RPUSH', laneKey(t, f), id)
+  if not rcall('ZSCORE', blockedFlowsKey(t), f) and wakeFlow(t, f) == 1 then wakeTenant(t) end
+end
+
+-- The runs of key k's line there is room for enter their lanes, first come first; a key still with a line is looked
+-- at again when its earliest hold would expire.
+local function advanceKey(k)
+  local holds, line = keyHoldsKey(k), keyLineKey(k)
+  rcall('ZREMRANGEBYSCORE', holds, '-inf', now)
+  local holding = rcall('ZCARD', holds)
+  local limit = tonumber(rcall('HGET', keyLimitKey, k) or '1')
+  while holding < limit do
+    local head = rcall('ZRANGE', line, 0, 0)
+    if #head == 0 then break end
+    local id = head[1]
+    rcall('ZREM', line, id)
+    local payload = rcall('HGET', jobsKey, id)
+    if payload then
+      local run = cjson.decode(payload)
+      rcall('ZADD', holds, HELD_IN_LANE, id)
+      holding = holding + 1
+      enterLane(run.tenantId, run.flowId, id)
+    end
+  end
+  if rcall('ZCARD', line) > 0 then
+    local earliest = rcall('ZRANGE', holds, 0, 0, 'WITHSCORES')
+    rcall('ZADD', keyLinesKey, tonumber(earliest[2] or now), k)
+  else
+    rcall('ZREM', keyLinesKey, k)
+    if holding == 0 then rcall('HDEL', keyLimitKey, k) end
+  end
+end
+
+-- Run id holds key k until `expiry`: a key with a line is looked at again by then (an earlier look finds nothing to do).
+local function hold(k, id, expiry, flag)
+  if flag then rcall('ZADD', keyHoldsKey(k), flag, expiry, id) else rcall('ZADD', keyHoldsKey(k), expiry, id) end
+  rcall('ZADD', keyLinesKey, 'XX', 'LT', expiry, k)
+end
+
+-- A run's pass ended: its slots are free; its key's hold goes when it ended for good (heldUntil 0), else lasts
+-- until a lease after it wakes.
+local function release(t, f, id, k, heldUntil)
   rcall('ZREM', tenantRunningKey(t), id)
   rcall('ZREM', flowRunningKey(t, f), id)
   if rcall('ZSCORE', blockedFlowsKey(t), f) then wakeFlow(t, f) end
   if rcall('ZSCORE', blockedKey, t) then wakeTenant(t) end
+  if k == '' then return end
+  if heldUntil == 0 then
+    rcall('ZREM', keyHoldsKey(k), id)
+    advanceKey(k)
+  else
+    hold(k, id, heldUntil + leaseMs)
+  end
 end
 
--- Every run counts against its tenant (its limit, and the reserved slots); against its flow only under a limit.
-local function lease(t, f, id)
+-- Every run counts against its tenant (its limit, and the reserved slots); against its flow only under a limit; its
+-- key, if any, it holds while it executes.
+local function lease(t, f, id, k)
   rcall('ZADD', tenantRunningKey(t), now + leaseMs, id)
   if flowLimit(t, f) > 0 then rcall('ZADD', flowRunningKey(t, f), now + leaseMs, id) end
+  if k ~= '' then hold(k, id, now + leaseMs) end
+end
+
+-- The concurrency key of a run handed out, from its payload (most runs have none, and are not decoded).
+local function keyOf(payload)
+  if not string.find(payload, '"concurrency":', 1, true) then return '' end
+  return cjson.decode(payload).concurrency.key
 end
 
 -- What the live workers take (their slots and a few ahead each) and execute at once (their concurrency).
@@ -128,40 +199,47 @@ for i = 12, first - 1 do
 end
 
 if op == 'push' then
-  for i = first, #ARGV, 4 do
-    local t, f, id = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  for i = first, #ARGV, 6 do
+    local t, f, id, k = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 4]
     -- A run already waiting or in transit is not queued twice.
     if rcall('HSETNX', jobsKey, id, ARGV[i + 3]) == 1 then
-      rcall('RPUSH', laneKey(t, f), id)
       rcall('HINCRBY', backlogKey, t, 1)
-      if not rcall('ZSCORE', blockedFlowsKey(t), f) and wakeFlow(t, f) == 1 then wakeTenant(t) end
+      if k == '' or rcall('ZSCORE', keyHoldsKey(k), id) then
+        -- A run that holds its key already (its job was lost while it waited) takes no place in the line.
+        enterLane(t, f, id)
+      else
+        rcall('HSET', keyLimitKey, k, ARGV[i + 5])
+        rcall('ZADD', keyLineKey(k), 0, id)
+        advanceKey(k)
+      end
     end
   end
 elseif op == 'release' then
-  for i = first, #ARGV, 3 do release(ARGV[i], ARGV[i + 1], ARGV[i + 2]) end
+  for i = first, #ARGV, 5 do release(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], tonumber(ARGV[i + 4])) end
   -- Their jobs leave the active list just after this call: their slots count as free already.
-  ending = (#ARGV - first + 1) / 3
+  ending = (#ARGV - first + 1) / 5
 elseif op == 'lease' then
-  for i = first, #ARGV, 3 do lease(ARGV[i], ARGV[i + 1], ARGV[i + 2]) end
+  for i = first, #ARGV, 5 do lease(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]) end
   return {}
 elseif op == 'acquire' then
   local _, concurrency = liveWorkers()
   local kept = concurrency - math.floor(concurrency * reservedPercent / 100)
   local deferred = {}
-  for i = first, #ARGV, 3 do
+  for i = first, #ARGV, 5 do
     local t = ARGV[i]
     if reservedPercent > 0 and liveLeases(tenantRunningKey(t)) >= kept then
       deferred[#deferred + 1] = ARGV[i + 2]
     else
-      lease(t, ARGV[i + 1], ARGV[i + 2])
+      lease(t, ARGV[i + 1], ARGV[i + 2], ARGV[i + 3])
     end
   end
   return deferred
 elseif op == 'renew' then
   -- Only leases still held: a run released meanwhile is not taken again.
-  for i = first, #ARGV, 3 do
+  for i = first, #ARGV, 5 do
     rcall('ZADD', tenantRunningKey(ARGV[i]), 'XX', now + leaseMs, ARGV[i + 2])
     rcall('ZADD', flowRunningKey(ARGV[i], ARGV[i + 1]), 'XX', now + leaseMs, ARGV[i + 2])
+    if ARGV[i + 3] ~= '' then hold(ARGV[i + 3], ARGV[i + 2], now + leaseMs, 'XX') end
   end
   return {}
 end
@@ -180,6 +258,9 @@ for _, id in ipairs(stale) do
     rcall('ZREM', transitKey, id)
   end
 end
+
+-- Keys whose holds expired (their runs were lost with their workers) let the next runs of their lines in.
+for _, k in ipairs(rcall('ZRANGEBYSCORE', keyLinesKey, '-inf', now, 'LIMIT', 0, 20)) do advanceKey(k) end
 
 -- Room: what live workers take (their slots and a few ahead), less what they hold or is waiting for them.
 if rcall('HGET', KEYS[4], 'paused') then return out end
@@ -260,7 +341,7 @@ while (room > 0 or reservedRoom > 0) and turns > 0 do
     if payload then
       if rcall('HINCRBY', backlogKey, t, -1) <= 0 then rcall('HDEL', backlogKey, t) end
       rcall('ZADD', transitKey, now, id)
-      lease(t, f, id)
+      lease(t, f, id, keyOf(payload))
       out[#out + 1] = payload
       room = room - 1
       free = free - 1

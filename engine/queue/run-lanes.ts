@@ -9,6 +9,8 @@ export interface LaneRun {
   runId: string;
   flowId: string;
   flowVersion: number;
+  /** Its concurrency key, scoped, and the key's limit (flowControl.concurrency). */
+  concurrency?: { key: string; limit: number };
 }
 
 export interface LaneOptions {
@@ -61,17 +63,33 @@ export class RunLanes {
     ];
   }
 
-  /** Queue runs behind their tenant's and flow's earlier ones; returns those there is room to start now. */
+  /**
+   * Queue runs behind their tenant's and flow's earlier ones (and their key's); returns those there is room to start
+   * now.
+   */
   push(runs: LaneRun[]): Promise<LaneRun[]> {
     return this.call(
       'push',
-      runs.flatMap((run) => [run.tenantId, run.flowId, run.runId, JSON.stringify(run)]),
+      runs.flatMap((run) => [
+        run.tenantId,
+        run.flowId,
+        run.runId,
+        JSON.stringify(run),
+        run.concurrency?.key ?? '',
+        run.concurrency?.limit ?? 0,
+      ]),
     );
   }
 
-  /** These runs' passes ended: their leases go, and the runs there is now room for are returned. */
-  release(runs: LaneRun[]): Promise<LaneRun[]> {
-    return this.call('release', runs.flatMap(laneArgs));
+  /**
+   * These runs' passes ended: their leases go, and the runs there is now room for are returned. A run that waits
+   * (`heldUntil`, when it wakes) keeps its concurrency key; one that ended for good (0) lets the next of its key in.
+   */
+  release(runs: Array<LaneRun & { heldUntil?: number }>): Promise<LaneRun[]> {
+    return this.call(
+      'release',
+      runs.flatMap((run) => laneArgs(run, run.heldUntil)),
+    );
   }
 
   /** The runs there is room for now. */
@@ -87,12 +105,17 @@ export class RunLanes {
   async acquire(runs: LaneRun[], deferrable: boolean): Promise<string[]> {
     const redis = await this.redis();
     const operation = deferrable ? 'acquire' : 'lease';
-    return (await SCRIPT.run(redis, this.keys, this.args(operation, runs.flatMap(laneArgs)))) as string[];
+    const items = runs.flatMap((run) => laneArgs(run));
+    return (await SCRIPT.run(redis, this.keys, this.args(operation, items))) as string[];
   }
 
   /** Extend the leases of runs still executing (with the worker's heartbeat). */
   async renew(runs: LaneRun[]): Promise<void> {
-    if (runs.length > 0) await this.call('renew', runs.flatMap(laneArgs));
+    if (runs.length > 0)
+      await this.call(
+        'renew',
+        runs.flatMap((run) => laneArgs(run)),
+      );
   }
 
   /** The queue has these jobs now: they are no longer in transit (said with the next call). */
@@ -148,13 +171,13 @@ export class RunLanes {
     return Object.fromEntries(Object.entries(counts).map(([tenant, count]) => [tenant, Number(count)]));
   }
 
-  private async call(operation: Operation, items: string[]): Promise<LaneRun[]> {
+  private async call(operation: Operation, items: Array<string | number>): Promise<LaneRun[]> {
     const redis = await this.redis();
     const payloads = (await SCRIPT.run(redis, this.keys, this.args(operation, items))) as string[];
     return payloads.map((payload) => JSON.parse(payload) as LaneRun);
   }
 
-  private args(operation: Operation, items: string[]) {
+  private args(operation: Operation, items: Array<string | number>) {
     const { options } = this;
     // If the call fails they are handed out again after TRANSIT_TIMEOUT_MS: adding them twice does nothing.
     const confirmed = this.confirmed;
@@ -177,4 +200,10 @@ export class RunLanes {
   }
 }
 
-const laneArgs = (run: LaneRun) => [run.tenantId, run.flowId, run.runId];
+const laneArgs = (run: LaneRun, heldUntil = 0) => [
+  run.tenantId,
+  run.flowId,
+  run.runId,
+  run.concurrency?.key ?? '',
+  heldUntil,
+];

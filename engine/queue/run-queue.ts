@@ -17,14 +17,22 @@ export interface RunJobData {
   flowVersion: number;
   /** How often the run was deferred, back while its tenant held every unreserved slot (at most MAX_DEFERRALS). */
   deferrals?: number;
+  /** The run's concurrency key as the lanes know it (its scope in it), and how many runs of the key may run at once. */
+  concurrency?: { key: string; limit: number };
 }
 
-export const runJob = (run: Pick<Run, 'tenantId' | 'id' | 'flowId' | 'flowVersion'>): RunJobData => ({
-  tenantId: run.tenantId,
-  runId: run.id,
-  flowId: run.flowId,
-  flowVersion: run.flowVersion,
-});
+export const runJob = (
+  run: Pick<Run, 'tenantId' | 'id' | 'flowId' | 'flowVersion'> & Partial<Pick<Run, 'concurrency'>>,
+): RunJobData => {
+  const job: RunJobData = { tenantId: run.tenantId, runId: run.id, flowId: run.flowId, flowVersion: run.flowVersion };
+  const { concurrency } = run;
+  if (concurrency) {
+    // Scoped: a tenant-wide key is shared by the tenant's flows, a flow's by its runs alone.
+    const key = concurrency.scope === 'tenant' ? `t:${concurrency.key}` : `f:${run.flowId}:${concurrency.key}`;
+    job.concurrency = { key, limit: concurrency.limit };
+  }
+  return job;
+};
 
 export interface QueueOptions {
   connection: ConnectionOptions;
@@ -63,8 +71,8 @@ const CONFIRM_WITHIN_MS = 100;
 export class RunQueue {
   readonly queue: Queue<RunJobData>;
   readonly lanes: RunLanes;
-  /** Runs whose pass ended, to release with the next dispatch. */
-  private endedRuns: RunJobData[] = [];
+  /** Runs whose pass ended, to release with the next dispatch, and until when a waiting one keeps its key. */
+  private endedRuns: Array<RunJobData & { heldUntil: number }> = [];
   private dispatching?: Promise<void>;
   private dispatchAgain = false;
   private confirmTimer?: NodeJS.Timeout;
@@ -118,9 +126,12 @@ export class RunQueue {
     void this.handOff(now).catch(() => {});
   }
 
-  /** A run's pass ended (whatever its outcome): its leases go with the next dispatch, which it triggers. */
-  ended(job: RunJobData) {
-    this.endedRuns.push(job);
+  /**
+   * A run's pass ended (whatever its outcome): its leases go with the next dispatch, which it triggers. A run that
+   * waits keeps its concurrency key until `heldUntil` (when it wakes, in ms since the epoch; 0: it ended for good).
+   */
+  ended(job: RunJobData, heldUntil = 0) {
+    this.endedRuns.push({ ...job, heldUntil });
     void this.dispatch();
   }
 

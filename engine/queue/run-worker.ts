@@ -28,6 +28,11 @@ export const MAX_TAKEOVERS = 10;
  */
 const DEFERRED_MS = 1000;
 const MAX_DEFERRALS = 30;
+/**
+ * How long a run whose pass failed outside the flow (BullMQ tries it again after a backoff) keeps its concurrency
+ * key: longer than BullMQ's longest backoff (run-queue.ts), and given back at once when BullMQ gives up.
+ */
+const FAULT_HOLD_MS = 30 * 60_000;
 
 export interface WorkerOptions extends QueueOptions {
   concurrency: number;
@@ -223,6 +228,8 @@ export class RunWorker {
     this.ledger.hold(runId);
     let outcome: PassOutcome;
     let status = 'error';
+    // A run that waits keeps its concurrency key until it is back; one that ended gives it up (0).
+    let heldUntil = Date.now() + FAULT_HOLD_MS;
     const started = performance.now();
     try {
       outcome = await this.executor.execute(
@@ -231,13 +238,14 @@ export class RunWorker {
         (percent) => void job.updateProgress(percent).catch(() => {}),
       );
       status = outcome.kind === 'finished' ? outcome.status : outcome.kind;
+      heldUntil = outcome.kind === 'wait' ? Date.now() + outcome.delayMs : 0;
     } finally {
       this.options.metrics.runAttempt(tenantId, status, (performance.now() - started) / 1000);
       this.executing.delete(runId);
       if (this.executing.size === 0) this.whenIdle?.();
       this.ledger.release(runId);
       this.endedSinceBeat++;
-      this.runs.ended(job.data);
+      this.runs.ended(job.data, heldUntil);
     }
     if (outcome.kind === 'wait') {
       // Not a failure: the job sleeps without spending a BullMQ attempt.
@@ -265,6 +273,8 @@ export class RunWorker {
         message: `gave up after ${job.attemptsMade} attempts: ${error.message}`,
       };
       await this.store.saveProgress(job.data.tenantId, job.data.runId, [], { status: 'failed', error: reason });
+      // Its concurrency key, kept while BullMQ would try again, goes to the next run of the key.
+      this.runs.ended(job.data);
     } catch (failure) {
       this.options.logger.error({ err: failure, runId: job.data.runId }, 'could not record the failed run');
     }

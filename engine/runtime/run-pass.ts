@@ -9,7 +9,7 @@ import {
   parseOnRead,
   storableJson,
 } from '../model/index.ts';
-import type { CompiledFlow } from '../flow/index.ts';
+import { type CompiledFlow, concurrencyOf } from '../flow/index.ts';
 import { TENANT, type Bindings } from '../expressions/index.ts';
 import { StopSignal, type MessageInput } from '../plugins/index.ts';
 import { SecretRedactor } from '../secrets/index.ts';
@@ -97,6 +97,8 @@ export class RunPass implements NodeHost {
   }
 
   async execute(): Promise<PassOutcome> {
+    const keyFault = await this.keyFault();
+    if (keyFault) return this.end({ status: 'failed', error: keyFault });
     const { vars, platform } = this.state;
     const bindings: Bindings = {
       input: this.input,
@@ -129,6 +131,17 @@ export class RunPass implements NodeHost {
         await this.save({ status: 'waiting', error: outcome.error });
         return { kind: 'wait', delayMs: outcome.delayMs, reason: outcome.error.message };
     }
+  }
+
+  /**
+   * Why the run's message gives no concurrency key, when its flow has one and the run came without: the key is
+   * evaluated as a message arrives, and says nothing more. A replay keeps its run's key, or none.
+   */
+  private async keyFault(): Promise<ErrorRecord | undefined> {
+    const control = this.flow.control.concurrency;
+    if (!control || this.run.concurrency || this.run.replayOf) return undefined;
+    const outcome = await concurrencyOf(control, this.input);
+    return 'fault' in outcome ? outcome.fault : undefined;
   }
 
   async runGraph(graph: CompiledGraph, scope: GraphScope): Promise<GraphOutcome> {

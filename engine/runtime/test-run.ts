@@ -154,6 +154,7 @@ export class TestRunner {
       id: newId(),
       flowId,
       flowVersion: 0,
+      concurrency: null,
       messageId,
       status: 'running',
       heldBy: null,

@@ -43,6 +43,7 @@ export const runSchema = {
     'parentRunId',
     'callDepth',
     'replayOf',
+    'concurrency',
   ],
   properties: {
     tenantId: { type: 'string' },
@@ -76,8 +77,28 @@ export const runSchema = {
         "Set on a run a replay or a retry started (of a message, a flow's failed runs, a batch's tasks): the run it " +
         'replays, whose completed steps it carried over when both ran the same flow version.',
     },
+    concurrency: {
+      anyOf: [
+        {
+          type: 'object',
+          additionalProperties: false,
+          required: ['key', 'scope', 'limit'],
+          properties: {
+            key: { type: 'string' },
+            scope: { enum: ['flow', 'tenant'] },
+            limit: { type: 'integer' },
+          },
+        },
+        { type: 'null' },
+      ],
+      description:
+        "The flow's concurrency key as its message gave it (flowControl.concurrency), when the flow has one: runs " +
+        'with an equal key and scope wait for one another. A replay or a retry keeps the key of the run it replays.',
+    },
   },
 } as const;
+
+export type RunConcurrency = NonNullable<FromSchema<typeof runSchema>['concurrency']>;
 
 export const stepSchema = {
   type: 'object',

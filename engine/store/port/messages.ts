@@ -5,6 +5,7 @@ import type {
   MessageStatus,
   Message,
   Run,
+  RunConcurrency,
   RunStatus,
 } from '../../model/index.ts';
 
@@ -115,6 +116,8 @@ export type NewMessage = Omit<Message, 'receivedAt'> & {
   parent?: { runId: string; depth: number };
   /** The trace context it was accepted in (a W3C traceparent): its runs continue that trace. */
   traceparent?: string;
+  /** Its run's concurrency key, evaluated over it as it was accepted (flowControl.concurrency). */
+  concurrency?: RunConcurrency;
 };
 
 export interface AcceptedMessage {

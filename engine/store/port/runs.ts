@@ -1,4 +1,12 @@
-import type { ErrorRecord, Message, Run, RunStatus, Step, TerminalRunStatus } from '../../model/index.ts';
+import type {
+  ErrorRecord,
+  Message,
+  Run,
+  RunConcurrency,
+  RunStatus,
+  Step,
+  TerminalRunStatus,
+} from '../../model/index.ts';
 import type { SealedValue } from '../../secrets/index.ts';
 
 import type { Page, PageRequest } from './common.ts';
@@ -81,6 +89,7 @@ export interface UnfinishedRun {
   flowVersion: number;
   status: 'queued' | 'running' | 'waiting';
   createdAt: string;
+  concurrency: RunConcurrency | null;
 }
 
 export type UnfinishedRunCursor = Pick<UnfinishedRun, 'createdAt' | 'id'>;

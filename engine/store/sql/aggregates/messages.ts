@@ -68,6 +68,7 @@ export class SqlMessages implements MessageStore {
         parent_run_id: message.parent?.runId ?? null,
         call_depth: message.parent?.depth ?? 0,
         traceparent: message.traceparent ?? null,
+        concurrency: message.concurrency ?? null,
       });
       return `{"body":${body},${fields.slice(1)}`;
     });
@@ -80,7 +81,7 @@ export class SqlMessages implements MessageStore {
       `with input as (
          select * from jsonb_to_recordset($1::jsonb) as x(tenant_id text, id uuid, flow_id uuid, flow_version integer,
            delivery_id text, topic text, body jsonb, headers jsonb, query jsonb, run_id uuid, parent_run_id uuid,
-           call_depth integer, traceparent text)
+           call_depth integer, traceparent text, concurrency jsonb)
        ), suspended as (
          select id from tenants where id in (select tenant_id from input) and status = 'suspended' for share
        ), blocked as (
@@ -100,9 +101,9 @@ export class SqlMessages implements MessageStore {
          returning tenant_id, id, keep_days
        )
        insert into runs (tenant_id, id, flow_id, flow_version, message_id, status, held_by, parent_run_id, call_depth,
-         keep_days)
+         keep_days, concurrency)
        select i.tenant_id, i.run_id, i.flow_id, i.flow_version, i.id, case when hold.reason is null then 'queued'
-         else 'held' end, hold.reason, i.parent_run_id, i.call_depth, m.keep_days
+         else 'held' end, hold.reason, i.parent_run_id, i.call_depth, m.keep_days, i.concurrency
          from input i join m on m.tenant_id = i.tenant_id and m.id = i.id
          cross join lateral (select case when exists (select 1 from suspended s where s.id = i.tenant_id)
            then 'suspended'

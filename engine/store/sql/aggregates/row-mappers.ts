@@ -170,6 +170,7 @@ export const toRun = (r: Row): Run => ({
   parentRunId: r.parent_run_id ?? null,
   callDepth: r.call_depth ?? 0,
   replayOf: r.replay_of ?? null,
+  concurrency: r.concurrency ?? null,
 });
 export const toBatch = (r: Row): Batch => {
   const total = Number(r.total ?? 0);

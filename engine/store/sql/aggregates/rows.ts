@@ -64,9 +64,10 @@ export const supersedeEarlierRuns = (inserted: string, name = 'superseded') => `
  */
 export const replayLatestRuns = (picked: string, redo: string, replayId = 'null::uuid') => `inserted as (
     insert into runs (tenant_id, id, flow_id, flow_version, message_id, status, replay_of, replay_id, parent_run_id,
-      call_depth, keep_days)
+      call_depth, keep_days, concurrency)
     select p.tenant_id, p.run_id, f.id, f.active_version, p.message_id, 'queued', p.old_run, ${replayId},
-           p.parent_run_id, p.call_depth, keep_days(p.tenant_id)
+           p.parent_run_id, p.call_depth, keep_days(p.tenant_id),
+           (select o.concurrency from (${LOOKUP('runs', 'p.tenant_id', 'p.old_run')}) o)
       from ${picked} p join flows f on f.tenant_id = p.tenant_id and f.id = p.flow_id and f.active
        and f.active_version is not null
     returning *

@@ -276,7 +276,7 @@ export class SqlRuns implements RunStore {
     limit: number,
   ): Promise<UnfinishedRun[]> {
     const rows = await this.db.query(
-      `select tenant_id, id, flow_id, flow_version, status, created_at from runs
+      `select tenant_id, id, flow_id, flow_version, status, created_at, concurrency from runs
         where status in ${UNFINISHED} and created_at < $1 and ($2::timestamptz is null
           or (created_at, id) > ($2::timestamptz, $3::uuid))
         order by created_at, id limit $4`,
@@ -289,6 +289,7 @@ export class SqlRuns implements RunStore {
       flowVersion: row.flow_version,
       status: row.status,
       createdAt: iso(row.created_at),
+      concurrency: row.concurrency ?? null,
     }));
   }
 }

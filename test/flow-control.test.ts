@@ -1,0 +1,116 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Receiver, type ReceivedRequest } from './support/receiver.ts';
+import { forwardWebhook } from './support/flow-documents.ts';
+import { sendWebhook, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
+
+// Keys per business object: runs about one order wait for one another, whichever flow they belong to.
+const ORDERS = 30;
+const SERVICE_MS = 25;
+const LOOKUP_MS = 150;
+
+let env: TestPlatform;
+let acme: ApiClient;
+let erp: Receiver;
+
+/** A flow that posts its message to the ERP stand-in, its runs keyed by the order they are about. */
+const orderFlow = (key: string, concurrency: object) => ({
+  ...forwardWebhook(key, `${erp.url}/orders`, { retry: { maxAttempts: 3, backoffMs: 300 } }),
+  flowControl: { concurrency },
+});
+
+/** The same, looking the order up first: without keys its post would reach the ERP after the update's. */
+function lookingUpFlow(key: string, concurrency: object) {
+  const flow = orderFlow(key, concurrency);
+  const lookup = { id: 'lookup', operation: 'http.request', config: { method: 'GET', url: `${erp.url}/lookup` } };
+  return {
+    ...flow,
+    nodes: [lookup, ...flow.nodes],
+    edges: [
+      { from: 'trigger', to: 'lookup' },
+      { from: 'lookup', to: 'send' },
+    ],
+  };
+}
+
+async function deliver(key: string, body: object) {
+  const answer = await sendWebhook(env.url, 'acme', key, body);
+  expect(answer.status).toBe(202);
+  return answer.body as { messageId: string; runId: string };
+}
+
+const about = (request: ReceivedRequest) => JSON.parse(request.body) as { id: string; kind: string };
+
+describe('concurrency keys, on PostgreSQL', () => {
+  beforeAll(async () => {
+    erp = await new Receiver().start();
+    erp.slow('/orders', SERVICE_MS);
+    erp.slow('/lookup', LOOKUP_MS);
+    env = await startTestPlatform('postgres');
+    acme = await env.tenant('acme');
+  });
+  afterAll(async () => {
+    await erp?.close();
+    await env?.close();
+  });
+
+  it("serialises a tenant's create and update flows per order: each order's create first, none overlapping", async () => {
+    const key = { key: '{{ $input.body.id }}', scope: 'tenant' };
+    await acme.publish(lookingUpFlow('order-created', key));
+    await acme.publish(orderFlow('order-updated', key));
+    // The first lookup fails and is retried after a wait: its order's update waits for it all the same.
+    erp.script({ status: 503, body: { error: 'busy' } });
+    const orders = Array.from({ length: ORDERS }, (_, i) => `order-${i}`);
+    const runs = (
+      await Promise.all(
+        orders.map(async (id) => [
+          await deliver('order-created', { id, kind: 'create' }),
+          await deliver('order-updated', { id, kind: 'update' }),
+        ]),
+      )
+    ).flat();
+    for (const { runId } of runs) expect((await acme.settledRun(runId)).status).toBe('succeeded');
+
+    const posts = erp.requests.filter((request) => request.url === '/orders');
+    expect(posts).toHaveLength(2 * ORDERS);
+    expect(erp.requests).toHaveLength(3 * ORDERS + 1);
+    for (const id of orders) {
+      const [create, update] = posts.filter((request) => about(request).id === id);
+      expect([about(create).kind, about(update).kind]).toEqual(['create', 'update']);
+      // The update's run started after the create's ended: its post arrived once the create's was answered.
+      expect(update.receivedAt).toBeGreaterThanOrEqual(create.answeredAt!);
+    }
+    // Orders ran side by side: the key serialises each order, not the flows.
+    const alongside = posts.map(
+      ({ receivedAt }) => posts.filter((post) => post.receivedAt <= receivedAt && receivedAt < post.answeredAt!).length,
+    );
+    expect(Math.max(...alongside)).toBeGreaterThan(1);
+  });
+
+  it('fails a run whose message gives no key, saying so; a key reading more than the message is refused at publish', async () => {
+    await acme.publish(orderFlow('order-paid', { key: '{{ $input.body.order.id }}' }));
+    const { runId } = await deliver('order-paid', { id: 'order-1' });
+    const run = await acme.settledRun(runId);
+    expect(run.status).toBe('failed');
+    expect(run.error).toMatchObject({
+      kind: 'permanent',
+      message:
+        'the concurrency key flowControl.concurrency.key gave nothing for this message, not a string or a number',
+    });
+    const keyed = await deliver('order-paid', { order: { id: 7 } });
+    const succeeded = await acme.settledRun(keyed.runId);
+    expect(succeeded.status).toBe('succeeded');
+    expect(succeeded.concurrency).toEqual({ key: '7', scope: 'flow', limit: 1 });
+
+    const refused = await acme.call(
+      'POST',
+      '/api/v1/editable-flows',
+      orderFlow('order-shipped', { key: '{{ $vars.ID }}' }),
+    );
+    const published =
+      refused.status === 201 ? await acme.call('POST', `/api/v1/editable-flows/${refused.body.id}/publish`) : refused;
+    expect(published.status).toBe(400);
+    expect(published.body.errors).toEqual([
+      { path: expect.stringMatching(/flowControl\.concurrency\.key$/), message: expect.stringContaining('$input') },
+    ]);
+  });
+});
