@@ -18,6 +18,8 @@ const run = (tenantId: string, n: number, flowId = 'flow'): LaneRun => ({
 const runs = (tenantId: string, count: number, flowId = 'flow') =>
   Array.from({ length: count }, (_, n) => run(tenantId, n, flowId));
 const ids = (handed: LaneRun[]) => handed.map((item) => item.runId);
+/** Runs pushed: those handed out at once. */
+const push = async (subject: RunLanes, items: LaneRun[]) => (await subject.push(items)).now;
 
 /**
  * Lanes over this test's keys; `takes` is what one live worker takes (its slots and prefetch), `executes` its
@@ -83,11 +85,11 @@ describe('fair dispatch', () => {
   it('keeps the reserved slots for tenants running few runs: a newcomer starts at once while another holds the rest', async () => {
     // 20 slots, 10 % reserved: a tenant running 2 or more takes at most 18.
     const subject = await lanes(20, 0, 30_000, 10);
-    const busy = await started(await subject.push(runs('busy', 100)));
+    const busy = await started(await push(subject, runs('busy', 100)));
     expect(busy).toHaveLength(18);
     expect(await subject.dispatch()).toEqual([]);
     // A tenant with nothing running starts at once, on a reserved slot, and may take the other too.
-    const quiet = await started(await subject.push([run('quiet', 0), run('quiet', 1), run('quiet', 2)]));
+    const quiet = await started(await push(subject, [run('quiet', 0), run('quiet', 1), run('quiet', 2)]));
     expect(ids(quiet)).toEqual(['quiet-flow-0', 'quiet-flow-1']);
     // Then it runs as many as are reserved: the slot a busy run frees is kept for the next newcomer.
     expect(await subject.dispatch()).toEqual([]);
@@ -101,10 +103,10 @@ describe('fair dispatch', () => {
     // One worker executing 20 runs at once and taking 4 more ahead, 10 % reserved: runs queued ahead of the
     // workers count as holding a slot, so the busy tenant holds 18 and 2 slots stay free to execute.
     const subject = await lanes(24, 0, 30_000, 10, 20);
-    const busy = await started(await subject.push(runs('busy', 100)));
+    const busy = await started(await push(subject, runs('busy', 100)));
     expect(busy).toHaveLength(18);
     expect(await subject.dispatch()).toEqual([]);
-    const quiet = await started(await subject.push([run('quiet', 0)]));
+    const quiet = await started(await push(subject, [run('quiet', 0)]));
     expect(ids(quiet)).toEqual(['quiet-flow-0']);
     // Alone again, the busy tenant still leaves them free: the next newcomer may come while its runs hang.
     await end(subject, quiet);
@@ -119,11 +121,11 @@ describe('fair dispatch', () => {
 
   it("starts a newcomer while the queue looks full of a dead worker's runs, waiting to be taken over", async () => {
     const subject = await lanes(24, 0, 30_000, 10, 20);
-    await started(await subject.push(runs('busy', 100)));
+    await started(await push(subject, runs('busy', 100)));
     // A worker died with 20 runs: BullMQ lists them active until its stalled check hands them back.
     await redis.rpush(`${prefix}:runs:active`, ...Array.from({ length: 20 }, (_, n) => `dead-${n}`));
     expect(await subject.dispatch()).toEqual([]);
-    expect(ids(await subject.push([run('quiet', 0), run('quiet', 1), run('quiet', 2)]))).toEqual([
+    expect(ids(await push(subject, [run('quiet', 0), run('quiet', 1), run('quiet', 2)]))).toEqual([
       'quiet-flow-0',
       'quiet-flow-1',
     ]);
@@ -131,10 +133,10 @@ describe('fair dispatch', () => {
 
   it("hands out only what live workers take, then one run per run ended; a tenant's first run goes next", async () => {
     const subject = await lanes(2);
-    const first = await started(await subject.push(runs('busy', 50)));
+    const first = await started(await push(subject, runs('busy', 50)));
     expect(ids(first)).toEqual(['busy-flow-0', 'busy-flow-1']);
     // Nothing more while the workers are full, however many runs wait.
-    expect(await subject.push([run('quiet', 0)])).toEqual([]);
+    expect(await push(subject, [run('quiet', 0)])).toEqual([]);
     expect(await subject.dispatch()).toEqual([]);
     // The first run to end makes room for one, and it is the quiet tenant's, ahead of the busy backlog.
     expect(ids(await end(subject, [first[0]]))).toEqual(['quiet-flow-0']);
@@ -145,7 +147,7 @@ describe('fair dispatch', () => {
   it('hands out nothing while no worker is live, nor while the queue is paused', async () => {
     const subject = await lanes(4);
     await redis.zadd(`${prefix}:workers`, Date.now() - 60_000, 'worker');
-    expect(await subject.push(runs('a', 3))).toEqual([]);
+    expect(await push(subject, runs('a', 3))).toEqual([]);
     await redis.zadd(`${prefix}:workers`, Date.now(), 'worker');
     await redis.hset(`${prefix}:runs:meta`, 'paused', 1);
     expect(await subject.dispatch()).toEqual([]);
@@ -158,7 +160,7 @@ describe('fair dispatch', () => {
     await redis.hset(`${prefix}:runs:fair:weight`, 'heavy', 3);
     // Both tenants backlogged before any run starts.
     await redis.hset(`${prefix}:slots`, 'worker', 0);
-    await subject.push([...runs('heavy', 40), ...runs('light', 40)]);
+    await push(subject, [...runs('heavy', 40), ...runs('light', 40)]);
     await redis.hset(`${prefix}:slots`, 'worker', 1);
     const handed = await drain(subject, 40);
     const heavy = handed.filter((item) => item.tenantId === 'heavy');
@@ -170,7 +172,7 @@ describe('fair dispatch', () => {
 
   it("serves a tenant's flows in turn: its flood on one flow does not hold its other flows", async () => {
     const subject = await lanes(0);
-    await subject.push([...runs('t', 10, 'flood'), run('t', 0, 'single')]);
+    await push(subject, [...runs('t', 10, 'flood'), run('t', 0, 'single')]);
     await redis.hset(`${prefix}:slots`, 'worker', 1);
     const firstThree = await drain(subject, 3);
     expect(ids(firstThree)).toContain('t-single-0');
@@ -178,7 +180,7 @@ describe('fair dispatch', () => {
 
   it('keeps a tenant to its concurrency, and hands out its next run as soon as one ends', async () => {
     const subject = await lanes(10, 2);
-    const first = await started(await subject.push([...runs('limited', 5), ...runs('other', 2)]));
+    const first = await started(await push(subject, [...runs('limited', 5), ...runs('other', 2)]));
     expect(first.filter((item) => item.tenantId === 'limited')).toHaveLength(2);
     expect(first.filter((item) => item.tenantId === 'other')).toHaveLength(2);
     subject.confirm(ids(first));
@@ -190,7 +192,7 @@ describe('fair dispatch', () => {
   it("keeps a flow to its concurrency without holding the tenant's other flows", async () => {
     const subject = await lanes(10);
     await redis.hset(`${prefix}:runs:fair:flow-limit`, 't:serial', 1);
-    const handed = await subject.push([...runs('t', 3, 'serial'), ...runs('t', 2, 'free')]);
+    const handed = await push(subject, [...runs('t', 3, 'serial'), ...runs('t', 2, 'free')]);
     expect(ids(handed).sort()).toEqual(['t-free-0', 't-free-1', 't-serial-0']);
     expect(await subject.dispatch()).toEqual([]);
     expect(ids(await subject.release([run('t', 0, 'serial')]))).toEqual(['t-serial-1']);
@@ -199,7 +201,7 @@ describe('fair dispatch', () => {
   it("frees a dead worker's leases when they expire; renewed leases hold", async () => {
     const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
     const subject = await lanes(10, 1, 1000);
-    const [held] = await subject.push(runs('t', 3));
+    const [held] = await push(subject, runs('t', 3));
     await sleep(600);
     await subject.renew([held]);
     // Past the first lease, within the renewed one.
@@ -211,7 +213,7 @@ describe('fair dispatch', () => {
 
   it('queues a run once however often it is pushed, and hands out again a hand-off never confirmed', async () => {
     const subject = await lanes(0);
-    await subject.push([run('t', 0), run('t', 0)]);
+    await push(subject, [run('t', 0), run('t', 0)]);
     expect(await subject.holds(['t-flow-0', 't-flow-1'])).toEqual([true, false]);
     await redis.hset(`${prefix}:slots`, 'worker', 1);
     expect(ids(await subject.dispatch())).toEqual(['t-flow-0']);
@@ -239,7 +241,7 @@ describe('concurrency keys in the lanes', () => {
   it('lets in the runs of a key up to its limit, the others in the order of their ids, across flows', async () => {
     const subject = await lanes(10);
     const first = keyed(run('t', 0, 'create'), 't:order-1');
-    const handed = await subject.push([
+    const handed = await push(subject, [
       first,
       keyed(run('t', 2, 'update'), 't:order-1'),
       keyed(run('t', 1, 'update'), 't:order-1'),
@@ -252,14 +254,17 @@ describe('concurrency keys in the lanes', () => {
     expect(ids(await subject.release([first]))).toEqual(['t-update-1']);
     expect(ids(await subject.release([keyed(run('t', 1, 'update'), 't:order-1')]))).toEqual(['t-update-2']);
 
-    const wider = await subject.push(['a', 'b', 'c'].map((n, i) => keyed(run('t', i, n), 't:order-3', 2)));
+    const wider = await push(
+      subject,
+      ['a', 'b', 'c'].map((n, i) => keyed(run('t', i, n), 't:order-3', 2)),
+    );
     expect(ids(wider)).toEqual(['t-a-0', 't-b-1']);
   });
 
   it("lets the next run of a key in when the holder's lease expires (its worker died)", async () => {
     const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
     const subject = await lanes(10, 0, 1000);
-    const handed = await subject.push([keyed(run('t', 0), 'f:flow:1'), keyed(run('t', 1), 'f:flow:1')]);
+    const handed = await push(subject, [keyed(run('t', 0), 'f:flow:1'), keyed(run('t', 1), 'f:flow:1')]);
     expect(ids(handed)).toEqual(['t-flow-0']);
     await sleep(600);
     await subject.renew(handed);

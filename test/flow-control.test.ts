@@ -3,7 +3,8 @@ import { Receiver, type ReceivedRequest } from './support/receiver.ts';
 import { forwardWebhook } from './support/flow-documents.ts';
 import { sendWebhook, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
 
-// Keys per business object: runs about one order wait for one another, whichever flow they belong to.
+// Keys per business object: runs about one order wait for one another, whichever flow they belong to, and a burst of
+// messages about one object runs once.
 const ORDERS = 30;
 const SERVICE_MS = 25;
 const LOOKUP_MS = 150;
@@ -40,7 +41,7 @@ async function deliver(key: string, body: object) {
 
 const about = (request: ReceivedRequest) => JSON.parse(request.body) as { id: string; kind: string };
 
-describe('concurrency keys, on PostgreSQL', () => {
+describe('flow control, on PostgreSQL', () => {
   beforeAll(async () => {
     erp = await new Receiver().start();
     erp.slow('/orders', SERVICE_MS);
@@ -93,8 +94,7 @@ describe('concurrency keys, on PostgreSQL', () => {
     expect(run.status).toBe('failed');
     expect(run.error).toMatchObject({
       kind: 'permanent',
-      message:
-        'the concurrency key flowControl.concurrency.key gave nothing for this message, not a string or a number',
+      message: 'the key flowControl.concurrency.key gave nothing for this message, not a string or a number',
     });
     const keyed = await deliver('order-paid', { order: { id: 7 } });
     const succeeded = await acme.settledRun(keyed.runId);
@@ -112,5 +112,65 @@ describe('concurrency keys, on PostgreSQL', () => {
     expect(published.body.errors).toEqual([
       { path: expect.stringMatching(/flowControl\.concurrency\.key$/), message: expect.stringContaining('$input') },
     ]);
+  });
+
+  it('collapses 20 edits of one order within a second into one run of the last, started a period after it', async () => {
+    await acme.publish({
+      ...forwardWebhook('order-edited', `${erp.url}/edits`),
+      flowControl: { debounce: { key: '{{ $input.body.id }}', period: '2s' } },
+    });
+    const before = erp.requests.length;
+    const edits: Array<{ runId: string; messageId: string; sentAt: number }> = [];
+    for (let n = 0; n < 20; n++) {
+      const sentAt = Date.now();
+      edits.push({ ...(await deliver('order-edited', { id: 'order-7', n })), sentAt });
+      await new Promise((resolve) => setTimeout(resolve, 40));
+    }
+    const other = await deliver('order-edited', { id: 'order-8', n: 0 });
+    const last = edits.at(-1)!;
+    expect((await acme.settledRun(last.runId)).status).toBe('succeeded');
+    expect((await acme.settledRun(other.runId)).status).toBe('succeeded');
+    // Each edit's run gave way to the next edit's.
+    for (const [n, { runId }] of edits.slice(0, -1).entries()) {
+      const run = await acme.settledRun(runId);
+      expect(run).toMatchObject({ status: 'debounced', debouncedBy: edits[n + 1].runId, error: null, startedAt: null });
+    }
+    const sent = erp.requests.slice(before).map((request) => ({ ...JSON.parse(request.body), at: request.receivedAt }));
+    expect(sent.map(({ id, n }) => [id, n]).sort()).toEqual([
+      ['order-7', 19],
+      ['order-8', 0],
+    ]);
+    // Started once its period had passed since the last edit arrived.
+    expect(sent.find(({ id }) => id === 'order-7').at).toBeGreaterThanOrEqual(last.sentAt + 2000);
+    const { body: message } = await acme.call('GET', `/api/v1/messages/${edits[0].messageId}`);
+    expect(message.status).toBe('debounced');
+    // The statistics count them as they ended.
+    const flowId = (await acme.settledRun(last.runId)).flowId;
+    const { body: stats } = await acme.call('GET', `/api/v1/statistics?flowId=${flowId}`);
+    expect(stats.runs).toEqual([expect.objectContaining({ total: 21, counts: { succeeded: 2, debounced: 19 } })]);
+  });
+
+  it('runs a key whose messages never stop at its maxWait, then debounces the rest again', async () => {
+    await acme.publish({
+      ...forwardWebhook('stock-changed', `${erp.url}/stock`),
+      flowControl: { debounce: { key: '{{ $input.body.sku }}', period: '1s', maxWait: '2s' } },
+    });
+    const changes = [];
+    for (let n = 0; n < 12; n++) {
+      changes.push(await deliver('stock-changed', { sku: 'sku-1', n }));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+    }
+    const runs = await Promise.all(changes.map(({ runId }) => acme.settledRun(runId)));
+    const ran = runs.filter((run) => run.status === 'succeeded');
+    // Messages 300 ms apart never leave a 1 s period quiet: only maxWait starts a run before the last one's.
+    expect(ran.length).toBeGreaterThan(1);
+    expect(runs.filter((run) => run.status === 'debounced')).toHaveLength(12 - ran.length);
+    expect(ran.at(-1).id).toBe(changes.at(-1)!.runId);
+    // A debounced run gave way to the next message's run: following them leads to a run that ran.
+    const byId = new Map(runs.map((run) => [run.id, run]));
+    for (let run of runs) {
+      while (run.status === 'debounced') run = byId.get(run.debouncedBy);
+      expect(run.status).toBe('succeeded');
+    }
   });
 });

@@ -48,9 +48,20 @@ describe('the API reference at /docs, in a headless browser', () => {
         (cell) => cell.textContent,
       ),
     );
-    expect(fields).toEqual(['key', 'name', 'description', 'concurrency', 'failureFlow', 'trigger', 'nodes', 'edges']);
+    expect(fields).toEqual([
+      'key',
+      'name',
+      'description',
+      'concurrency',
+      'flowControl',
+      'failureFlow',
+      'trigger',
+      'nodes',
+      'edges',
+    ]);
     const text = await flowDocument.innerText();
-    for (const nested of ['operation', 'retry', 'maxAttempts', 'when']) expect(text).toContain(nested);
+    for (const nested of ['operation', 'retry', 'maxAttempts', 'when', 'debounce', 'maxWait', 'scope'])
+      expect(text).toContain(nested);
     expect(await flowDocument.locator('details pre').first().innerText()).toContain('"key": "orders-to-erp"');
 
     // A problem's type is a link into this page: the entry of its kind.

@@ -23,6 +23,7 @@ export const STATUS_COLORS: Record<string, string> = {
   filtered: '#616161',
   skipped: '#616161',
   cancelled: '#616161',
+  debounced: '#616161',
   'not run': '#9e9e9e',
 };
 

@@ -201,6 +201,13 @@ function renderRun(
     ['Trace', traceId ? `<code>${traceId}</code>` : 'not traced'],
   ];
   if (run.replayOf) facts.push(['Replays', `<code>${run.replayOf}</code>`]);
+  if (run.concurrency)
+    facts.push(['Concurrency key', `<code>${escapeHtml(run.concurrency.key)}</code> (${run.concurrency.scope})`]);
+  if (run.debouncedBy)
+    facts.push([
+      'Debounced by',
+      `<a href="${escapeHtml(pageOf(run.debouncedBy))}"><code>${run.debouncedBy}</code></a>`,
+    ]);
   if (run.parentRunId)
     facts.push(['Called by', `<a href="${escapeHtml(pageOf(run.parentRunId))}"><code>${run.parentRunId}</code></a>`]);
   if (run.error)

@@ -3,7 +3,7 @@ import { AlertWatcher } from '../../engine/alerts/index.ts';
 import { ActionRunner } from '../../engine/plugins/index.ts';
 import { ENQUEUE_TIMEOUT_MS, ioredisOf } from '../../engine/redis/index.ts';
 import { QueueReconciler, QueueRecovery, ReplayRunner } from '../../engine/background/index.ts';
-import { RunWorker, runJob, TickWorker } from '../../engine/queue/index.ts';
+import { enqueueRuns, RunWorker, runJob, TickWorker } from '../../engine/queue/index.ts';
 import { CompiledFlowCache, Executor } from '../../engine/runtime/index.ts';
 import { schedulePruning } from '../pruning.ts';
 import type { RedisTarget } from '../redis.ts';
@@ -32,7 +32,7 @@ export class WorkerRole {
       http: shared.outbound,
       maxOutputBytes: config.maxStepOutputBytes,
       maxRetryDelayMs: config.maxRetryDelayMs,
-      enqueue: (runs) => queue.enqueue(runs.map(runJob)),
+      enqueue: (runs) => enqueueRuns(store, queue, runs.map(runJob)),
       wake: (runId) => queue.wake(runId),
       tracer: shared.tracer,
     });

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { ErrorRecord } from '../model/index.ts';
 import type { EngineMetrics } from '../telemetry/index.ts';
 import type { RunStore, UnfinishedRun, UnfinishedRunCursor } from '../store/index.ts';
-import { runJob, type RunJobData, type RunQueue, MAX_TAKEOVERS } from '../queue/index.ts';
+import { enqueueRuns, runJob, type RunJobData, type RunQueue, MAX_TAKEOVERS } from '../queue/index.ts';
 import { SingleFlight } from '../redis/index.ts';
 
 /** Job states in which the job will still run (or is running): its run is in hand. */
@@ -133,7 +133,7 @@ export class QueueReconciler {
       }
     }
     if (lost.length > 0) {
-      await this.runs.enqueue(lost.map(runJob));
+      await enqueueRuns(this.store, this.runs, lost.map(runJob));
       this.options.logger.warn(
         { runs: lost.length, first: lost[0].id },
         'queued runs again: their jobs were in no queue (lost by Redis, or removed)',

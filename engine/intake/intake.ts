@@ -1,6 +1,6 @@
 import { LRUCache } from 'lru-cache';
-import { newId, isLargeJson, JsonText, type JsonTextFault, parseOnRead, type RunConcurrency } from '../model/index.ts';
-import { type CompiledConcurrency, concurrencyOf } from '../flow/index.ts';
+import { newId, isLargeJson, JsonText, type JsonTextFault, parseOnRead } from '../model/index.ts';
+import { type CompiledFlowControl, keysOf, type MessageKeys } from '../flow/index.ts';
 import type { MessageInput } from '../plugins/index.ts';
 import type { JsonChecker } from './json-checker.ts';
 import { acceptMessages, type RunQueue } from '../queue/index.ts';
@@ -12,6 +12,7 @@ import {
   type FlowStore,
   type MessageStore,
   type NewMessage,
+  type RunStore,
   type ValueStore,
   GroupCommit,
 } from '../store/index.ts';
@@ -38,8 +39,8 @@ interface ActiveTrigger {
   webhook: CompiledWebhook;
   verificationSecrets: string[];
   replyNodes: string[];
-  /** The flow's concurrency key, evaluated over each message as it is accepted. */
-  concurrency?: CompiledConcurrency;
+  /** The flow's keys, evaluated over each message as it is accepted. */
+  control: CompiledFlowControl;
 }
 
 /** How long a URL that names no active flow is remembered as such. */
@@ -79,7 +80,7 @@ export type IntakeResult =
 export const MAX_DELIVERY_ID_LENGTH = 256;
 
 export interface IntakeOptions {
-  store: FlowStore & ValueStore & MessageStore;
+  store: FlowStore & ValueStore & MessageStore & Pick<RunStore, 'debounceRuns'>;
   queue: RunQueue;
   flows: CompiledFlowCache;
   keyring: Keyring;
@@ -191,7 +192,8 @@ export class Intake {
       headers: { ...keptHeaders(delivery.headers, webhook, this.options.topicHeaders), ...delivery.ownHeaders },
       query: delivery.query,
     };
-    if (trigger.concurrency) message.concurrency = await keyOf(trigger.concurrency, message);
+    if (trigger.control.concurrency || trigger.control.debounce)
+      Object.assign(message, await messageKeys(trigger.control, message));
     const runId = newId();
     const span = this.options.tracer.enabled ? this.sendSpan(delivery, message, runId) : undefined;
     if (span) message.traceparent = traceparentOf(span.context);
@@ -298,16 +300,20 @@ export class Intake {
       webhook,
       verificationSecrets,
       replyNodes,
-      concurrency: control.concurrency,
+      control,
     };
   }
 }
 
 /**
- * A message's concurrency key, evaluated as it arrives so that its run waits behind those of earlier messages; none
- * when the message gives none (its run's first pass fails, saying why) or the key could not be evaluated now.
+ * A message's keys, evaluated as it arrives so that its run waits behind those of earlier messages (or gives way to
+ * later ones); none when the message gives none (its run's first pass fails, saying why) or they could not be
+ * evaluated now.
  */
-async function keyOf(control: CompiledConcurrency, message: NewMessage): Promise<RunConcurrency | undefined> {
+async function messageKeys(
+  control: CompiledFlowControl,
+  message: NewMessage,
+): Promise<Pick<MessageKeys, 'concurrency' | 'debounce'>> {
   const input: MessageInput = {
     messageId: message.id,
     receivedAt: new Date().toISOString(),
@@ -316,6 +322,6 @@ async function keyOf(control: CompiledConcurrency, message: NewMessage): Promise
     query: message.query,
   };
   if (message.body instanceof JsonText) parseOnRead(input, 'body', message.body);
-  const outcome = await concurrencyOf(control, input).catch(() => undefined);
-  return outcome && 'concurrency' in outcome ? outcome.concurrency : undefined;
+  const keys = await keysOf(control, input).catch(() => undefined);
+  return keys && !keys.fault ? { concurrency: keys.concurrency, debounce: keys.debounce } : {};
 }

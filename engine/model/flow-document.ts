@@ -88,6 +88,9 @@ export const webhookTriggerConfigSchema = {
   },
 } as const;
 
+/** A length of time: "30s", "5m", "1h". */
+const durationSchema = { type: 'string', pattern: '^[1-9]\\d{0,5}(s|m|h)$' } as const;
+
 export const scheduleTriggerConfigSchema = {
   type: 'object',
   additionalProperties: false,
@@ -106,11 +109,7 @@ export const scheduleTriggerConfigSchema = {
       maxLength: 64,
       description: 'IANA time zone of the cron pattern; UTC when absent.',
     },
-    every: {
-      type: 'string',
-      pattern: '^[1-9]\\d{0,5}(s|m|h)$',
-      description: 'An interval such as "30s", "5m" or "1h".',
-    },
+    every: { ...durationSchema, description: 'An interval such as "30s", "5m" or "1h".' },
   },
 } as const;
 
@@ -239,6 +238,25 @@ export const flowControlSchema = {
           description:
             "flow: this flow's runs share the count per key. tenant: every flow of the tenant whose key is tenant-" +
             'scoped shares it (a create flow and an update flow serialise per order).',
+        },
+      },
+    },
+    debounce: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['key', 'period'],
+      description:
+        'Messages with an equal key arriving within `period` of each other collapse into one run, of the last of ' +
+        'them, started `period` after it arrived, or `maxWait` after the first if that comes sooner. The runs of ' +
+        'the others end `debounced`, naming the run that took their place (debouncedBy). Replays are not debounced.',
+      properties: {
+        key: flowControlKeySchema,
+        period: { ...durationSchema, description: 'How long a message waits for a later one: "2s", "1m"; at most 1h.' },
+        maxWait: {
+          ...durationSchema,
+          description:
+            "Longest a key's first message waits for its run, however often later ones arrive: at least the period, " +
+            'at most 24h; ten periods (at most 24h) when absent.',
         },
       },
     },

@@ -104,6 +104,7 @@ export {
   resourceSchemas,
   type Run,
   type RunConcurrency,
+  type RunDebounce,
   type RunLog,
   runLogSchema,
   runSchema,

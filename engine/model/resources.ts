@@ -40,6 +40,7 @@ export {
   stepSchema,
   type Run,
   type RunConcurrency,
+  type RunDebounce,
   type Step,
   type RunStatus,
   type TerminalRunStatus,

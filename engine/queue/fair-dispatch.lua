@@ -13,7 +13,12 @@
   its waits included: it expires (a run lost with its worker) at its lease while executing, at its wake time plus
   a lease while waiting, never while in a lane.
 
-  Invariants: a run id is in `jobs` while it is in a lane, a key's line or in transit. A flow whose lane is not
+  Debounce keys (flowControl.debounce): a run with one waits in its key's slot, not a lane, until it is due (its
+  period after it came, or its key's maxWait after the slot's first run, whichever is sooner); a later run of the key
+  takes its place, and the run it replaced is returned to be ended `debounced`. A due run enters its lane (or its
+  concurrency key's line).
+
+  Invariants: a run id is in `jobs` while it is in a lane, a key's line, a debounce slot or in transit. A flow whose lane is not
   empty is in exactly one of `flows:<t>` and `blocked-flows:<t>`; a tenant with such a flow is in
   `tenants` or `blocked` (or is found again when a push or release wakes it).
 
@@ -31,13 +36,15 @@
   while another's runs hold every other slot waiting on something slow (0: none reserved). They are
   executing slots: runs queued ahead of them for the workers count as taking one, so a run given a
   reserved slot never waits behind another tenant's.
-  ARGV[11] operation: 'push' (then tenant, flow, run id, payload, concurrency key or '', its limit ...),
+  ARGV[11] operation: 'push' (then tenant, flow, run id, payload, concurrency key or '', its limit, debounce key or
+  '', its period and maxWait in ms ...),
   'release' (then tenant, flow, run id, concurrency key or '', and 0 when the run ended for good or the time
   until which it waits ...), 'acquire', 'lease' and 'renew' (the same, the time unused), or 'dispatch'
   ARGV[12 ...] the confirmed run ids, then the operation's items
 
-  Returns the payloads of the runs to add to the queue ('push', 'release' and 'dispatch' hand out
-  what there is room for; 'lease' and 'renew' return nothing). 'acquire' leases runs that came back
+  Returns the payloads of the runs to add to the queue ('release' and 'dispatch' hand out what there is
+  room for; 'lease' and 'renew' return nothing). 'push' returns them too, and the runs debounced: {payloads,
+  {tenant, debounced run id, the run id that took its place, ...}}. 'acquire' leases runs that came back
   without a dispatch (from a retry's wait or a dead worker) as 'lease' does, but returns the ids of
   those it did not lease: their tenant holds every slot but the reserved ones, and they would take a
   slot kept for others (the caller defers them).
@@ -65,6 +72,7 @@ local tenantLimitKey = B .. ':tenant-limit'
 local flowLimitKey = B .. ':flow-limit'
 local keyLimitKey = B .. ':key-limit'
 local keyLinesKey = B .. ':key-lines'
+local debounceDueKey = B .. ':debounce-due'
 -- A hold's expiry while its run waits in a lane: it is not executing, so nothing renews it, and it must not expire.
 local HELD_IN_LANE = 1e15
 
@@ -75,6 +83,7 @@ local function tenantRunningKey(t) return B .. ':running:' .. t end
 local function flowRunningKey(t, f) return B .. ':running:' .. t .. ':' .. f end
 local function keyHoldsKey(k) return B .. ':key-holds:' .. k end
 local function keyLineKey(k) return B .. ':key-line:' .. k end
+local function debounceSlotKey(d) return B .. ':debounce:' .. d end
 
 local function tenantLimit(t) return tonumber(rcall('HGET', tenantLimitKey, t) or defaultTenantLimit) end
 local function flowLimit(t, f) return tonumber(rcall('HGET', flowLimitKey, t .. ':' .. f) or '0') end
@@ -176,6 +185,68 @@ local function keyOf(payload)
   return cjson.decode(payload).concurrency.key
 end
 
+-- Into its lane, or its concurrency key's line.
+local function admit(t, f, id, k, limit)
+  if k == '' or rcall('ZSCORE', keyHoldsKey(k), id) then
+    -- A run that holds its key already (its job was lost while it waited) takes no place in the line.
+    enterLane(t, f, id)
+  else
+    rcall('HSET', keyLimitKey, k, limit)
+    rcall('ZADD', keyLineKey(k), 0, id)
+    advanceKey(k)
+  end
+end
+
+local debounced = {}
+
+-- A run gone from a lane's count (debounced).
+local function forget(t, id)
+  rcall('HDEL', jobsKey, id)
+  if rcall('HINCRBY', backlogKey, t, -1) <= 0 then rcall('HDEL', backlogKey, t) end
+end
+
+-- Run id of debounce key d waits in its slot: it takes the place of the slot's run (then returned, to be ended),
+-- unless that run came later (ids are time-ordered: a run queued again after Redis lost it), which takes its place.
+local function debounce(t, id, d, periodMs, maxWaitMs)
+  local slot = debounceSlotKey(d)
+  local current = rcall('HGET', slot, 'run')
+  if current and current >= id then
+    if current ~= id then
+      forget(t, id)
+      debounced[#debounced + 1] = t
+      debounced[#debounced + 1] = id
+      debounced[#debounced + 1] = current
+    end
+    return
+  end
+  local started = now
+  if current then
+    forget(t, current)
+    debounced[#debounced + 1] = t
+    debounced[#debounced + 1] = current
+    debounced[#debounced + 1] = id
+    started = tonumber(rcall('HGET', slot, 'first'))
+  end
+  rcall('HSET', slot, 'run', id, 'first', started)
+  rcall('ZADD', debounceDueKey, math.min(now + periodMs, started + maxWaitMs), d)
+end
+
+-- Due debounced runs leave their slots for their lanes.
+local function releaseDue()
+  for _, d in ipairs(rcall('ZRANGEBYSCORE', debounceDueKey, '-inf', now, 'LIMIT', 0, 100)) do
+    local slot = debounceSlotKey(d)
+    local id = rcall('HGET', slot, 'run')
+    rcall('ZREM', debounceDueKey, d)
+    rcall('DEL', slot)
+    local payload = id and rcall('HGET', jobsKey, id)
+    if payload then
+      local run = cjson.decode(payload)
+      local concurrency = run.concurrency or {}
+      admit(run.tenantId, run.flowId, id, concurrency.key or '', concurrency.limit or 0)
+    end
+  end
+end
+
 -- What the live workers take (their slots and a few ahead each) and execute at once (their concurrency).
 local function liveWorkers()
   local workers = rcall('ZRANGEBYSCORE', KEYS[5], now - tonumber(ARGV[4]), '+inf')
@@ -199,18 +270,15 @@ for i = 12, first - 1 do
 end
 
 if op == 'push' then
-  for i = first, #ARGV, 6 do
-    local t, f, id, k = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 4]
+  for i = first, #ARGV, 9 do
+    local t, f, id, d = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 6]
     -- A run already waiting or in transit is not queued twice.
     if rcall('HSETNX', jobsKey, id, ARGV[i + 3]) == 1 then
       rcall('HINCRBY', backlogKey, t, 1)
-      if k == '' or rcall('ZSCORE', keyHoldsKey(k), id) then
-        -- A run that holds its key already (its job was lost while it waited) takes no place in the line.
-        enterLane(t, f, id)
+      if d == '' then
+        admit(t, f, id, ARGV[i + 4], ARGV[i + 5])
       else
-        rcall('HSET', keyLimitKey, k, ARGV[i + 5])
-        rcall('ZADD', keyLineKey(k), 0, id)
-        advanceKey(k)
+        debounce(t, id, d, tonumber(ARGV[i + 7]), tonumber(ARGV[i + 8]))
       end
     end
   end
@@ -245,6 +313,10 @@ elseif op == 'renew' then
 end
 
 local out = {}
+local function finish()
+  if op == 'push' then return {out, debounced} end
+  return out
+end
 
 -- Hand-offs a dispatcher never confirmed (it died, or Redis failed it) are handed out again: adding
 -- a job whose id exists already does nothing.
@@ -259,13 +331,14 @@ for _, id in ipairs(stale) do
   end
 end
 
+releaseDue()
 -- Keys whose holds expired (their runs were lost with their workers) let the next runs of their lines in.
 for _, k in ipairs(rcall('ZRANGEBYSCORE', keyLinesKey, '-inf', now, 'LIMIT', 0, 20)) do advanceKey(k) end
 
 -- Room: what live workers take (their slots and a few ahead), less what they hold or is waiting for them.
-if rcall('HGET', KEYS[4], 'paused') then return out end
+if rcall('HGET', KEYS[4], 'paused') then return finish() end
 local capacity, concurrency = liveWorkers()
-if capacity == 0 then return out end
+if capacity == 0 then return finish() end
 local waiting = rcall('LLEN', KEYS[1]) + rcall('LLEN', KEYS[2])
 local queued = waiting + rcall('LLEN', KEYS[3]) - ending
 local room = math.min(capacity - queued, tonumber(ARGV[7]))
@@ -275,7 +348,7 @@ local reserved = math.floor(concurrency * reservedPercent / 100)
 -- When the queue looks full, tenants running fewer than the reserved slots may still have that many runs waiting
 -- for the workers: what looks full may be the runs of a worker that died, listed active until they are taken over.
 local reservedRoom = math.min(reserved - waiting, tonumber(ARGV[7]))
-if room <= 0 and reservedRoom <= 0 then return out end
+if room <= 0 and reservedRoom <= 0 then return finish() end
 
 for _, t in ipairs(rcall('ZRANGEBYSCORE', blockedKey, '-inf', now, 'LIMIT', 0, 100)) do wakeTenant(t) end
 
@@ -350,4 +423,4 @@ while (room > 0 or reservedRoom > 0) and turns > 0 do
   end
 end
 for _, entry in ipairs(sidelined) do rcall('ZADD', tenantsKey, entry[1], entry[2]) end
-return out
+return finish()

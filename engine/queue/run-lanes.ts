@@ -11,6 +11,15 @@ export interface LaneRun {
   flowVersion: number;
   /** Its concurrency key, scoped, and the key's limit (flowControl.concurrency). */
   concurrency?: { key: string; limit: number };
+  /** Its debounce key, scoped, and how long it waits for a later run of the key (flowControl.debounce). */
+  debounce?: { key: string; periodMs: number; maxWaitMs: number };
+}
+
+/** A run a later run of its debounce key took the place of. */
+export interface DebouncedRun {
+  tenantId: string;
+  runId: string;
+  by: string;
 }
 
 export interface LaneOptions {
@@ -64,21 +73,27 @@ export class RunLanes {
   }
 
   /**
-   * Queue runs behind their tenant's and flow's earlier ones (and their key's); returns those there is room to start
-   * now.
+   * Queue runs behind their tenant's and flow's earlier ones (and their key's), or in their debounce key's slot;
+   * returns those there is room to start now, and the runs a later one of their debounce key took the place of.
    */
-  push(runs: LaneRun[]): Promise<LaneRun[]> {
-    return this.call(
-      'push',
-      runs.flatMap((run) => [
-        run.tenantId,
-        run.flowId,
-        run.runId,
-        JSON.stringify(run),
-        run.concurrency?.key ?? '',
-        run.concurrency?.limit ?? 0,
-      ]),
-    );
+  async push(runs: LaneRun[]): Promise<{ now: LaneRun[]; debounced: DebouncedRun[] }> {
+    const items = runs.flatMap((run) => [
+      run.tenantId,
+      run.flowId,
+      run.runId,
+      JSON.stringify(run),
+      run.concurrency?.key ?? '',
+      run.concurrency?.limit ?? 0,
+      run.debounce?.key ?? '',
+      run.debounce?.periodMs ?? 0,
+      run.debounce?.maxWaitMs ?? 0,
+    ]);
+    const redis = await this.redis();
+    const [payloads, replaced] = (await SCRIPT.run(redis, this.keys, this.args('push', items))) as [string[], string[]];
+    const debounced: DebouncedRun[] = [];
+    for (let i = 0; i < replaced.length; i += 3)
+      debounced.push({ tenantId: replaced[i], runId: replaced[i + 1], by: replaced[i + 2] });
+    return { now: parsed(payloads), debounced };
   }
 
   /**
@@ -173,8 +188,7 @@ export class RunLanes {
 
   private async call(operation: Operation, items: Array<string | number>): Promise<LaneRun[]> {
     const redis = await this.redis();
-    const payloads = (await SCRIPT.run(redis, this.keys, this.args(operation, items))) as string[];
-    return payloads.map((payload) => JSON.parse(payload) as LaneRun);
+    return parsed((await SCRIPT.run(redis, this.keys, this.args(operation, items))) as string[]);
   }
 
   private args(operation: Operation, items: Array<string | number>) {
@@ -199,6 +213,8 @@ export class RunLanes {
     ];
   }
 }
+
+const parsed = (payloads: string[]) => payloads.map((payload) => JSON.parse(payload) as LaneRun);
 
 const laneArgs = (run: LaneRun, heldUntil = 0) => [
   run.tenantId,

@@ -1,8 +1,8 @@
 import { Queue, type ConnectionOptions } from 'bullmq';
-import type { AcceptedMessage, MessageStore, NewMessage, Run } from '../store/index.ts';
+import type { AcceptedMessage, MessageStore, NewMessage, Run, RunStore } from '../store/index.ts';
 import { heartbeatKey, workerSlotsKey } from './heartbeats.ts';
 import { ioredisOf, runsSlot, withinEnqueueTimeout } from '../redis/index.ts';
-import { RunLanes } from './run-lanes.ts';
+import { type DebouncedRun, RunLanes } from './run-lanes.ts';
 
 export const RUN_QUEUE = 'runs';
 
@@ -19,18 +19,21 @@ export interface RunJobData {
   deferrals?: number;
   /** The run's concurrency key as the lanes know it (its scope in it), and how many runs of the key may run at once. */
   concurrency?: { key: string; limit: number };
+  /** The run's debounce key as the lanes know it (its flow's), and how long it waits for a later run of the key. */
+  debounce?: { key: string; periodMs: number; maxWaitMs: number };
 }
 
 export const runJob = (
-  run: Pick<Run, 'tenantId' | 'id' | 'flowId' | 'flowVersion'> & Partial<Pick<Run, 'concurrency'>>,
+  run: Pick<Run, 'tenantId' | 'id' | 'flowId' | 'flowVersion'> & Partial<Pick<Run, 'concurrency' | 'debounce'>>,
 ): RunJobData => {
-  const job: RunJobData = { tenantId: run.tenantId, runId: run.id, flowId: run.flowId, flowVersion: run.flowVersion };
-  const { concurrency } = run;
+  const { tenantId, flowId, concurrency, debounce } = run;
+  const job: RunJobData = { tenantId, runId: run.id, flowId, flowVersion: run.flowVersion };
+  // Keys are scoped (tenant ids have no colon): a tenant-wide one is shared by the tenant's flows, a flow's by its runs.
   if (concurrency) {
-    // Scoped: a tenant-wide key is shared by the tenant's flows, a flow's by its runs alone.
-    const key = concurrency.scope === 'tenant' ? `t:${concurrency.key}` : `f:${run.flowId}:${concurrency.key}`;
-    job.concurrency = { key, limit: concurrency.limit };
+    const scope = concurrency.scope === 'tenant' ? 't' : `f:${flowId}`;
+    job.concurrency = { key: `${tenantId}:${scope}:${concurrency.key}`, limit: concurrency.limit };
   }
+  if (debounce) job.debounce = { ...debounce, key: `${tenantId}:${flowId}:${debounce.key}` };
   return job;
 };
 
@@ -117,13 +120,15 @@ export class RunQueue {
 
   /**
    * Queue runs in their lanes: once this resolves they are accepted (a run already queued is not
-   * queued twice). Those there is room for go to the workers at once.
+   * queued twice). Those there is room for go to the workers at once. Returns the runs (these or earlier ones) a
+   * later run of their debounce key took the place of: the caller ends them (settleDebounced).
    */
-  async enqueue(jobs: RunJobData[]): Promise<void> {
-    if (jobs.length === 0) return;
-    const now = await withinEnqueueTimeout(this.lanes.push(jobs), 'take the runs');
+  async enqueue(jobs: RunJobData[]): Promise<DebouncedRun[]> {
+    if (jobs.length === 0) return [];
+    const { now, debounced } = await withinEnqueueTimeout(this.lanes.push(jobs), 'take the runs');
     // Not awaited: accepted runs are safe in their lanes, and a failed hand-off is handed out again.
     void this.handOff(now).catch(() => {});
+    return debounced;
   }
 
   /**
@@ -180,9 +185,18 @@ export class RunQueue {
   }
 }
 
+/**
+ * Queue runs; those a later run of their debounce key replaced end `debounced` in the store. One the store missed
+ * (it failed) stays queued there: the reconciler queues it again, and it is debounced again.
+ */
+export async function enqueueRuns(store: Pick<RunStore, 'debounceRuns'>, queue: RunQueue, jobs: RunJobData[]) {
+  const debounced = await queue.enqueue(jobs);
+  await store.debounceRuns(debounced);
+}
+
 /** Store a batch of messages with their runs, then enqueue the runs; only then is any of them accepted. */
 export async function acceptMessages(
-  store: MessageStore,
+  store: MessageStore & Pick<RunStore, 'debounceRuns'>,
   queue: RunQueue,
   batch: Array<{ message: NewMessage; runId: string }>,
 ): Promise<Array<AcceptedMessage | undefined>> {
@@ -191,6 +205,6 @@ export async function acceptMessages(
   // queued never reached the queue (its first answer was a 503): it is enqueued now.
   const jobs: RunJobData[] = [];
   for (const result of results) if (result?.run.status === 'queued') jobs.push(runJob(result.run));
-  await queue.enqueue(jobs);
+  await enqueueRuns(store, queue, jobs);
   return results;
 }

@@ -9,7 +9,7 @@ import {
   parseOnRead,
   storableJson,
 } from '../model/index.ts';
-import { type CompiledFlow, concurrencyOf } from '../flow/index.ts';
+import { type CompiledFlow, keysOf } from '../flow/index.ts';
 import { TENANT, type Bindings } from '../expressions/index.ts';
 import { StopSignal, type MessageInput } from '../plugins/index.ts';
 import { SecretRedactor } from '../secrets/index.ts';
@@ -134,14 +134,14 @@ export class RunPass implements NodeHost {
   }
 
   /**
-   * Why the run's message gives no concurrency key, when its flow has one and the run came without: the key is
-   * evaluated as a message arrives, and says nothing more. A replay keeps its run's key, or none.
+   * Why the run's message gives no key, when its flow has keys and the run came without: keys are evaluated as a
+   * message arrives, and that says nothing more. A replay keeps its run's concurrency key, or none.
    */
   private async keyFault(): Promise<ErrorRecord | undefined> {
-    const control = this.flow.control.concurrency;
-    if (!control || this.run.concurrency || this.run.replayOf) return undefined;
-    const outcome = await concurrencyOf(control, this.input);
-    return 'fault' in outcome ? outcome.fault : undefined;
+    const { concurrency, debounce } = this.flow.control;
+    const { run } = this;
+    if (run.replayOf || ((!concurrency || run.concurrency) && (!debounce || run.debounce))) return undefined;
+    return (await keysOf(this.flow.control, this.input)).fault;
   }
 
   async runGraph(graph: CompiledGraph, scope: GraphScope): Promise<GraphOutcome> {

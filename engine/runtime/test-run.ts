@@ -155,6 +155,8 @@ export class TestRunner {
       flowId,
       flowVersion: 0,
       concurrency: null,
+      debounce: null,
+      debouncedBy: null,
       messageId,
       status: 'running',
       heldBy: null,

@@ -1,5 +1,5 @@
 /** Webhook verification and signatures, schedules. */
-export { repeatOptions, scheduleErrors } from './schedule.ts';
+export { intervalMs, repeatOptions, scheduleErrors } from './schedule.ts';
 export {
   type CompiledWebhook,
   compileWebhook,

@@ -245,7 +245,9 @@ export class ApiClient {
   async settledRun(runId: string): Promise<any> {
     return eventually(async () => {
       const run = await this.call('GET', `/api/v1/runs/${runId}`);
-      if (!['succeeded', 'failed', 'handled', 'filtered', 'skipped', 'cancelled'].includes(run.body?.status))
+      if (
+        !['succeeded', 'failed', 'handled', 'filtered', 'skipped', 'cancelled', 'debounced'].includes(run.body?.status)
+      )
         throw new Error(`run is ${run.body?.status}`);
       return run.body;
     });

@@ -50,6 +50,7 @@ export const messageStatuses = [
   'filtered',
   'skipped',
   'cancelled',
+  'debounced',
 ] as const;
 
 /** Why a run waits without a job: its tenant is suspended, or its message's topic is blocked. */

@@ -13,10 +13,22 @@ export const runStatuses = [
   'filtered',
   'skipped',
   'cancelled',
+  'debounced',
 ] as const;
 
-/** `handled`: a node failed, and the error path the flow gives it ran to the end. */
-export const terminalRunStatuses = ['succeeded', 'failed', 'handled', 'filtered', 'skipped', 'cancelled'] as const;
+/**
+ * `handled`: a node failed, and the error path the flow gives it ran to the end. `debounced`: a later message with
+ * the same debounce key took its place before it started (flowControl.debounce).
+ */
+export const terminalRunStatuses = [
+  'succeeded',
+  'failed',
+  'handled',
+  'filtered',
+  'skipped',
+  'cancelled',
+  'debounced',
+] as const;
 
 /** A run on its way: queued, taken up, or waiting for a retry. */
 export const unfinishedRunStatuses = ['queued', 'running', 'waiting'] as const;
@@ -44,6 +56,8 @@ export const runSchema = {
     'callDepth',
     'replayOf',
     'concurrency',
+    'debounce',
+    'debouncedBy',
   ],
   properties: {
     tenantId: { type: 'string' },
@@ -95,8 +109,30 @@ export const runSchema = {
         "The flow's concurrency key as its message gave it (flowControl.concurrency), when the flow has one: runs " +
         'with an equal key and scope wait for one another. A replay or a retry keeps the key of the run it replays.',
     },
+    debounce: {
+      anyOf: [
+        {
+          type: 'object',
+          additionalProperties: false,
+          required: ['key', 'periodMs', 'maxWaitMs'],
+          properties: { key: { type: 'string' }, periodMs: { type: 'integer' }, maxWaitMs: { type: 'integer' } },
+        },
+        { type: 'null' },
+      ],
+      description:
+        "The flow's debounce key as the message gave it (flowControl.debounce), when the flow has one: a later message " +
+        "with the same key within the period takes this run's place.",
+    },
+    debouncedBy: {
+      anyOf: [uuid, { type: 'null' }],
+      description:
+        'Set on a debounced run: the run of the next message with its debounce key, which took its place (follow ' +
+        'debouncedBy from run to run to the one that ran).',
+    },
   },
 } as const;
+
+export type RunDebounce = NonNullable<FromSchema<typeof runSchema>['debounce']>;
 
 export type RunConcurrency = NonNullable<FromSchema<typeof runSchema>['concurrency']>;
 

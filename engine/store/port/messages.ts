@@ -6,6 +6,7 @@ import type {
   Message,
   Run,
   RunConcurrency,
+  RunDebounce,
   RunStatus,
 } from '../../model/index.ts';
 
@@ -116,8 +117,9 @@ export type NewMessage = Omit<Message, 'receivedAt'> & {
   parent?: { runId: string; depth: number };
   /** The trace context it was accepted in (a W3C traceparent): its runs continue that trace. */
   traceparent?: string;
-  /** Its run's concurrency key, evaluated over it as it was accepted (flowControl.concurrency). */
+  /** Its run's keys, evaluated over it as it was accepted (flowControl). */
   concurrency?: RunConcurrency;
+  debounce?: RunDebounce;
 };
 
 export interface AcceptedMessage {

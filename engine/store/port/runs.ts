@@ -3,6 +3,7 @@ import type {
   Message,
   Run,
   RunConcurrency,
+  RunDebounce,
   RunStatus,
   Step,
   TerminalRunStatus,
@@ -35,6 +36,11 @@ export interface RunStore {
   readRunContext(tenantId: string, reads: RunReads): Promise<Pick<RunState, 'vars' | 'sealedSecrets' | 'platform'>>;
   /** A run with its checkpoints, and the trace context its message was accepted in (when tracing was on). */
   getRun(tenantId: string, runId: string): Promise<{ run: Run; steps: Step[]; traceparent?: string } | undefined>;
+  /**
+   * Queued runs whose messages a later one with the same debounce key replaced end `debounced`, naming the run that
+   * took their place (`by`); a run already taken up is left as it is.
+   */
+  debounceRuns(runs: Array<{ tenantId: string; runId: string; by: string }>): Promise<void>;
   /** Whether a run of the flow has not finished yet (queued, running or waiting). */
   hasUnfinishedRun(tenantId: string, flowId: string): Promise<boolean>;
   listRuns(tenantId: string, filter: RunFilter, page: PageRequest): Promise<Page<Run>>;
@@ -90,6 +96,7 @@ export interface UnfinishedRun {
   status: 'queued' | 'running' | 'waiting';
   createdAt: string;
   concurrency: RunConcurrency | null;
+  debounce: RunDebounce | null;
 }
 
 export type UnfinishedRunCursor = Pick<UnfinishedRun, 'createdAt' | 'id'>;

@@ -25,7 +25,7 @@ import { migration as m22 } from './migrations/22-daily-rollups.ts';
 import { migration as m23 } from './migrations/23-expression-names.ts';
 import { migration as m24 } from './migrations/24-replay-redo.ts';
 import { migration as m25 } from './migrations/25-runs-by-error-kind.ts';
-import { migration as m26 } from './migrations/26-run-concurrency-keys.ts';
+import { migration as m26 } from './migrations/26-flow-control.ts';
 
 /** Versioned, append-only (one file each in migrations/): a released migration never changes; a change is a new one. */
 export const migrations: Migration[] = [

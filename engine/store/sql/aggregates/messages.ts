@@ -69,6 +69,7 @@ export class SqlMessages implements MessageStore {
         call_depth: message.parent?.depth ?? 0,
         traceparent: message.traceparent ?? null,
         concurrency: message.concurrency ?? null,
+        debounce: message.debounce ?? null,
       });
       return `{"body":${body},${fields.slice(1)}`;
     });
@@ -81,7 +82,7 @@ export class SqlMessages implements MessageStore {
       `with input as (
          select * from jsonb_to_recordset($1::jsonb) as x(tenant_id text, id uuid, flow_id uuid, flow_version integer,
            delivery_id text, topic text, body jsonb, headers jsonb, query jsonb, run_id uuid, parent_run_id uuid,
-           call_depth integer, traceparent text, concurrency jsonb)
+           call_depth integer, traceparent text, concurrency jsonb, debounce jsonb)
        ), suspended as (
          select id from tenants where id in (select tenant_id from input) and status = 'suspended' for share
        ), blocked as (
@@ -101,9 +102,9 @@ export class SqlMessages implements MessageStore {
          returning tenant_id, id, keep_days
        )
        insert into runs (tenant_id, id, flow_id, flow_version, message_id, status, held_by, parent_run_id, call_depth,
-         keep_days, concurrency)
+         keep_days, concurrency, debounce)
        select i.tenant_id, i.run_id, i.flow_id, i.flow_version, i.id, case when hold.reason is null then 'queued'
-         else 'held' end, hold.reason, i.parent_run_id, i.call_depth, m.keep_days, i.concurrency
+         else 'held' end, hold.reason, i.parent_run_id, i.call_depth, m.keep_days, i.concurrency, i.debounce
          from input i join m on m.tenant_id = i.tenant_id and m.id = i.id
          cross join lateral (select case when exists (select 1 from suspended s where s.id = i.tenant_id)
            then 'suspended'

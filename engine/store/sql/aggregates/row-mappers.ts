@@ -171,6 +171,8 @@ export const toRun = (r: Row): Run => ({
   callDepth: r.call_depth ?? 0,
   replayOf: r.replay_of ?? null,
   concurrency: r.concurrency ?? null,
+  debounce: r.debounce ?? null,
+  debouncedBy: r.debounced_by ?? null,
 });
 export const toBatch = (r: Row): Batch => {
   const total = Number(r.total ?? 0);

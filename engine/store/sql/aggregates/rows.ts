@@ -150,6 +150,7 @@ const RUN_STATUSES_OF: Record<Exclude<MessageStatus, 'duplicate'>, readonly RunS
   filtered: ['filtered'],
   skipped: ['skipped'],
   cancelled: ['cancelled'],
+  debounced: ['debounced'],
 };
 /** A message's status, from its latest run `r` (joined with LATEST_RUN). */
 export const MESSAGE_STATUS = `case when m.duplicate_of is not null then 'duplicate' when r.status = 'held'
@@ -188,7 +189,7 @@ export const BATCH_WITH_COUNTS = `select b.*, c.*,
       count(*) filter (where r.status in ${UNFINISHED}) as unfinished,
       count(*) filter (where r.status = 'succeeded') as succeeded,
       count(*) filter (where r.status in ('failed', 'handled')) as failed,
-      count(*) filter (where r.status in ('skipped', 'filtered', 'cancelled')) as skipped,
+      count(*) filter (where r.status in ('skipped', 'filtered', 'cancelled', 'debounced')) as skipped,
       max(r.finished_at) as last_finished_at
     from batch_tasks t join runs r on r.tenant_id = t.tenant_id and r.id = t.run_id
     where t.tenant_id = b.tenant_id and t.batch_id = b.id) c`;

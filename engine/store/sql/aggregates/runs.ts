@@ -241,6 +241,17 @@ export class SqlRuns implements RunStore {
     return { run: toRun(run), steps: steps.map(toStep), traceparent: run.message_traceparent ?? undefined };
   }
 
+  async debounceRuns(runs: Array<{ tenantId: string; runId: string; by: string }>): Promise<void> {
+    if (runs.length === 0) return;
+    // unnest() of sub-selects, as in beginRuns: each run looked up by its key, one plan for any batch.
+    await this.db.query(
+      `update runs r set status = 'debounced', debounced_by = d.by, finished_at = now()
+         from unnest((select $1::text[]), (select $2::uuid[]), (select $3::uuid[])) as d(tenant_id, run_id, by)
+        where r.tenant_id = d.tenant_id and r.id = d.run_id and r.status = 'queued'`,
+      [runs.map((run) => run.tenantId), runs.map((run) => run.runId), runs.map((run) => run.by)],
+    );
+  }
+
   async hasUnfinishedRun(tenantId: string, flowId: string) {
     const rows = await this.db.query(
       `select 1 from runs where tenant_id = $1 and flow_id = $2 and status in ${UNFINISHED} limit 1`,
@@ -276,7 +287,7 @@ export class SqlRuns implements RunStore {
     limit: number,
   ): Promise<UnfinishedRun[]> {
     const rows = await this.db.query(
-      `select tenant_id, id, flow_id, flow_version, status, created_at, concurrency from runs
+      `select tenant_id, id, flow_id, flow_version, status, created_at, concurrency, debounce from runs
         where status in ${UNFINISHED} and created_at < $1 and ($2::timestamptz is null
           or (created_at, id) > ($2::timestamptz, $3::uuid))
         order by created_at, id limit $4`,
@@ -290,6 +301,7 @@ export class SqlRuns implements RunStore {
       status: row.status,
       createdAt: iso(row.created_at),
       concurrency: row.concurrency ?? null,
+      debounce: row.debounce ?? null,
     }));
   }
 }

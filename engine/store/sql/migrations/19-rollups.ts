@@ -1,7 +1,7 @@
 import type { Migration } from './migration.ts';
 
 /** The finished statuses when this was written: a status added later comes with a migration of its own. */
-const TERMINAL = "('succeeded', 'failed', 'handled', 'filtered', 'skipped', 'cancelled')";
+export const TERMINAL = "('succeeded', 'failed', 'handled', 'filtered', 'skipped', 'cancelled')";
 
 /** The UTC hour a time-ordered id (UUIDv7, ids.ts) was made in: a message's, the moment it arrived. */
 export const ID_HOUR = (id: string) =>
@@ -10,9 +10,9 @@ export const ID_HOUR = (id: string) =>
 
 /**
  * The runs a statement finished (transition tables new_runs and old_runs), each with its hour, its message's hour,
- * its duration and its latency in ms.
+ * its duration and its latency in ms; `terminal` lists the finished statuses (as of the migration that uses it).
  */
-export const FINISHED_RUNS = `
+export const finishedRuns = (terminal: string) => `
         select n.tenant_id, date_trunc('hour', n.created_at, 'UTC') as hour, ${ID_HOUR('n.message_id')} as message_hour,
                n.flow_id, n.status,
                date_part('epoch', coalesce(n.finished_at, now()) - coalesce(n.started_at, n.created_at)) * 1000
@@ -21,7 +21,25 @@ export const FINISHED_RUNS = `
           from new_runs n
          -- Not a join: transition tables have no statistics, and a nested loop would pair their rows one by one.
          -- Ids are unique across tenants (UUIDv7), and a run finished before is never counted again.
-         where n.status in ${TERMINAL} and n.id not in (select o.id from old_runs o where o.status in ${TERMINAL})`;
+         where n.status in ${terminal} and n.id not in (select o.id from old_runs o where o.status in ${terminal})`;
+
+/**
+ * The trigger function that takes a replaced run's outcome off its message's count (a run made for a message that has
+ * runs already); `terminal` lists the finished statuses.
+ */
+export const uncountReplacedOutcomes = (terminal: string, create = 'create') => `
+    ${create} function uncount_replaced_outcomes() returns trigger language plpgsql as $$
+    begin
+      insert into message_outcomes as c (tenant_id, hour, status, messages)
+      select n.tenant_id, ${ID_HOUR('n.message_id')}, earlier.status, -count(*)
+        from new_runs n cross join lateral (
+          select r.status from runs r where r.tenant_id = n.tenant_id and r.message_id = n.message_id and r.id < n.id
+           order by r.id desc limit 1) earlier
+       where earlier.status in ${terminal}
+       group by 1, 2, 3 order by 1, 2, 3
+      on conflict (tenant_id, hour, status) do update set messages = c.messages + excluded.messages;
+      return null;
+    end $$;`;
 
 /** A run's duration or latency in ms as its histogram bucket: 0 below 1 ms, then 8 a doubling (each ≤ 9 % wide). */
 export const BUCKET = (ms: string) =>
@@ -77,7 +95,7 @@ export const migration: Migration = {
     );
     create function count_finished_runs() returns trigger language plpgsql as $$
     begin
-      with finished as (${FINISHED_RUNS}), counted as (
+      with finished as (${finishedRuns(TERMINAL)}), counted as (
         insert into run_counts as c (tenant_id, hour, flow_id, status, runs)
         select tenant_id, hour, flow_id, status, count(*) from finished group by 1, 2, 3, 4 order by 1, 2, 3, 4
         on conflict (tenant_id, hour, flow_id, status) do update set runs = c.runs + excluded.runs
@@ -101,19 +119,7 @@ export const migration: Migration = {
     create trigger count_finished_runs after update on runs referencing old table as old_runs new table as new_runs
       for each statement execute function count_finished_runs();
     -- A run made for a message that has runs already (a replay, a retry) is its latest now: the earlier one's
-    -- outcome no longer counts. Looked up by runs_by_message; a new message's run finds none.
-    create function uncount_replaced_outcomes() returns trigger language plpgsql as $$
-    begin
-      insert into message_outcomes as c (tenant_id, hour, status, messages)
-      select n.tenant_id, ${ID_HOUR('n.message_id')}, earlier.status, -count(*)
-        from new_runs n cross join lateral (
-          select r.status from runs r where r.tenant_id = n.tenant_id and r.message_id = n.message_id and r.id < n.id
-           order by r.id desc limit 1) earlier
-       where earlier.status in ${TERMINAL}
-       group by 1, 2, 3 order by 1, 2, 3
-      on conflict (tenant_id, hour, status) do update set messages = c.messages + excluded.messages;
-      return null;
-    end $$;
+    -- outcome no longer counts. Looked up by runs_by_message; a new message's run finds none.${uncountReplacedOutcomes(TERMINAL)}
     create trigger uncount_replaced_outcomes after insert on runs referencing new table as new_runs
       for each statement execute function uncount_replaced_outcomes();
     create function count_messages() returns trigger language plpgsql as $$

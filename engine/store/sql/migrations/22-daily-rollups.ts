@@ -1,10 +1,44 @@
 import type { Migration } from './migration.ts';
-import { BUCKET, FINISHED_RUNS, ID_HOUR } from './19-rollups.ts';
+import { BUCKET, finishedRuns, ID_HOUR, TERMINAL } from './19-rollups.ts';
 
 /** Each key a rollup counts by: its hour (span 'h') and its day ('d'), the `hour` of `rows` truncated to each. */
 const BY_HOUR_AND_DAY = (rows: string) => `select r.*, s.span,
              date_trunc(case s.span when 'h' then 'hour' else 'day' end, r.hour, 'UTC') as period
         from ${rows} r cross join (values ('h'::"char"), ('d'::"char")) s (span)`;
+
+/**
+ * The trigger function that counts the runs a statement finished by the hour and the day, their outcomes and their
+ * histograms; `terminal` lists the finished statuses.
+ */
+export const countFinishedRuns = (
+  terminal: string,
+) => `    create or replace function count_finished_runs() returns trigger language plpgsql as $$
+    begin
+      with finished as (${finishedRuns(terminal)}
+      ), spans as (
+        ${BY_HOUR_AND_DAY('finished')}
+      ), counted as (
+        insert into run_counts as c (tenant_id, span, period, flow_id, status, runs)
+        select tenant_id, span, period, flow_id, status, count(*) from spans group by 1, 2, 3, 4, 5
+         order by 1, 2, 3, 4, 5
+        on conflict (tenant_id, span, period, flow_id, status) do update set runs = c.runs + excluded.runs
+      ), outcomes as (
+        insert into message_outcomes as c (tenant_id, hour, status, messages)
+        select tenant_id, message_hour, status, count(*) from finished group by 1, 2, 3 order by 1, 2, 3
+        on conflict (tenant_id, hour, status) do update set messages = c.messages + excluded.messages
+      ), binned as (
+        select tenant_id, span, period, flow_id, measure, bucket, count(*) as n from (
+          select tenant_id, span, period, flow_id, 'd'::"char" as measure, ${BUCKET('duration')} as bucket from spans
+          union all
+          select tenant_id, span, period, flow_id, 'l'::"char", ${BUCKET('latency')} from spans) b
+         group by 1, 2, 3, 4, 5, 6
+      )
+      insert into run_timings as t (tenant_id, span, period, flow_id, measure, runs)
+      select tenant_id, span, period, flow_id, measure, histogram(array_agg(bucket), array_agg(n)) from binned
+       group by 1, 2, 3, 4, 5 order by 1, 2, 3, 4, 5
+      on conflict (tenant_id, span, period, flow_id, measure) do update set runs = add_histograms(t.runs, excluded.runs);
+      return null;
+    end $$;`;
 
 export const migration: Migration = {
   version: 22,
@@ -50,33 +84,7 @@ export const migration: Migration = {
     insert into run_timings (tenant_id, span, period, flow_id, measure, runs)
     select tenant_id, span, period, flow_id, measure, runs from histograms;
 
-    create or replace function count_finished_runs() returns trigger language plpgsql as $$
-    begin
-      with finished as (${FINISHED_RUNS}
-      ), spans as (
-        ${BY_HOUR_AND_DAY('finished')}
-      ), counted as (
-        insert into run_counts as c (tenant_id, span, period, flow_id, status, runs)
-        select tenant_id, span, period, flow_id, status, count(*) from spans group by 1, 2, 3, 4, 5
-         order by 1, 2, 3, 4, 5
-        on conflict (tenant_id, span, period, flow_id, status) do update set runs = c.runs + excluded.runs
-      ), outcomes as (
-        insert into message_outcomes as c (tenant_id, hour, status, messages)
-        select tenant_id, message_hour, status, count(*) from finished group by 1, 2, 3 order by 1, 2, 3
-        on conflict (tenant_id, hour, status) do update set messages = c.messages + excluded.messages
-      ), binned as (
-        select tenant_id, span, period, flow_id, measure, bucket, count(*) as n from (
-          select tenant_id, span, period, flow_id, 'd'::"char" as measure, ${BUCKET('duration')} as bucket from spans
-          union all
-          select tenant_id, span, period, flow_id, 'l'::"char", ${BUCKET('latency')} from spans) b
-         group by 1, 2, 3, 4, 5, 6
-      )
-      insert into run_timings as t (tenant_id, span, period, flow_id, measure, runs)
-      select tenant_id, span, period, flow_id, measure, histogram(array_agg(bucket), array_agg(n)) from binned
-       group by 1, 2, 3, 4, 5 order by 1, 2, 3, 4, 5
-      on conflict (tenant_id, span, period, flow_id, measure) do update set runs = add_histograms(t.runs, excluded.runs);
-      return null;
-    end $$;
+${countFinishedRuns(TERMINAL)}
 
     create or replace function count_messages() returns trigger language plpgsql as $$
     begin
