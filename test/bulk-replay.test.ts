@@ -69,7 +69,7 @@ describe.each(['pglite', 'postgres'] as const)('bulk replay on %s', (store) => {
     const asked = { filter: { flowId: ordersFlow, errorKind: 'permanent', receivedFrom: before }, ratePerSecond: 2 };
     const made = await acme.call('POST', REPLAYS, asked, { 'idempotency-key': 'night-of-31st' });
     expect(made.status).toBe(202);
-    expect(made.body).toMatchObject({ status: 'running', total: 5, replayed: 0, ratePerSecond: 2 });
+    expect(made.body).toMatchObject({ status: 'running', total: 5, replayed: 0, ratePerSecond: 2, priority: 5 });
     // The same request again (a retry of a lost answer) answers the same replay.
     const again = await acme.call('POST', REPLAYS, asked, { 'idempotency-key': 'night-of-31st' });
     expect(again.status).toBe(200);

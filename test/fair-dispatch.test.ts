@@ -274,3 +274,44 @@ describe('concurrency keys in the lanes', () => {
     expect(ids(await subject.dispatch())).toEqual(['t-flow-1']);
   });
 });
+
+describe('priorities in the lanes', () => {
+  beforeEach(() => {
+    prefix = `test-priorities-${randomBytes(4).toString('hex')}`;
+  });
+  afterEach(async () => {
+    const keys = await redis.keys(`${prefix}:*`);
+    if (keys.length > 0) await redis.del(...keys);
+  });
+
+  it("starts a tenant's runs of a higher priority first, a flow's limit counting all of them", async () => {
+    const subject = await lanes(1);
+    await subject.flowSettings('t', 'urgent', { priority: 1 });
+    await subject.flowSettings('t', 'orders', { concurrency: 1 });
+    // Taken one at a time: the queue holds the first pushed, the rest wait in their lanes.
+    const first = await started(await push(subject, runs('t', 2, 'orders')));
+    await push(subject, [
+      ...runs('t', 2, 'urgent'),
+      ...['r0', 'r1'].map((id) => ({ ...run('t', 0, 'orders'), runId: id, priority: 5 })),
+      run('t', 2, 'orders'),
+      run('other', 0),
+    ]);
+    const order = [...ids(first)];
+    let ended = first;
+    for (let n = 0; n < 8; n++) {
+      ended = await end(subject, ended);
+      order.push(...ids(ended));
+    }
+    // Tenants in turn; within t, priority 1, then 3 (the flow's runs one at a time), then the replays' 5.
+    expect(order).toEqual([
+      't-orders-0',
+      'other-flow-0',
+      't-urgent-0',
+      't-urgent-1',
+      't-orders-1',
+      't-orders-2',
+      'r0',
+      'r1',
+    ]);
+  });
+});

@@ -1,5 +1,6 @@
 import {
   DEFAULT_REPLAY_RATE,
+  LOWEST_PRIORITY,
   MAX_REPLAY_RATE,
   MAX_RUNNING_REPLAYS,
   REPLAY_COUNT_LIMIT,
@@ -32,6 +33,15 @@ const replayRequestSchema = {
       description: 'Only count what the filter matches now; nothing is made.',
     },
     redoCompletedSteps: { type: 'boolean', default: false, description: REDO_COMPLETED_STEPS },
+    priority: {
+      type: 'integer',
+      minimum: 1,
+      maximum: 5,
+      default: LOWEST_PRIORITY,
+      description:
+        "1 (first) to 5: where its runs go among the tenant's waiting runs (flowControl.priority). The lowest by " +
+        'default, so that a replay does not hold up what arrives meanwhile.',
+    },
   },
   examples: [{ filter: { flowId: '019a0000-0000-7000-8000-000000000001', errorKind: 'permanent' }, dryRun: true }],
 } as const;

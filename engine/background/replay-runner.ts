@@ -50,7 +50,8 @@ export class ReplayRunner {
     for (let pages = 0; pages < PAGES_PER_LOOK; pages++) {
       const page = await this.store.replayNextPage(Array.from({ length: MAX_REPLAY_RATE }, newId));
       if (!page) break;
-      await this.queue.enqueue(page.runs.map(runJob));
+      const { priority } = page.replay;
+      await this.queue.enqueue(page.runs.map((run) => ({ ...runJob(run), priority })));
       queued += page.runs.length;
       if (page.replay.status !== 'running')
         this.logger.info(

@@ -241,6 +241,15 @@ export const flowControlSchema = {
         },
       },
     },
+    priority: {
+      type: 'integer',
+      minimum: 1,
+      maximum: 5,
+      default: 3,
+      description:
+        "1 (first) to 5: while the tenant's runs wait for workers, runs of a higher priority start first, flows of one " +
+        'priority in turn. Bulk replays run at 5 unless they say otherwise.',
+    },
     debounce: {
       type: 'object',
       additionalProperties: false,

@@ -91,6 +91,7 @@ export {
   type NewAlertChannel,
   type NewAlertRule,
   DEFAULT_REPLAY_RATE,
+  LOWEST_PRIORITY,
   MAX_REPLAY_RATE,
   MAX_RUNNING_REPLAYS,
   REPLAY_COUNT_LIMIT,

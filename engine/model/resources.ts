@@ -77,6 +77,7 @@ export { logLevels, runLogSchema, type RunLog, type LogLevel } from './resources
 export { tenantActionSchema, operationInfoSchema, type TenantAction, type OperationInfo } from './resources/actions.ts';
 export {
   DEFAULT_REPLAY_RATE,
+  LOWEST_PRIORITY,
   MAX_REPLAY_RATE,
   MAX_RUNNING_REPLAYS,
   REPLAY_COUNT_LIMIT,

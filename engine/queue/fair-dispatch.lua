@@ -18,6 +18,11 @@
   takes its place, and the run it replaced is returned to be ended `debounced`. A due run enters its lane (or its
   concurrency key's line).
 
+  Priorities (flowControl.priority, a bulk replay's): a flow's runs of priority p other than 3 wait in a lane of
+  their own, `<flow>#<p>`, whose place in the tenant's rotation is offset by (p - 3) * PRIORITY_STEP: a tenant's
+  lanes of a higher priority (1 first) go before its others, lanes of one priority in turn. The flow's limit counts
+  the runs of all its lanes.
+
   Invariants: a run id is in `jobs` while it is in a lane, a key's line, a debounce slot or in transit. A flow whose lane is not
   empty is in exactly one of `flows:<t>` and `blocked-flows:<t>`; a tenant with such a flow is in
   `tenants` or `blocked` (or is found again when a push or release wakes it).
@@ -37,7 +42,7 @@
   executing slots: runs queued ahead of them for the workers count as taking one, so a run given a
   reserved slot never waits behind another tenant's.
   ARGV[11] operation: 'push' (then tenant, flow, run id, payload, concurrency key or '', its limit, debounce key or
-  '', its period and maxWait in ms ...),
+  '', its period and maxWait in ms, its priority or 0 for its flow's ...),
   'release' (then tenant, flow, run id, concurrency key or '', and 0 when the run ended for good or the time
   until which it waits ...), 'acquire', 'lease' and 'renew' (the same, the time unused), or 'dispatch'
   ARGV[12 ...] the confirmed run ids, then the operation's items
@@ -73,6 +78,9 @@ local flowLimitKey = B .. ':flow-limit'
 local keyLimitKey = B .. ':key-limit'
 local keyLinesKey = B .. ':key-lines'
 local debounceDueKey = B .. ':debounce-due'
+local flowPriorityKey = B .. ':flow-priority'
+-- Wider than the passes of a tenant's lanes ever are apart: a higher priority always goes first.
+local PRIORITY_STEP = 2 ^ 40
 -- A hold's expiry while its run waits in a lane: it is not executing, so nothing renews it, and it must not expire.
 local HELD_IN_LANE = 1e15
 
@@ -84,9 +92,29 @@ local function flowRunningKey(t, f) return B .. ':running:' .. t .. ':' .. f end
 local function keyHoldsKey(k) return B .. ':key-holds:' .. k end
 local function keyLineKey(k) return B .. ':key-line:' .. k end
 local function debounceSlotKey(d) return B .. ':debounce:' .. d end
+-- The lanes of flow f of a priority other than 3 that were used.
+local function priorityLanesKey(t, f) return B .. ':priority-lanes:' .. t .. ':' .. f end
+
+-- A lane is its flow's (priority 3) or `<flow>#<p>`.
+local function laneOf(f, p) if p == 3 then return f end return f .. '#' .. p end
+local function flowOf(lane)
+  local at = string.find(lane, '#', 1, true)
+  if at then return string.sub(lane, 1, at - 1) end
+  return lane
+end
+local function laneScore(lane, pass)
+  local at = string.find(lane, '#', 1, true)
+  if not at then return pass end
+  return pass + (tonumber(string.sub(lane, at + 1)) - 3) * PRIORITY_STEP
+end
 
 local function tenantLimit(t) return tonumber(rcall('HGET', tenantLimitKey, t) or defaultTenantLimit) end
 local function flowLimit(t, f) return tonumber(rcall('HGET', flowLimitKey, t .. ':' .. f) or '0') end
+-- A run's priority: its own (a bulk replay's), else its flow's.
+local function priorityOf(t, f, own)
+  if own and own > 0 then return own end
+  return tonumber(rcall('HGET', flowPriorityKey, t .. ':' .. f) or '3')
+end
 
 -- A tenant's place in the rotation: where it left off, but never behind the rotation's clock (so a
 -- tenant returning after a pause goes next, and one that emptied and refilled at once does not jump ahead).
@@ -102,9 +130,9 @@ local function wakeTenant(t)
   rcall('ZADD', tenantsKey, 'NX', tenantPass(t), t)
 end
 
-local function wakeFlow(t, f)
-  rcall('ZREM', blockedFlowsKey(t), f)
-  return rcall('ZADD', flowsKey(t), 'NX', tenantPass(t), f)
+local function wakeFlow(t, lane)
+  rcall('ZREM', blockedFlowsKey(t), lane)
+  return rcall('ZADD', flowsKey(t), 'NX', laneScore(lane, tenantPass(t)), lane)
 end
 
 -- Expired leases (a worker that died) no longer count; returns the set's size and its earliest expiry.
@@ -114,10 +142,12 @@ local function liveLeases(key)
   return rcall('ZCARD', key), tonumber(first[2] or now)
 end
 
--- Behind its flow's earlier runs.
-local function enterLane(t, f, id)
-  rcall('RPUSH', laneKey(t, f), id)
-  if not rcall('ZSCORE', blockedFlowsKey(t), f) and wakeFlow(t, f) == 1 then wakeTenant(t) end
+-- Behind its flow's earlier runs of its priority.
+local function enterLane(t, f, id, p)
+  local lane = laneOf(f, p)
+  if lane ~= f then rcall('SADD', priorityLanesKey(t, f), lane) end
+  rcall('RPUSH', laneKey(t, lane), id)
+  if not rcall('ZSCORE', blockedFlowsKey(t), lane) and wakeFlow(t, lane) == 1 then wakeTenant(t) end
 end
 
 -- The runs of key k's line there is room for enter their lanes, first come first; a key still with a line is looked
@@ -137,7 +167,7 @@ local function advanceKey(k)
       local run = cjson.decode(payload)
       rcall('ZADD', holds, HELD_IN_LANE, id)
       holding = holding + 1
-      enterLane(run.tenantId, run.flowId, id)
+      enterLane(run.tenantId, run.flowId, id, priorityOf(run.tenantId, run.flowId, run.priority))
     end
   end
   if rcall('ZCARD', line) > 0 then
@@ -161,6 +191,9 @@ local function release(t, f, id, k, heldUntil)
   rcall('ZREM', tenantRunningKey(t), id)
   rcall('ZREM', flowRunningKey(t, f), id)
   if rcall('ZSCORE', blockedFlowsKey(t), f) then wakeFlow(t, f) end
+  for _, lane in ipairs(rcall('SMEMBERS', priorityLanesKey(t, f))) do
+    if rcall('ZSCORE', blockedFlowsKey(t), lane) then wakeFlow(t, lane) end
+  end
   if rcall('ZSCORE', blockedKey, t) then wakeTenant(t) end
   if k == '' then return end
   if heldUntil == 0 then
@@ -186,10 +219,10 @@ local function keyOf(payload)
 end
 
 -- Into its lane, or its concurrency key's line.
-local function admit(t, f, id, k, limit)
+local function admit(t, f, id, k, limit, p)
   if k == '' or rcall('ZSCORE', keyHoldsKey(k), id) then
     -- A run that holds its key already (its job was lost while it waited) takes no place in the line.
-    enterLane(t, f, id)
+    enterLane(t, f, id, p)
   else
     rcall('HSET', keyLimitKey, k, limit)
     rcall('ZADD', keyLineKey(k), 0, id)
@@ -242,7 +275,8 @@ local function releaseDue()
     if payload then
       local run = cjson.decode(payload)
       local concurrency = run.concurrency or {}
-      admit(run.tenantId, run.flowId, id, concurrency.key or '', concurrency.limit or 0)
+      local p = priorityOf(run.tenantId, run.flowId, run.priority)
+      admit(run.tenantId, run.flowId, id, concurrency.key or '', concurrency.limit or 0, p)
     end
   end
 end
@@ -270,13 +304,13 @@ for i = 12, first - 1 do
 end
 
 if op == 'push' then
-  for i = first, #ARGV, 9 do
+  for i = first, #ARGV, 10 do
     local t, f, id, d = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 6]
     -- A run already waiting or in transit is not queued twice.
     if rcall('HSETNX', jobsKey, id, ARGV[i + 3]) == 1 then
       rcall('HINCRBY', backlogKey, t, 1)
       if d == '' then
-        admit(t, f, id, ARGV[i + 4], ARGV[i + 5])
+        admit(t, f, id, ARGV[i + 4], ARGV[i + 5], priorityOf(t, f, tonumber(ARGV[i + 9])))
       else
         debounce(t, id, d, tonumber(ARGV[i + 7]), tonumber(ARGV[i + 8]))
       end
@@ -352,20 +386,21 @@ if room <= 0 and reservedRoom <= 0 then return finish() end
 
 for _, t in ipairs(rcall('ZRANGEBYSCORE', blockedKey, '-inf', now, 'LIMIT', 0, 100)) do wakeTenant(t) end
 
--- The next flow of tenant t that may run, or nil and when the earliest blocked one may run again.
+-- The next lane of tenant t that may run (its highest priority first), or nil and when the earliest blocked one may
+-- run again.
 local function nextFlow(t)
   local flows, blocked = flowsKey(t), blockedFlowsKey(t)
   for _, f in ipairs(rcall('ZRANGEBYSCORE', blocked, '-inf', now, 'LIMIT', 0, 20)) do wakeFlow(t, f) end
   while true do
     local head = rcall('ZRANGE', flows, 0, 0)
     if #head == 0 then break end
-    local f = head[1]
-    local limit = flowLimit(t, f)
-    if limit == 0 then return f end
-    local running, earliest = liveLeases(flowRunningKey(t, f))
-    if running < limit then return f end
-    rcall('ZREM', flows, f)
-    rcall('ZADD', blocked, earliest, f)
+    local lane = head[1]
+    local limit = flowLimit(t, flowOf(lane))
+    if limit == 0 then return lane end
+    local running, earliest = liveLeases(flowRunningKey(t, flowOf(lane)))
+    if running < limit then return lane end
+    rcall('ZREM', flows, lane)
+    rcall('ZADD', blocked, earliest, lane)
   end
   local first = rcall('ZRANGE', blocked, 0, 0, 'WITHSCORES')
   return nil, tonumber(first[2])
@@ -403,7 +438,11 @@ while (room > 0 or reservedRoom > 0) and turns > 0 do
     local nextPass = pass + 1 / tonumber(rcall('HGET', weightKey, t) or defaultWeight)
     rcall('SET', vclockKey, pass)
     rcall('HSET', passKey, t, nextPass)
-    if rcall('LLEN', lane) > 0 then rcall('ZADD', flowsKey(t), nextPass, f) else rcall('ZREM', flowsKey(t), f) end
+    if rcall('LLEN', lane) > 0 then
+      rcall('ZADD', flowsKey(t), laneScore(f, nextPass), f)
+    else
+      rcall('ZREM', flowsKey(t), f)
+    end
     if rcall('ZCARD', flowsKey(t)) > 0 then
       rcall('ZADD', tenantsKey, nextPass, t)
     else
@@ -414,7 +453,7 @@ while (room > 0 or reservedRoom > 0) and turns > 0 do
     if payload then
       if rcall('HINCRBY', backlogKey, t, -1) <= 0 then rcall('HDEL', backlogKey, t) end
       rcall('ZADD', transitKey, now, id)
-      lease(t, f, id, keyOf(payload))
+      lease(t, flowOf(f), id, keyOf(payload))
       out[#out + 1] = payload
       room = room - 1
       free = free - 1

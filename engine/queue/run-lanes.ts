@@ -13,6 +13,8 @@ export interface LaneRun {
   concurrency?: { key: string; limit: number };
   /** Its debounce key, scoped, and how long it waits for a later run of the key (flowControl.debounce). */
   debounce?: { key: string; periodMs: number; maxWaitMs: number };
+  /** Its own priority, 1 (first) to 5 (a bulk replay's); its flow's when absent. */
+  priority?: number;
 }
 
 /** A run a later run of its debounce key took the place of. */
@@ -87,6 +89,7 @@ export class RunLanes {
       run.debounce?.key ?? '',
       run.debounce?.periodMs ?? 0,
       run.debounce?.maxWaitMs ?? 0,
+      run.priority ?? 0,
     ]);
     const redis = await this.redis();
     const [payloads, replaced] = (await SCRIPT.run(redis, this.keys, this.args('push', items))) as [string[], string[]];
@@ -167,12 +170,20 @@ export class RunLanes {
     await Promise.all([set(`${this.base}:weight`, share.weight), set(`${this.base}:tenant-limit`, share.concurrency)]);
   }
 
-  /** A flow's concurrency (its active version's), or none when `limit` is undefined. */
-  async flowConcurrency(tenantId: string, flowId: string, limit: number | undefined): Promise<void> {
+  /**
+   * A flow's concurrency and priority (its active version's), read by every dispatch from then on: none and 3 when
+   * undefined.
+   */
+  async flowSettings(tenantId: string, flowId: string, settings: { concurrency?: number; priority?: number }) {
     const redis = await this.redis();
     const field = `${tenantId}:${flowId}`;
-    if (limit === undefined) await redis.hdel(`${this.base}:flow-limit`, field);
-    else await redis.hset(`${this.base}:flow-limit`, field, limit);
+    const set = (key: string, value: number | undefined) =>
+      value === undefined ? redis.hdel(key, field) : redis.hset(key, field, value);
+    const priority = settings.priority === 3 ? undefined : settings.priority;
+    await Promise.all([
+      set(`${this.base}:flow-limit`, settings.concurrency),
+      set(`${this.base}:flow-priority`, priority),
+    ]);
   }
 
   /** The hash of runs waiting in lanes by tenant. */

@@ -21,6 +21,8 @@ export interface RunJobData {
   concurrency?: { key: string; limit: number };
   /** The run's debounce key as the lanes know it (its flow's), and how long it waits for a later run of the key. */
   debounce?: { key: string; periodMs: number; maxWaitMs: number };
+  /** The run's own priority (a bulk replay's), 1 (first) to 5; its flow's when absent. */
+  priority?: number;
 }
 
 export const runJob = (

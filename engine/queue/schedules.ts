@@ -87,7 +87,11 @@ export class FlowSchedules {
       flow?.active && flow.activeVersion !== null
         ? await this.store.getFlowVersion(tenantId, flowId, flow.activeVersion)
         : undefined;
-    await this.lanes.flowConcurrency(tenantId, flowId, version?.document.concurrency);
+    const document = version?.document;
+    await this.lanes.flowSettings(tenantId, flowId, {
+      concurrency: document?.concurrency,
+      priority: document?.flowControl?.priority,
+    });
     const trigger = version?.document.trigger;
     const id = schedulerId(tenantId, flowId);
     if (!version || trigger?.type !== 'schedule' || !trigger.config) {

@@ -1,5 +1,6 @@
 import {
   DEFAULT_REPLAY_RATE,
+  LOWEST_PRIORITY,
   newId,
   type Replay,
   REPLAY_COUNT_LIMIT,
@@ -15,6 +16,8 @@ export interface ReplayRequest {
   filter?: Partial<ReplayFilter>;
   ratePerSecond?: number;
   redoCompletedSteps?: boolean;
+  /** Of its runs among the tenant's waiting runs: the lowest (5) unless asked. */
+  priority?: number;
   requestKey: string | null;
 }
 
@@ -42,6 +45,7 @@ export class ReplayService {
       filter: await this.checkedFilter(tenantId, request.filter),
       ratePerSecond: request.ratePerSecond ?? DEFAULT_REPLAY_RATE,
       redoCompletedSteps: request.redoCompletedSteps ?? false,
+      priority: request.priority ?? LOWEST_PRIORITY,
     });
   }
 

@@ -6,6 +6,8 @@ export const replayStatuses = ['running', 'finished', 'cancelled'] as const;
 /** Most messages a replay starts runs for in a second, and the rate when none is asked. */
 export const MAX_REPLAY_RATE = 100;
 export const DEFAULT_REPLAY_RATE = 10;
+/** A bulk replay's runs wait behind the tenant's others unless it asks (flowControl.priority: 1 first). */
+export const LOWEST_PRIORITY = 5;
 /** Replays one tenant may have running at once: the workers take due replays in turn, across tenants. */
 export const MAX_RUNNING_REPLAYS = 5;
 /**
@@ -65,6 +67,7 @@ export const replaySchema = {
     'filter',
     'ratePerSecond',
     'redoCompletedSteps',
+    'priority',
     'status',
     'total',
     'totalExact',
@@ -81,6 +84,7 @@ export const replaySchema = {
     filter: replayFilterSchema,
     ratePerSecond: { type: 'integer', minimum: 1, maximum: MAX_REPLAY_RATE },
     redoCompletedSteps: { type: 'boolean', description: REDO_COMPLETED_STEPS },
+    priority: { type: 'integer', minimum: 1, maximum: 5, description: "Of its runs among the tenant's waiting runs." },
     status: {
       enum: replayStatuses,
       description: 'running: runs are being started; finished: every match was seen; cancelled: stopped by a caller.',

@@ -12,6 +12,7 @@ export interface NewReplay {
   filter: StoredReplayFilter;
   ratePerSecond: number;
   redoCompletedSteps: boolean;
+  priority: number;
 }
 
 /** Bulk replays: made over the API, worked off by the workers a page a second. */

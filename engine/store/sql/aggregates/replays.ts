@@ -72,6 +72,7 @@ const toReplay = (r: Row): Replay => ({
   filter: r.filter,
   ratePerSecond: r.rate_per_second,
   redoCompletedSteps: r.redo_completed_steps,
+  priority: r.priority,
   status: r.status,
   total: Math.min(r.total, REPLAY_COUNT_LIMIT),
   totalExact: r.total <= REPLAY_COUNT_LIMIT,
@@ -97,8 +98,9 @@ export class SqlReplays implements ReplayStore {
 
   async createReplay(tenantId: string, replay: NewReplay) {
     const [row] = await this.db.query(
-      `insert into replays (tenant_id, id, request_key, filter, rate_per_second, total, redo_completed_steps)
-       select $1, $2, $3, $4::jsonb, $5, ${countMatches('$1', '$4::jsonb', replay.filter.errorKind !== undefined)}, $7
+      `insert into replays (tenant_id, id, request_key, filter, rate_per_second, total, redo_completed_steps, priority)
+       select $1, $2, $3, $4::jsonb, $5, ${countMatches('$1', '$4::jsonb', replay.filter.errorKind !== undefined)}, $7,
+              $8
         where (select count(*) from replays where tenant_id = $1 and status = 'running') < $6
        on conflict (tenant_id, request_key) where request_key is not null do nothing
        returning *`,
@@ -110,6 +112,7 @@ export class SqlReplays implements ReplayStore {
         replay.ratePerSecond,
         MAX_RUNNING_REPLAYS,
         replay.redoCompletedSteps,
+        replay.priority,
       ],
       GENERIC,
     );
