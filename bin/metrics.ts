@@ -50,6 +50,8 @@ export class PrometheusMetrics implements EngineMetrics {
       held: () => Promise<Record<string, { runs: number; oldestSeconds: number }>>;
       /** The outbound budgets used lately, from Redis. */
       budgets: () => Promise<BudgetStatus[]>;
+      /** Runs waiting for a concurrency key or a debounce period, from Redis. */
+      keyedWaiting: () => Promise<Array<{ tenantId: string; kind: string; runs: number }>>;
     },
   ) {
     collectDefaultMetrics({ register: this.registry, prefix: 'tributary_' });
@@ -108,6 +110,19 @@ export class PrometheusMetrics implements EngineMetrics {
       "Runs waiting for their turn on an outside account's budget.",
       (status) => status.waiting,
     );
+    const { keyedWaiting } = perTenant;
+    new Gauge({
+      name: 'tributary_runs_waiting_for_key',
+      help:
+        'Runs waiting in line for a concurrency key (kind concurrency_key) or for their debounce period to pass ' +
+        '(kind debounce), per tenant (tenants with none left out).',
+      labelNames: ['tenant', 'kind'],
+      registers: [this.registry],
+      async collect() {
+        this.reset();
+        for (const { tenantId, kind, runs } of await keyedWaiting()) this.set({ tenant: tenantId, kind }, runs);
+      },
+    });
     new Gauge({
       name: 'tributary_queue_jobs',
       help: 'Jobs per queue and state.',

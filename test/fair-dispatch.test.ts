@@ -249,16 +249,42 @@ describe('concurrency keys in the lanes', () => {
       run('t', 0, 'free'),
     ]);
     expect(ids(handed).sort()).toEqual(['t-create-0', 't-free-0', 't-other-0']);
+    expect(await subject.keyedWaiting()).toEqual([{ tenantId: 't', kind: 'concurrency_key', runs: 2 }]);
     // A run that waits (a retry, a wait node) keeps its key until it is back.
     expect(await subject.release([{ ...first, heldUntil: Date.now() + 60_000 }])).toEqual([]);
     expect(ids(await subject.release([first]))).toEqual(['t-update-1']);
     expect(ids(await subject.release([keyed(run('t', 1, 'update'), 't:order-1')]))).toEqual(['t-update-2']);
 
+    expect(await subject.keyedWaiting()).toEqual([]);
     const wider = await push(
       subject,
       ['a', 'b', 'c'].map((n, i) => keyed(run('t', i, n), 't:order-3', 2)),
     );
     expect(ids(wider)).toEqual(['t-a-0', 't-b-1']);
+  });
+
+  it('keeps the latest run of a debounce key until it is due; an older one pushed again gives way', async () => {
+    const subject = await lanes(10);
+    const debounced = (n: number, periodMs: number): LaneRun => ({
+      ...run('t', n),
+      debounce: { key: 't:flow:order-1', periodMs, maxWaitMs: 60_000 },
+    });
+    expect(await subject.push([debounced(1, 60_000), debounced(2, 60_000)])).toEqual({
+      now: [],
+      debounced: [{ tenantId: 't', runId: 't-flow-1', by: 't-flow-2' }],
+    });
+    // Queued again after Redis lost it (its store update missed), the older run gives way to the slot's.
+    expect((await subject.push([debounced(1, 60_000)])).debounced).toEqual([
+      { tenantId: 't', runId: 't-flow-1', by: 't-flow-2' },
+    ]);
+    expect(await subject.keyedWaiting()).toEqual([{ tenantId: 't', kind: 'debounce', runs: 1 }]);
+    expect(await subject.dispatch()).toEqual([]);
+    // The latest, with a period already over, is due at once.
+    const { now, debounced: replaced } = await subject.push([debounced(3, 0)]);
+    expect(replaced).toEqual([{ tenantId: 't', runId: 't-flow-2', by: 't-flow-3' }]);
+    expect(ids(now)).toEqual(['t-flow-3']);
+    expect(await subject.keyedWaiting()).toEqual([]);
+    expect(await subject.backlog()).toEqual({});
   });
 
   it("lets the next run of a key in when the holder's lease expires (its worker died)", async () => {

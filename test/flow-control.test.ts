@@ -150,6 +150,17 @@ describe('flow control, on PostgreSQL', () => {
     expect(stats.runs).toEqual([expect.objectContaining({ total: 21, counts: { succeeded: 2, debounced: 19 } })]);
   });
 
+  it('shows operators the runs waiting for a debounce period, per tenant', async () => {
+    await acme.publish({
+      ...forwardWebhook('nightly-digest', `${erp.url}/digest`),
+      flowControl: { debounce: { key: '{{ $input.body.day }}', period: '1h' } },
+    });
+    await deliver('nightly-digest', { day: '2026-11-28' });
+    await deliver('nightly-digest', { day: '2026-11-28' });
+    await deliver('nightly-digest', { day: '2026-11-29' });
+    expect(await env.metrics()).toMatch(/^tributary_runs_waiting_for_key\{tenant="acme",kind="debounce"\} 2$/m);
+  });
+
   it('runs a key whose messages never stop at its maxWait, then debounces the rest again', async () => {
     await acme.publish({
       ...forwardWebhook('stock-changed', `${erp.url}/stock`),

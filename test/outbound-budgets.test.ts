@@ -111,11 +111,7 @@ describe('outbound budgets, on PostgreSQL', () => {
     );
 
     // Operators see the budget: what it learned the account takes, nothing in flight now, nobody waiting.
-    const operator = await env.operator();
-    const basic = Buffer.from(`${operator.credentials.client_id}:${operator.credentials.client_secret}`);
-    const metrics = await (
-      await fetch(`${env.url}/metrics`, { headers: { authorization: `Basic ${basic.toString('base64')}` } })
-    ).text();
+    const metrics = await env.metrics();
     const learned = Number(
       /^tributary_outbound_budget_limit\{tenant="acme",budget="erp-acme"\} (\d+)$/m.exec(metrics)?.[1],
     );

@@ -112,6 +112,7 @@ export async function assembleShared(
       deliveryQuotaLeft: () => quotas.available(),
       held: () => store.heldRuns(),
       budgets: () => budgets.statuses(),
+      keyedWaiting: () => queue.lanes.keyedWaiting(),
     }),
     maintenance,
     verifier: tokenVerifier(config, store, () => url),

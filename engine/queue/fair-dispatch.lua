@@ -78,6 +78,8 @@ local flowLimitKey = B .. ':flow-limit'
 local keyLimitKey = B .. ':key-limit'
 local keyLinesKey = B .. ':key-lines'
 local debounceDueKey = B .. ':debounce-due'
+-- Runs waiting in key lines and debounce slots, by '<tenant>:concurrency_key' and '<tenant>:debounce'.
+local keyedWaitingKey = B .. ':keyed-waiting'
 local flowPriorityKey = B .. ':flow-priority'
 -- Wider than the passes of a tenant's lanes ever are apart: a higher priority always goes first.
 local PRIORITY_STEP = 2 ^ 40
@@ -94,6 +96,12 @@ local function keyLineKey(k) return B .. ':key-line:' .. k end
 local function debounceSlotKey(d) return B .. ':debounce:' .. d end
 -- The lanes of flow f of a priority other than 3 that were used.
 local function priorityLanesKey(t, f) return B .. ':priority-lanes:' .. t .. ':' .. f end
+
+-- Keys begin with their tenant (tenant ids have no colon): runs waiting on them count for it.
+local function countKeyed(k, kind, by)
+  local field = string.match(k, '^[^:]*') .. ':' .. kind
+  if rcall('HINCRBY', keyedWaitingKey, field, by) <= 0 then rcall('HDEL', keyedWaitingKey, field) end
+end
 
 -- A lane is its flow's (priority 3) or `<flow>#<p>`.
 local function laneOf(f, p) if p == 3 then return f end return f .. '#' .. p end
@@ -162,6 +170,7 @@ local function advanceKey(k)
     if #head == 0 then break end
     local id = head[1]
     rcall('ZREM', line, id)
+    countKeyed(k, 'concurrency_key', -1)
     local payload = rcall('HGET', jobsKey, id)
     if payload then
       local run = cjson.decode(payload)
@@ -225,7 +234,7 @@ local function admit(t, f, id, k, limit, p)
     enterLane(t, f, id, p)
   else
     rcall('HSET', keyLimitKey, k, limit)
-    rcall('ZADD', keyLineKey(k), 0, id)
+    if rcall('ZADD', keyLineKey(k), 0, id) == 1 then countKeyed(k, 'concurrency_key', 1) end
     advanceKey(k)
   end
 end
@@ -253,6 +262,7 @@ local function debounce(t, id, d, periodMs, maxWaitMs)
     return
   end
   local started = now
+  if not current then countKeyed(d, 'debounce', 1) end
   if current then
     forget(t, current)
     debounced[#debounced + 1] = t
@@ -271,6 +281,7 @@ local function releaseDue()
     local id = rcall('HGET', slot, 'run')
     rcall('ZREM', debounceDueKey, d)
     rcall('DEL', slot)
+    countKeyed(d, 'debounce', -1)
     local payload = id and rcall('HGET', jobsKey, id)
     if payload then
       local run = cjson.decode(payload)

@@ -186,6 +186,16 @@ export class RunLanes {
     ]);
   }
 
+  /** Runs waiting for a concurrency key (in its line) or a debounce period (in its slot), by tenant and kind. */
+  async keyedWaiting(): Promise<Array<{ tenantId: string; kind: 'concurrency_key' | 'debounce'; runs: number }>> {
+    const counts = await (await this.redis()).hgetall(`${this.base}:keyed-waiting`);
+    return Object.entries(counts).map(([field, runs]) => {
+      const at = field.lastIndexOf(':');
+      const kind = field.slice(at + 1) as 'concurrency_key' | 'debounce';
+      return { tenantId: field.slice(0, at), kind, runs: Number(runs) };
+    });
+  }
+
   /** The hash of runs waiting in lanes by tenant. */
   get backlogKey(): string {
     return `${this.base}:backlog`;

@@ -75,6 +75,8 @@ export interface TestPlatform {
   /** Create a tenant and a client; returns an API caller bound to it. */
   tenant(id: string, scopes?: string[]): Promise<ApiClient>;
   operator(): Promise<ApiClient>;
+  /** What /metrics shows an operator now. */
+  metrics(): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -120,6 +122,11 @@ export async function startTestPlatform(
       return clientFor(id, { scopes });
     },
     operator: () => clientFor(undefined, { operator: true }),
+    metrics: async () => {
+      const { credentials } = await clientFor(undefined, { operator: true });
+      const basic = Buffer.from(`${credentials.client_id}:${credentials.client_secret}`).toString('base64');
+      return (await fetch(`${url}/metrics`, { headers: { authorization: `Basic ${basic}` } })).text();
+    },
     close: async () => {
       await platform.close();
       await dropIsolation(config);
