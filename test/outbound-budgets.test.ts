@@ -159,6 +159,8 @@ describe('outbound budgets of origins, on PostgreSQL', () => {
     // The two hung requests fail (a transport error, retried): every run then gets its turn.
     sink.release();
     for (const { runId } of runs) expect((await acme.settledRun(runId)).status).toBe('succeeded');
+    // The runs that waited for their turn say how long, over all their passes.
+    for (const { id } of waiting) expect((await acme.settledRun(id)).budgetWaitMs).toBeGreaterThan(0);
     const delivered = new Set(sink.requests.filter((request) => request.reply?.status === 200).map((r) => r.body));
     expect(delivered.size).toBe(6);
   });

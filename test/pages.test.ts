@@ -367,6 +367,45 @@ describe("a run's page, in a headless browser", () => {
     erpRefuses = true;
   });
 
+  it("shows what a run waited for before it started, and names the run that took a debounced one's place", async () => {
+    await tenant.publish({
+      key: 'order-edits',
+      name: 'Order edits',
+      trigger: { type: 'webhook', config: {} },
+      flowControl: {
+        concurrency: { key: '{{ $input.body.order }}', scope: 'tenant' },
+        debounce: { key: '{{ $input.body.order }}', period: '1s' },
+      },
+      nodes: [{ id: 'shape', operation: 'transform', config: { expression: '{{ $input.body }}' } }],
+      edges: [{ from: 'trigger', to: 'shape' }],
+    });
+    const first = await sendWebhook(env.url, 'run-pages', 'order-edits', { order: 'O-7', n: 1 });
+    const last = await sendWebhook(env.url, 'run-pages', 'order-edits', { order: 'O-7', n: 2 });
+    expect((await tenant.settledRun(last.body.runId)).status).toBe('succeeded');
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    const facts = async () =>
+      Object.fromEntries(
+        await page
+          .locator('dl dt')
+          .evaluateAll((terms) =>
+            terms.map((term) => [term.textContent, (term.nextElementSibling as HTMLElement).innerText]),
+          ),
+      );
+    await page.goto((await tenant.call('POST', `/api/v1/runs/${last.body.runId}/page-link`, {})).body.url);
+    expect(await facts()).toMatchObject({
+      'Waited to start': expect.stringMatching(
+        /^\d+ ms \(its debounce period \(1000 ms\), then the runs of its concurrency key ahead of it\)$/,
+      ),
+      'Concurrency key': 'O-7 (tenant)',
+    });
+    await page.goto((await tenant.call('POST', `/api/v1/runs/${first.body.runId}/page-link`, {})).body.url);
+    expect(await page.locator('h1').innerText()).toBe('Order edits debounced');
+    expect((await facts())['Debounced by']).toBe(last.body.runId);
+    await page.locator('dd a', { hasText: last.body.runId }).click();
+    expect(await page.locator('h1').innerText()).toBe('Order edits succeeded');
+    await page.close();
+  });
+
   it('links a call to the run it started and back, and shows how long a wait and a call took', async () => {
     await tenant.publish({
       key: 'slow-child',

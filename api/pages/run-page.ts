@@ -174,6 +174,15 @@ const errorKind = (kind: string, ended: boolean) =>
 const duration = (from: string | null, to: string | null) =>
   from && to ? `${Math.max(0, Date.parse(to) - Date.parse(from))} ms` : '—';
 
+/** What a run waited for before it started, besides workers: its debounce period, its concurrency key's line. */
+function startWaits(run: RunView['run']): string {
+  const reasons = [
+    run.debounce && `its debounce period (${run.debounce.periodMs} ms)`,
+    run.concurrency && 'the runs of its concurrency key ahead of it',
+  ].filter(Boolean);
+  return reasons.length > 0 && run.startedAt ? ` (${reasons.join(', then ')})` : '';
+}
+
 function renderRun(
   { run, steps, flow, traceId }: RunView,
   { replay: replayAction, pageOf }: { replay: string | undefined; pageOf: (runId: string) => string },
@@ -197,10 +206,12 @@ function renderRun(
     ['Created', run.createdAt],
     ['Started', run.startedAt ?? '—'],
     ['Finished', run.finishedAt ?? '—'],
+    ['Waited to start', `${duration(run.createdAt, run.startedAt)}${startWaits(run)}`],
     ['Took', duration(run.startedAt, run.finishedAt)],
     ['Trace', traceId ? `<code>${traceId}</code>` : 'not traced'],
   ];
   if (run.replayOf) facts.push(['Replays', `<code>${run.replayOf}</code>`]);
+  if (run.budgetWaitMs > 0) facts.push(['Waited for outbound budgets', `${run.budgetWaitMs} ms`]);
   if (run.concurrency)
     facts.push(['Concurrency key', `<code>${escapeHtml(run.concurrency.key)}</code> (${run.concurrency.scope})`]);
   if (run.debouncedBy)

@@ -109,9 +109,10 @@ export class OutboundBudgets implements OutboundGate {
     const concurrency = choice?.concurrency;
     const costKind = choice?.costKind ?? '';
     const id = newId();
-    const deadline = Date.now() + IN_PLACE_MS;
+    const asked = Date.now();
+    const deadline = asked + IN_PLACE_MS;
     this.list(key);
-    for (;;) {
+    for (let refused = false; ; refused = true) {
       const [[admitted, waitMs, reason, ahead, inFlight, window, doubling, cost], at] = await new Promise<
         [Answer, number]
       >((resolve, fail) =>
@@ -122,7 +123,8 @@ export class OutboundBudgets implements OutboundGate {
         }),
       );
       if (admitted === 1) {
-        const grant = { budget: key, id, startedAt: at, concurrency, cost, costKind };
+        const waitedMs = refused ? at - asked : 0;
+        const grant = { budget: key, id, startedAt: at, concurrency, cost, costKind, waitedMs };
         // Its node gave up meanwhile (a timeout, a shutdown): nothing is sent.
         if (signal?.aborted) this.leave(grant, 'neutral');
         signal?.throwIfAborted();
@@ -147,7 +149,15 @@ export class OutboundBudgets implements OutboundGate {
               : `${cost} points are there in ${waitMs} ms`;
         throw later(`waits for its turn on outbound budget ${budget}: ${why}, number ${ahead + 1} in line`, {
           retryAfterMs: reason === SLOT ? LINE_RECHECK_MS : waitMs,
-          details: { budget, inFlight, limit: window, place: ahead + 1 },
+          // When it began to wait away, and how long it waited here first: the run counts its time waited.
+          details: {
+            budget,
+            inFlight,
+            limit: window,
+            place: ahead + 1,
+            waitedMs: Date.now() - asked,
+            since: Date.now(),
+          },
         });
       }
       await this.nearTurn(caller.runId, reason === SLOT ? POLL_MS : waitMs);

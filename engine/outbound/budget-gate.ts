@@ -31,6 +31,13 @@ export interface BudgetGrant {
   readonly concurrency?: number;
   readonly cost: number;
   readonly costKind?: string;
+  /** How long it waited for its turn in place (0: admitted at once). */
+  readonly waitedMs: number;
+}
+
+/** What a run's requests waited for their turns on budgets so far, in ms. */
+export interface BudgetWaits {
+  ms: number;
 }
 
 export interface EnterOptions {

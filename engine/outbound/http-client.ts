@@ -4,7 +4,7 @@ import https from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
 import { OperationError, parseJson, permanent, retryable } from '../model/index.ts';
 import { type SpanContext, type Tracer, traceparentOf } from '../telemetry/index.ts';
-import type { BudgetChoice, BudgetPrice, OutboundGate } from './budget-gate.ts';
+import type { BudgetChoice, BudgetPrice, BudgetWaits, OutboundGate } from './budget-gate.ts';
 import { BodyTooLargeError, decodeBody, readBody } from './http-body.ts';
 
 export interface OutboundRequest {
@@ -82,8 +82,8 @@ export class HttpClient {
     agents?: Record<string, http.Agent>,
     /** The span (a node's attempt) whose child each request is, carrying the request's `traceparent`. */
     private readonly parent?: SpanContext,
-    /** The run whose requests these are: they draw on outbound budgets (`options.gate`). */
-    private readonly caller?: { tenantId: string; runId: string },
+    /** The run whose requests these are: they draw on outbound budgets (`options.gate`), adding up what they waited. */
+    private readonly caller?: { tenantId: string; runId: string; waits: BudgetWaits },
     /** One attempt at a node (`forAttempt`): whether it has sent a request yet. */
     private readonly attempt?: { sent: boolean },
   ) {
@@ -105,9 +105,12 @@ export class HttpClient {
     return new HttpClient(this.options, this.partition, this.agents, parent, this.caller, this.attempt);
   }
 
-  /** The same client for one run of the tenant: its requests wait for their turn on their outbound budgets. */
-  forRun(tenantId: string, runId: string): HttpClient {
-    return new HttpClient(this.options, tenantId, this.agents, this.parent, { tenantId, runId });
+  /**
+   * The same client for one run of the tenant: its requests wait for their turn on their outbound budgets, and add
+   * the time they waited in place to `waits`.
+   */
+  forRun(tenantId: string, runId: string, waits: BudgetWaits = { ms: 0 }): HttpClient {
+    return new HttpClient(this.options, tenantId, this.agents, this.parent, { tenantId, runId, waits });
   }
 
   /**
@@ -134,6 +137,7 @@ export class HttpClient {
       mayWaitAway,
       signal: request.signal,
     });
+    this.caller.waits.ms += grant.waitedMs;
     if (this.attempt) this.attempt.sent = true;
     let response: InboundResponse | undefined;
     try {

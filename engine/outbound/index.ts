@@ -4,6 +4,7 @@ export type {
   BudgetGrant,
   BudgetOutcome,
   BudgetPrice,
+  BudgetWaits,
   EnterOptions,
   OutboundGate,
 } from './budget-gate.ts';

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { HttpClient } from '../outbound/index.ts';
+import type { BudgetWaits, HttpClient } from '../outbound/index.ts';
 import {
   OperationError,
   toErrorRecord,
@@ -59,6 +59,8 @@ export class RunPass implements NodeHost {
   readonly input: MessageInput;
   readonly redactor: SecretRedactor;
   readonly http: HttpClient;
+  /** What the run's requests waited for their turns on outbound budgets, its earlier passes included. */
+  private readonly budgetWaits: BudgetWaits;
   private readonly unsaved: Step[] = [];
   /** What each kind of node does, made for this pass when first needed; this class does the rest. */
   private readonly runners = new Map<NodeKind, NodeRunner<unknown>>();
@@ -88,8 +90,10 @@ export class RunPass implements NodeHost {
     if (message.body instanceof JsonText) parseOnRead(this.input, 'body', message.body);
     this.redactor = new SecretRedactor(Object.values(secrets));
     // A test run's requests go at once: it holds no place in a budget's line (nothing would wake it).
-    const { tenantId, id } = state.run;
-    this.http = sink.mode === 'run' ? options.http.forRun(tenantId, id) : options.http.forTenant(tenantId);
+    const { tenantId, id, budgetWaitMs, error } = state.run;
+    this.budgetWaits = { ms: budgetWaitMs + waitedAway(error) };
+    this.http =
+      sink.mode === 'run' ? options.http.forRun(tenantId, id, this.budgetWaits) : options.http.forTenant(tenantId);
   }
 
   get run(): Run {
@@ -128,6 +132,8 @@ export class RunPass implements NodeHost {
         await this.startFailureFlow(outcome.error);
         return this.end({ status: 'failed', error: outcome.error });
       case 'wait':
+        // Waiting away for a turn on a budget: it waited in place first.
+        this.budgetWaits.ms += budgetWait(outcome.error)?.waitedMs ?? 0;
         await this.save({ status: 'waiting', error: outcome.error });
         return { kind: 'wait', delayMs: outcome.delayMs, reason: outcome.error.message };
     }
@@ -385,7 +391,9 @@ export class RunPass implements NodeHost {
   }
 
   private async save(outcome?: RunOutcome) {
-    await this.sink.save(this.state.run, this.unsaved.splice(0), outcome, this.recorder?.take() ?? []);
+    const saved =
+      outcome && this.budgetWaits.ms > 0 ? { ...outcome, budgetWaitMs: Math.round(this.budgetWaits.ms) } : outcome;
+    await this.sink.save(this.state.run, this.unsaved.splice(0), saved, this.recorder?.take() ?? []);
   }
 
   private async end(outcome: RunOutcome & { status: TerminalRunStatus }): Promise<PassOutcome> {
@@ -411,4 +419,18 @@ export class RunPass implements NodeHost {
       ...(this.trace && logFieldsOf(this.trace)),
     }));
   }
+}
+
+/** A `later` error of a request that waits away for its turn on a budget: when it began, what it waited in place. */
+function budgetWait(error: ErrorRecord | null): { since: number; waitedMs: number } | undefined {
+  const details = error?.kind === 'later' ? error.details : undefined;
+  return typeof details?.budget === 'string' && typeof details.since === 'number'
+    ? { since: details.since, waitedMs: Number(details.waitedMs ?? 0) }
+    : undefined;
+}
+
+/** How long the run waited away for its turn on a budget, when that ended its last pass. */
+function waitedAway(error: ErrorRecord | null): number {
+  const wait = budgetWait(error);
+  return wait ? Math.max(0, Date.now() - wait.since) : 0;
 }

@@ -157,6 +157,7 @@ export class TestRunner {
       concurrency: null,
       debounce: null,
       debouncedBy: null,
+      budgetWaitMs: 0,
       messageId,
       status: 'running',
       heldBy: null,

@@ -58,6 +58,7 @@ export const runSchema = {
     'concurrency',
     'debounce',
     'debouncedBy',
+    'budgetWaitMs',
   ],
   properties: {
     tenantId: { type: 'string' },
@@ -122,6 +123,12 @@ export const runSchema = {
       description:
         "The flow's debounce key as the message gave it (flowControl.debounce), when the flow has one: a later message " +
         "with the same key within the period takes this run's place.",
+    },
+    budgetWaitMs: {
+      type: 'integer',
+      description:
+        'How long its requests waited for their turns on outbound budgets, in place or as a waiting run, over all ' +
+        'its passes, in ms (0: never).',
     },
     debouncedBy: {
       anyOf: [uuid, { type: 'null' }],

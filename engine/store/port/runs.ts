@@ -58,6 +58,8 @@ export interface RunStore {
 export interface RunOutcome {
   status: 'waiting' | TerminalRunStatus;
   error: ErrorRecord | null;
+  /** The run's time waited on outbound budgets so far (unset: unchanged). */
+  budgetWaitMs?: number;
 }
 
 /** Names of the variables, secrets and platform values a run reads; '*' for every platform value. */

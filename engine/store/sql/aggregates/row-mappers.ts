@@ -173,6 +173,7 @@ export const toRun = (r: Row): Run => ({
   concurrency: r.concurrency ?? null,
   debounce: r.debounce ?? null,
   debouncedBy: r.debounced_by ?? null,
+  budgetWaitMs: Number(r.budget_wait_ms ?? 0),
 });
 export const toBatch = (r: Row): Batch => {
   const total = Number(r.total ?? 0);

@@ -201,9 +201,9 @@ export class SqlRuns implements RunStore {
        )
        -- unnest() of sub-selects, as in beginRuns: each run looked up by its key, one plan for any batch.
        update runs r set status = o.status, error = o.error, finished_at = case when o.status = 'waiting' then null
-         else now() end
-         from unnest((select $1::text[]), (select $4::uuid[]), (select $5::text[]), (select $6::jsonb[])) with
-           ordinality as o(tenant_id, run_id, status, error, i)
+         else now() end, budget_wait_ms = coalesce(o.budget_wait_ms, r.budget_wait_ms)
+         from unnest((select $1::text[]), (select $4::uuid[]), (select $5::text[]), (select $6::jsonb[]),
+           (select $7::bigint[])) with ordinality as o(tenant_id, run_id, status, error, budget_wait_ms, i)
         where r.tenant_id = o.tenant_id and r.id = o.run_id and o.status is not null and r.status not in ${TERMINAL}
        returning o.i`,
       [
@@ -213,6 +213,7 @@ export class SqlRuns implements RunStore {
         items.map((item) => item.runId),
         items.map((item) => item.outcome?.status ?? null),
         items.map((item) => (item.outcome ? json(item.outcome.error) : null)),
+        items.map((item) => item.outcome?.budgetWaitMs ?? null),
       ],
     );
     const changed = new Array<boolean>(items.length).fill(false);

@@ -14,7 +14,8 @@ export const migration: Migration = {
   version: 26,
   name: 'flow control',
   sql: `
-    alter table runs add column concurrency jsonb, add column debounce jsonb, add column debounced_by uuid;
+    alter table runs add column concurrency jsonb, add column debounce jsonb, add column debounced_by uuid,
+      add column budget_wait_ms bigint;
     -- Of a bulk replay's runs among the tenant's waiting runs: the lowest (5) unless asked.
     alter table replays add column priority smallint not null default 5;
     ${countFinishedRuns(TERMINAL)}
