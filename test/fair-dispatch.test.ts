@@ -228,14 +228,6 @@ describe('fair dispatch', () => {
 });
 
 describe('concurrency keys in the lanes', () => {
-  beforeEach(() => {
-    prefix = `test-keys-${randomBytes(4).toString('hex')}`;
-  });
-  afterEach(async () => {
-    const keys = await redis.keys(`${prefix}:*`);
-    if (keys.length > 0) await redis.del(...keys);
-  });
-
   const keyed = (item: LaneRun, key: string, limit = 1): LaneRun => ({ ...item, concurrency: { key, limit } });
 
   it('lets in the runs of a key up to its limit, the others in the order of their ids, across flows', async () => {
@@ -302,14 +294,6 @@ describe('concurrency keys in the lanes', () => {
 });
 
 describe('priorities in the lanes', () => {
-  beforeEach(() => {
-    prefix = `test-priorities-${randomBytes(4).toString('hex')}`;
-  });
-  afterEach(async () => {
-    const keys = await redis.keys(`${prefix}:*`);
-    if (keys.length > 0) await redis.del(...keys);
-  });
-
   it("starts a tenant's runs of a higher priority first, a flow's limit counting all of them", async () => {
     const subject = await lanes(1);
     await subject.flowSettings('t', 'urgent', { priority: 1 });

@@ -18,7 +18,9 @@
   last answer said (points available, maximum, restore rate): a request is admitted only when its expected cost is
   there, and each answer resets the bucket to the account's figure, less the cost of the requests still in flight
   (any may have reached the account after it answered). What a kind of request costs (a query
-  document) is remembered from its answers, for every process.
+  document) is remembered from its answers, for every process. A budget given a rate (requests a second the account
+  allows, configured) keeps a bucket of that many points restored at that rate, each request costing one, until an
+  answer prices requests itself.
 
   Runs refused wait in a line in the order they first asked. A request that ends gives its slot to the first run in
   line without one (a turn, kept for it a while; it keeps its place meanwhile), and calls the runs after it that may
@@ -33,7 +35,8 @@
   ARGV[1] 'exchange' or 'status'   ARGV[2] now (ms)   ARGV[3] initial window   ARGV[4] maximum
   ARGV[5] how long the keys outlive their last write (ms)   ARGV[6] most runs called per call
   ARGV[7] how long a turn is kept (ms)   ARGV[8] a run not asking this long is dropped from the line (ms)
-  exchange: ARGV[9] R, then R requests that ended: grant, cost, when it was sent (ms), 'ok' | 'overloaded' |
+  ARGV[9] the rate configured, requests a second (0: none)
+  exchange: ARGV[10] R, then R requests that ended: grant, cost, when it was sent (ms), 'ok' | 'overloaded' |
     'neutral', Retry-After (ms, 0 none), the account's points available, maximum and restore rate per second, and
     the request's cost as the account priced it (-1 each when it did not say), its kind ('' none); then A requests
     about to be sent: run, grant, lease (ms), expected cost, kind ('' none: the expected cost holds)
@@ -57,7 +60,8 @@ rcall('ZREMRANGEBYSCORE', turnsKey, '-inf', now)
 rcall('ZREMRANGEBYSCORE', calledKey, '-inf', now)
 
 local FIELDS = {'limit', 'ssthresh', 'ceiling', 'patience', 'calm', 'cut', 'pending', 'settled', 'until', 'points',
-  'pointsAt', 'rate', 'capacity'}
+  'pointsAt', 'rate', 'capacity', 'configured'}
+local BUCKET = {'points', 'pointsAt', 'rate', 'capacity', 'configured'}
 local saved = rcall('HMGET', stateKey, unpack(FIELDS))
 local s = {}
 for i, field in ipairs(FIELDS) do s[field] = tonumber(saved[i]) end
@@ -68,6 +72,16 @@ local function window() return math.max(1, math.floor(s.limit)) end
 -- The account's bucket, refilled to now (nothing known until an answer priced a request).
 if s.rate then s.points, s.pointsAt = math.min(s.capacity, s.points + (now - s.pointsAt) * s.rate / 1000), now end
 local changed = false
+-- A configured rate is a bucket of a second's requests, unless the account's answers price them; a rate no longer
+-- configured goes.
+local configuredRate = op == 'exchange' and tonumber(ARGV[9]) or -1
+if configuredRate > 0 and (not s.rate or s.configured == 1) and s.rate ~= configuredRate then
+  s.rate, s.capacity, s.configured, changed = configuredRate, math.max(1, configuredRate), 1, true
+  s.points, s.pointsAt = math.min(s.points or s.capacity, s.capacity), now
+elseif configuredRate == 0 and s.configured == 1 then
+  rcall('HDEL', stateKey, unpack(BUCKET))
+  for _, field in ipairs(BUCKET) do s[field] = nil end
+end
 
 -- A key written outlives its last write by `ttl`.
 local function keep(key) rcall('PEXPIRE', key, ttl) end
@@ -106,7 +120,7 @@ local function priced(available, maximum, restoreRate)
     inFlight = inFlight + tonumber(cost)
   end
   s.points, s.pointsAt = math.max(0, available - inFlight), now
-  s.capacity, s.rate = maximum, restoreRate
+  s.capacity, s.rate, s.configured = maximum, restoreRate, 0
 end
 
 local function release(grant, startedAt, outcome, retryAfter)
@@ -204,8 +218,8 @@ local function handOut()
   return woken
 end
 
-local releases = tonumber(ARGV[9])
-for i = 10, 9 + releases * 10, 10 do
+local releases = tonumber(ARGV[10])
+for i = 11, 10 + releases * 10, 10 do
   local member, sentAt = ARGV[i] .. '|' .. ARGV[i + 1] .. '|' .. ARGV[i + 2], tonumber(ARGV[i + 2])
   if release(member, sentAt, ARGV[i + 3], tonumber(ARGV[i + 4])) then
     changed = true
@@ -221,7 +235,7 @@ end
 local woken = releases > 0 and handOut() or {}
 -- After the turns: a run given one in this call takes it, and newcomers go behind the line.
 local answers = {}
-for i = 10 + releases * 10, #ARGV, 5 do
+for i = 11 + releases * 10, #ARGV, 5 do
   acquire(ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), ARGV[i + 4], answers)
 end
 if changed then

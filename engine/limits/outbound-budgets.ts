@@ -67,9 +67,12 @@ const SLOT = 0;
 const CLOSED = 1;
 
 /** What one process has for one budget since its last call: requests that ended, and requests to admit. */
+/** What a budget's configuration says: the most in flight and the requests a second the account allows. */
+type Configured = Pick<BudgetChoice, 'concurrency' | 'ratePerSecond'>;
+
 interface Exchange {
   key: string;
-  concurrency: number | undefined;
+  configured: Configured;
   ended: Array<string | number>;
   asking: Array<{
     args: Array<string | number>;
@@ -106,8 +109,10 @@ export class OutboundBudgets implements OutboundGate {
     { leaseMs, mayWaitAway, signal }: EnterOptions,
   ): Promise<BudgetGrant> {
     const key = `${caller.tenantId}:${budget}`;
-    const concurrency = choice?.concurrency;
+    const configured = { concurrency: choice?.concurrency, ratePerSecond: choice?.ratePerSecond };
     const costKind = choice?.costKind ?? '';
+    // Under a configured rate a request costs a point, unless it says what it costs.
+    const expected = choice?.cost ?? (choice?.ratePerSecond ? 1 : 0);
     const id = newId();
     const asked = Date.now();
     const deadline = asked + IN_PLACE_MS;
@@ -116,15 +121,15 @@ export class OutboundBudgets implements OutboundGate {
       const [[admitted, waitMs, reason, ahead, inFlight, window, doubling, cost], at] = await new Promise<
         [Answer, number]
       >((resolve, fail) =>
-        this.exchange(key, concurrency).asking.push({
-          args: [caller.runId, id, leaseMs, choice?.cost ?? 0, costKind],
+        this.exchange(key, configured).asking.push({
+          args: [caller.runId, id, leaseMs, expected, costKind],
           answer: (answer, at) => resolve([answer, at]),
           fail,
         }),
       );
       if (admitted === 1) {
         const waitedMs = refused ? at - asked : 0;
-        const grant = { budget: key, id, startedAt: at, concurrency, cost, costKind, waitedMs };
+        const grant = { budget: key, id, startedAt: at, ...configured, cost, costKind, waitedMs };
         // Its node gave up meanwhile (a timeout, a shutdown): nothing is sent.
         if (signal?.aborted) this.leave(grant, 'neutral');
         signal?.throwIfAborted();
@@ -166,7 +171,7 @@ export class OutboundBudgets implements OutboundGate {
 
   leave(grant: BudgetGrant, outcome: BudgetOutcome, retryAfterMs?: number, price?: BudgetPrice): void {
     const retryAfter = Math.max(0, Math.round(retryAfterMs ?? 0));
-    this.exchange(grant.budget, grant.concurrency).ended.push(
+    this.exchange(grant.budget, grant).ended.push(
       grant.id,
       grant.cost,
       grant.startedAt,
@@ -196,7 +201,7 @@ export class OutboundBudgets implements OutboundGate {
         const [limit, inFlight, waiting] = (await SCRIPT.run(
           redis,
           this.keys(key),
-          this.head('status', Date.now(), undefined),
+          this.head('status', Date.now(), {}),
         )) as number[];
         const split = key.indexOf(':');
         return { tenantId: key.slice(0, split), budget: key.slice(split + 1), limit, inFlight, waiting };
@@ -205,12 +210,12 @@ export class OutboundBudgets implements OutboundGate {
   }
 
   /** This turn's exchange with the budget, made at its end. */
-  private exchange(key: string, concurrency: number | undefined): Exchange {
-    const batch = `${concurrency ?? ''}:${key}`;
+  private exchange(key: string, { concurrency, ratePerSecond }: Configured): Exchange {
+    const batch = `${concurrency ?? ''}:${ratePerSecond ?? ''}:${key}`;
     let exchange = this.exchanges.get(batch);
     if (!exchange) {
       if (this.exchanges.size === 0) setImmediate(() => this.flush());
-      exchange = { key, concurrency, ended: [], asking: [] };
+      exchange = { key, configured: { concurrency, ratePerSecond }, ended: [], asking: [] };
       this.exchanges.set(batch, exchange);
     }
     return exchange;
@@ -222,12 +227,12 @@ export class OutboundBudgets implements OutboundGate {
     for (const exchange of exchanges.values()) void this.send(exchange);
   }
 
-  private async send({ key, concurrency, ended, asking }: Exchange) {
+  private async send({ key, configured, ended, asking }: Exchange) {
     try {
       const redis = await this.redis();
       const now = Date.now();
       const [woken, answers] = (await SCRIPT.run(redis, this.keys(key), [
-        ...this.head('exchange', now, concurrency),
+        ...this.head('exchange', now, configured),
         ended.length / 10,
         ...ended,
         ...asking.flatMap((ask) => ask.args),
@@ -270,9 +275,9 @@ export class OutboundBudgets implements OutboundGate {
     return true;
   }
 
-  private head(operation: 'exchange' | 'status', now: number, concurrency: number | undefined) {
+  private head(operation: 'exchange' | 'status', now: number, configured: Configured) {
     const { initialConcurrency, maxConcurrency } = this.options;
-    const maximum = concurrency ?? maxConcurrency;
+    const maximum = configured.concurrency ?? maxConcurrency;
     return [
       operation,
       now,
@@ -282,6 +287,7 @@ export class OutboundBudgets implements OutboundGate {
       MOST_IN_PLACE,
       TURN_MS,
       LINE_RECHECK_MS * 3,
+      configured.ratePerSecond ?? 0,
     ];
   }
 

@@ -45,11 +45,11 @@ export {
   type RunStatus,
   type TerminalRunStatus,
   type StepStatus,
+  holdReasons,
 } from './resources/runs.ts';
 export {
   messageSchema,
   messageStatuses,
-  holdReasons,
   messageInfoSchema,
   blockedTopicSchema,
   type Message,

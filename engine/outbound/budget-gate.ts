@@ -6,6 +6,8 @@
 export interface BudgetChoice {
   name?: string;
   concurrency?: number;
+  /** What the outside account allows a second, where known (configured): each request then costs a point. */
+  ratePerSecond?: number;
   /** Where the account prices requests (Shopify's cost points): what this one is expected to cost... */
   cost?: number;
   /** ... unless a request of this kind (a query document) was priced before, by any process: then that. */
@@ -29,6 +31,7 @@ export interface BudgetGrant {
   readonly id: string;
   readonly startedAt: number;
   readonly concurrency?: number;
+  readonly ratePerSecond?: number;
   readonly cost: number;
   readonly costKind?: string;
   /** How long it waited for its turn in place (0: admitted at once). */

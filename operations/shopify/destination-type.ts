@@ -70,14 +70,21 @@ const shopifyDestinationSchema = {
           additionalProperties: false,
           description:
             "What the account allows, shared by every flow that sends to it: the runs' requests to the account " +
-            'draw on one outbound budget, which never lets more than this many in flight (and fewer while the ' +
-            'account refuses with its concurrency error).',
+            'draw on one outbound budget, which never lets more than `concurrency` in flight (and fewer while the ' +
+            'account refuses with its concurrency error) nor more than `ratePerSecond` a second.',
           properties: {
             concurrency: {
               type: 'integer',
               minimum: 1,
               maximum: 1000,
               description: 'Concurrent requests the account allows: 15, plus 10 per SuiteCloud Plus licence.',
+            },
+            ratePerSecond: {
+              type: 'integer',
+              minimum: 1,
+              maximum: 10_000,
+              description:
+                'Requests a second the account (or a gateway in front of it) allows: at most that many in any second.',
             },
           },
         },

@@ -34,6 +34,7 @@ export function shopifyDestination(destination: OpenedDestination): ShopifyDesti
       apiUrl: settings.erp.apiUrl,
       accountId: settings.erp.accountId,
       concurrency: settings.erp.limits?.concurrency,
+      ratePerSecond: settings.erp.limits?.ratePerSecond,
       ...credentials.erp,
     },
   };

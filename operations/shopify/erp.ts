@@ -12,6 +12,7 @@ export interface ErpAccess {
   accountId: string;
   /** Concurrent requests the account allows (15, plus 10 per SuiteCloud Plus licence), when known. */
   concurrency?: number;
+  ratePerSecond?: number;
 }
 
 export interface ErpReceipt {
@@ -48,7 +49,11 @@ export async function sendToErp(
     signal: options.signal,
     failure: `ERP ${where(url)} did not answer`,
     // NetSuite limits concurrent requests per account, across every integration that uses it.
-    budget: { name: `erp:${erp.accountId.toUpperCase()}`, concurrency: erp.concurrency },
+    budget: {
+      name: `erp:${erp.accountId.toUpperCase()}`,
+      concurrency: erp.concurrency,
+      ratePerSecond: erp.ratePerSecond,
+    },
     overloaded: (answer) =>
       answer.body.includes(CONCURRENCY_LIMIT) &&
       erpErrorOf(parseBody(answer.body.toString('utf8')))?.code === CONCURRENCY_LIMIT,

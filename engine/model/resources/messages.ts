@@ -1,5 +1,6 @@
 import type { FromSchema } from 'json-schema-to-ts';
 import { timestamp, uuid } from './common.ts';
+import { type holdReasons, terminalRunStatuses } from './runs.ts';
 
 export const messageSchema = {
   type: 'object',
@@ -39,22 +40,7 @@ export const messageSchema = {
  * What became of a message: from its latest run (a finished run's own status: one word for one
  * outcome), or `duplicate` for a repeated delivery (which has none).
  */
-export const messageStatuses = [
-  'accepted',
-  'duplicate',
-  'blocked',
-  'running',
-  'succeeded',
-  'failed',
-  'handled',
-  'filtered',
-  'skipped',
-  'cancelled',
-  'debounced',
-] as const;
-
-/** Why a run waits without a job: its tenant is suspended, or its message's topic is blocked. */
-export const holdReasons = ['suspended', 'topic'] as const;
+export const messageStatuses = ['accepted', 'duplicate', 'blocked', 'running', ...terminalRunStatuses] as const;
 
 /** A message as the MessageInfo API shows it: headers as kept (secrets never are), body capped. */
 export const messageInfoSchema = {

@@ -1,20 +1,8 @@
 import type { FromSchema } from 'json-schema-to-ts';
 import { timestamp, nullableTimestamp, uuid, errorRecordSchema } from './common.ts';
-import { holdReasons } from './messages.ts';
 
-export const runStatuses = [
-  'held',
-  'queued',
-  'running',
-  'waiting',
-  'succeeded',
-  'failed',
-  'handled',
-  'filtered',
-  'skipped',
-  'cancelled',
-  'debounced',
-] as const;
+/** Why a run waits without a job: its tenant is suspended, or its message's topic is blocked. */
+export const holdReasons = ['suspended', 'topic'] as const;
 
 /**
  * `handled`: a node failed, and the error path the flow gives it ran to the end. `debounced`: a later message with
@@ -29,6 +17,8 @@ export const terminalRunStatuses = [
   'cancelled',
   'debounced',
 ] as const;
+
+export const runStatuses = ['held', 'queued', 'running', 'waiting', ...terminalRunStatuses] as const;
 
 /** A run on its way: queued, taken up, or waiting for a retry. */
 export const unfinishedRunStatuses = ['queued', 'running', 'waiting'] as const;
