@@ -123,7 +123,7 @@ export class RunQueue {
   /**
    * Queue runs in their lanes: once this resolves they are accepted (a run already queued is not
    * queued twice). Those there is room for go to the workers at once. Returns the runs (these or earlier ones) a
-   * later run of their debounce key took the place of: the caller ends them (settleDebounced).
+   * later run of their debounce key took the place of: the caller ends them (enqueueRuns).
    */
   async enqueue(jobs: RunJobData[]): Promise<DebouncedRun[]> {
     if (jobs.length === 0) return [];
