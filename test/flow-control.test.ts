@@ -96,6 +96,13 @@ describe('flow control, on PostgreSQL', () => {
       kind: 'permanent',
       message: 'the key flowControl.concurrency.key gave nothing for this message, not a string or a number',
     });
+    // A key the store could not keep (a NUL made by the expression) fails its run alone.
+    await acme.publish(orderFlow('order-voided', { key: "{{ $decodeUrlComponent('%00') & $input.body.id }}" }));
+    const voided = await acme.settledRun((await deliver('order-voided', { id: 'order-1' })).runId);
+    expect(voided).toMatchObject({ status: 'failed', concurrency: null });
+    expect(voided.error.message).toMatch(
+      /^the key flowControl\.concurrency\.key gave a key that contains the character/,
+    );
     const keyed = await deliver('order-paid', { order: { id: 7 } });
     const succeeded = await acme.settledRun(keyed.runId);
     expect(succeeded.status).toBe('succeeded');

@@ -6,6 +6,7 @@ import {
   OperationError,
   type RunConcurrency,
   type RunDebounce,
+  unstorableJson,
 } from '../model/index.ts';
 import type { MessageInput } from '../plugins/index.ts';
 import { intervalMs } from '../triggers/index.ts';
@@ -131,7 +132,9 @@ async function keyOf({ key, path }: CompiledKey, input: MessageInput): Promise<s
     return fault(`gave ${describe(value)} for this message, not a string or a number`);
   if (value.length > MAX_KEY_LENGTH)
     return fault(`gave ${value.length} characters for this message; at most ${MAX_KEY_LENGTH}`);
-  return value;
+  // Kept on the run: a key the store cannot hold would fail the whole group of messages stored with it.
+  const unstorable = unstorableJson(JSON.stringify(value));
+  return unstorable ? fault(`gave a key that ${unstorable}`) : value;
 }
 
 function describe(value: unknown): string {
