@@ -1,9 +1,17 @@
+import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ErpSimulator, erpReplies } from './support/erp-simulator.ts';
 import { ERP_CREDENTIALS } from './support/refund-fixture.ts';
 import { Receiver } from './support/receiver.ts';
 import { forwardWebhook } from './support/flow-documents.ts';
-import { eventually, sendWebhook, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
+import {
+  eventually,
+  sendWebhook,
+  spawnWorker,
+  startTestPlatform,
+  type ApiClient,
+  type TestPlatform,
+} from './support/harness.ts';
 
 // Outbound budgets: the runs of every flow of a tenant that send to one outside account share what it allows.
 const ACCOUNT_CONCURRENCY = 4;
@@ -12,6 +20,7 @@ const SERVICE_MS = 40;
 let env: TestPlatform;
 let acme: ApiClient;
 let erp: ErpSimulator;
+let worker: ChildProcess | undefined;
 
 /** A flow that POSTs its message to the ERP, signed for its account, drawing on the budget `erp-acme`. */
 const erpFlow = (key: string) =>
@@ -43,10 +52,19 @@ async function deliver(key: string, orders: string[]) {
 describe('outbound budgets, on PostgreSQL', () => {
   beforeAll(async () => {
     erp = await new ErpSimulator(ERP_CREDENTIALS).start();
-    env = await startTestPlatform('postgres');
+    env = await startTestPlatform('postgres', { api: true, worker: false });
     acme = await env.tenant('acme');
+    // The runs in a worker process of their own, as deployed at scale: the test's requests do not slow them down.
+    const { child, ready } = spawnWorker(env.config);
+    worker = child;
+    await ready;
   });
   afterAll(async () => {
+    if (worker) {
+      const exited = new Promise((resolve) => worker!.once('exit', resolve));
+      worker.kill('SIGKILL');
+      await exited;
+    }
     await erp?.close();
     await env?.close();
   });
@@ -63,6 +81,10 @@ describe('outbound budgets, on PostgreSQL', () => {
     );
     for (const { runId } of failed) expect((await acme.settledRun(runId)).status).toBe('failed');
 
+    // A backlog released at once (after an outage, a paused queue): the budget alone sets the pace, not how fast the
+    // messages arrive.
+    const operator = await env.operator();
+    await operator.call('POST', '/api/v1/queues/runs/pause');
     const sentBefore = erp.requests.length;
     const refusedBefore = erp.refusedForLimit();
     const [refunds, invoices, replay] = await Promise.all([
@@ -77,6 +99,11 @@ describe('outbound budgets, on PostgreSQL', () => {
       acme.call('POST', '/api/v1/message-queue/replays', { filter: {}, ratePerSecond: 100 }),
     ]);
     expect(replay.status).toBe(202);
+    await eventually(async () => {
+      const { body } = await operator.call('GET', '/api/v1/queues/runs');
+      if (body.backlog.runs < 100) throw new Error(`${body.backlog.runs} runs queued`);
+    });
+    await operator.call('POST', '/api/v1/queues/runs/resume');
     for (const { runId } of [...refunds, ...invoices]) expect((await acme.settledRun(runId)).status).toBe('succeeded');
     await eventually(async () => {
       const { body } = await acme.call('GET', `/api/v1/message-queue/replays/${replay.body.id}`);

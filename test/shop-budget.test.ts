@@ -90,6 +90,7 @@ describe("a shop's cost points, shared by two workers' runs of the refund sync a
     const requestsBefore = world.erp.requests.length;
     const refunds = refundedOrders(16);
     const atStart = world.shopify.available();
+    const startedAt = Date.now();
     await Promise.all([syncAll(refunds.slice(0, 8)), exportAll(refunds.map(({ orderId }) => orderId))]);
 
     // Each refund reached the ERP, under one idempotency key (both flows may send it at the same moment, the ERP
@@ -102,13 +103,20 @@ describe("a shop's cost points, shared by two workers' runs of the refund sync a
     for (const { id, key } of accepted) expect(key).toBe(id);
     const queries = world.shopify.queries.slice(queriesBefore);
     expect(queries.filter((query) => query.throttled)).toEqual([]);
-    // What the shop's restore rate allows: the points spent beyond those in the bucket at the start, at its rate.
-    const seconds = (queries.at(-1)!.answeredAt - queries[0].answeredAt) / 1000;
-    const spent = queries.reduce((sum, query) => sum + (query.actualQueryCost ?? 0), 0);
-    const bound = Math.max(0, spent - atStart) / RESTORE_RATE;
+    // What the shop allows: it admits a query only once its bucket holds the query's requested cost, so none could
+    // have been admitted before the points it asked for, beyond those in the bucket at the start, were restored
+    // (less the actual cost of those answered by then). The restore rate alone would allow the points spent.
+    const seconds = (queries.at(-1)!.answeredAt - startedAt) / 1000;
+    const spentBy = (at: number) =>
+      queries.reduce((sum, query) => sum + (query.answeredAt <= at ? (query.actualQueryCost ?? 0) : 0), 0);
+    const bound = Math.max(
+      ...queries.map((query) => (query.requestedQueryCost + spentBy(query.admittedAt!) - atStart) / RESTORE_RATE),
+    );
+    const spent = spentBy(Number.POSITIVE_INFINITY);
     console.log(
       `shop budget: ${queries.length} queries, ${spent} points (${Math.round(atStart)} in the bucket at the start) ` +
-        `in ${seconds.toFixed(1)} s, ${(seconds / bound).toFixed(2)}x the ${bound.toFixed(1)} s its restore rate allows`,
+        `in ${seconds.toFixed(1)} s, ${(seconds / bound).toFixed(2)}x the ${bound.toFixed(1)} s the shop's ` +
+        `admission allows (${(Math.max(0, spent - atStart) / RESTORE_RATE).toFixed(1)} s at its restore rate alone)`,
     );
   });
 });

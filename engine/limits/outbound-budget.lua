@@ -24,16 +24,16 @@
 
   Runs refused wait in a line in the order they first asked. A request that ends gives its slot to the first run in
   line without one (a turn, kept for it a while; it keeps its place meanwhile), and calls the runs after it that may
-  wait for their turn in place (a window's worth, at most ARGV[6]), once each, so that they are back and waiting
-  close by when their turn comes (a woken run takes a while to be back). A run that stopped asking (it was
-  cancelled) is dropped from the line.
+  wait for their turn in place (NEAR_ROUNDS windows' worth, at most ARGV[6]), once each, so that they are back and
+  waiting close by when their turn comes (a woken run takes a few rounds of requests to be back). A run that stopped
+  asking (it was cancelled) is dropped from the line.
 
   KEYS[1] state hash   KEYS[2] in flight (zset: grant|cost|sent (ms) -> lease expiry)   KEYS[3] line (zset: run -> first ask)
   KEYS[4] turns (zset: run -> expiry)   KEYS[5] seen (zset: run -> last ask)   KEYS[6] called (zset: run -> lapse)
   KEYS[7] costs (hash: kind of request -> what it cost last time)
 
   ARGV[1] 'exchange' or 'status'   ARGV[2] now (ms)   ARGV[3] initial window   ARGV[4] maximum
-  ARGV[5] how long the keys outlive their last write (ms)   ARGV[6] most runs called per call
+  ARGV[5] how long the keys outlive their last write (ms)   ARGV[6] most runs waiting in place
   ARGV[7] how long a turn is kept (ms)   ARGV[8] a run not asking this long is dropped from the line (ms)
   ARGV[9] the rate configured, requests a second (0: none)
   exchange: ARGV[10] R, then R requests that ended: grant, cost, when it was sent (ms), 'ok' | 'overloaded' |
@@ -42,18 +42,20 @@
     about to be sent: run, grant, lease (ms), expected cost, kind ('' none: the expected cost holds)
     returns {the runs to wake (those given a turn, then those called), the A answers, eight numbers each: 1 admitted
     or 0, ms until the request may go (0: when a slot frees), what it waits for (0 a slot, 1 the Retry-After, 2 its
-    cost in points), runs ahead without a slot, in flight, window, 1 while the window is in its first slow start
-    (never refused) else 0, the cost it draws}
+    cost in points), runs ahead without a slot, in flight, window, 1 when it is near its turn (among the runs
+    called, or the window is in its first slow start: never refused) else 0, the cost it draws}
   status: returns {window, in flight, in line}
 ]]
 local rcall = redis.call
 local stateKey, flightKey, lineKey, turnsKey, seenKey, calledKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local costsKey = KEYS[7]
 local op, now = ARGV[1], tonumber(ARGV[2])
-local initial, maximum, ttl, mostCalled = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local initial, maximum, ttl, mostInPlace = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local turnMs, staleMs = tonumber(ARGV[7]), tonumber(ARGV[8])
 -- A grant lost without a release (its worker died) holds the recovery point back this long at most.
 local RECOVERY_MAX_MS = 30000
+-- A run waiting for points the requests in flight should give back asks again after this long at least.
+local MIN_POINTS_WAIT_MS = 50
 
 rcall('ZREMRANGEBYSCORE', flightKey, '-inf', now)
 rcall('ZREMRANGEBYSCORE', turnsKey, '-inf', now)
@@ -69,6 +71,10 @@ s.limit = math.min(s.limit or initial, maximum)
 s.ssthresh, s.ceiling, s.patience = s.ssthresh or maximum, s.ceiling or 0, s.patience or 1
 s.calm, s.cut, s.pending, s.settled, s['until'] = s.calm or 0, s.cut or 0, s.pending or 0, s.settled or 0, s['until'] or 0
 local function window() return math.max(1, math.floor(s.limit)) end
+-- The runs after those with a turn that wait for theirs in place: a few rounds of requests, since a run woken from
+-- waiting away takes that long to be back.
+local NEAR_ROUNDS = 4
+local function nearRuns() return math.min(NEAR_ROUNDS * window(), mostInPlace) end
 -- The account's bucket, refilled to now (nothing known until an answer priced a request).
 if s.rate then s.points, s.pointsAt = math.min(s.capacity, s.points + (now - s.pointsAt) * s.rate / 1000), now end
 local changed = false
@@ -113,13 +119,17 @@ end
 
 -- The account's bucket as it answered, less what the requests still in flight cost: any of them may have reached
 -- the account after it answered (one sent earlier too, held up on its way), and counting them never overspends.
-local function priced(available, maximum, restoreRate)
-  local inFlight = 0
+local function inFlightCost()
+  local total = 0
   for _, member in ipairs(rcall('ZRANGE', flightKey, 0, -1)) do
     local _, _, cost = string.find(member, '|(%d+)|%d+$')
-    inFlight = inFlight + tonumber(cost)
+    total = total + tonumber(cost)
   end
-  s.points, s.pointsAt = math.max(0, available - inFlight), now
+  return total
+end
+
+local function priced(available, maximum, restoreRate)
+  s.points, s.pointsAt = math.max(0, available - inFlightCost()), now
   s.capacity, s.rate, s.configured = maximum, restoreRate, 0
 end
 
@@ -161,7 +171,12 @@ local function acquire(run, grant, leaseMs, cost, kind, answers)
   elseif turn or ahead < window() - inFlight - turns then
     -- A slot is there; the points too, unless the account prices requests and has not restored enough yet.
     if s.rate and s.points < cost then
-      waitMs, reason = math.ceil((cost - s.points) * 1000 / s.rate), POINTS
+      -- The wait counts on the requests in flight being charged what they use, not what they asked for (the account
+      -- gives the rest back as it answers): counting them as spent would wake the run seconds late. Waking early
+      -- costs an ask; the answer that frees the points decides.
+      local short = cost - s.points
+      if s.configured ~= 1 then short = short - inFlightCost() end
+      waitMs, reason = math.max(MIN_POINTS_WAIT_MS, math.ceil(short * 1000 / s.rate)), POINTS
     else
       if turn then rcall('ZREM', turnsKey, run) end
       if s.rate then s.points, changed = s.points - cost, true end
@@ -180,8 +195,8 @@ local function acquire(run, grant, leaseMs, cost, kind, answers)
   rcall('ZADD', seenKey, now, run)
   keep(lineKey)
   keep(seenKey)
-  local doubling = s.ceiling == 0 and 1 or 0
-  for _, n in ipairs({0, waitMs, reason, ahead, inFlight, window(), doubling, cost}) do answers[#answers + 1] = n end
+  local near = (s.ceiling == 0 or ahead < nearRuns()) and 1 or 0
+  for _, n in ipairs({0, waitMs, reason, ahead, inFlight, window(), near, cost}) do answers[#answers + 1] = n end
 end
 
 -- Slots free go to the first runs in line as turns; the runs after them are called.
@@ -189,7 +204,7 @@ local function handOut()
   local woken, called = {}, {}
   if s['until'] > now then return woken end
   local free = window() - rcall('ZCARD', flightKey) - rcall('ZCARD', turnsKey)
-  local calls = math.min(window(), mostCalled)
+  local calls = nearRuns()
   if rcall('EXISTS', lineKey) == 0 then return woken end
   local waiting = rcall('ZRANGE', lineKey, 0, rcall('ZCARD', turnsKey) + math.max(free, 0) + calls + 20)
   for _, run in ipairs(waiting) do

@@ -28,7 +28,7 @@ export interface BudgetOptions {
 
 /** A run in the line asks again this often without being woken (a lost wake-up costs this long). */
 const LINE_RECHECK_MS = 5000;
-/** A run this close to the head of the line waits for its turn in place (holding its worker slot)... */
+/** At most this many runs of a budget's line wait for their turn in place (holding their worker slots)... */
 const MOST_IN_PLACE = 16;
 /** ... for this long at most, asking again this often (its turn may come from another process). */
 const IN_PLACE_MS = 2000;
@@ -52,6 +52,12 @@ export interface BudgetStatus {
   waiting: number;
 }
 
+interface Waiter {
+  /** Runs ahead of it in the line without a slot, when it last asked. */
+  ahead: number;
+  done: () => void;
+}
+
 type Answer = [
   admitted: number,
   waitMs: number,
@@ -59,7 +65,7 @@ type Answer = [
   ahead: number,
   inFlight: number,
   window: number,
-  doubling: number,
+  near: number,
   cost: number,
 ];
 /** What a refused request waits for (outbound-budget.lua). */
@@ -89,8 +95,13 @@ interface Exchange {
  */
 export class OutboundBudgets implements OutboundGate {
   private readonly listedAt = new Map<string, number>();
-  /** Runs waiting in this process for their turn, close to it. */
-  private readonly waitingHere = new Map<string, Set<() => void>>();
+  /** Runs waiting in this process for their turn, close to it: by run, and by budget. */
+  private readonly waitingHere = new Map<string, Set<Waiter>>();
+  private readonly waitingOn = new Map<string, Set<Waiter>>();
+  /** Runs asking for a turn in this process (waiting here, or their ask on its way), with how many asks each. */
+  private readonly askingHere = new Map<string, number>();
+  /** Runs asking here whose turn came while their ask was on its way. */
+  private readonly turnsCame = new Set<string>();
   private readonly indexKey: string;
   /** The calls to make at the end of this turn of the event loop, by budget. */
   private exchanges = new Map<string, Exchange>();
@@ -106,6 +117,25 @@ export class OutboundBudgets implements OutboundGate {
     caller: { tenantId: string; runId: string },
     budget: string,
     choice: BudgetChoice | undefined,
+    options: EnterOptions,
+  ): Promise<BudgetGrant> {
+    this.askingHere.set(caller.runId, (this.askingHere.get(caller.runId) ?? 0) + 1);
+    try {
+      return await this.take(caller, budget, choice, options);
+    } finally {
+      const asking = this.askingHere.get(caller.runId)! - 1;
+      if (asking === 0) {
+        this.askingHere.delete(caller.runId);
+        this.turnsCame.delete(caller.runId);
+      } else this.askingHere.set(caller.runId, asking);
+    }
+  }
+
+  /** Asks for a turn until the budget admits the request, or the run is to wait away. */
+  private async take(
+    caller: { tenantId: string; runId: string },
+    budget: string,
+    choice: BudgetChoice | undefined,
     { leaseMs, mayWaitAway, signal }: EnterOptions,
   ): Promise<BudgetGrant> {
     const key = `${caller.tenantId}:${budget}`;
@@ -118,14 +148,14 @@ export class OutboundBudgets implements OutboundGate {
     const deadline = asked + IN_PLACE_MS;
     this.list(key);
     for (let refused = false; ; refused = true) {
-      const [[admitted, waitMs, reason, ahead, inFlight, window, doubling, cost], at] = await new Promise<
-        [Answer, number]
-      >((resolve, fail) =>
-        this.exchange(key, configured).asking.push({
-          args: [caller.runId, id, leaseMs, expected, costKind],
-          answer: (answer, at) => resolve([answer, at]),
-          fail,
-        }),
+      this.turnsCame.delete(caller.runId);
+      const [[admitted, waitMs, reason, ahead, inFlight, window, near, cost], at] = await new Promise<[Answer, number]>(
+        (resolve, fail) =>
+          this.exchange(key, configured).asking.push({
+            args: [caller.runId, id, leaseMs, expected, costKind],
+            answer: (answer, at) => resolve([answer, at]),
+            fail,
+          }),
       );
       if (admitted === 1) {
         const waitedMs = refused ? at - asked : 0;
@@ -135,17 +165,15 @@ export class OutboundBudgets implements OutboundGate {
         signal?.throwIfAborted();
         return grant;
       }
-      // Close to its turn, a run waits for it here; further back, it waits as a delayed job, holding no slot. While
-      // the window is in its first slow start (doubling each round of requests), every run is close; a run waiting
-      // for points waits here when they are there before the end of its wait in place. A node that sent requests
-      // in this attempt always waits here: starting it again would send them again.
+      // Near its turn (the budget says so), a run waits for it here; further back, it waits as a delayed job, holding
+      // no slot. A run waiting for points waits here when they are there before the end of its wait in place. A node
+      // that sent requests in this attempt always waits here: starting it again would send them again.
       const left = deadline - Date.now();
-      const close =
-        reason === SLOT
-          ? doubling === 1 || ahead < Math.min(window, MOST_IN_PLACE)
-          : reason !== CLOSED && waitMs < left;
+      const close = reason === SLOT ? near === 1 : reason !== CLOSED && waitMs < left;
       signal?.throwIfAborted();
-      if (mayWaitAway && (!close || left <= 0)) {
+      // A turn that came while it asked is taken with another ask at once, not left to lapse while it waits.
+      const turnCame = this.turnsCame.has(caller.runId);
+      if (mayWaitAway && (!close || left <= 0) && !turnCame) {
         const why =
           reason === SLOT
             ? `${inFlight} in flight of ${window}`
@@ -165,7 +193,7 @@ export class OutboundBudgets implements OutboundGate {
           },
         });
       }
-      await this.nearTurn(caller.runId, reason === SLOT ? POLL_MS : waitMs);
+      if (!turnCame) await this.nearTurn(caller.runId, key, ahead, reason === SLOT ? POLL_MS : waitMs);
     }
   }
 
@@ -183,6 +211,7 @@ export class OutboundBudgets implements OutboundGate {
       price?.cost ?? -1,
       grant.costKind ?? '',
     );
+    this.askWithRelease(grant.budget);
   }
 
   /** The budgets used within the last hour (the latest MOST_LISTED): their window, in flight and runs waiting. */
@@ -251,28 +280,54 @@ export class OutboundBudgets implements OutboundGate {
     return [base, ...['flight', 'line', 'turns', 'seen', 'called', 'costs'].map((part) => `${base}:${part}`)];
   }
 
-  /** Resolves when a request of this process gives the run its turn, or after `ms` (another process may have). */
-  private nearTurn(runId: string, ms: number): Promise<void> {
+  /**
+   * Resolves when a request of this process gives the run its turn or frees a slot of its budget, or after `ms`
+   * (another process may have).
+   */
+  private nearTurn(runId: string, budget: string, ahead: number, ms: number): Promise<void> {
     return new Promise((resolve) => {
-      const waiters = this.waitingHere.get(runId) ?? new Set<() => void>();
-      const done = () => {
-        clearTimeout(timer);
-        waiters.delete(done);
-        if (waiters.size === 0) this.waitingHere.delete(runId);
-        resolve();
+      const ofRun = this.waitingHere.get(runId) ?? new Set<Waiter>();
+      const onBudget = this.waitingOn.get(budget) ?? new Set<Waiter>();
+      const waiter = {
+        ahead,
+        done: () => {
+          clearTimeout(timer);
+          ofRun.delete(waiter);
+          if (ofRun.size === 0) this.waitingHere.delete(runId);
+          onBudget.delete(waiter);
+          if (onBudget.size === 0) this.waitingOn.delete(budget);
+          resolve();
+        },
       };
-      const timer = setTimeout(done, ms);
-      waiters.add(done);
-      this.waitingHere.set(runId, waiters);
+      const timer = setTimeout(waiter.done, ms);
+      ofRun.add(waiter);
+      this.waitingHere.set(runId, ofRun);
+      onBudget.add(waiter);
+      this.waitingOn.set(budget, onBudget);
     });
   }
 
-  /** Tells a run waiting here that its turn came; false when it does not wait here. */
+  /**
+   * Tells a run asking here that its turn came; false when it does not ask here. One asking but not waiting (its ask
+   * is on its way) takes the turn with its next ask.
+   */
   private turnCame(runId: string): boolean {
+    if (!this.askingHere.has(runId)) return false;
     const waiters = this.waitingHere.get(runId);
-    if (!waiters) return false;
-    for (const done of waiters) done();
+    if (waiters) for (const { done } of waiters) done();
+    else this.turnsCame.add(runId);
     return true;
+  }
+
+  /**
+   * A request of the budget ended: the run waiting here nearest the head of its line asks again in the same call,
+   * so that the slot freed goes to it there and then, not a round trip later.
+   */
+  private askWithRelease(budget: string) {
+    let nearest: Waiter | undefined;
+    for (const waiter of this.waitingOn.get(budget) ?? [])
+      if (!nearest || waiter.ahead < nearest.ahead) nearest = waiter;
+    nearest?.done();
   }
 
   private head(operation: 'exchange' | 'status', now: number, configured: Configured) {

@@ -58,6 +58,8 @@ export interface QueryRecord {
   errors?: unknown[];
   /** When the shop answered it (ms). */
   answeredAt: number;
+  /** When the shop took its requested cost from the bucket (ms); a throttled query never was. */
+  admittedAt?: number;
 }
 
 type Obj = Record<string, any>;
@@ -291,6 +293,7 @@ export class ShopifySimulator {
         },
       ];
     }
+    const admittedAt = Date.now();
     this.bucket.available -= requested;
     const mutationFields =
       operation.operation === 'mutation'
@@ -329,6 +332,7 @@ export class ShopifySimulator {
       actualQueryCost: actual,
       throttled: false,
       errors,
+      admittedAt,
     });
     return [
       200,
