@@ -39,7 +39,8 @@
   exchange: ARGV[10] R, then R requests that ended: grant, cost, when it was sent (ms), 'ok' | 'overloaded' |
     'neutral', Retry-After (ms, 0 none), the account's points available, maximum and restore rate per second, and
     the request's cost as the account priced it (-1 each when it did not say), its kind ('' none); then A requests
-    about to be sent: run, grant, lease (ms), expected cost, kind ('' none: the expected cost holds)
+    about to be sent: run, grant, lease (ms), expected cost, kind ('' none: the expected cost holds), 1 when it is
+    sent again (the account refused it for its load: it goes to the head of the line) else 0
     returns {the runs to wake (those given a turn, then those called), the A answers, eight numbers each: 1 admitted
     or 0, ms until the request may go (0: when a slot frees), what it waits for (0 a slot, 1 the Retry-After, 2 its
     cost in points), runs ahead without a slot, in flight, window, 1 when it is near its turn (among the runs
@@ -154,7 +155,7 @@ end
 
 local SLOT, CLOSED, POINTS = 0, 1, 2
 
-local function acquire(run, grant, leaseMs, cost, kind, answers)
+local function acquire(run, grant, leaseMs, cost, kind, again, answers)
   if kind ~= '' then cost = tonumber(rcall('HGET', costsKey, kind) or cost) end
   -- Whole points: the caller gets the cost back as an integer and names the grant with it.
   cost = math.ceil(cost)
@@ -191,7 +192,7 @@ local function acquire(run, grant, leaseMs, cost, kind, answers)
       return
     end
   end
-  rcall('ZADD', lineKey, 'NX', now, run)
+  rcall('ZADD', lineKey, 'NX', again == '1' and 0 or now, run)
   rcall('ZADD', seenKey, now, run)
   keep(lineKey)
   keep(seenKey)
@@ -250,8 +251,8 @@ end
 local woken = releases > 0 and handOut() or {}
 -- After the turns: a run given one in this call takes it, and newcomers go behind the line.
 local answers = {}
-for i = 11 + releases * 10, #ARGV, 5 do
-  acquire(ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), ARGV[i + 4], answers)
+for i = 11 + releases * 10, #ARGV, 6 do
+  acquire(ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), ARGV[i + 4], ARGV[i + 5], answers)
 end
 if changed then
   local values = {}

@@ -136,7 +136,7 @@ export class OutboundBudgets implements OutboundGate {
     caller: { tenantId: string; runId: string },
     budget: string,
     choice: BudgetChoice | undefined,
-    { leaseMs, mayWaitAway, signal }: EnterOptions,
+    { leaseMs, mayWaitAway, signal, again }: EnterOptions,
   ): Promise<BudgetGrant> {
     const key = `${caller.tenantId}:${budget}`;
     const configured = { concurrency: choice?.concurrency, ratePerSecond: choice?.ratePerSecond };
@@ -152,7 +152,7 @@ export class OutboundBudgets implements OutboundGate {
       const [[admitted, waitMs, reason, ahead, inFlight, window, near, cost], at] = await new Promise<[Answer, number]>(
         (resolve, fail) =>
           this.exchange(key, configured).asking.push({
-            args: [caller.runId, id, leaseMs, expected, costKind],
+            args: [caller.runId, id, leaseMs, expected, costKind, again ? 1 : 0],
             answer: (answer, at) => resolve([answer, at]),
             fail,
           }),

@@ -53,6 +53,8 @@ export interface EnterOptions {
   mayWaitAway: boolean;
   /** Ends a wait in place (the node timed out, the worker shuts down). */
   signal?: AbortSignal;
+  /** A request sent again (its account refused it for its load): it goes to the head of the line. */
+  again?: boolean;
 }
 
 /**

@@ -26,6 +26,11 @@ export interface OutboundRequest {
   overloaded?: (response: InboundResponse) => boolean;
   /** Where the account prices requests: its bucket as the answer reports it. */
   priced?: (response: InboundResponse) => BudgetPrice | undefined;
+  /**
+   * The headers of the same request sent again (signed afresh: a nonce is not to be used twice). Given, a request
+   * its budget's account refused for its load goes again with its next turn instead of failing its attempt.
+   */
+  headersAgain?: () => Record<string, string>;
 }
 
 export interface InboundResponse {
@@ -37,6 +42,10 @@ export interface InboundResponse {
   body: Buffer;
 }
 
+/** A request its account refused for its load is sent again this many times at most, on its next turns... */
+const MOST_SENT_AGAIN = 2;
+/** ... when the account is open again within this long (a Retry-After further off is its node's to wait out). */
+const SEND_AGAIN_WITHIN_MS = 1000;
 /** Answers that say the outside account is overloaded: its budget narrows. */
 const OVERLOAD_STATUSES = new Set([429, 503]);
 /** A request's hold on its budget outlives its timeout by this much (then a dead worker's hold ends). */
@@ -132,22 +141,36 @@ export class HttpClient {
     const budget = request.budget?.name ?? request.url.origin;
     const leaseMs = request.timeoutMs + BUDGET_LEASE_MARGIN_MS;
     const mayWaitAway = !this.attempt?.sent;
-    const grant = await gate.enter(this.caller, budget, request.budget, {
-      leaseMs,
-      mayWaitAway,
-      signal: request.signal,
-    });
-    this.caller.waits.ms += grant.waitedMs;
-    if (this.attempt) this.attempt.sent = true;
-    let response: InboundResponse | undefined;
-    try {
-      response = await this.sendFollowing(request);
-      return response;
-    } finally {
-      if (!response) gate.leave(grant, 'neutral');
-      else if (OVERLOAD_STATUSES.has(response.status) || request.overloaded?.(response) === true)
-        gate.leave(grant, 'overloaded', retryAfter(response.headers['retry-after']), request.priced?.(response));
-      else gate.leave(grant, 'ok', undefined, request.priced?.(response));
+    let current = request;
+    for (let sentAgain = 0; ; sentAgain++) {
+      const grant = await gate.enter(this.caller, budget, request.budget, {
+        leaseMs,
+        mayWaitAway: mayWaitAway && sentAgain === 0,
+        signal: request.signal,
+        again: sentAgain > 0,
+      });
+      this.caller.waits.ms += grant.waitedMs;
+      if (this.attempt) this.attempt.sent = true;
+      let response: InboundResponse | undefined;
+      try {
+        response = await this.sendFollowing(current);
+      } finally {
+        if (!response) gate.leave(grant, 'neutral');
+      }
+      const priced = request.priced?.(response);
+      const refused = response.status === 429 || request.overloaded?.(response) === true;
+      if (!refused && !OVERLOAD_STATUSES.has(response.status)) {
+        gate.leave(grant, 'ok', undefined, priced);
+        return response;
+      }
+      const closedMs = retryAfter(response.headers['retry-after']);
+      gate.leave(grant, 'overloaded', closedMs, priced);
+      // Refused for the account's load, the request was not taken: it goes again at the head of the line, with the
+      // turn the narrowed budget gives next, rather than spend an attempt of its node and its backoff on the
+      // budget's probing. Not a 503 (it may have been taken), nor past a Retry-After the node is to wait out.
+      if (!refused || !request.headersAgain || sentAgain === MOST_SENT_AGAIN || (closedMs ?? 0) > SEND_AGAIN_WITHIN_MS)
+        return response;
+      current = { ...request, headers: request.headersAgain() };
     }
   }
 

@@ -135,6 +135,7 @@ export const httpRequest = defineOperation({
       signal: ctx.signal,
       failure: `${method} ${where(url)} failed`,
       budget: config.budget === undefined ? undefined : { name: config.budget },
+      headersAgain: () => buildRequest(config, ctx.idempotencyKey).headers,
     });
     const body = bodyValue(response);
     const message = `${method} ${where(url)} answered ${response.status}`;

@@ -57,6 +57,7 @@ export async function sendToErp(
     overloaded: (answer) =>
       answer.body.includes(CONCURRENCY_LIMIT) &&
       erpErrorOf(parseBody(answer.body.toString('utf8')))?.code === CONCURRENCY_LIMIT,
+    headersAgain: () => erpRequest(erp, document, options.idempotencyKey).headers,
   });
   const text = response.body.toString('utf8');
   const body = parseBody(text);
