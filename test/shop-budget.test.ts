@@ -1,7 +1,8 @@
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ApiClient, sendWebhook, spawnWorker, startTestPlatform, type TestPlatform } from './support/harness.ts';
-import { refundFlow, refundWorld } from './support/refund-fixture.ts';
+import { refundFlow, refundWorld, SHOP_TOKEN } from './support/refund-fixture.ts';
+import { ShopifySimulator } from './support/shopify-simulator.ts';
 
 // A shop's cost points are one budget for every flow and worker process that queries it: the refund sync's webhooks
 // and the import's poll, run by two workers, queue for points instead of throttling each other.
@@ -118,5 +119,54 @@ describe("a shop's cost points, shared by two workers' runs of the refund sync a
         `in ${seconds.toFixed(1)} s, ${(seconds / bound).toFixed(2)}x the ${bound.toFixed(1)} s the shop's ` +
         `admission allows (${(Math.max(0, spent - atStart) / RESTORE_RATE).toFixed(1)} s at its restore rate alone)`,
     );
+  });
+});
+
+describe("a shop's REST call limit, in one process", () => {
+  let rest: TestPlatform;
+  let tenant: ApiClient;
+  let shopify: ShopifySimulator;
+
+  beforeAll(async () => {
+    shopify = await new ShopifySimulator({ accessToken: SHOP_TOKEN }).start();
+    rest = await startTestPlatform('postgres');
+    tenant = await rest.tenant('acme');
+  });
+  afterAll(async () => {
+    await shopify?.close();
+    await rest?.close();
+  });
+
+  it("keeps an http.request node's REST calls within the shop's call limit, which its answers report", async () => {
+    // Shopify's REST Admin API has a bucket of calls of its own (40, leaking 2 a second), apart from the GraphQL
+    // points, and says how full it is in every answer (X-Shopify-Shop-Api-Call-Limit).
+    await tenant.publish({
+      key: 'shop-details',
+      name: 'shop details (REST)',
+      trigger: { type: 'webhook' },
+      nodes: [
+        {
+          id: 'shop',
+          operation: 'http.request',
+          config: {
+            method: 'GET',
+            url: new URL('admin/api/2025-10/shop.json', shopify.url).toString(),
+            headers: { 'X-Shopify-Access-Token': SHOP_TOKEN },
+          },
+          retry: { maxAttempts: 5, backoffMs: 100 },
+        },
+      ],
+      edges: [{ from: 'trigger', to: 'shop' }],
+    });
+    const runs = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => sendWebhook(rest.url, 'acme', 'shop-details', { call: i })),
+    );
+    for (const { status, body } of runs) {
+      expect(status).toBe(202);
+      expect((await tenant.settledRun(body.runId)).status).toBe('succeeded');
+    }
+    // Fifty calls where the bucket holds forty: the last ten waited for it to leak, none was refused.
+    const calls = shopify.restCalls;
+    expect(calls.map((call) => call.status)).toEqual(Array.from({ length: 50 }, () => 200));
   });
 });

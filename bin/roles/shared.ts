@@ -87,7 +87,12 @@ export async function assembleShared(
       for (const runId of runIds) queue.wake(runId, { whenDelayed: true }).catch(() => {});
     },
   });
-  const outbound = new HttpClient({ refusedAddress: outboundRefusal(config), tracer, gate: budgets });
+  const outbound = new HttpClient({
+    refusedAddress: outboundRefusal(config),
+    tracer,
+    gate: budgets,
+    pricers: parts.answerPricers,
+  });
   const maintenance = new MaintenanceMode(queues, config.intakeCacheTtlMs);
   await maintenance.refresh();
   return {

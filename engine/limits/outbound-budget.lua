@@ -63,8 +63,8 @@ rcall('ZREMRANGEBYSCORE', turnsKey, '-inf', now)
 rcall('ZREMRANGEBYSCORE', calledKey, '-inf', now)
 
 local FIELDS = {'limit', 'ssthresh', 'ceiling', 'patience', 'calm', 'cut', 'pending', 'settled', 'until', 'points',
-  'pointsAt', 'rate', 'capacity', 'configured'}
-local BUCKET = {'points', 'pointsAt', 'rate', 'capacity', 'configured'}
+  'pointsAt', 'rate', 'capacity', 'configured', 'pricedSent'}
+local BUCKET = {'points', 'pointsAt', 'rate', 'capacity', 'configured', 'pricedSent'}
 local saved = rcall('HMGET', stateKey, unpack(FIELDS))
 local s = {}
 for i, field in ipairs(FIELDS) do s[field] = tonumber(saved[i]) end
@@ -129,8 +129,16 @@ local function inFlightCost()
   return total
 end
 
-local function priced(available, maximum, restoreRate)
-  s.points, s.pointsAt = math.max(0, available - inFlightCost()), now
+-- An answer to a request admitted before the one whose answer set the bucket may tell of the bucket before that
+-- one's (it came back later, or through another process): the later figure stands; of answers to requests admitted
+-- at once, the lowest. Below zero when more is in flight than the bucket held: that debt is kept, or as many would go
+-- beyond it.
+local function priced(sentAt, available, maximum, restoreRate)
+  local pricedSent = s.pricedSent or 0
+  if sentAt < pricedSent then return end
+  local points = available - inFlightCost()
+  if sentAt == pricedSent and s.rate then points = math.min(points, s.points) end
+  s.points, s.pointsAt, s.pricedSent = points, now, sentAt
   s.capacity, s.rate, s.configured = maximum, restoreRate, 0
 end
 
@@ -240,7 +248,7 @@ for i = 11, 10 + releases * 10, 10 do
   if release(member, sentAt, ARGV[i + 3], tonumber(ARGV[i + 4])) then
     changed = true
     local available = tonumber(ARGV[i + 5])
-    if available >= 0 then priced(available, tonumber(ARGV[i + 6]), tonumber(ARGV[i + 7])) end
+    if available >= 0 then priced(sentAt, available, tonumber(ARGV[i + 6]), tonumber(ARGV[i + 7])) end
     local cost, kind = tonumber(ARGV[i + 8]), ARGV[i + 9]
     if cost >= 0 and kind ~= '' then
       rcall('HSET', costsKey, kind, cost)

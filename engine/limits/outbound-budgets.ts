@@ -26,6 +26,8 @@ export interface BudgetOptions {
   wake: (runIds: string[]) => void;
 }
 
+/** The kind of request of those that say nothing of their cost. */
+const ANY_REQUEST = 'request';
 /** A run in the line asks again this often without being woken (a lost wake-up costs this long). */
 const LINE_RECHECK_MS = 5000;
 /** At most this many runs of a budget's line wait for their turn in place (holding their worker slots)... */
@@ -140,9 +142,13 @@ export class OutboundBudgets implements OutboundGate {
   ): Promise<BudgetGrant> {
     const key = `${caller.tenantId}:${budget}`;
     const configured = { concurrency: choice?.concurrency, ratePerSecond: choice?.ratePerSecond };
-    const costKind = choice?.costKind ?? '';
-    // Under a configured rate a request costs a point, unless it says what it costs.
-    const expected = choice?.cost ?? (choice?.ratePerSecond ? 1 : 0);
+    // A request that says nothing of its cost is of one kind with the others: an account that prices its answers
+    // per request (Shopify REST's call limit) teaches what one costs.
+    const costKind = choice?.costKind ?? (choice?.cost === undefined ? ANY_REQUEST : '');
+    // A request costs a point (under a configured rate, or a call limit the answers report), unless it says what it
+    // costs or its kind was priced before. Counted so from the start, the requests in flight before the first
+    // priced answer are subtracted from the bucket it reports, as any in flight are.
+    const expected = choice?.cost ?? 1;
     const id = newId();
     const asked = Date.now();
     const deadline = asked + IN_PLACE_MS;

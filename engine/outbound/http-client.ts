@@ -24,8 +24,8 @@ export interface OutboundRequest {
   budget?: BudgetChoice;
   /** Whether an answer says the outside account is overloaded (beyond 429 and 503, e.g. an ERP's own code). */
   overloaded?: (response: InboundResponse) => boolean;
-  /** Where the account prices requests: its bucket as the answer reports it. */
-  priced?: (response: InboundResponse) => BudgetPrice | undefined;
+  /** Where the account prices requests: its bucket as the answer reports it (else the client's `pricers` say). */
+  priced?: AnswerPricer;
   /**
    * The headers of the same request sent again (signed afresh: a nonce is not to be used twice). Given, a request
    * its budget's account refused for its load goes again with its next turn instead of failing its attempt.
@@ -46,6 +46,9 @@ export interface InboundResponse {
 const MOST_SENT_AGAIN = 2;
 /** ... when the account is open again within this long (a Retry-After further off is its node's to wait out). */
 const SEND_AGAIN_WITHIN_MS = 1000;
+/** What an answer says the account has left (its bucket), where the account says so; undefined where it does not. */
+export type AnswerPricer = (response: InboundResponse) => BudgetPrice | undefined;
+
 /** Answers that say the outside account is overloaded: its budget narrows. */
 const OVERLOAD_STATUSES = new Set([429, 503]);
 /** A request's hold on its budget outlives its timeout by this much (then a dead worker's hold ends). */
@@ -86,7 +89,13 @@ export class HttpClient {
    * or read what is left on, a connection another opened.
    */
   constructor(
-    private readonly options: { refusedAddress?: AddressRefusal; tracer?: Tracer; gate?: OutboundGate } = {},
+    private readonly options: {
+      refusedAddress?: AddressRefusal;
+      tracer?: Tracer;
+      gate?: OutboundGate;
+      /** For requests that do not price their answers: how vendors' answers say what the account has left. */
+      pricers?: AnswerPricer[];
+    } = {},
     private readonly partition = '',
     agents?: Record<string, http.Agent>,
     /** The span (a node's attempt) whose child each request is, carrying the request's `traceparent`. */
@@ -157,7 +166,7 @@ export class HttpClient {
       } finally {
         if (!response) gate.leave(grant, 'neutral');
       }
-      const priced = request.priced?.(response);
+      const priced = request.priced ? request.priced(response) : this.priceOf(response);
       const refused = response.status === 429 || request.overloaded?.(response) === true;
       if (!refused && !OVERLOAD_STATUSES.has(response.status)) {
         gate.leave(grant, 'ok', undefined, priced);
@@ -172,6 +181,14 @@ export class HttpClient {
         return response;
       current = { ...request, headers: request.headersAgain() };
     }
+  }
+
+  private priceOf(response: InboundResponse): BudgetPrice | undefined {
+    for (const pricer of this.options.pricers ?? []) {
+      const price = pricer(response);
+      if (price) return price;
+    }
+    return undefined;
   }
 
   private async sendFollowing(request: OutboundRequest): Promise<InboundResponse> {

@@ -11,6 +11,7 @@ export type {
 export { BodyTooLargeError, decodeBody, isDecodable, readBody } from './http-body.ts';
 export {
   type AddressRefusal,
+  type AnswerPricer,
   bodyValue,
   HttpClient,
   type InboundResponse,

@@ -1,3 +1,4 @@
+import type { AnswerPricer } from '../outbound/index.ts';
 import type { WebhookSignature } from '../triggers/index.ts';
 import type { DestinationType, WebhookSubscriber } from './destinations.ts';
 import type { FamilyRoute } from './family-routes.ts';
@@ -18,6 +19,11 @@ export interface OperationFamily {
   destination?: { type: DestinationType; subscriber?: WebhookSubscriber };
   /** HTTP routes of its own, beside the API (a vendor's contract, and the tenant routes that go with it). */
   routes?: FamilyRoute[];
+  /**
+   * How its vendor's answers say what the account has left (a header of its own), for the outbound budgets of
+   * requests that do not read it themselves (an `http.request` node's).
+   */
+  answerPricer?: AnswerPricer;
 }
 
 export const defineFamily = (family: OperationFamily): OperationFamily => family;
@@ -31,6 +37,7 @@ export interface FamilyParts {
   /** By destination type. */
   webhookSubscribers: Record<string, WebhookSubscriber>;
   routes: FamilyRoute[];
+  answerPricers: AnswerPricer[];
 }
 
 /** The families' contributions gathered; two families declaring one destination type or signature is an error. */
@@ -41,9 +48,11 @@ export function familyParts(families: OperationFamily[]): FamilyParts {
     destinationTypes: {},
     webhookSubscribers: {},
     routes: [],
+    answerPricers: [],
   };
   for (const family of families) {
     parts.operations.push(...family.operations);
+    if (family.answerPricer) parts.answerPricers.push(family.answerPricer);
     for (const route of family.routes ?? []) {
       if (parts.routes.some((known) => known.method === route.method && known.path === route.path))
         throw new Error(`two families declare the route ${route.method} ${route.path} (the second: ${family.name})`);

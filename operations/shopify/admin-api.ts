@@ -143,7 +143,8 @@ export class ShopifyAdminApi {
     const body = JSON.stringify({ query: document, variables });
     return this.postJson(new URL(this.endpoint), 'application/json', body, {
       headers: { 'x-shopify-access-token': token },
-      budget: { costKind: kindOf(document) },
+      // The shop's GraphQL points are a bucket of their own, apart from its REST calls' (an http.request node's).
+      budget: { name: `shopify:${new URL(this.endpoint).host}:graphql`, costKind: kindOf(document) },
       priced: priceOf,
     });
   }

@@ -4,11 +4,12 @@ import { shopifyDestinationType } from './destination-type.ts';
 import { ordersImportList } from './orders-import-list.ts';
 import { refundExport } from './refund-export.ts';
 import { refundSyncToErp } from './refund-sync-to-erp.ts';
+import { restCallLimit } from './rest-call-limit.ts';
 import { shopifyWebhookSignature, shopifyWebhooks } from './webhooks.ts';
 
 /**
  * Shopify: orders imported, refunds sent to an ERP, its webhooks verified and subscribed, its destinations, and the
- * deprecated HTTP adapter's routes.
+ * deprecated HTTP adapter's routes; its REST answers' call limit prices requests to a shop.
  */
 export const shopifyFamily = defineFamily({
   name: 'shopify',
@@ -16,4 +17,5 @@ export const shopifyFamily = defineFamily({
   webhookSignature: shopifyWebhookSignature,
   destination: { type: shopifyDestinationType, subscriber: shopifyWebhooks },
   routes: [adapterRoute, adapterKeyRoute],
+  answerPricer: restCallLimit,
 });

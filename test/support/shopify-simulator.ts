@@ -28,7 +28,8 @@ export const shopifyTime = (at = Date.now()) =>
 /**
  * A simulated Shopify shop: the Admin GraphQL API, answered from Shopify's real schema (every
  * query is validated against it, as Shopify does), with cost-based throttling, access tokens and
- * the client credentials grant, and webhooks signed the way Shopify signs them.
+ * the client credentials grant, and webhooks signed the way Shopify signs them. Of the REST Admin
+ * API, `GET shop.json`, under its own leaky bucket of calls (`X-Shopify-Shop-Api-Call-Limit`).
  */
 export interface ShopifySimulatorOptions {
   /** A static Admin API access token the shop accepts. */
@@ -43,6 +44,14 @@ export interface ShopifySimulatorOptions {
   maximumAvailable?: number;
   /** Status of a THROTTLED answer: Shopify uses 200, and 429 on some paths. */
   throttledStatus?: 200 | 429;
+  /** The REST bucket's size in calls (Standard plan: 40); it leaks a call a second per 20 of its size. */
+  restBucketSize?: number;
+}
+
+/** A REST call and how the shop answered it. */
+export interface RestCallRecord {
+  status: number;
+  answeredAt: number;
 }
 
 const MAX_QUERY_COST = 1000;
@@ -67,6 +76,7 @@ type Obj = Record<string, any>;
 export class ShopifySimulator {
   readonly shop = new Shop();
   readonly queries: QueryRecord[] = [];
+  readonly restCalls: RestCallRecord[] = [];
   /** Tokens issued by the client credentials grant, and requests refused for a bad token. */
   readonly counts = { grants: 0, unauthorized: 0 };
   url = '';
@@ -80,6 +90,8 @@ export class ShopifySimulator {
   private readonly hanging = new Set<http.ServerResponse>();
   private readonly hangOn = new Set<string>();
   private bucket: { available: number; at: number };
+  /** Calls in the REST bucket, as of `at`. */
+  private restBucket = { calls: 0, at: Date.now() };
   private readonly options: Required<ShopifySimulatorOptions>;
 
   constructor(options: ShopifySimulatorOptions = {}) {
@@ -91,6 +103,7 @@ export class ShopifySimulator {
       restoreRate: options.restoreRate ?? 100,
       maximumAvailable: options.maximumAvailable ?? 2000,
       throttledStatus: options.throttledStatus ?? 200,
+      restBucketSize: options.restBucketSize ?? 40,
     };
     this.bucket = { available: this.options.maximumAvailable, at: Date.now() };
     if (this.options.accessToken) this.tokens.set(this.options.accessToken, Infinity);
@@ -172,6 +185,8 @@ export class ShopifySimulator {
       res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(payload));
     const url = new URL(req.url ?? '/', 'http://shop');
     if (req.method === 'POST' && url.pathname === '/admin/oauth/access_token') return send(...this.grant(req, body));
+    const rest = /^\/admin\/api\/([^/]+)\/shop\.json$/.exec(url.pathname);
+    if (req.method === 'GET' && rest) return this.restShop(req, res);
     const match = /^\/admin\/api\/([^/]+)\/graphql\.json$/.exec(url.pathname);
     if (req.method !== 'POST' || !match) return send(404, { errors: 'Not Found' });
     const version = match[1] as AdminApiVersion;
@@ -189,6 +204,41 @@ export class ShopifySimulator {
     }
     const [status, payload] = await this.graphql(version, request, res);
     if (status !== 0) send(status, payload);
+  }
+
+  /** REST `GET shop.json`: a call into the leaky bucket, or 429 when it is full, as Shopify answers. */
+  private restShop(req: http.IncomingMessage, res: http.ServerResponse) {
+    const token = req.headers['x-shopify-access-token'];
+    if (typeof token !== 'string' || !((this.tokens.get(token) ?? 0) > Date.now())) {
+      res.writeHead(401, { 'content-type': 'application/json' });
+      return res.end(
+        JSON.stringify({ errors: '[API] Invalid API key or access token (unrecognized login or wrong password)' }),
+      );
+    }
+    const size = this.options.restBucketSize;
+    const now = Date.now();
+    const calls = Math.max(0, this.restBucket.calls - ((now - this.restBucket.at) / 1000) * (size / 20));
+    if (calls + 1 > size) {
+      this.restBucket = { calls, at: now };
+      this.restCalls.push({ status: 429, answeredAt: now });
+      res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '2.0' });
+      return res.end(
+        JSON.stringify({
+          errors: 'Exceeded 2 calls per second for api client. Reduce request rates to resume uninterrupted service.',
+        }),
+      );
+    }
+    this.restBucket = { calls: calls + 1, at: now };
+    this.restCalls.push({ status: 200, answeredAt: now });
+    res.writeHead(200, {
+      'content-type': 'application/json',
+      'x-shopify-shop-api-call-limit': `${Math.ceil(calls + 1)}/${size}`,
+    });
+    res.end(
+      JSON.stringify({
+        shop: { name: 'Tributary Test', domain: this.shop.domain, myshopify_domain: this.shop.domain },
+      }),
+    );
   }
 
   private grant(req: http.IncomingMessage, body: string): [number, unknown] {
