@@ -81,13 +81,17 @@ export class ShopifyAdminApi {
   /** The cost of every query this client sent, in order (for measurement). */
   readonly costs: QueryCost[] = [];
   private readonly endpoint: string;
+  /** The shop's GraphQL points are a bucket of their own, apart from its REST calls' (an http.request node's). */
+  private readonly budget: string;
 
   constructor(
     private readonly access: ShopAccess,
     private readonly http: HttpClient,
     private readonly signal?: AbortSignal,
   ) {
-    this.endpoint = new URL(`admin/api/${access.apiVersion}/graphql.json`, access.shopUrl).toString();
+    const endpoint = new URL(`admin/api/${access.apiVersion}/graphql.json`, access.shopUrl);
+    this.endpoint = endpoint.toString();
+    this.budget = `shopify:${endpoint.host}:graphql`;
   }
 
   async query<T>(document: string, variables: Record<string, unknown> = {}): Promise<T> {
@@ -143,8 +147,7 @@ export class ShopifyAdminApi {
     const body = JSON.stringify({ query: document, variables });
     return this.postJson(new URL(this.endpoint), 'application/json', body, {
       headers: { 'x-shopify-access-token': token },
-      // The shop's GraphQL points are a bucket of their own, apart from its REST calls' (an http.request node's).
-      budget: { name: `shopify:${new URL(this.endpoint).host}:graphql`, costKind: kindOf(document) },
+      budget: { name: this.budget, costKind: kindOf(document) },
       priced: priceOf,
     });
   }
