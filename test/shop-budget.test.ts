@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ApiClient, sendWebhook, spawnWorker, startTestPlatform, type TestPlatform } from './support/harness.ts';
 import { refundFlow, refundWorld, SHOP_TOKEN } from './support/refund-fixture.ts';
 import { type QueryRecord, ShopifySimulator } from './support/shopify-simulator.ts';
+import { restCallLimit } from '../operations/shopify/rest-call-limit.ts';
 
 // A shop's cost points are one budget for every flow and worker process that queries it: the refund sync's webhooks
 // and the import's poll, run by two workers, queue for points instead of throttling each other.
@@ -173,5 +174,17 @@ describe("a shop's REST call limit, in one process", () => {
     // Fifty calls where the bucket holds forty: the last ten waited for it to leak, none was refused.
     const calls = shopify.restCalls;
     expect(calls.map((call) => call.status)).toEqual(Array.from({ length: 50 }, () => 200));
+  });
+
+  it('reads only a call limit a shop could send: any server may send the header', () => {
+    const answer = (limit: string) => ({
+      status: 200,
+      ok: true,
+      headers: { 'x-shopify-shop-api-call-limit': limit },
+      body: Buffer.alloc(0),
+    });
+    expect(restCallLimit(answer('32/40'))).toEqual({ available: 8, maximum: 40, restoreRate: 2, cost: 1 });
+    for (const limit of [`${'9'.repeat(400)}/40`, `1/${'9'.repeat(400)}`, '0/0', '-1/40', '1/40\u0000', 'x/40'])
+      expect(restCallLimit(answer(limit))).toBeUndefined();
   });
 });

@@ -10,6 +10,7 @@ export const restCallLimit: AnswerPricer = (response) => {
   if (!match) return undefined;
   const used = Number(match[1]);
   const size = Number(match[2]);
-  if (size === 0) return undefined;
+  // Any server may send the header: a figure no shop would say prices nothing.
+  if (!Number.isSafeInteger(used) || !Number.isSafeInteger(size) || size === 0) return undefined;
   return { available: Math.max(0, size - used), maximum: size, restoreRate: size / 20, cost: 1 };
 };
