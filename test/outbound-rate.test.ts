@@ -2,10 +2,12 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { OutboundBudgets } from '../engine/limits/index.ts';
+import type { OperationError } from '../engine/model/index.ts';
+import type { BudgetLimits } from '../engine/outbound/index.ts';
 import { REDIS_URL } from './support/harness.ts';
 
-// A rate a destination configures (erp.limits.ratePerSecond), against a real Redis: the budget's requests go at
-// most that many a second, a second's worth at once.
+// Limits a destination configures (erp.limits), against a real Redis: the budget's requests go at most `ratePerSecond`
+// a second, a second's worth at once, and `concurrency` at once, whichever request draws on it.
 const redis = new Redis(REDIS_URL);
 const prefix = `test-rate-${randomBytes(4).toString('hex')}`;
 const RATE = 5;
@@ -23,15 +25,18 @@ const budgets = new OutboundBudgets(async () => redis, {
   wake: () => {},
 });
 
-/** Requests of eight runs at once, each given back as soon as it is admitted: when each was admitted. */
-async function eightAtOnce(ratePerSecond?: number) {
+/**
+ * Requests of eight runs at once to the budget `erp:123`, each given back as soon as it is admitted: when each was
+ * admitted. `limits` as the requests' configuration gives them (none: an http.request node naming the budget).
+ */
+async function eightAtOnce(limits?: BudgetLimits) {
   const asked = Date.now();
   const admitted = await Promise.all(
     Array.from({ length: 8 }, async (_, n) => {
       const grant = await budgets.enter(
         { tenantId: 't', runId: `run-${n}` },
         'erp:123',
-        { ratePerSecond },
+        { limits },
         { leaseMs: 10_000, mayWaitAway: false },
       );
       budgets.leave(grant, 'ok');
@@ -41,14 +46,47 @@ async function eightAtOnce(ratePerSecond?: number) {
   return admitted.sort((a, b) => a.after - b.after);
 }
 
+/** Whether the request of each of `runs` is admitted now, asked at once; the others would wait for their turn. */
+async function admittedAtOnce(budget: string, runs: number, limits?: BudgetLimits) {
+  const answers = await Promise.allSettled(
+    Array.from({ length: runs }, (_, n) =>
+      budgets.enter(
+        { tenantId: 't', runId: `${budget}-${n}` },
+        budget,
+        { limits },
+        { leaseMs: 10_000, mayWaitAway: true },
+      ),
+    ),
+  );
+  for (const answer of answers)
+    if (answer.status === 'rejected') expect((answer.reason as OperationError).kind).toBe('later');
+  return answers.filter((answer) => answer.status === 'fulfilled').length;
+}
+
 describe('a configured rate', () => {
   it('admits a second of requests at once, then one each 1/rate s; removed, it no longer holds any back', async () => {
-    const limited = await eightAtOnce(RATE);
+    const limited = await eightAtOnce({ ratePerSecond: RATE });
     expect(limited.slice(0, RATE).map(({ waitedMs }) => waitedMs)).toEqual([0, 0, 0, 0, 0]);
     // The k-th beyond the bucket waited until k points were restored.
     for (const [k, { after }] of limited.slice(RATE).entries())
       expect(after).toBeGreaterThanOrEqual(((k + 1) * 1000) / RATE - 5);
-    // The bucket is empty now; without the rate, nothing waits for it.
+    // The bucket is empty now. A request that names the budget without configuring it (an http.request node) is held
+    // to the rate the budget keeps: the first waits for a point.
+    const [unconfigured] = await eightAtOnce();
+    expect(unconfigured.waitedMs).toBeGreaterThan(0);
+    // Configured without a rate (the destination's limits removed), nothing waits for it.
+    expect((await eightAtOnce({})).map(({ waitedMs }) => waitedMs)).toEqual(new Array(8).fill(0));
     expect((await eightAtOnce()).map(({ waitedMs }) => waitedMs)).toEqual(new Array(8).fill(0));
+  });
+});
+
+describe('a configured concurrency', () => {
+  it('holds every request drawing on the budget, configured or not', async () => {
+    expect(await admittedAtOnce('erp:limited', 1, { concurrency: 2 })).toBe(1);
+    // An http.request node naming the account's budget: the destination's limit holds it too.
+    expect(await admittedAtOnce('erp:limited', 6)).toBe(1);
+    // The window the budget keeps is within the limit: a start of 64 never went past it.
+    expect((await budgets.statuses()).find(({ budget }) => budget === 'erp:limited')?.limit).toBe(2);
+    expect(await admittedAtOnce('erp:open', 6, {})).toBe(6);
   });
 });

@@ -14,6 +14,10 @@
   probing above it costs ever fewer refusals; a cut at a higher window resets it. The window never exceeds the
   configured maximum.
 
+  A budget keeps the account's limits as configured (a destination's): the most in flight and a rate. A request that
+  comes with its configuration sets them (none: no limit); one without (an http.request node naming the budget)
+  obeys those kept, so every request drawing on the budget is held to them.
+
   Where the account prices requests (Shopify's cost points), the budget also keeps the account's bucket as its
   last answer said (points available, maximum, restore rate): a request is admitted only when its expected cost is
   there, and each answer resets the bucket to the account's figure, less the cost of the requests still in flight
@@ -32,11 +36,11 @@
   KEYS[4] turns (zset: run -> expiry)   KEYS[5] seen (zset: run -> last ask)   KEYS[6] called (zset: run -> lapse)
   KEYS[7] costs (hash: kind of request -> what it cost last time)
 
-  ARGV[1] 'exchange' or 'status'   ARGV[2] now (ms)   ARGV[3] initial window   ARGV[4] maximum
+  ARGV[1] 'exchange' or 'status'   ARGV[2] now (ms)   ARGV[3] initial window   ARGV[4] the deployment's maximum
   ARGV[5] how long the keys outlive their last write (ms)   ARGV[6] most runs waiting in place
   ARGV[7] how long a turn is kept (ms)   ARGV[8] a run not asking this long is dropped from the line (ms)
-  ARGV[9] the rate configured, requests a second (0: none)
-  exchange: ARGV[10] R, then R requests that ended: grant, cost, when it was sent (ms), 'ok' | 'overloaded' |
+  ARGV[9] the rate configured, requests a second   ARGV[10] the concurrency configured (each: 0 none, -1 as kept)
+  exchange: ARGV[11] R, then R requests that ended: grant, cost, when it was sent (ms), 'ok' | 'overloaded' |
     'neutral', Retry-After (ms, 0 none), the account's points available, maximum and restore rate per second, and
     the request's cost as the account priced it (-1 each when it did not say), its kind ('' none); then A requests
     about to be sent: run, grant, lease (ms), expected cost, kind ('' none: the expected cost holds), 1 when it is
@@ -63,11 +67,22 @@ rcall('ZREMRANGEBYSCORE', turnsKey, '-inf', now)
 rcall('ZREMRANGEBYSCORE', calledKey, '-inf', now)
 
 local FIELDS = {'limit', 'ssthresh', 'ceiling', 'patience', 'calm', 'cut', 'pending', 'settled', 'until', 'points',
-  'pointsAt', 'rate', 'capacity', 'configured', 'pricedSent'}
+  'pointsAt', 'rate', 'capacity', 'configured', 'pricedSent', 'most'}
 local BUCKET = {'points', 'pointsAt', 'rate', 'capacity', 'configured', 'pricedSent'}
 local saved = rcall('HMGET', stateKey, unpack(FIELDS))
 local s = {}
 for i, field in ipairs(FIELDS) do s[field] = tonumber(saved[i]) end
+local changed = false
+-- The concurrency configured, kept for the requests that come without it.
+local configuredMost = op == 'exchange' and tonumber(ARGV[10]) or -1
+if configuredMost == 0 and s.most then
+  rcall('HDEL', stateKey, 'most')
+  s.most = nil
+elseif configuredMost > 0 and s.most ~= configuredMost then
+  s.most, changed = configuredMost, true
+end
+if s.most then maximum = math.min(maximum, s.most) end
+initial = math.min(initial, maximum)
 s.limit = math.min(s.limit or initial, maximum)
 s.ssthresh, s.ceiling, s.patience = s.ssthresh or maximum, s.ceiling or 0, s.patience or 1
 s.calm, s.cut, s.pending, s.settled, s['until'] = s.calm or 0, s.cut or 0, s.pending or 0, s.settled or 0, s['until'] or 0
@@ -78,9 +93,8 @@ local NEAR_ROUNDS = 4
 local function nearRuns() return math.min(NEAR_ROUNDS * window(), mostInPlace) end
 -- The account's bucket, refilled to now (nothing known until an answer priced a request).
 if s.rate then s.points, s.pointsAt = math.min(s.capacity, s.points + (now - s.pointsAt) * s.rate / 1000), now end
-local changed = false
 -- A configured rate is a bucket of a second's requests, unless the account's answers price them; a rate no longer
--- configured goes.
+-- configured goes (a request without configuration leaves it).
 local configuredRate = op == 'exchange' and tonumber(ARGV[9]) or -1
 if configuredRate > 0 and (not s.rate or s.configured == 1) and s.rate ~= configuredRate then
   s.rate, s.capacity, s.configured, changed = configuredRate, math.max(1, configuredRate), 1, true
@@ -242,8 +256,8 @@ local function handOut()
   return woken
 end
 
-local releases = tonumber(ARGV[10])
-for i = 11, 10 + releases * 10, 10 do
+local releases = tonumber(ARGV[11])
+for i = 12, 11 + releases * 10, 10 do
   local member, sentAt = ARGV[i] .. '|' .. ARGV[i + 1] .. '|' .. ARGV[i + 2], tonumber(ARGV[i + 2])
   if release(member, sentAt, ARGV[i + 3], tonumber(ARGV[i + 4])) then
     changed = true
@@ -259,7 +273,7 @@ end
 local woken = releases > 0 and handOut() or {}
 -- After the turns: a run given one in this call takes it, and newcomers go behind the line.
 local answers = {}
-for i = 11 + releases * 10, #ARGV, 6 do
+for i = 12 + releases * 10, #ARGV, 6 do
   acquire(ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), ARGV[i + 4], ARGV[i + 5], answers)
 end
 if changed then

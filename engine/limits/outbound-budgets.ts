@@ -3,6 +3,7 @@ import { later, newId } from '../model/index.ts';
 import type {
   BudgetChoice,
   BudgetGrant,
+  BudgetLimits,
   BudgetOutcome,
   BudgetPrice,
   EnterOptions,
@@ -75,12 +76,10 @@ const SLOT = 0;
 const CLOSED = 1;
 
 /** What one process has for one budget since its last call: requests that ended, and requests to admit. */
-/** What a budget's configuration says: the most in flight and the requests a second the account allows. */
-type Configured = Pick<BudgetChoice, 'concurrency' | 'ratePerSecond'>;
-
 interface Exchange {
   key: string;
-  configured: Configured;
+  /** The account's limits as the requests' configuration gives them; none: as the budget keeps them. */
+  limits?: BudgetLimits;
   ended: Array<string | number>;
   asking: Array<{
     args: Array<string | number>;
@@ -141,7 +140,7 @@ export class OutboundBudgets implements OutboundGate {
     { leaseMs, mayWaitAway, signal, again }: EnterOptions,
   ): Promise<BudgetGrant> {
     const key = `${caller.tenantId}:${budget}`;
-    const configured = { concurrency: choice?.concurrency, ratePerSecond: choice?.ratePerSecond };
+    const limits = choice?.limits;
     // A request that says nothing of its cost is of one kind with the others: an account that prices its answers
     // per request (Shopify REST's call limit) teaches what one costs.
     const costKind = choice?.costKind ?? (choice?.cost === undefined ? ANY_REQUEST : '');
@@ -157,7 +156,7 @@ export class OutboundBudgets implements OutboundGate {
       this.turnsCame.delete(caller.runId);
       const [[admitted, waitMs, reason, ahead, inFlight, window, near, cost], at] = await new Promise<[Answer, number]>(
         (resolve, fail) =>
-          this.exchange(key, configured).asking.push({
+          this.exchange(key, limits).asking.push({
             args: [caller.runId, id, leaseMs, expected, costKind, again ? 1 : 0],
             answer: (answer, at) => resolve([answer, at]),
             fail,
@@ -165,7 +164,7 @@ export class OutboundBudgets implements OutboundGate {
       );
       if (admitted === 1) {
         const waitedMs = refused ? at - asked : 0;
-        const grant = { budget: key, id, startedAt: at, ...configured, cost, costKind, waitedMs };
+        const grant = { budget: key, id, startedAt: at, limits, cost, costKind, waitedMs };
         // Its node gave up meanwhile (a timeout, a shutdown): nothing is sent.
         if (signal?.aborted) this.leave(grant, 'neutral');
         signal?.throwIfAborted();
@@ -205,7 +204,7 @@ export class OutboundBudgets implements OutboundGate {
 
   leave(grant: BudgetGrant, outcome: BudgetOutcome, retryAfterMs?: number, price?: BudgetPrice): void {
     const retryAfter = Math.max(0, Math.round(retryAfterMs ?? 0));
-    this.exchange(grant.budget, grant).ended.push(
+    this.exchange(grant.budget, grant.limits).ended.push(
       grant.id,
       grant.cost,
       grant.startedAt,
@@ -236,7 +235,7 @@ export class OutboundBudgets implements OutboundGate {
         const [limit, inFlight, waiting] = (await SCRIPT.run(
           redis,
           this.keys(key),
-          this.head('status', Date.now(), {}),
+          this.head('status', Date.now(), undefined),
         )) as number[];
         const split = key.indexOf(':');
         return { tenantId: key.slice(0, split), budget: key.slice(split + 1), limit, inFlight, waiting };
@@ -245,12 +244,12 @@ export class OutboundBudgets implements OutboundGate {
   }
 
   /** This turn's exchange with the budget, made at its end. */
-  private exchange(key: string, { concurrency, ratePerSecond }: Configured): Exchange {
-    const batch = `${concurrency ?? ''}:${ratePerSecond ?? ''}:${key}`;
+  private exchange(key: string, limits: BudgetLimits | undefined): Exchange {
+    const batch = `${limits ? `${limits.concurrency ?? 0}:${limits.ratePerSecond ?? 0}` : '?'}:${key}`;
     let exchange = this.exchanges.get(batch);
     if (!exchange) {
       if (this.exchanges.size === 0) setImmediate(() => this.flush());
-      exchange = { key, configured: { concurrency, ratePerSecond }, ended: [], asking: [] };
+      exchange = { key, limits, ended: [], asking: [] };
       this.exchanges.set(batch, exchange);
     }
     return exchange;
@@ -262,12 +261,12 @@ export class OutboundBudgets implements OutboundGate {
     for (const exchange of exchanges.values()) void this.send(exchange);
   }
 
-  private async send({ key, configured, ended, asking }: Exchange) {
+  private async send({ key, limits, ended, asking }: Exchange) {
     try {
       const redis = await this.redis();
       const now = Date.now();
       const [woken, answers] = (await SCRIPT.run(redis, this.keys(key), [
-        ...this.head('exchange', now, configured),
+        ...this.head('exchange', now, limits),
         ended.length / 10,
         ...ended,
         ...asking.flatMap((ask) => ask.args),
@@ -336,19 +335,20 @@ export class OutboundBudgets implements OutboundGate {
     nearest?.done();
   }
 
-  private head(operation: 'exchange' | 'status', now: number, configured: Configured) {
+  /** The script's first arguments; limits not given are -1 (as the budget keeps them), none given 0. */
+  private head(operation: 'exchange' | 'status', now: number, limits: BudgetLimits | undefined) {
     const { initialConcurrency, maxConcurrency } = this.options;
-    const maximum = configured.concurrency ?? maxConcurrency;
     return [
       operation,
       now,
-      Math.min(initialConcurrency, maximum),
-      maximum,
+      initialConcurrency,
+      maxConcurrency,
       KEPT_MS,
       MOST_IN_PLACE,
       TURN_MS,
       LINE_RECHECK_MS * 3,
-      configured.ratePerSecond ?? 0,
+      limits ? (limits.ratePerSecond ?? 0) : -1,
+      limits ? (limits.concurrency ?? 0) : -1,
     ];
   }
 

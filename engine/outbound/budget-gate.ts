@@ -1,17 +1,25 @@
 /**
  * The budget a request draws on: by default one per tenant and origin; a name shares one across hosts (two hosts of
- * one ERP account). `concurrency` is what the outside account allows in flight, where known: the window never
- * exceeds it.
+ * one ERP account).
  */
 export interface BudgetChoice {
   name?: string;
-  concurrency?: number;
-  /** What the outside account allows a second, where known (configured): each request then costs a point. */
-  ratePerSecond?: number;
+  /**
+   * What the outside account allows, as configured where the request comes from (a destination's `limits`; `{}`: no
+   * limit). The budget keeps them for every request that draws on it: a request without `limits` (an http.request
+   * node naming the budget) obeys those the budget was last given.
+   */
+  limits?: BudgetLimits;
   /** Where the account prices requests (Shopify's cost points): what this one is expected to cost... */
   cost?: number;
   /** ... unless a request of this kind (a query document) was priced before, by any process: then that. */
   costKind?: string;
+}
+
+/** An outside account's limits: the window never exceeds `concurrency`; under `ratePerSecond`, each request costs a point. */
+export interface BudgetLimits {
+  concurrency?: number;
+  ratePerSecond?: number;
 }
 
 /** An account's bucket as an answer reports it (Shopify's `throttleStatus`), and what the request cost. */
@@ -30,8 +38,7 @@ export interface BudgetGrant {
   readonly budget: string;
   readonly id: string;
   readonly startedAt: number;
-  readonly concurrency?: number;
-  readonly ratePerSecond?: number;
+  readonly limits?: BudgetLimits;
   readonly cost: number;
   readonly costKind?: string;
   /** How long it waited for its turn in place (0: admitted at once). */

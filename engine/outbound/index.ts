@@ -1,6 +1,7 @@
 /** Outbound HTTP: the client operations share, body limits, the address policy, the gate of outbound budgets. */
 export type {
   BudgetChoice,
+  BudgetLimits,
   BudgetGrant,
   BudgetOutcome,
   BudgetPrice,

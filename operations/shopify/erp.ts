@@ -48,11 +48,11 @@ export async function sendToErp(
     maxResponseBytes: MAX_RESPONSE_BYTES,
     signal: options.signal,
     failure: `ERP ${where(url)} did not answer`,
-    // NetSuite limits concurrent requests per account, across every integration that uses it.
+    // NetSuite limits concurrent requests per account, across every integration that uses it: the destination's
+    // limits hold for every request drawing on the account's budget (an http.request node may name it).
     budget: {
       name: `erp:${erp.accountId.toUpperCase()}`,
-      concurrency: erp.concurrency,
-      ratePerSecond: erp.ratePerSecond,
+      limits: { concurrency: erp.concurrency, ratePerSecond: erp.ratePerSecond },
     },
     overloaded: (answer) =>
       answer.body.includes(CONCURRENCY_LIMIT) &&
