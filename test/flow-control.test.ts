@@ -87,6 +87,38 @@ describe('flow control, on PostgreSQL', () => {
     expect(Math.max(...alongside)).toBeGreaterThan(1);
   });
 
+  it("holds a flow's key for the runs other flows call: a called update waits behind its order's create", async () => {
+    const key = { key: '{{ $input.body.id }}', scope: 'tenant' };
+    await acme.publish(lookingUpFlow('order-placed', key));
+    await acme.publish(orderFlow('order-amended', key));
+    await acme.publish({
+      key: 'order-events',
+      name: 'order-events',
+      trigger: { type: 'webhook' },
+      nodes: [{ id: 'call', operation: 'call', config: { flow: 'order-amended', input: '{{ $input.body }}' } }],
+      edges: [{ from: 'trigger', to: 'call' }],
+    });
+    const before = erp.requests.length;
+    const orders = ['order-a', 'order-b', 'order-c'];
+    const runs = [];
+    for (const id of orders)
+      runs.push(
+        await deliver('order-placed', { id, kind: 'create' }),
+        await deliver('order-events', { id, kind: 'update' }),
+      );
+    for (const { runId } of runs) expect((await acme.settledRun(runId)).status).toBe('succeeded');
+
+    const posts = erp.requests.slice(before).filter((request) => request.url === '/orders');
+    for (const id of orders) {
+      const [create, update] = posts.filter((request) => about(request).id === id);
+      expect([about(create).kind, about(update).kind]).toEqual(['create', 'update']);
+      expect(update.receivedAt).toBeGreaterThanOrEqual(create.answeredAt!);
+    }
+    // The called run carries its key as a delivered one does.
+    const { body } = await acme.call('GET', `/api/v1/runs?parentRunId=${runs[1].runId}`);
+    expect(body.nodes).toMatchObject([{ concurrency: { key: 'order-a', scope: 'tenant', limit: 1 } }]);
+  });
+
   it('fails a run whose message gives no key, saying so; a key reading more than the message is refused at publish', async () => {
     await acme.publish(orderFlow('order-paid', { key: '{{ $input.body.order.id }}' }));
     const { runId } = await deliver('order-paid', { id: 'order-1' });

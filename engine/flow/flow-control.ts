@@ -3,12 +3,15 @@ import {
   type ErrorRecord,
   type FieldError,
   type FlowControl,
+  JsonText,
   OperationError,
+  parseOnRead,
   type RunConcurrency,
   type RunDebounce,
   unstorableJson,
 } from '../model/index.ts';
 import type { MessageInput } from '../plugins/index.ts';
+import type { NewMessage } from '../store/index.ts';
 import { intervalMs } from '../triggers/index.ts';
 
 /** Longest key: it names Redis keys, one per key in use. */
@@ -115,6 +118,28 @@ export async function keysOf(control: CompiledFlowControl, input: MessageInput):
     keys.debounce = { key, periodMs: debounce.periodMs, maxWaitMs: debounce.maxWaitMs };
   }
   return keys;
+}
+
+/**
+ * A message's keys, evaluated as it arrives so that its run waits behind those of earlier messages (or gives way to
+ * later ones); none when the message gives none (its run's first pass fails, saying why) or they could not be
+ * evaluated now. A call is not debounced: its caller waits for the very run it started.
+ */
+export async function messageKeys(
+  control: CompiledFlowControl,
+  message: NewMessage,
+): Promise<Pick<MessageKeys, 'concurrency' | 'debounce'>> {
+  const input: MessageInput = {
+    messageId: message.id,
+    receivedAt: new Date().toISOString(),
+    body: message.body,
+    headers: message.headers,
+    query: message.query,
+  };
+  if (message.body instanceof JsonText) parseOnRead(input, 'body', message.body);
+  const keys = await keysOf(control, input).catch(() => undefined);
+  if (!keys || keys.fault) return {};
+  return { concurrency: keys.concurrency, debounce: message.parent ? undefined : keys.debounce };
 }
 
 /** The key a message gives, or the fault of its run when it gives none usable. */

@@ -8,5 +8,5 @@ export {
   validateFlow,
 } from './compile.ts';
 export type { VariableRead } from './graph-compiler.ts';
-export { type CompiledFlowControl, keysOf, MAX_KEY_LENGTH, type MessageKeys } from './flow-control.ts';
+export { type CompiledFlowControl, keysOf, MAX_KEY_LENGTH, type MessageKeys, messageKeys } from './flow-control.ts';
 export { missingValueWarnings, type NamesByKind } from './value-warnings.ts';

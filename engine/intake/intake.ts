@@ -1,7 +1,6 @@
 import { LRUCache } from 'lru-cache';
-import { newId, isLargeJson, JsonText, type JsonTextFault, parseOnRead } from '../model/index.ts';
-import { type CompiledFlowControl, keysOf, type MessageKeys } from '../flow/index.ts';
-import type { MessageInput } from '../plugins/index.ts';
+import { newId, isLargeJson, type JsonText, type JsonTextFault } from '../model/index.ts';
+import { type CompiledFlowControl, messageKeys } from '../flow/index.ts';
 import type { JsonChecker } from './json-checker.ts';
 import { acceptMessages, type RunQueue } from '../queue/index.ts';
 import type { MaintenanceMode, QuotaStatus, TenantQuotas } from '../limits/index.ts';
@@ -303,25 +302,4 @@ export class Intake {
       control,
     };
   }
-}
-
-/**
- * A message's keys, evaluated as it arrives so that its run waits behind those of earlier messages (or gives way to
- * later ones); none when the message gives none (its run's first pass fails, saying why) or they could not be
- * evaluated now.
- */
-async function messageKeys(
-  control: CompiledFlowControl,
-  message: NewMessage,
-): Promise<Pick<MessageKeys, 'concurrency' | 'debounce'>> {
-  const input: MessageInput = {
-    messageId: message.id,
-    receivedAt: new Date().toISOString(),
-    body: message.body,
-    headers: message.headers,
-    query: message.query,
-  };
-  if (message.body instanceof JsonText) parseOnRead(input, 'body', message.body);
-  const keys = await keysOf(control, input).catch(() => undefined);
-  return keys && !keys.fault ? { concurrency: keys.concurrency, debounce: keys.debounce } : {};
 }

@@ -78,7 +78,7 @@ export class Executor {
     try {
       outcome = await new RunPass(
         this.options,
-        new StoreSink(store, this.options.enqueue),
+        new StoreSink(store, this.options.flows, this.options.enqueue),
         state,
         flow,
         secrets,

@@ -1,3 +1,4 @@
+import { messageKeys } from '../flow/index.ts';
 import { permanent, newId } from '../model/index.ts';
 import { LOG_LINES_PER_RUN, type RunSink, type StartOptions, type Window } from '../nodes/index.ts';
 import type {
@@ -14,6 +15,7 @@ import type {
   Step,
 } from '../store/index.ts';
 import { traceparentOf } from '../telemetry/index.ts';
+import type { CompiledFlowCache } from './flow-cache.ts';
 
 /** A run's effects, written to the store; a batch's new tasks are queued. */
 export class StoreSink implements RunSink {
@@ -21,6 +23,7 @@ export class StoreSink implements RunSink {
 
   constructor(
     private readonly store: RunStore & BatchStore & DataSpaceStore & FlowStore & MessageStore,
+    private readonly flows: CompiledFlowCache,
     private readonly enqueue: (runs: Run[]) => Promise<void>,
   ) {}
 
@@ -69,11 +72,8 @@ export class StoreSink implements RunSink {
     return this.store.putIncrementalField(run.tenantId, run.flowId, value);
   }
 
-  async putDocument(run: Run, space: string, key: string, value: unknown) {
-    const written = await this.store.putDocuments(run.tenantId, space, [{ key, value }]);
-    if (!written)
-      throw permanent(`there is no data space ${space}: create it first (PUT /api/v1/data-spaces/${space})`);
-    return { created: written.created === 1 };
+  putDocument(run: Run, space: string, key: string, value: unknown) {
+    return putDocument(this.store, run, space, key, value);
   }
 
   fanOutItem() {
@@ -96,6 +96,11 @@ export class StoreSink implements RunSink {
       parent: called ? { runId: run.id, depth: run.callDepth + 1 } : undefined,
       traceparent: trace && traceparentOf(trace),
     };
+    // Its keys hold as a delivered message's do: a called update of an order waits behind the order's other runs.
+    Object.assign(
+      message,
+      await messageKeys((await this.flows.get(run.tenantId, flow.id, flow.activeVersion)).control, message),
+    );
     // The delivery id makes it once: a pass that starts it again gets the first run back.
     const [accepted] = await this.store.acceptMessages([{ message, runId: newId() }]);
     // Deactivated or replaced since it was found.
@@ -103,4 +108,11 @@ export class StoreSink implements RunSink {
     if (accepted.run.status === 'queued') await this.enqueue([accepted.run]);
     return accepted.run.id;
   }
+}
+
+/** A run's write of one document to a data space of its tenant. */
+export async function putDocument(store: DataSpaceStore, run: Run, space: string, key: string, value: unknown) {
+  const written = await store.putDocuments(run.tenantId, space, [{ key, value }]);
+  if (!written) throw permanent(`there is no data space ${space}: create it first (PUT /api/v1/data-spaces/${space})`);
+  return { created: written.created === 1 };
 }

@@ -22,7 +22,7 @@ import type {
 } from '../store/index.ts';
 import { RunPass } from './run-pass.ts';
 import type { RunSink } from '../nodes/index.ts';
-import { StoreSink } from './store-sink.ts';
+import { putDocument } from './store-sink.ts';
 
 /** Items of a fan-out node a test run shows (it counts them all; the next nodes run with the first). */
 const SHOWN_ITEMS = 20;
@@ -68,7 +68,7 @@ class TestSink implements RunSink {
 
   constructor(
     dryRun: boolean,
-    private readonly stores: StoreSink,
+    private readonly store: DataSpaceStore,
   ) {
     this.mode = dryRun ? 'dry-run' : 'test';
   }
@@ -104,7 +104,7 @@ class TestSink implements RunSink {
   }
 
   putDocument(run: Run, space: string, key: string, value: unknown) {
-    return this.stores.putDocument(run, space, key, value);
+    return putDocument(this.store, run, space, key, value);
   }
 
   fanOutItem() {
@@ -201,7 +201,7 @@ export class TestRunner {
               finishedAt: now,
             }));
     const state: RunState = { run, message, steps, ...context };
-    const sink = new TestSink(request.dryRun, new StoreSink(store, async () => {}));
+    const sink = new TestSink(request.dryRun, store);
     const pass = new RunPass(
       { ...this.options, maxRetryDelayMs: 0 },
       sink,
