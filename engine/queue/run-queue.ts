@@ -26,9 +26,10 @@ export interface RunJobData {
 }
 
 export const runJob = (
-  run: Pick<Run, 'tenantId' | 'id' | 'flowId' | 'flowVersion'> & Partial<Pick<Run, 'concurrency' | 'debounce'>>,
+  run: Pick<Run, 'tenantId' | 'id' | 'flowId' | 'flowVersion'> &
+    Partial<Pick<Run, 'concurrency' | 'debounce'>> & { priority?: number | null },
 ): RunJobData => {
-  const { tenantId, flowId, concurrency, debounce } = run;
+  const { tenantId, flowId, concurrency, debounce, priority } = run;
   const job: RunJobData = { tenantId, runId: run.id, flowId, flowVersion: run.flowVersion };
   // Keys are scoped (tenant ids have no colon): a tenant-wide one is shared by the tenant's flows, a flow's by its runs.
   if (concurrency) {
@@ -36,6 +37,7 @@ export const runJob = (
     job.concurrency = { key: `${tenantId}:${scope}:${concurrency.key}`, limit: concurrency.limit };
   }
   if (debounce) job.debounce = { ...debounce, key: `${tenantId}:${flowId}:${debounce.key}` };
+  if (priority) job.priority = priority;
   return job;
 };
 

@@ -99,6 +99,8 @@ export interface UnfinishedRun {
   createdAt: string;
   concurrency: RunConcurrency | null;
   debounce: RunDebounce | null;
+  /** Its own priority, 1 (first) to 5: its bulk replay's; null: its flow's. */
+  priority: number | null;
 }
 
 export type UnfinishedRunCursor = Pick<UnfinishedRun, 'createdAt' | 'id'>;

@@ -288,10 +288,12 @@ export class SqlRuns implements RunStore {
     limit: number,
   ): Promise<UnfinishedRun[]> {
     const rows = await this.db.query(
-      `select tenant_id, id, flow_id, flow_version, status, created_at, concurrency, debounce from runs
-        where status in ${UNFINISHED} and created_at < $1 and ($2::timestamptz is null
-          or (created_at, id) > ($2::timestamptz, $3::uuid))
-        order by created_at, id limit $4`,
+      `select r.tenant_id, r.id, r.flow_id, r.flow_version, r.status, r.created_at, r.concurrency, r.debounce,
+          p.priority
+        from runs r left join replays p on p.tenant_id = r.tenant_id and p.id = r.replay_id
+        where r.status in ${UNFINISHED} and r.created_at < $1 and ($2::timestamptz is null
+          or (r.created_at, r.id) > ($2::timestamptz, $3::uuid))
+        order by r.created_at, r.id limit $4`,
       [createdBefore, after?.createdAt ?? null, after?.id ?? null, limit],
     );
     return rows.map((row) => ({
@@ -303,6 +305,7 @@ export class SqlRuns implements RunStore {
       createdAt: iso(row.created_at),
       concurrency: row.concurrency ?? null,
       debounce: row.debounce ?? null,
+      priority: row.priority ?? null,
     }));
   }
 }
