@@ -113,4 +113,52 @@ describe('Redis comes back empty', () => {
     // The operator's limits were written to Redis again from the store.
     expect((await acme.call('GET', '/api/v1/dashboard')).body.quota.burst).toBe(12_345);
   });
+
+  it('keeps a bulk replay behind the runs of new messages: its priority is rebuilt from the store', async () => {
+    let closed = true;
+    const ledger = await new Receiver((request) =>
+      closed && request.url === '/post' ? { status: 400, body: { error: 'the period is closed' } } : undefined,
+    ).start();
+    try {
+      const ledgerFlow = await acme.publish(forwardWebhook('ledger', `${ledger.url}/post`));
+      await acme.publish(forwardWebhook('fresh', `${ledger.url}/fresh`));
+      const failed = [];
+      for (let n = 0; n < 8; n++) failed.push((await sendWebhook(env.url, 'acme', 'ledger', { n })).body.runId);
+      for (const runId of failed) expect((await acme.settledRun(runId)).status).toBe('failed');
+      closed = false;
+
+      // The replay (at its lowest priority) and then new messages wait in a paused queue when Redis loses everything.
+      const operator = await env.operator();
+      await operator.call('POST', '/api/v1/queues/runs/pause');
+      const replay = await acme.call('POST', '/api/v1/message-queue/replays', {
+        filter: { flowId: ledgerFlow },
+        ratePerSecond: 100,
+      });
+      expect(replay.status).toBe(202);
+      await eventually(async () => {
+        const { body } = await acme.call('GET', `/api/v1/message-queue/replays/${replay.body.id}`);
+        if (body.replayed < 8) throw new Error(`${body.replayed} replayed`);
+      });
+      const fresh = [];
+      for (let n = 0; n < 8; n++) fresh.push((await sendWebhook(env.url, 'acme', 'fresh', { n })).body.runId);
+      await killRedis();
+      await startRedis();
+      // Until the API's connection is back, it answers 503 (Redis does not answer), not 500.
+      await eventually(async () =>
+        expect((await operator.call('POST', '/api/v1/queues/runs/resume')).status).toBe(200),
+      );
+
+      for (const runId of fresh) expect((await acme.settledRun(runId)).status).toBe('succeeded');
+      await eventually(async () => expect(ledger.requests.filter((r) => r.url === '/post')).toHaveLength(16));
+      // The runs rebuilt from the store start by priority, not by age: the replay's (older) after the new messages',
+      // but for those the two workers took before the rest were queued again.
+      const lastFresh = Math.max(...ledger.requests.filter((r) => r.url === '/fresh').map((r) => r.receivedAt));
+      const replayedBefore = ledger.requests.filter(
+        (r) => r.url === '/post' && r.reply?.status === 200 && r.receivedAt < lastFresh,
+      );
+      expect(replayedBefore.length).toBeLessThanOrEqual(2);
+    } finally {
+      await ledger.close();
+    }
+  });
 });

@@ -9,6 +9,7 @@ import {
   ValidationError,
   type FieldError,
 } from '../../engine/model/index.ts';
+import { isRedisUnavailable } from '../../engine/redis/index.ts';
 import { kindOfStatus, problemTypeUri, type ProblemKind } from './problem-types.ts';
 
 /**
@@ -80,6 +81,11 @@ function toProblem(error: unknown): HttpProblem {
       ? new HttpProblem(502, 'Bad gateway', error.message)
       : new HttpProblem(503, 'Service unavailable', error.message, { headers: { 'retry-after': '5' } });
   }
+  // Redis restarting or unreachable: nothing was done, and the same request succeeds once it is back.
+  if (isRedisUnavailable(error))
+    return new HttpProblem(503, 'Service unavailable', 'Redis does not answer; retry', {
+      headers: { 'retry-after': '5' },
+    });
   // body-parser's own errors carry a status and a type.
   const parser = error as { status?: number; type?: string; limit?: number };
   if (parser.type === 'entity.too.large')

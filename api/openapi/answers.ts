@@ -32,8 +32,8 @@ export const problem = (description: string) => ({
   description,
   content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
 });
-/** A 429, with the Retry-After header it always carries. */
-export const tooManyRequests = (description: string) => ({
+/** A 429 or a 503, with the Retry-After header it always carries. */
+export const retryLater = (description: string) => ({
   ...problem(description),
   headers: { 'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } } },
 });

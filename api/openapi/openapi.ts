@@ -1,6 +1,6 @@
 import { resourceSchemas } from '../../engine/model/index.ts';
 import { operatorScope, tenantScopes } from '../auth/index.ts';
-import { json, problem, problemSchema, tooManyRequests } from './answers.ts';
+import { json, problem, problemSchema, retryLater } from './answers.ts';
 import { exampleOf } from './examples.ts';
 import { platformPaths } from './platform-paths.ts';
 import { isOperatorRoute, apiTags, type RouteSpec } from '../route-kit/index.ts';
@@ -67,6 +67,7 @@ export function openApiDocument(routes: RouteSpec[], version: string, extraPaths
       );
     if (route.body)
       Object.assign(responses, { 413: problem('The body is over BODY_LIMIT.'), 415: problem('The body is not JSON.') });
+    responses[503] ??= retryLater('Redis does not answer (a restart, an outage): retry.');
     Object.assign(
       responses,
       isOperatorRoute(route)
@@ -82,7 +83,7 @@ export function openApiDocument(routes: RouteSpec[], version: string, extraPaths
               `The token does not grant this tenant${route.scope ? `, lacks the scope ${route.scope}` : ''}, or the ` +
                 'tenant is suspended.',
             ),
-            429: tooManyRequests(
+            429: retryLater(
               "Over the tenant's API call rate (TENANT_API_CALLS_PER_SECOND, TENANT_API_CALL_BURST): retry after Retry-After seconds.",
             ),
           },

@@ -1,4 +1,4 @@
-import { json, problem, tooManyRequests } from './answers.ts';
+import { json, problem, retryLater } from './answers.ts';
 
 const readinessSchema = {
   type: 'object',
@@ -75,7 +75,7 @@ export function platformPaths() {
           },
           400: oauthError('invalid_request, unsupported_grant_type, invalid_scope or invalid_target.'),
           401: oauthError('invalid_client: unknown client or wrong secret (with WWW-Authenticate for Basic).'),
-          429: tooManyRequests('Too many failed attempts for this client or from this address.'),
+          429: retryLater('Too many failed attempts for this client or from this address.'),
         },
       },
     },
@@ -140,7 +140,7 @@ export function platformPaths() {
           401: problem("The delivery fails the trigger's verification."),
           404: problem('No active flow at this URL.'),
           413: problem('The body is over the size limit.'),
-          429: tooManyRequests(
+          429: retryLater(
             "Over the tenant's intake quota (deliveries per second, or runs waiting to start): nothing was recorded; " +
               'retry after Retry-After seconds.',
           ),

@@ -7,3 +7,4 @@ export { LuaScript } from './lua-script.ts';
 export { ioredisOf, type RedisClient } from './redis-client.ts';
 export { SingleFlight } from './single-flight.ts';
 export { ENQUEUE_TIMEOUT_MS, withinEnqueueTimeout } from './timeouts.ts';
+export { isRedisUnavailable, RedisUnavailableError } from './unavailable.ts';

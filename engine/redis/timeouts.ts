@@ -1,3 +1,5 @@
+import { RedisUnavailableError } from './unavailable.ts';
+
 /**
  * BullMQ waits for a connection indefinitely; intake must answer within a sender's window
  * (webhook senders commonly wait about 5 s), so an enqueue that does not complete in time counts as failed.
@@ -12,7 +14,7 @@ export async function withinEnqueueTimeout<T>(call: Promise<T>, what: string): P
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(
-      () => reject(new Error(`Redis did not ${what} within ${ENQUEUE_TIMEOUT_MS} ms`)),
+      () => reject(new RedisUnavailableError(`Redis did not ${what} within ${ENQUEUE_TIMEOUT_MS} ms`)),
       ENQUEUE_TIMEOUT_MS,
     );
   });
