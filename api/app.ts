@@ -40,6 +40,7 @@ import {
   destinationRoutes,
   incrementalFieldRoutes,
   editableFlowRoutes,
+  flowFileRoutes,
   flowRoutes,
   runRoutes,
   secretRoutes,
@@ -108,6 +109,7 @@ export interface MetricsExposition {
 export function apiRoutes(context: ApiContext, families: FamilyRoutePlatform): RouteSpec[] {
   return [
     ...editableFlowRoutes(context),
+    ...flowFileRoutes(context),
     ...flowRoutes(context),
     ...variableRoutes(context),
     ...secretRoutes(context),

@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { socketAdmin, storeAdmin, type AdminCommands } from './admin.ts';
+import { pullFlows, pushFlows, USES_FILE } from './flows-cli.ts';
 import { loadConfig, type Config } from './config/config.ts';
 import { DataDirLock, embeddedStoreExists } from './data-dir.ts';
 import { openStore, Platform, VERSION, type Roles } from './platform.ts';
@@ -56,6 +57,26 @@ nothing answers at REDIS_URL.`,
   --scope <scope>   repeatable: ${allTenantScopes.join(', ')}
   --operator        an operator client (scope ${operatorScope}): the dashboard and the platform routes
 It never creates a store.`,
+  },
+  flows: {
+    forms: [
+      ['flows pull --tenant <id> --dir <folder>', "write each flow's draft as <key>.flow.json"],
+      [
+        'flows push --tenant <id> --dir <folder> [--publish] [--dry-run]',
+        "make the tenant's drafts match the files, and say what changes",
+      ],
+    ],
+    help: `Flows as files, over the API of a running Tributary (--url, else TRIBUTARY_URL, else
+http://localhost:PORT), with the client credentials in TRIBUTARY_CLIENT_ID and TRIBUTARY_CLIENT_SECRET
+(a client of the tenant with flows:read, and flows:write to push).
+  pull        writes <key>.flow.json per flow (its draft, keys sorted) and ${USES_FILE} (the names of the
+              variables, secrets and destinations each flow uses; never values)
+  push        checks every *.flow.json as publish would; any problem is printed with its file and path and
+              nothing changes. Otherwise each flow's draft becomes its file (flows without a file are left
+              alone), printing added, changed (with the fields that change) or unchanged per file.
+  --publish   also make each flow run its draft (a new version where it differs)
+  --dry-run   print what push would change, changing nothing
+Exit code 0 when done, 1 when refused (what to fix is printed), 2 on a usage mistake.`,
   },
 } satisfies Record<string, CommandInfo>;
 
@@ -135,6 +156,24 @@ async function main(argv: string[]) {
       if (subcommand === 'revoke' && argument)
         return withAdmin(config, async (admin) => print(await admin.revokeClient({ clientId: argument })));
       throw new UsageError('missing or unknown arguments', command);
+    case 'flows': {
+      if (!values.tenant || !values.dir || argument) throw new UsageError('--tenant and --dir are required', command);
+      const { TRIBUTARY_CLIENT_ID: clientId, TRIBUTARY_CLIENT_SECRET: clientSecret } = process.env;
+      if (!clientId || !clientSecret)
+        throw new UsageError('set TRIBUTARY_CLIENT_ID and TRIBUTARY_CLIENT_SECRET to a client of the tenant', command);
+      const options = {
+        url: (values.url ?? process.env.TRIBUTARY_URL ?? `http://localhost:${config.port}`).replace(/\/+$/, ''),
+        tenant: values.tenant,
+        dir: values.dir,
+        clientId,
+        clientSecret,
+        publish: values.publish,
+        dryRun: values['dry-run'],
+        print: (line: string) => console.log(line),
+      };
+      process.exitCode = await (subcommand === 'pull' ? pullFlows(options) : pushFlows(options));
+      return;
+    }
   }
 }
 
@@ -152,6 +191,10 @@ function parseCommandLine(argv: string[]) {
         tenant: { type: 'string' },
         scope: { type: 'string', multiple: true },
         operator: { type: 'boolean' },
+        dir: { type: 'string' },
+        url: { type: 'string' },
+        publish: { type: 'boolean' },
+        'dry-run': { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean', short: 'v' },
       },

@@ -3,7 +3,7 @@
  */
 export { byNameRoutes } from './by-name.ts';
 export { namedValueRoutes, nameParams } from './named-values.ts';
-export { heldChoice, heldOutcomeSchema, idParams } from './params.ts';
+export { fieldErrorSchema, heldChoice, heldOutcomeSchema, idParams } from './params.ts';
 export {
   connectionSchema,
   defineRoute,

@@ -3,6 +3,13 @@
 /** A resource addressed by its id. */
 export const idParams = { type: 'object', required: ['id'], properties: { id: { type: 'string' } } } as const;
 
+/** A problem of a document, or a warning about it: the path of its field, and the node it is in. */
+export const fieldErrorSchema = {
+  type: 'object',
+  required: ['path', 'message'],
+  properties: { path: { type: 'string' }, message: { type: 'string' }, node: { type: 'string' } },
+} as const;
+
 /** What became of held messages, and how to choose it: where a tenant resumes or a topic is unblocked. */
 export const heldOutcomeSchema = {
   type: 'object',

@@ -1,14 +1,16 @@
 import { flowDocumentSchema, flowSchema, flowVersionSchema, underPath } from '../../engine/model/index.ts';
 import type { FlowReview } from '../../engine/services/index.ts';
 import type { ApiContext } from '../context.ts';
-import { idParams, connectionSchema, defineRoute, fromRequest, pageQuerySchema } from '../route-kit/index.ts';
+import {
+  connectionSchema,
+  defineRoute,
+  fieldErrorSchema,
+  fromRequest,
+  idParams,
+  pageQuerySchema,
+} from '../route-kit/index.ts';
 
 const base = '/api/v1/editable-flows';
-const fieldErrorSchema = {
-  type: 'object',
-  required: ['path', 'message'],
-  properties: { path: { type: 'string' }, message: { type: 'string' }, node: { type: 'string' } },
-} as const;
 
 const publishedSchema = {
   ...flowVersionSchema,

@@ -4,6 +4,14 @@
  * as `engineServices` builds them.
  */
 export { ALERT_TEST_TIMEOUT_MS } from './alert-service.ts';
+export {
+  FLOW_FILE_SUFFIX,
+  type FlowFile,
+  type FlowFileChange,
+  FlowFileService,
+  MAX_PUSHED_FILES,
+  type PushResult,
+} from './flow-file-service.ts';
 export { FlowService, type FlowReview } from './flow-service.ts';
 export { DEFAULT_POLL_OVERLAP_MS } from './incremental-field-service.ts';
 export type { NamedRecords } from './named-records.ts';

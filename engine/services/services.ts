@@ -10,6 +10,7 @@ import { AlertService } from './alert-service.ts';
 import { BlockedTopicService } from './blocked-topic-service.ts';
 import { DataSpaceService } from './data-space-service.ts';
 import { type DestinationKinds, DestinationService } from './destination-service.ts';
+import { FlowFileService } from './flow-file-service.ts';
 import { FlowService } from './flow-service.ts';
 import { IncrementalFieldService } from './incremental-field-service.ts';
 import { ReplayService } from './replay-service.ts';
@@ -23,6 +24,8 @@ import { ValueService } from './value-service.ts';
 /** Every use case, by concept. */
 export interface EngineServices {
   flows: FlowService;
+  /** Flows as files: drafts pulled, and pushed back from a folder. */
+  flowFiles: FlowFileService;
   tenants: TenantService;
   alerts: AlertService;
   replays: ReplayService;
@@ -65,6 +68,7 @@ export function engineServices(parts: ServiceParts): EngineServices {
   });
   return {
     flows,
+    flowFiles: new FlowFileService(store, flows, parts.compile),
     tenants: new TenantService(store, runs, schedules, parts.tenantLimits, intake),
     alerts: new AlertService(store, keyring, http),
     replays: new ReplayService(store),

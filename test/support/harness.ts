@@ -8,6 +8,7 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import { pino, type Logger } from 'pino';
 import { storeAdmin } from '../../bin/admin.ts';
+import { clientToken } from '../../bin/api-token.ts';
 import { loadConfig, type Config } from '../../bin/config/config.ts';
 import { Platform, type Roles } from '../../bin/platform.ts';
 import type { TracingEnv } from '../../bin/tracing.ts';
@@ -171,20 +172,8 @@ export async function dropIsolation(config: Config) {
   redis.disconnect();
 }
 
-export async function getToken(url: string, clientId: string, clientSecret: string): Promise<string> {
-  const response = await fetch(`${url}/oauth/token`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({
-      grant_type: 'client_credentials',
-      client_id: clientId,
-      client_secret: clientSecret,
-      audience: 'tributary-api',
-    }),
-  });
-  if (!response.ok) throw new Error(`token request failed: ${response.status} ${await response.text()}`);
-  return ((await response.json()) as { access_token: string }).access_token;
-}
+/** A bearer token for a client of the platform at `url`. */
+export const getToken = clientToken;
 
 export interface ApiResponse<T = any> {
   status: number;

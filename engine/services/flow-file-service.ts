@@ -1,0 +1,216 @@
+import {
+  type FieldError,
+  type Flow,
+  type FlowDocument,
+  NotFoundError,
+  underPath,
+  ValidationError,
+} from '../model/index.ts';
+import { type CompileOptions, pinOperationVersions, reviewFlow } from '../flow/index.ts';
+import type { Store } from '../store/index.ts';
+import type { FlowService } from './flow-service.ts';
+
+/** The suffix of a flow's file: `<key>.flow.json`. */
+export const FLOW_FILE_SUFFIX = '.flow.json';
+/** Flows read a page at a time. */
+const FLOW_PAGE = 200;
+/** The most files one push takes (a tenant's flows are limited further by TENANT_MAX_FLOWS). */
+export const MAX_PUSHED_FILES = 500;
+
+/** The names, never the values, of what a flow needs from the environment it runs in. */
+export interface FlowUses {
+  variables: string[];
+  secrets: string[];
+  destinations: string[];
+}
+
+/** A flow as a file: its draft with keys sorted (nothing in it differs between deployments), and what it uses. */
+export interface FlowFile {
+  name: string;
+  document: FlowDocument;
+  uses: FlowUses;
+}
+
+/** What a push does, or would do, to one flow. */
+export interface FlowFileChange {
+  key: string;
+  file: string;
+  change: 'added' | 'changed' | 'unchanged';
+  /** The fields that change, one line each: `$.nodes[1].config.url: "a" -> "b"`, `+ $.nodes[2]: {...}`. */
+  diff: string[];
+  /** The version a push with `publish` made active (none: the flow's version was its draft already). */
+  published?: number;
+}
+
+export interface PushResult {
+  dryRun: boolean;
+  changes: FlowFileChange[];
+  /** What publishing would warn of (values read that are not set now), with each file's paths. */
+  warnings: FieldError[];
+}
+
+/**
+ * Flows as files, for the CLI and CI jobs: a tenant's drafts written out in a stable form, and drafts made to match a
+ * set of files (every file checked as publish checks it first: one invalid file changes nothing), published on request.
+ */
+export class FlowFileService {
+  constructor(
+    private readonly store: Store,
+    private readonly flows: FlowService,
+    private readonly compile: CompileOptions,
+  ) {}
+
+  /** Every flow of the tenant as a file, by key. */
+  async pull(tenantId: string): Promise<FlowFile[]> {
+    const files: FlowFile[] = [];
+    for (let after: string | undefined, more = true; more; ) {
+      const page = await this.store.listFlows(tenantId, {}, { first: FLOW_PAGE, after });
+      files.push(...page.nodes.map((flow) => this.fileOf(flow.draft)));
+      more = page.pageInfo.hasNextPage;
+      after = page.pageInfo.endCursor ?? undefined;
+    }
+    return files.sort((a, b) => (a.name < b.name ? -1 : 1));
+  }
+
+  /** One flow, by key, as a file. */
+  async get(tenantId: string, key: string): Promise<FlowFile> {
+    const flow = await this.store.findFlowByKey(tenantId, key);
+    if (!flow) throw new NotFoundError(`no flow ${key}`);
+    return this.fileOf(flow.draft);
+  }
+
+  /**
+   * Makes the drafts of the files' flows match them (a flow not among them is left alone), and with `publish` makes
+   * each the active version. Every file is checked first, as publish checks a draft; errors name the file by its
+   * index (`$.files[2].document.nodes[0].config`), and any error changes nothing.
+   */
+  async push(
+    tenantId: string,
+    files: Array<{ name: string; document: FlowDocument }>,
+    options: { publish?: boolean; dryRun?: boolean },
+  ): Promise<PushResult> {
+    const errors: FieldError[] = [];
+    const warnings: FieldError[] = [];
+    const keys = new Map<string, number>();
+    for (const [index, { name, document }] of files.entries()) {
+      const at = `$.files[${index}]`;
+      const review = await this.flows.review(tenantId, document);
+      errors.push(...underPath(review.errors, `${at}.document`));
+      warnings.push(...underPath(review.warnings, `${at}.document`));
+      if (typeof document?.key !== 'string') continue;
+      if (name !== `${document.key}${FLOW_FILE_SUFFIX}`)
+        errors.push({
+          path: `${at}.name`,
+          message: `must be ${document.key}${FLOW_FILE_SUFFIX}, after the flow's key`,
+        });
+      const twin = keys.get(document.key);
+      if (twin !== undefined)
+        errors.push({ path: `${at}.document.key`, message: `is the key of files[${twin}] too: one file per flow` });
+      keys.set(document.key, index);
+    }
+    if (errors.length > 0) throw new ValidationError('The files are not valid: nothing was changed', errors);
+
+    const planned = await Promise.all(
+      files.map(async ({ name, document }) => {
+        const flow = await this.store.findFlowByKey(tenantId, document.key);
+        const wanted = sortedKeys(document) as FlowDocument;
+        const diff = flow ? jsonDiff(sortedKeys(flow.draft), wanted) : [];
+        const change: FlowFileChange['change'] = !flow ? 'added' : diff.length > 0 ? 'changed' : 'unchanged';
+        return { flow, document: wanted, change: { key: document.key, file: name, change, diff } as FlowFileChange };
+      }),
+    );
+    const changes: FlowFileChange[] = [];
+    for (const { flow, document, change } of planned) {
+      if (!options.dryRun) {
+        const written = await this.write(tenantId, flow, document, change.change);
+        if (options.publish && !(await this.runsItsDraft(tenantId, written)))
+          change.published = (await this.flows.publish(tenantId, written.id, written.revision)).version;
+      }
+      changes.push(change);
+    }
+    return { dryRun: options.dryRun === true, changes, warnings };
+  }
+
+  private async write(tenantId: string, flow: Flow | undefined, document: FlowDocument, change: string) {
+    if (!flow) return this.flows.create(tenantId, document);
+    return change === 'unchanged' ? flow : this.flows.replaceDraft(tenantId, flow.id, flow.revision, document);
+  }
+
+  /** Whether the flow's active version is its draft (with its operation versions pinned, as publishing pins them). */
+  private async runsItsDraft(tenantId: string, flow: Flow): Promise<boolean> {
+    if (flow.activeVersion === null) return false;
+    const active = await this.store.getFlowVersion(tenantId, flow.id, flow.activeVersion);
+    const pinned = pinOperationVersions(flow.draft, this.compile.registry);
+    return active !== undefined && jsonDiff(sortedKeys(active.document), sortedKeys(pinned)).length === 0;
+  }
+
+  private fileOf(draft: FlowDocument): FlowFile {
+    const document = sortedKeys(draft) as FlowDocument;
+    const { reads } = reviewFlow(document, this.compile);
+    const named = (kind: string) => [...new Set(reads.filter((read) => read.kind === kind).map(({ name }) => name))];
+    return {
+      name: `${document.key}${FLOW_FILE_SUFFIX}`,
+      document,
+      uses: {
+        variables: named('vars').sort(),
+        secrets: named('secrets').sort(),
+        destinations: [...destinationsOf(document)].sort(),
+      },
+    };
+  }
+}
+
+/** A JSON value with every object's keys in order, so that equal documents print the same. */
+export function sortedKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortedKeys);
+  if (value === null || typeof value !== 'object') return value;
+  return Object.fromEntries(
+    Object.keys(value)
+      .sort()
+      .map((key) => [key, sortedKeys((value as Record<string, unknown>)[key])]),
+  );
+}
+
+/** The destinations a document's nodes name (an operation opens its destination by the name in `config.destination`). */
+function destinationsOf(value: unknown, found = new Set<string>()): Set<string> {
+  if (Array.isArray(value)) for (const item of value) destinationsOf(item, found);
+  else if (value !== null && typeof value === 'object') {
+    const node = value as { operation?: unknown; config?: { destination?: unknown } };
+    if (typeof node.operation === 'string' && typeof node.config?.destination === 'string')
+      found.add(node.config.destination);
+    for (const item of Object.values(value)) destinationsOf(item, found);
+  }
+  return found;
+}
+
+const SHOWN_CHARACTERS = 80;
+const shown = (value: unknown) => {
+  const text = JSON.stringify(value);
+  return text.length > SHOWN_CHARACTERS ? `${text.slice(0, SHOWN_CHARACTERS - 3)}...` : text;
+};
+
+/** What changes from `before` to `after`, one line per field: `~` changed, `+` added, `-` removed. */
+export function jsonDiff(before: unknown, after: unknown, path = '$'): string[] {
+  const isObject = (value: unknown) => value !== null && typeof value === 'object' && !Array.isArray(value);
+  if (Array.isArray(before) && Array.isArray(after)) {
+    const lines: string[] = [];
+    for (let i = 0; i < Math.max(before.length, after.length); i++) {
+      if (i >= after.length) lines.push(`- ${path}[${i}]: ${shown(before[i])}`);
+      else if (i >= before.length) lines.push(`+ ${path}[${i}]: ${shown(after[i])}`);
+      else lines.push(...jsonDiff(before[i], after[i], `${path}[${i}]`));
+    }
+    return lines;
+  }
+  if (isObject(before) && isObject(after)) {
+    const [from, to] = [before as Record<string, unknown>, after as Record<string, unknown>];
+    const lines: string[] = [];
+    for (const key of [...new Set([...Object.keys(from), ...Object.keys(to)])].sort()) {
+      const at = /^[A-Za-z_$][\w$]*$/.test(key) ? `${path}.${key}` : `${path}[${JSON.stringify(key)}]`;
+      if (!(key in to)) lines.push(`- ${at}: ${shown(from[key])}`);
+      else if (!(key in from)) lines.push(`+ ${at}: ${shown(to[key])}`);
+      else lines.push(...jsonDiff(from[key], to[key], at));
+    }
+    return lines;
+  }
+  return JSON.stringify(before) === JSON.stringify(after) ? [] : [`~ ${path}: ${shown(before)} -> ${shown(after)}`];
+}
