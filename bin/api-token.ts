@@ -12,6 +12,8 @@ export async function clientToken(url: string, clientId: string, clientSecret: s
       client_secret: clientSecret,
       audience: 'tributary-api',
     }),
+  }).catch((error: Error & { cause?: { code?: string } }) => {
+    throw new Error(`could not reach ${url} (${error.cause?.code ?? error.message}): is Tributary running there?`);
   });
   if (!response.ok)
     throw new Error(`${url} refused the client credentials (${response.status}): ${await response.text()}`);
