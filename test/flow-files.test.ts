@@ -136,4 +136,36 @@ describe('flows as files, on PostgreSQL', () => {
     expect(run.status).toBe('succeeded');
     expect(JSON.parse(erp.requests.at(-1)!.body)).toEqual({ id: 7, total: 12, pushed: true });
   });
+
+  it("lets a tool PUT one flow's file: checked as a push is, naming the body's fields", async () => {
+    const { body: file } = await acme.call('GET', '/api/v1/flow-files/orders-to-erp');
+    const document = structuredClone(file.document);
+    document.name = 'Orders to ERP, from CI';
+    const dryRun = await acme.call('PUT', '/api/v1/flow-files/orders-to-erp?dryRun=true', document);
+    expect(dryRun.status).toBe(200);
+    expect(dryRun.body.changes).toEqual([
+      {
+        key: 'orders-to-erp',
+        file: 'orders-to-erp.flow.json',
+        change: 'changed',
+        diff: [`~ $.name: "${file.document.name}" -> "Orders to ERP, from CI"`],
+      },
+    ]);
+
+    const elsewhere = await acme.call('PUT', '/api/v1/flow-files/orders-to-erp', { ...document, key: 'orders-v2' });
+    expect(elsewhere.status).toBe(400);
+    expect(elsewhere.body.errors).toEqual([
+      { path: '$.body.key', message: "must be the flow's key in the path: orders-to-erp" },
+    ]);
+    const invalid = structuredClone(document);
+    invalid.nodes[1].config.method = 'SEND';
+    const refused = await acme.call('PUT', '/api/v1/flow-files/orders-to-erp?publish=true', invalid);
+    expect(refused.status).toBe(400);
+    expect(refused.body.errors.map((error: { path: string }) => error.path)).toEqual(['$.body.nodes[1].config.method']);
+
+    const published = await acme.call('PUT', '/api/v1/flow-files/orders-to-erp?publish=true', document);
+    expect(published.body.changes[0]).toMatchObject({ change: 'changed', published: expect.any(Number) });
+    const { body: flow } = await acme.call('GET', '/api/v1/flow-files/orders-to-erp');
+    expect(flow.document.name).toBe('Orders to ERP, from CI');
+  });
 });

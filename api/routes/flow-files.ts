@@ -1,4 +1,4 @@
-import { flowDocumentSchema } from '../../engine/model/index.ts';
+import { type FlowDocument, flowDocumentSchema, ValidationError } from '../../engine/model/index.ts';
 import { FLOW_FILE_SUFFIX, MAX_PUSHED_FILES } from '../../engine/services/index.ts';
 import type { ApiContext } from '../context.ts';
 import { defineRoute, fieldErrorSchema, fromRequest } from '../route-kit/index.ts';
@@ -21,6 +21,16 @@ const flowFileSchema = {
   },
 } as const;
 
+/** How a push goes: in the body of a push of files, in the query of a PUT of one. */
+const pushOptions = {
+  publish: {
+    type: 'boolean',
+    default: false,
+    description: 'Make each flow run its draft (a new version if needed).',
+  },
+  dryRun: { type: 'boolean', default: false, description: 'Say what would change; change nothing.' },
+} as const;
+
 const pushSchema = {
   type: 'object',
   additionalProperties: false,
@@ -39,12 +49,7 @@ const pushSchema = {
         },
       },
     },
-    publish: {
-      type: 'boolean',
-      default: false,
-      description: 'Make each flow run its draft (a new version if needed).',
-    },
-    dryRun: { type: 'boolean', default: false, description: 'Say what would change; change nothing.' },
+    ...pushOptions,
   },
 } as const;
 
@@ -104,6 +109,28 @@ export function flowFileRoutes({ flowFiles }: ApiContext) {
       handle: async ({ tenantId, params }) => ({ body: await flowFiles.get(tenantId, params.key) }),
     }),
     defineRoute({
+      method: 'put',
+      path: `${base}/{key}`,
+      tag: 'EditableFlow',
+      scope: 'flows:write',
+      summary: "Make a flow's draft this file, and publish it on request",
+      description:
+        "A push of one file (the body, a flow document whose key is the path's): checked as publishing checks a " +
+        'draft, refused with every problem (`$.body...`) changing nothing, else written; the answer says what changed.',
+      params: { type: 'object', required: ['key'], properties: { key: { type: 'string' } } },
+      query: { type: 'object', additionalProperties: false, properties: pushOptions },
+      body: { type: 'object', description: 'A flow document (FlowDocument).' },
+      responses: { 200: { description: 'What changed, or would change.', schema: pushResultSchema } },
+      async handle({ tenantId, params, query, body }) {
+        const file = { name: `${params.key}${FLOW_FILE_SUFFIX}`, document: body as FlowDocument };
+        try {
+          return { body: await flowFiles.push(tenantId, [file], query) };
+        } catch (error) {
+          throw error instanceof ValidationError ? asBodyErrors(error, params.key) : error;
+        }
+      },
+    }),
+    defineRoute({
       method: 'post',
       path: `${base}/push`,
       tag: 'EditableFlow',
@@ -122,4 +149,16 @@ export function flowFileRoutes({ flowFiles }: ApiContext) {
       }),
     }),
   ];
+}
+
+/** A push's problems with its one file, as a PUT of the file names them: fields of the body, whose key is the path's. */
+function asBodyErrors(error: ValidationError, key: string): ValidationError {
+  return new ValidationError(
+    error.message,
+    error.errors.map((problem) =>
+      problem.path === '$.files[0].name'
+        ? { path: '$.body.key', message: `must be the flow's key in the path: ${key}` }
+        : { ...problem, path: problem.path.replace(/^\$\.files\[0\]\.document/, '$.body') },
+    ),
+  );
 }
