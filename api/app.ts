@@ -59,6 +59,7 @@ import {
   userSettingsRoutes,
   queueRoutes,
   tenantRoutes,
+  environmentRoutes,
   versionRoutes,
 } from './routes/index.ts';
 import { hookHandler } from './flow-url/index.ts';
@@ -120,6 +121,7 @@ export function apiRoutes(context: ApiContext, families: FamilyRoutePlatform): R
     ...incrementalFieldRoutes(context),
     ...metadataRoutes(context),
     ...tenantRoutes(context),
+    ...environmentRoutes(context),
     ...messageRoutes(context),
     ...blockedTopicRoutes(context),
     ...replayRoutes(context),

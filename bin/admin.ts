@@ -11,6 +11,8 @@ export interface ClientListing {
   tenant: string | null;
   scopes: string[];
   operator: boolean;
+  /** The environments it acts in, when it is limited to some. */
+  environments?: string[];
   createdAt: string;
 }
 
@@ -18,7 +20,12 @@ export interface ClientListing {
 export interface AdminCommands {
   createTenant(request: { id: string; name?: string }): Promise<Tenant>;
   listTenants(request: { status?: Tenant['status'] }): Promise<Tenant[]>;
-  createClient(request: { tenantId?: string; scopes?: string[]; operator?: boolean }): Promise<ClientCredentials>;
+  createClient(request: {
+    tenantId?: string;
+    scopes?: string[];
+    operator?: boolean;
+    environments?: string[];
+  }): Promise<ClientCredentials>;
   listClients(request: { tenantId?: string }): Promise<ClientListing[]>;
   revokeClient(request: { clientId: string }): Promise<{ client_id: string; revoked: true }>;
 }
@@ -54,6 +61,7 @@ export function storeAdmin(store: Store): AdminCommands {
         tenant: client.tenantId,
         scopes: client.scopes,
         operator: client.operator,
+        ...(client.environments ? { environments: client.environments } : {}),
         createdAt: client.createdAt,
       })),
     revokeClient: async ({ clientId }) => {

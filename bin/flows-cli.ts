@@ -1,19 +1,14 @@
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { FlowFile, PushResult } from '../engine/services/index.ts';
-import { clientToken } from './api-token.ts';
+import type { FlowFile, Promotion, PushResult } from '../engine/services/index.ts';
+import { type TenantApi, tenantApi, type TenantApiOptions } from './tenant-api.ts';
 import { FLOW_FILE_SUFFIX } from '../engine/services/index.ts';
 
 /** Where `flows pull` writes what each flow uses, by flow key (names only). */
 export const USES_FILE = 'uses.json';
 
-export interface FlowsCliOptions {
-  /** The API's base URL, e.g. http://localhost:3000. */
-  url: string;
-  tenant: string;
+export interface FlowsCliOptions extends TenantApiOptions {
   dir: string;
-  clientId: string;
-  clientSecret: string;
   publish?: boolean;
   dryRun?: boolean;
   /** Where the lines a person reads go. */
@@ -34,12 +29,12 @@ export async function pullFlows(options: FlowsCliOptions): Promise<ExitCode> {
   for (const file of files) await writeFile(path.join(options.dir, file.name), formatted(file.document));
   const uses = Object.fromEntries(files.map((file) => [file.document.key, file.uses]));
   await writeFile(path.join(options.dir, USES_FILE), formatted(uses));
-  options.print(`pulled ${files.length} flow${files.length === 1 ? '' : 's'} of ${options.tenant} into ${options.dir}`);
+  options.print(`pulled ${files.length} flow${files.length === 1 ? '' : 's'} of ${where(options)} into ${options.dir}`);
   // A file of a flow the tenant no longer has is not deleted (it may be work not pushed yet): said, left to the person.
   const pulled = new Set(files.map((file) => file.name));
   for (const name of await readdir(options.dir))
     if (name.endsWith(FLOW_FILE_SUFFIX) && !pulled.has(name))
-      options.print(`not a flow of ${options.tenant}: ${name} (left as it is)`);
+      options.print(`not a flow of ${where(options)}: ${name} (left as it is)`);
   return 0;
 }
 
@@ -89,7 +84,63 @@ export async function pushFlows(options: FlowsCliOptions): Promise<ExitCode> {
   return 0;
 }
 
-function refused(options: FlowsCliOptions, problems: string[]): ExitCode {
+/**
+ * `tributary flows promote`: the flow with `key` in `from` (its active version unless `version`) made the running
+ * version in `to`, printing what changes there; refused, naming each field, when `to` lacks what the version uses.
+ */
+export async function promoteFlow(
+  options: Omit<FlowsCliOptions, 'dir' | 'env' | 'publish'> & {
+    key: string;
+    from: string;
+    to: string;
+    version?: number;
+  },
+): Promise<ExitCode> {
+  const api = await tenantApi({ ...options, env: options.from });
+  const id = await publishedFlowId(api, options.key);
+  if (!id) return refused(options, [`${options.key}: no published flow of ${options.tenant} in ${options.from}`]);
+  const answer = await api('POST', `/api/v1/flows/${id}/promote`, {
+    to: options.to,
+    dryRun: options.dryRun === true,
+    ...(options.version ? { version: options.version } : {}),
+  });
+  if ('errors' in answer) {
+    options.print(String(answer.detail));
+    const problems = answer.errors as Array<{ path: string; message: string }>;
+    return refused(
+      options,
+      problems.map(({ path: at, message }) => `${options.key}: ${at}: ${message}`),
+    );
+  }
+  const { from, to, dryRun } = answer as unknown as Promotion;
+  const version = to.version === null ? 'a new version' : `version ${to.version}`;
+  options.print(
+    `${to.change.padEnd(9)} ${options.key}: ${from.environment} version ${from.version} -> ${to.environment}` +
+      (to.change === 'unchanged' ? ` (runs it already: ${version})` : ` ${dryRun ? 'would run' : 'runs'} ${version}`),
+  );
+  for (const line of to.diff) options.print(`    ${line}`);
+  if (dryRun) options.print('dry run: nothing changed');
+  return 0;
+}
+
+/** The id of the published flow with `key`, looked for a page of flows at a time. */
+async function publishedFlowId(api: TenantApi, key: string): Promise<string | undefined> {
+  for (let after: string | null = null; ; ) {
+    const page = (await api('GET', `/api/v1/flows?first=200${after ? `&after=${encodeURIComponent(after)}` : ''}`)) as {
+      nodes: Array<{ id: string; key: string }>;
+      pageInfo: { hasNextPage: boolean; endCursor: string | null };
+    };
+    const flow = page.nodes.find((node) => node.key === key);
+    if (flow || !page.pageInfo.hasNextPage) return flow?.id;
+    after = page.pageInfo.endCursor;
+  }
+}
+
+/** The tenant, and its environment when not production, as the lines printed name them. */
+const where = ({ tenant, env }: Pick<FlowsCliOptions, 'tenant' | 'env'>) =>
+  env && env !== 'production' ? `${tenant} (${env})` : tenant;
+
+function refused(options: Pick<FlowsCliOptions, 'print'>, problems: string[]): ExitCode {
   for (const problem of problems) options.print(problem);
   options.print(`refused: ${problems.length} problem${problems.length === 1 ? '' : 's'}; nothing was changed`);
   return 1;
@@ -97,22 +148,3 @@ function refused(options: FlowsCliOptions, problems: string[]): ExitCode {
 
 /** JSON as the files hold it: two spaces, a newline at the end. */
 const formatted = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;
-
-/**
- * Calls the tenant's API with a token from its client credentials: the answer's body, a problem's included (its
- * `errors` say what to fix); any other failure throws, saying what answered.
- */
-async function tenantApi({ url, tenant, clientId, clientSecret }: FlowsCliOptions) {
-  const accessToken = await clientToken(url, clientId, clientSecret);
-  return async (method: string, route: string, body?: unknown): Promise<Record<string, unknown>> => {
-    const answer = await fetch(`${url}${route}`, {
-      method,
-      headers: { authorization: `Bearer ${accessToken}`, tenant_id: tenant, 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await answer.text();
-    const parsed = text ? JSON.parse(text) : {};
-    if (answer.ok || (answer.status === 400 && Array.isArray(parsed.errors))) return parsed;
-    throw new Error(`${method} ${route} answered ${answer.status}: ${parsed.detail ?? text}`);
-  };
-}

@@ -1,11 +1,17 @@
 import { parseArgs } from 'node:util';
 import { socketAdmin, storeAdmin, type AdminCommands } from './admin.ts';
-import { pullFlows, pushFlows, USES_FILE } from './flows-cli.ts';
+import { changeEnvironment, listEnvironments } from './environments-cli.ts';
+import { promoteFlow, pullFlows, pushFlows, USES_FILE } from './flows-cli.ts';
+import type { TenantApiOptions } from './tenant-api.ts';
 import { loadConfig, type Config } from './config/config.ts';
 import { DataDirLock, embeddedStoreExists } from './data-dir.ts';
 import { openStore, Platform, VERSION, type Roles } from './platform.ts';
 import { DASHBOARD_PATH } from '../api/pages/index.ts';
 import { allTenantScopes, operatorScope } from '../api/auth/index.ts';
+
+/** How the commands that use the API find it and sign in. */
+const API_WHERE = `--url, else TRIBUTARY_URL, else http://localhost:PORT; the client credentials of a client of the
+tenant in TRIBUTARY_CLIENT_ID and TRIBUTARY_CLIENT_SECRET`;
 
 const STORE_VARIABLES = `The store is PostgreSQL at DATABASE_URL when it is set, else the embedded one under DATA_DIR
 (default ./data). Other settings come from the environment: see docs/configuration.md.`;
@@ -46,7 +52,7 @@ nothing answers at REDIS_URL.`,
   client: {
     forms: [
       [
-        'client create (--tenant <id> [--scope <scope>]... | --operator)',
+        'client create (--tenant <id> [--scope <scope>]... [--environment <name>]... | --operator)',
         'create OAuth client credentials (printed once)',
       ],
       ['client list [--tenant <id>]', 'list clients and their scopes (never a secret)'],
@@ -55,28 +61,43 @@ nothing answers at REDIS_URL.`,
     help: `create prints the credentials for the token endpoint once, as JSON.
   --tenant <id>     a client of one tenant, with every tenant scope unless --scope narrows them
   --scope <scope>   repeatable: ${allTenantScopes.join(', ')}
+  --environment <name>  repeatable: the client acts only in these environments of its tenant (default: all)
   --operator        an operator client (scope ${operatorScope}): the dashboard and the platform routes
 It never creates a store.`,
   },
   flows: {
     forms: [
-      ['flows pull --tenant <id> --dir <folder>', "write each flow's draft as <key>.flow.json"],
+      ['flows pull --tenant <id> [--env <name>] --dir <folder>', "write each flow's draft as <key>.flow.json"],
       [
-        'flows push --tenant <id> --dir <folder> [--publish] [--dry-run]',
+        'flows push --tenant <id> [--env <name>] --dir <folder> [--publish] [--dry-run]',
         "make the tenant's drafts match the files, and say what changes",
       ],
+      [
+        'flows promote --tenant <id> --key <key> --from <env> --to <env> [--flow-version <n>] [--dry-run]',
+        'make a published version run in another environment',
+      ],
     ],
-    help: `Flows as files, over the API of a running Tributary (--url, else TRIBUTARY_URL, else
-http://localhost:PORT), with the client credentials in TRIBUTARY_CLIENT_ID and TRIBUTARY_CLIENT_SECRET
-(a client of the tenant with flows:read, and flows:write to push).
+    help: `Flows as files, over the API of a running Tributary (${API_WHERE}).
   pull        writes <key>.flow.json per flow (its draft, keys sorted) and ${USES_FILE} (the names of the
               variables, secrets and destinations each flow uses; never values)
   push        checks every *.flow.json as publish would; any problem is printed with its file and path and
               nothing changes. Otherwise each flow's draft becomes its file (flows without a file are left
               alone), printing added, changed (with the fields that change) or unchanged per file.
+  promote     the flow's active version in --from (or --flow-version) becomes the running version in --to; refused,
+              naming each field, when --to lacks a variable, secret or destination it uses
+  --env       the tenant's environment (default production)
   --publish   also make each flow run its draft (a new version where it differs)
-  --dry-run   print what push would change, changing nothing
+  --dry-run   print what push or promote would change, changing nothing
 Exit code 0 when done, 1 when refused (what to fix is printed), 2 on a usage mistake.`,
+  },
+  environment: {
+    forms: [
+      ['environment list --tenant <id>', "list the tenant's environments"],
+      ['environment create <name> --tenant <id>', 'create an empty environment (e.g. staging)'],
+      ['environment delete <name> --tenant <id>', 'delete an environment and everything kept in it'],
+    ],
+    help: `A tenant's environments (production always exists), over the API of a running Tributary
+(${API_WHERE}; create and delete need the scope environments:write).`,
   },
 } satisfies Record<string, CommandInfo>;
 
@@ -148,6 +169,7 @@ async function main(argv: string[]) {
               tenantId: values.tenant,
               scopes: values.scope,
               operator: values.operator ?? false,
+              environments: values.environment,
             }),
           ),
         );
@@ -157,22 +179,29 @@ async function main(argv: string[]) {
         return withAdmin(config, async (admin) => print(await admin.revokeClient({ clientId: argument })));
       throw new UsageError('missing or unknown arguments', command);
     case 'flows': {
-      if (!values.tenant || !values.dir || argument) throw new UsageError('--tenant and --dir are required', command);
-      const { TRIBUTARY_CLIENT_ID: clientId, TRIBUTARY_CLIENT_SECRET: clientSecret } = process.env;
-      if (!clientId || !clientSecret)
-        throw new UsageError('set TRIBUTARY_CLIENT_ID and TRIBUTARY_CLIENT_SECRET to a client of the tenant', command);
-      const options = {
-        url: (values.url ?? process.env.TRIBUTARY_URL ?? `http://localhost:${config.port}`).replace(/\/+$/, ''),
-        tenant: values.tenant,
-        dir: values.dir,
-        clientId,
-        clientSecret,
-        publish: values.publish,
-        dryRun: values['dry-run'],
-        print: (line: string) => console.log(line),
-      };
+      const api = { ...tenantApiOptions(config, values, command), print: (line: string) => console.log(line) };
+      if (subcommand === 'promote') {
+        if (!values.key || !values.from || !values.to || argument)
+          throw new UsageError('--key, --from and --to are required', command);
+        const asked = values['flow-version'];
+        const version = asked === undefined ? undefined : Number(asked);
+        if (version !== undefined && !(Number.isInteger(version) && version > 0))
+          throw new UsageError(`--flow-version is a version number, not "${asked}"`, command);
+        const { key, from, to } = values;
+        process.exitCode = await promoteFlow({ ...api, key, from, to, version, dryRun: values['dry-run'] });
+        return;
+      }
+      if (!values.dir || argument) throw new UsageError('--tenant and --dir are required', command);
+      const options = { ...api, env: values.env, dir: values.dir, publish: values.publish, dryRun: values['dry-run'] };
       process.exitCode = await (subcommand === 'pull' ? pullFlows(options) : pushFlows(options));
       return;
+    }
+    case 'environment': {
+      const api = { ...tenantApiOptions(config, values, command), print: (line: string) => console.log(line) };
+      if (subcommand === 'list' && !argument) return listEnvironments(api);
+      if ((subcommand === 'create' || subcommand === 'delete') && argument)
+        return changeEnvironment(api, subcommand, argument);
+      throw new UsageError('missing or unknown arguments', command);
     }
   }
 }
@@ -189,6 +218,12 @@ function parseCommandLine(argv: string[]) {
         name: { type: 'string' },
         status: { type: 'string' },
         tenant: { type: 'string' },
+        env: { type: 'string' },
+        environment: { type: 'string', multiple: true },
+        key: { type: 'string' },
+        from: { type: 'string' },
+        to: { type: 'string' },
+        'flow-version': { type: 'string' },
         scope: { type: 'string', multiple: true },
         operator: { type: 'boolean' },
         dir: { type: 'string' },
@@ -218,6 +253,20 @@ class UsageError extends Error {
 }
 
 const print = (value: unknown) => console.log(JSON.stringify(value));
+
+/** Where the API is and the client credentials to call it with, from the options and the environment. */
+function tenantApiOptions(
+  config: Config,
+  values: { tenant?: string; url?: string },
+  command: Command,
+): TenantApiOptions {
+  if (!values.tenant) throw new UsageError('--tenant is required', command);
+  const { TRIBUTARY_CLIENT_ID: clientId, TRIBUTARY_CLIENT_SECRET: clientSecret } = process.env;
+  if (!clientId || !clientSecret)
+    throw new UsageError('set TRIBUTARY_CLIENT_ID and TRIBUTARY_CLIENT_SECRET to a client of the tenant', command);
+  const url = (values.url ?? process.env.TRIBUTARY_URL ?? `http://localhost:${config.port}`).replace(/\/+$/, '');
+  return { url, tenant: values.tenant, clientId, clientSecret };
+}
 
 /**
  * Admin commands go to PostgreSQL, to the running server that holds the embedded store (through its

@@ -1,8 +1,8 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { tributary } from './support/cli.ts';
 import { Receiver } from './support/receiver.ts';
 import { sendWebhook, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
 
@@ -22,20 +22,8 @@ const folder = () => {
 const contents = (dir: string) =>
   Object.fromEntries(readdirSync(dir).map((name) => [name, readFileSync(path.join(dir, name), 'utf8')]));
 
-/** `tributary flows <args>` as a person or a CI job runs it: its exit code and what it printed. */
-function cli(...args: string[]): Promise<{ code: number | null; out: string }> {
-  const child = spawn(process.execPath, ['bin/tributary.js', 'flows', ...args, '--tenant', 'acme', '--url', env.url], {
-    env: {
-      ...process.env,
-      TRIBUTARY_CLIENT_ID: acme.credentials.client_id,
-      TRIBUTARY_CLIENT_SECRET: acme.credentials.client_secret,
-    },
-  });
-  let out = '';
-  child.stdout.on('data', (chunk: Buffer) => (out += chunk));
-  child.stderr.on('data', (chunk: Buffer) => (out += chunk));
-  return new Promise((resolve) => child.once('exit', (code) => resolve({ code, out })));
-}
+/** `tributary flows <args>` for acme. */
+const cli = (...args: string[]) => tributary(acme, 'flows', ...args);
 
 describe('flows as files, on PostgreSQL', () => {
   beforeAll(async () => {

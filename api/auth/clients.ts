@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Client, CredentialStore, TenantStore } from '../../engine/store/index.ts';
 import { constantTimeEqual } from '../../engine/triggers/index.ts';
+import { PRODUCTION } from '../../engine/model/index.ts';
 import type { SignInThrottle } from './rate-limits.ts';
 import { allTenantScopes, isScope, operatorScope } from './scopes.ts';
 
@@ -9,6 +10,8 @@ export interface ClientCredentials {
   client_secret: string;
   tenant: string | null;
   scopes: string[];
+  /** The environments it may act in; absent: all of its tenant's. */
+  environments?: string[];
 }
 
 const hashSecret = (secret: string) => createHash('sha256').update(secret).digest('base64url');
@@ -19,7 +22,7 @@ const hashSecret = (secret: string) => createHash('sha256').update(secret).diges
  */
 export async function createClientCredentials(
   store: TenantStore & CredentialStore,
-  options: { tenantId?: string; scopes?: string[]; operator?: boolean },
+  options: { tenantId?: string; scopes?: string[]; operator?: boolean; environments?: string[] },
 ): Promise<ClientCredentials> {
   const operator = options.operator ?? false;
   if (operator && options.tenantId)
@@ -34,6 +37,14 @@ export async function createClientCredentials(
     throw new Error(`${operatorScope} is the operator's scope: use --operator`);
   if (options.tenantId && !(await store.getTenant(options.tenantId)))
     throw new Error(`no tenant ${options.tenantId}: create it first`);
+  const environments = options.environments?.length ? [...new Set(options.environments)] : undefined;
+  if (environments) {
+    if (!options.tenantId) throw new Error('only a tenant client can be limited to environments');
+    const known = new Set([PRODUCTION, ...(await store.listEnvironments(options.tenantId)).map((env) => env.name)]);
+    const missing = environments.filter((name) => !known.has(name));
+    if (missing.length > 0)
+      throw new Error(`tenant ${options.tenantId} has no environment ${missing.join(', ')}: create it first`);
+  }
   const scopes = options.scopes?.length
     ? options.scopes
     : operator
@@ -47,8 +58,15 @@ export async function createClientCredentials(
     secretHash: hashSecret(clientSecret),
     scopes,
     operator,
+    environments: environments ?? null,
   });
-  return { client_id: clientId, client_secret: clientSecret, tenant: options.tenantId ?? null, scopes };
+  return {
+    client_id: clientId,
+    client_secret: clientSecret,
+    tenant: options.tenantId ?? null,
+    scopes,
+    ...(environments ? { environments } : {}),
+  };
 }
 
 /**

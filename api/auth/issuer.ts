@@ -31,6 +31,7 @@ export class TokenIssuer {
     const accessToken = await new SignJWT({
       scope,
       ...(client.tenantId ? { tenant_id: client.tenantId } : {}),
+      ...(client.environments ? { environments: client.environments } : {}),
       ...(client.operator ? { operator: true } : {}),
     })
       .setProtectedHeader({ alg: ALGORITHM, kid, typ: 'at+jwt' })

@@ -17,6 +17,7 @@ export const tenantScopes = {
   'destinations:write': 'Create, replace and delete destinations and their credentials.',
   'alerts:read': 'Read alert channels, alert rules and the alerts sent.',
   'alerts:write': 'Create and delete alert channels; create, change and delete alert rules.',
+  'environments:write': "Create and delete the tenant's environments (deleting one deletes everything kept in it).",
 } as const;
 
 export const operatorScope = 'platform:admin';

@@ -17,6 +17,8 @@ export interface Principal {
   tenantId: string | null;
   operator: boolean;
   scopes: ReadonlySet<string>;
+  /** The environments of its tenant it may act in (the `environments` claim); null for all of them. */
+  environments: readonly string[] | null;
 }
 
 /**
@@ -144,6 +146,7 @@ export class TokenVerifier {
       tenantId: typeof payload.tenant_id === 'string' ? payload.tenant_id : null,
       operator,
       scopes,
+      environments: environmentsClaim(payload.environments),
     };
   }
 }
@@ -159,10 +162,22 @@ async function clientExists(clients: KnownClients, clientId: string): Promise<bo
   }
 }
 
-/** 403 unless the principal may act for `tenantId` with `scope`. */
-export function authorize(principal: Principal, tenantId: string, scope: Scope | undefined) {
+/** A token limited to environments names them in an array of strings; any other value grants none. */
+function environmentsClaim(claim: unknown): readonly string[] | null {
+  if (claim === undefined) return null;
+  return Array.isArray(claim) ? claim.filter((name) => typeof name === 'string') : [];
+}
+
+/** 403 unless the principal may act for `tenantId` in `environment` with `scope`. */
+export function authorize(principal: Principal, tenantId: string, environment: string, scope: Scope | undefined) {
   if (!principal.operator && principal.tenantId !== tenantId)
     throw new HttpProblem(403, 'Forbidden', `the token does not grant tenant ${tenantId}`);
+  if (!principal.operator && principal.environments && !principal.environments.includes(environment))
+    throw new HttpProblem(
+      403,
+      'Forbidden',
+      `the token grants the environments ${principal.environments.join(', ')} of tenant ${tenantId}, not ${environment}`,
+    );
   if (scope && !principal.scopes.has(scope))
     throw new HttpProblem(403, 'Forbidden', `the token lacks the scope ${scope}`);
 }

@@ -17,10 +17,13 @@ import {
 } from '../../engine/telemetry/index.ts';
 
 const SEGMENT = /^[A-Za-z0-9][A-Za-z0-9-]{0,62}$/;
+/** The tenant, and after `~` its environment outside production (decision 28): `acme`, `acme~staging`. */
+const TENANT_SEGMENT = /^[A-Za-z0-9][A-Za-z0-9-]{0,62}(?:~[a-z][a-z0-9-]{0,31})?$/;
 const HOOK_URL = /^\/hooks\/([^/?#]+)\/([^/?#]+)\/?(?:\?(.*))?$/;
 
 /**
- * The flow URL: `POST /hooks/:tenantId/:flowKey`. No bearer token (senders are outside systems);
+ * The flow URL: `POST /hooks/:tenantId/:flowKey`, the tenant's id followed by `~<environment>` outside production.
+ * No bearer token (senders are outside systems);
  * the trigger's verification applies. The answer comes only after the message and its job are
  * persisted: 202 means it will run.
  *
@@ -95,7 +98,7 @@ async function receive(
 ) {
   const { logger } = options;
   const rawBody = await readDelivery(req, res, options.bodyLimitBytes);
-  if (!SEGMENT.test(tenantId) || !SEGMENT.test(flowKey)) throw noFlow();
+  if (!TENANT_SEGMENT.test(tenantId) || !SEGMENT.test(flowKey)) throw noFlow();
   const body = await checkedBody(intake, rawBody, req.headers['content-type']);
   const query = queryString ? { ...querystring.parse(queryString) } : {};
   const badQuery = unstorableJson(JSON.stringify(query));

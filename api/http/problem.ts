@@ -67,7 +67,8 @@ function toProblem(error: unknown): HttpProblem {
   if (error instanceof HttpProblem) return error;
   if (error instanceof ValidationError)
     return new HttpProblem(400, 'Invalid request', error.message, { errors: error.errors });
-  if (error instanceof ConflictError) return new HttpProblem(409, 'Conflict', error.message);
+  if (error instanceof ConflictError)
+    return new HttpProblem(409, 'Conflict', error.message, error.errors ? { errors: error.errors } : {});
   if (error instanceof LimitReachedError)
     return new HttpProblem(409, 'Limit reached', `${error.message}: delete some, or ask an operator`, {
       limit: error.kind,

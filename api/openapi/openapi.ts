@@ -1,9 +1,9 @@
-import { resourceSchemas } from '../../engine/model/index.ts';
+import { environmentNameSchema, PRODUCTION, resourceSchemas } from '../../engine/model/index.ts';
 import { operatorScope, tenantScopes } from '../auth/index.ts';
 import { json, problem, problemSchema, retryLater } from './answers.ts';
 import { exampleOf } from './examples.ts';
 import { platformPaths } from './platform-paths.ts';
-import { isOperatorRoute, apiTags, type RouteSpec } from '../route-kit/index.ts';
+import { ENVIRONMENT_HEADER, isOperatorRoute, apiTags, type RouteSpec } from '../route-kit/index.ts';
 
 /** Replace every occurrence of a published resource schema by a $ref to it. */
 function withRefs(schema: unknown, names: Map<object, string>, root = true): unknown {
@@ -35,7 +35,18 @@ function parameters(route: RouteSpec) {
     description,
     schema: { type: 'string', maxLength: 256 },
   }));
-  return [...from('path', route.params as never), ...from('query', route.query as never), ...headers];
+  const environment = isOperatorRoute(route)
+    ? []
+    : [
+        {
+          name: ENVIRONMENT_HEADER,
+          in: 'header',
+          required: false,
+          description: `The tenant's environment the request works in (default \`${PRODUCTION}\`); see decision 28.`,
+          schema: environmentNameSchema,
+        },
+      ];
+  return [...from('path', route.params as never), ...from('query', route.query as never), ...environment, ...headers];
 }
 
 /** A route's answers by status: a JSON body of its schema, or, for a refusal (409, 502, ...), a problem. */
@@ -61,6 +72,8 @@ export function openApiDocument(routes: RouteSpec[], version: string, extraPaths
   for (const route of routes) {
     const responses = responsesOf(route.responses);
     if (route.params) responses[404] ??= problem('The path names nothing (of this tenant).');
+    if (!isOperatorRoute(route))
+      responses[404] ??= problem('The environment header names no environment of the tenant.');
     if (!isOperatorRoute(route) && (route.method === 'put' || route.method === 'post'))
       responses[409] ??= problem(
         'What it would store takes the tenant past a limit on what it keeps (`limit` names the kind, `detail` the setting).',

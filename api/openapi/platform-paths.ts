@@ -117,7 +117,13 @@ export function platformPaths() {
           'header) returns the first message. When the flow has a reply node and the run reaches it within ' +
           'REPLY_WAIT_MS, the answer is that reply (its status, headers and body) instead of 202.',
         parameters: [
-          { name: 'tenantId', in: 'path', required: true, schema: { type: 'string' } },
+          {
+            name: 'tenantId',
+            in: 'path',
+            required: true,
+            description: 'The tenant, followed by `~` and the environment outside production: `acme`, `acme~staging`.',
+            schema: { type: 'string' },
+          },
           { name: 'flowKey', in: 'path', required: true, schema: { type: 'string' } },
           { name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string' } },
         ],

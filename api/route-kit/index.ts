@@ -7,6 +7,7 @@ export { fieldErrorSchema, heldChoice, heldOutcomeSchema, idParams } from './par
 export {
   connectionSchema,
   defineRoute,
+  ENVIRONMENT_HEADER,
   fromRequest,
   isOperatorRoute,
   mountRoutes,

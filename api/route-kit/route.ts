@@ -1,6 +1,13 @@
 import { Router, type Request, type Response } from 'express';
 import type { FromSchema, JSONSchema } from 'json-schema-to-ts';
-import { rerooted, SchemaValidator, stringifyJson } from '../../engine/model/index.ts';
+import {
+  environmentId,
+  environmentNameSchema,
+  PRODUCTION,
+  rerooted,
+  SchemaValidator,
+  stringifyJson,
+} from '../../engine/model/index.ts';
 import {
   authorize,
   type Principal,
@@ -51,8 +58,15 @@ export interface RouteContext<Body, Query, Params> {
   body: Body;
   query: Query;
   params: Params;
-  /** The tenant_id header; empty on operator routes, which name their tenant in the path if any. */
+  /**
+   * The id the request's records are kept under: the tenant_id header's tenant in the environment header's
+   * environment (decision 28); empty on operator routes, which name their tenant in the path if any.
+   */
   tenantId: string;
+  /** The tenant_id header's tenant, whichever its environment; empty on operator routes. */
+  tenant: string;
+  /** The environment the request works in (the environment header, production by default). */
+  environment: string;
   principal: Principal;
   req: Request;
 }
@@ -114,6 +128,10 @@ export async function fromRequest<T>(prefix: string, useCase: () => Promise<T>):
   }
 }
 
+/** The request header naming the environment a tenant route works in (decision 28). */
+export const ENVIRONMENT_HEADER = 'environment';
+const environmentNamePattern = new RegExp(environmentNameSchema.pattern);
+
 export const isOperatorRoute = (route: Pick<RouteSpec, 'scope'>) => route.scope === operatorScope;
 
 /**
@@ -135,7 +153,8 @@ export function mountRoutes(
     };
     router[route.method](route.path.replace(/\{(\w+)\}/g, ':$1'), async (req: Request, res: Response) => {
       const principal = await verifier.verify(req.get('authorization'));
-      const tenantId = isOperatorRoute(route) ? '' : (req.get('tenant_id') ?? '');
+      const tenant = isOperatorRoute(route) ? '' : (req.get('tenant_id') ?? '');
+      const environment = requestedEnvironment(req);
       if (isOperatorRoute(route)) {
         if (!principal.operator)
           throw new HttpProblem(
@@ -143,25 +162,31 @@ export function mountRoutes(
             'Forbidden',
             `an operator route: it needs an operator token (scope ${operatorScope})`,
           );
-      } else if (!tenantId) {
+      } else if (!tenant) {
         throw new HttpProblem(400, 'Missing tenant', 'every request needs the header tenant_id: <tenant id>', {
           errors: [{ path: '$.headers.tenant_id', message: 'is required' }],
         });
       } else {
-        authorize(principal, tenantId, route.scope);
-        const tenant = await activeTenant(store, tenantId, principal);
-        if (!principal.operator) await apiCalls.admit(tenant);
+        authorize(principal, tenant, environment, route.scope);
+        const record = await activeTenant(store, tenant, environment, principal);
+        if (!principal.operator) await apiCalls.admit(record);
       }
+      const tenantId = tenant && environmentId(tenant, environment);
       const params = validators.params ? validators.params.validate({ ...req.params }, '$.params') : req.params;
       const query = validators.query ? validators.query.validate({ ...(req.query as object) }, '$.query') : {};
       const body = validators.body
         ? validators.body.validate(requestBody(req, route.keepsLargeIntegers ?? false), '$.body')
         : undefined;
-      const result = await route.handle({ body, query, params, tenantId, principal, req } as RouteContext<
-        never,
-        never,
-        never
-      >);
+      const result = await route.handle({
+        body,
+        query,
+        params,
+        tenantId,
+        tenant,
+        environment,
+        principal,
+        req,
+      } as RouteContext<never, never, never>);
       if (result.headers) res.set(result.headers);
       if (result.body === undefined) res.status(result.status ?? 204).end();
       else
@@ -174,9 +199,31 @@ export function mountRoutes(
   return router;
 }
 
-/** The tenant; its own clients are refused while it is suspended or gone, operators may look into a suspended one. */
-async function activeTenant(store: TenantStore, tenantId: string, principal: Principal): Promise<Tenant> {
-  const tenant = await store.getTenant(tenantId);
+/** The environment header's value: production when absent. */
+function requestedEnvironment(req: Request): string {
+  const environment = req.get(ENVIRONMENT_HEADER) ?? PRODUCTION;
+  if (!environmentNamePattern.test(environment))
+    throw new HttpProblem(400, 'Invalid environment', `${ENVIRONMENT_HEADER} names an environment of the tenant`, {
+      errors: [{ path: `$.headers.${ENVIRONMENT_HEADER}`, message: `does not match ${environmentNameSchema.pattern}` }],
+    });
+  return environment;
+}
+
+/**
+ * The tenant in the environment; its own clients are refused while it is suspended or gone, operators may look into
+ * a suspended one.
+ */
+async function activeTenant(
+  store: TenantStore,
+  tenantId: string,
+  environment: string,
+  principal: Principal,
+): Promise<Tenant> {
+  const tenant = await store.getTenant(environmentId(tenantId, environment));
+  if (!tenant && environment !== PRODUCTION && (await store.getTenant(tenantId)))
+    throw new HttpProblem(404, 'No such environment', `tenant ${tenantId} has no environment ${environment}`, {
+      errors: [{ path: `$.headers.${ENVIRONMENT_HEADER}`, message: 'names no environment of the tenant' }],
+    });
   if (!tenant)
     throw principal.operator
       ? new HttpProblem(404, 'No such tenant', `there is no tenant ${tenantId}`)

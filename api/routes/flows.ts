@@ -1,6 +1,7 @@
-import { flowSchema, flowVersionSchema } from '../../engine/model/index.ts';
+import { environmentNameSchema, flowSchema, flowVersionSchema } from '../../engine/model/index.ts';
+import { authorize } from '../auth/index.ts';
 import type { ApiContext } from '../context.ts';
-import { connectionSchema, defineRoute, pageQuerySchema, idParams } from '../route-kit/index.ts';
+import { connectionSchema, defineRoute, fromRequest, pageQuerySchema, idParams } from '../route-kit/index.ts';
 
 const base = '/api/v1/flows';
 const versionSummary = {
@@ -9,7 +10,38 @@ const versionSummary = {
   properties: { version: { type: 'integer' }, publishedAt: { type: 'string', format: 'date-time' } },
 } as const;
 
-export function flowRoutes({ flows }: ApiContext) {
+const promotionSchema = {
+  type: 'object',
+  required: ['key', 'from', 'to', 'dryRun'],
+  properties: {
+    key: { type: 'string' },
+    from: {
+      type: 'object',
+      required: ['environment', 'version'],
+      properties: { environment: { type: 'string' }, version: { type: 'integer' } },
+    },
+    to: {
+      type: 'object',
+      required: ['environment', 'version', 'change', 'diff'],
+      properties: {
+        environment: { type: 'string' },
+        version: {
+          type: ['integer', 'null'],
+          description: "The target's version that runs the promoted document (null on a dry run that would make one).",
+        },
+        change: { enum: ['added', 'changed', 'unchanged'] },
+        diff: {
+          type: 'array',
+          items: { type: 'string' },
+          description: 'Against the version the target ran: one line per field, `~` changed, `+` added, `-` removed.',
+        },
+      },
+    },
+    dryRun: { type: 'boolean' },
+  },
+} as const;
+
+export function flowRoutes({ flows, flowFiles }: ApiContext) {
   const setActive = (active: boolean) =>
     defineRoute({
       method: 'post',
@@ -28,6 +60,39 @@ export function flowRoutes({ flows }: ApiContext) {
     });
 
   return [
+    defineRoute({
+      method: 'post',
+      path: `${base}/{id}/promote`,
+      tag: 'Flow',
+      scope: 'flows:write',
+      summary: 'Promote a published version to another environment',
+      description:
+        "A version of the flow (its active one unless `version` says) becomes the running version of the flow with its key in `to` (created there the first time), from the environment the request is in. Refused (409), naming each field of the version's document that uses it, when `to` lacks a variable, secret, destination, action or failure flow the version uses; the answer shows the difference against what `to` ran. The token must grant `to` as well.",
+      params: idParams,
+      body: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['to'],
+        properties: {
+          to: environmentNameSchema,
+          version: { type: 'integer', minimum: 1, description: 'The version to promote (the active one by default).' },
+          dryRun: { type: 'boolean', default: false, description: 'Say what would change; change nothing.' },
+        },
+        examples: [{ to: 'production' }],
+      },
+      responses: {
+        200: { description: 'What was promoted, and what changed in `to`.', schema: promotionSchema },
+        409: { description: 'The flow has no published version, or `to` lacks what the version uses.' },
+      },
+      async handle({ tenant, environment, principal, params, body }) {
+        authorize(principal, tenant, body.to, 'flows:write');
+        return {
+          body: await fromRequest('$.body', () =>
+            flowFiles.promote(tenant, params.id, { from: environment, to: body.to }, body),
+          ),
+        };
+      },
+    }),
     defineRoute({
       method: 'get',
       path: base,

@@ -8,6 +8,7 @@ export { batchRoutes } from './batches.ts';
 export { dataSpaceRoutes } from './data-spaces.ts';
 export { destinationRoutes } from './destinations.ts';
 export { editableFlowRoutes } from './editable-flows.ts';
+export { environmentRoutes } from './environments.ts';
 export { flowFileRoutes } from './flow-files.ts';
 export { flowRoutes } from './flows.ts';
 export { incrementalFieldRoutes } from './incremental-fields.ts';

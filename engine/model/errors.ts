@@ -87,6 +87,13 @@ export class ValidationError extends Error {
 /** A write based on a stale revision (optimistic concurrency). */
 export class ConflictError extends Error {
   override readonly name = 'ConflictError';
+  constructor(
+    message: string,
+    /** The fields the conflict is about, when it is about some. */
+    readonly errors?: FieldError[],
+  ) {
+    super(message);
+  }
 }
 
 /** A write that would take a tenant past a limit on what it keeps (its message names the limit's setting). */

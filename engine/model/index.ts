@@ -23,6 +23,13 @@ export {
   type ScheduleTriggerConfig,
   type WebhookTriggerConfig,
 } from './flow-document.ts';
+export {
+  ENVIRONMENT_SEPARATOR,
+  environmentId,
+  environmentOf,
+  MAX_ENVIRONMENTS,
+  PRODUCTION,
+} from './environments.ts';
 export { idAt, idTime, newId } from './ids.ts';
 export { fieldErrors, jsonPath, SchemaValidator } from './json-schema.ts';
 export {
@@ -134,4 +141,5 @@ export {
   type Variable,
   variableSchema,
 } from './resources.ts';
+export { type Environment, environmentNameSchema, environmentSchema } from './resources/tenants.ts';
 export { closest, suggestion } from './suggest.ts';

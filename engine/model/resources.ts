@@ -6,7 +6,7 @@
 import { flowDocumentSchema } from './flow-document.ts';
 
 import { errorRecordSchema } from './resources/common.ts';
-import { tenantSchema, userSettingsSchema } from './resources/tenants.ts';
+import { environmentSchema, tenantSchema, userSettingsSchema } from './resources/tenants.ts';
 import { flowSchema, flowVersionSchema } from './resources/flows.ts';
 import { variableSchema, secretInfoSchema } from './resources/values.ts';
 import { runStatuses, stepStatuses, runSchema, stepSchema } from './resources/runs.ts';
@@ -130,6 +130,7 @@ export const resourceSchemas = {
   Step: stepSchema,
   ErrorRecord: errorRecordSchema,
   Tenant: tenantSchema,
+  Environment: environmentSchema,
   Destination: destinationSchema,
   Batch: batchSchema,
   BatchTask: batchTaskSchema,

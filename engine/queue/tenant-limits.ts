@@ -1,3 +1,4 @@
+import { environmentId } from '../model/index.ts';
 import { pages, type Tenant, type TenantStore } from '../store/index.ts';
 import type { TenantQuotas } from '../limits/index.ts';
 import type { RunLanes } from './run-lanes.ts';
@@ -19,10 +20,13 @@ export class TenantLimitsInRedis {
     await Promise.all([this.lanes.share(id, { weight, concurrency }), this.quotas.override(id, quota)]);
   }
 
-  /** Every tenant's own limits, written again (after Redis lost them). */
+  /** Every tenant's own limits, in each of its environments, written again (after Redis lost them). */
   async syncAll(store: TenantStore): Promise<void> {
     for await (const tenant of pages((after) => store.listTenants({}, { first: 100, after }))) {
-      if (Object.keys(tenant.limits).length > 0) await this.apply(tenant);
+      if (Object.keys(tenant.limits).length === 0) continue;
+      await this.apply(tenant);
+      for (const { name } of await store.listEnvironments(tenant.id))
+        await this.apply({ id: environmentId(tenant.id, name), limits: tenant.limits });
     }
   }
 }

@@ -1,4 +1,6 @@
 import {
+  ConflictError,
+  environmentId,
   type FieldError,
   type Flow,
   type FlowDocument,
@@ -47,6 +49,21 @@ export interface PushResult {
   changes: FlowFileChange[];
   /** What publishing would warn of (values read that are not set now), with each file's paths. */
   warnings: FieldError[];
+}
+
+/** What a promotion does, or would do (decision 28). */
+export interface Promotion {
+  key: string;
+  from: { environment: string; version: number };
+  to: {
+    environment: string;
+    /** The target's version that runs the promoted document; null on a dry run that would make one. */
+    version: number | null;
+    change: FlowFileChange['change'];
+    /** Against the version the target ran (all of the document when it ran none). */
+    diff: string[];
+  };
+  dryRun: boolean;
 }
 
 /**
@@ -131,6 +148,72 @@ export class FlowFileService {
     return { dryRun: options.dryRun === true, changes, warnings };
   }
 
+  /**
+   * A published version of a flow in one of the tenant's environments made the running version of the flow with its
+   * key in another (created there the first time). Refused, changing nothing, when the target lacks a variable, secret,
+   * destination, action or failure flow the version uses: each is named, at the field that uses it.
+   */
+  async promote(
+    tenantId: string,
+    flowId: string,
+    route: { from: string; to: string },
+    options: { version?: number; dryRun?: boolean },
+  ): Promise<Promotion> {
+    const [fromId, toId] = [environmentId(tenantId, route.from), environmentId(tenantId, route.to)];
+    if (route.from === route.to)
+      throw new ValidationError('A flow is promoted to another environment', [
+        { path: '$.to', message: `is ${route.from}, the environment the flow is in` },
+      ]);
+    if (!(await this.store.getTenant(toId)))
+      throw new NotFoundError(`tenant ${tenantId} has no environment ${route.to}`, [
+        { path: '$.to', message: 'names no environment of the tenant' },
+      ]);
+    const flow = await this.flows.get(fromId, flowId);
+    const number = options.version ?? flow.activeVersion;
+    if (number === null)
+      throw new ConflictError(`flow ${flow.key} has no published version in ${route.from}: publish it first`);
+    const source = await this.store.getFlowVersion(fromId, flow.id, number);
+    if (!source)
+      throw new NotFoundError(`flow ${flow.key} has no version ${number}`, [
+        { path: '$.version', message: 'names no version of the flow' },
+      ]);
+    const document = sortedKeys(source.document) as FlowDocument;
+    const lacking = await this.lacking(toId, document);
+    if (lacking.length > 0)
+      throw new ConflictError(
+        `${route.to} lacks what version ${number} of ${flow.key} uses: nothing was promoted`,
+        lacking,
+      );
+    const target = await this.store.findFlowByKey(toId, document.key);
+    const running =
+      target?.activeVersion != null
+        ? await this.store.getFlowVersion(toId, target.id, target.activeVersion)
+        : undefined;
+    const diff = jsonDiff(running ? sortedKeys(running.document) : {}, document);
+    const change = !target ? 'added' : running && diff.length === 0 ? 'unchanged' : 'changed';
+    let version = change === 'unchanged' ? running!.version : null;
+    if (!options.dryRun && change !== 'unchanged') {
+      const written = await this.write(toId, target, document, change);
+      version = (await this.flows.publish(toId, written.id, written.revision)).version;
+    }
+    return {
+      key: flow.key,
+      from: { environment: route.from, version: number },
+      to: { environment: route.to, version, change, diff },
+      dryRun: options.dryRun === true,
+    };
+  }
+
+  /** What `document` uses that the environment `toId` lacks, as publishing there would find it, and its destinations. */
+  private async lacking(toId: string, document: FlowDocument): Promise<FieldError[]> {
+    const review = await this.flows.review(toId, document);
+    const destinations: FieldError[] = [];
+    for (const { name, path } of destinationsOf(document))
+      if (!(await this.store.getDestination(toId, name)))
+        destinations.push({ path, message: `names the destination ${name}, which is not set` });
+    return [...review.errors, ...review.warnings, ...destinations];
+  }
+
   private async write(tenantId: string, flow: Flow | undefined, document: FlowDocument, change: string) {
     if (!flow) return this.flows.create(tenantId, document);
     return change === 'unchanged' ? flow : this.flows.replaceDraft(tenantId, flow.id, flow.revision, document);
@@ -154,7 +237,7 @@ export class FlowFileService {
       uses: {
         variables: named('vars').sort(),
         secrets: named('secrets').sort(),
-        destinations: [...destinationsOf(document)].sort(),
+        destinations: [...new Set(destinationsOf(document).map(({ name }) => name))].sort(),
       },
     };
   }
@@ -171,14 +254,22 @@ export function sortedKeys(value: unknown): unknown {
   );
 }
 
-/** The destinations a document's nodes name (an operation opens its destination by the name in `config.destination`). */
-function destinationsOf(value: unknown, found = new Set<string>()): Set<string> {
-  if (Array.isArray(value)) for (const item of value) destinationsOf(item, found);
+/**
+ * The destinations a document's nodes name, with the path of each naming (an operation opens its destination by the
+ * name in `config.destination`).
+ */
+function destinationsOf(
+  value: unknown,
+  path = '$',
+  found: Array<{ name: string; path: string }> = [],
+): Array<{ name: string; path: string }> {
+  if (Array.isArray(value))
+    for (const [index, item] of value.entries()) destinationsOf(item, `${path}[${index}]`, found);
   else if (value !== null && typeof value === 'object') {
     const node = value as { operation?: unknown; config?: { destination?: unknown } };
     if (typeof node.operation === 'string' && typeof node.config?.destination === 'string')
-      found.add(node.config.destination);
-    for (const item of Object.values(value)) destinationsOf(item, found);
+      found.push({ name: node.config.destination, path: `${path}.config.destination` });
+    for (const [key, item] of Object.entries(value)) destinationsOf(item, `${path}.${key}`, found);
   }
   return found;
 }

@@ -10,6 +10,7 @@ export {
   type FlowFileChange,
   FlowFileService,
   MAX_PUSHED_FILES,
+  type Promotion,
   type PushResult,
 } from './flow-file-service.ts';
 export { FlowService, type FlowReview } from './flow-service.ts';

@@ -10,6 +10,7 @@ import { AlertService } from './alert-service.ts';
 import { BlockedTopicService } from './blocked-topic-service.ts';
 import { DataSpaceService } from './data-space-service.ts';
 import { type DestinationKinds, DestinationService } from './destination-service.ts';
+import { EnvironmentService } from './environment-service.ts';
 import { FlowFileService } from './flow-file-service.ts';
 import { FlowService } from './flow-service.ts';
 import { IncrementalFieldService } from './incremental-field-service.ts';
@@ -27,6 +28,8 @@ export interface EngineServices {
   /** Flows as files: drafts pulled, and pushed back from a folder. */
   flowFiles: FlowFileService;
   tenants: TenantService;
+  /** A tenant's environments besides production. */
+  environments: EnvironmentService;
   alerts: AlertService;
   replays: ReplayService;
   /** Runs started after the fact: replays, retries, held runs released. */
@@ -70,6 +73,7 @@ export function engineServices(parts: ServiceParts): EngineServices {
     flows,
     flowFiles: new FlowFileService(store, flows, parts.compile),
     tenants: new TenantService(store, runs, schedules, parts.tenantLimits, intake),
+    environments: new EnvironmentService(store, schedules, parts.tenantLimits, intake),
     alerts: new AlertService(store, keyring, http),
     replays: new ReplayService(store),
     runs,

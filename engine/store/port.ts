@@ -32,6 +32,7 @@ export type {
   BatchTask,
   IncrementalField,
   Destination,
+  Environment,
   Flow,
   FlowVersion,
   Message,

@@ -8,7 +8,7 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import { pino, type Logger } from 'pino';
 import { storeAdmin } from '../../bin/admin.ts';
-import { clientToken } from '../../bin/api-token.ts';
+import { clientToken } from '../../bin/tenant-api.ts';
 import { loadConfig, type Config } from '../../bin/config/config.ts';
 import { Platform, type Roles } from '../../bin/platform.ts';
 import type { TracingEnv } from '../../bin/tracing.ts';
@@ -75,6 +75,8 @@ export interface TestPlatform {
   url: string;
   /** Create a tenant and a client; returns an API caller bound to it. */
   tenant(id: string, scopes?: string[]): Promise<ApiClient>;
+  /** Another client of an existing tenant, limited to some scopes or environments. */
+  client(tenantId: string, request: { scopes?: string[]; environments?: string[] }): Promise<ApiClient>;
   operator(): Promise<ApiClient>;
   /** What /metrics shows an operator now. */
   metrics(): Promise<string>;
@@ -108,7 +110,10 @@ export async function startTestPlatform(
   const admin = storeAdmin(platform.store);
   // With a PUBLIC_URL (a proxy in front), tests talk to the process directly, as the proxy would.
   const url = platform.localUrl ?? platform.url;
-  const clientFor = async (tenantId: string | undefined, request: { scopes?: string[]; operator?: boolean }) => {
+  const clientFor = async (
+    tenantId: string | undefined,
+    request: { scopes?: string[]; operator?: boolean; environments?: string[] },
+  ) => {
     const credentials = await admin.createClient({ tenantId, ...request });
     const token = await getToken(url, credentials.client_id, credentials.client_secret);
     return new ApiClient(url, token, tenantId ?? '', credentials);
@@ -122,6 +127,7 @@ export async function startTestPlatform(
       await admin.createTenant({ id });
       return clientFor(id, { scopes });
     },
+    client: (tenantId, request) => clientFor(tenantId, request),
     operator: () => clientFor(undefined, { operator: true }),
     metrics: async () => {
       const { credentials } = await clientFor(undefined, { operator: true });
@@ -188,6 +194,8 @@ export class ApiClient {
     readonly token: string,
     readonly tenantId: string,
     readonly credentials: { client_id: string; client_secret: string },
+    /** The environment header it sends (none: production). */
+    readonly environment?: string,
   ) {}
 
   /** Call an /api route as this client (`tenant_id` defaults to the client's own tenant). */
@@ -202,6 +210,7 @@ export class ApiClient {
       headers: {
         authorization: `Bearer ${this.token}`,
         tenant_id: this.tenantId,
+        ...(this.environment ? { environment: this.environment } : {}),
         ...(body === undefined ? {} : { 'content-type': 'application/json' }),
         ...headers,
       },
@@ -220,12 +229,17 @@ export class ApiClient {
   }
 
   as(tenantId: string) {
-    return new ApiClient(this.url, this.token, tenantId, this.credentials);
+    return new ApiClient(this.url, this.token, tenantId, this.credentials, this.environment);
+  }
+
+  /** The same client, calling in one of its tenant's environments. */
+  in(environment: string) {
+    return new ApiClient(this.url, this.token, this.tenantId, this.credentials, environment);
   }
 
   /** The same client, calling another process. */
   at(url: string) {
-    return new ApiClient(url, this.token, this.tenantId, this.credentials);
+    return new ApiClient(url, this.token, this.tenantId, this.credentials, this.environment);
   }
 
   /** Create, then publish a flow document; returns the flow id. */

@@ -1,5 +1,5 @@
 import type { FromSchema } from 'json-schema-to-ts';
-import { timestamp, nullableTimestamp, uuid, errorRecordSchema } from './common.ts';
+import { timestamp, nullableTimestamp, uuid, errorRecordSchema, ownerSchema } from './common.ts';
 import { runStatuses } from './runs.ts';
 
 export const batchStatuses = ['importing', 'running', 'succeeded', 'failed'] as const;
@@ -38,7 +38,7 @@ export const batchSchema = {
   description:
     'One poll of a flow: the items its fan-out node imported, each run as a task through the nodes after it.',
   properties: {
-    tenantId: { type: 'string' },
+    tenantId: ownerSchema,
     id: uuid,
     flowId: uuid,
     flowVersion: { type: 'integer' },

@@ -2,6 +2,12 @@ import type { FromSchema } from 'json-schema-to-ts';
 
 export const timestamp = { type: 'string', format: 'date-time' } as const;
 
+/** Whose record it is, and in which of its environments (decision 28). */
+export const ownerSchema = {
+  type: 'string',
+  description: "The tenant's id, followed by `~` and the environment's name outside production (`acme~staging`).",
+} as const;
+
 export const nullableTimestamp = { type: ['string', 'null'], format: 'date-time' } as const;
 
 export const uuid = { type: 'string', format: 'uuid' } as const;

@@ -1,6 +1,6 @@
 import type { FromSchema } from 'json-schema-to-ts';
 import { flowDocumentSchema } from '../flow-document.ts';
-import { timestamp, uuid } from './common.ts';
+import { timestamp, uuid, ownerSchema } from './common.ts';
 
 export const flowSchema = {
   type: 'object',
@@ -19,7 +19,7 @@ export const flowSchema = {
     'updatedAt',
   ],
   properties: {
-    tenantId: { type: 'string' },
+    tenantId: ownerSchema,
     id: uuid,
     key: { type: 'string' },
     name: { type: 'string' },
@@ -41,7 +41,7 @@ export const flowVersionSchema = {
   additionalProperties: false,
   required: ['tenantId', 'flowId', 'version', 'document', 'publishedAt'],
   properties: {
-    tenantId: { type: 'string' },
+    tenantId: ownerSchema,
     flowId: uuid,
     version: { type: 'integer' },
     document: flowDocumentSchema,

@@ -1,5 +1,5 @@
 import type { FromSchema } from 'json-schema-to-ts';
-import { timestamp, uuid } from './common.ts';
+import { timestamp, uuid, ownerSchema } from './common.ts';
 import { type holdReasons, terminalRunStatuses } from './runs.ts';
 
 export const messageSchema = {
@@ -18,7 +18,7 @@ export const messageSchema = {
     'receivedAt',
   ],
   properties: {
-    tenantId: { type: 'string' },
+    tenantId: ownerSchema,
     id: uuid,
     flowId: uuid,
     flowVersion: { type: 'integer' },

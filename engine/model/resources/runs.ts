@@ -1,5 +1,5 @@
 import type { FromSchema } from 'json-schema-to-ts';
-import { timestamp, nullableTimestamp, uuid, errorRecordSchema } from './common.ts';
+import { timestamp, nullableTimestamp, uuid, errorRecordSchema, ownerSchema } from './common.ts';
 
 /** Why a run waits without a job: its tenant is suspended, or its message's topic is blocked. */
 export const holdReasons = ['suspended', 'topic'] as const;
@@ -51,7 +51,7 @@ export const runSchema = {
     'budgetWaitMs',
   ],
   properties: {
-    tenantId: { type: 'string' },
+    tenantId: ownerSchema,
     id: uuid,
     flowId: uuid,
     flowVersion: { type: 'integer' },

@@ -1,5 +1,6 @@
 import type { FromSchema } from 'json-schema-to-ts';
 import { timestamp, nullableTimestamp } from './common.ts';
+import { PRODUCTION } from '../environments.ts';
 
 export const tenantLimitsSchema = {
   type: 'object',
@@ -122,7 +123,25 @@ export const userSettingsSchema = {
   },
 } as const;
 
+export const environmentNameSchema = {
+  type: 'string',
+  pattern: '^[a-z][a-z0-9-]{0,31}$',
+  description: `An environment's name: lower-case letters, digits and dashes (\`${PRODUCTION}\` always exists).`,
+} as const;
+
+export const environmentSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['name', 'createdAt'],
+  properties: {
+    name: environmentNameSchema,
+    createdAt: timestamp,
+  },
+} as const;
+
 export type Tenant = FromSchema<typeof tenantSchema>;
+
+export type Environment = FromSchema<typeof environmentSchema>;
 
 export type TenantLimits = FromSchema<typeof tenantLimitsSchema>;
 

@@ -1,4 +1,4 @@
-import type { UserSettings, Tenant, TenantLimits } from '../../model/index.ts';
+import type { Environment, UserSettings, Tenant, TenantLimits } from '../../model/index.ts';
 import type { SealedValue } from '../../secrets/index.ts';
 
 import type { Page, PageRequest, StateLimit, StateUsage } from './common.ts';
@@ -8,12 +8,21 @@ export interface TenantStore {
   createTenant(tenant: { id: string; name: string }): Promise<Tenant>;
   getTenant(id: string): Promise<Tenant | undefined>;
   listTenants(filter: { status?: Tenant['status'] }, page: PageRequest): Promise<Page<Tenant>>;
-  /** Suspend (with a reason) or resume a tenant; undefined if there is none. */
+  /** Suspend (with a reason) or resume a tenant in every environment; undefined if there is none. */
   setTenantStatus(id: string, status: Tenant['status'], reason: string | null): Promise<Tenant | undefined>;
-  /** Replace the operator's overrides of the per-tenant settings; undefined if there is no tenant. */
+  /** Replace the operator's overrides of the per-tenant settings, in every environment; undefined if there is no tenant. */
   setTenantLimits(id: string, limits: TenantLimits): Promise<Tenant | undefined>;
-  /** Remove the tenant and every record it owns (flows, messages, runs, secrets, clients...). */
+  /** Remove the tenant and every record it owns (flows, messages, runs, secrets, clients...) in every environment. */
   deleteTenant(id: string): Promise<boolean>;
+  /**
+   * A new environment of the tenant (decision 28), with the tenant's status and limits; a ConflictError if it exists or
+   * the tenant has MAX_ENVIRONMENTS already.
+   */
+  createEnvironment(tenantId: string, name: string): Promise<Environment>;
+  /** The tenant's environments besides production, by name. */
+  listEnvironments(tenantId: string): Promise<Environment[]>;
+  /** Remove an environment and every record kept in it; false if there is none. */
+  deleteEnvironment(tenantId: string, name: string): Promise<boolean>;
   /**
    * The deployment's limits on what each tenant keeps, replacing those in force. From then on a write
    * that would pass one fails with a LimitReachedError, whichever path it takes.
@@ -45,6 +54,8 @@ export interface Client {
   secretHash: string;
   scopes: string[];
   operator: boolean;
+  /** The environments of its tenant it may act in; null for all of them. */
+  environments: string[] | null;
   createdAt: string;
 }
 

@@ -9,9 +9,16 @@ export class SqlCredentials implements CredentialStore {
 
   async createClient(client: Omit<Client, 'createdAt'>) {
     const [row] = await this.db.query(
-      'insert into clients (client_id, tenant_id, secret_hash, scopes, operator) values ($1, $2, $3, $4::jsonb, $5) ' +
-        'returning *',
-      [client.clientId, client.tenantId, client.secretHash, json(client.scopes), client.operator],
+      `insert into clients (client_id, tenant_id, secret_hash, scopes, operator, environments)
+       values ($1, $2, $3, $4::jsonb, $5, $6::jsonb) returning *`,
+      [
+        client.clientId,
+        client.tenantId,
+        client.secretHash,
+        json(client.scopes),
+        client.operator,
+        client.environments && json(client.environments),
+      ],
     );
     return toClient(row);
   }

@@ -8,6 +8,7 @@ import type {
   DataDocument,
   DataSpace,
   Destination,
+  Environment,
   Flow,
   FlowVersion,
   IncrementalField,
@@ -39,8 +40,10 @@ export const toClient = (r: Row): Client => ({
   secretHash: r.secret_hash,
   scopes: r.scopes,
   operator: r.operator,
+  environments: r.environments ?? null,
   createdAt: iso(r.created_at),
 });
+export const toEnvironment = (r: Row): Environment => ({ name: r.environment, createdAt: iso(r.created_at) });
 export const toFlow = (r: Row): Flow => ({
   tenantId: r.tenant_id,
   id: r.id,

@@ -1,7 +1,12 @@
 import type { QueryOptions } from '../driver.ts';
 import { ID_HOUR } from '../migrations/19-rollups.ts';
 // Paging, cursors and SQL fragments the aggregates share; the row mappers are in row-mappers.ts.
-import { terminalRunStatuses, unfinishedRunStatuses, ValidationError } from '../../../model/index.ts';
+import {
+  ENVIRONMENT_SEPARATOR,
+  terminalRunStatuses,
+  unfinishedRunStatuses,
+  ValidationError,
+} from '../../../model/index.ts';
 import type {
   MessageStatus,
   RunStatus,
@@ -227,7 +232,7 @@ export const READS_COLUMNS =
 
 /**
  * The columns `vars`, `sealed_secrets` and `platform` of what the run of row `w` reads.
- * `$platform` is the tenant's override of each name, else the platform's value; most flows read
+ * `$platform` is the tenant's override of each name (in every environment of the tenant), else the platform's value; most flows read
  * none, and then the statement does not look.
  */
 export const RUN_CONTEXT = `(select coalesce(jsonb_object_agg(v.name, v.value), '{}'::jsonb) from variables v
@@ -238,7 +243,8 @@ export const RUN_CONTEXT = `(select coalesce(jsonb_object_agg(v.name, v.value), 
       case when w.reads_platform then (select coalesce(jsonb_object_agg(name, value), '{}'::jsonb) from (
          select coalesce(t.name, p.name) as name, coalesce(t.value, p.value) as value
            from (select name, value from platform_globals where w.all_platform or name = any(w.platform)) p
-           full join (select name, value from platform_tenant_globals where tenant_id = w.tenant_id and (w.all_platform
+           full join (select name, value from platform_tenant_globals
+             where tenant_id = split_part(w.tenant_id, '${ENVIRONMENT_SEPARATOR}', 1) and (w.all_platform
              or name = any(w.platform))) t
              on t.name = p.name) resolved) else '{}'::jsonb end as platform`;
 

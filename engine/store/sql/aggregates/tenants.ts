@@ -1,9 +1,15 @@
-import { ConflictError } from '../../../model/index.ts';
+import {
+  ConflictError,
+  ENVIRONMENT_SEPARATOR,
+  environmentId,
+  MAX_ENVIRONMENTS,
+  NotFoundError,
+} from '../../../model/index.ts';
 import type { PageRequest, StateLimit, Tenant, TenantLimits, UserSettings, TenantStore } from '../../port.ts';
 import type { SqlDriver } from '../driver.ts';
 import { PARTITIONS_AHEAD_MS, SqlRetention } from './retention.ts';
 import { json, decodeCursor, page, isUniqueViolation } from './rows.ts';
-import { toTenant, toUserSettings } from './row-mappers.ts';
+import { toEnvironment, toTenant, toUserSettings } from './row-mappers.ts';
 
 /** Tenants, and the settings of their users. */
 export class SqlTenants implements TenantStore {
@@ -29,27 +35,30 @@ export class SqlTenants implements TenantStore {
 
   async listTenants(filter: { status?: Tenant['status'] }, request: PageRequest) {
     const rows = await this.db.query(
-      'select * from tenants where ($1::text is null or status = $1) and ($2::text is null or id > $2) order by id ' +
-        'limit $3',
+      `select * from tenants where parent_id is null and ($1::text is null or status = $1)
+         and ($2::text is null or id > $2) order by id limit $3`,
       [filter.status ?? null, decodeCursor(request.after), request.first + 1],
     );
     return page(rows, request, toTenant, (r) => r.id);
   }
 
   async setTenantStatus(id: string, status: Tenant['status'], reason: string | null) {
-    const [row] = await this.db.query(
+    const rows = await this.db.query(
       `update tenants set status = $2, suspended_reason = case when $2 = 'suspended' then $3 end,
-         suspended_at = case when $2 = 'suspended' then coalesce(suspended_at, now()) end where id = $1 returning *`,
+         suspended_at = case when $2 = 'suspended' then coalesce(suspended_at, now()) end
+       where id = $1 or parent_id = $1 returning *`,
       [id, status, reason],
     );
+    const row = rows.find((r) => r.id === id);
     return row ? toTenant(row) : undefined;
   }
 
   async setTenantLimits(id: string, limits: TenantLimits) {
-    const [row] = await this.db.query('update tenants set limits = $2::jsonb where id = $1 returning *', [
-      id,
-      JSON.stringify(limits),
-    ]);
+    const rows = await this.db.query(
+      'update tenants set limits = $2::jsonb where id = $1 or parent_id = $1 returning *',
+      [id, JSON.stringify(limits)],
+    );
+    const row = rows.find((r) => r.id === id);
     // A retention no tenant had before needs partitions of its own from today on.
     if (row && (limits.retentionDays || limits.failedRetentionDays))
       await new SqlRetention(this.db).preparePartitions(Date.now(), Date.now() + PARTITIONS_AHEAD_MS);
@@ -60,8 +69,44 @@ export class SqlTenants implements TenantStore {
     // Every tenant-owned table references tenants (or a table that does) with on delete cascade; deliveries, kept
     // lean for intake (migration 20), are deleted here.
     const deleted = await this.db.query(
-      'with ids as (delete from deliveries where tenant_id = $1) delete from tenants where id = $1 returning id',
-      [id],
+      `with ids as (delete from deliveries where tenant_id = $1 or tenant_id like $2)
+       delete from tenants where id = $1 and parent_id is null returning id`,
+      [id, `${id}${ENVIRONMENT_SEPARATOR}%`],
+    );
+    return deleted.length > 0;
+  }
+
+  async createEnvironment(tenantId: string, name: string) {
+    const rows = await this.db
+      .query(
+        `insert into tenants (id, name, parent_id, environment, status, suspended_reason, suspended_at, limits)
+         select $3, t.name, t.id, $2, t.status, t.suspended_reason, t.suspended_at, t.limits from tenants t
+          where t.id = $1 and t.parent_id is null and (select count(*) from tenants where parent_id = $1) < $4
+         returning *`,
+        [tenantId, name, environmentId(tenantId, name), MAX_ENVIRONMENTS],
+      )
+      .catch((error: unknown) => {
+        if (isUniqueViolation(error)) throw new ConflictError(`tenant ${tenantId} has an environment ${name} already`);
+        throw error;
+      });
+    if (rows.length > 0) return toEnvironment(rows[0]);
+    if (!(await this.getTenant(tenantId))) throw new NotFoundError(`no tenant ${tenantId}`);
+    throw new ConflictError(
+      `tenant ${tenantId} has ${MAX_ENVIRONMENTS} environments besides production, the most it may`,
+    );
+  }
+
+  async listEnvironments(tenantId: string) {
+    const rows = await this.db.query('select * from tenants where parent_id = $1 order by environment', [tenantId]);
+    return rows.map(toEnvironment);
+  }
+
+  async deleteEnvironment(tenantId: string, name: string) {
+    const id = environmentId(tenantId, name);
+    const deleted = await this.db.query(
+      `with ids as (delete from deliveries where tenant_id = $2)
+       delete from tenants where parent_id = $1 and id = $2 returning id`,
+      [tenantId, id],
     );
     return deleted.length > 0;
   }
