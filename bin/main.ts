@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import { socketAdmin, storeAdmin, type AdminCommands } from './admin.ts';
 import { changeEnvironment, listEnvironments } from './environments-cli.ts';
 import { promoteFlow, pullFlows, pushFlows, USES_FILE } from './flows-cli.ts';
+import { captureTest, runTests } from './tests-cli.ts';
 import type { TenantApiOptions } from './tenant-api.ts';
 import { loadConfig, type Config } from './config/config.ts';
 import { DataDirLock, embeddedStoreExists } from './data-dir.ts';
@@ -89,6 +90,21 @@ It never creates a store.`,
   --publish   also make each flow run its draft (a new version where it differs)
   --dry-run   print what push or promote would change, changing nothing
 Exit code 0 when done, 1 when refused (what to fix is printed), 2 on a usage mistake.`,
+  },
+  test: {
+    forms: [
+      ['test --tenant <id> [--env <name>] --dir <folder> [--flows <folder>]', 'run the recorded tests, offline'],
+      ['test capture <run id> --tenant <id> [--env <name>] --dir <folder>', 'record a run as a test'],
+    ],
+    help: `Tests recorded from runs, over the API of a running Tributary (${API_WHERE}).
+  capture     writes <flow key>.<run>.test.json: the run's message, each request its nodes sent with the
+              answer (credentials and secrets masked), each step's output or error. Edit it freely:
+              the message, what a step should give, "volatile": {"<step>": ["$.path"]} for fields not compared
+  test        runs each *.test.json of --dir through its flow: <key>.flow.json in --flows (or --dir) when
+              there is one (as \`flows pull\` writes it), else the flow's draft. Every request is answered from
+              the recording (nothing is sent, nothing stored); one it lacks fails its step, named. Prints
+              PASS or FAIL per test with what differs, then "tests: N passed, M failed"
+Exit code 0 when every test passed, 1 otherwise, 2 on a usage mistake.`,
   },
   environment: {
     forms: [
@@ -196,6 +212,22 @@ async function main(argv: string[]) {
       process.exitCode = await (subcommand === 'pull' ? pullFlows(options) : pushFlows(options));
       return;
     }
+    case 'test': {
+      const api = {
+        ...tenantApiOptions(config, values, command),
+        env: values.env,
+        print: (line: string) => console.log(line),
+      };
+      if (!values.dir) throw new UsageError('--tenant and --dir are required', command);
+      if (subcommand === 'capture') {
+        if (!argument) throw new UsageError('the run id is missing', command);
+        process.exitCode = await captureTest({ ...api, dir: values.dir, runId: argument });
+        return;
+      }
+      if (argument) throw new UsageError('missing or unknown arguments', command);
+      process.exitCode = await runTests({ ...api, dir: values.dir, flows: values.flows });
+      return;
+    }
     case 'environment': {
       const api = { ...tenantApiOptions(config, values, command), print: (line: string) => console.log(line) };
       if (subcommand === 'list' && !argument) return listEnvironments(api);
@@ -227,6 +259,7 @@ function parseCommandLine(argv: string[]) {
         scope: { type: 'string', multiple: true },
         operator: { type: 'boolean' },
         dir: { type: 'string' },
+        flows: { type: 'string' },
         url: { type: 'string' },
         publish: { type: 'boolean' },
         'dry-run': { type: 'boolean' },

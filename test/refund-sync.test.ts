@@ -868,6 +868,30 @@ describe('the deprecated HTTP adapter route', () => {
   });
 });
 
+describe('a refund sync recorded as a test', () => {
+  it('runs again offline from its recording: Shopify and the ERP are asked nothing, every step is as recorded', async () => {
+    const placed = order(2);
+    const { webhookBody } = shop().createRefund(placed.id, { lines: [{ line: 1, quantity: 1 }], shipping: true });
+    const { run } = await sync(webhookBody);
+    expect(run.status).toBe('succeeded');
+    const fixture = (await acme.call('POST', `/api/v1/runs/${run.id}/fixture`)).body;
+    // Shopify's queries and mutations, and the ERP's POST: each with its answer, credentials masked.
+    const requests = fixture.exchanges.map((exchange: any) => `${exchange.step} ${exchange.request.method}`);
+    expect(requests).toContain('sync/send-to-erp POST');
+    const recorded = JSON.stringify(fixture);
+    for (const secret of [ERP_CREDENTIALS.consumerSecret, ERP_CREDENTIALS.tokenSecret, SHOP_TOKEN])
+      expect(recorded).not.toContain(secret);
+
+    const receipts = world.erp.receipts().length;
+    const tags = shop().orders.get(placed.id)!.tags;
+    const again = await acme.call('POST', '/api/v1/fixtures/run', { fixture });
+    expect(again.body.differences).toEqual([]);
+    expect(again.body).toMatchObject({ passed: true, status: 'succeeded' });
+    expect(world.erp.receipts().length).toBe(receipts);
+    expect(shop().orders.get(placed.id)!.tags).toEqual(tags);
+  });
+});
+
 describe('a test run of the refund flow', () => {
   it('previews the Refund record and the order marks without sending or marking anything', async () => {
     const placed = order(1);

@@ -1,4 +1,4 @@
-import { stepSchema } from '../../engine/model/index.ts';
+import { type Fixture, fixtureSchema, stepSchema } from '../../engine/model/index.ts';
 import type { ApiContext } from '../context.ts';
 import { defineRoute, fromRequest, idParams } from '../route-kit/index.ts';
 
@@ -38,9 +38,81 @@ const testResultSchema = {
   },
 } as const;
 
-/** Test runs (tag Test): a draft run once, synchronously, recording nothing. */
-export function testRunRoutes({ testRuns }: ApiContext) {
+const fixtureResultSchema = {
+  type: 'object',
+  required: ['passed', 'status', 'differences', 'steps'],
+  properties: {
+    passed: { type: 'boolean', description: 'Every step as recorded, every recorded request sent and no other.' },
+    status: testResultSchema.properties.status,
+    differences: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['step', 'message'],
+        properties: {
+          step: { type: ['string', 'null'], description: 'The step (null: the run as a whole).' },
+          message: { type: 'string' },
+          diff: {
+            type: 'array',
+            items: { type: 'string' },
+            description: 'One line per field of an output that differs: `~` changed, `+` added, `-` removed.',
+          },
+        },
+      },
+    },
+    steps: { type: 'array', items: stepSchema, description: 'Every step of the run now.' },
+  },
+} as const;
+
+/**
+ * Test runs (tag Test): a draft run once, synchronously, recording nothing; tests recorded from runs, and run again
+ * against their recording.
+ */
+export function testRunRoutes({ testRuns, fixtures }: ApiContext) {
   return [
+    defineRoute({
+      method: 'post',
+      path: '/api/v1/runs/{id}/fixture',
+      tag: 'Test',
+      scope: 'runs:read',
+      summary: 'Record a test from a run that has ended',
+      description:
+        "The run's message, every request its nodes sent with its answer (as its steps keep them: credentials and " +
+        'secrets masked, bodies kept up to 64 KiB each), and each step as it ended. Nothing is stored: the answer is ' +
+        'the test, to keep beside the flow (`tributary test capture`) and run with `POST /api/v1/fixtures/run`.',
+      params: idParams,
+      responses: {
+        200: { description: 'The test.', schema: fixtureSchema },
+        409: { description: 'The run has not ended.' },
+      },
+      handle: async ({ tenantId, params }) => ({ body: await fixtures.capture(tenantId, params.id) }),
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/api/v1/fixtures/run',
+      tag: 'Test',
+      scope: 'flows:write',
+      summary: "Run a recorded test against the flow's draft, or a document given, offline",
+      description:
+        'The message runs through the flow; each request a node sends is answered from the recording by method, URL ' +
+        'and body (what was masked in the recording matches anything), and one it does not have fails its node, ' +
+        'named. Nothing is sent and nothing is stored. The answer compares each step with the recording (fields the ' +
+        'test marks volatile are not compared).',
+      keepsLargeIntegers: true,
+      body: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['fixture'],
+        properties: {
+          fixture: fixtureSchema,
+          document: { type: 'object', description: "A flow document to test instead of the flow's draft." },
+        },
+      },
+      responses: { 200: { description: 'Whether the run is as recorded, and how not.', schema: fixtureResultSchema } },
+      handle: async ({ tenantId, body }) => ({
+        body: await fromRequest('$.body', () => fixtures.run(tenantId, body.fixture as Fixture, body.document)),
+      }),
+    }),
     defineRoute({
       method: 'post',
       path: '/api/v1/editable-flows/{id}/test',

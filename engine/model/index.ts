@@ -31,6 +31,7 @@ export {
   PRODUCTION,
 } from './environments.ts';
 export { idAt, idTime, newId } from './ids.ts';
+export { jsonDiff, sortedKeys } from './json-diff.ts';
 export { fieldErrors, jsonPath, SchemaValidator } from './json-schema.ts';
 export {
   checkJsonText,
@@ -125,6 +126,12 @@ export {
   statusEnums,
   type Step,
   stepSchema,
+  exchangeSchema,
+  type Exchange,
+  type Fixture,
+  fixtureSchema,
+  MAX_RECORDED_BODY_BYTES,
+  MAX_RECORDED_EXCHANGES,
   type StepStatus,
   stepStatuses,
   type Tenant,

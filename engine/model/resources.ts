@@ -9,7 +9,7 @@ import { errorRecordSchema } from './resources/common.ts';
 import { environmentSchema, tenantSchema, userSettingsSchema } from './resources/tenants.ts';
 import { flowSchema, flowVersionSchema } from './resources/flows.ts';
 import { variableSchema, secretInfoSchema } from './resources/values.ts';
-import { runStatuses, stepStatuses, runSchema, stepSchema } from './resources/runs.ts';
+import { exchangeSchema, runStatuses, stepStatuses, runSchema, stepSchema } from './resources/runs.ts';
 import { messageSchema, messageStatuses, messageInfoSchema, blockedTopicSchema } from './resources/messages.ts';
 import { destinationSchema } from './resources/destinations.ts';
 import { batchStatuses, batchSchema, batchTaskSchema, incrementalFieldSchema } from './resources/batches.ts';
@@ -19,8 +19,10 @@ import { runLogSchema } from './resources/logs.ts';
 import { tenantActionSchema, operationInfoSchema } from './resources/actions.ts';
 import { replaySchema } from './resources/replays.ts';
 import { alertChannelSchema, alertRuleSchema, alertSchema } from './resources/alerts.ts';
+import { fixtureSchema } from './resources/fixtures.ts';
 
 export { errorRecordSchema, type ErrorRecord } from './resources/common.ts';
+export { type Fixture, fixtureSchema } from './resources/fixtures.ts';
 export {
   tenantLimitsSchema,
   tenantSchema,
@@ -38,6 +40,10 @@ export {
   stepStatuses,
   runSchema,
   stepSchema,
+  exchangeSchema,
+  type Exchange,
+  MAX_RECORDED_BODY_BYTES,
+  MAX_RECORDED_EXCHANGES,
   type Run,
   type RunConcurrency,
   type RunDebounce,
@@ -128,6 +134,8 @@ export const resourceSchemas = {
   UserSettings: userSettingsSchema,
   Run: runSchema,
   Step: stepSchema,
+  Exchange: exchangeSchema,
+  Fixture: fixtureSchema,
   ErrorRecord: errorRecordSchema,
   Tenant: tenantSchema,
   Environment: environmentSchema,

@@ -143,7 +143,7 @@ class OperationStep implements NodeRunner<OperationSpec> {
       },
       // The message's, not the run's: every run of the message (a retry, a takeover, a replay) sends the same key.
       idempotencyKey: `${run.messageId}.${call.key}`,
-      http: (call.trace ? host.http.within(call.trace) : host.http).forAttempt(),
+      http: (call.trace ? host.http.within(call.trace) : host.http).forAttempt(call.exchanges),
       tenantId: run.tenantId,
       flowId: run.flowId,
       runId: run.id,
@@ -167,7 +167,7 @@ class OperationStep implements NodeRunner<OperationSpec> {
         get: () => options.store.getIncrementalField(run.tenantId, run.flowId),
         set: (value) => sink.setIncrementalField(run, value),
       },
-      testRun: sink.mode !== 'run',
+      testRun: sink.mode === 'test' || sink.mode === 'dry-run',
       progress: host.progress,
       stop: (status, reason) => new StopSignal(status, reason),
     };

@@ -19,9 +19,10 @@ export interface StartOptions {
 export interface RunSink {
   /**
    * `test`: nothing of the platform changes; `dry-run` also: side-effecting operations only describe what they
-   * would send.
+   * would send; `replay`: a recorded run given again (decision 29), operations acting as in a run while their
+   * requests are answered from the recording, nothing of the platform changing.
    */
-  readonly mode: 'run' | 'test' | 'dry-run';
+  readonly mode: 'run' | 'test' | 'dry-run' | 'replay';
   save(run: Run, steps: Step[], outcome: RunOutcome | undefined, logs: NewRunLog[]): Promise<void>;
   createBatch(run: Run, nodeId: string, window: Window): Promise<string>;
   /** Adds a fan-out node's items as tasks; returns how many were new. */

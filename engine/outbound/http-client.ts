@@ -62,6 +62,16 @@ const ACCEPT_ENCODING = 'gzip, deflate, br';
 /** Dropped when a redirect leaves the origin, as fetch does. */
 const CREDENTIAL_HEADERS = ['authorization', 'cookie', 'proxy-authorization'];
 
+/** A request an attempt sent and what came back (or why nothing did), as sent: its step keeps it masked. */
+export interface SentExchange {
+  request: OutboundRequest;
+  response?: InboundResponse;
+  error?: string;
+}
+
+/** Answers requests in place of the network: a recorded run's answers, replayed (decision 29). */
+export type Transport = (request: OutboundRequest) => Promise<InboundResponse>;
+
 /** Says why a request may not go to this address (e.g. "a loopback address"), or undefined where it may. */
 export type AddressRefusal = (address: string) => string | undefined;
 
@@ -95,6 +105,8 @@ export class HttpClient {
       gate?: OutboundGate;
       /** For requests that do not price their answers: how vendors' answers say what the account has left. */
       pricers?: AnswerPricer[];
+      /** Where requests go instead of the network (no budget, no redirects: the answers are final ones). */
+      transport?: Transport;
     } = {},
     private readonly partition = '',
     agents?: Record<string, http.Agent>,
@@ -102,8 +114,8 @@ export class HttpClient {
     private readonly parent?: SpanContext,
     /** The run whose requests these are: they draw on outbound budgets (`options.gate`), adding up what they waited. */
     private readonly caller?: { tenantId: string; runId: string; waits: BudgetWaits },
-    /** One attempt at a node (`forAttempt`): whether it has sent a request yet. */
-    private readonly attempt?: { sent: boolean },
+    /** One attempt at a node (`forAttempt`): whether it has sent a request yet, and what it sent. */
+    private readonly attempt?: { sent: boolean; exchanges?: SentExchange[] },
   ) {
     const lookup = options.refusedAddress && checkedLookup(options.refusedAddress);
     const agentOptions = { keepAlive: true, scheduling: 'lifo', timeout: IDLE_SOCKET_MS, lookup } as const;
@@ -134,9 +146,13 @@ export class HttpClient {
   /**
    * The same client for one attempt at a node. Its first request may wait for its turn as a delayed run (the node
    * starts again when it comes); a later one waits in place, since starting again would send the ones before again.
+   * With `exchanges`, each request and its answer is added to it.
    */
-  forAttempt(): HttpClient {
-    return new HttpClient(this.options, this.partition, this.agents, this.parent, this.caller, { sent: false });
+  forAttempt(exchanges?: SentExchange[]): HttpClient {
+    return new HttpClient(this.options, this.partition, this.agents, this.parent, this.caller, {
+      sent: false,
+      exchanges,
+    });
   }
 
   /**
@@ -145,7 +161,23 @@ export class HttpClient {
    * address is permanent. A run's request first takes its turn on its budget (or throws `later`).
    */
   async send(request: OutboundRequest): Promise<InboundResponse> {
-    const { gate } = this.options;
+    const exchanges = this.attempt?.exchanges;
+    if (!exchanges) return this.sendInTurn(request);
+    try {
+      const response = await this.sendInTurn(request);
+      exchanges.push({ request, response });
+      return response;
+    } catch (error) {
+      // A turn not given yet (`later`) sent nothing.
+      if (!(error instanceof OperationError && error.kind === 'later'))
+        exchanges.push({ request, error: error instanceof Error ? error.message : String(error) });
+      throw error;
+    }
+  }
+
+  private async sendInTurn(request: OutboundRequest): Promise<InboundResponse> {
+    const { gate, transport } = this.options;
+    if (transport) return transport(request);
     if (!gate || !this.caller) return this.sendFollowing(request);
     const budget = request.budget?.name ?? request.url.origin;
     const leaseMs = request.timeoutMs + BUDGET_LEASE_MARGIN_MS;

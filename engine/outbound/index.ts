@@ -19,6 +19,10 @@ export {
   MAX_RESPONSE_BYTES,
   type OutboundRequest,
   retryAfter,
+  type SentExchange,
+  type Transport,
   where,
 } from './http-client.ts';
+export { RecordedAnswers, requestLine } from './recorded-answers.ts';
+export { keptHeaders, MASKED, recordedExchange } from './recorded-exchange.ts';
 export { addressRanges, nonPublicRefusal, unreachableFromOutside } from './network.ts';

@@ -1,6 +1,8 @@
 import type { Logger } from 'pino';
-import type { BudgetWaits, HttpClient } from '../outbound/index.ts';
+import { type BudgetWaits, type HttpClient, recordedExchange, type SentExchange } from '../outbound/index.ts';
 import {
+  type Exchange,
+  MAX_RECORDED_EXCHANGES,
   OperationError,
   toErrorRecord,
   toOperationError,
@@ -279,17 +281,22 @@ export class RunPass implements NodeHost {
     const startedAt = waiting?.startedAt ?? new Date().toISOString();
     const failuresSoFar = waiting?.attempts ?? 0;
     const attempt = failuresSoFar + 1;
-    const step = (status: Step['status'], attempts: number, output: unknown, error: ErrorRecord | null): Step => ({
-      runId: this.state.run.id,
-      key,
-      nodeId: node.id,
-      status,
-      attempts,
-      output,
-      error,
-      startedAt,
-      finishedAt: new Date().toISOString(),
-    });
+    const exchanges: SentExchange[] = [];
+    const step = (status: Step['status'], attempts: number, output: unknown, error: ErrorRecord | null): Step => {
+      const made: Step = {
+        runId: this.state.run.id,
+        key,
+        nodeId: node.id,
+        status,
+        attempts,
+        output,
+        error,
+        startedAt,
+        finishedAt: new Date().toISOString(),
+      };
+      if (exchanges.length > 0) made.exchanges = this.recorded(exchanges);
+      return made;
+    };
     const fail = (record: ErrorRecord): GraphOutcome => {
       this.unsaved.push(step('failed', attempt, null, record));
       return { kind: 'failed', error: record, attempts: attempt };
@@ -297,7 +304,7 @@ export class RunPass implements NodeHost {
 
     let result: unknown;
     try {
-      result = await this.runner(node).run(node, { scope, key, attempt, trace });
+      result = await this.runner(node).run(node, { scope, key, attempt, trace, exchanges });
     } catch (thrown) {
       const error = this.redactError(toOperationError(thrown));
       const record: ErrorRecord = { ...toErrorRecord(error), node: node.id };
@@ -349,6 +356,12 @@ export class RunPass implements NodeHost {
     return undefined;
   }
 
+  /** The first MAX_RECORDED_EXCHANGES of an attempt's exchanges, as its step keeps them: secrets masked. */
+  private recorded(exchanges: SentExchange[]): Exchange[] {
+    const mask = <T>(value: T) => this.redactor.redact(value);
+    return exchanges.slice(0, MAX_RECORDED_EXCHANGES).map((sent) => recordedExchange(sent, mask));
+  }
+
   private delay(ms: number): number {
     return Math.min(Math.max(0, ms), this.options.maxRetryDelayMs);
   }
@@ -358,6 +371,7 @@ export class RunPass implements NodeHost {
     const done = this.checkpoints.get(key);
     if (done?.status === 'succeeded') return done.output as T;
     const startedAt = new Date().toISOString();
+    const sentBefore = call.exchanges.length;
     const value = await fn();
     const record: Step = {
       runId: this.state.run.id,
@@ -370,6 +384,9 @@ export class RunPass implements NodeHost {
       startedAt,
       finishedAt: new Date().toISOString(),
     };
+    // What the sub-step sent is kept with it: a later attempt of its node, which does not send it again, has the rest.
+    const sent = call.exchanges.splice(sentBefore);
+    if (sent.length > 0) record.exchanges = this.recorded(sent);
     this.unsaved.push(record);
     await this.save();
     this.checkpoints.set(key, record);

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { HttpClient } from '../outbound/index.ts';
+import { HttpClient, type Transport } from '../outbound/index.ts';
 import type { ActionRunner } from '../plugins/index.ts';
 import { type ErrorRecord, newId } from '../model/index.ts';
 import type { CompiledFlow } from '../flow/index.ts';
@@ -34,6 +34,11 @@ export interface TestRequest {
   /** Run only this node, with `steps` as the outputs of the nodes before it. */
   node?: string;
   steps?: Record<string, unknown>;
+  /**
+   * Where requests go instead of the network (a recorded run's answers: decision 29). Nothing is sent and nothing is
+   * written: a data space write is answered, not made.
+   */
+  transport?: Transport;
 }
 
 export interface TestResult {
@@ -54,10 +59,10 @@ export interface TestResult {
 /**
  * A test run's effects stay in memory: checkpoints and logs are collected for the answer, a
  * fan-out node's items are kept (the next nodes run with the first), the incremental field does not
- * move. Only a data space write of a test run that is not a dry run reaches the store.
+ * move. Only a data space write of a test run that is neither a dry run nor a replay reaches the store.
  */
 class TestSink implements RunSink {
-  readonly mode: 'test' | 'dry-run';
+  readonly mode: 'test' | 'dry-run' | 'replay';
   readonly steps: Step[] = [];
   readonly logs: NewRunLog[] = [];
   outcome?: RunOutcome;
@@ -69,8 +74,9 @@ class TestSink implements RunSink {
   constructor(
     dryRun: boolean,
     private readonly store: DataSpaceStore,
+    replay: boolean,
   ) {
-    this.mode = dryRun ? 'dry-run' : 'test';
+    this.mode = replay ? 'replay' : dryRun ? 'dry-run' : 'test';
   }
 
   async save(_run: Run, steps: Step[], outcome: RunOutcome | undefined, logs: NewRunLog[]) {
@@ -103,8 +109,10 @@ class TestSink implements RunSink {
     return { flowId: run.flowId, ...value, movedAt: null, updatedAt: new Date().toISOString() };
   }
 
-  putDocument(run: Run, space: string, key: string, value: unknown) {
-    return putDocument(this.store, run, space, key, value);
+  async putDocument(run: Run, space: string, key: string, value: unknown) {
+    // A replay writes nothing: the put is answered as the store would answer it.
+    if (this.mode !== 'replay') return putDocument(this.store, run, space, key, value);
+    return { created: (await this.store.getDocument(run.tenantId, space, key)) === undefined };
   }
 
   fanOutItem() {
@@ -201,9 +209,10 @@ export class TestRunner {
               finishedAt: now,
             }));
     const state: RunState = { run, message, steps, ...context };
-    const sink = new TestSink(request.dryRun, store);
+    const sink = new TestSink(request.dryRun, store, request.transport !== undefined);
+    const http = request.transport ? new HttpClient({ transport: request.transport }) : this.options.http;
     const pass = new RunPass(
-      { ...this.options, maxRetryDelayMs: 0 },
+      { ...this.options, http, maxRetryDelayMs: 0 },
       sink,
       state,
       flow,

@@ -4,6 +4,7 @@
  * as `engineServices` builds them.
  */
 export { ALERT_TEST_TIMEOUT_MS } from './alert-service.ts';
+export type { FixtureDifference, FixtureResult } from './fixture-service.ts';
 export {
   FLOW_FILE_SUFFIX,
   type FlowFile,

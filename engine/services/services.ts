@@ -11,6 +11,7 @@ import { BlockedTopicService } from './blocked-topic-service.ts';
 import { DataSpaceService } from './data-space-service.ts';
 import { type DestinationKinds, DestinationService } from './destination-service.ts';
 import { EnvironmentService } from './environment-service.ts';
+import { FixtureService } from './fixture-service.ts';
 import { FlowFileService } from './flow-file-service.ts';
 import { FlowService } from './flow-service.ts';
 import { IncrementalFieldService } from './incremental-field-service.ts';
@@ -44,6 +45,8 @@ export interface EngineServices {
   statistics: StatisticsService;
   /** Drafts tried with sample input, recording nothing. */
   testRuns: TestRunService;
+  /** Tests recorded from runs, and run again against the recording. */
+  fixtures: FixtureService;
 }
 
 /** The parts of a process the services work with. */
@@ -86,5 +89,6 @@ export function engineServices(parts: ServiceParts): EngineServices {
     userSettings: new UserSettingsService(store),
     statistics: new StatisticsService(store, intake),
     testRuns: new TestRunService(flows, parts.compile, parts.testRunner),
+    fixtures: new FixtureService(store, parts.compile, parts.testRunner),
   };
 }

@@ -133,6 +133,60 @@ export type RunDebounce = NonNullable<FromSchema<typeof runSchema>['debounce']>;
 
 export type RunConcurrency = NonNullable<FromSchema<typeof runSchema>['concurrency']>;
 
+/** The most exchanges a step keeps, and the most of each body (decision 29). */
+export const MAX_RECORDED_EXCHANGES = 20;
+export const MAX_RECORDED_BODY_BYTES = 64 * 1024;
+
+const recordedBody = {
+  type: ['string', 'null'],
+  description: `The body as text (UTF-8), its first ${MAX_RECORDED_BODY_BYTES / 1024} KiB; secrets masked.`,
+} as const;
+const truncated = { type: 'boolean', description: 'The body was longer than what is kept.' } as const;
+const recordedHeaders = {
+  type: 'object',
+  additionalProperties: { type: 'string' },
+  description: 'Names in lower case; credentials (authorization, cookies, API keys) and secrets masked.',
+} as const;
+
+/** One request an operation sent and what came back, as its step keeps it (decision 29). */
+export const exchangeSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['request', 'response'],
+  properties: {
+    request: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['method', 'url', 'headers', 'body'],
+      properties: {
+        method: { type: 'string' },
+        url: { type: 'string' },
+        headers: recordedHeaders,
+        body: recordedBody,
+        truncated,
+      },
+    },
+    response: {
+      description: 'What came back; null when nothing did (`error` says why).',
+      anyOf: [
+        {
+          type: 'object',
+          additionalProperties: false,
+          required: ['status', 'headers', 'body'],
+          properties: {
+            status: { type: 'integer' },
+            headers: recordedHeaders,
+            body: recordedBody,
+            truncated,
+          },
+        },
+        { type: 'null' },
+      ],
+    },
+    error: { type: 'string', description: 'Why no answer came (refused, reset, timed out).' },
+  },
+} as const;
+
 export const stepSchema = {
   type: 'object',
   additionalProperties: false,
@@ -151,8 +205,16 @@ export const stepSchema = {
     error: { anyOf: [errorRecordSchema, { type: 'null' }] },
     startedAt: timestamp,
     finishedAt: nullableTimestamp,
+    exchanges: {
+      type: 'array',
+      maxItems: MAX_RECORDED_EXCHANGES,
+      items: exchangeSchema,
+      description: `The requests the node's last attempt sent and their answers, in order (at most ${MAX_RECORDED_EXCHANGES}); absent when it sent none.`,
+    },
   },
 } as const;
+
+export type Exchange = FromSchema<typeof exchangeSchema>;
 
 export type Run = FromSchema<typeof runSchema>;
 

@@ -27,6 +27,7 @@ import { migration as m24 } from './migrations/24-replay-redo.ts';
 import { migration as m25 } from './migrations/25-runs-by-error-kind.ts';
 import { migration as m26 } from './migrations/26-flow-control.ts';
 import { migration as m27 } from './migrations/27-environments.ts';
+import { migration as m28 } from './migrations/28-step-exchanges.ts';
 
 /** Versioned, append-only (one file each in migrations/): a released migration never changes; a change is a new one. */
 export const migrations: Migration[] = [
@@ -57,6 +58,7 @@ export const migrations: Migration[] = [
   m25,
   m26,
   m27,
+  m28,
 ];
 
 /**

@@ -229,4 +229,5 @@ export const toStep = (r: Row): Step => ({
   error: r.error,
   startedAt: iso(r.started_at),
   finishedAt: isoOrNull(r.finished_at),
+  ...(r.exchanges ? { exchanges: r.exchanges } : {}),
 });

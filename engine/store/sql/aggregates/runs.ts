@@ -157,6 +157,7 @@ export class SqlRuns implements RunStore {
         error: step.error,
         started_at: step.startedAt,
         finished_at: step.finishedAt,
+        exchanges: step.exchanges ?? null,
       })),
     );
     const lines = items.flatMap((item) =>
@@ -187,16 +188,17 @@ export class SqlRuns implements RunStore {
        ), saved as (
          -- A step is kept as long as its run (migration 20; the retention sweep never moves a running run).
          insert into steps (tenant_id, run_id, key, node_id, status, attempts, output, error, started_at, finished_at,
-           keep_days)
+           exchanges, keep_days)
          select x.tenant_id, x.run_id, x.key, x.node_id, x.status, x.attempts, x.output, x.error, x.started_at,
-           x.finished_at, r.keep_days
+           x.finished_at, x.exchanges, r.keep_days
            from jsonb_to_recordset($2::jsonb) as x(n integer, tenant_id text, run_id uuid, key text, node_id text,
-             status text, attempts integer, output jsonb, error jsonb, started_at timestamptz, finished_at timestamptz)
+             status text, attempts integer, output jsonb, error jsonb, started_at timestamptz, finished_at timestamptz,
+             exchanges jsonb)
            cross join lateral (${LOOKUP('runs', 'x.tenant_id', 'x.run_id')}) r
           order by x.n
          on conflict (tenant_id, run_id, key, keep_days) do update set status = excluded.status, attempts = excluded.attempts,
            output = excluded.output, error = excluded.error, started_at = excluded.started_at,
-           finished_at = excluded.finished_at
+           finished_at = excluded.finished_at, exchanges = excluded.exchanges
          returning 1
        )
        -- unnest() of sub-selects, as in beginRuns: each run looked up by its key, one plan for any batch.
