@@ -1,8 +1,8 @@
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { FlowFile, Promotion, PushResult } from '../engine/services/index.ts';
-import { type TenantApi, tenantApi, type TenantApiOptions } from './tenant-api.ts';
-import { FLOW_FILE_SUFFIX } from '../engine/services/index.ts';
+import { problemsOf, type TenantApi, tenantApi, type TenantApiOptions } from './tenant-api.ts';
+import { FLOW_FILE_SUFFIX, MAX_PUSHED_FILES } from '../engine/services/index.ts';
 
 /** Where `flows pull` writes what each flow uses, by flow key (names only). */
 export const USES_FILE = 'uses.json';
@@ -57,31 +57,73 @@ export async function pushFlows(options: FlowsCliOptions): Promise<ExitCode> {
   }
   if (unreadable.length > 0) return refused(options, unreadable);
   const api = await tenantApi(options);
-  const answer = await api('POST', '/api/v1/flow-files/push', {
-    files,
-    publish: options.publish === true,
-    dryRun: options.dryRun === true,
-  });
-  if ('errors' in answer) {
-    const problems = (answer.errors as Array<{ path: string; message: string }>).map(({ path: at, message }) => {
-      // $.body.files[2].document.nodes[0] -> orders.flow.json: $.nodes[0]
-      const match = /^\$\.body\.files\[(\d+)\](?:\.document)?(.*)$/.exec(at);
-      return match ? `${files[Number(match[1])].name}: $${match[2]}: ${message}` : `${at}: ${message}`;
-    });
-    return refused(options, problems);
+  const batches = inBatches(files);
+  const publish = options.publish === true;
+  // Every batch is checked before any is written: a push changes nothing unless every file is valid.
+  const checked: PushResult[] = [];
+  const problems: string[] = [];
+  for (const batch of batches) {
+    const answer = await api('POST', '/api/v1/flow-files/push', { files: batch, publish, dryRun: true });
+    const refusal = problemsOf(answer);
+    if (refusal) problems.push(...refusal.map((problem) => inFile(problem, batch)));
+    else checked.push(answer as unknown as PushResult);
   }
-  const { changes, warnings, dryRun } = answer as unknown as PushResult;
+  if (problems.length > 0) return refused(options, problems);
+  const results: PushResult[] = options.dryRun ? checked : [];
+  for (const [index, batch] of options.dryRun ? [] : batches.entries()) {
+    const answer = await api('POST', '/api/v1/flow-files/push', { files: batch, publish, dryRun: false });
+    const refusal = problemsOf(answer);
+    if (!refusal) results.push(answer as unknown as PushResult);
+    else {
+      // Changed since it was checked (by someone else): what the earlier batches pushed stays.
+      const done = batches.slice(0, index).flat().length;
+      return refused(options, [
+        ...refusal.map((problem) => inFile(problem, batch)),
+        `pushed ${done} of ${files.length} files before this`,
+      ]);
+    }
+  }
+  const changes = results.flatMap((result) => result.changes);
   for (const { file, change, diff, published } of changes) {
     options.print(`${change.padEnd(9)} ${file}${published ? ` (published: version ${published})` : ''}`);
     for (const line of diff) options.print(`    ${line}`);
   }
-  for (const warning of warnings) options.print(`warning: ${warning.path}: ${warning.message}`);
+  for (const [index, result] of results.entries())
+    for (const warning of result.warnings) options.print(`warning: ${inFile(warning, batches[index])}`);
   const count = (kind: string) => changes.filter(({ change }) => change === kind).length;
+  const { dryRun } = options;
   options.print(
     `${dryRun ? 'would push' : 'pushed'}: ${count('added')} added, ${count('changed')} changed, ` +
       `${count('unchanged')} unchanged${dryRun ? ' (dry run: nothing changed)' : ''}`,
   );
   return 0;
+}
+
+/** Files are pushed at most this many bytes of JSON at a time (well under the API's BODY_LIMIT of 1 MB by default). */
+const BATCH_BYTES = 512 * 1024;
+
+/** The files in pushes of at most MAX_PUSHED_FILES and BATCH_BYTES (a larger file goes alone). */
+function inBatches<T>(files: T[]): T[][] {
+  const batches: T[][] = [];
+  let bytes = 0;
+  for (const file of files) {
+    const size = Buffer.byteLength(JSON.stringify(file));
+    const last = batches.at(-1);
+    if (last && last.length < MAX_PUSHED_FILES && bytes + size <= BATCH_BYTES) {
+      last.push(file);
+      bytes += size;
+    } else {
+      batches.push([file]);
+      bytes = size;
+    }
+  }
+  return batches;
+}
+
+/** A problem of a push as a person reads it: `$.body.files[2].document.nodes[0]` -> `orders.flow.json: $.nodes[0]`. */
+function inFile({ path: at, message }: { path: string; message: string }, batch: Array<{ name: string }>): string {
+  const match = /^\$(?:\.body)?\.files\[(\d+)\](?:\.document)?(.*)$/.exec(at);
+  return match ? `${batch[Number(match[1])].name}: $${match[2]}: ${message}` : `${at}: ${message}`;
 }
 
 /**
@@ -104,9 +146,9 @@ export async function promoteFlow(
     dryRun: options.dryRun === true,
     ...(options.version ? { version: options.version } : {}),
   });
-  if ('errors' in answer) {
+  const problems = problemsOf(answer);
+  if (problems) {
     options.print(String(answer.detail));
-    const problems = answer.errors as Array<{ path: string; message: string }>;
     return refused(
       options,
       problems.map(({ path: at, message }) => `${options.key}: ${at}: ${message}`),

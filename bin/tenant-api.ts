@@ -54,7 +54,12 @@ export async function tenantApi({ url, tenant, env, clientId, clientSecret }: Te
     });
     const text = await answer.text();
     const parsed = text ? JSON.parse(text) : {};
-    if (answer.ok || ((answer.status === 400 || answer.status === 409) && Array.isArray(parsed.errors))) return parsed;
+    if (answer.ok || ((answer.status === 400 || answer.status === 409) && problemsOf(parsed))) return parsed;
     throw new Error(`${method} ${route} answered ${answer.status}: ${parsed.detail ?? text}`);
   };
+}
+
+/** A refusal's problems, by field (`errors` of a problem answer); undefined for any other answer. */
+export function problemsOf(answer: Record<string, unknown>): Array<{ path: string; message: string }> | undefined {
+  return Array.isArray(answer.errors) ? (answer.errors as Array<{ path: string; message: string }>) : undefined;
 }

@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { Fixture } from '../engine/model/index.ts';
 import type { FixtureResult } from '../engine/services/index.ts';
 import { FLOW_FILE_SUFFIX } from '../engine/services/index.ts';
-import { tenantApi, type TenantApiOptions } from './tenant-api.ts';
+import { problemsOf, tenantApi, type TenantApiOptions } from './tenant-api.ts';
 
 /** A recorded test's file: `<flow key>.<end of the run id>.test.json`. */
 export const TEST_FILE_SUFFIX = '.test.json';
@@ -58,12 +58,15 @@ async function runTest(
     return [`not JSON: ${(error as Error).message}`];
   }
   const file = path.join(options.flows ?? options.dir, `${fixture.flow}${FLOW_FILE_SUFFIX}`);
-  const document = existsSync(file) ? JSON.parse(await readFile(file, 'utf8')) : undefined;
+  let document: unknown;
+  try {
+    document = existsSync(file) ? JSON.parse(await readFile(file, 'utf8')) : undefined;
+  } catch (error) {
+    return [`${path.basename(file)}: not JSON: ${(error as Error).message}`];
+  }
   const answer = await api('POST', '/api/v1/fixtures/run', { fixture, ...(document ? { document } : {}) });
-  if ('errors' in answer)
-    return (answer.errors as Array<{ path: string; message: string }>).map(
-      ({ path: at, message }) => `${at}: ${message}`,
-    );
+  const problems = problemsOf(answer);
+  if (problems) return problems.map(({ path: at, message }) => `${at}: ${message}`);
   const { differences } = answer as unknown as FixtureResult;
   return differences.flatMap(({ step, message, diff }) => [
     `${step ?? 'run'}: ${message}`,

@@ -156,4 +156,30 @@ describe('flows as files, on PostgreSQL', () => {
     const { body: flow } = await acme.call('GET', '/api/v1/flow-files/orders-to-erp');
     expect(flow.document.name).toBe('Orders to ERP, from CI');
   });
+
+  it('pushes more files than one request takes in several, each checked before any is written', async () => {
+    const bulk = await env.tenant('bulk');
+    const dir = folder();
+    const files = 520;
+    for (let i = 0; i < files; i++) {
+      const document = { ...example('orders-to-erp'), key: `orders-${String(i).padStart(3, '0')}` };
+      writeFileSync(path.join(dir, `${document.key}.flow.json`), JSON.stringify(document));
+    }
+    // The last file, in the second request, is invalid: the first request's files are not written either.
+    const last = path.join(dir, 'orders-519.flow.json');
+    const invalid = JSON.parse(readFileSync(last, 'utf8'));
+    invalid.nodes[1].config.method = 'SEND';
+    writeFileSync(last, JSON.stringify(invalid));
+    const refused = await tributary(bulk, 'flows', 'push', '--dir', dir);
+    expect(refused.code, refused.out).toBe(1);
+    expect(refused.out).toMatch(/^orders-519\.flow\.json: \$\.nodes\[1\]\.config\.method: /m);
+    expect((await bulk.call('GET', '/api/v1/flow-files')).body.files).toEqual([]);
+
+    invalid.nodes[1].config.method = 'POST';
+    writeFileSync(last, JSON.stringify(invalid));
+    const pushed = await tributary(bulk, 'flows', 'push', '--dir', dir);
+    expect(pushed.code, pushed.out).toBe(0);
+    expect(pushed.out).toContain(`pushed: ${files} added, 0 changed, 0 unchanged`);
+    expect((await bulk.call('GET', '/api/v1/flow-files')).body.files).toHaveLength(files);
+  });
 });

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
-import type { ErrorRecord, FieldError, FlowDocument } from '../model/index.ts';
+import type { ErrorRecord, Exchange, FieldError, FlowDocument } from '../model/index.ts';
 import type { Bindings, Expression, TemplateCompiler } from '../expressions/index.ts';
-import type { HttpClient, SentExchange } from '../outbound/index.ts';
+import type { HttpClient } from '../outbound/index.ts';
 import type { ActionRunner, MessageInput, OperationRegistry } from '../plugins/index.ts';
 import type { Keyring, SecretRedactor } from '../secrets/index.ts';
 import type { BatchStore, DataSpaceStore, DestinationStore, Run, RunStore } from '../store/index.ts';
@@ -142,8 +142,8 @@ export interface NodeCall {
   readonly attempt: number;
   /** The span of this attempt, when tracing is on: its operation's requests belong to it. */
   readonly trace?: SpanContext;
-  /** What this attempt's requests sent and got back, in order: its step keeps them (decision 29). */
-  readonly exchanges: SentExchange[];
+  /** What this attempt's requests sent and got back, in order: its step keeps them, secrets masked (decision 29). */
+  readonly exchanges: Exchange[];
 }
 
 /** How a graph's walk ended. */

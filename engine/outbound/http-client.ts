@@ -2,10 +2,18 @@ import dns from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
-import { OperationError, parseJson, permanent, retryable } from '../model/index.ts';
+import {
+  type Exchange,
+  MAX_RECORDED_EXCHANGES,
+  OperationError,
+  parseJson,
+  permanent,
+  retryable,
+} from '../model/index.ts';
 import { type SpanContext, type Tracer, traceparentOf } from '../telemetry/index.ts';
 import type { BudgetChoice, BudgetPrice, BudgetWaits, OutboundGate } from './budget-gate.ts';
 import { BodyTooLargeError, decodeBody, readBody } from './http-body.ts';
+import { recordedExchange } from './recorded-exchange.ts';
 
 export interface OutboundRequest {
   method: string;
@@ -62,7 +70,7 @@ const ACCEPT_ENCODING = 'gzip, deflate, br';
 /** Dropped when a redirect leaves the origin, as fetch does. */
 const CREDENTIAL_HEADERS = ['authorization', 'cookie', 'proxy-authorization'];
 
-/** A request an attempt sent and what came back (or why nothing did), as sent: its step keeps it masked. */
+/** A request an attempt sent and what came back (or why nothing did), as sent. */
 export interface SentExchange {
   request: OutboundRequest;
   response?: InboundResponse;
@@ -115,7 +123,7 @@ export class HttpClient {
     /** The run whose requests these are: they draw on outbound budgets (`options.gate`), adding up what they waited. */
     private readonly caller?: { tenantId: string; runId: string; waits: BudgetWaits },
     /** One attempt at a node (`forAttempt`): whether it has sent a request yet, and what it sent. */
-    private readonly attempt?: { sent: boolean; exchanges?: SentExchange[] },
+    private readonly attempt?: { sent: boolean; exchanges?: Exchange[] },
   ) {
     const lookup = options.refusedAddress && checkedLookup(options.refusedAddress);
     const agentOptions = { keepAlive: true, scheduling: 'lifo', timeout: IDLE_SOCKET_MS, lookup } as const;
@@ -146,9 +154,10 @@ export class HttpClient {
   /**
    * The same client for one attempt at a node. Its first request may wait for its turn as a delayed run (the node
    * starts again when it comes); a later one waits in place, since starting again would send the ones before again.
-   * With `exchanges`, each request and its answer is added to it.
+   * With `exchanges`, each request and its answer is added to it as its step keeps it (the first
+   * MAX_RECORDED_EXCHANGES: a node that sends thousands keeps its first).
    */
-  forAttempt(exchanges?: SentExchange[]): HttpClient {
+  forAttempt(exchanges?: Exchange[]): HttpClient {
     return new HttpClient(this.options, this.partition, this.agents, this.parent, this.caller, {
       sent: false,
       exchanges,
@@ -162,15 +171,15 @@ export class HttpClient {
    */
   async send(request: OutboundRequest): Promise<InboundResponse> {
     const exchanges = this.attempt?.exchanges;
-    if (!exchanges) return this.sendInTurn(request);
+    if (!exchanges || exchanges.length >= MAX_RECORDED_EXCHANGES) return this.sendInTurn(request);
     try {
       const response = await this.sendInTurn(request);
-      exchanges.push({ request, response });
+      exchanges.push(recordedExchange({ request, response }));
       return response;
     } catch (error) {
       // A turn not given yet (`later`) sent nothing.
       if (!(error instanceof OperationError && error.kind === 'later'))
-        exchanges.push({ request, error: error instanceof Error ? error.message : String(error) });
+        exchanges.push(recordedExchange({ request, error: error instanceof Error ? error.message : String(error) }));
       throw error;
     }
   }

@@ -19,7 +19,6 @@ export {
   MAX_RESPONSE_BYTES,
   type OutboundRequest,
   retryAfter,
-  type SentExchange,
   type Transport,
   where,
 } from './http-client.ts';

@@ -27,10 +27,10 @@ export function keptHeaders(headers: Record<string, string>): Record<string, str
 }
 
 /**
- * An exchange as its step keeps it (decision 29): the request's credential headers masked whole, every secret the
- * run holds masked wherever it appears (`mask`), bodies cut at MAX_RECORDED_BODY_BYTES.
+ * An exchange as its step keeps it (decision 29): the request's credential headers masked whole, bodies cut at
+ * MAX_RECORDED_BODY_BYTES. The run masks its secrets in it when its step is made.
  */
-export function recordedExchange(sent: SentExchange, mask: <T>(value: T) => T): Exchange {
+export function recordedExchange(sent: SentExchange): Exchange {
   const { request, response } = sent;
   const { body, truncated } = keptBody(request.body);
   const exchange: Exchange = {
@@ -53,5 +53,5 @@ export function recordedExchange(sent: SentExchange, mask: <T>(value: T) => T): 
       ...(answer.truncated ? { truncated: answer.truncated } : {}),
     };
   } else exchange.error = sent.error ?? 'no answer';
-  return mask(exchange);
+  return exchange;
 }

@@ -1,8 +1,7 @@
 import type { Logger } from 'pino';
-import { type BudgetWaits, type HttpClient, recordedExchange, type SentExchange } from '../outbound/index.ts';
+import type { BudgetWaits, HttpClient } from '../outbound/index.ts';
 import {
   type Exchange,
-  MAX_RECORDED_EXCHANGES,
   OperationError,
   toErrorRecord,
   toOperationError,
@@ -281,7 +280,7 @@ export class RunPass implements NodeHost {
     const startedAt = waiting?.startedAt ?? new Date().toISOString();
     const failuresSoFar = waiting?.attempts ?? 0;
     const attempt = failuresSoFar + 1;
-    const exchanges: SentExchange[] = [];
+    const exchanges: Exchange[] = [];
     const step = (status: Step['status'], attempts: number, output: unknown, error: ErrorRecord | null): Step => {
       const made: Step = {
         runId: this.state.run.id,
@@ -294,7 +293,8 @@ export class RunPass implements NodeHost {
         startedAt,
         finishedAt: new Date().toISOString(),
       };
-      if (exchanges.length > 0) made.exchanges = this.recorded(exchanges);
+      // Kept with every secret the run holds masked, as its output is.
+      if (exchanges.length > 0) made.exchanges = this.redactor.redact(exchanges);
       return made;
     };
     const fail = (record: ErrorRecord): GraphOutcome => {
@@ -356,12 +356,6 @@ export class RunPass implements NodeHost {
     return undefined;
   }
 
-  /** The first MAX_RECORDED_EXCHANGES of an attempt's exchanges, as its step keeps them: secrets masked. */
-  private recorded(exchanges: SentExchange[]): Exchange[] {
-    const mask = <T>(value: T) => this.redactor.redact(value);
-    return exchanges.slice(0, MAX_RECORDED_EXCHANGES).map((sent) => recordedExchange(sent, mask));
-  }
-
   private delay(ms: number): number {
     return Math.min(Math.max(0, ms), this.options.maxRetryDelayMs);
   }
@@ -386,7 +380,7 @@ export class RunPass implements NodeHost {
     };
     // What the sub-step sent is kept with it: a later attempt of its node, which does not send it again, has the rest.
     const sent = call.exchanges.splice(sentBefore);
-    if (sent.length > 0) record.exchanges = this.recorded(sent);
+    if (sent.length > 0) record.exchanges = this.redactor.redact(sent);
     this.unsaved.push(record);
     await this.save();
     this.checkpoints.set(key, record);
