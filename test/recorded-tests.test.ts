@@ -2,6 +2,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MASKED, matchesRecorded } from '../engine/outbound/index.ts';
 import { tributary } from './support/cli.ts';
 import { Receiver } from './support/receiver.ts';
 import { sendWebhook, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
@@ -124,5 +125,19 @@ describe('tests recorded from runs, on PostgreSQL', () => {
     });
     expect(body.differences).toEqual([]);
     expect(body.passed).toBe(true);
+  });
+});
+
+describe('a recorded request', () => {
+  it('matches what was masked in it with anything, and the rest only with itself', () => {
+    const recorded = `https://erp.example/orders?token=${MASKED}&shop=${MASKED}.myshopify.com`;
+    expect(matchesRecorded(recorded, 'https://erp.example/orders?token=abc&shop=acme.myshopify.com')).toBe(true);
+    expect(matchesRecorded(recorded, 'https://erp.example/orders?token=abc&shop=acme.example.com')).toBe(false);
+    expect(matchesRecorded(recorded, 'https://erp.example/refunds?token=abc&shop=acme.myshopify.com')).toBe(false);
+    expect(matchesRecorded('{"a":1}', '{"a":1}')).toBe(true);
+    expect(matchesRecorded(`x${MASKED}x`, 'x')).toBe(false);
+    // A recording written to make a pattern backtrack is looked through once.
+    const hostile = `${`a${MASKED}`.repeat(5000)}b`;
+    expect(matchesRecorded(hostile, 'a'.repeat(100_000))).toBe(false);
   });
 });

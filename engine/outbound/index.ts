@@ -22,6 +22,6 @@ export {
   type Transport,
   where,
 } from './http-client.ts';
-export { RecordedAnswers, requestLine } from './recorded-answers.ts';
+export { matchesRecorded, RecordedAnswers, requestLine } from './recorded-answers.ts';
 export { keptHeaders, MASKED, recordedExchange } from './recorded-exchange.ts';
 export { addressRanges, nonPublicRefusal, unreachableFromOutside } from './network.ts';

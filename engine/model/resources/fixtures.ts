@@ -43,6 +43,7 @@ export const fixtureSchema = {
     },
     exchanges: {
       type: 'array',
+      maxItems: 5000,
       description: 'Each request a node sent and its answer, in order; `step` names the node (or sub-step).',
       items: {
         type: 'object',
