@@ -141,3 +141,24 @@ describe('a recorded request', () => {
     expect(matchesRecorded(hostile, 'a'.repeat(100_000))).toBe(false);
   });
 });
+
+describe('steps on a deployment that keeps no exchanges (RECORD_EXCHANGES=none), on PGlite', () => {
+  it('keep none', async () => {
+    const receiver = await new Receiver().start();
+    const lean = await startTestPlatform('pglite', undefined, { recordExchanges: 'none' });
+    try {
+      const tenant = await lean.tenant('lean');
+      await tenant.call('PUT', '/api/v1/global-variables/ERP_URL', { value: receiver.url });
+      await tenant.call('PUT', '/api/v1/secret-global-variables/ERP_TOKEN', { value: TOKEN });
+      await tenant.publish(ordersFlow());
+      const { runId } = (await sendWebhook(lean.url, 'lean', 'orders-to-erp', { id: 1 })).body;
+      const run = await tenant.settledRun(runId);
+      expect(run.status).toBe('succeeded');
+      expect(receiver.requests).toHaveLength(1);
+      expect(run.steps.map((step: { exchanges?: unknown }) => step.exchanges)).toEqual([undefined, undefined]);
+    } finally {
+      await lean.close();
+      await receiver.close();
+    }
+  });
+});

@@ -120,6 +120,7 @@ describe.each(storeAdapters('services'))('engine services on %s', (_name, open) 
         logger: pino({ level: 'silent' }),
         http: new HttpClient(),
         maxOutputBytes: 1 << 20,
+        recordExchanges: true,
       }),
     );
     const flow = await flows.create('a', {

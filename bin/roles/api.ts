@@ -111,6 +111,7 @@ function testRunner({ store, compile, keyring, logger, outbound, config }: Share
     logger,
     http: outbound,
     maxOutputBytes: config.maxStepOutputBytes,
+    recordExchanges: config.recordExchanges === 'all',
   });
 }
 

@@ -31,6 +31,7 @@ export class WorkerRole {
       logger,
       http: shared.outbound,
       maxOutputBytes: config.maxStepOutputBytes,
+      recordExchanges: config.recordExchanges === 'all',
       maxRetryDelayMs: config.maxRetryDelayMs,
       enqueue: (runs) => enqueueRuns(store, queue, runs.map(runJob)),
       wake: (runId) => queue.wake(runId),

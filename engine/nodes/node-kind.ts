@@ -142,8 +142,11 @@ export interface NodeCall {
   readonly attempt: number;
   /** The span of this attempt, when tracing is on: its operation's requests belong to it. */
   readonly trace?: SpanContext;
-  /** What this attempt's requests sent and got back, in order: its step keeps them, secrets masked (decision 29). */
-  readonly exchanges: Exchange[];
+  /**
+   * What this attempt's requests sent and got back, in order: its step keeps them, secrets masked (decision 29);
+   * undefined where steps keep none (RECORD_EXCHANGES).
+   */
+  readonly exchanges?: Exchange[];
 }
 
 /** How a graph's walk ended. */
@@ -183,6 +186,8 @@ export interface NodeHost {
     logger: Logger;
     /** Largest JSON a node may store as its output (MAX_STEP_OUTPUT_BYTES). */
     maxOutputBytes: number;
+    /** Whether a step keeps the requests its operation sent and their answers (RECORD_EXCHANGES). */
+    recordExchanges: boolean;
   };
   /** A named step of the node called, run once per run: its result is checkpointed and handed back later. */
   subStep<T>(call: NodeCall, node: CompiledNode, name: string, fn: () => Promise<T>): Promise<T>;

@@ -32,6 +32,8 @@ export interface ExecutorOptions {
   http: HttpClient;
   /** Largest JSON a node may store as its output. */
   maxOutputBytes: number;
+  /** Whether a step keeps the requests its operation sent and their answers (RECORD_EXCHANGES). */
+  recordExchanges: boolean;
   /** Cap of any retry delay. */
   maxRetryDelayMs: number;
   /** Queues runs this pass created (a fan-out node's tasks, a called flow's run). */

@@ -280,7 +280,7 @@ export class RunPass implements NodeHost {
     const startedAt = waiting?.startedAt ?? new Date().toISOString();
     const failuresSoFar = waiting?.attempts ?? 0;
     const attempt = failuresSoFar + 1;
-    const exchanges: Exchange[] = [];
+    const exchanges: Exchange[] | undefined = this.options.recordExchanges ? [] : undefined;
     const step = (status: Step['status'], attempts: number, output: unknown, error: ErrorRecord | null): Step => {
       const made: Step = {
         runId: this.state.run.id,
@@ -294,7 +294,7 @@ export class RunPass implements NodeHost {
         finishedAt: new Date().toISOString(),
       };
       // Kept with every secret the run holds masked, as its output is.
-      if (exchanges.length > 0) made.exchanges = this.redactor.redact(exchanges);
+      if (exchanges?.length) made.exchanges = this.redactor.redact(exchanges);
       return made;
     };
     const fail = (record: ErrorRecord): GraphOutcome => {
@@ -365,7 +365,7 @@ export class RunPass implements NodeHost {
     const done = this.checkpoints.get(key);
     if (done?.status === 'succeeded') return done.output as T;
     const startedAt = new Date().toISOString();
-    const sentBefore = call.exchanges.length;
+    const sentBefore = call.exchanges?.length ?? 0;
     const value = await fn();
     const record: Step = {
       runId: this.state.run.id,
@@ -379,8 +379,8 @@ export class RunPass implements NodeHost {
       finishedAt: new Date().toISOString(),
     };
     // What the sub-step sent is kept with it: a later attempt of its node, which does not send it again, has the rest.
-    const sent = call.exchanges.splice(sentBefore);
-    if (sent.length > 0) record.exchanges = this.redactor.redact(sent);
+    const sent = call.exchanges?.splice(sentBefore);
+    if (sent?.length) record.exchanges = this.redactor.redact(sent);
     this.unsaved.push(record);
     await this.save();
     this.checkpoints.set(key, record);

@@ -139,6 +139,8 @@ export interface TestRunnerOptions {
   logger: Logger;
   http: HttpClient;
   maxOutputBytes: number;
+  /** Whether a test run's steps show the requests their operations sent and the answers (RECORD_EXCHANGES). */
+  recordExchanges: boolean;
 }
 
 /**

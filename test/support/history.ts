@@ -71,9 +71,9 @@ export async function seedHistory(db: SqlExecutor, plan: SeedPlan): Promise<void
            from ids i
        )
        insert into steps (tenant_id, run_id, key, node_id, status, attempts, output, error, started_at, finished_at,
-         keep_days)
+         exchanges, keep_days)
        select $1, i.run_id, s.key, s.node_id, s.status, s.attempts, s.output, s.error, i.at, i.at + interval '2 ms',
-              keep_days($1)
+              s.exchanges, keep_days($1)
          from ids i cross join template t join steps s on s.tenant_id = $1 and s.run_id = t.run_id`,
       [plan.tenantId, first, plan.runs, until, spanMs, plan.flowIds, last, failEvery],
     );
@@ -138,6 +138,22 @@ export async function historyTenant(store: Store, tenantId: string): Promise<str
         error: null,
         startedAt: at,
         finishedAt: at,
+        // What a step that sent one small JSON request keeps of it (RECORD_EXCHANGES).
+        exchanges: [
+          {
+            request: {
+              method: 'POST',
+              url: 'https://erp.example.com/orders',
+              headers: { 'content-type': 'application/json', 'idempotency-key': `${accepted.messageId}.a` },
+              body: '{"order":820982911946154500,"lines":1}',
+            },
+            response: {
+              status: 200,
+              headers: { 'content-type': 'application/json', date: new Date().toUTCString(), 'content-length': '13' },
+              body: '{"sent":true}',
+            },
+          },
+        ],
       },
     ],
     { status: 'succeeded', error: null },

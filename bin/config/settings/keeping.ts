@@ -24,6 +24,14 @@ export const keepingSettings = {
       'Days failed and handled runs, with their messages and steps, are kept (raised to the retention when ' +
       "shorter; a tenant's `failedRetentionDays` limit overrides it).",
   },
+  recordExchanges: {
+    env: 'RECORD_EXCHANGES',
+    schema: { type: 'string', enum: ['all', 'none'], default: 'all' },
+    description:
+      '`all`: a step keeps the requests its operation sent and their answers (credentials and secrets masked, at most ' +
+      '20, bodies cut at 64 KiB), which a test recorded from the run replays (decision 29); about 480 bytes for a ' +
+      'small JSON POST, kept as long as the step. `none`: steps keep none, and tests cannot be recorded from runs.',
+  },
   retentionMaxDays: {
     env: 'RETENTION_MAX_DAYS',
     schema: { type: 'integer', minimum: 7, maximum: 3650, default: 90 },
