@@ -70,13 +70,6 @@ const ACCEPT_ENCODING = 'gzip, deflate, br';
 /** Dropped when a redirect leaves the origin, as fetch does. */
 const CREDENTIAL_HEADERS = ['authorization', 'cookie', 'proxy-authorization'];
 
-/** A request an attempt sent and what came back (or why nothing did), as sent. */
-export interface SentExchange {
-  request: OutboundRequest;
-  response?: InboundResponse;
-  error?: string;
-}
-
 /** Answers requests in place of the network: a recorded run's answers, replayed (decision 29). */
 export type Transport = (request: OutboundRequest) => Promise<InboundResponse>;
 

@@ -1,6 +1,12 @@
 import { type Exchange, MAX_RECORDED_BODY_BYTES } from '../model/index.ts';
 import { MASK } from '../secrets/index.ts';
-import type { SentExchange } from './http-client.ts';
+
+/** A request sent and what came back (or why nothing did), as the HTTP client has them. */
+export interface SentExchange {
+  request: { method: string; url: URL; headers: Record<string, string>; body?: string };
+  response?: { status: number; headers: Record<string, string>; body: Buffer };
+  error?: string;
+}
 
 /** What stands for a credential or secret in a recording: what stands for a secret anywhere. */
 export const MASKED = MASK;
