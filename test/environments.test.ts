@@ -77,6 +77,11 @@ describe('environments and promotion, on PostgreSQL', () => {
     // A flow id of staging names nothing in production.
     expect((await acme.call('GET', `/api/v1/flows/${id}`)).status).toBe(404);
 
+    // A version beyond what a version number holds is a bad field, not a store error.
+    const huge = await staging.call('POST', `/api/v1/flows/${id}/promote`, { to: 'production', version: 2 ** 53 - 1 });
+    expect(huge.status).toBe(400);
+    expect(huge.body.errors[0].path).toBe('$.body.version');
+    expect((await staging.call('POST', `/api/v1/flows/${id}/promote`, { to: 'Prod\u0000' })).status).toBe(400);
     const refused = await staging.call('POST', `/api/v1/flows/${id}/promote`, { to: 'production' });
     expect(refused.status).toBe(409);
     expect(refused.body.detail).toBe('production lacks what version 1 of orders-to-erp uses: nothing was promoted');

@@ -75,7 +75,12 @@ export function flowRoutes({ flows, flowFiles }: ApiContext) {
         required: ['to'],
         properties: {
           to: environmentNameSchema,
-          version: { type: 'integer', minimum: 1, description: 'The version to promote (the active one by default).' },
+          version: {
+            type: 'integer',
+            minimum: 1,
+            maximum: 2_147_483_647,
+            description: 'The version to promote (the active one by default).',
+          },
           dryRun: { type: 'boolean', default: false, description: 'Say what would change; change nothing.' },
         },
         examples: [{ to: 'production' }],
