@@ -358,6 +358,59 @@ describe('refund sync to ERP', () => {
     expect(world.shopify.queries.filter((query) => query.errors)).toEqual([]);
   });
 
+  it('asks for the lines its webhook shows, near the least cost; a body that says otherwise costs more, drops nothing', async () => {
+    const refundOf = (lines: number) => {
+      const placed = order(lines);
+      return shop().createRefund(placed.id, {
+        lines: placed.lineItems.map((_: unknown, line: number) => ({ line, quantity: 1 })),
+        shipping: true,
+      });
+    };
+    const costs = async (webhookBody: string) => {
+      const before = world.shopify.queries.length;
+      const { run, receipts } = await sync(webhookBody);
+      expect(run.status).toBe('succeeded');
+      // A THROTTLED answer (the shop's bucket is this file's) was waited out and sent again: it cost nothing.
+      const queries = world.shopify.queries.slice(before).filter((query) => !query.throttled);
+      expect(queries.filter((query) => query.errors)).toEqual([]);
+      const total = (key: 'requestedQueryCost' | 'minimumQueryCost') =>
+        queries.reduce((sum, query) => sum + (query[key] ?? 0), 0);
+      return {
+        receipt: receipts[0],
+        queries,
+        requested: total('requestedQueryCost'),
+        least: total('minimumQueryCost'),
+      };
+    };
+    const lineIds = (receipt: any) => receipt.Refund.RefundLineItems.Nodes.map((item: any) => item.LineItem.Id);
+
+    // As Shopify sent it: one query reads the refund, and the marks come back from the two mutations.
+    const told = refundOf(5);
+    const asSent = await costs(told.webhookBody);
+    expect(asSent.queries.map((query) => query.operationName)).toEqual([
+      'RefundForErp',
+      'MarkRefundProcessed',
+      'TagOrder',
+    ]);
+    expect(lineIds(asSent.receipt)).toEqual(told.refund.refundLineItems.map((item: any) => item.lineItem.id));
+    expect(asSent.requested).toBeLessThanOrEqual(1.5 * asSent.least);
+
+    // A body that shows one line of five: the rest come in pages.
+    const understated = refundOf(5);
+    const fewer = JSON.parse(understated.webhookBody);
+    fewer.refund_line_items = fewer.refund_line_items.slice(0, 1);
+    const paged = await costs(JSON.stringify(fewer));
+    expect(paged.queries.map((query) => query.operationName)).toContain('RefundRefundLineItemsPage');
+    expect(lineIds(paged.receipt)).toEqual(understated.refund.refundLineItems.map((item: any) => item.lineItem.id));
+
+    // One that shows 1,000 lines asks for no page over Shopify's 1000-point limit.
+    const overstated = refundOf(3);
+    const more = JSON.parse(overstated.webhookBody);
+    more.refund_line_items = Array.from({ length: 1000 }, () => more.refund_line_items[0]);
+    const capped = await costs(JSON.stringify(more));
+    expect(lineIds(capped.receipt)).toEqual(overstated.refund.refundLineItems.map((item: any) => item.lineItem.id));
+  });
+
   it('two refunds of one order: the tag goes 1 -> 2, also when both are processed at once', async () => {
     const sequential = order(2);
     const first = shop().createRefund(sequential.id, { lines: [{ line: 0, quantity: 1 }] });

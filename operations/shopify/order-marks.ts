@@ -1,6 +1,6 @@
 import { permanent, retryable } from '../../engine/model/index.ts';
 import type { ShopifyAdminApi } from './admin-api.ts';
-import { ORDER_MARKS_QUERY, PROCESSED_KEY, PROCESSED_NAMESPACE, type GraphqlNode } from './refund-query.ts';
+import { document, ORDER_MARKS_QUERY, PROCESSED_KEY, PROCESSED_NAMESPACE, type GraphqlNode } from './refund-query.ts';
 
 /**
  * What marks an order as exported: the metafield `refundProcessed.listOfRefundProcessed` (a JSON
@@ -11,16 +11,20 @@ const exportedTag = /^IPaaS Refunds Exported: \d+$/;
 /** Rounds of read-then-write before giving the order up for this attempt (others keep writing it). */
 const MAX_ROUNDS = 10;
 
-const SET_PROCESSED = `mutation MarkRefundProcessed($metafields: [MetafieldsSetInput!]!) {
-  metafieldsSet(metafields: $metafields) { metafields { id } userErrors { field message code } }
-}`;
-const ADD_TAG = `mutation TagOrder($id: ID!, $add: [String!]!) {
-  tagsAdd(id: $id, tags: $add) { userErrors { field message } }
-}`;
-const REPLACE_TAG = `mutation RetagOrder($id: ID!, $add: [String!]!, $remove: [String!]!) {
+// Each mutation answers with the order's marks as it left them, which saves reading them again.
+const SET_PROCESSED = document(`mutation MarkRefundProcessed($metafields: [MetafieldsSetInput!]!) {
+  metafieldsSet(metafields: $metafields) {
+    metafields { id owner { ... on Order { ...OrderMarks } } }
+    userErrors { field message code }
+  }
+}`);
+const ADD_TAG = document(`mutation TagOrder($id: ID!, $add: [String!]!) {
+  tagsAdd(id: $id, tags: $add) { node { ... on Order { ...OrderMarks } } userErrors { field message } }
+}`);
+const REPLACE_TAG = document(`mutation RetagOrder($id: ID!, $add: [String!]!, $remove: [String!]!) {
   tagsRemove(id: $id, tags: $remove) { userErrors { field message } }
-  tagsAdd(id: $id, tags: $add) { userErrors { field message } }
-}`;
+  tagsAdd(id: $id, tags: $add) { node { ... on Order { ...OrderMarks } } userErrors { field message } }
+}`);
 
 export const orderMarkDocuments = [SET_PROCESSED, ADD_TAG, REPLACE_TAG];
 
@@ -97,7 +101,9 @@ export async function markRefundExported(
         { details: { userErrors: errors } },
       );
     }
-    marks = await readMarks(api, orderId);
+    // Set: the marks as the write left them. Refused as stale: someone else wrote first, so read theirs.
+    const owner = metafieldsSet?.metafields?.[0]?.owner;
+    marks = errors.length === 0 && owner ? marksOf(owner) : await readMarks(api, orderId);
   }
 
   for (let round = 0; ; round++) {
@@ -115,7 +121,8 @@ export async function markRefundExported(
       throw permanent(`Shopify refused to tag order ${orderId}: ${errors.map((error) => error.message).join('; ')}`, {
         details: { userErrors: errors },
       });
-    // Read back: a concurrent export of another refund may have moved the count meanwhile.
-    marks = await readMarks(api, orderId);
+    // Check again with the order as the tagging left it: a concurrent export of another refund may have moved the
+    // count meanwhile.
+    marks = result.tagsAdd?.node ? marksOf(result.tagsAdd.node) : await readMarks(api, orderId);
   }
 }

@@ -62,7 +62,10 @@ ${MONEY_FRAGMENT}`;
   return query;
 }
 
-export const orderImportDocuments = [ordersQuery(), ordersQuery(optionalOrderFields)];
+/** Shopify counts up to 10,000 orders by default; past that it says AT_LEAST, and full pages are asked for anyway. */
+const ORDERS_COUNT_QUERY = `query CountOrders($query: String!) { ordersCount(query: $query) { count precision } }`;
+
+export const orderImportDocuments = [ordersQuery(), ordersQuery(optionalOrderFields), ORDERS_COUNT_QUERY];
 
 const money = (value: GraphqlNode | null) =>
   value ? { Amount: Number(value.amount), CurrencyCode: value.currencyCode } : null;
@@ -155,6 +158,19 @@ export function windowQuery(from: string, to: string, filter?: string) {
   const window = `updated_at:>='${from}' AND updated_at:<='${to}'`;
   return filter ? `${window} AND (${filter})` : window;
 }
+
+/** How many orders a search finds (one point): what sizes the pages of a poll. */
+export async function countOrders(api: ShopifyAdminApi, query: string): Promise<number> {
+  const { ordersCount } = await api.query<{ ordersCount: { count: number } | null }>(ORDERS_COUNT_QUERY, { query });
+  return ordersCount?.count ?? 0;
+}
+
+/**
+ * The next page's size: the orders still counted or, once a poll finds more than were counted (orders changed
+ * meanwhile), as many as it found so far; never above what fits Shopify's limit per query.
+ */
+export const nextPageSize = (maxSize: number, counted: number, found: number) =>
+  Math.min(maxSize, Math.max(1, counted > found ? counted - found : found));
 
 /** One page of orders changed in the window, in updated_at order. */
 export async function ordersPage(

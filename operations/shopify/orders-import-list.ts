@@ -1,7 +1,14 @@
 import { later, toOperationError } from '../../engine/model/index.ts';
 import { defineOperation } from '../../engine/plugins/index.ts';
 import { openShop, shopifyConfigSchema } from './destination.ts';
-import { maxPageSize, optionalOrderFields, ordersPage, windowQuery } from './order-record.ts';
+import {
+  countOrders,
+  maxPageSize,
+  nextPageSize,
+  optionalOrderFields,
+  ordersPage,
+  windowQuery,
+} from './order-record.ts';
 
 const FIELD = 'updated_at';
 /** How long the poll waits before it looks at its tasks again. */
@@ -45,8 +52,9 @@ export const ordersImportList = defineOperation({
       maximum: 250,
       default: 50,
       description:
-        "Orders per query; lowered to what fits Shopify's 1000-point limit per query (71 for the standard record, 11 " +
-        'with lineItems).',
+        'The most orders per query: a poll counts the orders of its window first (one point) and asks for no more ' +
+        "than that; lowered to what fits Shopify's 1000-point limit per query (71 for the standard record, 11 with " +
+        'lineItems).',
     },
     overlapMinutes: {
       type: 'integer',
@@ -84,17 +92,24 @@ export const ordersImportList = defineOperation({
     const batch = await ctx.batch(window);
     const query = windowQuery(window.from, window.to, config.query);
     const fields = config.fields ?? [];
-    const first = maxPageSize(config.pageSize ?? 50, fields);
+    const maxSize = maxPageSize(config.pageSize ?? 50, fields);
+    // A refusal that no retry changes ends the batch; the field stays, so the next poll reads the window again.
+    const failBatchIfPermanent = async (error: unknown): Promise<never> => {
+      if (toOperationError(error).kind === 'permanent') await batch.setStatus('failed');
+      throw error;
+    };
+    // Shopify charges a page for the orders it asks for, not those that come: pages ask for what the window holds.
+    const counted = await ctx.step('count', () => countOrders(api, query).catch(failBatchIfPermanent));
 
     // Each page is a memoized step: a later pass resumes after the last page read, and memory holds one page.
     let after: string | null = null;
+    let found = 0;
     for (let number = 0; ; number++) {
+      const first = nextPageSize(maxSize, counted, found);
       const page = await ctx.step(`page-${number}`, async () => {
-        const { records, pageInfo } = await ordersPage(api, fields, { first, after, query }).catch(async (error) => {
-          // A refusal that no retry changes ends the batch; the field stays, so the next poll reads the window again.
-          if (toOperationError(error).kind === 'permanent') await batch.setStatus('failed');
-          throw error;
-        });
+        const { records, pageInfo } = await ordersPage(api, fields, { first, after, query }).catch(
+          failBatchIfPermanent,
+        );
         // One task per order in a batch: Shopify's updated_at has whole seconds, so an order changed in the
         // second the poll started (after it) can come again on a later page; the next poll reads its new state.
         const added = await batch.add(records.map((record) => ({ key: record.Id, item: record })));
@@ -104,6 +119,7 @@ export const ordersImportList = defineOperation({
         );
         return { count: records.length, ...pageInfo };
       });
+      found += page.count;
       if (!page.hasNextPage) break;
       after = page.endCursor;
       const counts = await batch.counts();

@@ -5,7 +5,7 @@ import type { ShopifyDestination } from './destination.ts';
 import { MASK } from '../../engine/secrets/index.ts';
 import { erpRequest, sendToErp } from './erp.ts';
 import { EXPORTED_TAG_PREFIX, markRefundExported, marksOf, type OrderMarks } from './order-marks.ts';
-import { fetchRefund, type GraphqlNode } from './refund-query.ts';
+import { fetchRefund, refundSizesOf, type GraphqlNode } from './refund-query.ts';
 import { assembleRefundRecord, type RefundRecord } from './refund-record.ts';
 
 /** How long a refund waits for its order to reach the ERP (the order's custom attribute orderSynced = TRUE). */
@@ -101,7 +101,8 @@ async function prepareRefundExport(
   | { alreadyProcessed: true; refundLegacyId: string; orderId: string }
   | { alreadyProcessed: false; refundLegacyId: string; orderId: string; record: RefundRecord; marks: OrderMarks }
 > {
-  const data = await fetchRefund(api, refundId);
+  // A refunds/create webhook about this refund says how many lines it has: the query asks for that many.
+  const data = await fetchRefund(api, refundId, refundSizesOf(ctx.input.body, refundId));
   if (!data) throw permanent(`refund ${refundId} does not exist in the shop`);
   const { refund } = data;
   const refundLegacyId = String(refund.legacyResourceId);

@@ -2,9 +2,11 @@ import { retryable } from '../../engine/model/index.ts';
 import type { ShopifyAdminApi } from './admin-api.ts';
 
 /**
- * The GraphQL the refund record needs, and no more: query cost is the scarce resource. Connections
- * are asked for a small first page (the requested cost grows with the page size) and the rest is
- * paged in only when there is more.
+ * The GraphQL the refund record needs, and no more: query cost is the scarce resource. Shopify
+ * charges a connection for the page it asks for, not for what comes back, and admits a query only
+ * when that requested cost fits the shop's bucket. So each connection asks for as many nodes as the
+ * refund is known to hold (the webhook says, see `RefundSizes`), or one, and pages in the rest with
+ * pages sized from what came so far. Sizes are variables: one document per query, whatever the sizes.
  */
 
 /** A GraphQL object as it came back. */
@@ -84,7 +86,7 @@ const fragments: Record<string, string> = {
 };
 
 /** The document with exactly the fragments it uses (GraphQL rejects unused ones). */
-function document(body: string): string {
+export function document(body: string): string {
   const used = new Set<string>();
   const visit = (text: string) => {
     for (const [, name] of text.matchAll(/\.\.\.(\w+)/g)) {
@@ -101,80 +103,121 @@ interface ConnectionSpec {
   owner: string;
   field: string;
   node: string;
-  /** Page size inside the main query. */
-  first: number;
-  /** Page size of the follow-up queries (kept under Shopify's 1000-point limit per query). */
+  /** The variable its page size is in (the main query's and the page query's). */
+  size: string;
+  /** The largest page inside the main query: every connection at its largest keeps it under 1000 points. */
+  max: number;
+  /** The largest page of the follow-up queries (kept under Shopify's 1000-point limit per query). */
   page: number;
+  /** Connections inside its nodes, whose sizes its page query takes too. */
+  nested?: ConnectionSpec[];
 }
 
+const reverseLineItems: ConnectionSpec = {
+  owner: 'ReverseFulfillmentOrder',
+  field: 'lineItems',
+  node: '...ReverseLineFields',
+  size: 'reverseLineItems',
+  max: 10,
+  page: 100,
+};
+const reverseDeliveries: ConnectionSpec = {
+  owner: 'ReverseFulfillmentOrder',
+  field: 'reverseDeliveries',
+  node: '...ReverseDeliveryFields',
+  size: 'reverseDeliveries',
+  max: 2,
+  page: 50,
+};
+
+/** A connection's first page, its size a variable. */
+const firstPage = (spec: ConnectionSpec) =>
+  `${spec.field}(first: $${spec.size}) { nodes { ${spec.node} } pageInfo { hasNextPage endCursor } }`;
+
 const connectionSpecs = {
-  refundLineItems: { owner: 'Refund', field: 'refundLineItems', node: '...RefundLineItemFields', first: 5, page: 20 },
+  refundLineItems: {
+    owner: 'Refund',
+    field: 'refundLineItems',
+    node: '...RefundLineItemFields',
+    size: 'refundLineItems',
+    max: 12,
+    page: 20,
+  },
   refundShippingLines: {
     owner: 'Refund',
     field: 'refundShippingLines',
     node: 'id shippingLine { title code } subtotalAmountSet { ...Money } taxAmountSet { ...Money }',
-    first: 2,
+    size: 'refundShippingLines',
+    max: 10,
     page: 50,
   },
-  transactions: { owner: 'Refund', field: 'transactions', node: '...TransactionFields', first: 3, page: 50 },
+  transactions: {
+    owner: 'Refund',
+    field: 'transactions',
+    node: '...TransactionFields',
+    size: 'transactions',
+    max: 10,
+    page: 50,
+  },
   orderAdjustments: {
     owner: 'Refund',
     field: 'orderAdjustments',
     node: 'id reason amountSet { ...Money } taxAmountSet { ...Money }',
-    first: 2,
+    size: 'orderAdjustments',
+    max: 10,
     page: 50,
   },
   returnLineItems: {
     owner: 'Return',
     field: 'returnLineItems',
     node: '... on ReturnLineItem { ...ReturnLineFields }',
-    first: 5,
+    size: 'returnLineItems',
+    max: 10,
     page: 20,
   },
   exchangeLineItems: {
     owner: 'Return',
     field: 'exchangeLineItems',
     node: 'id quantity variantId lineItems { ...LineItemFields }',
-    first: 3,
+    size: 'exchangeLineItems',
+    max: 5,
     page: 20,
   },
   reverseFulfillmentOrders: {
     owner: 'Return',
     field: 'reverseFulfillmentOrders',
-    first: 2,
+    node: `id status thirdPartyConfirmation { status } ${firstPage(reverseLineItems)} ${firstPage(reverseDeliveries)}`,
+    size: 'reverseFulfillmentOrders',
+    max: 2,
     page: 5,
-    node:
-      'id status thirdPartyConfirmation { status } lineItems(first: 10) { nodes { ...ReverseLineFields } ' +
-      'pageInfo { hasNextPage endCursor } } reverseDeliveries(first: 2) { nodes { ...ReverseDeliveryFields } ' +
-      'pageInfo { hasNextPage endCursor } }',
+    nested: [reverseLineItems, reverseDeliveries],
   },
-  reverseLineItems: {
-    owner: 'ReverseFulfillmentOrder',
-    field: 'lineItems',
-    node: '...ReverseLineFields',
-    first: 10,
-    page: 100,
-  },
-  reverseDeliveries: {
-    owner: 'ReverseFulfillmentOrder',
-    field: 'reverseDeliveries',
-    node: '...ReverseDeliveryFields',
-    first: 2,
-    page: 50,
-  },
+  reverseLineItems,
+  reverseDeliveries,
 } satisfies Record<string, ConnectionSpec>;
 
-const firstPage = (spec: ConnectionSpec) =>
-  `${spec.field}(first: ${spec.first}) { nodes { ${spec.node} } pageInfo { hasNextPage endCursor } }`;
+type ConnectionName = keyof typeof connectionSpecs;
+/** How many nodes some of a refund's (or its return's) connections hold, as far as anyone said. */
+export type RefundSizes = Partial<Record<ConnectionName, number>>;
+
+/** The page size a connection's first page asks for: what it is said to hold (at least one), within its maximum. */
+const firstSize = (spec: ConnectionSpec, sizes: RefundSizes) =>
+  Math.min(spec.max, Math.max(1, Math.floor(sizes[spec.size as ConnectionName] ?? 1)));
+
+/** The size variables of connections, for a query that holds their first pages. */
+const sizeVariables = (specs: ConnectionSpec[], sizes: RefundSizes) =>
+  Object.fromEntries(specs.map((spec) => [spec.size, firstSize(spec, sizes)]));
+
+const sizeDeclarations = (specs: ConnectionSpec[]) => specs.map((spec) => `, $${spec.size}: Int!`).join('');
 
 const pageDocuments = new Map<ConnectionSpec, string>(
-  Object.values(connectionSpecs).map((spec) => [
+  Object.values<ConnectionSpec>(connectionSpecs).map((spec) => [
     spec,
     document(
-      `query ${spec.owner}${spec.field[0].toUpperCase()}${spec.field.slice(1)}Page($id: ID!, $after: String) {
+      `query ${spec.owner}${spec.field[0].toUpperCase()}${spec.field.slice(1)}Page($id: ID!, $after: String, $first: Int!${sizeDeclarations(spec.nested ?? [])}) {
     node(id: $id) {
       ... on ${spec.owner} {
-        ${spec.field}(first: ${spec.page}, after: $after) { nodes { ${spec.node} } pageInfo { hasNextPage endCursor } }
+        ${spec.field}(first: $first, after: $after) { nodes { ${spec.node} } pageInfo { hasNextPage endCursor } }
       }
     }
   }`,
@@ -182,27 +225,36 @@ const pageDocuments = new Map<ConnectionSpec, string>(
   ]),
 );
 
-export const REFUND_QUERY = document(`query RefundForErp($id: ID!) {
+const refundConnections = [
+  connectionSpecs.refundLineItems,
+  connectionSpecs.refundShippingLines,
+  connectionSpecs.transactions,
+  connectionSpecs.orderAdjustments,
+];
+
+export const REFUND_QUERY = document(`query RefundForErp($id: ID!${sizeDeclarations(refundConnections)}) {
   refund(id: $id) {
     id legacyResourceId createdAt updatedAt note
     totalRefundedSet { ...Money }
     duties { amountSet { ...Money } originalDuty { id harmonizedSystemCode countryCodeOfOrigin } }
-    ${firstPage(connectionSpecs.refundLineItems)}
-    ${firstPage(connectionSpecs.refundShippingLines)}
-    ${firstPage(connectionSpecs.transactions)}
-    ${firstPage(connectionSpecs.orderAdjustments)}
+    ${refundConnections.map(firstPage).join('\n    ')}
     return { id }
     order { ...OrderMarks app { id name } customAttributes { key value } transactions { ...TopTransactionFields } }
   }
 }`);
 
-export const RETURN_QUERY = document(`query ReturnForErp($id: ID!) {
+const returnConnections = [
+  connectionSpecs.returnLineItems,
+  connectionSpecs.exchangeLineItems,
+  connectionSpecs.reverseFulfillmentOrders,
+];
+
+export const RETURN_QUERY =
+  document(`query ReturnForErp($id: ID!${sizeDeclarations([...returnConnections, reverseLineItems, reverseDeliveries])}) {
   return(id: $id) {
     id name status totalQuantity decline { reason note }
     returnShippingFees { id amountSet { ...Money } }
-    ${firstPage(connectionSpecs.returnLineItems)}
-    ${firstPage(connectionSpecs.exchangeLineItems)}
-    ${firstPage(connectionSpecs.reverseFulfillmentOrders)}
+    ${returnConnections.map(firstPage).join('\n    ')}
   }
 }`);
 
@@ -224,24 +276,54 @@ export interface RefundData {
   return: GraphqlNode | null;
 }
 
-export async function fetchRefund(api: ShopifyAdminApi, refundId: string): Promise<RefundData | null> {
-  const { refund } = await api.query<{ refund: GraphqlNode | null }>(REFUND_QUERY, { id: refundId });
-  if (!refund) return null;
-  for (const key of ['refundLineItems', 'refundShippingLines', 'transactions', 'orderAdjustments'] as const) {
-    refund[key] = await allPages(api, connectionSpecs[key], refund.id, refund[key]);
-  }
-  return { refund, return: refund.return ? await fetchReturn(api, refund.return.id) : null };
+/**
+ * The sizes a `refunds/create` webhook shows (the REST Refund resource), if it is about `refundId`. They only
+ * size the pages asked for: a body that says less than the refund holds costs a page more, never a line less.
+ */
+export function refundSizesOf(body: unknown, refundId: string): RefundSizes {
+  const refund = body as Record<string, unknown> | null;
+  if (refund?.admin_graphql_api_id !== refundId) return {};
+  const count = (value: unknown) => (Array.isArray(value) ? value.length : undefined);
+  return {
+    refundLineItems: count(refund.refund_line_items),
+    refundShippingLines: count(refund.refund_shipping_lines),
+    transactions: count(refund.transactions),
+    orderAdjustments: count(refund.order_adjustments),
+  };
 }
 
-async function fetchReturn(api: ShopifyAdminApi, returnId: string): Promise<GraphqlNode | null> {
-  const { return: found } = await api.query<{ return: GraphqlNode | null }>(RETURN_QUERY, { id: returnId });
+export async function fetchRefund(
+  api: ShopifyAdminApi,
+  refundId: string,
+  sizes: RefundSizes = {},
+): Promise<RefundData | null> {
+  const { refund } = await api.query<{ refund: GraphqlNode | null }>(REFUND_QUERY, {
+    id: refundId,
+    ...sizeVariables(refundConnections, sizes),
+  });
+  if (!refund) return null;
+  for (const spec of refundConnections)
+    refund[spec.field] = await allPages(api, spec, refund.id, refund[spec.field], sizes);
+  if (!refund.return) return { refund, return: null };
+  // A return's lines are, as a rule, the lines its refund gives money back for.
+  const lines = refund.refundLineItems.nodes.length;
+  return {
+    refund,
+    return: await fetchReturn(api, refund.return.id, { returnLineItems: lines, reverseLineItems: lines }),
+  };
+}
+
+async function fetchReturn(api: ShopifyAdminApi, returnId: string, sizes: RefundSizes): Promise<GraphqlNode | null> {
+  const { return: found } = await api.query<{ return: GraphqlNode | null }>(RETURN_QUERY, {
+    id: returnId,
+    ...sizeVariables([...returnConnections, reverseLineItems, reverseDeliveries], sizes),
+  });
   if (!found) return null;
-  for (const key of ['returnLineItems', 'exchangeLineItems', 'reverseFulfillmentOrders'] as const) {
-    found[key] = await allPages(api, connectionSpecs[key], found.id, found[key]);
-  }
+  for (const spec of returnConnections)
+    found[spec.field] = await allPages(api, spec, found.id, found[spec.field], sizes);
   for (const order of found.reverseFulfillmentOrders.nodes as GraphqlNode[]) {
-    order.lineItems = await allPages(api, connectionSpecs.reverseLineItems, order.id, order.lineItems);
-    order.reverseDeliveries = await allPages(api, connectionSpecs.reverseDeliveries, order.id, order.reverseDeliveries);
+    order.lineItems = await allPages(api, reverseLineItems, order.id, order.lineItems);
+    order.reverseDeliveries = await allPages(api, reverseDeliveries, order.id, order.reverseDeliveries);
   }
   await completeFulfillmentLines(api, found);
   return found;
@@ -277,18 +359,28 @@ async function completeFulfillmentLines(api: ShopifyAdminApi, found: GraphqlNode
       line.fulfillmentLineItem = known.get(line.fulfillmentLineItem.id) ?? line.fulfillmentLineItem;
 }
 
+/**
+ * The rest of a connection after its first page. Each page asks for the nodes still said to be
+ * there or, past what was said, for as many as came so far (the sizes double, within the
+ * connection's page limit): a connection that holds more than was said costs at most about twice
+ * its nodes, in a few queries.
+ */
 async function allPages(
   api: ShopifyAdminApi,
   spec: ConnectionSpec,
   ownerId: string,
   first: Connection,
+  sizes: RefundSizes = {},
 ): Promise<Connection> {
   const nodes = [...first.nodes];
+  const said = sizes[spec.size as ConnectionName] ?? 0;
   let { pageInfo } = first;
   while (pageInfo.hasNextPage) {
     const { node } = await api.query<{ node: GraphqlNode | null }>(pageDocuments.get(spec)!, {
       id: ownerId,
       after: pageInfo.endCursor,
+      first: Math.min(spec.page, Math.max(1, said > nodes.length ? said - nodes.length : nodes.length)),
+      ...sizeVariables(spec.nested ?? [], sizes),
     });
     const page = node?.[spec.field] as Connection | undefined;
     if (!page) throw retryable(`${spec.owner} ${ownerId} vanished while its ${spec.field} were being read`);

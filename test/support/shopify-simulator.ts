@@ -17,7 +17,7 @@ import {
   type GraphQLSchema,
   type OperationDefinitionNode,
   type SelectionSetNode,
-  type ValueNode,
+  type ArgumentNode,
 } from 'graphql';
 import { ADMIN_API_VERSIONS, adminSchema, type AdminApiVersion } from './shopify-admin-schema.ts';
 
@@ -63,6 +63,8 @@ export interface QueryRecord {
   operationName?: string;
   requestedQueryCost: number;
   actualQueryCost: number | null;
+  /** What it would have requested with each page as large as what came back: the least any query for the data could. */
+  minimumQueryCost: number | null;
   throttled: boolean;
   errors?: unknown[];
   /** When the shop answered it (ms). */
@@ -289,6 +291,7 @@ export class ShopifySimulator {
         operationName: request.operationName,
         requestedQueryCost: 0,
         actualQueryCost: null,
+        minimumQueryCost: null,
         throttled: false,
         errors,
       });
@@ -326,6 +329,7 @@ export class ShopifySimulator {
         operationName: operation.name?.value,
         requestedQueryCost: requested,
         actualQueryCost: null,
+        minimumQueryCost: null,
         throttled: true,
       });
       return [
@@ -380,6 +384,7 @@ export class ShopifySimulator {
       operationName: operation.name?.value,
       requestedQueryCost: requested,
       actualQueryCost: actual,
+      minimumQueryCost: result.data ? costing.minimum(operation, result.data) : null,
       throttled: false,
       errors,
       admittedAt,
@@ -441,6 +446,17 @@ function paginate(items: Obj[], args: { first?: number; last?: number; after?: s
   };
 }
 
+type CostedPart =
+  | { kind: 'fragment'; selectionSet: SelectionSetNode; condition: GraphQLCompositeType; typed: boolean }
+  | { kind: 'object'; key: string; selectionSet: SelectionSetNode; type: GraphQLCompositeType }
+  | {
+      kind: 'connection';
+      key: string;
+      nodes: SelectionSetNode;
+      nodeType: GraphQLCompositeType;
+      arguments: readonly ArgumentNode[];
+    };
+
 /**
  * Shopify's query cost, as documented: objects cost 1, scalars and enums 0, a connection 2 plus its
  * page size times the cost of one node, a mutation 10. The actual cost counts what was returned.
@@ -468,9 +484,57 @@ class QueryCost {
     return this.cost(operation.selectionSet, this.schema.getQueryType()!, data);
   }
 
+  /** The requested cost had every page asked for exactly the nodes that came back (in each place, the most of any). */
+  minimum(operation: OperationDefinitionNode, data: Obj): number {
+    if (operation.operation === 'mutation') return this.requested(operation);
+    return this.tightCost(operation.selectionSet, this.schema.getQueryType()!, [data]);
+  }
+
+  /** The static cost, with each connection's page size the most nodes it returned in any of `instances`. */
+  private tightCost(selectionSet: SelectionSetNode, type: GraphQLCompositeType, instances: Obj[]): number {
+    let total = 0;
+    for (const part of this.parts(selectionSet, type)) {
+      if (part.kind === 'fragment') {
+        total += this.tightCost(part.selectionSet, part.condition, instances);
+        continue;
+      }
+      const values = instances.flatMap((instance) => instance[part.key] ?? []);
+      if (part.kind === 'object') {
+        total += 1 + this.tightCost(part.selectionSet, part.type, values);
+        continue;
+      }
+      const pages = values.map((connection: Obj) => connection.nodes as Obj[]);
+      const size = pages.reduce((most: number, page: Obj[]) => Math.max(most, page.length), 0);
+      total += 2 + size * (1 + this.tightCost(part.nodes, part.nodeType, pages.flat()));
+    }
+    return total;
+  }
+
   /** Static when `data` is undefined; otherwise counts the objects in `data`. */
   private cost(selectionSet: SelectionSetNode, type: GraphQLCompositeType, data: Obj | undefined): number {
     let total = 0;
+    for (const part of this.parts(selectionSet, type)) {
+      if (part.kind === 'fragment') {
+        if (data && part.typed && data.__typename !== undefined && data.__typename !== part.condition.name) continue;
+        total += this.cost(part.selectionSet, part.condition, data);
+        continue;
+      }
+      const value = data?.[part.key];
+      if (data && (value === null || value === undefined)) continue;
+      if (part.kind === 'object') {
+        const items: (Obj | undefined)[] = data ? (Array.isArray(value) ? value : [value]) : [undefined];
+        for (const item of items) total += 1 + this.cost(part.selectionSet, part.type, item);
+        continue;
+      }
+      if (data) for (const node of value.nodes as Obj[]) total += 1 + this.cost(part.nodes, part.nodeType, node);
+      else total += this.pageSize(part.arguments) * (1 + this.cost(part.nodes, part.nodeType, undefined));
+      total += 2;
+    }
+    return total;
+  }
+
+  /** What a selection set holds that has a cost: fragments, objects (or lists of them) and connections (by `nodes`). */
+  private *parts(selectionSet: SelectionSetNode, type: GraphQLCompositeType): Generator<CostedPart> {
     for (const selection of selectionSet.selections) {
       if (selection.kind === Kind.INLINE_FRAGMENT || selection.kind === Kind.FRAGMENT_SPREAD) {
         const fragment =
@@ -478,34 +542,26 @@ class QueryCost {
         const condition = fragment.typeCondition
           ? (this.schema.getType(fragment.typeCondition.name.value) as GraphQLCompositeType)
           : type;
-        if (data && fragment.typeCondition && data.__typename !== undefined && data.__typename !== condition.name)
-          continue;
-        total += this.cost(fragment.selectionSet, condition, data);
+        yield { kind: 'fragment', selectionSet: fragment.selectionSet, condition, typed: !!fragment.typeCondition };
         continue;
       }
       if (!selection.selectionSet || !('getFields' in type)) continue;
       const field = (type.getFields() as Record<string, GraphQLField<unknown, unknown>>)[selection.name.value];
       const named = getNamedType(field.type);
       if (isLeafType(named)) continue;
-      const value = data?.[selection.alias?.value ?? selection.name.value];
-      if (data && (value === null || value === undefined)) continue;
-      if (named.name.endsWith('Connection')) {
-        const nodes = selection.selectionSet.selections.find((s) => s.kind === Kind.FIELD && s.name.value === 'nodes');
-        if (!nodes || nodes.kind !== Kind.FIELD || !nodes.selectionSet) continue;
-        const nodeType = getNamedType((named as GraphQLObjectType).getFields().nodes.type) as GraphQLCompositeType;
-        if (data) for (const node of value.nodes as Obj[]) total += 1 + this.cost(nodes.selectionSet, nodeType, node);
-        else
-          total += this.pageSize(selection.arguments ?? []) * (1 + this.cost(nodes.selectionSet, nodeType, undefined));
-        total += 2;
+      const key = selection.alias?.value ?? selection.name.value;
+      if (!named.name.endsWith('Connection')) {
+        yield { kind: 'object', key, selectionSet: selection.selectionSet, type: named as GraphQLCompositeType };
         continue;
       }
-      const items: (Obj | undefined)[] = data ? (Array.isArray(value) ? value : [value]) : [undefined];
-      for (const item of items) total += 1 + this.cost(selection.selectionSet, named as GraphQLCompositeType, item);
+      const nodes = selection.selectionSet.selections.find((s) => s.kind === Kind.FIELD && s.name.value === 'nodes');
+      if (!nodes || nodes.kind !== Kind.FIELD || !nodes.selectionSet) continue;
+      const nodeType = getNamedType((named as GraphQLObjectType).getFields().nodes.type) as GraphQLCompositeType;
+      yield { kind: 'connection', key, nodes: nodes.selectionSet, nodeType, arguments: selection.arguments ?? [] };
     }
-    return total;
   }
 
-  private pageSize(args: readonly { name: { value: string }; value: ValueNode }[]) {
+  private pageSize(args: readonly ArgumentNode[]) {
     const arg = args.find((a) => a.name.value === 'first' || a.name.value === 'last');
     if (!arg) throw new Error('you must provide one of first or last');
     const size =
@@ -567,6 +623,16 @@ export interface ReturnSpec {
   exchange?: { title: string; price: number }[];
   shippingFee?: number;
   disposition?: 'RESTOCKED' | 'NOT_RESTOCKED' | 'MISSING';
+}
+
+/** The arguments of `orders`. */
+interface OrderSearch {
+  first?: number;
+  last?: number;
+  after?: string;
+  query?: string;
+  sortKey?: string;
+  reverse?: boolean;
 }
 
 /** An in-memory shop: orders with line items, transactions, refunds, returns, metafields and tags. */
@@ -813,14 +879,11 @@ export class Shop {
 
   queryRoot(): Obj {
     return {
-      orders: (args: {
-        first?: number;
-        last?: number;
-        after?: string;
-        query?: string;
-        sortKey?: string;
-        reverse?: boolean;
-      }) => this.searchOrders(args),
+      orders: (args: OrderSearch) => this.searchOrders(args),
+      ordersCount: ({ query, limit }: { query?: string; limit?: number | null }) => {
+        const count = this.matchingOrders(query).length;
+        return limit != null && count > limit ? { count: limit, precision: 'AT_LEAST' } : { count, precision: 'EXACT' };
+      },
       refund: ({ id }: { id: string }) => this.refunds.get(id) ?? null,
       order: ({ id }: { id: string }) => this.orders.get(id) ?? null,
       return: ({ id }: { id: string }) => this.returns.get(id) ?? null,
@@ -868,20 +931,11 @@ export class Shop {
   }
 
   /**
-   * `orders(query:, sortKey:)`: the search terms `updated_at` and `created_at` (with >, >=, <, <=,
-   * quoted dates) and `tag:`, joined by AND; other terms match everything. Cursors are keyset
-   * cursors over (sort value, id), as Shopify's are: an order that changes while a client pages
-   * moves in the order instead of shifting every page.
+   * The orders a search string (`query:` of orders and ordersCount) finds: the terms `updated_at` and
+   * `created_at` (with >, >=, <, <=, quoted dates) and `tag:`, joined by AND; other terms match everything.
    */
-  private searchOrders(args: {
-    first?: number;
-    last?: number;
-    after?: string;
-    query?: string;
-    sortKey?: string;
-    reverse?: boolean;
-  }) {
-    const terms = (args.query ?? '')
+  private matchingOrders(query: string | undefined): Obj[] {
+    const terms = (query ?? '')
       .split(/\s+AND\s+/i)
       .map((term) => term.trim().replace(/^\(+|\)+$/g, ''))
       .filter(Boolean);
@@ -902,12 +956,20 @@ export class Shop {
         const tag = /^tag:['"]?([^'"]+)['"]?$/.exec(term);
         return tag ? order.tags.includes(tag[1]) : true;
       });
+    return [...this.orders.values()].filter(matches);
+  }
+
+  /**
+   * `orders(query:, sortKey:)`. Cursors are keyset cursors over (sort value, id), as Shopify's are: an order
+   * that changes while a client pages moves in the order instead of shifting every page.
+   */
+  private searchOrders(args: OrderSearch) {
     const sortValue = (order: Obj) =>
       args.sortKey === 'UPDATED_AT' ? order.updatedAt : args.sortKey === 'CREATED_AT' ? order.createdAt : '';
     const compare = (a: [string, bigint], b: [string, bigint]) =>
       a[0] !== b[0] ? Date.parse(a[0]) - Date.parse(b[0]) : a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0;
     const keyOf = (order: Obj): [string, bigint] => [sortValue(order), BigInt(order.legacyResourceId)];
-    let list = [...this.orders.values()].filter(matches).sort((a, b) => compare(keyOf(a), keyOf(b)));
+    let list = this.matchingOrders(args.query).sort((a, b) => compare(keyOf(a), keyOf(b)));
     if (args.reverse) list = list.reverse();
     const cursorOf = (order: Obj) =>
       Buffer.from(JSON.stringify([sortValue(order), order.legacyResourceId])).toString('base64url');
@@ -980,6 +1042,7 @@ export class Shop {
           key: input.key,
           type: input.type ?? 'json',
           createdAt: new Date().toISOString(),
+          owner: order,
         };
         order.metafieldList.push(metafield);
       }
