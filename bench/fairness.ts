@@ -11,6 +11,8 @@ import { bigBody } from './flows.ts';
 import { isolation, POSTGRES_URL, start, stop } from './processes.ts';
 
 const FLOOD_SECONDS = Number(process.env.BENCH_FLOOD_SECONDS ?? 20);
+/** About what one run of the flooding tenant's flow takes (its expression, in a sandbox process). */
+export const FLOOD_RUN_MS = 250;
 /** The slow neighbour: this many runs, each waiting this long on its outside system. */
 const SLOW_RUNS = 300;
 const SLOW_MS = 30_000;
@@ -122,9 +124,10 @@ async function watchReadiness<T>(url: string, during: Promise<T>) {
 }
 
 /**
- * An API process and a worker process on PostgreSQL with both tenants' flows, their settings the defaults (the
- * flooding tenant meets its intake quota as it would in production) but for `settings`; `measure` is given the API's
- * address and a way to kill the worker and start another.
+ * Both tenants' flows on a deployment, its settings the defaults (the flooding tenant meets its intake quota as it
+ * would in production) but for `settings`: an API process and a worker process on PostgreSQL, or the embedded
+ * `serve` (`npm start`: API and worker in one process, on PGlite). `measure` is given the API's address and, on
+ * PostgreSQL, a way to kill the worker and start another.
  */
 async function withNeighbours<T>(
   settings: Record<string, string>,
@@ -133,57 +136,63 @@ async function withNeighbours<T>(
     receiver: Awaited<ReturnType<typeof startReceiver>>,
     restartWorker: () => Promise<void>,
   ) => Promise<T>,
+  deployment: 'postgres' | 'embedded' = 'postgres',
 ): Promise<T> {
   const receiver = await startReceiver();
   const env = {
     ...isolation(),
-    DATABASE_URL: POSTGRES_URL,
+    ...(deployment === 'embedded' ? { BENCH_WORKER: '1', DATABASE_URL: '' } : { DATABASE_URL: POSTGRES_URL }),
     BENCH_RECEIVER: receiver.url,
     TENANT_DELIVERIES_PER_SECOND: '',
     TENANT_DELIVERY_BURST: '',
     ...settings,
   };
   const api = await start(['--import', 'tsx', 'bench/child.ts', 'neighbours'], env);
-  let worker = await start(['bin/tributary.js', 'worker'], env);
+  let worker = deployment === 'postgres' ? await start(['bin/tributary.js', 'worker'], env) : undefined;
   const restartWorker = async () => {
+    if (!worker) throw new Error('the embedded serve has no worker process of its own');
     worker.child.kill('SIGKILL');
     worker = await start(['bin/tributary.js', 'worker'], env);
   };
   try {
     return await measure(api.detail.split(' ')[0], receiver, restartWorker);
   } finally {
-    await stop(worker.child);
+    if (worker) await stop(worker.child);
     await stop(api.child);
     await receiver.close();
   }
 }
 
 /** Both measures on a deployment of its own, its settings the defaults but for `settings`. */
-function measureDeployment(settings: Record<string, string>) {
-  return withNeighbours(settings, async (url, receiver) => {
-    const alone = await settle(await sendLight(url, QUIET_SECONDS), receiver.latencies);
-    const flood = autocannon({
-      url: `${url}/hooks/flood/heavy`,
-      method: 'POST',
-      connections: 50,
-      duration: FLOOD_SECONDS,
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ order: 1 }),
-    });
-    const [light, watched] = await Promise.all([sendLight(url, FLOOD_SECONDS), watchReadiness(url, flood)]);
-    const during = await settle(light, receiver.latencies);
-    return {
-      settings,
-      floodSeconds: FLOOD_SECONDS,
-      floodSent: watched.result.requests.total,
-      floodAccepted: watched.result['2xx'],
-      floodRefused429: watched.result.statusCodeStats?.['429']?.count ?? 0,
-      floodRunsDone: receiver.floodCalls(),
-      lightAlone: alone,
-      lightDuringFlood: during,
-      readyzDuringFlood: { checks: watched.checks, notReady: watched.notReady },
-    };
-  });
+function measureDeployment(settings: Record<string, string>, deployment: 'postgres' | 'embedded' = 'postgres') {
+  return withNeighbours(
+    settings,
+    async (url, receiver) => {
+      const alone = await settle(await sendLight(url, QUIET_SECONDS), receiver.latencies);
+      const flood = autocannon({
+        url: `${url}/hooks/flood/heavy`,
+        method: 'POST',
+        connections: 50,
+        duration: FLOOD_SECONDS,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ order: 1 }),
+      });
+      const [light, watched] = await Promise.all([sendLight(url, FLOOD_SECONDS), watchReadiness(url, flood)]);
+      const during = await settle(light, receiver.latencies);
+      return {
+        settings,
+        floodSeconds: FLOOD_SECONDS,
+        floodSent: watched.result.requests.total,
+        floodAccepted: watched.result['2xx'],
+        floodRefused429: watched.result.statusCodeStats?.['429']?.count ?? 0,
+        floodRunsDone: receiver.floodCalls(),
+        lightAlone: alone,
+        lightDuringFlood: during,
+        readyzDuringFlood: { checks: watched.checks, notReady: watched.notReady },
+      };
+    },
+    deployment,
+  );
 }
 
 /**
@@ -321,10 +330,16 @@ export async function measureSlowNeighbourPart(results: Record<string, unknown>)
   results.slowNeighbour = await measureSlowNeighbour();
 }
 
+/** BENCH_DEPLOYMENT=embedded|postgres measures one of the two. */
 export async function measureFairness(results: Record<string, unknown>) {
-  results.fairness = {
-    defaults: await measureDeployment({}),
+  const fairness: Record<string, unknown> = {};
+  if ((process.env.BENCH_DEPLOYMENT ?? 'postgres') === 'postgres') {
+    fairness.defaults = await measureDeployment({});
     // What a shared deployment is advised to set: a tenant holds at most half the worker slots.
-    tenantConcurrency: await measureDeployment({ TENANT_CONCURRENCY: '32', WORKER_CONCURRENCY: '64' }),
-  };
+    fairness.tenantConcurrency = await measureDeployment({ TENANT_CONCURRENCY: '32', WORKER_CONCURRENCY: '64' });
+  }
+  // What `npm start` gives every newcomer.
+  if ((process.env.BENCH_DEPLOYMENT ?? 'embedded') === 'embedded')
+    fairness.embedded = await measureDeployment({}, 'embedded');
+  results.fairness = fairness;
 }

@@ -1,5 +1,16 @@
+import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sendWebhook, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
+import { TenantQuotas } from '../engine/limits/index.ts';
+import { runsSlot } from '../engine/redis/index.ts';
+import {
+  eventually,
+  REDIS_URL,
+  sendWebhook,
+  startTestPlatform,
+  type ApiClient,
+  type TestPlatform,
+} from './support/harness.ts';
 import { Receiver } from './support/receiver.ts';
 
 // Intake quotas: a tenant over its quota is refused before anything is recorded; others are not.
@@ -46,6 +57,34 @@ afterAll(async () => {
 });
 
 describe('intake quotas', () => {
+  it('repeat a refusal for the rate until the next token without asking Redis, then admit again', async () => {
+    const redis = new Redis(REDIS_URL);
+    const prefix = `quota-test-${randomUUID()}`;
+    const quotas = new TenantQuotas(async () => redis, {
+      prefix,
+      backlogKey: `${runsSlot(prefix)}:backlog`,
+      deliveries: { perSecond: 4, burst: 1, maxQueuedRuns: 0 },
+    });
+    const buckets = `${runsSlot(prefix)}:tributary:delivery-buckets`;
+    try {
+      expect(await quotas.admitDelivery('flood')).toEqual({ admitted: true });
+      const refused = await quotas.admitDelivery('flood');
+      expect(refused).toMatchObject({ admitted: false, retryAfterSeconds: 1 });
+      // Each refusal Redis gives writes the bucket with its time: the ones after it were not Redis's.
+      const written = await redis.hget(buckets, 'flood');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      for (let i = 0; i < 20; i++) expect(await quotas.admitDelivery('flood')).toEqual(refused);
+      expect(await redis.hget(buckets, 'flood')).toBe(written);
+      // Another tenant is asked about as before.
+      expect(await quotas.admitDelivery('calm')).toEqual({ admitted: true });
+      // The next token comes within a quarter of a second.
+      await eventually(async () => expect(await quotas.admitDelivery('flood')).toEqual({ admitted: true }), 5000);
+    } finally {
+      await redis.del(buckets);
+      redis.disconnect();
+    }
+  });
+
   it("answers 429 with Retry-After over a tenant's delivery rate, records nothing, and leaves others alone", async () => {
     const answers = await Promise.all(
       Array.from({ length: 10 }, (_, n) => sendWebhook(env.url, 'noisy', 'orders', { n })),

@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readdirSync, readFileSync } from 'node:fs';
+import os from 'node:os';
 import { ExpressionSandbox } from '../engine/expressions/sandbox.ts';
 import { sendWebhook, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
 import { Receiver } from './support/receiver.ts';
@@ -134,15 +136,28 @@ describe("a flow's concurrency", () => {
   });
 });
 
+const sandboxOf = (limits: { timeoutMs: number; processes: number }) =>
+  new ExpressionSandbox({ memoryMb: 64, maxDepth: 100, maxResultBytes: 1 << 20, ...limits });
+
+/** This process's children that are expression sandbox processes (Linux: /proc). */
+function sandboxPids(): number[] {
+  return readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((pid) => {
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+        const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+        return parent === process.pid && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('sandbox-process');
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
+
 describe('the expression sandbox', () => {
   it("serves tenants in turn: one tenant's backlog of sandboxed expressions does not hold another's", async () => {
-    const sandbox = new ExpressionSandbox({
-      timeoutMs: 5000,
-      memoryMb: 64,
-      maxDepth: 100,
-      maxResultBytes: 1 << 20,
-      processes: 1,
-    });
+    const sandbox = sandboxOf({ timeoutMs: 5000, processes: 1 });
     try {
       const finished: string[] = [];
       // A lambda sends each expression to the sandbox; one process evaluates them one at a time.
@@ -153,6 +168,39 @@ describe('the expression sandbox', () => {
       await Promise.all([1, 2, 3, 4, 5].map((n) => evaluate('busy', n)).concat(evaluate('quiet', 1)));
       // busy1 was sent at once; then the turns alternate while both tenants wait.
       expect(finished).toEqual(['busy1', 'busy2', 'quiet1', 'busy3', 'busy4', 'busy5']);
+    } finally {
+      sandbox.close();
+    }
+  });
+
+  it('evaluates at a lower CPU priority than the process that serves every tenant', async () => {
+    const sandbox = sandboxOf({ timeoutMs: 5000, processes: 2 });
+    try {
+      await Promise.all(
+        ['a', 'b'].map((tenant) => sandbox.evaluate('$map([1, 2], function($v) { $v })', {}, { tenant })),
+      );
+      const sandboxes = sandboxPids();
+      expect(sandboxes.length).toBeGreaterThanOrEqual(2);
+      for (const pid of sandboxes) expect(os.getPriority(pid)).toBe(Math.min(19, os.getPriority() + 10));
+    } finally {
+      sandbox.close();
+    }
+  });
+
+  it('holds an evaluation to the CPU it used, not the time it waited for a CPU; a runaway one still stops', async () => {
+    const sandbox = sandboxOf({ timeoutMs: 400, processes: 1 });
+    try {
+      await sandbox.evaluate('$map([1], function($v) { $v })', {}, { tenant: 'a' });
+      const [pid] = sandboxPids();
+      // The process gets no CPU for 700 ms, as on a machine busy with other work, while it evaluates.
+      const evaluating = sandbox.evaluate('$count($map([1..20000], function($v) { $v * 2 }))', {}, { tenant: 'a' });
+      process.kill(pid, 'SIGSTOP');
+      await new Promise((resolve) => setTimeout(resolve, 700));
+      process.kill(pid, 'SIGCONT');
+      expect(await evaluating).toBe(20000);
+      await expect(
+        sandbox.evaluate('$sum([1..900].($sum($map([1..900], function($v) { $v * 2 }))))', {}, { tenant: 'a' }),
+      ).rejects.toThrow(/ran past the limit of 400 ms/);
     } finally {
       sandbox.close();
     }

@@ -13,17 +13,20 @@ import { LRUCache } from 'lru-cache';
 
 /** Compiled expressions, least recently used out. @type {LRUCache<string, jsonata.Expression>} */
 const compiled = new LRUCache({ max: 500 });
-/** JSONata's own (cooperative) timeout: the same limit the parent enforces from outside. */
+/**
+ * JSONata's own (cooperative) timeout, on the clock: the outer bound of an evaluation. Its CPU limit, which time
+ * waiting for a CPU does not count against, is the parent's to enforce from outside (it kills this process).
+ */
 const JSONATA_TIMEOUT = 'D1012';
 /** @type {Map<number, (value: unknown) => void>} */
 const lookups = new Map();
 let nextLookup = 1;
 
-/** @param {string} source @param {number} timeoutMs @param {number} maxDepth */
-function compile(source, timeoutMs, maxDepth) {
+/** @param {string} source @param {number} clockMs @param {number} maxDepth */
+function compile(source, clockMs, maxDepth) {
   let expression = compiled.get(source);
   if (!expression) {
-    expression = jsonata(source, { timeout: timeoutMs, stack: maxDepth, sequence: 1_000_000 });
+    expression = jsonata(source, { timeout: clockMs, stack: maxDepth, sequence: 1_000_000 });
     compiled.set(source, expression);
   }
   return expression;
@@ -38,7 +41,7 @@ function reply(message) {
 async function evaluate(request) {
   const { id, source, bindings, inputBody, documents, limits } = request;
   try {
-    const expression = compile(source, limits.timeoutMs, limits.maxDepth);
+    const expression = compile(source, limits.clockMs, limits.maxDepth);
     const { input } = bindings;
     // In its place: the parent sent it null, and JSONata keeps the order of keys.
     if (inputBody !== undefined) /** @type {Record<string, unknown>} */ (input).body = JSON.parse(inputBody);

@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import { type RedisClient, runsSlot, LuaScript, withinEnqueueTimeout } from '../redis/index.ts';
 import { REFILL_LUA } from './rate-limiter.ts';
 
@@ -19,6 +20,8 @@ export interface QuotaStatus extends DeliveryQuota {
 
 /** How long a sender over the queued-runs cap is asked to wait: runs drain at no rate known here. */
 const QUEUED_RETRY_SECONDS = 10;
+/** The longest a refusal for the rate is repeated without asking Redis (an operator may raise the quota meanwhile). */
+const MAX_REMEMBERED_REFUSAL_MS = 1000;
 
 /**
  * Token bucket per tenant, shared by every API process: one hash field per tenant ("tokens:at ms").
@@ -63,6 +66,12 @@ return {1, tostring(tokens - 1), queued, unpack(quota)}
  */
 export class TenantQuotas {
   private readonly keys: [string, string, string];
+  /**
+   * Tenants this process refused for their rate, until their next token: none can come sooner (tokens come only
+   * with time; other processes can only take them), so a delivery meanwhile is refused at once, without Redis. A
+   * flood of refused deliveries then costs the process and Redis little more than its 429s.
+   */
+  private readonly refused = new LRUCache<string, Admission & { admitted: false }>({ max: 10_000 });
 
   constructor(
     private readonly redis: () => Promise<RedisClient>,
@@ -80,10 +89,13 @@ export class TenantQuotas {
     const redis = await this.redis();
     if (Object.keys(quota).length === 0) await redis.hdel(this.keys[2], tenantId);
     else await redis.hset(this.keys[2], tenantId, JSON.stringify(quota));
+    this.refused.delete(tenantId);
   }
 
   /** Take one delivery from the tenant's quota, or say how long to wait. */
   async admitDelivery(tenantId: string): Promise<Admission> {
+    const refused = this.refused.get(tenantId);
+    if (refused) return refused;
     const [admitted, figure, , perSecond, burst, maxQueuedRuns] = await this.call(tenantId, true);
     if (admitted === 1) return { admitted: true };
     const wait = Number(figure);
@@ -94,13 +106,15 @@ export class TenantQuotas {
         reason: `${maxQueuedRuns} runs of the tenant are waiting to start (TENANT_MAX_QUEUED_RUNS)`,
       };
     }
-    return {
-      admitted: false,
+    const refusal = {
+      admitted: false as const,
       retryAfterSeconds: Math.max(1, Math.ceil(wait / 1000)),
       reason:
         `the tenant sends more than ${perSecond} deliveries a second, ${burst} at once ` +
         '(TENANT_DELIVERIES_PER_SECOND, TENANT_DELIVERY_BURST)',
     };
+    this.refused.set(tenantId, refusal, { ttl: Math.min(wait, MAX_REMEMBERED_REFUSAL_MS) });
+    return refusal;
   }
 
   /** The tenant's quota and what is left of it, without taking any. */

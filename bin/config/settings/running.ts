@@ -58,7 +58,8 @@ export const runningSettings = {
     schema: { type: 'integer', minimum: 1, default: 1000 },
     description:
       'Hard deadline of one JSONata evaluation (also bounded in depth, `EXPRESSION_MAX_DEPTH`): an expression ' +
-      'evaluated in the sandbox is killed at it, and its node fails permanently naming the limit.',
+      'evaluated in the sandbox is killed once it has used this much CPU (time spent waiting for a CPU on a busy ' +
+      'machine does not count, up to ten times this on the clock), and its node fails permanently naming the limit.',
   },
   expressionMaxDepth: {
     env: 'EXPRESSION_MAX_DEPTH',
@@ -78,8 +79,9 @@ export const runningSettings = {
     env: 'EXPRESSION_PROCESSES',
     schema: { type: 'integer', minimum: 1, default: 2 },
     description:
-      'Sandbox processes per API or worker process (started on first use, replaced when one is killed); more ' +
-      "sandboxed evaluations wait, served by tenant in turn, so one tenant's backlog does not hold another's.",
+      'Sandbox processes per API or worker process (started on first use, replaced when one is killed, at nice +10: ' +
+      "the platform's own work goes first); more sandboxed evaluations wait, served by tenant in turn, so one " +
+      "tenant's backlog does not hold another's.",
   },
   maxStepOutputBytes: {
     env: 'MAX_STEP_OUTPUT_BYTES',
