@@ -28,6 +28,7 @@ import { migration as m25 } from './migrations/25-runs-by-error-kind.ts';
 import { migration as m26 } from './migrations/26-flow-control.ts';
 import { migration as m27 } from './migrations/27-environments.ts';
 import { migration as m28 } from './migrations/28-step-exchanges.ts';
+import { migration as m29 } from './migrations/29-run-status-statistics.ts';
 
 /** Versioned, append-only (one file each in migrations/): a released migration never changes; a change is a new one. */
 export const migrations: Migration[] = [
@@ -59,6 +60,7 @@ export const migrations: Migration[] = [
   m26,
   m27,
   m28,
+  m29,
 ];
 
 /**

@@ -277,9 +277,15 @@ export class SqlRetention implements RetentionStore {
       const key = table === 'steps' ? '' : ' (primary key (tenant_id, id))';
       // Each leaf is analyzed while empty: the planner takes a table never analyzed for at least 10 pages, and
       // with a dozen such leaves a run's lookup by key seemed dearer than hashing a scan of them all.
+      // A leaf of runs keeps statistics of tenant and status together (migration 29).
+      const statistics = (leaf: string) =>
+        table === 'runs'
+          ? `create statistics if not exists ${leaf}_tenant_status (mcv) on tenant_id, status from ${leaf};`
+          : '';
       const leaf = (suffix: string, bound: string): [string, string] => [
         `${table}_${name}_${suffix}`,
         `create table if not exists ${table}_${name}_${suffix} partition of ${table}_${name}${key} ${bound};
+         ${statistics(`${table}_${name}_${suffix}`)}
          analyze ${table}_${name}_${suffix}`,
       ];
       statements.push(
