@@ -77,7 +77,7 @@ async function exportCost(env: TestPlatform) {
       return first ? [first] : [];
     });
     const exported = queries.filter((query) => !['CountOrders', 'ImportOrders'].includes(query.operationName ?? ''));
-    return { poll: costOf(poll), export: costOf(exported), both: costOf([...poll, ...exported]) };
+    return { poll: costOf(poll), export: costOf(exported) };
   } finally {
     await world.close();
   }
