@@ -4,7 +4,7 @@
  * worker process importing 10,000 orders against 1,000 (it must stay flat: one page in memory).
  */
 import { readFileSync } from 'node:fs';
-import { ORDER_NODE_COST } from '../operations/shopify/order-record.ts';
+import { orderCost } from '../operations/shopify/order-record.ts';
 import { eventually, spawnWorker, startTestPlatform, type TestPlatform } from '../test/support/harness.ts';
 import { importFlowDocument, refundWorld } from '../test/support/refund-fixture.ts';
 import type { ShopifySimulatorOptions } from '../test/support/shopify-simulator.ts';
@@ -71,7 +71,7 @@ export async function measureImport(results: Record<string, unknown>) {
       unthrottled1k: small,
       unthrottled10k: large,
       shopRestoreRate: RESTORE_RATE,
-      throttled: { ...throttled, boundOrdersPerSecond: +(RESTORE_RATE / ORDER_NODE_COST).toFixed(1) },
+      throttled: { ...throttled, boundOrdersPerSecond: +(RESTORE_RATE / orderCost()).toFixed(1) },
     };
   } finally {
     await env.close();

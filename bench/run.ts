@@ -25,7 +25,7 @@ import os from 'node:os';
 import { Queue } from 'bullmq';
 import { redisOptions } from '../bin/redis.ts';
 import { freePortRun, LocalRedisCluster } from '../test/support/redis-cluster.ts';
-import { ORDER_NODE_COST } from '../operations/shopify/order-record.ts';
+import { orderCost } from '../operations/shopify/order-record.ts';
 import { BASELINE, sampleOrder } from './flows.ts';
 import { measureImport } from './import.ts';
 import { measureRefunds } from './refund.ts';
@@ -328,7 +328,7 @@ function report(results: Record<string, unknown>) {
       tableRow(
         `import on a ${imported.shopRestoreRate} points/s shop`,
         `${throttled.ordersPerSecond} orders/s (${throttled.orders} orders)`,
-        `restore rate / ${ORDER_NODE_COST} points per order = ${throttled.boundOrdersPerSecond}`,
+        `restore rate / ${orderCost()} points per order = ${throttled.boundOrdersPerSecond}`,
         (throttled.ordersPerSecond / throttled.boundOrdersPerSecond).toFixed(2),
       ),
     );

@@ -1,11 +1,12 @@
 import http from 'node:http';
-import { parse, validate } from 'graphql';
+import { Kind, type OperationDefinitionNode, parse, print, validate } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { oauth1Header } from '../operations/core/oauth1.ts';
 import { orderImportDocuments } from '../operations/shopify/order-record.ts';
 import { orderMarkDocuments } from '../operations/shopify/order-marks.ts';
 import { HttpClient } from '../engine/outbound/http-client.ts';
 import { ShopifyAdminApi } from '../operations/shopify/admin-api.ts';
+import { requestedCost } from '../operations/shopify/query-cost.ts';
 import { ORDER_MARKS_QUERY, refundDocuments } from '../operations/shopify/refund-query.ts';
 import { webhookDocuments } from '../operations/shopify/webhooks.ts';
 import { erpReplies } from './support/erp-simulator.ts';
@@ -26,7 +27,7 @@ import {
   APP_CLIENT,
 } from './support/refund-fixture.ts';
 import { ADMIN_API_VERSIONS, adminSchema } from './support/shopify-admin-schema.ts';
-import { ShopifySimulator } from './support/shopify-simulator.ts';
+import { requestedQueryCost, ShopifySimulator } from './support/shopify-simulator.ts';
 
 let env: TestPlatform;
 let acme: ApiClient;
@@ -174,21 +175,38 @@ describe("the Shopify Admin client's cached tokens", () => {
   });
 });
 
+const everyDocument = [...refundDocuments, ...orderMarkDocuments, ...webhookDocuments, ...orderImportDocuments];
+
 describe('GraphQL documents', () => {
   it("are all valid against Shopify's real Admin schema, 2025-10 and 2026-10", () => {
     for (const version of ADMIN_API_VERSIONS) {
-      for (const document of [
-        ...refundDocuments,
-        ...orderMarkDocuments,
-        ...webhookDocuments,
-        ...orderImportDocuments,
-      ]) {
+      for (const document of everyDocument) {
         expect(
           validate(adminSchema(version), parse(document)).map((error) => error.message),
           `${version}: ${document.slice(0, 60)}`,
         ).toEqual([]);
       }
     }
+  });
+
+  it('cost what the client reckons before sending them, as Shopify reckons it on the schema, whatever the sizes', () => {
+    const schema = adminSchema(ADMIN_API_VERSIONS[0]);
+    let compared = 0;
+    for (const document of everyDocument) {
+      const operation = parse(document).definitions.find((d) => d.kind === Kind.OPERATION_DEFINITION)!;
+      const sizes = (operation as OperationDefinitionNode).variableDefinitions!.flatMap((definition) =>
+        print(definition.type).startsWith('Int') ? [definition.variable.name.value] : [],
+      );
+      // Each size its own value, so that one read in place of another shows.
+      for (const base of [0, 1, 4, 9]) {
+        const variables = Object.fromEntries(sizes.map((size, i) => [size, base + i]));
+        expect(requestedCost(document, variables), document.slice(0, 60)).toBe(
+          requestedQueryCost(schema, document, variables),
+        );
+        compared++;
+      }
+    }
+    expect(compared).toBe(everyDocument.length * 4);
   });
 });
 

@@ -79,10 +79,10 @@ async function syncAll(refunds: Array<{ webhookBody: string }>) {
 }
 
 describe("a shop's cost points, shared by two workers' runs of the refund sync and the import", () => {
-  it('throttle nothing once the budget knows the rate and the costs, and keep the shop busy', async () => {
+  it("throttle nothing once the budget knows the shop's bucket and rate, and keep the shop busy", async () => {
     await acme.publish(refundFlow('refunds'));
     await acme.publish(EXPORT_FLOW);
-    // Learning: each query once, at a pace the bucket holds.
+    // Learning the shop's bucket and rate from its answers, at a pace the bucket holds.
     const [learnt] = refundedOrders(1);
     await syncAll([learnt]);
     await exportAll([learnt.orderId]);

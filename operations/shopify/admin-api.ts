@@ -8,6 +8,7 @@ import {
   MAX_RESPONSE_BYTES,
   type OutboundRequest,
 } from '../../engine/outbound/index.ts';
+import { requestedCost } from './query-cost.ts';
 
 /** How to reach one shop's Admin GraphQL API: a static token, or an app's client credentials. */
 export interface ShopAccess {
@@ -45,15 +46,18 @@ const TOKEN_MARGIN_MS = 5 * 60_000;
 
 /** Per process: one token per shop and app credentials; the most recently used kept. */
 const tokens = new LRUCache<string, Promise<{ token: string; expiresAt: number }>>({ max: 10_000 });
-/** Each query document's kind on the shop's budget, which remembers what it cost last time (for every process). */
-const documentKinds = new LRUCache<string, string>({ max: 1000 });
-const kindOf = (document: string) => {
-  let kind = documentKinds.get(document);
-  if (kind === undefined) {
-    kind = `graphql:${createHash('sha256').update(document).digest('base64url').slice(0, 22)}`;
-    documentKinds.set(document, kind);
+const documentDigests = new LRUCache<string, string>({ max: 1000 });
+/**
+ * A query's kind on the shop's budget, which remembers what Shopify asked for it last time (for every process): its
+ * document at the cost reckoned for it, so that an answer corrects the reckoning wherever Shopify's own differs.
+ */
+const kindOf = (document: string, cost: number) => {
+  let digest = documentDigests.get(document);
+  if (digest === undefined) {
+    digest = createHash('sha256').update(document).digest('base64url').slice(0, 22);
+    documentDigests.set(document, digest);
   }
-  return kind;
+  return `graphql:${digest}:${cost}`;
 };
 
 const sleep = (ms: number, signal?: AbortSignal) =>
@@ -74,7 +78,7 @@ const sleep = (ms: number, signal?: AbortSignal) =>
  * A client of one shop's Admin GraphQL API. Throttling is waited out, never reported as a failure;
  * faults come back as OperationErrors with their kind (a rejected query is permanent, an outage retryable).
  * A run's queries draw on the shop's outbound budget, which keeps its cost bucket as Shopify last reported it:
- * each waits until the points it requested last time are there, so the runs of every flow sending to the shop
+ * each waits until the points it will request are there, so the runs of every flow sending to the shop
  * queue for points instead of throttling each other.
  */
 export class ShopifyAdminApi {
@@ -142,12 +146,13 @@ export class ShopifyAdminApi {
     return body.data;
   }
 
-  /** A query, drawing on the shop's budget what the document requested last time. */
+  /** A query, drawing on the shop's budget the points it will request. */
   private async post(token: string, document: string, variables: Record<string, unknown>) {
     const body = JSON.stringify({ query: document, variables });
+    const cost = requestedCost(document, variables);
     return this.postJson(new URL(this.endpoint), 'application/json', body, {
       headers: { 'x-shopify-access-token': token },
-      budget: { name: this.budget, costKind: kindOf(document) },
+      budget: { name: this.budget, cost, costKind: kindOf(document, cost) },
       priced: priceOf,
     });
   }

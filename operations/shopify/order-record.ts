@@ -1,4 +1,5 @@
 import type { ShopifyAdminApi } from './admin-api.ts';
+import { largestPage, requestedCost } from './query-cost.ts';
 import { PROCESSED_KEY, PROCESSED_NAMESPACE, type Connection, type GraphqlNode } from './refund-query.ts';
 
 /**
@@ -16,27 +17,23 @@ const STANDARD_FIELDS = `
 /** Line items imported per order (a connection: `PageInfo.HasNextPage` tells when an order has more). */
 export const LINE_ITEMS_PER_ORDER = 10;
 
-/** Optional parts of the record, each with its GraphQL and its cost in points per order. */
+/** Optional parts of the record, each with its GraphQL. */
 const optionalFields = {
-  lineItems: {
-    graphql:
-      `lineItems(first: ${LINE_ITEMS_PER_ORDER}) { nodes { id sku title quantity originalUnitPriceSet { ` +
-      '...Money } discountedTotalSet { ...Money } } pageInfo { hasNextPage endCursor } }',
-    cost: 2 + LINE_ITEMS_PER_ORDER * 7,
-  },
-  shippingAddress: { graphql: 'shippingAddress { city provinceCode zip countryCodeV2 }', cost: 1 },
-  customer: { graphql: 'customer { id displayName }', cost: 1 },
+  lineItems:
+    `lineItems(first: ${LINE_ITEMS_PER_ORDER}) { nodes { id sku title quantity originalUnitPriceSet { ` +
+    '...Money } discountedTotalSet { ...Money } } pageInfo { hasNextPage endCursor } }',
+  shippingAddress: 'shippingAddress { city provinceCode zip countryCodeV2 }',
+  customer: 'customer { id displayName }',
 } as const;
 export type OptionalOrderField = keyof typeof optionalFields;
 export const optionalOrderFields = Object.keys(optionalFields) as OptionalOrderField[];
 
-/** What one order of the standard record costs in Shopify's points (checked by the tests against the simulator). */
-export const ORDER_NODE_COST = 14;
-export const orderNodeCost = (fields: readonly OptionalOrderField[]) =>
-  ORDER_NODE_COST + fields.reduce((sum, field) => sum + optionalFields[field].cost, 0);
+/** What one order of the record costs in Shopify's points. */
+export const orderCost = (fields: readonly OptionalOrderField[] = []) =>
+  requestedCost(ordersQuery(fields), { first: 1 }) - requestedCost(ordersQuery(fields), { first: 0 });
 /** Shopify refuses a query over 1000 points: the page size is lowered to fit. */
 export const maxPageSize = (requested: number, fields: readonly OptionalOrderField[] = []) =>
-  Math.max(1, Math.min(requested, Math.floor((1000 - 2) / orderNodeCost(fields))));
+  largestPage(ordersQuery(fields), 'first', requested);
 
 const MONEY_FRAGMENT =
   'fragment Money on MoneyBag { shopMoney { amount currencyCode } presentmentMoney { amount currencyCode } }';
@@ -47,9 +44,7 @@ export function ordersQuery(fields: readonly OptionalOrderField[] = []): string 
   const key = [...fields].sort().join(',');
   let query = queries.get(key);
   if (!query) {
-    const selection = [STANDARD_FIELDS, ...[...fields].sort().map((field) => optionalFields[field].graphql)].join(
-      '\n  ',
-    );
+    const selection = [STANDARD_FIELDS, ...[...fields].sort().map((field) => optionalFields[field])].join('\n  ');
     query = `query ImportOrders($first: Int!, $after: String, $query: String!) {
   orders(first: $first, after: $after, query: $query, sortKey: UPDATED_AT) {
     nodes { ${selection} }

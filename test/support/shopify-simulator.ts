@@ -457,6 +457,13 @@ type CostedPart =
       arguments: readonly ArgumentNode[];
     };
 
+/** The cost Shopify requests for a document with these variables, reckoned on the Admin schema. */
+export function requestedQueryCost(schema: GraphQLSchema, document: string, variables: Obj): number {
+  const parsed = parse(document);
+  const operation = parsed.definitions.find((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION)!;
+  return new QueryCost(schema, parsed, variables).requested(operation);
+}
+
 /**
  * Shopify's query cost, as documented: objects cost 1, scalars and enums 0, a connection 2 plus its
  * page size times the cost of one node, a mutation 10. The actual cost counts what was returned.
