@@ -12,9 +12,11 @@ import { Platform } from '../bin/platform.ts';
 import { redisOptions } from '../bin/redis.ts';
 import { truthy } from '../engine/expressions/expression.ts';
 import { newId } from '../engine/model/ids.ts';
+import type { FlowDocument } from '../engine/model/flow-document.ts';
 import { pino } from 'pino';
 import {
   BENCH_FLOW,
+  benchTenants,
   BASELINE,
   BIG_BODY_FLOW,
   SLOW_FLOW,
@@ -25,6 +27,17 @@ import {
 } from './flows.ts';
 
 const mode = process.argv[2];
+
+/** A flow created and published straight in the store. */
+async function publish(platform: Platform, tenant: string, document: FlowDocument) {
+  const flow = await platform.store.createFlow(tenant, {
+    id: newId(),
+    key: document.key,
+    name: document.name,
+    draft: document,
+  });
+  await platform.store.publishFlow(tenant, flow.id, flow.revision, document);
+}
 
 if (mode === 'bare-express') {
   // The machine's ceiling for a JSON endpoint on Express 5.
@@ -63,17 +76,11 @@ if (mode === 'bare-express') {
   const config = { ...loadConfig(), port: 0, host: '127.0.0.1' };
   const roles = { api: true, worker: process.env.BENCH_WORKER === '1' };
   const platform = await Platform.start(config, roles, { logger: pino({ level: 'silent' }) });
-  await platform.store.createTenant({ id: 'bench', name: 'bench' }).catch(() => {});
-  await platform.store.putVariable('bench', 'RECEIVER', process.env.BENCH_RECEIVER ?? 'http://127.0.0.1:9');
-  // A store the history part grew already has the flow, from an earlier process.
-  if (!(await platform.store.findFlowByKey('bench', BENCH_FLOW.key))) {
-    const flow = await platform.store.createFlow('bench', {
-      id: newId(),
-      key: BENCH_FLOW.key,
-      name: BENCH_FLOW.name,
-      draft: BENCH_FLOW,
-    });
-    await platform.store.publishFlow('bench', flow.id, flow.revision, BENCH_FLOW);
+  for (const tenant of benchTenants(Number(process.env.BENCH_TENANTS ?? 1))) {
+    await platform.store.createTenant({ id: tenant, name: tenant }).catch(() => {});
+    await platform.store.putVariable(tenant, 'RECEIVER', process.env.BENCH_RECEIVER ?? 'http://127.0.0.1:9');
+    // A store the history part grew already has the flow, from an earlier process.
+    if (!(await platform.store.findFlowByKey(tenant, BENCH_FLOW.key))) await publish(platform, tenant, BENCH_FLOW);
   }
   console.log(`READY ${platform.url}`);
   process.on('SIGTERM', () => void platform.close().then(() => process.exit(0)));
@@ -90,13 +97,7 @@ if (mode === 'bare-express') {
   ] as const) {
     await platform.store.createTenant({ id: tenant, name: tenant }).catch(() => {});
     await platform.store.putVariable(tenant, 'RECEIVER', process.env.BENCH_RECEIVER!);
-    const flow = await platform.store.createFlow(tenant, {
-      id: newId(),
-      key: document.key,
-      name: document.name,
-      draft: document,
-    });
-    await platform.store.publishFlow(tenant, flow.id, flow.revision, document);
+    await publish(platform, tenant, document);
   }
   // An operator's credentials, for the details of /readyz (the event-loop lag).
   const operator = await createClientCredentials(platform.store, { operator: true });

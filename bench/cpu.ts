@@ -7,6 +7,18 @@ import { readdirSync, readFileSync } from 'node:fs';
 type Snapshot = Map<string, { name: string; ticks: number }>;
 const TICKS_PER_SECOND = 100;
 
+/** CPU time a process used so far, in ms (0 when it is gone). */
+export function cpuMsOf(pid: number | undefined): number {
+  if (pid === undefined) return 0;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
+  } catch {
+    return 0;
+  }
+}
+
 function snapshot(): Snapshot {
   const processes: Snapshot = new Map();
   let pids: string[];

@@ -1,7 +1,7 @@
 /** The engine's drain: webhooks queued through an API process, then a worker process timed draining them. */
 import http from 'node:http';
 import { cpuWindow } from './cpu.ts';
-import { sampleOrder } from './flows.ts';
+import { benchTenants, sampleOrder } from './flows.ts';
 import { CONNECTIONS } from './intake.ts';
 import { isolation, memoryMb, POSTGRES_URL, start, stop } from './processes.ts';
 
@@ -31,12 +31,13 @@ export async function startReceiver() {
   };
 }
 
-async function postMessages(url: string, count: number) {
+/** `count` webhooks through the intake at `url`, to the bench tenants in turn. */
+async function postMessages(url: string, count: number, tenants: string[]) {
   let next = 0;
   const send = async () => {
     while (next < count) {
       const id = next++;
-      const response = await fetch(`${url}/hooks/bench/bench`, {
+      const response = await fetch(`${url}/hooks/${tenants[id % tenants.length]}/bench`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify(sampleOrder(id)),
@@ -56,13 +57,15 @@ export async function drainEngine(
   receiver: Receiver,
   workerEnv: Record<string, string>,
   env: Record<string, string> = {},
+  tenants = 1,
 ) {
   const engineEnv = { ...isolation(), DATABASE_URL: POSTGRES_URL, ...env };
   const intake = await start(['--import', 'tsx', 'bench/child.ts', 'tributary'], {
     ...engineEnv,
     BENCH_RECEIVER: receiver.url,
+    BENCH_TENANTS: String(tenants),
   });
-  await postMessages(intake.detail, ENGINE_RUNS);
+  await postMessages(intake.detail, ENGINE_RUNS, benchTenants(tenants));
   receiver.reset();
   const engineStart = performance.now();
   const worker = await start(['bin/tributary.js', 'worker'], { ...engineEnv, ...workerEnv });

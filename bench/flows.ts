@@ -3,6 +3,10 @@ import type { FlowDocument } from '../engine/model/flow-document.ts';
 export const MAP_EXPRESSION = "{'id': $input.body.id, 'total': $input.body.total, 'lines': $count($input.body.lines)}";
 export const FILTER_EXPRESSION = '$input.body.total > 0';
 
+/** The engine bench's tenants: `bench`, then `bench-1`, `bench-2` ... (the cluster part spreads them over groups). */
+export const benchTenants = (count: number) =>
+  Array.from({ length: count }, (_, i) => (i === 0 ? 'bench' : `bench-${i}`));
+
 /** transform -> filter -> http.request, the flow the engine benchmark runs. */
 export const BENCH_FLOW: FlowDocument = {
   key: 'bench',

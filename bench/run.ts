@@ -25,8 +25,9 @@ import os from 'node:os';
 import { Queue } from 'bullmq';
 import { redisOptions } from '../bin/redis.ts';
 import { freePortRun, LocalRedisCluster } from '../test/support/redis-cluster.ts';
+import { cpuMsOf } from './cpu.ts';
 import { orderCost } from '../operations/shopify/order-record.ts';
-import { BASELINE, sampleOrder } from './flows.ts';
+import { BASELINE, benchTenants, sampleOrder } from './flows.ts';
 import { measureImport } from './import.ts';
 import { measureRefunds } from './refund.ts';
 import { measureExpressions } from './expressions.ts';
@@ -180,20 +181,47 @@ async function measureEngine(results: Record<string, unknown>, receiver: Receive
   };
 }
 
-/** (i) the same drain on a Redis Cluster of 3 masters with a replica each, beside one Redis, in the same run. */
+/** Tenants the cluster part spreads its runs over, one per slot group when there are three. */
+const CLUSTER_TENANTS = 3;
+
+/**
+ * (i) the same drain, its runs spread over three tenants, on one Redis and on a Redis Cluster of 3 masters with a
+ * replica each: with the run path in one slot group, then in three (a tenant in each). Each master's CPU per run
+ * (intake and drain) shows how the run path's Redis work spreads.
+ */
 async function measureCluster(results: Record<string, unknown>, receiver: Receiver) {
-  const single = await drainEngine(receiver, {});
+  const single = await drainEngine(receiver, {}, {}, CLUSTER_TENANTS);
   const cluster = await LocalRedisCluster.start({ basePort: await freePortRun(6) });
   try {
-    const clustered = await drainEngine(receiver, {}, { REDIS_CLUSTER_NODES: cluster.seeds });
+    const onCluster = async (groups: number) => {
+      const placed = benchTenants(CLUSTER_TENANTS).map((tenant, i) => `${tenant}=${i % groups}`);
+      const before = cluster.nodes.map((node) => cpuMsOf(node.child?.pid));
+      const drained = await drainEngine(
+        receiver,
+        {},
+        { REDIS_CLUSTER_NODES: cluster.seeds, RUN_GROUPS: String(groups), RUN_GROUP_TENANTS: placed.join(',') },
+        CLUSTER_TENANTS,
+      );
+      const { masters } = await cluster.roles();
+      const perMaster = cluster.nodes
+        .map((node, i) => ({ node, ms: (cpuMsOf(node.child?.pid) - before[i]) / ENGINE_RUNS }))
+        .filter(({ node }) => masters.includes(node.port))
+        .map(({ ms }) => +ms.toFixed(3))
+        .sort((a, b) => b - a);
+      return { runsPerSecond: Math.round(ENGINE_RUNS / drained.seconds), redisMsPerRunByMaster: perMaster };
+    };
+    const oneGroup = await onCluster(1);
+    const threeGroups = await onCluster(3);
     const singleRate = ENGINE_RUNS / single.seconds;
-    const clusterRate = ENGINE_RUNS / clustered.seconds;
     results.cluster = {
       runs: ENGINE_RUNS,
+      tenants: CLUSTER_TENANTS,
       oneRedisRunsPerSecond: Math.round(singleRate),
-      clusterRunsPerSecond: Math.round(clusterRate),
-      ratio: +(clusterRate / singleRate).toFixed(2),
-      cpuMsPerRun: { oneRedis: single.cpuMs, cluster: clustered.cpuMs },
+      clusterRunsPerSecond: oneGroup.runsPerSecond,
+      ratio: +(oneGroup.runsPerSecond / singleRate).toFixed(2),
+      oneRedisCpuMsPerRun: single.cpuMs,
+      oneGroup,
+      threeGroups,
     };
   } finally {
     await cluster.stop();
@@ -274,16 +302,25 @@ function report(results: Record<string, unknown>) {
         traced.ratioToBullmq,
       ),
     );
-  const cluster = results.cluster as Record<string, number> | undefined;
-  if (cluster)
+  const cluster = results.cluster as any;
+  if (cluster) {
+    const busiest = (figures: { redisMsPerRunByMaster: number[] }) => figures.redisMsPerRunByMaster[0];
     rows.push(
       tableRow(
-        'engine, the same, on a Redis Cluster (3 masters, 3 replicas, this machine), runs/s',
-        `${cluster.clusterRunsPerSecond}`,
+        `engine, the same over ${cluster.tenants} tenants, on a Redis Cluster (3 masters, 3 replicas, this machine), runs/s`,
+        `one slot group ${cluster.oneGroup.runsPerSecond}; three ${cluster.threeGroups.runsPerSecond}`,
         `one Redis, same run: ${cluster.oneRedisRunsPerSecond}`,
         cluster.ratio,
       ),
+      tableRow(
+        'Redis CPU per run on each master (intake and drain), ms, busiest first',
+        `one slot group ${cluster.oneGroup.redisMsPerRunByMaster.join(' / ')}; ` +
+          `three ${cluster.threeGroups.redisMsPerRunByMaster.join(' / ')}`,
+        `the busiest master's third: ${(busiest(cluster.oneGroup) / 3).toFixed(3)}`,
+        (busiest(cluster.threeGroups) / busiest(cluster.oneGroup)).toFixed(2),
+      ),
     );
+  }
   const refund = results.refund as any;
   if (refund) {
     const { typicalRefund: cost, exportedRefund: exported, webhookToErp: latency } = refund;

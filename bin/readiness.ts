@@ -35,7 +35,7 @@ export async function readiness(
     problems.push('the store does not answer');
   }
   try {
-    const report = await inspectQueue(queue.queue, config.redisPrefix);
+    const report = await inspectQueue(queue.queues, config.redisPrefix);
     Object.assign(checks, report);
     const current = await maintenance.current();
     if (current) checks.maintenance = current;

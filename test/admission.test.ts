@@ -61,8 +61,8 @@ describe('intake quotas', () => {
     const redis = new Redis(REDIS_URL);
     const prefix = `quota-test-${randomUUID()}`;
     const quotas = new TenantQuotas(async () => redis, {
-      prefix,
-      backlogKey: `${runsSlot(prefix)}:backlog`,
+      groups: [{ slot: runsSlot(prefix), backlogKey: `${runsSlot(prefix)}:backlog` }],
+      groupOf: () => 0,
       deliveries: { perSecond: 4, burst: 1, maxQueuedRuns: 0 },
     });
     const buckets = `${runsSlot(prefix)}:tributary:delivery-buckets`;

@@ -241,7 +241,10 @@ describe('replays at once, on PostgreSQL', () => {
     const made = await Promise.all(
       Array.from({ length: 5 }, () => acme.call('POST', REPLAYS, { filter: {}, ratePerSecond: 7 })),
     );
-    expect(made.map((answer) => [answer.status, answer.body.total])).toEqual(Array(5).fill([202, 40]));
+    expect(made.map((answer) => answer.status)).toEqual(Array(5).fill(202));
+    // Each counts the messages whose latest run failed as it is made: one made after another's first page was
+    // taken (the workers take it at once) counts fewer.
+    expect(Math.max(...made.map((answer) => answer.body.total))).toBe(40);
     const take = async (): Promise<void> => {
       const page = await env.platform.store.replayNextPage(Array.from({ length: 100 }, newId));
       if (page) return take();

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadConfig, outboundRefusal, settings, withSettingsTable } from '../bin/config/config.ts';
+import { loadConfig, outboundRefusal, placedTenants, settings, withSettingsTable } from '../bin/config/config.ts';
 import { RedisTarget } from '../bin/redis.ts';
 
 describe('configuration', () => {
@@ -31,6 +31,14 @@ describe('configuration', () => {
     // A brace would make a hash tag of its own: every key in one cluster slot.
     expect(() => loadConfig({ REDIS_PREFIX: '{acme}' })).toThrow('REDIS_PREFIX must match pattern');
     expect(() => loadConfig({ REDIS_CLUSTER_NODES: 'a:7000, b:7001' })).toThrow('REDIS_CLUSTER_NODES must match');
+    expect(() => loadConfig({ RUN_GROUPS: '0' })).toThrow('RUN_GROUPS must be >= 1, got "0"');
+    expect(() => loadConfig({ RUN_GROUP_TENANTS: 'acme' })).toThrow('RUN_GROUP_TENANTS must match pattern');
+  });
+
+  it('places the tenants RUN_GROUP_TENANTS names, environments too', () => {
+    expect(placedTenants(loadConfig({}))).toEqual({});
+    const config = loadConfig({ RUN_GROUPS: '3', RUN_GROUP_TENANTS: ' big-shop=2,acme = 1, acme~staging=0 ' });
+    expect(placedTenants(config)).toEqual({ 'big-shop': 2, acme: 1, 'acme~staging': 0 });
   });
 
   it('takes Redis Cluster seed nodes as host:port or URLs, one set of credentials, never printed', () => {

@@ -136,12 +136,12 @@ describe('poison messages', () => {
     expect(accepted.status).toBe(202);
     // No worker runs now: the run waits in its lane (or as a job, if a killed worker still looked live), and
     // Redis loses it; the store still has it.
-    const redis = await ioredisOf(env.platform.queue.queue.client);
+    const redis = await ioredisOf(env.platform.queue.queues[0].client);
     const lanes = await redis.keys(`${runsSlot(env.config.redisPrefix)}:runs:fair:*`);
-    const removed = await env.platform.queue.queue.remove(accepted.body.runId);
+    const removed = await env.platform.queue.queues[0].remove(accepted.body.runId);
     expect(lanes.length + removed).toBeGreaterThan(0);
     if (lanes.length > 0) await redis.del(...lanes);
-    expect(await env.platform.queue.queue.getJobState(accepted.body.runId)).toBe('unknown');
+    expect(await env.platform.queue.queues[0].getJobState(accepted.body.runId)).toBe('unknown');
     const { run } = await superviseUntilFinished(accepted.body.runId);
     expect(run).toMatchObject({ status: 'succeeded', steps: [{ nodeId: 'boom', output: 2 }] });
   });

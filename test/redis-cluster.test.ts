@@ -3,6 +3,7 @@ import { runsSlot, ticksSlot } from '../engine/redis/key-slots.ts';
 import {
   type ApiClient,
   eventually,
+  sendWebhook,
   spawnWorker,
   startSiblingApi,
   startTestPlatform,
@@ -160,5 +161,48 @@ describe('on a Redis Cluster', () => {
     await eventually(async () =>
       expect(receiver.requests.filter((request) => request.url === '/tick').length).toBeGreaterThan(ticks + 1),
     );
+  });
+});
+
+describe('on a Redis Cluster, the run path in three slot groups', () => {
+  let grouped: TestPlatform;
+
+  beforeAll(async () => {
+    grouped = await startTestPlatform(
+      'postgres',
+      { api: true, worker: true },
+      { redisClusterNodes: cluster.seeds, runGroups: 3, runGroupTenants: 'north=0, east=1, south=2' },
+    );
+  });
+  afterAll(async () => {
+    await grouped?.close();
+  });
+
+  it("runs each tenant's webhooks through its group, each group's slot on a master of its own", async () => {
+    const runs = await Promise.all(
+      ['north', 'east', 'south'].map(async (tenant) => {
+        const client = await grouped.tenant(tenant);
+        await client.publish(forwardWebhook('orders', `${receiver.url}/${tenant}`));
+        const ids = [];
+        for (let n = 0; n < 10; n++) ids.push((await sendWebhook(grouped.url, tenant, 'orders', { n })).body.runId);
+        return { client, ids };
+      }),
+    );
+    for (const { client, ids } of runs)
+      for (const runId of ids) expect((await client.settledRun(runId)).status).toBe('succeeded');
+
+    const { groups } = grouped.platform.queue;
+    const masters = await Promise.all(groups.map((group) => cluster.masterOf(group.slot)));
+    expect(new Set(masters).size).toBe(3);
+    for (const [index, { ids }] of runs.entries())
+      expect(await groups[index].queue.getJobState(ids[0])).toBe('completed');
+    const operator = await grouped.operator();
+    const queues = await operator.call('GET', '/api/v1/queues');
+    expect(queues.body.nodes.map((queue: { name: string }) => queue.name).sort()).toEqual([
+      'runs',
+      'runs-1',
+      'runs-2',
+      'ticks',
+    ]);
   });
 });

@@ -80,6 +80,14 @@ export function outboundRefusal(config: Config): AddressRefusal | undefined {
   }
 }
 
+/** RUN_GROUP_TENANTS as tenant -> group. */
+export function placedTenants(config: Config): Record<string, number> {
+  const placed: Record<string, number> = {};
+  for (const [, tenant, group] of (config.runGroupTenants ?? '').matchAll(/([^\s=,]+)\s*=\s*(\d+)/g))
+    placed[tenant] = Number(group);
+  return placed;
+}
+
 /** Where clients reach this process (printed, and the base of flow URLs). */
 export function baseUrl(config: Config, port = config.port): string {
   return config.publicUrl ?? `http://127.0.0.1:${port}`;

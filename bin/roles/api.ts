@@ -70,7 +70,7 @@ export class ApiRole {
       logger,
       bodyLimitBytes: config.bodyLimitBytes,
       readiness: () => readiness(store, queue, maintenance, eventLoop, config, logger),
-      queues: [queue.queue, schedules.queue],
+      queues: [...queue.queues, schedules.queue],
       adapterWaitMs: config.adapterWaitMs,
       replyWaitMs: config.replyWaitMs,
       metrics: shared.metrics,

@@ -11,7 +11,7 @@ import type { Keyring } from '../../engine/secrets/index.ts';
 import type { Store } from '../../engine/store/index.ts';
 import type { Tracer } from '../../engine/telemetry/index.ts';
 import { families } from '../../operations/index.ts';
-import { baseUrl, type Config, outboundRefusal } from '../config/config.ts';
+import { baseUrl, type Config, outboundRefusal, placedTenants } from '../config/config.ts';
 import type { DataDirLock } from '../data-dir.ts';
 import { PrometheusMetrics } from '../metrics.ts';
 import { openConfiguredStore } from '../open-store.ts';
@@ -63,28 +63,32 @@ export async function assembleShared(
     reservedSlotsPercent: config.reservedSlotsPercent,
     // A lease outlives a job's lock: a dead worker's runs are taken over before they stop counting.
     leaseMs: Math.max(config.workerLockMs, HEARTBEAT_TTL_MS),
+    groups: config.runGroups,
+    placed: placedTenants(config),
   });
-  const schedules = new FlowSchedules(store, queue.lanes, {
+  const schedules = new FlowSchedules(store, queue, {
     connection: redis.connection('producer'),
     prefix: config.redisPrefix,
   });
-  const queues = [queue.queue, schedules.queue];
-  const quotas = new TenantQuotas(() => ioredisOf(queue.queue.client), {
-    prefix: config.redisPrefix,
-    backlogKey: queue.lanes.backlogKey,
+  const queues = [...queue.queues, schedules.queue];
+  // Any connection reaches every master; the first group's is at hand.
+  const client = () => ioredisOf(queue.queues[0].client);
+  const quotas = new TenantQuotas(client, {
+    groups: queue.groups.map(({ slot, lanes }) => ({ slot, backlogKey: lanes.backlogKey })),
+    groupOf: (tenantId) => queue.groupOf(tenantId).index,
     deliveries: {
       perSecond: config.tenantDeliveriesPerSecond,
       burst: config.tenantDeliveryBurst,
       maxQueuedRuns: config.tenantMaxQueuedRuns,
     },
   });
-  const rateLimiter = new RateLimiter(() => ioredisOf(queue.queue.client), config.redisPrefix);
-  const budgets = new OutboundBudgets(() => ioredisOf(queue.queue.client), {
+  const rateLimiter = new RateLimiter(client, config.redisPrefix);
+  const budgets = new OutboundBudgets(client, {
     prefix: config.redisPrefix,
     initialConcurrency: config.outboundStartConcurrency,
     maxConcurrency: config.outboundMaxConcurrency,
-    wake: (runIds) => {
-      for (const runId of runIds) queue.wake(runId, { whenDelayed: true }).catch(() => {});
+    wake: (tenantId, runIds) => {
+      for (const runId of runIds) queue.wake(tenantId, runId, { whenDelayed: true }).catch(() => {});
     },
   });
   const outbound = new HttpClient({
@@ -109,15 +113,15 @@ export async function assembleShared(
     queue,
     schedules,
     quotas,
-    tenantLimits: new TenantLimitsInRedis(queue.lanes, quotas),
+    tenantLimits: new TenantLimitsInRedis(queue, quotas),
     rateLimiter,
     clients: new ClientAuthenticator(store, new SignInThrottle(rateLimiter)),
     metrics: new PrometheusMetrics(queues, {
-      backlog: () => queue.lanes.backlog(),
+      backlog: () => queue.backlog(),
       deliveryQuotaLeft: () => quotas.available(),
       held: () => store.heldRuns(),
       budgets: () => budgets.statuses(),
-      keyedWaiting: () => queue.lanes.keyedWaiting(),
+      keyedWaiting: () => queue.keyedWaiting(),
     }),
     maintenance,
     verifier: tokenVerifier(config, store, () => url),

@@ -34,7 +34,7 @@ export class WorkerRole {
       recordExchanges: config.recordExchanges === 'all',
       maxRetryDelayMs: config.maxRetryDelayMs,
       enqueue: (runs) => enqueueRuns(store, queue, runs.map(runJob)),
-      wake: (runId) => queue.wake(runId),
+      wake: (tenantId, runId) => queue.wake(tenantId, runId),
       tracer: shared.tracer,
     });
     const worker = new RunWorker(executor, store, queue, {
@@ -78,8 +78,9 @@ export class WorkerRole {
       },
     });
     alerts.start();
-    const recovery = new QueueRecovery(() => ioredisOf(queue.queue.client), {
+    const recovery = new QueueRecovery(() => ioredisOf(queue.queues[0].client), {
       prefix: config.redisPrefix,
+      groups: queue.groups.length,
       intervalMs: config.recoveryIntervalMs,
       reconciler,
       syncSchedules: () => shared.schedules.syncAll(),

@@ -27,8 +27,9 @@ export interface ClusterReport {
   failing: number;
 }
 
-/** What readiness reports of Redis and the run queue. */
-export async function inspectQueue(queue: Queue<RunJobData>, prefix: string): Promise<QueueReport> {
+/** What readiness reports of Redis and the run queue (every group's). */
+export async function inspectQueue(queues: Queue<RunJobData>[], prefix: string): Promise<QueueReport> {
+  const [queue] = queues;
   const client = await ioredisOf(queue.client);
   await client.ping();
   // Managed Redis may forbid CONFIG: report it rather than fail.
@@ -36,9 +37,16 @@ export async function inspectQueue(queue: Queue<RunJobData>, prefix: string): Pr
     (reply: unknown) => String((reply as string[])[1]),
     () => 'unknown (CONFIG not allowed)',
   );
+  // Workers beat in every group of the run path: the first's count is theirs.
   const liveWorkers = await client.zcount(heartbeatKey(queue), Date.now() - HEARTBEAT_TTL_MS, '+inf');
-  const waiting = await queue.getWaitingCount();
-  const [oldest] = waiting > 0 ? await queue.getJobs(['wait'], 0, 0, true) : [];
+  let waiting = 0;
+  let oldestAt = Number.POSITIVE_INFINITY;
+  for (const group of queues) {
+    const inGroup = await group.getWaitingCount();
+    const [oldest] = inGroup > 0 ? await group.getJobs(['wait'], 0, 0, true) : [];
+    waiting += inGroup;
+    if (oldest) oldestAt = Math.min(oldestAt, oldest.timestamp);
+  }
   const recovery = await lastRecovery(client, prefix);
   // BullMQ hands out its own proxy of the client: ask it, not `instanceof`.
   const cluster = client.isCluster ? await inspectCluster(client as Cluster) : undefined;
@@ -47,7 +55,7 @@ export async function inspectQueue(queue: Queue<RunJobData>, prefix: string): Pr
     maxmemoryPolicy: policy,
     liveWorkers,
     waiting,
-    oldestWaitingMs: oldest ? Date.now() - oldest.timestamp : 0,
+    oldestWaitingMs: Number.isFinite(oldestAt) ? Date.now() - oldestAt : 0,
     ...(recovery && { recovery }),
     ...(cluster && { cluster }),
   };

@@ -1,4 +1,4 @@
-import { Job } from 'bullmq';
+import { Job, type Queue } from 'bullmq';
 import type { Logger } from 'pino';
 import type { ErrorRecord } from '../model/index.ts';
 import type { EngineMetrics } from '../telemetry/index.ts';
@@ -114,20 +114,15 @@ export class QueueReconciler {
 
   /** Ends the runs whose job failed; queues again, in order, those whose job is nowhere and that `requeue` admits. */
   private async reconcile(runs: UnfinishedRun[], requeue: (run: UnfinishedRun) => boolean): Promise<Reconciled> {
-    const { queue, lanes } = this.runs;
-    const inLanes = await lanes.holds(runs.map((run) => run.id));
+    const found = await this.runs.locate(runs);
     const lost: UnfinishedRun[] = [];
     let ended = 0;
     for (const [index, run] of runs.entries()) {
-      if (inLanes[index]) {
+      const where = found[index];
+      if (where && (where.state === 'lane' || IN_HAND.has(where.state))) {
         this.missing.delete(run.id);
-        continue;
-      }
-      const state = await queue.getJobState(run.id);
-      if (IN_HAND.has(state)) {
-        this.missing.delete(run.id);
-      } else if (state === 'failed') {
-        if (await this.fail(run)) ended++;
+      } else if (where?.state === 'failed') {
+        if (await this.fail(run, where.group.queue)) ended++;
       } else if (requeue(run)) {
         lost.push(run);
       }
@@ -142,8 +137,8 @@ export class QueueReconciler {
     return { looked: runs.length, requeued: lost.length, ended };
   }
 
-  private async fail(run: UnfinishedRun): Promise<boolean> {
-    const job = await Job.fromId<RunJobData>(this.runs.queue, run.id);
+  private async fail(run: UnfinishedRun, queue: Queue<RunJobData>): Promise<boolean> {
+    const job = await Job.fromId<RunJobData>(queue, run.id);
     const error = jobFailedError(job);
     if (!(await this.store.saveProgress(run.tenantId, run.id, [], { status: 'failed', error }))) return false;
     this.options.metrics.runAttempt(run.tenantId, 'failed', 0);

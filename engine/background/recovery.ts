@@ -22,6 +22,8 @@ const recoveryKey = (prefix: string) => `${runsSlot(prefix)}:tributary:recovery`
 
 export interface RecoveryOptions {
   prefix: string;
+  /** The run path's slot groups (RUN_GROUPS): each has its epoch. */
+  groups: number;
   /** How often Redis is checked for its epoch. */
   intervalMs: number;
   reconciler: QueueReconciler;
@@ -35,7 +37,7 @@ export interface RecoveryOptions {
 /**
  * Redis holds the queues and schedules; the store holds what was accepted. When Redis comes back
  * without its data (restarted without persistence, a failover to a replica that lagged), the epoch
- * key written when its data began is gone. On a Redis Cluster the run queue and the schedules live in
+ * key written when its data began is gone. On a Redis Cluster the run path's groups and the schedules live in
  * different slots, perhaps on different masters, and each has its epoch. The worker process that
  * notices first writes a new epoch and recovers what that slot held: for the run queue, the tenants'
  * own limits are written again and every unfinished run whose job is nowhere is queued again, oldest
@@ -73,7 +75,10 @@ export class QueueRecovery {
   private async look() {
     const redis = await this.redis();
     const { prefix } = this.options;
-    const runsLost = await this.claimEpoch(redis, epochKey(runsSlot(prefix)));
+    // Every group's epoch is claimed, not only the first lost one's: each loss is recovered once.
+    let runsLost = false;
+    for (let group = 0; group < this.options.groups; group++)
+      if (await this.claimEpoch(redis, epochKey(runsSlot(prefix, group, this.options.groups)))) runsLost = true;
     const schedulesLost = await this.claimEpoch(redis, epochKey(ticksSlot(prefix)));
     if (runsLost || schedulesLost) await this.recover(redis, { runsLost, schedulesLost });
   }

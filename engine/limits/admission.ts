@@ -1,5 +1,5 @@
 import { LRUCache } from 'lru-cache';
-import { type RedisClient, runsSlot, LuaScript, withinEnqueueTimeout } from '../redis/index.ts';
+import { type RedisClient, LuaScript, withinEnqueueTimeout } from '../redis/index.ts';
 import { REFILL_LUA } from './rate-limiter.ts';
 
 /** A tenant's intake quota: deliveries per second with a burst, and a cap on runs waiting to start. */
@@ -65,7 +65,8 @@ return {1, tostring(tokens - 1), queued, unpack(quota)}
  * dropped: the quota applies before acceptance only.
  */
 export class TenantQuotas {
-  private readonly keys: [string, string, string];
+  /** Per slot group of the run path: its tenants' buckets, its lanes' backlog, its tenants' overrides. */
+  private readonly keys: Array<[string, string, string]>;
   /**
    * Tenants this process refused for their rate, until their next token: none can come sooner (tokens come only
    * with time; other processes can only take them), so a delivery meanwhile is refused at once, without Redis. A
@@ -75,10 +76,23 @@ export class TenantQuotas {
 
   constructor(
     private readonly redis: () => Promise<RedisClient>,
-    private readonly options: { prefix: string; backlogKey: string; deliveries: DeliveryQuota },
+    private readonly options: {
+      /** Each slot group of the run path: its keys' hash tag, and its hash of runs waiting in its lanes by tenant. */
+      groups: Array<{ slot: string; backlogKey: string }>;
+      /** The group of a tenant's runs (RunQueue.groupOf): its quota is kept beside their backlog. */
+      groupOf: (tenantId: string) => number;
+      deliveries: DeliveryQuota;
+    },
   ) {
-    const base = `${runsSlot(options.prefix)}:tributary`;
-    this.keys = [`${base}:delivery-buckets`, options.backlogKey, `${base}:delivery-quotas`];
+    this.keys = options.groups.map(({ slot, backlogKey }) => [
+      `${slot}:tributary:delivery-buckets`,
+      backlogKey,
+      `${slot}:tributary:delivery-quotas`,
+    ]);
+  }
+
+  private keysOf(tenantId: string) {
+    return this.keys[this.options.groupOf(tenantId)];
   }
 
   /** An operator's quota for this tenant in place of the deployment's (fields left out: the deployment's). */
@@ -87,8 +101,9 @@ export class TenantQuotas {
     quota: { deliveriesPerSecond?: number; deliveryBurst?: number; maxQueuedRuns?: number },
   ): Promise<void> {
     const redis = await this.redis();
-    if (Object.keys(quota).length === 0) await redis.hdel(this.keys[2], tenantId);
-    else await redis.hset(this.keys[2], tenantId, JSON.stringify(quota));
+    const overrides = this.keysOf(tenantId)[2];
+    if (Object.keys(quota).length === 0) await redis.hdel(overrides, tenantId);
+    else await redis.hset(overrides, tenantId, JSON.stringify(quota));
     this.refused.delete(tenantId);
   }
 
@@ -126,10 +141,14 @@ export class TenantQuotas {
   /** What is left of each tenant's delivery quota now (tenants that never sent are left out). */
   async available(): Promise<Record<string, number>> {
     const redis = await this.redis();
-    const [buckets, overrides] = await Promise.all([redis.hgetall(this.keys[0]), redis.hgetall(this.keys[2])]);
+    const groups = await Promise.all(
+      this.keys.map(([buckets, , overrides]) => Promise.all([redis.hgetall(buckets), redis.hgetall(overrides)])),
+    );
+    const buckets = Object.assign({}, ...groups.map(([inGroup]) => inGroup));
+    const overrides = Object.assign({}, ...groups.map(([, inGroup]) => inGroup));
     const now = Date.now();
     return Object.fromEntries(
-      Object.entries(buckets).map(([tenant, saved]) => {
+      Object.entries<string>(buckets).map(([tenant, saved]) => {
         const own = overrides[tenant] ? JSON.parse(overrides[tenant]) : {};
         const perSecond = own.deliveriesPerSecond ?? this.options.deliveries.perSecond;
         const burst = own.deliveryBurst ?? this.options.deliveries.burst;
@@ -144,7 +163,7 @@ export class TenantQuotas {
     const args = [tenantId, Date.now(), perSecond, burst, maxQueuedRuns, take ? 1 : 0];
     // A sender waits for the answer: Redis must give it in time (a failure is a 503, and the sender retries).
     const answer = withinEnqueueTimeout(
-      this.redis().then((redis) => ADMIT.run(redis, this.keys, args)),
+      this.redis().then((redis) => ADMIT.run(redis, this.keysOf(tenantId), args)),
       "check the tenant's quota",
     );
     return (await answer) as [number, string, number, number, number, number];

@@ -24,7 +24,7 @@ export interface BudgetOptions {
   /** The most a budget without a concurrency of its own lets in flight. */
   maxConcurrency: number;
   /** Wakes runs whose turn came (they wait for it as a delayed job). */
-  wake: (runIds: string[]) => void;
+  wake: (tenantId: string, runIds: string[]) => void;
 }
 
 /** The kind of request of those that say nothing of their cost. */
@@ -273,7 +273,8 @@ export class OutboundBudgets implements OutboundGate {
       ])) as [string[], number[]];
       for (const [i, ask] of asking.entries()) ask.answer(answers.slice(i * 8, i * 8 + 8) as Answer, now);
       const elsewhere = woken.filter((runId) => !this.turnCame(runId));
-      if (elsewhere.length > 0) this.options.wake(elsewhere);
+      // A budget's key begins with its tenant's id (which holds no colon).
+      if (elsewhere.length > 0) this.options.wake(key.slice(0, key.indexOf(':')), elsewhere);
     } catch (error) {
       // Requests that ended are given back by their leases' end when Redis does not answer.
       for (const ask of asking) ask.fail(error);

@@ -40,7 +40,7 @@ export class QueueAdmin {
     private readonly runs: RunQueue,
     others: Queue[],
   ) {
-    this.queues = new Map([runs.queue, ...others].map((queue) => [queue.name, queue]));
+    this.queues = new Map([...runs.queues, ...others].map((queue) => [queue.name, queue]));
   }
 
   list(): Promise<QueueInfo[]> {
@@ -96,12 +96,15 @@ export class QueueAdmin {
       paused: await queue.isPaused(),
       counts: Object.fromEntries(jobStates.map((state) => [state, counts[state] ?? 0])) as QueueInfo['counts'],
       workers: await redis.zcount(heartbeatKey(queue), Date.now() - HEARTBEAT_TTL_MS, '+inf'),
-      backlog: queue === this.runs.queue ? await this.backlog() : { runs: 0, tenants: [] },
+      backlog: await this.backlog(queue),
     };
   }
 
-  private async backlog(): Promise<QueueInfo['backlog']> {
-    const byTenant = Object.entries(await this.runs.lanes.backlog()).map(([tenant, runs]) => ({ tenant, runs }));
+  /** The lanes' backlog of a run queue's group (none for other queues). */
+  private async backlog(queue: Queue): Promise<QueueInfo['backlog']> {
+    const group = this.runs.groups.find((candidate) => candidate.queue === queue);
+    if (!group) return { runs: 0, tenants: [] };
+    const byTenant = Object.entries(await group.lanes.backlog()).map(([tenant, runs]) => ({ tenant, runs }));
     return {
       runs: byTenant.reduce((sum, { runs }) => sum + runs, 0),
       tenants: byTenant.sort((a, b) => b.runs - a.runs).slice(0, BACKLOG_TENANTS),

@@ -1,7 +1,7 @@
-import { Queue, type ConnectionOptions } from 'bullmq';
+import { type ConnectionOptions, type JobState, Queue } from 'bullmq';
 import type { AcceptedMessage, MessageStore, NewMessage, Run, RunStore } from '../store/index.ts';
 import { heartbeatKey, workerSlotsKey } from './heartbeats.ts';
-import { ioredisOf, runsSlot, withinEnqueueTimeout } from '../redis/index.ts';
+import { ioredisOf, runGroupOf, runsSlot, withinEnqueueTimeout } from '../redis/index.ts';
 import { type DebouncedRun, RunLanes } from './run-lanes.ts';
 
 export const RUN_QUEUE = 'runs';
@@ -54,7 +54,20 @@ export interface RunQueueOptions extends QueueOptions {
   reservedSlotsPercent: number;
   /** How long a dispatched run counts against its limits without a worker renewing its lease. */
   leaseMs: number;
+  /** Slot groups of the run path (RUN_GROUPS): each its own queue and lanes, on its own master of a cluster. */
+  groups?: number;
+  /** Tenants an operator placed in a group of their choice (RUN_GROUP_TENANTS); the others go by their hash. */
+  placed?: Readonly<Record<string, number>>;
 }
+
+/** Where a run is: in a group's lanes, or its job in a state in the group's queue. */
+export interface RunLocation {
+  group: RunGroup;
+  state: 'lane' | JobState;
+}
+
+/** The run queue's name in a group: `runs` in the first, as before groups. */
+export const runQueueName = (group: number) => (group === 0 ? RUN_QUEUE : `${RUN_QUEUE}-${group}`);
 
 /**
  * Job attempts cover faults outside the flow (the store or Redis unreachable, a crash while
@@ -70,12 +83,12 @@ const WAKE_TRIES = 50;
 const CONFIRM_WITHIN_MS = 100;
 
 /**
- * Runs wait in fair lanes (one per tenant and flow, `RunLanes`) and enter BullMQ's queue only as
- * workers free slots, tenants served in turn: one tenant's backlog never sits between another
- * tenant's run and a worker. Every process dispatches: intake when it queues runs, workers when
- * runs end and on a timer.
+ * One slot group of the run path: a BullMQ run queue and the fair lanes (one per tenant and flow, `RunLanes`) its
+ * runs wait in, all in one hash slot. Runs enter the queue only as workers free slots, tenants served in turn: one
+ * tenant's backlog never sits between another tenant's run and a worker. Every process dispatches: intake when it
+ * queues runs, workers when runs end and on a timer.
  */
-export class RunQueue {
+export class RunGroup {
   readonly queue: Queue<RunJobData>;
   readonly lanes: RunLanes;
   /** Runs whose pass ended, to release with the next dispatch, and until when a waiting one keeps its key. */
@@ -84,10 +97,17 @@ export class RunQueue {
   private dispatchAgain = false;
   private confirmTimer?: NodeJS.Timeout;
 
-  constructor(options: RunQueueOptions) {
-    this.queue = new Queue<RunJobData>(RUN_QUEUE, {
+  /** The hash tag of its keys (key-slots.ts). */
+  readonly slot: string;
+
+  constructor(
+    readonly index: number,
+    options: RunQueueOptions,
+  ) {
+    this.slot = runsSlot(options.prefix, index, options.groups);
+    this.queue = new Queue<RunJobData>(runQueueName(index), {
       connection: options.connection,
-      prefix: runsSlot(options.prefix),
+      prefix: this.slot,
       defaultJobOptions: {
         attempts: JOB_ATTEMPTS,
         backoff: { type: 'exponential', delay: 2000 },
@@ -107,28 +127,8 @@ export class RunQueue {
     });
   }
 
-  /**
-   * Takes a waiting run up now instead of at the end of its delay (a caller whose called run ended, a run whose
-   * turn on a budget came). A run not delayed (running, or already taken up) is left as it is; `whenDelayed` waits
-   * a moment for a running one that is about to wait (it asked for its turn in the pass ending now).
-   */
-  async wake(runId: string, options: { whenDelayed?: boolean } = {}): Promise<void> {
-    for (let tries = 1; ; tries++) {
-      const job = await this.queue.getJob(runId);
-      const state = await job?.getState();
-      if (state === 'delayed') return job!.promote().catch(() => {});
-      if (!options.whenDelayed || state !== 'active' || tries === WAKE_TRIES) return;
-      await new Promise((resolve) => setTimeout(resolve, WAKE_RETRY_MS));
-    }
-  }
-
-  /**
-   * Queue runs in their lanes: once this resolves they are accepted (a run already queued is not
-   * queued twice). Those there is room for go to the workers at once. Returns the runs (these or earlier ones) a
-   * later run of their debounce key took the place of: the caller ends them (enqueueRuns).
-   */
+  /** Queue runs in the lanes; those there is room for go to the workers at once (RunQueue.enqueue). */
   async enqueue(jobs: RunJobData[]): Promise<DebouncedRun[]> {
-    if (jobs.length === 0) return [];
     const { now, debounced } = await withinEnqueueTimeout(this.lanes.push(jobs), 'take the runs');
     // Not awaited: accepted runs are safe in their lanes, and a failed hand-off is handed out again.
     void this.handOff(now).catch(() => {});
@@ -139,7 +139,7 @@ export class RunQueue {
    * A run's pass ended (whatever its outcome): its leases go with the next dispatch, which it triggers. A run that
    * waits keeps its concurrency key until `heldUntil` (when it wakes, in ms since the epoch; 0: it ended for good).
    */
-  ended(job: RunJobData, heldUntil = 0) {
+  ended(job: RunJobData, heldUntil: number) {
     this.endedRuns.push({ ...job, heldUntil });
     void this.dispatch();
   }
@@ -186,6 +186,128 @@ export class RunQueue {
   close() {
     clearTimeout(this.confirmTimer);
     return this.queue.close();
+  }
+}
+
+/**
+ * The run path: runs wait in the slot group of their tenant (`RunGroup`) and go to the workers, who serve every
+ * group. One group (the default) is one queue; more spread the run traffic over a Redis Cluster's masters, a
+ * tenant's runs staying in one group so that its fair share and limits hold there as before.
+ */
+export class RunQueue {
+  readonly groups: RunGroup[];
+  private readonly placed: Readonly<Record<string, number>>;
+
+  constructor(options: RunQueueOptions) {
+    this.groups = Array.from({ length: options.groups ?? 1 }, (_, index) => new RunGroup(index, options));
+    this.placed = options.placed ?? {};
+  }
+
+  /** Every group's BullMQ queue. */
+  get queues(): Queue<RunJobData>[] {
+    return this.groups.map((group) => group.queue);
+  }
+
+  /** The group a tenant's new runs go to. */
+  groupOf(tenantId: string): RunGroup {
+    return this.groups[runGroupOf(tenantId, this.groups.length, this.placed)];
+  }
+
+  /**
+   * Takes a waiting run up now instead of at the end of its delay (a caller whose called run ended, a run whose
+   * turn on a budget came). A run not delayed (running, or already taken up) is left as it is; `whenDelayed` waits
+   * a moment for a running one that is about to wait (it asked for its turn in the pass ending now).
+   */
+  async wake(tenantId: string, runId: string, options: { whenDelayed?: boolean } = {}): Promise<void> {
+    const { queue } = this.groupOf(tenantId);
+    for (let tries = 1; ; tries++) {
+      const job = await queue.getJob(runId);
+      const state = await job?.getState();
+      if (state === 'delayed') return job!.promote().catch(() => {});
+      if (!options.whenDelayed || state !== 'active' || tries === WAKE_TRIES) return;
+      await new Promise((resolve) => setTimeout(resolve, WAKE_RETRY_MS));
+    }
+  }
+
+  /**
+   * Queue runs in their lanes: once this resolves they are accepted (a run already queued is not
+   * queued twice). Those there is room for go to the workers at once. Returns the runs (these or earlier ones) a
+   * later run of their debounce key took the place of: the caller ends them (enqueueRuns).
+   */
+  async enqueue(jobs: RunJobData[]): Promise<DebouncedRun[]> {
+    if (jobs.length === 0) return [];
+    if (this.groups.length === 1) return this.groups[0].enqueue(jobs);
+    const byGroup = new Map<RunGroup, RunJobData[]>();
+    for (const job of jobs) {
+      const group = this.groupOf(job.tenantId);
+      const batch = byGroup.get(group);
+      if (batch) batch.push(job);
+      else byGroup.set(group, [job]);
+    }
+    const debounced = await Promise.all([...byGroup].map(([group, batch]) => group.enqueue(batch)));
+    return debounced.flat();
+  }
+
+  /** Move the runs there is room for from every group's lanes into its queue. */
+  async dispatch(): Promise<void> {
+    await Promise.all(this.groups.map((group) => group.dispatch()));
+  }
+
+  /** A tenant's own weight and concurrency (RunLanes.share), in its group. */
+  share(tenantId: string, share: { weight?: number; concurrency?: number }): Promise<void> {
+    return this.groupOf(tenantId).lanes.share(tenantId, share);
+  }
+
+  /** A flow's concurrency and priority (RunLanes.flowSettings), in its tenant's group. */
+  flowSettings(tenantId: string, flowId: string, settings: { concurrency?: number; priority?: number }) {
+    return this.groupOf(tenantId).lanes.flowSettings(tenantId, flowId, settings);
+  }
+
+  /** Runs waiting in lanes, by tenant, over every group. */
+  async backlog(): Promise<Record<string, number>> {
+    const counts: Record<string, number> = {};
+    for (const backlog of await Promise.all(this.groups.map((group) => group.lanes.backlog())))
+      for (const [tenant, runs] of Object.entries(backlog)) counts[tenant] = (counts[tenant] ?? 0) + runs;
+    return counts;
+  }
+
+  /** Runs waiting for a concurrency key or a debounce period, by tenant and kind, over every group. */
+  async keyedWaiting(): Promise<Array<{ tenantId: string; kind: 'concurrency_key' | 'debounce'; runs: number }>> {
+    return (await Promise.all(this.groups.map((group) => group.lanes.keyedWaiting()))).flat();
+  }
+
+  /**
+   * Where each run is: waiting in a group's lanes, or its job in a group's queue (and its state there); undefined
+   * when nowhere. Its tenant's group is looked in first, then the others: a tenant an operator moved
+   * (RUN_GROUP_TENANTS) leaves its earlier runs in the group it had.
+   */
+  async locate(runs: Array<{ id: string; tenantId: string }>): Promise<Array<RunLocation | undefined>> {
+    const found: Array<RunLocation | undefined> = runs.map(() => undefined);
+    const own = runs.map((run) => this.groupOf(run.tenantId));
+    await Promise.all(this.groups.map((group) => this.lookIn(group, runs, found, (index) => own[index] === group)));
+    if (this.groups.length > 1)
+      for (const group of this.groups) await this.lookIn(group, runs, found, (index) => own[index] !== group);
+    return found;
+  }
+
+  /** Looks for the runs not found yet that `looked` picks in one group's lanes and queue. */
+  private async lookIn(
+    group: RunGroup,
+    runs: Array<{ id: string }>,
+    found: Array<RunLocation | undefined>,
+    looked: (index: number) => boolean,
+  ) {
+    const pending = runs.flatMap((_, index) => (!found[index] && looked(index) ? [index] : []));
+    if (pending.length === 0) return;
+    const inLanes = await group.lanes.holds(pending.map((index) => runs[index].id));
+    for (const [at, index] of pending.entries()) {
+      const state = inLanes[at] ? 'lane' : await group.queue.getJobState(runs[index].id);
+      if (state !== 'unknown') found[index] = { group, state };
+    }
+  }
+
+  close() {
+    return Promise.all(this.groups.map((group) => group.close()));
   }
 }
 

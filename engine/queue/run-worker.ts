@@ -7,8 +7,8 @@ import type { RunStore } from '../store/index.ts';
 import type { EngineMetrics } from '../telemetry/index.ts';
 import { CrashLedger, type CrashEvidence } from './crash-ledger.ts';
 import { HEARTBEAT_INTERVAL_MS, HEARTBEAT_TTL_MS, heartbeatKey, workerSlotsKey } from './heartbeats.ts';
-import { runsSlot, ioredisOf } from '../redis/index.ts';
-import { type QueueOptions, RUN_QUEUE, type RunJobData, type RunQueue } from './run-queue.ts';
+import { ioredisOf } from '../redis/index.ts';
+import type { QueueOptions, RunGroup, RunJobData, RunQueue } from './run-queue.ts';
 
 /**
  * A job whose worker died is taken over (its completed nodes are not run again); a run is charged with the crash
@@ -57,21 +57,55 @@ const PREFETCH_MS = 40;
  */
 const DISPATCH_INTERVAL_MS = 250;
 
-/** Takes run jobs and hands them to the executor; translates its outcome into BullMQ terms. */
+/** What a worker process holds in one slot group of the run path. */
+interface GroupWorker {
+  group: RunGroup;
+  worker: Worker<RunJobData>;
+  /** Its heartbeat and slots in the group, which the group's dispatch fills. */
+  keys: { heartbeats: string; slots: string };
+  /** Its share of the process's concurrency, as last given (shareSlots). */
+  slots: number;
+}
+
+/**
+ * The process's concurrency shared between the groups: a slot each (a run arriving in a quiet group starts at once),
+ * the rest by the tenants waiting in each, so that tenants are served alike whichever group they are in, and a
+ * group alone with work gets nearly every slot. Nobody waiting anywhere: evenly.
+ */
+export function shareSlots(concurrency: number, tenantsWaiting: number[]): number[] {
+  const groups = tenantsWaiting.length;
+  const spare = Math.max(0, concurrency - groups);
+  const total = tenantsWaiting.reduce((sum, waiting) => sum + waiting, 0);
+  const weights = total === 0 ? tenantsWaiting.map(() => 1) : tenantsWaiting;
+  const weight = total === 0 ? groups : total;
+  const exact = weights.map((w) => (spare * w) / weight);
+  const slots = exact.map((share) => 1 + Math.floor(share));
+  // The slots rounding left over go to the largest remainders.
+  let left = spare - exact.reduce((sum, share) => sum + Math.floor(share), 0);
+  for (const index of exact.map((_, i) => i).sort((a, b) => (exact[b] % 1) - (exact[a] % 1))) {
+    if (left-- <= 0) break;
+    slots[index]++;
+  }
+  return slots;
+}
+
+/**
+ * Takes run jobs from every group of the run path and hands them to the executor; translates its outcome into
+ * BullMQ terms.
+ */
 export class RunWorker {
-  readonly worker: Worker<RunJobData>;
+  private readonly groups: GroupWorker[];
   private readonly shutdown = new AbortController();
   private readonly id = newId();
   private heartbeat?: NodeJS.Timeout;
   private dispatchTimer?: NodeJS.Timeout;
-  /** Runs executing here: their leases are renewed with the heartbeat. */
-  private readonly executing = new Map<string, RunJobData>();
+  /** Runs executing here, and their groups: their leases are renewed with the heartbeat. */
+  private readonly executing = new Map<string, { job: RunJobData; at: GroupWorker }>();
   private readonly ledger: CrashLedger;
   /** While a suspect of a crash runs alone here, other runs wait for it to end. */
   private isolating?: Promise<void>;
   /** Called when the last run executing here ends (a suspect waits for it). */
   private whenIdle?: () => void;
-  private readonly keys: { heartbeats: string; slots: string };
   /** Runs ended since the last heartbeat, and the runs asked for beyond the slots. */
   private endedSinceBeat = 0;
   private lastBeat = performance.now();
@@ -83,28 +117,41 @@ export class RunWorker {
     private readonly runs: RunQueue,
     private readonly options: WorkerOptions,
   ) {
-    this.worker = new Worker<RunJobData>(RUN_QUEUE, (job, token) => this.process(job, token), {
-      connection: options.connection,
-      prefix: runsSlot(options.prefix),
-      concurrency: options.concurrency,
-      lockDuration: options.lockDurationMs,
-      stalledInterval: options.stalledIntervalMs,
-      maxStalledCount: MAX_TAKEOVERS,
-      autorun: false,
+    const slots = shareSlots(
+      options.concurrency,
+      runs.groups.map(() => 0),
+    );
+    this.groups = runs.groups.map((group, index) => {
+      const at: GroupWorker = {
+        group,
+        worker: new Worker<RunJobData>(group.queue.name, (job, token) => this.process(job, token, at), {
+          connection: options.connection,
+          prefix: group.slot,
+          concurrency: slots[index],
+          lockDuration: options.lockDurationMs,
+          stalledInterval: options.stalledIntervalMs,
+          maxStalledCount: MAX_TAKEOVERS,
+          autorun: false,
+        }),
+        keys: { heartbeats: heartbeatKey(group.queue), slots: workerSlotsKey(group.queue) },
+        slots: slots[index],
+      };
+      at.worker.on('failed', (job, error) => void this.onFailed(job, error, at));
+      at.worker.on('error', (error) => options.logger.error({ err: error }, 'worker error'));
+      at.worker.on('stalled', () => options.metrics.jobStalled(group.queue.name));
+      return at;
     });
-    this.keys = { heartbeats: heartbeatKey(this.worker), slots: workerSlotsKey(this.worker) };
-    this.ledger = new CrashLedger(() => ioredisOf(this.worker.client), this.worker, this.id);
+    // One ledger for every group (its keys in the first's slot): a crash is charged by all the runs executing here.
+    const [first] = this.groups;
+    this.ledger = new CrashLedger(() => ioredisOf(first.worker.client), first.worker, this.id);
     this.prefetch = Math.ceil(options.concurrency / 4);
     // Every node in flight that asked for an abort signal listens to the shutdown: as many as the concurrency.
     setMaxListeners(options.concurrency + 10, this.shutdown.signal);
-    this.worker.on('failed', (job, error) => void this.onFailed(job, error));
-    this.worker.on('error', (error) => options.logger.error({ err: error }, 'worker error'));
-    this.worker.on('stalled', () => options.metrics.jobStalled(RUN_QUEUE));
   }
 
   async start() {
-    void this.worker.run();
-    await this.worker.waitUntilReady();
+    for (const { worker } of this.groups) void worker.run();
+    await Promise.all(this.groups.map(({ worker }) => worker.waitUntilReady()));
     await this.beat();
     this.heartbeat = setInterval(() => void this.beat(), HEARTBEAT_INTERVAL_MS).unref();
     this.dispatchTimer = setInterval(() => void this.runs.dispatch(), DISPATCH_INTERVAL_MS).unref();
@@ -114,24 +161,47 @@ export class RunWorker {
   /**
    * Readiness counts workers whose heartbeat is fresh, and dispatch fills their slots; a closed or
    * stopped worker stops beating. A worker that beats but no longer receives jobs (a half-open
-   * blocking connection) shows up in readiness as the age of the oldest waiting run instead.
+   * blocking connection) shows up in readiness as the age of the oldest waiting run instead. Each beat shares the
+   * slots between the groups again, by the tenants waiting in each.
    */
   private async beat() {
-    if (!this.worker.isRunning() || this.worker.closing) return;
+    if (this.groups.some(({ worker }) => !worker.isRunning() || worker.closing)) return;
     try {
-      const client = await ioredisOf(this.worker.client);
-      const { heartbeats, slots } = this.keys;
       const now = Date.now();
-      const gone = await client.zrangebyscore(heartbeats, '-inf', now - HEARTBEAT_TTL_MS * 4);
-      const taken = this.options.concurrency + this.nextPrefetch();
-      const beat = client
-        .multi()
-        .zadd(heartbeats, now, this.id)
-        .hset(slots, { [this.id]: taken, [`${this.id}:c`]: this.options.concurrency });
-      if (gone.length > 0)
-        beat.zrem(heartbeats, ...gone).hdel(slots, ...gone.flatMap((worker) => [worker, `${worker}:c`]));
-      await this.ledger.keep(beat, now).exec();
-      await this.runs.lanes.renew([...this.executing.values()]);
+      const looks = await Promise.all(
+        this.groups.map(async ({ worker, keys, group }) => {
+          const client = await ioredisOf(worker.client);
+          const [gone, waiting] = await Promise.all([
+            client.zrangebyscore(keys.heartbeats, '-inf', now - HEARTBEAT_TTL_MS * 4),
+            this.groups.length > 1 ? client.hlen(group.lanes.backlogKey) : 0,
+          ]);
+          return { client, gone, waiting };
+        }),
+      );
+      const slots = shareSlots(
+        this.options.concurrency,
+        looks.map(({ waiting }) => waiting),
+      );
+      const prefetch = this.nextPrefetch();
+      await Promise.all(
+        this.groups.map(async (at, index) => {
+          const { client, gone } = looks[index];
+          at.slots = slots[index];
+          if (!this.isolating) at.worker.concurrency = at.slots;
+          const taken = at.slots + Math.round((prefetch * at.slots) / this.options.concurrency);
+          const beat = client
+            .multi()
+            .zadd(at.keys.heartbeats, now, this.id)
+            .hset(at.keys.slots, { [this.id]: taken, [`${this.id}:c`]: at.slots });
+          if (gone.length > 0)
+            beat
+              .zrem(at.keys.heartbeats, ...gone)
+              .hdel(at.keys.slots, ...gone.flatMap((worker) => [worker, `${worker}:c`]));
+          await (index === 0 ? this.ledger.keep(beat, now) : beat).exec();
+          const executing = [...this.executing.values()].flatMap(({ job, at: there }) => (there === at ? [job] : []));
+          await at.group.lanes.renew(executing);
+        }),
+      );
     } catch (error) {
       this.options.logger.warn({ err: error }, 'worker heartbeat failed');
     }
@@ -151,13 +221,13 @@ export class RunWorker {
     return this.prefetch;
   }
 
-  private async process(job: Job<RunJobData>, token: string | undefined) {
+  private async process(job: Job<RunJobData>, token: string | undefined, at: GroupWorker) {
     const { runId } = job.data;
     // A dispatched run holds its leases; one back from a retry's wait or a dead worker takes them again, unless its
     // tenant already holds every slot but the reserved ones: it then waits a moment, leaving its slot to others.
     if (job.attemptsStarted > 1) {
       const deferrals = job.data.deferrals ?? 0;
-      const deferred = await this.runs.lanes.acquire([job.data], deferrals < MAX_DEFERRALS).catch((error) => {
+      const deferred = await at.group.lanes.acquire([job.data], deferrals < MAX_DEFERRALS).catch((error) => {
         this.options.logger.warn({ err: error, runId }, 'could not count the run against its limits');
         return [];
       });
@@ -168,11 +238,11 @@ export class RunWorker {
       }
     }
     const evidence = job.stalledCounter > 0 ? await this.takeOver(runId) : undefined;
-    if (evidence && evidence.charged > MAX_CHARGED_CRASHES) return this.failCrashing(job.data, evidence);
+    if (evidence && evidence.charged > MAX_CHARGED_CRASHES) return this.failCrashing(job.data, evidence, at);
     if (evidence && (evidence.charged > 0 || evidence.shared >= SHARED_CRASHES_BEFORE_ALONE))
-      return this.alone(runId, () => this.pass(job, token));
+      return this.alone(runId, () => this.pass(job, token, at));
     while (this.isolating) await this.isolating;
-    return this.pass(job, token);
+    return this.pass(job, token, at);
   }
 
   /** The crash evidence of a run taken over from a lost worker; none when Redis cannot say (BullMQ's limit holds). */
@@ -191,20 +261,20 @@ export class RunWorker {
     while (this.isolating) await this.isolating;
     let isolated!: () => void;
     this.isolating = new Promise<void>((resolve) => (isolated = resolve));
-    this.worker.concurrency = 1;
+    for (const { worker } of this.groups) worker.concurrency = 1;
     try {
       while (this.executing.size > 0) await new Promise<void>((resolve) => (this.whenIdle = resolve));
       return await pass();
     } finally {
       this.ledger.forgive(runId);
-      this.worker.concurrency = this.options.concurrency;
+      for (const at of this.groups) at.worker.concurrency = at.slots;
       this.isolating = undefined;
       isolated();
     }
   }
 
   /** A run that crashed its worker once too often while running alone fails; it is not taken up again. */
-  private async failCrashing(job: RunJobData, evidence: CrashEvidence): Promise<never> {
+  private async failCrashing(job: RunJobData, evidence: CrashEvidence, at: GroupWorker): Promise<never> {
     const error = {
       kind: 'permanent' as const,
       message:
@@ -216,15 +286,15 @@ export class RunWorker {
       this.options.metrics.runAttempt(job.tenantId, 'failed', 0);
     } finally {
       this.ledger.release(job.runId);
-      this.runs.ended(job);
+      at.group.ended(job, 0);
     }
     throw new UnrecoverableError(error.message);
   }
 
   /** One pass of the run through the executor, in BullMQ's terms. */
-  private async pass(job: Job<RunJobData>, token: string | undefined) {
+  private async pass(job: Job<RunJobData>, token: string | undefined, at: GroupWorker) {
     const { tenantId, runId } = job.data;
-    this.executing.set(runId, job.data);
+    this.executing.set(runId, { job: job.data, at });
     this.ledger.hold(runId);
     let outcome: PassOutcome;
     let status = 'error';
@@ -245,7 +315,7 @@ export class RunWorker {
       if (this.executing.size === 0) this.whenIdle?.();
       this.ledger.release(runId);
       this.endedSinceBeat++;
-      this.runs.ended(job.data, heldUntil);
+      at.group.ended(job.data, heldUntil);
     }
     if (outcome.kind === 'wait') {
       // Not a failure: the job sleeps without spending a BullMQ attempt.
@@ -263,7 +333,7 @@ export class RunWorker {
    * When BullMQ gives up on a job (attempts spent, or stalled too often), the run records why; a finished run stays
    * as it is.
    */
-  private async onFailed(job: Job<RunJobData> | undefined, error: Error) {
+  private async onFailed(job: Job<RunJobData> | undefined, error: Error, at: GroupWorker) {
     if (!job || error instanceof UnrecoverableError) return;
     try {
       // A failed attempt that will be retried leaves the job waiting or delayed; only a final failure leaves it failed.
@@ -274,7 +344,7 @@ export class RunWorker {
       };
       await this.store.saveProgress(job.data.tenantId, job.data.runId, [], { status: 'failed', error: reason });
       // Its concurrency key, kept while BullMQ would try again, goes to the next run of the key.
-      this.runs.ended(job.data);
+      at.group.ended(job.data, 0);
     } catch (failure) {
       this.options.logger.error({ err: failure, runId: job.data.runId }, 'could not record the failed run');
     }
@@ -289,14 +359,18 @@ export class RunWorker {
     clearInterval(this.dispatchTimer);
     const timer = setTimeout(() => this.shutdown.abort(new Error('worker shutting down')), graceMs);
     try {
-      const client = await ioredisOf(this.worker.client);
-      await client
-        .multi()
-        .zrem(this.keys.heartbeats, this.id)
-        .hdel(this.keys.slots, this.id, `${this.id}:c`)
-        .exec()
-        .catch(() => {});
-      await this.worker.close();
+      await Promise.all(
+        this.groups.map(async ({ worker, keys }) => {
+          const client = await ioredisOf(worker.client);
+          await client
+            .multi()
+            .zrem(keys.heartbeats, this.id)
+            .hdel(keys.slots, this.id, `${this.id}:c`)
+            .exec()
+            .catch(() => {});
+        }),
+      );
+      await Promise.all(this.groups.map(({ worker }) => worker.close()));
     } finally {
       clearTimeout(timer);
     }

@@ -5,7 +5,6 @@ import { pages, type FlowStore, type MessageStore, type RunStore, type TenantSto
 import { repeatOptions } from '../triggers/index.ts';
 import { acceptMessages, type QueueOptions, type RunQueue } from './run-queue.ts';
 import { withinEnqueueTimeout, ticksSlot } from '../redis/index.ts';
-import type { RunLanes } from './run-lanes.ts';
 
 export const TICK_QUEUE = 'ticks';
 
@@ -31,7 +30,7 @@ export class FlowSchedules {
   constructor(
     private readonly store: FlowStore & TenantStore & RunStore,
     /** Where the active version's concurrency goes, for fair dispatch to read. */
-    private readonly lanes: RunLanes,
+    private readonly runs: Pick<RunQueue, 'flowSettings'>,
     options: QueueOptions,
   ) {
     this.queue = new Queue<TickJobData>(TICK_QUEUE, {
@@ -88,7 +87,7 @@ export class FlowSchedules {
         ? await this.store.getFlowVersion(tenantId, flowId, flow.activeVersion)
         : undefined;
     const document = version?.document;
-    await this.lanes.flowSettings(tenantId, flowId, {
+    await this.runs.flowSettings(tenantId, flowId, {
       concurrency: document?.concurrency,
       priority: document?.flowControl?.priority,
     });

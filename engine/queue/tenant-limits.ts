@@ -1,7 +1,7 @@
 import { environmentId } from '../model/index.ts';
 import { pages, type Tenant, type TenantStore } from '../store/index.ts';
 import type { TenantQuotas } from '../limits/index.ts';
-import type { RunLanes } from './run-lanes.ts';
+import type { RunQueue } from './run-queue.ts';
 
 /**
  * Where an operator's per-tenant overrides are enforced: fair dispatch (weight, concurrency) and
@@ -10,14 +10,14 @@ import type { RunLanes } from './run-lanes.ts';
  */
 export class TenantLimitsInRedis {
   constructor(
-    private readonly lanes: RunLanes,
+    private readonly runs: Pick<RunQueue, 'share'>,
     private readonly quotas: TenantQuotas,
   ) {}
 
   async apply({ id, limits }: Pick<Tenant, 'id' | 'limits'>): Promise<void> {
     // The API call limit is read from the tenant with each call; the rest lives in Redis.
     const { weight, concurrency, apiCallsPerSecond: _, apiCallBurst: __, ...quota } = limits;
-    await Promise.all([this.lanes.share(id, { weight, concurrency }), this.quotas.override(id, quota)]);
+    await Promise.all([this.runs.share(id, { weight, concurrency }), this.quotas.override(id, quota)]);
   }
 
   /** Every tenant's own limits, in each of its environments, written again (after Redis lost them). */

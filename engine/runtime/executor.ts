@@ -38,8 +38,8 @@ export interface ExecutorOptions {
   maxRetryDelayMs: number;
   /** Queues runs this pass created (a fan-out node's tasks, a called flow's run). */
   enqueue(runs: Run[]): Promise<void>;
-  /** Takes a waiting run up now: the caller of a run that ended. */
-  wake(runId: string): Promise<void>;
+  /** Takes a waiting run of the tenant up now: the caller of a run that ended. */
+  wake(tenantId: string, runId: string): Promise<void>;
   tracer: Tracer;
 }
 
@@ -99,7 +99,7 @@ export class Executor {
     // A called run that ended wakes its caller, which waits for it.
     const { parentRunId } = state.run;
     if (outcome.kind === 'finished' && parentRunId)
-      await this.options.wake(parentRunId).catch((error: unknown) => {
+      await this.options.wake(state.run.tenantId, parentRunId).catch((error: unknown) => {
         this.options.logger.warn({ err: error, runId, parentRunId }, 'could not wake the calling run');
       });
     return outcome;

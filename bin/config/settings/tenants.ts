@@ -34,6 +34,24 @@ export const tenantsSettings = {
       'the unreserved slots with none queued ahead (about 12 % fewer runs/s on the engine benchmark at 10). `0` ' +
       'turns it off (a deployment with one tenant).',
   },
+  runGroups: {
+    env: 'RUN_GROUPS',
+    schema: { type: 'integer', minimum: 1, maximum: 64, default: 1 },
+    description:
+      "Slot groups of the run path in Redis: each is a run queue with its tenants' lanes, leases and limits, in a " +
+      "hash slot of its own, so on a Redis Cluster the run traffic spreads over as many masters. A tenant's runs go " +
+      'through one group (by a stable hash of its id, or `RUN_GROUP_TENANTS`), its fair share and limits holding ' +
+      'there; workers serve every group, their slots shared between groups by the tenants waiting in each. Every ' +
+      'process of a deployment must have the same value; see docs/deployment.md before changing it.',
+  },
+  runGroupTenants: {
+    env: 'RUN_GROUP_TENANTS',
+    schema: { type: 'string', pattern: '^\\s*([^\\s=,]+\\s*=\\s*\\d+\\s*(,\\s*|$))*$' },
+    shownDefault: 'none',
+    description:
+      "Tenants placed in a group of their own choosing instead of their hash's, e.g. `big-shop=2, acme=1` (groups " +
+      'count from 0; a group past `RUN_GROUPS` is ignored): a tenant heavy enough to fill a master alone gets one.',
+  },
   tenantDeliveriesPerSecond: {
     env: 'TENANT_DELIVERIES_PER_SECOND',
     schema: { type: 'integer', minimum: 1, default: 100 },
