@@ -5,7 +5,7 @@ import type { Queue } from 'bullmq';
 import express, { Router, type Request, type Response } from 'express';
 import { unstorableStrings } from '../../engine/model/index.ts';
 import { LRUCache } from 'lru-cache';
-import { RUN_QUEUE, type RunJobData } from '../../engine/queue/index.ts';
+import { isRunQueue, type RunJobData } from '../../engine/queue/index.ts';
 import type { Client, FlowStore } from '../../engine/store/index.ts';
 import { OPERATOR_RUNS_PATH } from './run-page.ts';
 import type { ClientAuthenticator, DashboardSessions } from '../auth/index.ts';
@@ -41,7 +41,7 @@ export function dashboardRoutes(queues: Queue[], flows: Pick<FlowStore, 'getFlow
   const flowKeys = new FlowKeys(flows);
   createBullBoard({
     queues: queues.map((queue) => {
-      if (queue.name !== RUN_QUEUE) return new BullMQAdapter(queue);
+      if (!isRunQueue(queue.name)) return new BullMQAdapter(queue);
       const adapter = new BullMQAdapter(queue, {
         externalJobUrl: (job) => {
           const { tenantId, runId } = job.data as RunJobData;

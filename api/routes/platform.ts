@@ -1,4 +1,3 @@
-import { RUN_QUEUE } from '../../engine/queue/index.ts';
 import type { ApiContext } from '../context.ts';
 import { defineRoute } from '../route-kit/index.ts';
 
@@ -23,7 +22,7 @@ const maintenanceSchema = {
 export function platformRoutes({ maintenance, queues }: ApiContext) {
   const state = async () => {
     const current = await maintenance.current();
-    const activeJobs = await queues.activeJobs(RUN_QUEUE);
+    const activeJobs = await queues.activeRuns();
     return {
       enabled: current !== null,
       reason: current?.reason ?? null,

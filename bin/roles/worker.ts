@@ -39,7 +39,6 @@ export class WorkerRole {
     });
     const worker = new RunWorker(executor, store, queue, {
       connection: redis.connection('worker'),
-      prefix: config.redisPrefix,
       concurrency: config.workerConcurrency,
       lockDurationMs: config.workerLockMs,
       stalledIntervalMs: config.workerStalledIntervalMs,

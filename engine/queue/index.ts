@@ -4,7 +4,7 @@
  */
 export { HEARTBEAT_TTL_MS, heartbeatKey } from './heartbeats.ts';
 export { jobStates, QueueAdmin } from './queue-admin.ts';
-export { acceptMessages, enqueueRuns, RUN_QUEUE, runJob, type RunJobData, RunQueue } from './run-queue.ts';
+export { acceptMessages, enqueueRuns, isRunQueue, runJob, type RunJobData, RunQueue } from './run-queue.ts';
 export { MAX_TAKEOVERS, RunWorker } from './run-worker.ts';
 export { FlowSchedules, TickWorker } from './schedules.ts';
 export { TenantLimitsInRedis } from './tenant-limits.ts';

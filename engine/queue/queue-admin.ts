@@ -61,9 +61,10 @@ export class QueueAdmin {
     return this.describe(name);
   }
 
-  /** Jobs workers are running now. */
-  activeJobs(name: string): Promise<number> {
-    return this.find(name).getActiveCount();
+  /** Run jobs workers are running now, in every group of the run path. */
+  async activeRuns(): Promise<number> {
+    const counts = await Promise.all(this.runs.queues.map((queue) => queue.getActiveCount()));
+    return counts.reduce((sum, count) => sum + count, 0);
   }
 
   /** Moves failed jobs back to waiting; returns how many there were. */

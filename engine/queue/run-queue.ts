@@ -69,6 +69,9 @@ export interface RunLocation {
 /** The run queue's name in a group: `runs` in the first, as before groups. */
 export const runQueueName = (group: number) => (group === 0 ? RUN_QUEUE : `${RUN_QUEUE}-${group}`);
 
+/** Whether a queue is a group's run queue. */
+export const isRunQueue = (name: string) => name === RUN_QUEUE || name.startsWith(`${RUN_QUEUE}-`);
+
 /**
  * Job attempts cover faults outside the flow (the store or Redis unreachable, a crash while
  * recording). Node-level retries are counted in the run's checkpoints and never spend these.

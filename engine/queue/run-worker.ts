@@ -34,7 +34,7 @@ const MAX_DEFERRALS = 30;
  */
 const FAULT_HOLD_MS = 30 * 60_000;
 
-export interface WorkerOptions extends QueueOptions {
+export interface WorkerOptions extends Pick<QueueOptions, 'connection'> {
   concurrency: number;
   /** How long a job's lock lasts without renewal; a killed worker's job is taken over after it. */
   lockDurationMs: number;
