@@ -90,3 +90,23 @@ describe('a configured concurrency', () => {
     expect(await admittedAtOnce('erp:open', 6, {})).toBe(6);
   });
 });
+
+describe("an account's cost points", () => {
+  it('are never raised by an answer that came before a request the account answered since', async () => {
+    const enter = (runId: string, cost: number, mayWaitAway = false) =>
+      budgets.enter({ tenantId: 't', runId }, 'shop:points', { cost }, { leaseMs: 10_000, mayWaitAway });
+    const price = (available: number) => ({ available, maximum: 100, restoreRate: 1, cost: 40, charged: 40 });
+    // Two queries of 40 points, admitted by the budget one after the other, reach the shop the other way round: the
+    // first is answered with 60 points left, the second with 20 (after both).
+    const second = await enter('second', 40);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const first = await enter('first', 40);
+    // The answer with 20 comes back first; the one with 60, earlier news, last (one call to Redis, in that order; the
+    // next ask goes on the same connection after it).
+    budgets.leave(second, 'ok', undefined, price(20));
+    budgets.leave(first, 'ok', undefined, price(60));
+    await new Promise((resolve) => setImmediate(resolve));
+    // A query of 30 waits for its points (the shop has 20 at most), rather than be sent to be throttled.
+    await expect(enter('third', 30, true)).rejects.toMatchObject({ kind: 'later' });
+  });
+});

@@ -18,10 +18,12 @@
   comes with its configuration sets them (none: no limit); one without (an http.request node naming the budget)
   obeys those kept, so every request drawing on the budget is held to them.
 
-  Where the account prices requests (Shopify's cost points), the budget also keeps the account's bucket as its
-  last answer said (points available, maximum, restore rate): a request is admitted only when its expected cost is
-  there, and each answer resets the bucket to the account's figure, less the cost of the requests still in flight
-  (any may have reached the account after it answered). What a kind of request costs (a query
+  Where the account prices requests (Shopify's cost points), the budget also keeps the account's bucket (points
+  available, maximum, restore rate, as its answers say): a request is admitted only when its expected cost is there.
+  The budget takes that cost when it admits a request and gives back what the account did not charge when it ends,
+  as the account does; an answer's figure, less the cost of the requests still in flight (any may have reached the
+  account after it answered), can only lower the bucket. An answer cannot raise it: a request that ended and was
+  given back may have reached the account after that answer, which then counts its cost nowhere. What a kind of request costs (a query
   document) is remembered from its answers, for every process. A budget given a rate (requests a second the account
   allows, configured) keeps a bucket of that many points restored at that rate, each request costing one, until an
   answer prices requests itself.
@@ -42,7 +44,8 @@
   ARGV[9] the rate configured, requests a second   ARGV[10] the concurrency configured (each: 0 none, -1 as kept)
   exchange: ARGV[11] R, then R requests that ended: grant, cost, when it was sent (ms), 'ok' | 'overloaded' |
     'neutral', Retry-After (ms, 0 none), the account's points available, maximum and restore rate per second, and
-    the request's cost as the account priced it (-1 each when it did not say), its kind ('' none); then A requests
+    the request's cost as the account priced it (-1 each when it did not say), its kind ('' none), what the account
+    charged for it in the end (-1 when it did not say); then A requests
     about to be sent: run, grant, lease (ms), expected cost, kind ('' none: the expected cost holds), 1 when it is
     sent again (the account refused it for its load: it goes to the head of the line) else 0
     returns {the runs to wake (those given a turn, then those called), the A answers, eight numbers each: 1 admitted
@@ -67,8 +70,8 @@ rcall('ZREMRANGEBYSCORE', turnsKey, '-inf', now)
 rcall('ZREMRANGEBYSCORE', calledKey, '-inf', now)
 
 local FIELDS = {'limit', 'ssthresh', 'ceiling', 'patience', 'calm', 'cut', 'pending', 'settled', 'until', 'points',
-  'pointsAt', 'rate', 'capacity', 'configured', 'pricedSent', 'most'}
-local BUCKET = {'points', 'pointsAt', 'rate', 'capacity', 'configured', 'pricedSent'}
+  'pointsAt', 'rate', 'capacity', 'configured', 'most'}
+local BUCKET = {'points', 'pointsAt', 'rate', 'capacity', 'configured'}
 local saved = rcall('HMGET', stateKey, unpack(FIELDS))
 local s = {}
 for i, field in ipairs(FIELDS) do s[field] = tonumber(saved[i]) end
@@ -143,16 +146,13 @@ local function inFlightCost()
   return total
 end
 
--- An answer to a request admitted before the one whose answer set the bucket may tell of the bucket before that
--- one's (it came back later, or through another process): the later figure stands; of answers to requests admitted
--- at once, the lowest. Below zero when more is in flight than the bucket held: that debt is kept, or as many would go
--- beyond it.
-local function priced(sentAt, available, maximum, restoreRate)
-  local pricedSent = s.pricedSent or 0
-  if sentAt < pricedSent then return end
+-- The account's bucket as an answer told it, less what is in flight; no more than the budget's own count, which took
+-- each request's cost when it was admitted and gave back, as it ended, what the account did not charge (see above).
+-- Below zero when more is in flight than the bucket held: that debt is kept, or as many would go beyond it.
+local function priced(available, maximum, restoreRate)
   local points = available - inFlightCost()
-  if sentAt == pricedSent and s.rate then points = math.min(points, s.points) end
-  s.points, s.pointsAt, s.pricedSent = points, now, sentAt
+  if s.rate and s.configured ~= 1 then points = math.min(points, s.points) end
+  s.points, s.pointsAt = points, now
   s.capacity, s.rate, s.configured = maximum, restoreRate, 0
 end
 
@@ -257,12 +257,17 @@ local function handOut()
 end
 
 local releases = tonumber(ARGV[11])
-for i = 12, 11 + releases * 10, 10 do
+local ENDED = 11
+for i = 12, 11 + releases * ENDED, ENDED do
   local member, sentAt = ARGV[i] .. '|' .. ARGV[i + 1] .. '|' .. ARGV[i + 2], tonumber(ARGV[i + 2])
   if release(member, sentAt, ARGV[i + 3], tonumber(ARGV[i + 4])) then
     changed = true
+    local charged = tonumber(ARGV[i + 10])
+    if charged >= 0 and s.rate and s.configured ~= 1 then
+      s.points = math.min(s.capacity, s.points + math.max(0, tonumber(ARGV[i + 1]) - charged))
+    end
     local available = tonumber(ARGV[i + 5])
-    if available >= 0 then priced(sentAt, available, tonumber(ARGV[i + 6]), tonumber(ARGV[i + 7])) end
+    if available >= 0 then priced(available, tonumber(ARGV[i + 6]), tonumber(ARGV[i + 7])) end
     local cost, kind = tonumber(ARGV[i + 8]), ARGV[i + 9]
     if cost >= 0 and kind ~= '' then
       rcall('HSET', costsKey, kind, cost)
@@ -273,7 +278,7 @@ end
 local woken = releases > 0 and handOut() or {}
 -- After the turns: a run given one in this call takes it, and newcomers go behind the line.
 local answers = {}
-for i = 12 + releases * 10, #ARGV, 6 do
+for i = 12 + releases * ENDED, #ARGV, 6 do
   acquire(ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), ARGV[i + 4], ARGV[i + 5], answers)
 end
 if changed then

@@ -75,6 +75,9 @@ type Answer = [
 const SLOT = 0;
 const CLOSED = 1;
 
+/** The fields of a request that ended, in an exchange's call (outbound-budget.lua's ARGV). */
+const ENDED_FIELDS = 11;
+
 /** What one process has for one budget since its last call: requests that ended, and requests to admit. */
 interface Exchange {
   key: string;
@@ -215,6 +218,7 @@ export class OutboundBudgets implements OutboundGate {
       price?.restoreRate ?? -1,
       price?.cost ?? -1,
       grant.costKind ?? '',
+      price?.charged ?? -1,
     );
     this.askWithRelease(grant.budget);
   }
@@ -267,7 +271,7 @@ export class OutboundBudgets implements OutboundGate {
       const now = Date.now();
       const [woken, answers] = (await SCRIPT.run(redis, this.keys(key), [
         ...this.head('exchange', now, limits),
-        ended.length / 10,
+        ended.length / ENDED_FIELDS,
         ...ended,
         ...asking.flatMap((ask) => ask.args),
       ])) as [string[], number[]];

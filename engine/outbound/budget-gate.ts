@@ -27,7 +27,10 @@ export interface BudgetPrice {
   available: number;
   maximum: number;
   restoreRate: number;
+  /** What the account asked to be there for the request (Shopify's requested cost). */
   cost?: number;
+  /** What it took in the end (Shopify's actual cost; 0 for a request it refused): the rest it gave back. */
+  charged?: number;
 }
 
 /** How an exchange went, for its budget: `overloaded` narrows the window, `ok` widens it, `neutral` neither. */

@@ -233,8 +233,8 @@ export class ShopifyAdminApi {
 }
 
 /**
- * The shop's bucket and the query's requested cost as an answer reports them (`extensions.cost`, at the end of the
- * body): found without parsing the whole body, which the caller parses once.
+ * The shop's bucket and the query's requested and actual costs as an answer reports them (`extensions.cost`, at the
+ * end of the body): found without parsing the whole body, which the caller parses once.
  */
 function priceOf(response: InboundResponse): BudgetPrice | undefined {
   const { body } = response;
@@ -248,6 +248,8 @@ function priceOf(response: InboundResponse): BudgetPrice | undefined {
     maximum: figure(/"maximumAvailable":\s*(-?[\d.]+)/),
     restoreRate: figure(/"restoreRate":\s*(-?[\d.]+)/),
     cost: figure(/"requestedQueryCost":\s*(-?[\d.]+)/),
+    // null for a query Shopify refused (throttled): it took nothing.
+    charged: /"actualQueryCost":\s*null/.test(tail) ? 0 : figure(/"actualQueryCost":\s*(-?[\d.]+)/),
   };
   return Object.values(price).every(Number.isFinite) ? price : undefined;
 }
