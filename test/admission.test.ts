@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TenantQuotas } from '../engine/limits/index.ts';
+import { type DeliveryQuota, TenantQuotas } from '../engine/limits/index.ts';
 import { runsSlot } from '../engine/redis/index.ts';
 import {
   eventually,
@@ -56,15 +56,21 @@ afterAll(async () => {
   await queuedEnv?.close();
 });
 
+/** Quotas of their own on a Redis connection of their own (one group). */
+function quotasOnRedis(deliveries: DeliveryQuota) {
+  const redis = new Redis(REDIS_URL);
+  const prefix = `quota-test-${randomUUID()}`;
+  const quotas = new TenantQuotas(async () => redis, {
+    groups: [{ slot: runsSlot(prefix), backlogKey: `${runsSlot(prefix)}:backlog` }],
+    groupOf: () => 0,
+    deliveries,
+  });
+  return { redis, prefix, quotas };
+}
+
 describe('intake quotas', () => {
   it('repeat a refusal for the rate until the next token without asking Redis, then admit again', async () => {
-    const redis = new Redis(REDIS_URL);
-    const prefix = `quota-test-${randomUUID()}`;
-    const quotas = new TenantQuotas(async () => redis, {
-      groups: [{ slot: runsSlot(prefix), backlogKey: `${runsSlot(prefix)}:backlog` }],
-      groupOf: () => 0,
-      deliveries: { perSecond: 4, burst: 1, maxQueuedRuns: 0 },
-    });
+    const { redis, prefix, quotas } = quotasOnRedis({ perSecond: 4, burst: 1, maxQueuedRuns: 0 });
     const buckets = `${runsSlot(prefix)}:tributary:delivery-buckets`;
     try {
       expect(await quotas.admitDelivery('flood')).toEqual({ admitted: true });
@@ -81,6 +87,27 @@ describe('intake quotas', () => {
       await eventually(async () => expect(await quotas.admitDelivery('flood')).toEqual({ admitted: true }), 5000);
     } finally {
       await redis.del(buckets);
+      redis.disconnect();
+    }
+  });
+
+  it('answers deliveries asked for together in the order they came, each tenant by its own quota', async () => {
+    // A token a minute: none comes back while the test runs.
+    const { redis, prefix, quotas } = quotasOnRedis({ perSecond: 1 / 60, burst: 3, maxQueuedRuns: 0 });
+    try {
+      await quotas.override('big', { deliveryBurst: 5 });
+      // Asked for at once, they go to Redis together (all but the first): each tenant's first ones take its tokens.
+      const tenants = ['small', 'big', 'small', 'big', 'small', 'big', 'small', 'big', 'small', 'big', 'big', 'big'];
+      const answers = await Promise.all(tenants.map((tenant) => quotas.admitDelivery(tenant)));
+      const admitted = (tenant: string) =>
+        tenants.flatMap((name, index) => (name === tenant ? [answers[index].admitted] : []));
+      expect(admitted('small')).toEqual([true, true, true, false, false]);
+      expect(admitted('big')).toEqual([true, true, true, true, true, false, false]);
+      expect(await quotas.status('big')).toMatchObject({ burst: 5, available: 0 });
+      expect(await quotas.status('other')).toMatchObject({ burst: 3, available: 3 });
+    } finally {
+      const keys = await redis.keys(`${runsSlot(prefix)}*`);
+      if (keys.length > 0) await redis.del(...keys);
       redis.disconnect();
     }
   });

@@ -9,6 +9,11 @@ export interface GroupCommitOptions<Item> {
    * behind a queue of them.
    */
   heavy?: (item: Item) => boolean;
+  /**
+   * A group that fails is tried again one item at a time, so that one bad item fails alone (the default); false
+   * fails every item of the group with its error, where a failure can only be the group's (a lost connection).
+   */
+  retryEachAlone?: boolean;
 }
 
 /**
@@ -57,7 +62,10 @@ export class GroupCommit<Item, Result> {
             for (const [index, entry] of batch.entries()) entry.resolve(results[index]);
           },
           // One bad item must not fail the others: retry each on its own, so each gets its own answer.
-          (error) => (batch.length === 1 ? batch[0].reject(error) : this.flushEach(batch)),
+          (error) => {
+            if (batch.length > 1 && this.options.retryEachAlone !== false) return this.flushEach(batch);
+            for (const entry of batch) entry.reject(error);
+          },
         )
         .finally(() => {
           this.inFlight--;

@@ -10,9 +10,14 @@ type Lane = 'foreground' | 'background';
 /** What the driver sends the database's thread (pglite-thread.js). */
 export interface ThreadRequest {
   id: number;
-  kind: 'query' | 'exec' | 'close';
+  /** `begin` starts a transaction, its statements planned for their values (see QueryOptions.plan). */
+  kind: 'query' | 'exec' | 'begin' | 'close';
   text?: string;
   params?: unknown[];
+  /** QueryOptions.plan: planned once for any values. */
+  generic?: boolean;
+  /** The statement is one of a transaction's. */
+  inTransaction?: boolean;
 }
 
 /** A PostgreSQL error's code and names survive the crossing; its class, detail and the statement's values do not. */
@@ -90,7 +95,10 @@ export class PgliteDriver implements SqlDriver {
   }
 
   query<Row>(text: string, params?: unknown[], options?: QueryOptions): Promise<Row[]> {
-    return this.exclusive(() => this.send('query', text, params), options?.large ? 'heavy' : this.lane);
+    return this.exclusive(
+      () => this.send('query', text, params, { generic: options?.plan === 'generic' }),
+      options?.large ? 'heavy' : this.lane,
+    );
   }
 
   exec(script: string): Promise<void> {
@@ -100,10 +108,11 @@ export class PgliteDriver implements SqlDriver {
   /** BEGIN, then `fn`'s statements, then COMMIT (or ROLLBACK if it throws), with no other statement between. */
   transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
     return this.exclusive(async () => {
-      await this.send('exec', 'begin');
+      await this.send('begin');
       try {
         const result = await fn({
-          query: <Row>(text: string, params?: unknown[]) => this.send('query', text, params) as Promise<Row[]>,
+          query: <Row>(text: string, params?: unknown[]) =>
+            this.send('query', text, params, { inTransaction: true }) as Promise<Row[]>,
           exec: async (script: string) => void (await this.send('exec', script)),
         });
         await this.send('exec', 'commit');
@@ -121,14 +130,19 @@ export class PgliteDriver implements SqlDriver {
     await this.thread.terminate();
   }
 
-  // biome-ignore lint/suspicious/noExplicitAny: rows, typed by the caller of query
-  private send(kind: ThreadRequest['kind'], text?: string, params?: unknown[]): Promise<any[]> {
+  private send(
+    kind: ThreadRequest['kind'],
+    text?: string,
+    params?: unknown[],
+    options?: Pick<ThreadRequest, 'generic' | 'inTransaction'>,
+    // biome-ignore lint/suspicious/noExplicitAny: rows, typed by the caller of query
+  ): Promise<any[]> {
     const scheduler = this.owner ?? this;
     const id = scheduler.nextId++;
     if (scheduler.failure) return Promise.reject(scheduler.failure);
     return new Promise((resolve, reject) => {
       scheduler.replies.set(id, { resolve, reject: (error) => reject(refusedStatement(error, text ?? kind)) });
-      this.thread.postMessage({ id, kind, text, params } satisfies ThreadRequest);
+      this.thread.postMessage({ id, kind, text, params, ...options } satisfies ThreadRequest);
     });
   }
 
