@@ -80,7 +80,14 @@ describe('on a Redis Cluster', () => {
     const ready = await fetch(`${secondApi.url}/readyz`, { headers: { authorization: basic } });
     const readiness = await ready.json();
     expect(readiness.ready).toBe(true);
-    expect(readiness.checks.cluster).toEqual({ state: 'ok', slotsOk: 16384, masters: 3, replicas: 3, failing: 0 });
+    expect(readiness.checks.cluster).toEqual({
+      state: 'ok',
+      slotsOk: 16384,
+      masters: 3,
+      replicas: 3,
+      failing: 0,
+      groups: [{ queue: 'runs', slot: expect.any(Number), master: `127.0.0.1:${runsMaster}` }],
+    });
     expect(readiness.checks.liveWorkers).toBe(2);
     // The queues' overview, ours and bull-board's, reads each queue within its own slot.
     const queues = await operator.call('GET', '/api/v1/queues');
@@ -197,6 +204,16 @@ describe('on a Redis Cluster, the run path in three slot groups', () => {
     for (const [index, { ids }] of runs.entries())
       expect(await groups[index].queue.getJobState(ids[0])).toBe('completed');
     const operator = await grouped.operator();
+    // Readiness tells operators which master serves each group.
+    const readiness = await (
+      await fetch(`${grouped.url}/readyz`, { headers: { authorization: basicOf(operator) } })
+    ).json();
+    expect(
+      readiness.checks.cluster.groups.map(({ queue, master }: { queue: string; master: string }) => [
+        queue,
+        Number(master.split(':').at(-1)),
+      ]),
+    ).toEqual(groups.map((group, index) => [group.queue.name, masters[index]]));
     const queues = await operator.call('GET', '/api/v1/queues');
     expect(queues.body.nodes.map((queue: { name: string }) => queue.name).sort()).toEqual([
       'runs',

@@ -2,7 +2,7 @@ import type { Queue } from 'bullmq';
 import type { Cluster } from 'ioredis';
 import { lastRecovery, type RecoveryReport } from './recovery.ts';
 import { type RunJobData, heartbeatKey, HEARTBEAT_TTL_MS } from '../queue/index.ts';
-import { ioredisOf } from '../redis/index.ts';
+import { ioredisOf, slotOfKey } from '../redis/index.ts';
 
 export interface QueueReport {
   redis: 'ok' | string;
@@ -25,6 +25,8 @@ export interface ClusterReport {
   masters: number;
   replicas: number;
   failing: number;
+  /** Each group of the run path (RUN_GROUPS): its queue, the slot of its keys, and the master serving it (host:port). */
+  groups: Array<{ queue: string; slot: number; master?: string }>;
 }
 
 /** What readiness reports of Redis and the run queue (every group's). */
@@ -49,7 +51,12 @@ export async function inspectQueue(queues: Queue<RunJobData>[], prefix: string):
   }
   const recovery = await lastRecovery(client, prefix);
   // BullMQ hands out its own proxy of the client: ask it, not `instanceof`.
-  const cluster = client.isCluster ? await inspectCluster(client as Cluster) : undefined;
+  const cluster = client.isCluster
+    ? await inspectCluster(
+        client as Cluster,
+        queues.map((group) => ({ queue: group.name, slot: slotOfKey(group.toKey('')) })),
+      )
+    : undefined;
   return {
     redis: 'ok',
     maxmemoryPolicy: policy,
@@ -61,22 +68,34 @@ export async function inspectQueue(queues: Queue<RunJobData>[], prefix: string):
   };
 }
 
-/** The cluster as one of its nodes sees it: CLUSTER INFO's state and CLUSTER NODES' roles. */
-async function inspectCluster(cluster: Cluster): Promise<ClusterReport> {
+/** The cluster as one of its nodes sees it: CLUSTER INFO's state, CLUSTER NODES' roles and the masters of `groups`. */
+async function inspectCluster(
+  cluster: Cluster,
+  groups: Array<{ queue: string; slot: number }>,
+): Promise<ClusterReport> {
   const [info, nodes] = await Promise.all([cluster.cluster('INFO'), cluster.cluster('NODES')]);
   const field = (name: string) => new RegExp(`${name}:(\\w+)`).exec(String(info))?.[1] ?? 'unknown';
-  // Each line: id, address, flags, master id, ping, pong, epoch, link, slots...
+  // Each line: id, address (host:port@bus), flags, master id, ping, pong, epoch, link, slots ("0-5460", "5461", or
+  // "[...]" for one being moved).
   const rows = String(nodes)
     .trim()
     .split('\n')
     .map((line) => line.split(' '))
-    .map(([, , flags, , , , , , ...slots]) => ({ flags: flags.split(','), slots }));
+    .map(([, address, flags, , , , , , ...slots]) => ({
+      address: address.split('@')[0],
+      flags: flags.split(','),
+      slots: slots.filter((range) => !range.startsWith('[')).map((range) => range.split('-').map(Number)),
+    }));
   const failing = (row: { flags: string[] }) => row.flags.some((flag) => flag === 'fail' || flag === 'fail?');
+  const masters = rows.filter((row) => row.flags.includes('master') && row.slots.length > 0 && !failing(row));
+  const masterOf = (slot: number) =>
+    masters.find((row) => row.slots.some(([from, to = from]) => from <= slot && slot <= to))?.address;
   return {
     state: field('cluster_state'),
     slotsOk: Number(field('cluster_slots_ok')),
-    masters: rows.filter((row) => row.flags.includes('master') && row.slots.length > 0 && !failing(row)).length,
+    masters: masters.length,
     replicas: rows.filter((row) => row.flags.includes('slave') && !failing(row)).length,
     failing: rows.filter(failing).length,
+    groups: groups.map((group) => ({ ...group, master: masterOf(group.slot) })),
   };
 }

@@ -27,6 +27,13 @@ export function keySlot(tag: string): number {
   return crc % SLOTS;
 }
 
+/** The slot of a key: its hash tag's (the first `{...}` holding something), else the whole key's. */
+export function slotOfKey(key: string): number {
+  const open = key.indexOf('{');
+  const close = open < 0 ? -1 : key.indexOf('}', open + 1);
+  return keySlot(close > open + 1 ? key.slice(open + 1, close) : key);
+}
+
 const spreadTags = new Map<string, string>();
 
 /**
