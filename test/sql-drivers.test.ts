@@ -55,15 +55,20 @@ describe.each(drivers)('a statement %s refuses', (_name, open) => {
   });
 });
 
-describe('a read of partitioned history on PostgreSQL', () => {
+// One connection: the prepared statements and the plan_cache_mode observed are the ones the reads used.
+const oneSession: Array<[string, () => Promise<SqlDriver>]> = [
+  ['PGlite', () => PgliteDriver.open()],
+  ['PostgreSQL', async () => new PgDriver({ connectionString: POSTGRES_URL, maxConnections: 1 })],
+];
+
+describe.each(oneSession)('a read of partitioned history on %s', (_name, open) => {
   it('is planned once for any values when it asks for a generic plan, and for each call’s values otherwise', async () => {
-    // One connection: the prepared statements and the plan_cache_mode observed are the ones the reads used.
-    const driver = new PgDriver({ connectionString: POSTGRES_URL, maxConnections: 1 });
+    const driver = await open();
     const table = `weeks_${randomBytes(4).toString('hex')}`;
     const plans = async (text: string) =>
       (
         await driver.query<{ generic: string; custom: string }>(
-          `select generic_plans as generic, custom_plans as custom from pg_prepared_statements where statement = $1`,
+          `select generic_plans::text as generic, custom_plans::text as custom from pg_prepared_statements where statement = $1`,
           [text],
         )
       )[0];

@@ -58,24 +58,35 @@ class PreparedStatements {
       const serializer = this.db.serializers[statement.paramTypes[index]];
       return serializer ? serializer(value) : String(value);
     });
-    const { messages } = await this.db.execProtocol(
-      concat([
-        serialize.bind({ statement: statement.name, values }),
-        serialize.describe({ type: 'P' }),
-        serialize.execute({}),
-        serialize.sync(),
-      ]),
-    );
-    return parse.parseResults(messages, this.db.parsers)[0]?.rows ?? [];
+    try {
+      const { messages } = await this.db.execProtocol(
+        concat([
+          serialize.bind({ statement: statement.name, values }),
+          serialize.describe({ type: 'P' }),
+          serialize.execute({}),
+          serialize.sync(),
+        ]),
+      );
+      return parse.parseResults(messages, this.db.parsers)[0]?.rows ?? [];
+    } catch (error) {
+      // "cached plan must not change result type": a table it reads changed its columns. Prepared again next time.
+      if (/** @type {{ code?: string }} */ (error).code === '0A000') await this.#forget(text);
+      throw error;
+    }
+  }
+
+  /** @param {string} text */
+  async #forget(text) {
+    const statement = this.#statements.get(text);
+    if (!statement) return;
+    this.#statements.delete(text);
+    await this.db.execProtocol(concat([serialize.close({ type: 'S', name: statement.name }), serialize.sync()]));
   }
 
   /** @param {string} text */
   async #prepare(text) {
-    if (this.#statements.size >= MAX_PREPARED) {
-      const [oldest, { name }] = /** @type {[string, { name: string }]} */ (this.#statements.entries().next().value);
-      this.#statements.delete(oldest);
-      await this.db.execProtocol(concat([serialize.close({ type: 'S', name }), serialize.sync()]));
-    }
+    if (this.#statements.size >= MAX_PREPARED)
+      await this.#forget(/** @type {string} */ (this.#statements.keys().next().value));
     const name = `tributary_${this.#nextName++}`;
     const { messages } = await this.db.execProtocol(
       concat([serialize.parse({ name, text }), serialize.describe({ type: 'S', name }), serialize.sync()]),
