@@ -105,6 +105,15 @@ describe('intake quotas', () => {
       expect(admitted('big')).toEqual([true, true, true, true, true, false, false]);
       expect(await quotas.status('big')).toMatchObject({ burst: 5, available: 0 });
       expect(await quotas.status('other')).toMatchObject({ burst: 3, available: 3 });
+      // An override that does not read (written by hand, say) holds up no tenant asked for in the same call.
+      await redis.hset(`${runsSlot(prefix)}:tributary:delivery-quotas`, 'garbled', '{"deliveryBurst": nul');
+      await redis.hset(`${runsSlot(prefix)}:tributary:delivery-quotas`, 'nulls', '{"deliveryBurst": null}');
+      const together = await Promise.all(['garbled', 'nulls', 'other'].map((tenant) => quotas.status(tenant)));
+      expect(together.map(({ burst, available }) => [burst, available])).toEqual([
+        [3, 3],
+        [3, 3],
+        [3, 3],
+      ]);
     } finally {
       const keys = await redis.keys(`${runsSlot(prefix)}*`);
       if (keys.length > 0) await redis.del(...keys);

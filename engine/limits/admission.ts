@@ -40,6 +40,10 @@ const ADMIT = new LuaScript(
   'admit',
   `${REFILL_LUA}
 local now = tonumber(ARGV[1])
+local function number(value, default)
+  if type(value) == 'number' then return value end
+  return default
+end
 local answers = {}
 local function answer(...)
   for _, value in ipairs({...}) do answers[#answers + 1] = value end
@@ -47,12 +51,13 @@ end
 for i = 5, #ARGV, 2 do
   local tenant, take = ARGV[i], ARGV[i + 1]
   local rate, burst, cap = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+  -- One call answers many tenants: an override that does not read as numbers is ignored rather than fail them all.
   local override = redis.call('HGET', KEYS[3], tenant)
-  if override then
-    local limits = cjson.decode(override)
-    rate = limits.deliveriesPerSecond or rate
-    burst = limits.deliveryBurst or burst
-    cap = limits.maxQueuedRuns or cap
+  local readable, limits = pcall(cjson.decode, override or '{}')
+  if readable and type(limits) == 'table' then
+    rate = number(limits.deliveriesPerSecond, rate)
+    burst = number(limits.deliveryBurst, burst)
+    cap = number(limits.maxQueuedRuns, cap)
   end
   local tokens = refilled(redis.call('HGET', KEYS[1], tenant), now, rate, burst)
   local queued = tonumber(redis.call('HGET', KEYS[2], tenant) or '0')
