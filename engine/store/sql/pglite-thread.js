@@ -60,7 +60,7 @@ class PreparedStatements {
     });
     try {
       const { messages } = await this.db.execProtocol(
-        concat([
+        Buffer.concat([
           serialize.bind({ statement: statement.name, values }),
           serialize.describe({ type: 'P' }),
           serialize.execute({}),
@@ -80,7 +80,7 @@ class PreparedStatements {
     const statement = this.#statements.get(text);
     if (!statement) return;
     this.#statements.delete(text);
-    await this.db.execProtocol(concat([serialize.close({ type: 'S', name: statement.name }), serialize.sync()]));
+    await this.db.execProtocol(Buffer.concat([serialize.close({ type: 'S', name: statement.name }), serialize.sync()]));
   }
 
   /** @param {string} text */
@@ -89,7 +89,7 @@ class PreparedStatements {
       await this.#forget(/** @type {string} */ (this.#statements.keys().next().value));
     const name = `tributary_${this.#nextName++}`;
     const { messages } = await this.db.execProtocol(
-      concat([serialize.parse({ name, text }), serialize.describe({ type: 'S', name }), serialize.sync()]),
+      Buffer.concat([serialize.parse({ name, text }), serialize.describe({ type: 'S', name }), serialize.sync()]),
     );
     const statement = { name, paramTypes: parse.parseDescribeStatementResults(messages) };
     this.#statements.set(text, statement);
@@ -109,17 +109,6 @@ class PreparedStatements {
 }
 
 const { serialize } = protocol;
-
-/** The protocol messages as one buffer: the database reads them all in one call. @param {Uint8Array[]} parts */
-function concat(parts) {
-  const whole = new Uint8Array(parts.reduce((length, part) => length + part.length, 0));
-  let offset = 0;
-  for (const part of parts) {
-    whole.set(part, offset);
-    offset += part.length;
-  }
-  return whole;
-}
 
 /**
  * @param {PGlite} db @param {PreparedStatements} statements @param {ThreadRequest} request
