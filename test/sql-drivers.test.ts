@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { StatementError, type SqlDriver } from '../engine/store/sql/driver.ts';
+import { PlanAging, StatementError, type SqlDriver } from '../engine/store/sql/driver.ts';
 import { PgDriver } from '../engine/store/sql/pg-driver.ts';
 import { PgliteDriver } from '../engine/store/sql/pglite-driver.ts';
 import { POSTGRES_URL } from './support/harness.ts';
@@ -90,5 +90,20 @@ describe.each(oneSession)('a read of partitioned history on %s', (_name, open) =
       await driver.exec(`drop table if exists ${table}`);
       await driver.close();
     }
+  });
+});
+
+describe("a session's cached plans", () => {
+  it('are dropped as old as the driver was when they were made, from a second to ten', () => {
+    const aging = new PlanAging(0);
+    const droppedAfter = (madeAt: number) => {
+      let ms = 0;
+      while (!aging.stale(madeAt, madeAt + ms)) ms += 100;
+      return ms;
+    };
+    // Made as the driver opened, when the tables are emptiest: kept a second; then two, four, eight, and ten at most.
+    expect([0, 1_000, 2_000, 4_000, 8_000, 18_000, 3_600_000].map(droppedAfter)).toEqual([
+      1_000, 1_000, 2_000, 4_000, 8_000, 10_000, 10_000,
+    ]);
   });
 });

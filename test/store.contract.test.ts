@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConflictError, NotFoundError, ValidationError } from '../engine/model/errors.ts';
+import { environmentId } from '../engine/model/environments.ts';
 import { newId } from '../engine/model/ids.ts';
 import type { Store } from '../engine/store/port.ts';
 import { storeAdapters } from './support/stores.ts';
@@ -25,6 +26,18 @@ describe.each(adapters)('store contract on %s', (_name, open) => {
     await store.publishFlow(tenantId, flow.id, flow.revision, doc(key));
     return flow;
   };
+  /** A message of `body: 1` to version 1 of a flow, with nothing else. */
+  const simpleMessage = (tenantId: string, flowId: string) => ({
+    tenantId,
+    id: newId(),
+    flowId,
+    flowVersion: 1,
+    deliveryId: null,
+    topic: null,
+    body: 1,
+    headers: {},
+    query: {},
+  });
   /** Accept messages that must all be recorded. */
   const acceptAll = async (batch: Parameters<Store['acceptMessages']>[0]) =>
     (await store.acceptMessages(batch)).map((accepted) => {
@@ -325,17 +338,7 @@ describe.each(adapters)('store contract on %s', (_name, open) => {
       (
         await acceptAll([
           {
-            message: {
-              tenantId: 'b',
-              id: newId(),
-              flowId: flow.id,
-              flowVersion: 1,
-              deliveryId: null,
-              topic: null,
-              body: 1,
-              headers: {},
-              query: {},
-            },
+            message: simpleMessage('b', flow.id),
             runId: newId(),
           },
         ])
@@ -713,30 +716,55 @@ describe.each(adapters)('store contract on %s', (_name, open) => {
     expect((await store.listRunLogs('a', { runId }, { first: 10 })).nodes).toHaveLength(4);
   });
 
-  it('deletes a tenant with everything it owns', async () => {
-    await store.createTenant({ id: 'gone', name: 'Gone' });
-    const flow = await publishedFlow('gone', 'gone');
-    await acceptAll([
-      {
-        message: {
-          tenantId: 'gone',
-          id: newId(),
-          flowId: flow.id,
-          flowVersion: 1,
-          deliveryId: null,
-          topic: null,
-          body: 1,
-          headers: {},
-          query: {},
-        },
-        runId: newId(),
-      },
-    ]);
+  it('deletes a tenant with everything it owns, its environments and their runs’ steps too', async () => {
+    const runIds = { gone: newId(), [environmentId('gone', 'staging')]: newId() };
+    /** The tenant and its environment, each with a run; one that checkpointed a step when `checkpoint`. */
+    const populate = async (checkpoint: boolean) => {
+      await store.createTenant({ id: 'gone', name: 'Gone' });
+      await store.createEnvironment('gone', 'staging');
+      const flows: Record<string, string> = {};
+      for (const [tenantId, runId] of Object.entries(runIds)) {
+        const flow = await publishedFlow(tenantId, 'gone');
+        flows[tenantId] = flow.id;
+        await acceptAll([
+          {
+            message: simpleMessage(tenantId, flow.id),
+            runId,
+          },
+        ]);
+        if (!checkpoint) continue;
+        await store.beginRun(tenantId, runId);
+        const at = new Date().toISOString();
+        await store.saveProgress(tenantId, runId, [
+          {
+            runId,
+            key: 'map',
+            nodeId: 'map',
+            status: 'succeeded',
+            attempts: 1,
+            output: 1,
+            error: null,
+            startedAt: at,
+            finishedAt: at,
+          },
+        ]);
+      }
+      return flows;
+    };
+    const flows = await populate(true);
+    for (const [tenantId, runId] of Object.entries(runIds))
+      expect((await store.getRun(tenantId, runId))?.steps.map((step) => step.key)).toEqual(['map']);
     await store.blockTopic('gone', 'x', null);
+    expect(await store.deleteTenant(environmentId('gone', 'staging'))).toBe(false);
     expect(await store.deleteTenant('gone')).toBe(true);
     expect(await store.getTenant('gone')).toBeUndefined();
-    expect(await store.getFlow('gone', flow.id)).toBeUndefined();
+    expect(await store.getFlow('gone', flows.gone)).toBeUndefined();
     expect((await store.listMessages('gone', {}, { first: 10 }, 10)).nodes).toEqual([]);
     expect(await store.deleteTenant('gone')).toBe(false);
+    // Made again under the same ids, a run given the same id as before starts with no step: none was left behind.
+    await populate(false);
+    for (const [tenantId, runId] of Object.entries(runIds))
+      expect((await store.getRun(tenantId, runId))?.steps).toEqual([]);
+    await store.deleteTenant('gone');
   });
 });

@@ -33,6 +33,29 @@ export interface SqlDriver extends SqlExecutor {
   close(): Promise<void>;
 }
 
+/** A session's cached plans are dropped at least this often (PlanAging)... */
+const PLAN_REFRESH_MS = 10_000;
+/** ...and its first ones after this long. */
+const FIRST_PLAN_REFRESH_MS = 1_000;
+
+/**
+ * When a session drops its cached plans. A prepared statement keeps its generic plan until the statistics of its
+ * tables change, and without new ones (autovacuum off or not yet round, PGlite's none) a plan made while they were
+ * nearly empty is kept as they grow: a lookup of one run by its key, or of a run's steps, goes on scanning all of
+ * them. Plans are dropped every PLAN_REFRESH_MS, and sooner while the driver is young, since a store's tables are
+ * emptiest then: once as old as the driver was when they were made, from FIRST_PLAN_REFRESH_MS on. A worker that
+ * started on a new store kept, for its first 10 s, a plan scanning the week's steps for each run it began (perf:
+ * half of PostgreSQL's CPU in the engine bench, in some runs).
+ */
+export class PlanAging {
+  constructor(private readonly openedAt = Date.now()) {}
+
+  /** Whether plans made at `madeAt` are to be dropped at `now`. */
+  stale(madeAt: number, now: number): boolean {
+    return now - madeAt >= Math.min(PLAN_REFRESH_MS, Math.max(FIRST_PLAN_REFRESH_MS, madeAt - this.openedAt));
+  }
+}
+
 /** Schema names come from configuration, never from requests; still, only plain identifiers pass. */
 export function assertIdentifier(name: string): string {
   if (!/^[a-z_][a-z0-9_]{0,62}$/.test(name)) throw new Error(`not a valid schema name: ${name}`);

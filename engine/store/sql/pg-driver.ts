@@ -1,5 +1,12 @@
 import pg from 'pg';
-import { assertIdentifier, type QueryOptions, refusedStatement, type SqlDriver, type SqlExecutor } from './driver.ts';
+import {
+  assertIdentifier,
+  PlanAging,
+  type QueryOptions,
+  refusedStatement,
+  type SqlDriver,
+  type SqlExecutor,
+} from './driver.ts';
 
 export interface PgDriverOptions {
   connectionString: string;
@@ -7,8 +14,6 @@ export interface PgDriverOptions {
   schema?: string;
   maxConnections?: number;
 }
-
-const PLAN_REFRESH_MS = 10_000;
 
 /** PostgreSQL through a `pg` pool: for separate API and worker processes. */
 export class PgDriver implements SqlDriver {
@@ -38,19 +43,15 @@ export class PgDriver implements SqlDriver {
     return { name, text, values };
   }
 
-  /**
-   * A connection's cached plans are dropped every PLAN_REFRESH_MS. A prepared statement keeps its
-   * generic plan until the statistics of its tables change, and without them (autovacuum off, or
-   * before its first run) a plan made while the tables were nearly empty is kept as they grow: a
-   * lookup of one run by its key could go on scanning every run of the tenant.
-   */
+  /** When each connection's cached plans were made: they are dropped as PlanAging says. */
   private readonly plansMadeAt = new WeakMap<pg.PoolClient, number>();
+  private readonly planAging = new PlanAging();
 
   private async connection(): Promise<pg.PoolClient> {
     const client = await this.pool.connect();
     const madeAt = this.plansMadeAt.get(client);
     const now = Date.now();
-    if (madeAt === undefined || now - madeAt >= PLAN_REFRESH_MS) {
+    if (madeAt === undefined || this.planAging.stale(madeAt, now)) {
       try {
         if (madeAt !== undefined) await client.query('discard plans');
         this.plansMadeAt.set(client, now);

@@ -3,7 +3,14 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { assertIdentifier, type QueryOptions, refusedStatement, type SqlDriver, type SqlExecutor } from './driver.ts';
+import {
+  assertIdentifier,
+  PlanAging,
+  type QueryOptions,
+  refusedStatement,
+  type SqlDriver,
+  type SqlExecutor,
+} from './driver.ts';
 
 type Lane = 'foreground' | 'background';
 
@@ -18,6 +25,8 @@ export interface ThreadRequest {
   generic?: boolean;
   /** The statement is one of a transaction's. */
   inTransaction?: boolean;
+  /** The session's cached plans are dropped first (PlanAging): with a query out of a transaction, or a begin. */
+  refreshPlans?: boolean;
 }
 
 /** A PostgreSQL error's code and names survive the crossing; its class, detail and the statement's values do not. */
@@ -57,6 +66,9 @@ export class PgliteDriver implements SqlDriver {
   private nextId = 1;
   /** Why the thread is gone, once it is: every statement after fails with it. */
   private failure?: Error;
+  /** When the session's cached plans were made: they are dropped as PlanAging says. */
+  private plansMadeAt = Date.now();
+  private readonly planAging = new PlanAging();
 
   private constructor(
     private readonly thread: Worker,
@@ -96,7 +108,7 @@ export class PgliteDriver implements SqlDriver {
 
   query<Row>(text: string, params?: unknown[], options?: QueryOptions): Promise<Row[]> {
     return this.exclusive(
-      () => this.send('query', text, params, { generic: options?.plan === 'generic' }),
+      () => this.send('query', text, params, { generic: options?.plan === 'generic', refreshPlans: this.plansStale() }),
       options?.large ? 'heavy' : this.lane,
     );
   }
@@ -108,7 +120,7 @@ export class PgliteDriver implements SqlDriver {
   /** BEGIN, then `fn`'s statements, then COMMIT (or ROLLBACK if it throws), with no other statement between. */
   transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
     return this.exclusive(async () => {
-      await this.send('begin');
+      await this.send('begin', undefined, undefined, { refreshPlans: this.plansStale() });
       try {
         const result = await fn({
           query: <Row>(text: string, params?: unknown[]) =>
@@ -134,7 +146,7 @@ export class PgliteDriver implements SqlDriver {
     kind: ThreadRequest['kind'],
     text?: string,
     params?: unknown[],
-    options?: Pick<ThreadRequest, 'generic' | 'inTransaction'>,
+    options?: Pick<ThreadRequest, 'generic' | 'inTransaction' | 'refreshPlans'>,
     // biome-ignore lint/suspicious/noExplicitAny: rows, typed by the caller of query
   ): Promise<any[]> {
     const scheduler = this.owner ?? this;
@@ -144,6 +156,15 @@ export class PgliteDriver implements SqlDriver {
       scheduler.replies.set(id, { resolve, reject: (error) => reject(refusedStatement(error, text ?? kind)) });
       this.thread.postMessage({ id, kind, text, params, ...options } satisfies ThreadRequest);
     });
+  }
+
+  /** Whether the session's cached plans are to be dropped with the statement sent now (then counted as made now). */
+  private plansStale(): boolean {
+    const scheduler = this.owner ?? this;
+    const now = Date.now();
+    if (!scheduler.planAging.stale(scheduler.plansMadeAt, now)) return false;
+    scheduler.plansMadeAt = now;
+    return true;
   }
 
   private settle(reply: ThreadReply) {

@@ -22,8 +22,6 @@ const port = /** @type {import('node:worker_threads').MessagePort} */ (parentPor
 
 /** Prepared statements kept at most: each holds its plan in the WebAssembly memory, which never shrinks. */
 const MAX_PREPARED = 500;
-/** Cached plans are dropped this often, as PgDriver does: no autovacuum here, so no statistics change to drop them. */
-const PLAN_REFRESH_MS = 10_000;
 
 /**
  * Statements as PostgreSQL's extended protocol runs them by name: parsed, analysed (and, once PostgreSQL finds its
@@ -34,7 +32,6 @@ class PreparedStatements {
   /** @type {Map<string, { name: string, paramTypes: number[] }>} by text, least recently used first */
   #statements = new Map();
   #nextName = 0;
-  #plansMadeAt = Date.now();
   /** Whether the session plans generically (QueryOptions.plan): switched only when a statement asks otherwise. */
   #generic = false;
 
@@ -46,10 +43,11 @@ class PreparedStatements {
   /**
    * A statement's rows. In a transaction the session's planning is left as it is: a setting made there would be
    * undone by a rollback (`begin` resets it).
-   * @param {string} text @param {unknown[]} params @param {{ generic?: boolean, inTransaction?: boolean }} options
+   * @param {string} text @param {unknown[]} params
+   * @param {{ generic?: boolean, inTransaction?: boolean, refreshPlans?: boolean }} options
    */
-  async query(text, params, { generic = false, inTransaction = false }) {
-    if (!inTransaction) await this.planning(generic);
+  async query(text, params, { generic = false, inTransaction = false, refreshPlans = false }) {
+    if (!inTransaction) await this.planning(generic, refreshPlans);
     const statement = this.#statements.get(text) ?? (await this.#prepare(text));
     this.#statements.delete(text);
     this.#statements.set(text, statement);
@@ -96,12 +94,12 @@ class PreparedStatements {
     return statement;
   }
 
-  /** Plans made for each call's values, or generic ones; and every cached plan dropped now and then. @param {boolean} generic */
-  async planning(generic) {
-    if (Date.now() - this.#plansMadeAt >= PLAN_REFRESH_MS) {
-      await this.db.exec('discard plans');
-      this.#plansMadeAt = Date.now();
-    }
+  /**
+   * Plans made for each call's values, or generic ones; every cached plan dropped first when the driver says so
+   * (PlanAging: no autovacuum here, so no statistics change to drop them). @param {boolean} generic @param {boolean} refresh
+   */
+  async planning(generic, refresh) {
+    if (refresh) await this.db.exec('discard plans');
     if (generic === this.#generic) return;
     await this.db.exec(generic ? 'set plan_cache_mode = force_generic_plan' : 'reset plan_cache_mode');
     this.#generic = generic;
@@ -119,7 +117,7 @@ async function execute(db, statements, request) {
     case 'query':
       return statements.query(/** @type {string} */ (request.text), request.params ?? [], request);
     case 'begin':
-      await statements.planning(false);
+      await statements.planning(false, request.refreshPlans ?? false);
       await db.exec('begin');
       return undefined;
     case 'exec':

@@ -8,12 +8,19 @@ const BY_HOUR_AND_DAY = (rows: string) => `select r.*, s.span,
 
 /**
  * The trigger function that counts the runs a statement finished by the hour and the day, their outcomes and their
- * histograms; `terminal` lists the finished statuses.
+ * histograms; `terminal` lists the finished statuses. `onlyWhenFinishing`: a statement that leaves no run finished
+ * returns at once (migration 30).
  */
 export const countFinishedRuns = (
   terminal: string,
+  onlyWhenFinishing = false,
 ) => `    create or replace function count_finished_runs() returns trigger language plpgsql as $$
-    begin
+    begin${
+      onlyWhenFinishing
+        ? `
+      if not exists (select from new_runs where status in ${terminal}) then return null; end if;`
+        : ''
+    }
       with finished as (${finishedRuns(terminal)}
       ), spans as (
         ${BY_HOUR_AND_DAY('finished')}

@@ -3,7 +3,7 @@ import { uncountReplacedOutcomes } from './19-rollups.ts';
 import { countFinishedRuns } from './22-daily-rollups.ts';
 
 /** The finished statuses as of this migration: `debounced` is new. */
-const TERMINAL = "('succeeded', 'failed', 'handled', 'filtered', 'skipped', 'cancelled', 'debounced')";
+export const TERMINAL = "('succeeded', 'failed', 'handled', 'filtered', 'skipped', 'cancelled', 'debounced')";
 
 /**
  * A run's keys (flowControl) as its message gave them, kept so that the lanes can be rebuilt from the store after
