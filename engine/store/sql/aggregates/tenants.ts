@@ -67,12 +67,9 @@ export class SqlTenants implements TenantStore {
 
   async deleteTenant(id: string) {
     // Every tenant-owned table references tenants (or a table that does) with on delete cascade; deliveries, kept
-    // lean for intake (migration 20), and steps, for the worker's checkpoints (migration 31), are deleted here.
+    // lean for intake (migration 20), are deleted here.
     const deleted = await this.db.query(
-      `with ids as (delete from deliveries where tenant_id = $1 or tenant_id like $2),
-            -- By each id, so that the steps' index finds them: not a prefix, which would read every step.
-            steps as (delete from steps where tenant_id in (select t.id from tenants t
-              where (t.id = $1 and t.parent_id is null) or t.parent_id = $1))
+      `with ids as (delete from deliveries where tenant_id = $1 or tenant_id like $2)
        delete from tenants where id = $1 and parent_id is null returning id`,
       [id, `${id}${ENVIRONMENT_SEPARATOR}%`],
     );
@@ -107,7 +104,7 @@ export class SqlTenants implements TenantStore {
   async deleteEnvironment(tenantId: string, name: string) {
     const id = environmentId(tenantId, name);
     const deleted = await this.db.query(
-      `with ids as (delete from deliveries where tenant_id = $2), steps as (delete from steps where tenant_id = $2)
+      `with ids as (delete from deliveries where tenant_id = $2)
        delete from tenants where parent_id = $1 and id = $2 returning id`,
       [tenantId, id],
     );
