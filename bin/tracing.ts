@@ -166,7 +166,7 @@ class OtelSpans implements Tracer {
     };
   }
 
-  start(name: string, { kind, parent, links, attributes }: SpanOptions): TraceSpan {
+  start(name: string, { kind, parent, links, attributes, startTime }: SpanOptions): TraceSpan {
     const { api } = this;
     const context = parent ? api.trace.setSpanContext(api.ROOT_CONTEXT, this.otelContext(parent)) : api.ROOT_CONTEXT;
     const span = this.tracer.startSpan(
@@ -175,6 +175,8 @@ class OtelSpans implements Tracer {
         kind: this.kinds[kind],
         attributes,
         links: links?.map((link): Link => ({ context: this.otelContext(link) })),
+        // The SDK reads a number below performance.now() as a time on that clock (and would end on Date.now()).
+        startTime,
       },
       context,
     );
@@ -187,7 +189,7 @@ class OtelSpans implements Tracer {
           span.setAttribute('error.type', errorType);
           span.setStatus({ code: api.SpanStatusCode.ERROR });
         }
-        span.end();
+        span.end(startTime === undefined ? undefined : performance.now());
       },
     };
   }

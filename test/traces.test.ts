@@ -52,6 +52,41 @@ const tracedFlow = {
   ],
 };
 
+/**
+ * Three pure nodes: the filter stops the run unless `go`; the transform fails when asked to `refuse`; the loop posts
+ * each of the `items` there are.
+ */
+const pureFlow = {
+  key: 'pure',
+  name: 'Pure',
+  trigger: { type: 'webhook', config: {} },
+  nodes: [
+    { id: 'gate', operation: 'filter', config: { condition: '{{ $input.body.go }}' } },
+    {
+      id: 'shape',
+      operation: 'transform',
+      config: { expression: '{{ $input.body.refuse ? $error("refused") : {"ok": true} }}' },
+    },
+    {
+      id: 'each',
+      operation: 'loop',
+      config: { items: '{{ $exists($input.body.items) ? $input.body.items : [] }}', concurrency: 1 },
+      nodes: [
+        {
+          id: 'post',
+          operation: 'http.request',
+          config: { method: 'POST', url: '{{ $vars.SINK_URL }}/items', body: '{{ {"item": $item} }}' },
+        },
+      ],
+    },
+  ],
+  edges: [
+    { from: 'trigger', to: 'gate' },
+    { from: 'gate', to: 'shape' },
+    { from: 'shape', to: 'each' },
+  ],
+};
+
 const hexId = (bytes: number) => randomBytes(bytes).toString('hex');
 
 const KIND_NAMES = ['unspecified', 'internal', 'server', 'client', 'producer', 'consumer'];
@@ -188,9 +223,8 @@ describe.each([
       nodes.find(
         (span) => span.attributes['tributary.node.id'] === id && span.attributes['tributary.node.attempt'] === attempt,
       );
-    // The transform's output waits for the pass's next write: it runs once, in the first pass.
-    expect(nodes.filter((span) => span.attributes['tributary.node.id'] === 'shape')).toHaveLength(1);
-    expect(nodeSpan('shape', 1)).toMatchObject({ name: 'transform', parentSpanId: passes[0].spanId });
+    // The transform is pure, sends nothing and succeeds: its step has its timing, and it is no span.
+    expect(nodes.filter((span) => span.attributes['tributary.node.id'] === 'shape')).toEqual([]);
     const failedTry = nodeSpan('forward', 1)!;
     const secondTry = nodeSpan('forward', 2)!;
     expect(failedTry).toMatchObject({ name: 'http.request', parentSpanId: passes[0].spanId, statusCode: 2 });
@@ -220,7 +254,7 @@ describe.each([
     writeTree(protocol, spans);
 
     // Neither the body nor the secret is in any span.
-    const exported = JSON.stringify(collector.spans);
+    const exported = JSON.stringify(collector.spans, (_, value) => (typeof value === 'bigint' ? `${value}` : value));
     expect(exported).not.toContain(BODY_MARK);
     expect(exported).not.toContain(SECRET);
 
@@ -231,6 +265,70 @@ describe.each([
     // The delivery's log line names its trace and span.
     const line = env.lines.map((text) => JSON.parse(text)).find((entry) => entry.path === '/hooks/acme/traced');
     expect(line).toMatchObject({ trace_id: traceId, span_id: server.spanId });
+  });
+
+  it('makes a span of a pure node that stops the run or fails, not of one that just succeeds', async () => {
+    await acme.publish(pureFlow);
+    const deliver = async (body: object) => {
+      const traceId = hexId(16);
+      const delivered = await sendWebhook(env.url, 'acme', 'pure', body, {
+        traceparent: `00-${traceId}-${hexId(8)}-01`,
+      });
+      expect(delivered.status).toBe(202);
+      const run = await acme.settledRun(delivered.body.runId);
+      const spans = await eventually(async () => {
+        const found = collector.trace(traceId);
+        expect(found.filter((span) => span.kind === CONSUMER)).toHaveLength(1);
+        return found;
+      });
+      const pass = spans.find((span) => span.kind === CONSUMER)!;
+      const nodes = spans.filter((span) => span.kind === INTERNAL && span.parentSpanId === pass.spanId);
+      return { run, pass, nodes, spans };
+    };
+
+    const filtered = await deliver({ go: false });
+    expect(filtered.run.status).toBe('filtered');
+    expect(filtered.nodes).toHaveLength(1);
+    expect(filtered.nodes[0]).toMatchObject({ name: 'filter', statusCode: 0 });
+    expect(filtered.nodes[0].attributes).toMatchObject({
+      'tributary.node.id': 'gate',
+      'tributary.node.outcome': 'filtered',
+      'tributary.node.attempt': 1,
+    });
+
+    const failed = await deliver({ go: true, refuse: true });
+    expect(failed.run.status).toBe('failed');
+    expect(failed.nodes).toHaveLength(1);
+    expect(failed.nodes[0]).toMatchObject({ name: 'transform', statusCode: 2 });
+    expect(failed.nodes[0].attributes).toMatchObject({
+      'tributary.node.id': 'shape',
+      'tributary.node.outcome': 'failed',
+      'error.type': 'permanent',
+    });
+    // Made after the node began, it still lies within its pass.
+    expect(failed.nodes[0].startTimeUnixNano).toBeGreaterThanOrEqual(failed.pass.startTimeUnixNano);
+    expect(failed.nodes[0].endTimeUnixNano).toBeGreaterThanOrEqual(failed.nodes[0].startTimeUnixNano);
+    expect(failed.nodes[0].endTimeUnixNano).toBeLessThanOrEqual(failed.pass.endTimeUnixNano);
+
+    // The loop has no items: nothing inside it, and no span of its own.
+    const succeeded = await deliver({ go: true });
+    expect(succeeded.run.status).toBe('succeeded');
+    expect(succeeded.pass.attributes['tributary.run.status']).toBe('succeeded');
+    expect(succeeded.spans.filter((span) => span.kind === INTERNAL)).toEqual([]);
+
+    // With items, the loop is a span from its start: the parent of its items' nodes, each with its request.
+    const looped = await deliver({ go: true, items: [1, 2] });
+    expect(looped.run.status).toBe('succeeded');
+    expect(looped.nodes.map((span) => span.attributes['tributary.node.id'])).toEqual(['each']);
+    const [loop] = looped.nodes;
+    expect(loop.attributes['tributary.node.outcome']).toBe('succeeded');
+    const posts = looped.spans.filter((span) => span.attributes['tributary.node.id'] === 'post');
+    expect(posts.map((span) => span.attributes['tributary.step.key']).sort()).toEqual(['each[0].post', 'each[1].post']);
+    for (const post of posts) {
+      expect(post.parentSpanId).toBe(loop.spanId);
+      expect(post.startTimeUnixNano).toBeGreaterThanOrEqual(loop.startTimeUnixNano);
+      expect(looped.spans.filter((span) => span.kind === CLIENT && span.parentSpanId === post.spanId)).toHaveLength(1);
+    }
   });
 
   it('starts a trace of its own for a delivery without a valid traceparent', async () => {
@@ -328,7 +426,7 @@ describe('traces of a run whose worker was killed', () => {
 
     const spans = await eventually(async () => {
       const found = collector.trace(traceId);
-      expect(found.some((span) => span.attributes['tributary.node.id'] === 'boom' && span.statusCode === 0)).toBe(true);
+      expect(found.some((span) => span.attributes['tributary.run.status'] === 'succeeded')).toBe(true);
       return found;
     });
     const send = spans.find((span) => span.kind === PRODUCER)!;
@@ -338,9 +436,9 @@ describe('traces of a run whose worker was killed', () => {
     expect(resumed).toMatchObject({ parentSpanId: send.spanId, links: [{ traceId, spanId: send.spanId }] });
     expect(resumed.attributes['tributary.run.attempt']).toBeGreaterThan(1);
     expect(resumed.resource['tributary.role']).toBe('worker');
-    // The request was checkpointed before the crash: the run that goes on does not send it again.
-    const resumedNodes = spans.filter((span) => span.parentSpanId === resumed.spanId);
-    expect(resumedNodes.map((span) => span.attributes['tributary.node.id'])).toEqual(['boom']);
+    // The request was checkpointed before the crash: the run that goes on does not send it again (and `boom`, pure,
+    // just succeeds: no span).
+    expect(spans.filter((span) => span.parentSpanId === resumed.spanId)).toEqual([]);
     expect(sink.requests).toHaveLength(1);
     expect(parseTraceparent(sink.requests[0].headers.traceparent as string)?.traceId).toBe(traceId);
   });

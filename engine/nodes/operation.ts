@@ -9,6 +9,7 @@ import {
   openDestination,
   type RegisteredOperation,
 } from '../plugins/index.ts';
+import type { HttpClient } from '../outbound/index.ts';
 import type { SecretRedactor } from '../secrets/index.ts';
 import { staticConfigErrors } from './checks.ts';
 import type { CompiledNode, NodeCall, NodeDocument, NodeHost, NodeKind, NodeRunner, NodeScope } from './node-kind.ts';
@@ -129,6 +130,7 @@ class OperationStep implements NodeRunner<OperationSpec> {
     const { host } = this;
     const { run, sink, options } = host;
     let logger: Logger | undefined;
+    let http: HttpClient | undefined;
     const stepNames = new Set<string>();
     return {
       config,
@@ -143,7 +145,10 @@ class OperationStep implements NodeRunner<OperationSpec> {
       },
       // The message's, not the run's: every run of the message (a retry, a takeover, a replay) sends the same key.
       idempotencyKey: `${run.messageId}.${call.key}`,
-      http: (call.trace ? host.http.within(call.trace) : host.http).forAttempt(call.exchanges),
+      // Also made on first use: asking for it makes the node's span, its requests' parent (a pure node has none).
+      get http() {
+        return (http ??= (call.trace ? host.http.within(call.trace) : host.http).forAttempt(call.exchanges));
+      },
       tenantId: run.tenantId,
       flowId: run.flowId,
       runId: run.id,

@@ -32,7 +32,7 @@ import {
 } from '../nodes/index.ts';
 import { logFieldsOf, type SpanContext, type Tracer } from '../telemetry/index.ts';
 import { documentReader, type DocumentReader } from './document-reader.ts';
-import { nodeSpan } from './node-span.ts';
+import { NodeSpan } from './node-span.ts';
 import { backoff, type PassOutcome, withHandled } from './pass-outcome.ts';
 
 export type RunPassOptions = NodeHost['options'] & {
@@ -252,17 +252,19 @@ export class RunPass implements NodeHost {
     const waiting = checkpoint?.status === 'waiting' ? checkpoint : undefined;
     const { tracer } = this.options;
     if (!scope.trace || !tracer?.enabled) return this.attemptNode(node, scope, key, waiting);
-    const span = nodeSpan(tracer, scope.trace, this.state.run, node, key, (waiting?.attempts ?? 0) + 1);
+    const span = new NodeSpan(tracer, scope.trace, this.state.run, node, key, (waiting?.attempts ?? 0) + 1);
     let outcome: GraphOutcome | undefined;
     try {
-      outcome = await this.attemptNode(node, scope, key, waiting, span.context);
+      outcome = await this.attemptNode(node, scope, key, waiting, span);
     } catch (error) {
-      span.end('error');
+      span.end(undefined, 'error');
       throw error;
     }
     const ended = outcome === undefined ? 'succeeded' : outcome.kind === 'stopped' ? outcome.status : outcome.kind;
-    span.set({ 'tributary.node.outcome': ended === 'wait' ? 'waiting' : ended });
-    span.end(outcome?.kind === 'failed' || outcome?.kind === 'wait' ? outcome.error.kind : undefined);
+    span.end(
+      ended === 'wait' ? 'waiting' : ended,
+      outcome?.kind === 'failed' || outcome?.kind === 'wait' ? outcome.error.kind : undefined,
+    );
     return outcome;
   }
 
@@ -275,7 +277,7 @@ export class RunPass implements NodeHost {
     scope: GraphScope,
     key: string,
     waiting: Step | undefined,
-    trace?: SpanContext,
+    span?: NodeSpan,
   ): Promise<GraphOutcome | undefined> {
     const startedAt = waiting?.startedAt ?? new Date().toISOString();
     const failuresSoFar = waiting?.attempts ?? 0;
@@ -304,7 +306,15 @@ export class RunPass implements NodeHost {
 
     let result: unknown;
     try {
-      result = await this.runner(node).run(node, { scope, key, attempt, trace, exchanges });
+      result = await this.runner(node).run(node, {
+        scope,
+        key,
+        attempt,
+        get trace() {
+          return span?.context;
+        },
+        exchanges,
+      });
     } catch (thrown) {
       const error = this.redactError(toOperationError(thrown));
       const record: ErrorRecord = { ...toErrorRecord(error), node: node.id };

@@ -18,6 +18,11 @@ export interface SpanOptions {
   parent?: SpanContext;
   links?: SpanContext[];
   attributes?: SpanAttributes;
+  /**
+   * When it began, as `performance.now()` gave it, for a span made after the fact: it then ends by the same clock.
+   * Without one it begins now.
+   */
+  startTime?: number;
 }
 
 export interface TraceSpan {

@@ -13,6 +13,9 @@ export interface ReceivedSpan {
   links: Array<{ traceId: string; spanId: string }>;
   /** 0 unset, 1 ok, 2 error. */
   statusCode: number;
+  /** Nanoseconds since the Unix epoch. */
+  startTimeUnixNano: bigint;
+  endTimeUnixNano: bigint;
   resource: Record<string, unknown>;
   /** How it came: `http/protobuf` or `http/json`. */
   protocol: string;
@@ -106,6 +109,8 @@ function decodeJsonRequest(request: any): ReceivedSpan[] {
             spanId: link.spanId,
           })),
           statusCode: span.status?.code ?? 0,
+          startTimeUnixNano: BigInt(span.startTimeUnixNano ?? 0),
+          endTimeUnixNano: BigInt(span.endTimeUnixNano ?? 0),
           resource,
           protocol: 'http/json',
         });
@@ -154,6 +159,7 @@ const all = (list: Field[], number: number) => list.filter((field) => field.numb
 const bytes = (list: Field[], number: number) => all(list, number)[0]?.value as Buffer | undefined;
 const text = (list: Field[], number: number) => bytes(list, number)?.toString('utf8') ?? '';
 const hex = (list: Field[], number: number) => bytes(list, number)?.toString('hex') ?? '';
+const fixed64 = (list: Field[], number: number) => bytes(list, number)?.readBigUInt64LE(0) ?? 0n;
 const integer = (list: Field[], number: number) => Number((all(list, number)[0]?.value as bigint | undefined) ?? 0n);
 
 /** common.proto AnyValue: 1 string, 2 bool, 3 int, 4 double, 5 array. */
@@ -187,7 +193,8 @@ const protobufAttributes = (list: Field[]) =>
 
 /**
  * ExportTraceServiceRequest (1 resource_spans) > ResourceSpans (1 resource, 2 scope_spans) > ScopeSpans
- * (2 spans) > Span (1 trace_id, 2 span_id, 4 parent_span_id, 5 name, 6 kind, 9 attributes, 13 links, 15 status).
+ * (2 spans) > Span (1 trace_id, 2 span_id, 4 parent_span_id, 5 name, 6 kind, 7 start_time_unix_nano,
+ * 8 end_time_unix_nano, 9 attributes, 13 links, 15 status).
  */
 function decodeProtobufRequest(body: Buffer): ReceivedSpan[] {
   const spans: ReceivedSpan[] = [];
@@ -209,6 +216,8 @@ function decodeProtobufRequest(body: Buffer): ReceivedSpan[] {
             return { traceId: hex(linkFields, 1), spanId: hex(linkFields, 2) };
           }),
           statusCode: integer(fields(bytes(span, 15) ?? Buffer.alloc(0)), 3),
+          startTimeUnixNano: fixed64(span, 7),
+          endTimeUnixNano: fixed64(span, 8),
           resource,
           protocol: 'http/protobuf',
         });
