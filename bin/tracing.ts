@@ -147,6 +147,13 @@ export async function startTracing(
 
 type Api = typeof import('@opentelemetry/api');
 
+/**
+ * A time of the process's monotonic clock as milliseconds since the epoch. Every span's start and end are on it:
+ * a span begun after the fact (a node's, made when it failed) then lies inside its parent. The SDK's own times
+ * start from Date.now(), to the millisecond, each span on its own.
+ */
+const epochMs = (monotonic: number) => performance.timeOrigin + monotonic;
+
 /** The engine's Tracer on an OpenTelemetry tracer: contexts are passed explicitly, never through globals. */
 class OtelSpans implements Tracer {
   readonly enabled = true;
@@ -175,8 +182,7 @@ class OtelSpans implements Tracer {
         kind: this.kinds[kind],
         attributes,
         links: links?.map((link): Link => ({ context: this.otelContext(link) })),
-        // The SDK reads a number below performance.now() as a time on that clock (and would end on Date.now()).
-        startTime,
+        startTime: epochMs(startTime ?? performance.now()),
       },
       context,
     );
@@ -189,7 +195,7 @@ class OtelSpans implements Tracer {
           span.setAttribute('error.type', errorType);
           span.setStatus({ code: api.SpanStatusCode.ERROR });
         }
-        span.end(startTime === undefined ? undefined : performance.now());
+        span.end(epochMs(performance.now()));
       },
     };
   }
