@@ -140,7 +140,10 @@ export interface NodeCall {
   /** The node's step key, unique in the run: its id after its scope's prefix. */
   readonly key: string;
   readonly attempt: number;
-  /** The span of this attempt, when tracing is on: its operation's requests belong to it. */
+  /**
+   * The span of this attempt, when tracing is on: its operation's requests belong to it. Reading it makes the span:
+   * a pure node's attempt is one only when something asks for it or the attempt does not simply succeed.
+   */
   readonly trace?: SpanContext;
   /**
    * What this attempt's requests sent and got back, in order: its step keeps them, secrets masked (decision 29);

@@ -18,10 +18,7 @@ export interface SpanOptions {
   parent?: SpanContext;
   links?: SpanContext[];
   attributes?: SpanAttributes;
-  /**
-   * When it began, as `performance.now()` gave it, for a span made after the fact: it then ends by the same clock.
-   * Without one it begins now.
-   */
+  /** When it began, as `performance.now()` gave it, for a span made after the fact; without one it begins now. */
   startTime?: number;
 }
 
