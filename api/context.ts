@@ -1,7 +1,7 @@
 import type { DestinationType, FamilyRoute, WebhookSubscriber } from '../engine/plugins/index.ts';
 import type { CompileOptions } from '../engine/flow/index.ts';
 import type { Intake } from '../engine/intake/index.ts';
-import type { QueueAdmin } from '../engine/queue/index.ts';
+import type { QueueAdmin, TenantMoves } from '../engine/queue/index.ts';
 import type { MaintenanceMode } from '../engine/limits/index.ts';
 import type { Keyring } from '../engine/secrets/index.ts';
 import type { EngineServices } from '../engine/services/index.ts';
@@ -13,6 +13,8 @@ export interface ApiContext extends EngineServices {
   intake: Intake;
   /** The queues themselves, for operators. */
   queues: QueueAdmin;
+  /** Operators' moves of tenants between the run path's slot groups. */
+  moves: TenantMoves;
   keyring: Keyring;
   compile: CompileOptions;
   maintenance: MaintenanceMode;

@@ -264,6 +264,7 @@ describe('concurrency keys in the lanes', () => {
     expect(await subject.push([debounced(1, 60_000), debounced(2, 60_000)])).toEqual({
       now: [],
       debounced: [{ tenantId: 't', runId: 't-flow-1', by: 't-flow-2' }],
+      refused: [],
     });
     // Queued again after Redis lost it (its store update missed), the older run gives way to the slot's.
     expect((await subject.push([debounced(1, 60_000)])).debounced).toEqual([
@@ -323,5 +324,36 @@ describe('priorities in the lanes', () => {
       'r0',
       'r1',
     ]);
+  });
+});
+
+describe('a tenant moving between slot groups', () => {
+  it('is forgotten where it leaves, refused in both groups until its move ends, then served where it went', async () => {
+    const leaving = await lanes(1);
+    const [t0, t1, t2, t3] = runs('t', 4);
+    const handed = await started(await push(leaving, [t0, t1, t2, run('u', 0)]));
+    expect(ids(handed)).toEqual(['t-flow-0']);
+    await leaving.evict('t', 'out', [t0, t1, t2]);
+    expect(await leaving.backlog()).toEqual({ u: 1 });
+    expect((await leaving.push([t3])).refused).toEqual(['t-flow-3']);
+    // The run it had executing ends: the next goes to the other tenant, none of its own.
+    expect(ids(await end(leaving, handed))).toEqual(['u-flow-0']);
+    expect(await leaving.dispatch()).toEqual([]);
+
+    const left = prefix;
+    prefix = `test-lanes-${randomBytes(4).toString('hex')}`;
+    try {
+      const going = await lanes(4);
+      await going.evict('t', 'in', []);
+      expect((await going.push([t1])).refused).toEqual(['t-flow-1']);
+      // The move's own runs are taken, oldest first, and none starts before the move ends.
+      expect(await going.push([t1, t2, t3], true)).toEqual({ now: [], debounced: [], refused: [] });
+      expect(await going.dispatch()).toEqual([]);
+      expect(ids(await going.settle('t'))).toEqual(['t-flow-1', 't-flow-2', 't-flow-3']);
+      expect((await going.push([run('t', 4)])).now).toHaveLength(1);
+    } finally {
+      const keys = await redis.keys(`${left}:*`);
+      if (keys.length > 0) await redis.del(...keys);
+    }
   });
 });

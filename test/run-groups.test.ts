@@ -117,3 +117,111 @@ describe('three slot groups on one Redis', () => {
     expect(delivered.size).toBe(12);
   });
 });
+
+describe('a tenant moved to another slot group while it runs', () => {
+  let env: TestPlatform;
+  let receiver: Receiver;
+  let mover: ApiClient;
+  let operator: ApiClient;
+  const KEYS = 4;
+
+  beforeAll(async () => {
+    receiver = await new Receiver().start();
+    receiver.slow('/keyed', 400);
+    env = await startTestPlatform(
+      'postgres',
+      { api: true, worker: true },
+      { runGroups: 2, runGroupTenants: 'mover=0', workerConcurrency: 4 },
+    );
+    mover = await env.tenant('mover');
+    operator = await env.operator();
+    // Each run posts, then waits a second; the runs of one key run one at a time, their waits included.
+    await mover.publish({
+      key: 'keyed',
+      name: 'keyed',
+      trigger: { type: 'webhook' },
+      flowControl: { concurrency: { key: '{{ $input.body.key }}', limit: 1 } },
+      nodes: [
+        { id: 'pause', operation: 'wait', config: { for: '1s' } },
+        {
+          id: 'send',
+          operation: 'http.request',
+          config: { method: 'POST', url: `${receiver.url}/keyed`, body: '{{ $input.body }}' },
+        },
+      ],
+      edges: [
+        { from: 'trigger', to: 'send' },
+        { from: 'send', to: 'pause' },
+      ],
+    });
+  });
+  afterAll(async () => {
+    await env?.close();
+    await receiver?.close();
+  });
+
+  const send = async (from: number, to: number) => {
+    const runIds: string[] = [];
+    for (let n = from; n < to; n++)
+      runIds.push((await sendWebhook(env.url, 'mover', 'keyed', { n, key: `k${n % KEYS}` })).body.runId);
+    return runIds;
+  };
+
+  it('takes its waiting and queued runs along, each run once, its keys held throughout, in order', async () => {
+    expect((await operator.call('PUT', '/api/v1/tenants/mover/limits', { weight: 3 })).status).toBe(200);
+    const before = await send(0, 16);
+    // When the move begins, one of its runs executes in group 0 (its post under way), others wait there (holding
+    // their keys) and the rest wait for their keys.
+    await eventually(async () => {
+      expect(receiver.requests.some((request) => request.url === '/keyed' && !request.answeredAt)).toBe(true);
+      expect((await mover.call('GET', '/api/v1/runs?status=waiting')).body.nodes.length).toBeGreaterThan(0);
+    });
+    const path = '/api/v1/platform/run-groups/tenants/mover';
+    const moving = await operator.call('PUT', path, { group: 1 });
+    expect(moving.status).toBe(202);
+    expect(moving.body).toMatchObject({ tenantId: 'mover', group: 1, movingFrom: 0 });
+    const during = await send(16, 24);
+    await eventually(async () => expect((await operator.call('GET', path)).body.movingFrom).toBeNull());
+    const after = await send(24, 28);
+
+    for (const runId of [...before, ...during, ...after])
+      expect((await mover.settledRun(runId)).status).toBe('succeeded');
+    const posts = receiver.requests.filter((request) => request.url === '/keyed');
+    const sent = posts.map((request) => JSON.parse(request.body) as { n: number; key: string });
+    expect(sent.map(({ n }) => n).sort((a, b) => a - b)).toEqual(Array.from({ length: 28 }, (_, n) => n));
+    for (let key = 0; key < KEYS; key++) {
+      const ofKey = posts.filter((_, index) => sent[index].key === `k${key}`);
+      // In the order they came, each once the one before it had its answer and waited its second.
+      expect(ofKey.map((request) => (JSON.parse(request.body) as { n: number }).n)).toEqual(
+        Array.from({ length: 7 }, (_, i) => key + i * KEYS),
+      );
+      for (let i = 1; i < ofKey.length; i++)
+        expect(ofKey[i].receivedAt).toBeGreaterThanOrEqual(ofKey[i - 1].answeredAt! + 1000);
+    }
+
+    const { groups } = env.platform.queue;
+    // Its weight went along: fair dispatch in its new group reads it there.
+    const redis = await ioredisOf(groups[1].queue.client);
+    expect(await redis.hget(`${groups[1].queue.toKey('fair')}:weight`, 'mover')).toBe('3');
+    for (const runId of after) {
+      expect(await groups[1].queue.getJobState(runId)).toBe('completed');
+      expect(await groups[0].queue.getJobState(runId)).toBe('unknown');
+    }
+    expect((await operator.call('GET', '/api/v1/platform/run-groups')).body).toEqual({
+      groups: 2,
+      tenants: [{ tenantId: 'mover', group: 1, movingFrom: null, since: null }],
+    });
+    // Moved where it is: nothing to do.
+    expect((await operator.call('PUT', path, { group: 1 })).status).toBe(200);
+  });
+
+  it('refuses a group past RUN_GROUPS and an unknown tenant, with the field', async () => {
+    const past = await operator.call('PUT', '/api/v1/platform/run-groups/tenants/mover', { group: 2 });
+    expect(past.status).toBe(400);
+    expect(past.body.errors).toEqual([expect.objectContaining({ path: '$.group' })]);
+    const unknown = await operator.call('PUT', '/api/v1/platform/run-groups/tenants/nobody', { group: 0 });
+    expect(unknown.status).toBe(404);
+    const tenant = await mover.call('PUT', '/api/v1/platform/run-groups/tenants/mover', { group: 0 });
+    expect(tenant.status).toBe(403);
+  });
+});

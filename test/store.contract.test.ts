@@ -716,6 +716,39 @@ describe.each(adapters)('store contract on %s', (_name, open) => {
     expect((await store.listRunLogs('a', { runId }, { first: 10 })).nodes).toHaveLength(4);
   });
 
+  it("lists one tenant's unfinished runs, oldest first, and keeps where an operator moved its runs", async () => {
+    await store.createTenant({ id: 'placed', name: 'Placed' });
+    await store.createEnvironment('placed', 'staging');
+    const staging = environmentId('placed', 'staging');
+    const flow = await publishedFlow('placed', 'placed');
+    const runs = (
+      await acceptAll(Array.from({ length: 3 }, () => ({ message: simpleMessage('placed', flow.id), runId: newId() })))
+    ).map(({ run }) => run.id);
+    await acceptAll([{ message: simpleMessage('b', (await publishedFlow('b', 'placed')).id), runId: newId() }]);
+    await store.saveProgress('placed', runs[1], [], { status: 'succeeded', error: null });
+    const later = new Date(Date.now() + 60_000).toISOString();
+    const unfinished = await store.listUnfinishedRuns(later, undefined, 10, 'placed');
+    expect(unfinished.map((run) => run.id)).toEqual([runs[0], runs[2]]);
+    expect(unfinished.every((run) => run.tenantId === 'placed')).toBe(true);
+    expect((await store.listUnfinishedRuns(later, unfinished[0], 10, 'placed')).map((run) => run.id)).toEqual([
+      runs[2],
+    ]);
+
+    const moving = { tenantId: staging, group: 2, movingFrom: 0, since: new Date().toISOString(), draining: false };
+    await store.saveRunPlacement(moving);
+    await store.saveRunPlacement({ tenantId: 'placed', group: 1, movingFrom: null, since: null, draining: false });
+    await store.saveRunPlacement({ ...moving, draining: true });
+    expect(await store.listRunPlacements()).toEqual([
+      { tenantId: 'placed', group: 1, movingFrom: null, since: null, draining: false },
+      { ...moving, draining: true },
+    ]);
+    await expect(
+      store.saveRunPlacement({ tenantId: 'nobody', group: 1, movingFrom: null, since: null, draining: false }),
+    ).rejects.toBeInstanceOf(NotFoundError);
+    await store.deleteTenant('placed');
+    expect(await store.listRunPlacements()).toEqual([]);
+  });
+
   it('deletes a tenant with everything it owns, its environments and their runs’ steps too', async () => {
     const runIds = { gone: newId(), [environmentId('gone', 'staging')]: newId() };
     /** The tenant and its environment, each with a run; one that checkpointed a step when `checkpoint`. */

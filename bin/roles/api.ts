@@ -56,6 +56,7 @@ export class ApiRole {
           testRunner: testRunner(shared),
         }),
         queues: new QueueAdmin(queue, [schedules.queue]),
+        moves: shared.moves,
         keyring,
         compile,
         maintenance,

@@ -4,7 +4,13 @@ import { ExpressionSandbox } from '../../engine/expressions/index.ts';
 import type { CompileOptions } from '../../engine/flow/index.ts';
 import { HttpClient } from '../../engine/outbound/index.ts';
 import { type FamilyParts, familyParts, type OperationFamily, OperationRegistry } from '../../engine/plugins/index.ts';
-import { FlowSchedules, HEARTBEAT_TTL_MS, RunQueue, TenantLimitsInRedis } from '../../engine/queue/index.ts';
+import {
+  FlowSchedules,
+  HEARTBEAT_TTL_MS,
+  RunQueue,
+  TenantLimitsInRedis,
+  TenantMoves,
+} from '../../engine/queue/index.ts';
 import { ioredisOf } from '../../engine/redis/index.ts';
 import { MaintenanceMode, OutboundBudgets, RateLimiter, TenantQuotas } from '../../engine/limits/index.ts';
 import type { Keyring } from '../../engine/secrets/index.ts';
@@ -35,6 +41,8 @@ export interface SharedParts {
   schedules: FlowSchedules;
   quotas: TenantQuotas;
   tenantLimits: TenantLimitsInRedis;
+  /** Operators' moves of tenants between the run path's slot groups. */
+  moves: TenantMoves;
   rateLimiter: RateLimiter;
   clients: ClientAuthenticator;
   metrics: PrometheusMetrics;
@@ -65,6 +73,7 @@ export async function assembleShared(
     leaseMs: Math.max(config.workerLockMs, HEARTBEAT_TTL_MS),
     groups: config.runGroups,
     placed: placedTenants(config),
+    moved: () => store.listRunPlacements(),
   });
   const schedules = new FlowSchedules(store, queue, {
     connection: redis.connection('producer'),
@@ -97,6 +106,8 @@ export async function assembleShared(
     gate: budgets,
     pricers: parts.answerPricers,
   });
+  const tenantLimits = new TenantLimitsInRedis(queue, quotas);
+  await queue.refreshPlacements();
   const maintenance = new MaintenanceMode(queues, config.intakeCacheTtlMs);
   await maintenance.refresh();
   return {
@@ -113,7 +124,14 @@ export async function assembleShared(
     queue,
     schedules,
     quotas,
-    tenantLimits: new TenantLimitsInRedis(queue, quotas),
+    tenantLimits,
+    moves: new TenantMoves(queue, workerStore, {
+      place: async (id) => {
+        await tenantLimits.place(workerStore, id);
+        await schedules.placeFlows(id);
+      },
+      logger,
+    }),
     rateLimiter,
     clients: new ClientAuthenticator(store, new SignInThrottle(rateLimiter)),
     metrics: new PrometheusMetrics(queues, {

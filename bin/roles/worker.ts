@@ -3,13 +3,16 @@ import { AlertWatcher } from '../../engine/alerts/index.ts';
 import { ActionRunner } from '../../engine/plugins/index.ts';
 import { ENQUEUE_TIMEOUT_MS, ioredisOf } from '../../engine/redis/index.ts';
 import { QueueReconciler, QueueRecovery, ReplayRunner } from '../../engine/background/index.ts';
-import { enqueueRuns, RunWorker, runJob, TickWorker } from '../../engine/queue/index.ts';
+import { enqueueRuns, RunWorker, runJob, type TenantMoves, TickWorker } from '../../engine/queue/index.ts';
 import { CompiledFlowCache, Executor } from '../../engine/runtime/index.ts';
 import { schedulePruning } from '../pruning.ts';
 import type { RedisTarget } from '../redis.ts';
 import type { SharedParts } from './shared.ts';
 
-/** A worker role: runs, schedule ticks, the reconciler and recovery, bulk replays, alerts, pruning. */
+/** How often a worker looks at the moves of tenants between slot groups (TenantMoves): a moving tenant's runs wait. */
+const MOVE_STEP_MS = 250;
+
+/** A worker role: runs, schedule ticks, the reconciler and recovery, bulk replays, alerts, moves, pruning. */
 export class WorkerRole {
   private constructor(
     private readonly worker: RunWorker,
@@ -18,6 +21,7 @@ export class WorkerRole {
     private readonly recovery: QueueRecovery,
     private readonly replays: ReplayRunner,
     private readonly alerts: AlertWatcher,
+    private readonly moves: TenantMoves,
     private readonly pruning: NodeJS.Timeout,
   ) {}
 
@@ -87,7 +91,8 @@ export class WorkerRole {
       logger,
     });
     await recovery.start();
-    return new WorkerRole(worker, ticks, reconciler, recovery, replays, alerts, pruning);
+    shared.moves.start(MOVE_STEP_MS);
+    return new WorkerRole(worker, ticks, reconciler, recovery, replays, alerts, shared.moves, pruning);
   }
 
   /** The background loops first, then the runs in flight (finished, or handed back after `graceMs`). */
@@ -97,6 +102,7 @@ export class WorkerRole {
     await this.recovery.close();
     await this.replays.close();
     await this.alerts.close();
+    await this.moves.close();
     await this.reconciler.close();
     await this.worker.close(graceMs);
   }

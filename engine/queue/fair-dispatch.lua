@@ -42,7 +42,9 @@
   executing slots: runs queued ahead of them for the workers count as taking one, so a run given a
   reserved slot never waits behind another tenant's.
   ARGV[11] operation: 'push' (then tenant, flow, run id, payload, concurrency key or '', its limit, debounce key or
-  '', its period and maxWait in ms, its priority or 0 for its flow's ...),
+  '', its period and maxWait in ms, its priority or 0 for its flow's ...), 'move-in' (the same, for a tenant
+  being moved here), 'evict' (then tenant, 'in' or 'out', and its unfinished runs as for 'release', each with its
+  debounce key in place of the time), 'settle' (then the tenant whose move in is over; then dispatches),
   'release' (then tenant, flow, run id, concurrency key or '', and 0 when the run ended for good or the time
   until which it waits ...), 'acquire', 'lease' and 'renew' (the same, the time unused), or 'dispatch'
   ARGV[12 ...] the confirmed run ids, then the operation's items
@@ -53,6 +55,12 @@
   without a dispatch (from a retry's wait or a dead worker) as 'lease' does, but returns the ids of
   those it did not lease: their tenant holds every slot but the reserved ones, and they would take a
   slot kept for others (the caller defers them).
+
+  Moving a tenant between slot groups (tenant-moves.ts): 'evict' forgets everything of the tenant's runs in this
+  group (lanes, lines, holds, debounce slots, leases) and marks the tenant moving 'out' of it (where it was) or 'in'
+  (where it goes). A marked tenant's runs are never dispatched here, and 'push' refuses them (a third list: their
+  ids; the store has them, and the move queues them); 'move-in' queues them all the same, in the group they go to,
+  until the move ends and takes that group's mark away.
 ]]
 local rcall = redis.call
 local B = ARGV[1]
@@ -81,6 +89,8 @@ local debounceDueKey = B .. ':debounce-due'
 -- Runs waiting in key lines and debounce slots, by '<tenant>:concurrency_key' and '<tenant>:debounce'.
 local keyedWaitingKey = B .. ':keyed-waiting'
 local flowPriorityKey = B .. ':flow-priority'
+-- Tenants moving out of or into this group: tenant -> 'out' or 'in'.
+local movingKey = B .. ':moving'
 -- Wider than the passes of a tenant's lanes ever are apart: a higher priority always goes first.
 local PRIORITY_STEP = 2 ^ 40
 -- A hold's expiry while its run waits in a lane: it is not executing, so nothing renews it, and it must not expire.
@@ -314,11 +324,14 @@ for i = 12, first - 1 do
   rcall('HDEL', jobsKey, ARGV[i])
 end
 
-if op == 'push' then
+local refused = {}
+if op == 'push' or op == 'move-in' then
   for i = first, #ARGV, 10 do
     local t, f, id, d = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 6]
+    if op == 'push' and rcall('HEXISTS', movingKey, t) == 1 then
+      refused[#refused + 1] = id
     -- A run already waiting or in transit is not queued twice.
-    if rcall('HSETNX', jobsKey, id, ARGV[i + 3]) == 1 then
+    elseif rcall('HSETNX', jobsKey, id, ARGV[i + 3]) == 1 then
       rcall('HINCRBY', backlogKey, t, 1)
       if d == '' then
         admit(t, f, id, ARGV[i + 4], ARGV[i + 5], priorityOf(t, f, tonumber(ARGV[i + 9])))
@@ -331,6 +344,51 @@ elseif op == 'release' then
   for i = first, #ARGV, 5 do release(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], tonumber(ARGV[i + 4])) end
   -- Their jobs leave the active list just after this call: their slots count as free already.
   ending = (#ARGV - first + 1) / 5
+elseif op == 'evict' then
+  local t = ARGV[first]
+  rcall('HSET', movingKey, t, ARGV[first + 1])
+  local function forgetRuns(ids)
+    for _, id in ipairs(ids) do
+      rcall('HDEL', jobsKey, id)
+      rcall('ZREM', transitKey, id)
+    end
+  end
+  for _, lanes in ipairs({flowsKey(t), blockedFlowsKey(t)}) do
+    for _, lane in ipairs(rcall('ZRANGE', lanes, 0, -1)) do
+      forgetRuns(rcall('LRANGE', laneKey(t, lane), 0, -1))
+      rcall('DEL', laneKey(t, lane), priorityLanesKey(t, flowOf(lane)))
+    end
+    rcall('DEL', lanes)
+  end
+  for i = first + 2, #ARGV, 5 do
+    local f, k, d = ARGV[i + 1], ARGV[i + 3], ARGV[i + 4]
+    forgetRuns({ARGV[i + 2]})
+    rcall('DEL', flowRunningKey(t, f))
+    if k ~= '' then
+      forgetRuns(rcall('ZRANGE', keyLineKey(k), 0, -1))
+      rcall('DEL', keyHoldsKey(k), keyLineKey(k))
+      rcall('HDEL', keyLimitKey, k)
+      rcall('ZREM', keyLinesKey, k)
+    end
+    if d ~= '' then
+      local waiting = rcall('HGET', debounceSlotKey(d), 'run')
+      if waiting then forgetRuns({waiting}) end
+      rcall('DEL', debounceSlotKey(d))
+      rcall('ZREM', debounceDueKey, d)
+    end
+  end
+  rcall('DEL', tenantRunningKey(t))
+  rcall('ZREM', tenantsKey, t)
+  rcall('ZREM', blockedKey, t)
+  rcall('HDEL', passKey, t)
+  rcall('HDEL', backlogKey, t)
+  rcall('HDEL', keyedWaitingKey, t .. ':concurrency_key', t .. ':debounce')
+  return {}
+elseif op == 'settle' then
+  -- Its move in is over: back in the rotation (marked, it was taken out), and served by the dispatch below.
+  local t = ARGV[first]
+  rcall('HDEL', movingKey, t)
+  if rcall('ZCARD', flowsKey(t)) + rcall('ZCARD', blockedFlowsKey(t)) > 0 then wakeTenant(t) end
 elseif op == 'lease' then
   for i = first, #ARGV, 5 do lease(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]) end
   return {}
@@ -359,7 +417,7 @@ end
 
 local out = {}
 local function finish()
-  if op == 'push' then return {out, debounced} end
+  if op == 'push' or op == 'move-in' then return {out, debounced, refused} end
   return out
 end
 
@@ -428,14 +486,16 @@ while (room > 0 or reservedRoom > 0) and turns > 0 do
   if #head == 0 then break end
   local t, pass = head[1], tonumber(head[2])
   local f, blockedUntil
+  -- A tenant moving (out of this group, or into it until its runs are all here) is not served here.
+  local moving = rcall('HEXISTS', movingKey, t) == 1
   local limit = tenantLimit(t)
   local onlyReserved = free <= reserved or room <= 0
   local counted = limit > 0 or onlyReserved
   local running, earliest = 0, now
   if counted then running, earliest = liveLeases(tenantRunningKey(t)) end
-  if limit > 0 and running >= limit then blockedUntil = earliest end
-  local busy = not blockedUntil and onlyReserved and running >= reserved
-  if not blockedUntil and not busy then f, blockedUntil = nextFlow(t) end
+  if limit > 0 and running >= limit and not moving then blockedUntil = earliest end
+  local busy = not moving and not blockedUntil and onlyReserved and running >= reserved
+  if not blockedUntil and not busy and not moving then f, blockedUntil = nextFlow(t) end
   if busy then
     rcall('ZREM', tenantsKey, t)
     sidelined[#sidelined + 1] = {pass, t}

@@ -8,3 +8,4 @@ export { acceptMessages, enqueueRuns, isRunQueue, runJob, type RunJobData, RunQu
 export { MAX_TAKEOVERS, RunWorker } from './run-worker.ts';
 export { FlowSchedules, TickWorker } from './schedules.ts';
 export { TenantLimitsInRedis } from './tenant-limits.ts';
+export { type TenantPlacement, TenantMoves } from './tenant-moves.ts';

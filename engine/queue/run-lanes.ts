@@ -45,7 +45,7 @@ const TRANSIT_TIMEOUT_MS = 10_000;
 
 const SCRIPT = new LuaScript('fair-dispatch', readFileSync(new URL('./fair-dispatch.lua', import.meta.url), 'utf8'));
 
-type Operation = 'push' | 'release' | 'acquire' | 'lease' | 'renew' | 'dispatch';
+type Operation = 'push' | 'move-in' | 'release' | 'acquire' | 'lease' | 'renew' | 'dispatch' | 'evict' | 'settle';
 
 /**
  * The lanes runs wait in before BullMQ's run queue, one per tenant and flow, and the fair dispatch
@@ -76,9 +76,14 @@ export class RunLanes {
 
   /**
    * Queue runs behind their tenant's and flow's earlier ones (and their key's), or in their debounce key's slot;
-   * returns those there is room to start now, and the runs a later one of their debounce key took the place of.
+   * returns those there is room to start now, the runs a later one of their debounce key took the place of, and the
+   * ids of those refused because their tenant is moving out of or into this group (the store has them; the move
+   * queues them where the tenant goes). `movingIn`: the move's own, queued all the same.
    */
-  async push(runs: LaneRun[]): Promise<{ now: LaneRun[]; debounced: DebouncedRun[] }> {
+  async push(
+    runs: LaneRun[],
+    movingIn = false,
+  ): Promise<{ now: LaneRun[]; debounced: DebouncedRun[]; refused: string[] }> {
     const items = runs.flatMap((run) => [
       run.tenantId,
       run.flowId,
@@ -92,11 +97,40 @@ export class RunLanes {
       run.priority ?? 0,
     ]);
     const redis = await this.redis();
-    const [payloads, replaced] = (await SCRIPT.run(redis, this.keys, this.args('push', items))) as [string[], string[]];
+    const operation = movingIn ? 'move-in' : 'push';
+    const [payloads, replaced, refused] = (await SCRIPT.run(redis, this.keys, this.args(operation, items))) as [
+      string[],
+      string[],
+      string[],
+    ];
     const debounced: DebouncedRun[] = [];
     for (let i = 0; i < replaced.length; i += 3)
       debounced.push({ tenantId: replaced[i], runId: replaced[i + 1], by: replaced[i + 2] });
-    return { now: parsed(payloads), debounced };
+    return { now: parsed(payloads), debounced, refused };
+  }
+
+  /**
+   * A tenant moves out of this group ('out') or into it ('in'): everything its unfinished runs left here (lanes,
+   * lines, holds, debounce slots, leases) is forgotten, and until `settle` it is not served here and its runs are
+   * refused (fair-dispatch.lua). A group it left keeps it marked 'out', for processes that still send it there.
+   */
+  async evict(tenantId: string, direction: 'in' | 'out', runs: LaneRun[]): Promise<void> {
+    await this.call('evict', [
+      tenantId,
+      direction,
+      ...runs.flatMap((run) => [
+        run.tenantId,
+        run.flowId,
+        run.runId,
+        run.concurrency?.key ?? '',
+        run.debounce?.key ?? '',
+      ]),
+    ]);
+  }
+
+  /** A tenant's move into this group is over: its runs are served and taken here again; returns those to start now. */
+  settle(tenantId: string): Promise<LaneRun[]> {
+    return this.call('settle', [tenantId]);
   }
 
   /**

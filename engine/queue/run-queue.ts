@@ -1,5 +1,5 @@
 import { type ConnectionOptions, type JobState, Queue } from 'bullmq';
-import type { AcceptedMessage, MessageStore, NewMessage, Run, RunStore } from '../store/index.ts';
+import type { AcceptedMessage, MessageStore, NewMessage, Run, RunPlacement, RunStore } from '../store/index.ts';
 import { heartbeatKey, workerSlotsKey } from './heartbeats.ts';
 import { ioredisOf, runGroupOf, runsSlot, withinEnqueueTimeout } from '../redis/index.ts';
 import { type DebouncedRun, RunLanes } from './run-lanes.ts';
@@ -58,6 +58,8 @@ export interface RunQueueOptions extends QueueOptions {
   groups?: number;
   /** Tenants an operator placed in a group of their choice (RUN_GROUP_TENANTS); the others go by their hash. */
   placed?: Readonly<Record<string, number>>;
+  /** The tenants operators moved while they ran (TenantMoves), as the store keeps them: they win over `placed`. */
+  moved?: () => Promise<Array<Pick<RunPlacement, 'tenantId' | 'group' | 'movingFrom' | 'draining'>>>;
 }
 
 /** Where a run is: in a group's lanes, or its job in a state in the group's queue. */
@@ -81,6 +83,9 @@ const JOB_ATTEMPTS = 10;
 /** A run to wake that is still ending its pass is looked at again this often, this many times. */
 const WAKE_RETRY_MS = 20;
 const WAKE_TRIES = 50;
+
+/** How often a process reads where the operators' moves put tenants (RunQueue.refreshPlacements). */
+const PLACEMENTS_REFRESH_MS = 1000;
 
 /** A hand-off is confirmed within this long even when nothing else calls the lanes. */
 const CONFIRM_WITHIN_MS = 100;
@@ -130,12 +135,20 @@ export class RunGroup {
     });
   }
 
-  /** Queue runs in the lanes; those there is room for go to the workers at once (RunQueue.enqueue). */
-  async enqueue(jobs: RunJobData[]): Promise<DebouncedRun[]> {
-    const { now, debounced } = await withinEnqueueTimeout(this.lanes.push(jobs), 'take the runs');
+  /**
+   * Queue runs in the lanes; those there is room for go to the workers at once (RunQueue.enqueue). Returns the runs
+   * their debounce keys' later runs replaced, and those refused because their tenant is moving (RunLanes.push).
+   */
+  async enqueue(jobs: RunJobData[], movingIn = false): Promise<{ debounced: DebouncedRun[]; refused: string[] }> {
+    const { now, debounced, refused } = await withinEnqueueTimeout(this.lanes.push(jobs, movingIn), 'take the runs');
     // Not awaited: accepted runs are safe in their lanes, and a failed hand-off is handed out again.
     void this.handOff(now).catch(() => {});
-    return debounced;
+    return { debounced, refused };
+  }
+
+  /** A tenant's move into this group is over (TenantMoves): its runs there is room for go to the workers. */
+  async settle(tenantId: string): Promise<void> {
+    await this.handOff(await this.lanes.settle(tenantId));
   }
 
   /**
@@ -200,10 +213,22 @@ export class RunGroup {
 export class RunQueue {
   readonly groups: RunGroup[];
   private readonly placed: Readonly<Record<string, number>>;
+  /** Tenants moved by an operator (TenantMoves), as this process last read them: they win over `placed`. */
+  private moved: Readonly<Record<string, number>> = {};
+  private readonly readMoved?: RunQueueOptions['moved'];
+  private readonly placementsTimer?: NodeJS.Timeout;
 
   constructor(options: RunQueueOptions) {
     this.groups = Array.from({ length: options.groups ?? 1 }, (_, index) => new RunGroup(index, options));
     this.placed = options.placed ?? {};
+    this.readMoved = options.moved;
+    // A process that has not seen a move yet sends the tenant's runs to the group it left, which refuses them: the
+    // refusal makes it look at once (enqueue). Looking on a timer only spares that detour.
+    if (this.groups.length > 1 && options.moved)
+      this.placementsTimer = setInterval(
+        () => void this.refreshPlacements().catch(() => {}),
+        PLACEMENTS_REFRESH_MS,
+      ).unref();
   }
 
   /** Every group's BullMQ queue. */
@@ -213,7 +238,22 @@ export class RunQueue {
 
   /** The group a tenant's new runs go to. */
   groupOf(tenantId: string): RunGroup {
+    const moved = this.moved[tenantId];
+    if (moved !== undefined && moved < this.groups.length) return this.groups[moved];
     return this.groups[runGroupOf(tenantId, this.groups.length, this.placed)];
+  }
+
+  /**
+   * Read again where the operators' moves put tenants. A moving tenant's runs go on to the group it leaves until the
+   * move has marked it in both (that group serves it until then), to the group it goes to from then on: both refuse
+   * them until the move ends (enqueue), and its limits are written there.
+   */
+  async refreshPlacements(): Promise<void> {
+    if (this.groups.length === 1 || !this.readMoved) return;
+    const placements = await this.readMoved();
+    this.moved = Object.fromEntries(
+      placements.map((p) => [p.tenantId, p.movingFrom !== null && !p.draining ? p.movingFrom : p.group]),
+    );
   }
 
   /**
@@ -222,9 +262,8 @@ export class RunQueue {
    * a moment for a running one that is about to wait (it asked for its turn in the pass ending now).
    */
   async wake(tenantId: string, runId: string, options: { whenDelayed?: boolean } = {}): Promise<void> {
-    const { queue } = this.groupOf(tenantId);
     for (let tries = 1; ; tries++) {
-      const job = await queue.getJob(runId);
+      const job = await this.findJob(tenantId, runId);
       const state = await job?.getState();
       if (state === 'delayed') return job!.promote().catch(() => {});
       if (!options.whenDelayed || state !== 'active' || tries === WAKE_TRIES) return;
@@ -232,23 +271,60 @@ export class RunQueue {
     }
   }
 
+  /** A run's job in its tenant's group, else in another (its tenant moved since the job was added). */
+  private async findJob(tenantId: string, runId: string) {
+    const own = this.groupOf(tenantId);
+    const job = await own.queue.getJob(runId);
+    if (job) return job;
+    for (const group of this.groups) {
+      const found = group === own ? undefined : await group.queue.getJob(runId);
+      if (found) return found;
+    }
+    return undefined;
+  }
+
   /**
    * Queue runs in their lanes: once this resolves they are accepted (a run already queued is not
    * queued twice). Those there is room for go to the workers at once. Returns the runs (these or earlier ones) a
    * later run of their debounce key took the place of: the caller ends them (enqueueRuns).
+   *
+   * A run whose tenant is moving between groups is refused there; it is in the store already (every run is stored
+   * before it is queued), and the move queues it where the tenant goes (TenantMoves). One refused by a group its
+   * tenant has left goes once more where the tenant is now.
    */
   async enqueue(jobs: RunJobData[]): Promise<DebouncedRun[]> {
     if (jobs.length === 0) return [];
-    if (this.groups.length === 1) return this.groups[0].enqueue(jobs);
+    if (this.groups.length === 1) return (await this.groups[0].enqueue(jobs)).debounced;
+    const sentTo = jobs.map((job) => this.groupOf(job.tenantId));
+    const first = await this.pushTo(jobs, sentTo);
+    if (first.refused.length === 0) return first.debounced;
+    const refused = new Set(first.refused);
+    await this.refreshPlacements();
+    const again = jobs.filter((job, index) => refused.has(job.runId) && this.groupOf(job.tenantId) !== sentTo[index]);
+    const second = await this.pushTo(
+      again,
+      again.map((job) => this.groupOf(job.tenantId)),
+    );
+    return [...first.debounced, ...second.debounced];
+  }
+
+  /** Push each job to its group (`groups`, index for index), a call per group. */
+  private async pushTo(
+    jobs: RunJobData[],
+    groups: RunGroup[],
+  ): Promise<{ debounced: DebouncedRun[]; refused: string[] }> {
     const byGroup = new Map<RunGroup, RunJobData[]>();
-    for (const job of jobs) {
-      const group = this.groupOf(job.tenantId);
+    for (const [index, job] of jobs.entries()) {
+      const group = groups[index];
       const batch = byGroup.get(group);
       if (batch) batch.push(job);
       else byGroup.set(group, [job]);
     }
-    const debounced = await Promise.all([...byGroup].map(([group, batch]) => group.enqueue(batch)));
-    return debounced.flat();
+    const answers = await Promise.all([...byGroup].map(([group, batch]) => group.enqueue(batch)));
+    return {
+      debounced: answers.flatMap((answer) => answer.debounced),
+      refused: answers.flatMap((answer) => answer.refused),
+    };
   }
 
   /** Move the runs there is room for from every group's lanes into its queue. */
@@ -310,6 +386,7 @@ export class RunQueue {
   }
 
   close() {
+    clearInterval(this.placementsTimer);
     return Promise.all(this.groups.map((group) => group.close()));
   }
 }

@@ -1,6 +1,6 @@
 import { Queue, Worker, type Job } from 'bullmq';
 import type { Logger } from 'pino';
-import { retryable, newId } from '../model/index.ts';
+import { type FlowDocument, retryable, newId } from '../model/index.ts';
 import { pages, type FlowStore, type MessageStore, type RunStore, type TenantStore } from '../store/index.ts';
 import { repeatOptions } from '../triggers/index.ts';
 import { acceptMessages, type QueueOptions, type RunQueue } from './run-queue.ts';
@@ -80,17 +80,31 @@ export class FlowSchedules {
     await Promise.all(ids.map((id) => this.queue.removeJobScheduler(id)));
   }
 
-  private async apply(tenantId: string, flowId: string): Promise<void> {
+  /** Write the settings of a tenant's active flows where its runs go now (it moved to another slot group). */
+  async placeFlows(tenantId: string): Promise<void> {
+    const published = (after?: string) => this.store.listFlows(tenantId, { published: true }, { first: 100, after });
+    for await (const flow of pages(published))
+      if (flow.active) await this.writeFlowSettings(tenantId, flow.id, await this.activeVersion(tenantId, flow.id));
+  }
+
+  private async activeVersion(tenantId: string, flowId: string) {
     const flow = await this.store.getFlow(tenantId, flowId);
-    const version =
-      flow?.active && flow.activeVersion !== null
-        ? await this.store.getFlowVersion(tenantId, flowId, flow.activeVersion)
-        : undefined;
-    const document = version?.document;
-    await this.runs.flowSettings(tenantId, flowId, {
-      concurrency: document?.concurrency,
-      priority: document?.flowControl?.priority,
+    return flow?.active && flow.activeVersion !== null
+      ? await this.store.getFlowVersion(tenantId, flowId, flow.activeVersion)
+      : undefined;
+  }
+
+  /** The active version's concurrency and priority, for fair dispatch to read (none: the defaults). */
+  private writeFlowSettings(tenantId: string, flowId: string, version: { document: FlowDocument } | undefined) {
+    return this.runs.flowSettings(tenantId, flowId, {
+      concurrency: version?.document.concurrency,
+      priority: version?.document.flowControl?.priority,
     });
+  }
+
+  private async apply(tenantId: string, flowId: string): Promise<void> {
+    const version = await this.activeVersion(tenantId, flowId);
+    await this.writeFlowSettings(tenantId, flowId, version);
     const trigger = version?.document.trigger;
     const id = schedulerId(tenantId, flowId);
     if (!version || trigger?.type !== 'schedule' || !trigger.config) {

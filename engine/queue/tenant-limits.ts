@@ -1,4 +1,4 @@
-import { environmentId } from '../model/index.ts';
+import { environmentId, environmentOf } from '../model/index.ts';
 import { pages, type Tenant, type TenantStore } from '../store/index.ts';
 import type { TenantQuotas } from '../limits/index.ts';
 import type { RunQueue } from './run-queue.ts';
@@ -18,6 +18,15 @@ export class TenantLimitsInRedis {
     // The API call limit is read from the tenant with each call; the rest lives in Redis.
     const { weight, concurrency, apiCallsPerSecond: _, apiCallBurst: __, ...quota } = limits;
     await Promise.all([this.runs.share(id, { weight, concurrency }), this.quotas.override(id, quota)]);
+  }
+
+  /**
+   * The own limits of a tenant, or of one of its environments (they have the tenant's), written again where its runs
+   * go now (it moved to another slot group); none clears what that group had of it.
+   */
+  async place(store: TenantStore, id: string): Promise<void> {
+    const tenant = await store.getTenant(environmentOf(id).tenantId);
+    await this.apply({ id, limits: tenant?.limits ?? {} });
   }
 
   /** Every tenant's own limits, in each of its environments, written again (after Redis lost them). */

@@ -50,7 +50,9 @@ export const tenantsSettings = {
     shownDefault: 'none',
     description:
       "Tenants placed in a group of their own choosing instead of their hash's, e.g. `big-shop=2, acme=1` (groups " +
-      'count from 0; a group past `RUN_GROUPS` is ignored): a tenant heavy enough to fill a master alone gets one.',
+      'count from 0; a group past `RUN_GROUPS` is ignored): a tenant heavy enough to fill a master alone gets one. ' +
+      'A tenant an operator moved while it runs (`PUT /api/v1/platform/run-groups/tenants/{tenantId}`) goes where it ' +
+      'was moved, whatever this says.',
   },
   tenantDeliveriesPerSecond: {
     env: 'TENANT_DELIVERIES_PER_SECOND',

@@ -45,13 +45,15 @@ export interface RunStore {
   hasUnfinishedRun(tenantId: string, flowId: string): Promise<boolean>;
   listRuns(tenantId: string, filter: RunFilter, page: PageRequest): Promise<Page<Run>>;
   /**
-   * Unfinished runs (queued, running, waiting) of every tenant created before `createdBefore`, oldest
-   * first, after the cursor: what the queue reconciler checks against the queue's jobs.
+   * Unfinished runs (queued, running, waiting) of every tenant, or of one, created before `createdBefore`, oldest
+   * first, after the cursor: what the queue reconciler checks against the queue's jobs, and what a tenant's move
+   * between slot groups of the run path takes along.
    */
   listUnfinishedRuns(
     createdBefore: string,
     after: UnfinishedRunCursor | undefined,
     limit: number,
+    tenantId?: string,
   ): Promise<UnfinishedRun[]>;
 }
 

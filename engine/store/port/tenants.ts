@@ -32,6 +32,22 @@ export interface TenantStore {
   tenantUsage(tenantId: string): Promise<Record<string, StateUsage>>;
   getUserSettings(tenantId: string, subject: string): Promise<UserSettings | undefined>;
   putUserSettings(tenantId: string, subject: string, settings: UserSettings['settings']): Promise<UserSettings>;
+  /** The tenants (and environments) an operator moved to a slot group of the run path, and the moves under way. */
+  listRunPlacements(): Promise<RunPlacement[]>;
+  /** Record where a tenant's runs go, or the state of its move; a NotFoundError if there is no such tenant. */
+  saveRunPlacement(placement: RunPlacement): Promise<void>;
+}
+
+/** Where an operator moved a tenant's runs (a slot group of the run path, RUN_GROUPS), and the move under way. */
+export interface RunPlacement {
+  /** A tenant, or one of its environments. */
+  tenantId: string;
+  group: number;
+  /** While it moves: the group it leaves, and since when. */
+  movingFrom: number | null;
+  since: string | null;
+  /** The move has forgotten its runs in both groups, and waits for none to execute in the one it leaves. */
+  draining: boolean;
 }
 
 /** API clients (their secrets hashed) and the embedded issuer's signing keys. */

@@ -30,6 +30,7 @@ import { migration as m27 } from './migrations/27-environments.ts';
 import { migration as m28 } from './migrations/28-step-exchanges.ts';
 import { migration as m29 } from './migrations/29-run-status-statistics.ts';
 import { migration as m30 } from './migrations/30-cheaper-rollups.ts';
+import { migration as m31 } from './migrations/31-run-placements.ts';
 
 /** Versioned, append-only (one file each in migrations/): a released migration never changes; a change is a new one. */
 export const migrations: Migration[] = [
@@ -63,6 +64,7 @@ export const migrations: Migration[] = [
   m28,
   m29,
   m30,
+  m31,
 ];
 
 /**

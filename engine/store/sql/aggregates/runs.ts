@@ -16,7 +16,6 @@ import { JsonText, LARGE_JSON_LENGTH, parseJson } from '../../../model/index.ts'
 import {
   type ProgressSave,
   type Row,
-  iso,
   json,
   TERMINAL,
   UNFINISHED,
@@ -288,15 +287,18 @@ export class SqlRuns implements RunStore {
     createdBefore: string,
     after: UnfinishedRunCursor | undefined,
     limit: number,
+    tenantId?: string,
   ): Promise<UnfinishedRun[]> {
+    // The cursor's time to the microsecond, as stored: to the millisecond, a page could start before its cursor and
+    // give its runs again (runs accepted in one statement share their time), a page of them forever.
     const rows = await this.db.query(
-      `select r.tenant_id, r.id, r.flow_id, r.flow_version, r.status, r.created_at, r.concurrency, r.debounce,
-          p.priority
+      `select r.tenant_id, r.id, r.flow_id, r.flow_version, r.status, to_json(r.created_at) #>> '{}' as created_at,
+          r.concurrency, r.debounce, p.priority
         from runs r left join replays p on p.tenant_id = r.tenant_id and p.id = r.replay_id
         where r.status in ${UNFINISHED} and r.created_at < $1 and ($2::timestamptz is null
-          or (r.created_at, r.id) > ($2::timestamptz, $3::uuid))
+          or (r.created_at, r.id) > ($2::timestamptz, $3::uuid)) and ($5::text is null or r.tenant_id = $5)
         order by r.created_at, r.id limit $4`,
-      [createdBefore, after?.createdAt ?? null, after?.id ?? null, limit],
+      [createdBefore, after?.createdAt ?? null, after?.id ?? null, limit, tenantId ?? null],
     );
     return rows.map((row) => ({
       tenantId: row.tenant_id,
@@ -304,7 +306,7 @@ export class SqlRuns implements RunStore {
       flowId: row.flow_id,
       flowVersion: row.flow_version,
       status: row.status,
-      createdAt: iso(row.created_at),
+      createdAt: row.created_at,
       concurrency: row.concurrency ?? null,
       debounce: row.debounce ?? null,
       priority: row.priority ?? null,

@@ -5,10 +5,18 @@ import {
   MAX_ENVIRONMENTS,
   NotFoundError,
 } from '../../../model/index.ts';
-import type { PageRequest, StateLimit, Tenant, TenantLimits, UserSettings, TenantStore } from '../../port.ts';
+import type {
+  PageRequest,
+  RunPlacement,
+  StateLimit,
+  Tenant,
+  TenantLimits,
+  UserSettings,
+  TenantStore,
+} from '../../port.ts';
 import type { SqlDriver } from '../driver.ts';
 import { PARTITIONS_AHEAD_MS, SqlRetention } from './retention.ts';
-import { json, decodeCursor, page, isUniqueViolation } from './rows.ts';
+import { json, decodeCursor, iso, page, isUniqueViolation } from './rows.ts';
 import { toEnvironment, toTenant, toUserSettings } from './row-mappers.ts';
 
 /** Tenants, and the settings of their users. */
@@ -164,5 +172,27 @@ export class SqlTenants implements TenantStore {
       [tenantId, subject, json(settings)],
     );
     return toUserSettings(row);
+  }
+  async listRunPlacements(): Promise<RunPlacement[]> {
+    const rows = await this.db.query('select * from run_placements order by tenant_id');
+    return rows.map((row) => ({
+      tenantId: row.tenant_id,
+      group: row.run_group,
+      movingFrom: row.moving_from,
+      since: row.since === null ? null : iso(row.since),
+      draining: row.draining,
+    }));
+  }
+
+  async saveRunPlacement(placement: RunPlacement): Promise<void> {
+    const rows = await this.db.query(
+      `insert into run_placements (tenant_id, run_group, moving_from, since, draining)
+       select id, $2, $3, $4, $5 from tenants where id = $1
+       on conflict (tenant_id) do update set run_group = excluded.run_group, moving_from = excluded.moving_from,
+         since = excluded.since, draining = excluded.draining
+       returning 1`,
+      [placement.tenantId, placement.group, placement.movingFrom, placement.since, placement.draining],
+    );
+    if (rows.length === 0) throw new NotFoundError(`no tenant ${placement.tenantId}`);
   }
 }
