@@ -89,8 +89,10 @@ local debounceDueKey = B .. ':debounce-due'
 -- Runs waiting in key lines and debounce slots, by '<tenant>:concurrency_key' and '<tenant>:debounce'.
 local keyedWaitingKey = B .. ':keyed-waiting'
 local flowPriorityKey = B .. ':flow-priority'
--- Tenants moving out of or into this group: tenant -> 'out' or 'in'.
+-- Tenants moving out of or into this group: tenant -> 'out' or 'in'. Most groups have none: looked at once a call.
 local movingKey = B .. ':moving'
+local function isMoving(t) return rcall('HEXISTS', movingKey, t) == 1 end
+local anyMoving = rcall('EXISTS', movingKey) == 1
 -- Wider than the passes of a tenant's lanes ever are apart: a higher priority always goes first.
 local PRIORITY_STEP = 2 ^ 40
 -- A hold's expiry while its run waits in a lane: it is not executing, so nothing renews it, and it must not expire.
@@ -328,7 +330,7 @@ local refused = {}
 if op == 'push' or op == 'move-in' then
   for i = first, #ARGV, 10 do
     local t, f, id, d = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 6]
-    if op == 'push' and rcall('HEXISTS', movingKey, t) == 1 then
+    if op == 'push' and anyMoving and isMoving(t) then
       refused[#refused + 1] = id
     -- A run already waiting or in transit is not queued twice.
     elseif rcall('HSETNX', jobsKey, id, ARGV[i + 3]) == 1 then
@@ -487,7 +489,7 @@ while (room > 0 or reservedRoom > 0) and turns > 0 do
   local t, pass = head[1], tonumber(head[2])
   local f, blockedUntil
   -- A tenant moving (out of this group, or into it until its runs are all here) is not served here.
-  local moving = rcall('HEXISTS', movingKey, t) == 1
+  local moving = anyMoving and isMoving(t)
   local limit = tenantLimit(t)
   local onlyReserved = free <= reserved or room <= 0
   local counted = limit > 0 or onlyReserved
