@@ -222,4 +222,29 @@ describe('on a Redis Cluster, the run path in three slot groups', () => {
       'ticks',
     ]);
   });
+
+  it("moves a tenant to another master's group while it runs: every run once, the later ones there", async () => {
+    const west = await grouped.tenant('west');
+    await west.publish(forwardWebhook('orders', `${receiver.url}/west`));
+    const send = async (from: number, to: number) => {
+      const ids = [];
+      for (let n = from; n < to; n++) ids.push((await sendWebhook(grouped.url, 'west', 'orders', { n })).body.runId);
+      return ids;
+    };
+    const { groups } = grouped.platform.queue;
+    const from = grouped.platform.queue.groupOf('west').index;
+    const to = (from + 1) % groups.length;
+    const before = await send(0, 10);
+    const operator = await grouped.operator();
+    const path = '/api/v1/platform/run-groups/tenants/west';
+    expect((await operator.call('PUT', path, { group: to })).body).toMatchObject({ group: to, movingFrom: from });
+    const during = await send(10, 20);
+    await eventually(async () => expect((await operator.call('GET', path)).body.movingFrom).toBeNull());
+    const after = await send(20, 25);
+    for (const runId of [...before, ...during, ...after])
+      expect((await west.settledRun(runId)).status).toBe('succeeded');
+    const sent = receiver.requests.filter((request) => request.url === '/west').map((r) => JSON.parse(r.body).n);
+    expect(sent.sort((a, b) => a - b)).toEqual(Array.from({ length: 25 }, (_, n) => n));
+    for (const runId of after) expect(await groups[to].queue.getJobState(runId)).toBe('completed');
+  });
 });
