@@ -131,7 +131,7 @@ describe('a tenant moved to another slot group while it runs', () => {
     env = await startTestPlatform(
       'postgres',
       { api: true, worker: true },
-      { runGroups: 2, runGroupTenants: 'mover=0', workerConcurrency: 4 },
+      { runGroups: 2, runGroupTenants: 'mover=0', workerConcurrency: 4, recoveryIntervalMs: 200 },
     );
     mover = await env.tenant('mover');
     operator = await env.operator();
@@ -213,6 +213,19 @@ describe('a tenant moved to another slot group while it runs', () => {
     });
     // Moved where it is: nothing to do.
     expect((await operator.call('PUT', path, { group: 1 })).status).toBe(200);
+  });
+
+  it('is marked out of the group it left again when that group loses its data, and runs in its own', async () => {
+    const { groups } = env.platform.queue;
+    const redis = await ioredisOf(groups[0].queue.client);
+    const marks = `${groups[0].queue.toKey('fair')}:moving`;
+    expect(await redis.hget(marks, 'mover')).toBe('out');
+    await redis.del(...(await redis.keys(`${groups[0].slot}*`)));
+    // Recovered from the store: a process still sending the tenant there is refused, and sends its runs on.
+    await eventually(async () => expect(await redis.hget(marks, 'mover')).toBe('out'));
+    const [runId] = await send(28, 29);
+    expect((await mover.settledRun(runId)).status).toBe('succeeded');
+    expect(await groups[1].queue.getJobState(runId)).toBe('completed');
   });
 
   it('refuses a group past RUN_GROUPS and an unknown tenant, with the field', async () => {

@@ -88,6 +88,7 @@ export class WorkerRole {
       reconciler,
       syncSchedules: () => shared.schedules.syncAll(),
       syncTenantLimits: () => shared.tenantLimits.syncAll(store),
+      restoreMoves: () => shared.moves.restoreMarks(),
       logger,
     });
     await recovery.start();

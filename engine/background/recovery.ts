@@ -31,6 +31,8 @@ export interface RecoveryOptions {
   syncSchedules: () => Promise<number>;
   /** Writes every tenant's own limits to Redis again. */
   syncTenantLimits: () => Promise<void>;
+  /** Marks the tenants operators moved between groups again (TenantMoves.restoreMarks). */
+  restoreMoves: () => Promise<void>;
   logger: Logger;
 }
 
@@ -93,7 +95,7 @@ export class QueueRecovery {
   }
 
   private async recover(redis: RedisClient, lost: { runsLost: boolean; schedulesLost: boolean }) {
-    const { logger, reconciler, syncSchedules, syncTenantLimits, prefix } = this.options;
+    const { logger, reconciler, syncSchedules, syncTenantLimits, restoreMoves, prefix } = this.options;
     const report: RecoveryReport = {
       since: new Date().toISOString(),
       finishedAt: null,
@@ -107,8 +109,9 @@ export class QueueRecovery {
     await save();
     try {
       if (lost.runsLost) {
-        // First, so that runs queued again are dispatched by their tenants' weights and limits.
+        // First, so that runs queued again are dispatched by their tenants' weights and limits, in their groups only.
         await syncTenantLimits();
+        await restoreMoves();
         await reconciler.recover(async (done) => {
           report.runsLooked = done.looked;
           report.runsRequeued = done.requeued;

@@ -128,6 +128,11 @@ export class RunLanes {
     ]);
   }
 
+  /** Mark a tenant moving out of or into this group again, forgetting nothing (its marks went with lost Redis data). */
+  async mark(tenantId: string, direction: 'in' | 'out'): Promise<void> {
+    await (await this.redis()).hset(`${this.base}:moving`, tenantId, direction);
+  }
+
   /** A tenant's move into this group is over: its runs are served and taken here again; returns those to start now. */
   settle(tenantId: string): Promise<LaneRun[]> {
     return this.call('settle', [tenantId]);

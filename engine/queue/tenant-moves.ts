@@ -95,6 +95,22 @@ export class TenantMoves {
     return (await this.store.listRunPlacements()).map(shown);
   }
 
+  /**
+   * After a loss of Redis data, which took the marks along, before the lost runs are queued again: each moved tenant
+   * is marked `out` of every group but its own (a process that has not seen its move is refused there, and sends
+   * its runs on), and a tenant moving, in both its groups (its move goes on from where it was).
+   */
+  async restoreMarks(): Promise<void> {
+    for (const { tenantId, group, movingFrom } of await this.store.listRunPlacements()) {
+      const marks = this.queue.groups.map((other) =>
+        other.index !== group
+          ? other.lanes.mark(tenantId, 'out')
+          : movingFrom !== null && other.lanes.mark(tenantId, 'in'),
+      );
+      await Promise.all(marks);
+    }
+  }
+
   /** Take the moves under way further every `intervalMs` (worker processes; none with one group). */
   start(intervalMs: number) {
     if (this.queue.groups.length > 1) this.timer = setInterval(() => void this.rounds.run(), intervalMs).unref();
