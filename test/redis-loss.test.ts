@@ -54,6 +54,9 @@ beforeAll(async () => {
   acme = await env.tenant('acme');
   await acme.publish(forwardWebhook('orders', `${receiver.url}/erp`));
   await acme.publish(pollEverySecond('poll', `${receiver.url}/tick`));
+  // Its staging environment polls too: its schedule is registered again as well.
+  await acme.call('POST', '/api/v1/environments', { name: 'staging' });
+  await acme.in('staging').publish(pollEverySecond('poll', `${receiver.url}/tick-staging`));
   await acme.publish({
     ...forwardWebhook('keyed', `${receiver.url}/keyed`),
     flowControl: { concurrency: { key: '{{ $input.body.order }}' } },
@@ -100,15 +103,17 @@ describe('Redis comes back empty', () => {
       expect(firsts).toEqual([...firsts].sort((a, b) => a - b));
     }
 
-    const ticksBefore = receiver.requests.filter((request) => request.url === '/tick').length;
-    await eventually(async () =>
-      expect(receiver.requests.filter((request) => request.url === '/tick').length).toBeGreaterThan(ticksBefore + 1),
-    );
+    const ticks = (path: string) => receiver.requests.filter((request) => request.url === path).length;
+    const ticksBefore = { production: ticks('/tick'), staging: ticks('/tick-staging') };
+    await eventually(async () => {
+      expect(ticks('/tick')).toBeGreaterThan(ticksBefore.production + 1);
+      expect(ticks('/tick-staging')).toBeGreaterThan(ticksBefore.staging + 1);
+    });
     const ready = await (
       await fetch(`${env.url}/readyz`, { headers: { authorization: `Bearer ${operator.token}` } })
     ).json();
     expect(ready.ready).toBe(true);
-    expect(ready.checks.recovery).toMatchObject({ finishedAt: expect.any(String), flowsScheduled: 3 });
+    expect(ready.checks.recovery).toMatchObject({ finishedAt: expect.any(String), flowsScheduled: 4 });
     expect(ready.checks.recovery.runsRequeued).toBeGreaterThan(0);
     // The operator's limits were written to Redis again from the store.
     expect((await acme.call('GET', '/api/v1/dashboard')).body.quota.burst).toBe(12_345);

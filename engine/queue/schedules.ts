@@ -1,6 +1,6 @@
 import { Queue, Worker, type Job } from 'bullmq';
 import type { Logger } from 'pino';
-import { type FlowDocument, retryable, newId } from '../model/index.ts';
+import { environmentId, type FlowDocument, retryable, newId } from '../model/index.ts';
 import { pages, type FlowStore, type MessageStore, type RunStore, type TenantStore } from '../store/index.ts';
 import { repeatOptions } from '../triggers/index.ts';
 import { acceptMessages, type QueueOptions, type RunQueue } from './run-queue.ts';
@@ -51,17 +51,20 @@ export class FlowSchedules {
   }
 
   /**
-   * Make every flow's scheduler match it (after Redis lost them): every tenant's published
-   * flows, page by page. Returns how many flows were looked at.
+   * Make every flow's scheduler match it (after Redis lost them): the published flows of every tenant, in each of its
+   * environments, page by page. Returns how many flows were looked at.
    */
   async syncAll(): Promise<number> {
     let flows = 0;
     for await (const tenant of pages((after) => this.store.listTenants({}, { first: 100, after }))) {
-      const published = (after?: string) => this.store.listFlows(tenant.id, { published: true }, { first: 100, after });
-      for await (const flow of pages(published)) {
-        if (!flow.active) continue;
-        await this.sync(tenant.id, flow.id);
-        flows++;
+      const environments = await this.store.listEnvironments(tenant.id);
+      for (const id of [tenant.id, ...environments.map(({ name }) => environmentId(tenant.id, name))]) {
+        const published = (after?: string) => this.store.listFlows(id, { published: true }, { first: 100, after });
+        for await (const flow of pages(published)) {
+          if (!flow.active) continue;
+          await this.sync(id, flow.id);
+          flows++;
+        }
       }
     }
     return flows;
