@@ -7,7 +7,7 @@ import express from 'express';
 import jsonata from 'jsonata';
 import { Worker } from 'bullmq';
 import { createClientCredentials } from '../api/auth/clients.ts';
-import { loadConfig } from '../bin/config/config.ts';
+import { loadConfig, workerConcurrency } from '../bin/config/config.ts';
 import { Platform } from '../bin/platform.ts';
 import { redisOptions } from '../bin/redis.ts';
 import { truthy } from '../engine/expressions/expression.ts';
@@ -126,7 +126,7 @@ if (mode === 'bare-express') {
     {
       connection: redisOptions(config.redisUrl, 'worker'),
       prefix: config.redisPrefix,
-      concurrency: config.workerConcurrency,
+      concurrency: workerConcurrency(config, false),
     },
   );
   await worker.waitUntilReady();

@@ -78,7 +78,7 @@ export class Platform {
         logger,
         tracer: tracing?.tracer ?? noTracer,
       });
-      const worker = roles.worker ? await WorkerRole.start(shared, redis) : undefined;
+      const worker = roles.worker ? await WorkerRole.start(shared, redis, roles.api) : undefined;
       const api = roles.api ? await ApiRole.start(shared, eventLoop) : undefined;
       const adminSocket = shared.lock && (await serveAdminSocket(storeAdmin(shared.store), config.dataDir));
       // A worker without the API exports its metrics on a port of its own, when one is set.

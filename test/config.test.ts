@@ -1,7 +1,14 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadConfig, outboundRefusal, placedTenants, settings, withSettingsTable } from '../bin/config/config.ts';
+import {
+  loadConfig,
+  outboundRefusal,
+  placedTenants,
+  settings,
+  withSettingsTable,
+  workerConcurrency,
+} from '../bin/config/config.ts';
 import { RedisTarget } from '../bin/redis.ts';
 
 describe('configuration', () => {
@@ -10,7 +17,6 @@ describe('configuration', () => {
     expect(defaults).toMatchObject({
       port: 3000,
       bodyLimitBytes: 1024 * 1024,
-      workerConcurrency: 64,
       logLevel: 'info',
       dataDir: path.resolve('data'),
     });
@@ -18,6 +24,13 @@ describe('configuration', () => {
     const set = loadConfig({ PORT: '8080', BODY_LIMIT: '512kb', MAX_STEP_OUTPUT_BYTES: '2MB', DATABASE_URL: '  ' });
     expect(set).toMatchObject({ port: 8080, bodyLimitBytes: 512 * 1024, maxStepOutputBytes: 2 * 1024 * 1024 });
     expect(set.databaseUrl).toBeUndefined();
+  });
+
+  it('takes more runs in flight in a worker process of its own than in one that serves the API, unless told', () => {
+    expect(workerConcurrency(loadConfig({}), false)).toBe(128);
+    expect(workerConcurrency(loadConfig({}), true)).toBe(64);
+    expect(workerConcurrency(loadConfig({ WORKER_CONCURRENCY: '10' }), false)).toBe(10);
+    expect(workerConcurrency(loadConfig({ WORKER_CONCURRENCY: '10' }), true)).toBe(10);
   });
 
   it('refuses a bad value with its variable and what it must be', () => {

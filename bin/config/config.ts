@@ -80,6 +80,15 @@ export function outboundRefusal(config: Config): AddressRefusal | undefined {
   }
 }
 
+/**
+ * WORKER_CONCURRENCY, or its default for this process: a worker of its own takes more runs in flight (grouped, they
+ * cost less CPU each); one that shares its process with the API takes fewer, or they would take the CPU the flow URLs
+ * answer with.
+ */
+export function workerConcurrency(config: Config, servesTheApi: boolean): number {
+  return config.workerConcurrency ?? (servesTheApi ? 64 : 128);
+}
+
 /** RUN_GROUP_TENANTS as tenant -> group. */
 export function placedTenants(config: Config): Record<string, number> {
   const placed: Record<string, number> = {};

@@ -5,6 +5,7 @@ import { ENQUEUE_TIMEOUT_MS, ioredisOf } from '../../engine/redis/index.ts';
 import { QueueReconciler, QueueRecovery, ReplayRunner } from '../../engine/background/index.ts';
 import { enqueueRuns, RunWorker, runJob, type TenantMoves, TickWorker } from '../../engine/queue/index.ts';
 import { CompiledFlowCache, Executor } from '../../engine/runtime/index.ts';
+import { workerConcurrency } from '../config/config.ts';
 import { schedulePruning } from '../pruning.ts';
 import type { RedisTarget } from '../redis.ts';
 import type { SharedParts } from './shared.ts';
@@ -25,7 +26,8 @@ export class WorkerRole {
     private readonly pruning: NodeJS.Timeout,
   ) {}
 
-  static async start(shared: SharedParts, redis: RedisTarget): Promise<WorkerRole> {
+  /** `servesTheApi`: the API role runs in this process too (`serve`), and the worker takes fewer runs at once. */
+  static async start(shared: SharedParts, redis: RedisTarget, servesTheApi: boolean): Promise<WorkerRole> {
     const { config, logger, workerStore: store, queue, compile, keyring, metrics } = shared;
     const executor = new Executor({
       store,
@@ -43,7 +45,7 @@ export class WorkerRole {
     });
     const worker = new RunWorker(executor, store, queue, {
       connection: redis.connection('worker'),
-      concurrency: config.workerConcurrency,
+      concurrency: workerConcurrency(config, servesTheApi),
       lockDurationMs: config.workerLockMs,
       stalledIntervalMs: config.workerStalledIntervalMs,
       logger,

@@ -4,12 +4,16 @@ import { MB, type Setting, stateLimit } from '../setting.ts';
 export const tenantsSettings = {
   workerConcurrency: {
     env: 'WORKER_CONCURRENCY',
-    schema: { type: 'integer', minimum: 1, default: 64 },
+    schema: { type: 'integer', minimum: 1 },
+    shownDefault: '`128` in a worker process of its own, `64` in one that also serves the API (`serve`)',
     description:
       'Runs one worker process executes at once. Runs mostly wait on outside systems, so a worker keeps many in ' +
-      'flight; their store statements are grouped, so more in flight also costs less CPU per run (on two cores, 64 ' +
-      "drains 10–20 % more runs per second than 32). An outside system's own limit (an ERP account allows 5–20 " +
-      "concurrent requests) is not this setting's job: see `TENANT_CONCURRENCY`, and the ERP's refusal is retried.",
+      'flight; their store statements are grouped, so more in flight also costs less CPU per run (on two cores, a ' +
+      'worker of its own drains about 12 % more runs per second at 128 than at 64, and no more at 256). Where the ' +
+      'worker shares its process with the API, more runs in flight take the CPU the flow URLs answer with: `serve` ' +
+      "took 30 % fewer webhooks a second at 128 under load, hence 64 there. An outside system's own limit (an ERP " +
+      "account allows 5–20 concurrent requests) is not this setting's job: see `TENANT_CONCURRENCY`, and the ERP's " +
+      'refusal is retried.',
   },
   tenantConcurrency: {
     env: 'TENANT_CONCURRENCY',
