@@ -12,6 +12,7 @@ import {
   type ApiClient,
   type TestPlatform,
 } from './support/harness.ts';
+import { webhookChain } from './support/flow-documents.ts';
 import { Receiver } from './support/receiver.ts';
 import { importFlowDocument, refundFlow, refundWorld } from './support/refund-fixture.ts';
 
@@ -177,35 +178,21 @@ describe('durability', () => {
 
   it('a worker killed while a run waits for the flow it called: both go on with the next worker, the call made once', async () => {
     await stopWorkers();
-    await acme.publish({
-      key: 'slow-child',
-      name: 'slow-child',
-      trigger: { type: 'webhook' },
-      nodes: [
+    await acme.publish(
+      webhookChain('slow-child', [
         { id: 'pause', operation: 'wait', config: { for: '3s' } },
         { id: 'double', operation: 'transform', config: { expression: "{{ {'doubled': $input.body.n * 2} }}" } },
-      ],
-      edges: [
-        { from: 'trigger', to: 'pause' },
-        { from: 'pause', to: 'double' },
-      ],
-    });
-    await acme.publish({
-      key: 'slow-parent',
-      name: 'slow-parent',
-      trigger: { type: 'webhook' },
-      nodes: [
+      ]),
+    );
+    await acme.publish(
+      webhookChain('slow-parent', [
         { id: 'call', operation: 'call', config: { flow: 'slow-child', input: { n: '{{ $input.body.n }}' } } },
         {
           ...post('send', '/sub-results'),
           config: { method: 'POST', url: '{{ $vars.ERP_URL }}/sub-results', body: '{{ $steps.call }}' },
         },
-      ],
-      edges: [
-        { from: 'trigger', to: 'call' },
-        { from: 'call', to: 'send' },
-      ],
-    });
+      ]),
+    );
     const doomed = await startWorker();
     const accepted = await sendWebhook(env.url, 'acme', 'slow-parent', { n: 4 });
     const runStatus = async (id: string) => (await acme.call('GET', `/api/v1/runs/${id}`)).body.status;

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { QueueKeys } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { DISPATCH_TTL_MS } from '../engine/queue/heartbeats.ts';
 import { RunLanes, type LaneRun } from '../engine/queue/run-lanes.ts';
 import { REDIS_URL } from './support/harness.ts';
 
@@ -48,22 +49,37 @@ async function lanes(
   });
 }
 
-/** What BullMQ does with handed-out runs, as far as the lanes see it: their jobs are active. */
-async function started(handed: LaneRun[]): Promise<LaneRun[]> {
-  if (handed.length > 0) await redis.rpush(`${prefix}:runs:active`, ...ids(handed));
+/**
+ * What BullMQ does with handed-out runs, as far as the lanes see it: their jobs are active and locked, the hand-off
+ * confirmed.
+ */
+async function started(subject: RunLanes, handed: LaneRun[]): Promise<LaneRun[]> {
+  for (const item of handed) {
+    await redis.rpush(`${prefix}:runs:active`, item.runId);
+    await redis.set(`${prefix}:runs:${item.runId}:lock`, 'token');
+  }
+  subject.confirm(ids(handed));
   return handed;
+}
+
+/** Jobs leave the active list (finished, or delayed), and their locks go. */
+async function leave(ended: LaneRun[]) {
+  for (const item of ended) {
+    await redis.lrem(`${prefix}:runs:active`, 0, item.runId);
+    await redis.del(`${prefix}:runs:${item.runId}:lock`);
+  }
 }
 
 /** Runs end: released while their jobs are still active (as a worker does), then their jobs leave. */
 async function end(subject: RunLanes, ended: LaneRun[]): Promise<LaneRun[]> {
   const next = await subject.release(ended);
-  for (const item of ended) await redis.lrem(`${prefix}:runs:active`, 0, item.runId);
-  return started(next);
+  await leave(ended);
+  return started(subject, next);
 }
 
 /** Start runs until `count` have started, ending the oldest running one each time (one worker slot). */
 async function drain(subject: RunLanes, count: number): Promise<LaneRun[]> {
-  const handed = await started(await subject.dispatch());
+  const handed = await started(subject, await subject.dispatch());
   while (handed.length < count) {
     const next = await end(subject, [handed[handed.length - 1]]);
     if (next.length === 0) break;
@@ -85,11 +101,11 @@ describe('fair dispatch', () => {
   it('keeps the reserved slots for tenants running few runs: a newcomer starts at once while another holds the rest', async () => {
     // 20 slots, 10 % reserved: a tenant running 2 or more takes at most 18.
     const subject = await lanes(20, 0, 30_000, 10);
-    const busy = await started(await push(subject, runs('busy', 100)));
+    const busy = await started(subject, await push(subject, runs('busy', 100)));
     expect(busy).toHaveLength(18);
     expect(await subject.dispatch()).toEqual([]);
     // A tenant with nothing running starts at once, on a reserved slot, and may take the other too.
-    const quiet = await started(await push(subject, [run('quiet', 0), run('quiet', 1), run('quiet', 2)]));
+    const quiet = await started(subject, await push(subject, [run('quiet', 0), run('quiet', 1), run('quiet', 2)]));
     expect(ids(quiet)).toEqual(['quiet-flow-0', 'quiet-flow-1']);
     // Then it runs as many as are reserved: the slot a busy run frees is kept for the next newcomer.
     expect(await subject.dispatch()).toEqual([]);
@@ -103,10 +119,10 @@ describe('fair dispatch', () => {
     // One worker executing 20 runs at once and taking 4 more ahead, 10 % reserved: runs queued ahead of the
     // workers count as holding a slot, so the busy tenant holds 18 and 2 slots stay free to execute.
     const subject = await lanes(24, 0, 30_000, 10, 20);
-    const busy = await started(await push(subject, runs('busy', 100)));
+    const busy = await started(subject, await push(subject, runs('busy', 100)));
     expect(busy).toHaveLength(18);
     expect(await subject.dispatch()).toEqual([]);
-    const quiet = await started(await push(subject, [run('quiet', 0)]));
+    const quiet = await started(subject, await push(subject, [run('quiet', 0)]));
     expect(ids(quiet)).toEqual(['quiet-flow-0']);
     // Alone again, the busy tenant still leaves them free: the next newcomer may come while its runs hang.
     await end(subject, quiet);
@@ -119,11 +135,27 @@ describe('fair dispatch', () => {
     expect(await subject.acquire([run('busy', 99)], false)).toEqual([]);
   });
 
-  it("starts a newcomer while the queue looks full of a dead worker's runs, waiting to be taken over", async () => {
+  it('counts runs handed out a moment ago, their jobs not yet added, as taking slots', async () => {
     const subject = await lanes(24, 0, 30_000, 10, 20);
-    await started(await push(subject, runs('busy', 100)));
-    // A worker died with 20 runs: BullMQ lists them active until its stalled check hands them back.
-    await redis.rpush(`${prefix}:runs:active`, ...Array.from({ length: 20 }, (_, n) => `dead-${n}`));
+    expect(await push(subject, runs('busy', 100))).toHaveLength(18);
+    // A call from another process before their jobs are added: the slots they will take are not free for busy.
+    expect(await subject.dispatch()).toEqual([]);
+    expect(ids(await push(subject, [run('quiet', 0)]))).toEqual(['quiet-flow-0']);
+  });
+
+  it.each([
+    [
+      "a dead worker's runs, listed active until its stalled check hands them back",
+      (runIds: string[]) => redis.rpush(`${prefix}:runs:active`, ...runIds),
+    ],
+    [
+      "runs back from a wait, in BullMQ's prioritized set, which workers read after the wait list",
+      (runIds: string[]) => redis.zadd(`${prefix}:runs:prioritized`, ...runIds.flatMap((id, n) => [n, id])),
+    ],
+  ])('starts a newcomer while the queue looks full of %s', async (_, crowd) => {
+    const subject = await lanes(24, 0, 30_000, 10, 20);
+    await started(subject, await push(subject, runs('busy', 100)));
+    await crowd(Array.from({ length: 20 }, (_, n) => `crowd-${n}`));
     expect(await subject.dispatch()).toEqual([]);
     expect(ids(await push(subject, [run('quiet', 0), run('quiet', 1), run('quiet', 2)]))).toEqual([
       'quiet-flow-0',
@@ -133,7 +165,7 @@ describe('fair dispatch', () => {
 
   it("hands out only what live workers take, then one run per run ended; a tenant's first run goes next", async () => {
     const subject = await lanes(2);
-    const first = await started(await push(subject, runs('busy', 50)));
+    const first = await started(subject, await push(subject, runs('busy', 50)));
     expect(ids(first)).toEqual(['busy-flow-0', 'busy-flow-1']);
     // Nothing more while the workers are full, however many runs wait.
     expect(await push(subject, [run('quiet', 0)])).toEqual([]);
@@ -142,6 +174,44 @@ describe('fair dispatch', () => {
     expect(ids(await end(subject, [first[0]]))).toEqual(['quiet-flow-0']);
     expect(ids(await end(subject, [first[1]]))).toEqual(['busy-flow-2']);
     expect(await subject.backlog()).toEqual({ busy: 47 });
+  });
+
+  it('frees the slot of a run once, when its job left the active list before its release came', async () => {
+    const subject = await lanes(4);
+    const first = await started(subject, await push(subject, runs('busy', 10)));
+    // Two passes end to wait, their jobs delayed at once, while the release waits for another call to end.
+    const sleeping = first.slice(0, 2).map((item) => ({ ...item, heldUntil: Date.now() + 1000 }));
+    await leave(sleeping);
+    expect(ids(await subject.release(sleeping))).toEqual(['busy-flow-4', 'busy-flow-5']);
+  });
+
+  it('counts runs back from a wait as queued: runs handed out after them do not crowd them out', async () => {
+    const subject = await lanes(4);
+    const first = await started(subject, await push(subject, runs('busy', 10)));
+    // Their passes end to wait, and the next runs take their slots.
+    const sleeping = first.map((item) => ({ ...item, heldUntil: Date.now() + 1000 }));
+    const second = await end(subject, sleeping);
+    expect(ids(second)).toEqual(['busy-flow-4', 'busy-flow-5', 'busy-flow-6', 'busy-flow-7']);
+    // The first are back: their jobs are in BullMQ's prioritized set (run-worker.ts), taken once the wait list is
+    // empty. They take the slots the second free as much as runs handed out would.
+    await redis.zadd(`${prefix}:runs:prioritized`, ...ids(first).flatMap((id, n) => [n, id]));
+    expect(await end(subject, second)).toEqual([]);
+    // A worker takes two of them, and those end: room for two.
+    await redis.zpopmin(`${prefix}:runs:prioritized`, 2);
+    const taken = await started(subject, first.slice(0, 2));
+    expect(await subject.dispatch()).toEqual([]);
+    expect(ids(await end(subject, taken))).toEqual(['busy-flow-8', 'busy-flow-9']);
+  });
+
+  it('fills the slots of workers that beat within DISPATCH_TTL_MS, not those of a worker that stopped', async () => {
+    const subject = await lanes(2);
+    // A worker killed two beats ago still counts; one whose last beat is older does not.
+    await redis.zadd(`${prefix}:workers`, Date.now() - DISPATCH_TTL_MS + 1000, 'killed');
+    await redis.hset(`${prefix}:slots`, 'killed', 3);
+    const first = await started(subject, await push(subject, runs('a', 10)));
+    expect(first).toHaveLength(5);
+    await redis.zadd(`${prefix}:workers`, Date.now() - DISPATCH_TTL_MS - 1000, 'killed');
+    expect(await end(subject, first)).toHaveLength(2);
   });
 
   it('hands out nothing while no worker is live, nor while the queue is paused', async () => {
@@ -180,10 +250,9 @@ describe('fair dispatch', () => {
 
   it('keeps a tenant to its concurrency, and hands out its next run as soon as one ends', async () => {
     const subject = await lanes(10, 2);
-    const first = await started(await push(subject, [...runs('limited', 5), ...runs('other', 2)]));
+    const first = await started(subject, await push(subject, [...runs('limited', 5), ...runs('other', 2)]));
     expect(first.filter((item) => item.tenantId === 'limited')).toHaveLength(2);
     expect(first.filter((item) => item.tenantId === 'other')).toHaveLength(2);
-    subject.confirm(ids(first));
     // No run of the tenant is handed out (nor delayed and retried) until one of its runs ends.
     expect(await subject.dispatch()).toEqual([]);
     expect(ids(await end(subject, [run('limited', 0)]))).toEqual(['limited-flow-2']);
@@ -300,7 +369,7 @@ describe('priorities in the lanes', () => {
     await subject.flowSettings('t', 'urgent', { priority: 1 });
     await subject.flowSettings('t', 'orders', { concurrency: 1 });
     // Taken one at a time: the queue holds the first pushed, the rest wait in their lanes.
-    const first = await started(await push(subject, runs('t', 2, 'orders')));
+    const first = await started(subject, await push(subject, runs('t', 2, 'orders')));
     await push(subject, [
       ...runs('t', 2, 'urgent'),
       ...['r0', 'r1'].map((id) => ({ ...run('t', 0, 'orders'), runId: id, priority: 5 })),
@@ -331,7 +400,7 @@ describe('a tenant moving between slot groups', () => {
   it('is forgotten where it leaves, refused in both groups until its move ends, then served where it went', async () => {
     const leaving = await lanes(1);
     const [t0, t1, t2, t3] = runs('t', 4);
-    const handed = await started(await push(leaving, [t0, t1, t2, run('u', 0)]));
+    const handed = await started(leaving, await push(leaving, [t0, t1, t2, run('u', 0)]));
     expect(ids(handed)).toEqual(['t-flow-0']);
     await leaving.evict('t', 'out', [t0, t1, t2]);
     expect(await leaving.backlog()).toEqual({ u: 1 });

@@ -2,7 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import { ExpressionSandbox } from '../engine/expressions/sandbox.ts';
-import { sendWebhook, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
+import { heartbeatKey, workerSlotsKey } from '../engine/queue/heartbeats.ts';
+import { ioredisOf } from '../engine/redis/index.ts';
+import { eventually, sendWebhook, startTestPlatform, type ApiClient, type TestPlatform } from './support/harness.ts';
+import { webhookChain } from './support/flow-documents.ts';
 import { Receiver } from './support/receiver.ts';
 
 let env: TestPlatform;
@@ -132,6 +135,53 @@ describe("a flow's concurrency", () => {
       expect(freeCall.receivedAt).toBeLessThan(lastSerial);
     } finally {
       await env2.close();
+    }
+  });
+});
+
+describe('runs back from a wait', () => {
+  it("leave a worker's reserved slot to another tenant while dispatch still counts a dead worker's slots", async () => {
+    // 10 slots, 10 % reserved: one tenant's runs hold at most 9 of them. Calls to /flood hang until released.
+    const hanging = await new Receiver((request) => (request.url === '/flood' ? 'hang' : undefined)).start();
+    const back = await startTestPlatform(
+      'postgres',
+      { api: true, worker: true },
+      { workerConcurrency: 10, reservedSlotsPercent: 10, outboundStartConcurrency: 64 },
+    );
+    try {
+      const flood = await back.tenant('flood');
+      const light = await back.tenant('light');
+      const call = (path: string) => ({
+        id: 'call',
+        operation: 'http.request',
+        config: { method: 'POST', url: `${hanging.url}${path}` },
+      });
+      await flood.publish(
+        webhookChain('pause', [{ id: 'pause', operation: 'wait', config: { for: '1s' } }, call('/flood')]),
+      );
+      await light.publish(webhookChain('call', [call('/light')]));
+      // A worker killed a moment ago, as dispatch sees it until its heartbeat is DISPATCH_TTL_MS old (here, for ever):
+      // its 100 slots count, so that by dispatch's count the flood may hold 99 executing slots.
+      const [queue] = back.platform.queue.queues;
+      const redis = await ioredisOf(queue.client);
+      await redis.zadd(heartbeatKey(queue), Date.now() + 600_000, 'killed');
+      await redis.hset(workerSlotsKey(queue), { killed: 100, 'killed:c': 100 });
+
+      for (let n = 0; n < 20; n++) await sendWebhook(back.url, 'flood', 'pause', { n });
+      // The flood's runs come back from their wait: 9 hang on their call, the others are deferred.
+      await eventually(async () => {
+        if (hanging.requests.filter((request) => request.url === '/flood').length < 9) throw new Error('not yet');
+      });
+      await sendWebhook(back.url, 'light', 'call', {});
+      await eventually(async () => {
+        if (!hanging.requests.some((request) => request.url === '/light')) throw new Error('the light run waits');
+      }, 15_000);
+      expect(hanging.requests.filter((request) => request.url === '/flood')).toHaveLength(9);
+    } finally {
+      // The hanging calls fail at once rather than hold the worker's close for its grace period.
+      hanging.release();
+      await back.close();
+      await hanging.close();
     }
   });
 });

@@ -31,8 +31,11 @@
   KEYS[5] live workers (zset: worker -> last heartbeat ms)
   KEYS[6] worker slots (hash: worker -> the runs it takes: its concurrency and a few ahead; and
           <worker>:c -> its concurrency, the runs it executes at once)
+  KEYS[7] BullMQ prioritized set: runs back from a wait or a deferral (run-worker.ts), which workers take only once
+          the wait list is empty. They count as queued, so that what is handed out does not starve them, but not
+          against the reserved slots: a run handed out on one goes ahead of them.
 
-  ARGV[1] key base   ARGV[2] now (ms)   ARGV[3] lease (ms)   ARGV[4] heartbeat TTL (ms)
+  ARGV[1] key base   ARGV[2] now (ms)   ARGV[3] lease (ms)   ARGV[4] the oldest heartbeat of a live worker, in ms ago
   ARGV[5] default weight   ARGV[6] default tenant concurrency (0: no limit)
   ARGV[7] most runs to hand out   ARGV[8] transit timeout (ms)
   ARGV[9] how many run ids follow whose hand-off the caller confirms (the queue has their jobs)
@@ -343,9 +346,13 @@ if op == 'push' or op == 'move-in' then
     end
   end
 elseif op == 'release' then
-  for i = first, #ARGV, 5 do release(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], tonumber(ARGV[i + 4])) end
-  -- Their jobs leave the active list just after this call: their slots count as free already.
-  ending = (#ARGV - first + 1) / 5
+  -- A job still active (BullMQ's lock on it held) leaves the active list just after this call: its slot counts as
+  -- free already. One that left it while this call waited its turn (moved to delayed at once) is not counted twice.
+  local jobKeys = string.sub(KEYS[1], 1, -5)
+  for i = first, #ARGV, 5 do
+    release(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], tonumber(ARGV[i + 4]))
+    ending = ending + rcall('EXISTS', jobKeys .. ARGV[i + 2] .. ':lock')
+  end
 elseif op == 'evict' then
   local t = ARGV[first]
   rcall('HSET', movingKey, t, ARGV[first + 1])
@@ -445,7 +452,8 @@ if rcall('HGET', KEYS[4], 'paused') then return finish() end
 local capacity, concurrency = liveWorkers()
 if capacity == 0 then return finish() end
 local waiting = rcall('LLEN', KEYS[1]) + rcall('LLEN', KEYS[2])
-local queued = waiting + rcall('LLEN', KEYS[3]) - ending
+-- Runs in transit count too: another process's call may have handed them out a moment ago, not yet queued.
+local queued = waiting + rcall('ZCARD', KEYS[7]) + rcall('LLEN', KEYS[3]) + rcall('ZCARD', transitKey) - ending
 local room = math.min(capacity - queued, tonumber(ARGV[7]))
 -- Executing slots free, counting runs queued for the workers as taking one (it may be negative).
 local free = concurrency - queued
@@ -454,6 +462,16 @@ local reserved = math.floor(concurrency * reservedPercent / 100)
 -- for the workers: what looks full may be the runs of a worker that died, listed active until they are taken over.
 local reservedRoom = math.min(reserved - waiting, tonumber(ARGV[7]))
 if room <= 0 and reservedRoom <= 0 then return finish() end
+-- Each tenant's live leases and the earliest to expire, read once a call and counted up as its runs are handed out.
+local leasesOf = {}
+local function tenantLeases(t)
+  local known = leasesOf[t]
+  if not known then
+    known = {liveLeases(tenantRunningKey(t))}
+    leasesOf[t] = known
+  end
+  return known[1], known[2]
+end
 
 for _, t in ipairs(rcall('ZRANGEBYSCORE', blockedKey, '-inf', now, 'LIMIT', 0, 100)) do wakeTenant(t) end
 
@@ -491,10 +509,10 @@ while (room > 0 or reservedRoom > 0) and turns > 0 do
   -- A tenant moving (out of this group, or into it until its runs are all here) is not served here.
   local moving = anyMoving and isMoving(t)
   local limit = tenantLimit(t)
-  local onlyReserved = free <= reserved or room <= 0
+  local onlyReserved = (reserved > 0 and free <= reserved) or room <= 0
   local counted = limit > 0 or onlyReserved
   local running, earliest = 0, now
-  if counted then running, earliest = liveLeases(tenantRunningKey(t)) end
+  if counted then running, earliest = tenantLeases(t) end
   if limit > 0 and running >= limit and not moving then blockedUntil = earliest end
   local busy = not moving and not blockedUntil and onlyReserved and running >= reserved
   if not blockedUntil and not busy and not moving then f, blockedUntil = nextFlow(t) end
@@ -527,6 +545,7 @@ while (room > 0 or reservedRoom > 0) and turns > 0 do
       if rcall('HINCRBY', backlogKey, t, -1) <= 0 then rcall('HDEL', backlogKey, t) end
       rcall('ZADD', transitKey, now, id)
       lease(t, flowOf(f), id, keyOf(payload))
+      if leasesOf[t] then leasesOf[t][1] = leasesOf[t][1] + 1 end
       out[#out + 1] = payload
       room = room - 1
       free = free - 1

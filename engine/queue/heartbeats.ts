@@ -4,6 +4,12 @@ import type { Queue } from 'bullmq';
 export const HEARTBEAT_TTL_MS = 15_000;
 /** Also how often a worker tells dispatch how many runs it takes, and renews its runs' leases. */
 export const HEARTBEAT_INTERVAL_MS = 1_000;
+/**
+ * Dispatch fills a worker's slots, and counts them when it keeps slots for tenants running few runs, while its
+ * heartbeat is younger than this (three beats). A worker killed is out of that count within it rather than
+ * HEARTBEAT_TTL_MS: while its slots counted, a tenant's runs could take every slot of the worker that took over.
+ */
+export const DISPATCH_TTL_MS = 3 * HEARTBEAT_INTERVAL_MS;
 
 /** A BullMQ queue or worker: it names the keys under its queue (its prefix, its queue's name). */
 type QueueKeys = Pick<Queue, 'toKey'>;

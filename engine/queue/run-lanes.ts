@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { Queue } from 'bullmq';
 import { type RedisClient, LuaScript } from '../redis/index.ts';
-import { HEARTBEAT_TTL_MS } from './heartbeats.ts';
+import { DISPATCH_TTL_MS } from './heartbeats.ts';
 
 /** What a run's job carries: its run and the flow version it is pinned to. */
 export interface LaneRun {
@@ -25,7 +25,7 @@ export interface DebouncedRun {
 }
 
 export interface LaneOptions {
-  /** The run queue, whose wait, paused, active and meta keys the script reads (BullMQ names them). */
+  /** The run queue, whose wait, paused, active, meta and prioritized keys the script reads (BullMQ names them). */
   queue: Pick<Queue, 'keys' | 'toKey'>;
   /** The workers' heartbeats (zset: worker -> last beat) and their slots (hash: worker -> concurrency). */
   workersKey: string;
@@ -71,6 +71,7 @@ export class RunLanes {
       queue.keys.meta,
       options.workersKey,
       options.workerSlotsKey,
+      queue.keys.prioritized,
     ];
   }
 
@@ -164,6 +165,11 @@ export class RunLanes {
     const operation = deferrable ? 'acquire' : 'lease';
     const items = runs.flatMap((run) => laneArgs(run));
     return (await SCRIPT.run(redis, this.keys, this.args(operation, items))) as string[];
+  }
+
+  /** Of a worker's `slots`, how many one tenant's runs may hold: all but the reserved ones (as fair-dispatch.lua keeps). */
+  unreserved(slots: number): number {
+    return slots - Math.floor((slots * this.options.reservedSlotsPercent) / 100);
   }
 
   /** Extend the leases of runs still executing (with the worker's heartbeat). */
@@ -260,7 +266,7 @@ export class RunLanes {
       this.base,
       Date.now(),
       options.leaseMs,
-      HEARTBEAT_TTL_MS,
+      DISPATCH_TTL_MS,
       1,
       options.tenantConcurrency,
       MOST_PER_CALL,

@@ -57,6 +57,20 @@ const PREFETCH_MS = 40;
  */
 const DISPATCH_INTERVAL_MS = 250;
 
+/** BullMQ's priority of a run's job once it has slept: any but 0 (the wait list's). */
+const BACK_FROM_SLEEP = 1;
+
+/**
+ * A job sleeps until `until` without spending an attempt. It comes back prioritized, in BullMQ's set that workers
+ * read once the wait list is empty, rather than on the wait list: the runs fair dispatch hands out (a quiet tenant's
+ * on a reserved slot) do not queue behind another tenant's hundreds of runs waking at once (fair-dispatch.lua).
+ */
+async function sleep(job: Job<RunJobData>, until: number, token: string | undefined): Promise<never> {
+  if (job.priority !== BACK_FROM_SLEEP) await job.changePriority({ priority: BACK_FROM_SLEEP });
+  await job.moveToDelayed(until, token);
+  throw new DelayedError();
+}
+
 /** What a worker process holds in one slot group of the run path. */
 interface GroupWorker {
   group: RunGroup;
@@ -65,6 +79,8 @@ interface GroupWorker {
   keys: { heartbeats: string; slots: string };
   /** Its share of the process's concurrency, as last given (shareSlots). */
   slots: number;
+  /** The runs of each tenant it has taken and not yet given back (deferring, executing). */
+  taken: Map<string, number>;
 }
 
 /**
@@ -135,6 +151,7 @@ export class RunWorker {
         }),
         keys: { heartbeats: heartbeatKey(group.queue), slots: workerSlotsKey(group.queue) },
         slots: slots[index],
+        taken: new Map(),
       };
       at.worker.on('failed', (job, error) => void this.onFailed(job, error, at));
       at.worker.on('error', (error) => options.logger.error({ err: error }, 'worker error'));
@@ -222,19 +239,38 @@ export class RunWorker {
   }
 
   private async process(job: Job<RunJobData>, token: string | undefined, at: GroupWorker) {
+    const { tenantId } = job.data;
+    // Counted as soon as taken: of runs taken together, each sees those before it.
+    const taken = (at.taken.get(tenantId) ?? 0) + 1;
+    at.taken.set(tenantId, taken);
+    try {
+      return await this.take(job, token, at, taken);
+    } finally {
+      const left = (at.taken.get(tenantId) ?? 1) - 1;
+      if (left === 0) at.taken.delete(tenantId);
+      else at.taken.set(tenantId, left);
+    }
+  }
+
+  /** A job taken, the `taken`th of its tenant's here. */
+  private async take(job: Job<RunJobData>, token: string | undefined, at: GroupWorker, taken: number) {
     const { runId } = job.data;
     // A dispatched run holds its leases; one back from a retry's wait or a dead worker takes them again, unless its
     // tenant already holds every slot but the reserved ones: it then waits a moment, leaving its slot to others.
+    // Here first: dispatch may still count the slots of a worker that just died (DISPATCH_TTL_MS) as kept for others.
     if (job.attemptsStarted > 1) {
       const deferrals = job.data.deferrals ?? 0;
-      const deferred = await at.group.lanes.acquire([job.data], deferrals < MAX_DEFERRALS).catch((error) => {
-        this.options.logger.warn({ err: error, runId }, 'could not count the run against its limits');
-        return [];
-      });
+      const deferrable = deferrals < MAX_DEFERRALS;
+      const crowded = deferrable && taken > at.group.lanes.unreserved(at.slots);
+      const deferred = crowded
+        ? [runId]
+        : await at.group.lanes.acquire([job.data], deferrable).catch((error) => {
+            this.options.logger.warn({ err: error, runId }, 'could not count the run against its limits');
+            return [];
+          });
       if (deferred.length > 0) {
         await job.updateData({ ...job.data, deferrals: deferrals + 1 });
-        await job.moveToDelayed(Date.now() + DEFERRED_MS, token);
-        throw new DelayedError();
+        return sleep(job, Date.now() + DEFERRED_MS, token);
       }
     }
     const evidence = job.stalledCounter > 0 ? await this.takeOver(runId) : undefined;
@@ -317,11 +353,8 @@ export class RunWorker {
       this.endedSinceBeat++;
       at.group.ended(job.data, heldUntil);
     }
-    if (outcome.kind === 'wait') {
-      // Not a failure: the job sleeps without spending a BullMQ attempt.
-      await job.moveToDelayed(Date.now() + outcome.delayMs, token);
-      throw new DelayedError();
-    }
+    // Not a failure: the job sleeps without spending a BullMQ attempt.
+    if (outcome.kind === 'wait') return sleep(job, Date.now() + outcome.delayMs, token);
     if (outcome.kind === 'finished' && outcome.status === 'failed') {
       // The run is already recorded as failed; fail the job too so the dashboard shows it, without retries.
       throw new UnrecoverableError(outcome.error?.message ?? 'run failed');

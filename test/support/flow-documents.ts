@@ -30,6 +30,15 @@ export const forwardWebhook = (key: string, url: string, node: { config?: object
   edges: [{ from: 'trigger', to: 'send' }],
 });
 
+/** A webhook, then `nodes` one after another. */
+export const webhookChain = <Node extends { id: string }>(key: string, nodes: Node[]) => ({
+  key,
+  name: key,
+  trigger: { type: 'webhook' },
+  nodes,
+  edges: nodes.map((node, index) => ({ from: index === 0 ? 'trigger' : nodes[index - 1].id, to: node.id })),
+});
+
 /** A schedule that posts to `url` every second. */
 export const pollEverySecond = (key: string, url: string) => ({
   key,
