@@ -9,7 +9,7 @@ export const tenantsSettings = {
     description:
       'Runs one worker process executes at once. Runs mostly wait on outside systems, so a worker keeps many in ' +
       'flight; their store statements are grouped, so more in flight also costs less CPU per run (on two cores, a ' +
-      'worker of its own drains about 12 % more runs per second at 128 than at 64, and no more at 256). Where the ' +
+      'worker of its own drained 827-998 runs/s at 128, 764-835 at 64 and 988-1,092 at 256, 2026-11-30). Where the ' +
       'worker shares its process with the API, more runs in flight take the CPU the flow URLs answer with: `serve` ' +
       "took 30 % fewer webhooks a second at 128 under load, hence 64 there. An outside system's own limit (an ERP " +
       "account allows 5–20 concurrent requests) is not this setting's job: see `TENANT_CONCURRENCY`, and the ERP's " +
