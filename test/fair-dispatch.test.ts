@@ -135,6 +135,12 @@ describe('fair dispatch', () => {
     expect(await subject.acquire([run('busy', 99)], false)).toEqual([]);
   });
 
+  it('with no slots reserved, lets a tenant alone have a few runs queued ahead of the slots', async () => {
+    // One worker executing 20 runs at once and taking 4 more ahead, none reserved.
+    const subject = await lanes(24, 0, 30_000, 0, 20);
+    expect(await started(subject, await push(subject, runs('busy', 100)))).toHaveLength(24);
+  });
+
   it('counts runs handed out a moment ago, their jobs not yet added, as taking slots', async () => {
     const subject = await lanes(24, 0, 30_000, 10, 20);
     expect(await push(subject, runs('busy', 100))).toHaveLength(18);
